@@ -1,0 +1,200 @@
+//! Command-line definitions (clap derive) only; validation lives in `config`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "handshake",
+    version,
+    about = "Measure what connection setup (DNS, TCP, TLS) costs HTTP traffic, and prove whether connections are reused"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load a URL (or the embedded server) with per-phase timings, split by new vs reused connections
+    Bench(BenchArgs),
+    /// Run the embedded target server (HTTP and HTTPS) with a configurable reuse policy
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Target URL (http:// or https://). Without one, the embedded server is started in-process
+    pub url: Option<String>,
+
+    /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive
+    #[arg(long, short = 's', default_value = "keepalive")]
+    pub strategy: String,
+
+    /// Same as --strategy close
+    #[arg(long, conflicts_with = "strategy")]
+    pub disable_keepalive: bool,
+
+    /// Reconnect after this many requests on a persistent connection
+    #[arg(long, value_name = "N")]
+    pub requests_per_connection: Option<u64>,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// With no URL: target the embedded server's HTTPS listener instead of HTTP
+    #[arg(long)]
+    pub embedded_tls: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Concurrent workers, each with its own connection(s) (closed loop)
+    #[arg(long, short = 'c', default_value_t = 10)]
+    pub concurrency: usize,
+
+    /// Total requests (default 10000 when no --duration is given)
+    #[arg(long, short = 'n')]
+    pub requests: Option<u64>,
+
+    /// Run for this long (e.g. 10s, 500ms, 2m)
+    #[arg(long, short = 'd')]
+    pub duration: Option<String>,
+
+    /// Open loop: send this many requests per second in total, latency measured from the
+    /// intended send time
+    #[arg(long, short = 'r')]
+    pub rate: Option<f64>,
+
+    /// OS threads for the workers (default: number of CPUs, at most -c)
+    #[arg(long, short = 't')]
+    pub threads: Option<usize>,
+
+    /// Per-request time limit, covering all its phases (e.g. 30s)
+    #[arg(long, default_value = "30s")]
+    pub timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RequestArgs {
+    /// HTTP method
+    #[arg(long, short = 'm', default_value = "GET")]
+    pub method: String,
+
+    /// Extra request header "Name: value" (repeatable)
+    #[arg(long = "header", short = 'H', value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Request body
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body read from a file
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+
+    /// Read the URLs to request (one per line) from a file; used in turn
+    #[arg(long, value_name = "FILE")]
+    pub urls_from_file: Option<PathBuf>,
+
+    /// Accept any TLS certificate
+    #[arg(long, short = 'k')]
+    pub insecure: bool,
+
+    /// Trust the CA certificates in this PEM file (instead of the system roots)
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// Use ADDR for HOST:PORT instead of resolving it, like curl (repeatable)
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<String>,
+
+    /// Offer only this TLS version (1.2 or 1.3)
+    #[arg(long, value_name = "VERSION")]
+    pub tls_version: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Print the report as JSON (schema: docs/report.schema.json)
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress bar on stderr
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// HTTP listen address
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// HTTPS listen address (certificate generated at start)
+    #[arg(long, default_value = "127.0.0.1:8443")]
+    pub tls_listen: String,
+
+    /// No HTTPS listener
+    #[arg(long)]
+    pub no_tls: bool,
+
+    /// Write the CA certificate (PEM) that signed the HTTPS certificate to this file
+    #[arg(long, value_name = "FILE")]
+    pub cacert_out: Option<PathBuf>,
+
+    /// Keep connections open between requests: on or off
+    #[arg(long, default_value = "on")]
+    pub keepalive: String,
+
+    /// Close connections idle this long (e.g. 5s)
+    #[arg(long, default_value = "60s")]
+    pub idle_timeout: String,
+
+    /// Close each connection after this many requests
+    #[arg(long, value_name = "N")]
+    pub max_requests_per_connection: Option<u64>,
+
+    /// Answer as an HTTP/1.0 server: close unless the request asks for keep-alive
+    #[arg(long)]
+    pub http10: bool,
+
+    /// Default response body size in bytes
+    #[arg(long, default_value_t = 13)]
+    pub body_size: usize,
+
+    /// Delay before every response (e.g. 20ms)
+    #[arg(long, default_value = "0s")]
+    pub delay: String,
+
+    /// Time allowed for a request head once it has started (slowloris guard)
+    #[arg(long, default_value = "10s")]
+    pub header_timeout: String,
+
+    /// Largest request head accepted (431 beyond)
+    #[arg(long, default_value_t = 16 * 1024)]
+    pub max_header_bytes: usize,
+
+    /// Largest request body accepted (413 beyond)
+    #[arg(long, default_value_t = 16 * 1024 * 1024)]
+    pub max_body_bytes: u64,
+
+    /// Most concurrent connections (503 beyond)
+    #[arg(long, default_value_t = 16_384)]
+    pub max_connections: u64,
+
+    /// Server worker threads
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+
+    /// Stop after this long (default: run until Ctrl-C)
+    #[arg(long, short = 'd')]
+    pub duration: Option<String>,
+}

@@ -1,0 +1,369 @@
+//! Validation and defaults: command-line values become a `Scenario`. Every error
+//! names the flag or value that was wrong (and leads to exit status 2).
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use crate::cli::{LoadArgs, RequestArgs};
+use crate::http1::RequestTemplate;
+use crate::net::tls::{self, TlsOptions, TlsVersions};
+use crate::net::Origin;
+use crate::plan::{LoadShape, Scenario, StopWhen, Strategy, Target};
+
+/// Bad input from the user: printed as is, exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// Parse `10s`, `1.5s`, `500ms`, `2m`, `1h`, or a plain number of seconds.
+pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * mult < 1e9 => Ok(Duration::from_secs_f64(v * mult)),
+        _ => usage(format!("{flag}: invalid duration {s:?} (examples: 10s, 500ms, 2m)")),
+    }
+}
+
+/// A parsed http(s) URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedUrl {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// Path and query (origin form).
+    pub target: String,
+    /// `Host` header value.
+    pub authority: String,
+}
+
+pub fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
+    let bad = |why: &str| usage(format!("invalid URL {s:?}: {why}"));
+    let (tls, rest) = if let Some(r) = s.strip_prefix("http://") {
+        (false, r)
+    } else if let Some(r) = s.strip_prefix("https://") {
+        (true, r)
+    } else {
+        return bad("the scheme must be http:// or https://");
+    };
+    let rest = rest.split('#').next().unwrap_or("");
+    let (authority, target) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
+        Some(i) => (&rest[..i], rest[i..].to_string()),
+        None => (rest, "/".to_string()),
+    };
+    if authority.contains('@') {
+        return bad("user information is not supported");
+    }
+    if authority.is_empty() {
+        return bad("no host");
+    }
+    let default_port = if tls { 443 } else { 80 };
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let Some(end) = v6.find(']') else { return bad("unclosed [") };
+        let host = &v6[..end];
+        if host.parse::<std::net::Ipv6Addr>().is_err() {
+            return bad("invalid IPv6 address");
+        }
+        let port = match &v6[end + 1..] {
+            "" => default_port,
+            p => match p.strip_prefix(':').and_then(|p| p.parse::<u16>().ok()) {
+                Some(p) => p,
+                None => return bad("invalid port"),
+            },
+        };
+        (host.to_string(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => match p.parse::<u16>() {
+                Ok(p) => (h.to_string(), p),
+                Err(_) => return bad("invalid port"),
+            },
+            None => (authority.to_string(), default_port),
+        }
+    };
+    if host.is_empty() {
+        return bad("no host");
+    }
+    Ok(ParsedUrl { tls, host: host.to_ascii_lowercase(), port, target, authority: authority.to_string() })
+}
+
+/// The request side of a run: URLs, method, headers, body, TLS options.
+#[derive(Debug, Clone)]
+pub struct RequestConfig {
+    pub urls: Vec<(String, ParsedUrl)>,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    pub tls: TlsOptions,
+    pub resolve: Vec<(String, u16, IpAddr)>,
+}
+
+/// The load side of a run.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub concurrency: usize,
+    pub threads: usize,
+    pub load: LoadShape,
+    pub stop: StopWhen,
+    pub timeout: Duration,
+}
+
+/// Default number of requests when neither `-n` nor `-d` is given.
+pub const DEFAULT_REQUESTS: u64 = 10_000;
+
+pub fn load_config(a: &LoadArgs, default_requests: u64) -> Result<LoadConfig, UsageError> {
+    if a.concurrency == 0 {
+        return usage("-c/--concurrency must be at least 1");
+    }
+    if a.concurrency > 100_000 {
+        return usage("-c/--concurrency must be at most 100000");
+    }
+    if a.requests == Some(0) {
+        return usage("-n/--requests must be at least 1");
+    }
+    let duration = a.duration.as_deref().map(|d| parse_duration("-d/--duration", d)).transpose()?;
+    if duration.is_some_and(|d| d.is_zero()) {
+        return usage("-d/--duration must be more than zero");
+    }
+    let requests = match (a.requests, duration) {
+        (None, None) => Some(default_requests),
+        (n, _) => n,
+    };
+    let load = match a.rate {
+        None => LoadShape::Closed,
+        Some(r) if r.is_finite() && r > 0.0 => LoadShape::Open { rate: r },
+        Some(r) => return usage(format!("--rate must be a positive number of requests per second, not {r}")),
+    };
+    let timeout = parse_duration("--timeout", &a.timeout)?;
+    if timeout.is_zero() {
+        return usage("--timeout must be more than zero");
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = match a.threads {
+        Some(0) => return usage("-t/--threads must be at least 1"),
+        Some(t) => t,
+        None => cpus,
+    };
+    Ok(LoadConfig {
+        concurrency: a.concurrency,
+        threads: threads.min(a.concurrency),
+        load,
+        stop: StopWhen { requests, duration },
+        timeout,
+    })
+}
+
+fn parse_header(h: &str) -> Result<(String, String), UsageError> {
+    let Some((k, v)) = h.split_once(':') else {
+        return usage(format!("-H/--header {h:?}: expected \"Name: value\""));
+    };
+    let k = k.trim();
+    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        return usage(format!("-H/--header {h:?}: invalid header name"));
+    }
+    if v.contains(['\r', '\n']) {
+        return usage(format!("-H/--header {h:?}: line breaks are not allowed"));
+    }
+    if k.eq_ignore_ascii_case("connection") {
+        return usage("-H/--header: set connection handling with --strategy, not a Connection header");
+    }
+    Ok((k.to_string(), v.trim().to_string()))
+}
+
+fn parse_resolve(s: &str) -> Result<(String, u16, IpAddr), UsageError> {
+    let bad = || usage(format!("--resolve {s:?}: expected HOST:PORT:ADDR"));
+    let mut parts = s.splitn(3, ':');
+    let (Some(host), Some(port), Some(addr)) = (parts.next(), parts.next(), parts.next()) else {
+        return bad();
+    };
+    let Ok(port) = port.parse::<u16>() else { return bad() };
+    let addr = addr.trim_start_matches('[').trim_end_matches(']');
+    let Ok(addr) = addr.parse::<IpAddr>() else { return bad() };
+    Ok((host.to_ascii_lowercase(), port, addr))
+}
+
+/// Validate the request options. `url` is the positional URL; `extra_roots` are trusted
+/// in addition (the embedded server's CA).
+pub fn request_config(
+    a: &RequestArgs,
+    url: Option<&str>,
+    extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+) -> Result<RequestConfig, UsageError> {
+    let mut raw_urls: Vec<String> = Vec::new();
+    if let Some(u) = url {
+        raw_urls.push(u.to_string());
+    }
+    if let Some(path) = &a.urls_from_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError(format!("--urls-from-file {}: {e}", path.display())))?;
+        raw_urls.extend(
+            text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from),
+        );
+        if raw_urls.is_empty() {
+            return usage(format!("--urls-from-file {}: no URL in the file", path.display()));
+        }
+    }
+    let mut urls = Vec::with_capacity(raw_urls.len());
+    for u in raw_urls {
+        let p = parse_url(&u)?;
+        urls.push((u, p));
+    }
+    let method = a.method.to_ascii_uppercase();
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
+        return usage(format!("-m/--method {:?}: not an HTTP method", a.method));
+    }
+    let headers = a.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => Some(b.clone().into_bytes()),
+        (None, Some(p)) => {
+            Some(std::fs::read(p).map_err(|e| UsageError(format!("--body-file {}: {e}", p.display())))?)
+        }
+        (None, None) => None,
+    };
+    let versions = match a.tls_version.as_deref() {
+        None => TlsVersions::Any,
+        Some("1.2") => TlsVersions::Only12,
+        Some("1.3") => TlsVersions::Only13,
+        Some(v) => return usage(format!("--tls-version {v:?}: expected 1.2 or 1.3")),
+    };
+    let mut roots = extra_roots;
+    let only_extra = a.cacert.is_some();
+    if let Some(path) = &a.cacert {
+        roots.extend(tls::load_pem_certs(path).map_err(|e| UsageError(format!("{e:#}")))?);
+    }
+    let resolve = a.resolve.iter().map(|r| parse_resolve(r)).collect::<Result<Vec<_>, _>>()?;
+    Ok(RequestConfig {
+        urls,
+        method,
+        headers,
+        body,
+        tls: TlsOptions {
+            insecure: a.insecure,
+            extra_roots: roots,
+            only_extra_roots: only_extra,
+            versions,
+            ..TlsOptions::default()
+        },
+        resolve,
+    })
+}
+
+pub fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
+    Strategy::parse(s).ok_or_else(|| {
+        UsageError(format!("{flag}: unknown strategy {s:?}; known strategies: {}", Strategy::known_names()))
+    })
+}
+
+/// Build one runnable scenario.
+pub fn scenario(
+    name: &str,
+    strategy: Strategy,
+    requests_per_connection: Option<u64>,
+    req: &RequestConfig,
+    load: &LoadConfig,
+) -> Result<Scenario, UsageError> {
+    if req.urls.is_empty() {
+        return usage("no URL given");
+    }
+    if requests_per_connection == Some(0) {
+        return usage("--requests-per-connection must be at least 1");
+    }
+    let any_tls = req.urls.iter().any(|(_, u)| u.tls);
+    if strategy == Strategy::CloseResumed && !any_tls {
+        return usage("--strategy close-resumed needs an https:// URL (it is about TLS session resumption)");
+    }
+    let mut origins: Vec<Origin> = Vec::new();
+    let mut targets = Vec::with_capacity(req.urls.len());
+    for (raw, u) in &req.urls {
+        let idx = match origins.iter().position(|o| o.key() == (u.tls, u.host.clone(), u.port)) {
+            Some(i) => i,
+            None => {
+                let mut o = Origin::new(u.tls, &u.host, u.port).map_err(|e| UsageError(format!("{raw}: {e}")))?;
+                if let Some((_, _, ip)) = req.resolve.iter().find(|(h, p, _)| *h == u.host && *p == u.port) {
+                    o.fixed_addrs = Some(vec![SocketAddr::new(*ip, u.port)]);
+                }
+                origins.push(o);
+                origins.len() - 1
+            }
+        };
+        let template = RequestTemplate {
+            method: req.method.clone(),
+            target: u.target.clone(),
+            host: u.authority.clone(),
+            headers: req.headers.clone(),
+            body: req.body.clone(),
+        };
+        let request = template.build(strategy.version(), strategy.connection_header());
+        let request_last = template.build(strategy.version(), crate::http1::ConnectionHeader::Close);
+        targets.push(Target { url: raw.clone(), origin: idx, template, request, request_last });
+    }
+    let tls = if any_tls {
+        Some(tls::client_config(&req.tls, strategy.tls_resumption()).map_err(|e| UsageError(format!("TLS setup: {e:#}")))?)
+    } else {
+        None
+    };
+    Ok(Scenario {
+        name: name.to_string(),
+        strategy,
+        targets,
+        origins,
+        concurrency: load.concurrency,
+        threads: load.threads,
+        load: load.load,
+        stop: load.stop,
+        timeout: load.timeout,
+        requests_per_connection,
+        tls,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u = parse_url("https://Example.com:8443/a/b?x=1#frag").unwrap();
+        assert_eq!((u.tls, u.host.as_str(), u.port, u.target.as_str()), (true, "example.com", 8443, "/a/b?x=1"));
+        let u = parse_url("http://[::1]/").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("::1", 80));
+        let u = parse_url("http://h?q").unwrap();
+        assert_eq!(u.target, "/?q");
+        assert!(parse_url("ftp://x/").is_err());
+        assert!(parse_url("http://h:99999/").is_err());
+        assert!(parse_url("http:///").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("x", "500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("x", "2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("x", "1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("x", "soon").is_err());
+        assert!(parse_duration("x", "-1s").is_err());
+    }
+}

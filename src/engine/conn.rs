@@ -1,0 +1,201 @@
+//! One client connection: its stream, its read buffer, and reading one response
+//! (skipping 1xx, framing the body) without keeping body bytes.
+
+use std::io;
+use std::time::Instant;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::http1::{parse_head, ChunkError, ChunkedDecoder, Framing, HeadError, ResponseHead, MAX_HEAD_BYTES};
+use crate::net::{classify_io_error, Stream};
+use crate::record::ErrorKind;
+
+/// Initial read buffer; grows (up to the head limit) only for very long heads.
+const INITIAL_BUF: usize = 16 * 1024;
+
+pub struct Conn {
+    pub stream: Stream,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Responses completed on this connection.
+    pub requests: u64,
+    /// A byte of the current response has arrived (a timeout now is in `receive`).
+    pub receiving: bool,
+}
+
+/// A complete response.
+#[derive(Debug)]
+pub struct Response {
+    pub head: ResponseHead,
+    pub first_byte: Instant,
+    pub end: Instant,
+    pub body_bytes: u64,
+    /// Head and body bytes read.
+    pub bytes: u64,
+    /// Bytes arrived after the end of the response (the connection cannot be reused).
+    pub leftover: bool,
+    /// The server's EOF was already seen (close-delimited body).
+    pub eof: bool,
+}
+
+/// Why reading a response failed.
+#[derive(Debug)]
+pub struct ReadFail {
+    pub kind: ErrorKind,
+    /// Some response byte had arrived (if not, a reused connection may just be stale).
+    pub any_byte: bool,
+    /// The failure happened after the head, in the body.
+    pub in_body: bool,
+    pub detail: String,
+}
+
+impl Conn {
+    pub fn new(stream: Stream) -> Conn {
+        Conn { stream, buf: vec![0; INITIAL_BUF], start: 0, end: 0, requests: 0, receiving: false }
+    }
+
+    pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes).await?;
+        if matches!(self.stream, Stream::Tls(_)) {
+            self.stream.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Read more bytes into the buffer; Ok(0) is EOF.
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                let grown = (self.buf.len() * 2).min(MAX_HEAD_BYTES + 1024);
+                self.buf.resize(grown, 0);
+            }
+        }
+        let n = self.stream.read(&mut self.buf[self.end..]).await?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Read one response. The buffer is empty on entry (responses are never pipelined).
+    pub async fn read_response(&mut self, head_request: bool) -> Result<Response, ReadFail> {
+        let mut first_byte = None;
+        let mut bytes = 0u64;
+        self.receiving = false;
+        let fail = |kind, any_byte, in_body, detail: String| ReadFail { kind, any_byte, in_body, detail };
+        let head = loop {
+            if self.end > self.start {
+                match parse_head(&self.buf[self.start..self.end], head_request) {
+                    Ok(Some(h)) => {
+                        self.start += h.head_len;
+                        if h.status == 101 {
+                            return Err(fail(ErrorKind::Protocol, true, false, "unrequested 101 Switching Protocols".into()));
+                        }
+                        if h.is_informational() {
+                            continue;
+                        }
+                        break h;
+                    }
+                    Ok(None) => {}
+                    Err(HeadError::Protocol(d)) => return Err(fail(ErrorKind::Protocol, true, false, d)),
+                    Err(HeadError::TooLarge(d)) => return Err(fail(ErrorKind::TooLarge, true, false, d)),
+                }
+            }
+            let n = self
+                .fill()
+                .await
+                .map_err(|e| fail(classify_io_error(&e), bytes > 0, false, e.to_string()))?;
+            if n == 0 {
+                let detail = if bytes == 0 { "connection closed before any response byte" } else { "connection closed inside the response head" };
+                return Err(fail(ErrorKind::ClosedBeforeResponse, bytes > 0, false, detail.into()));
+            }
+            if first_byte.is_none() {
+                first_byte = Some(Instant::now());
+                self.receiving = true;
+            }
+            bytes += n as u64;
+        };
+        let first_byte = first_byte.unwrap_or_else(Instant::now);
+        let mut body_bytes = 0u64;
+        let mut eof = false;
+        let body_fail = |e: io::Error| fail(classify_io_error(&e), true, true, e.to_string());
+        match head.framing {
+            Framing::None => {}
+            Framing::Length(len) => {
+                let mut remaining = len;
+                loop {
+                    let avail = (self.end - self.start) as u64;
+                    let take = avail.min(remaining);
+                    self.start += take as usize;
+                    remaining -= take;
+                    body_bytes += take;
+                    if remaining == 0 {
+                        break;
+                    }
+                    let n = self.fill().await.map_err(body_fail)?;
+                    if n == 0 {
+                        return Err(fail(ErrorKind::BodyIncomplete, true, true, format!("connection closed after {body_bytes} of {len} body bytes")));
+                    }
+                    bytes += n as u64;
+                }
+            }
+            Framing::Chunked => {
+                let mut dec = ChunkedDecoder::new();
+                loop {
+                    let fed = dec.feed(&self.buf[self.start..self.end]).map_err(|e| match e {
+                        ChunkError::Invalid(d) => fail(ErrorKind::Protocol, true, true, d.into()),
+                        ChunkError::TooLarge(d) => fail(ErrorKind::TooLarge, true, true, d.into()),
+                    })?;
+                    self.start += fed.consumed;
+                    body_bytes += fed.body_bytes;
+                    if fed.done {
+                        break;
+                    }
+                    let n = self.fill().await.map_err(body_fail)?;
+                    if n == 0 {
+                        return Err(fail(ErrorKind::BodyIncomplete, true, true, "connection closed before the last chunk".into()));
+                    }
+                    bytes += n as u64;
+                }
+            }
+            Framing::UntilClose => {
+                body_bytes += (self.end - self.start) as u64;
+                self.start = self.end;
+                loop {
+                    let n = self.fill().await.map_err(body_fail)?;
+                    if n == 0 {
+                        eof = true;
+                        break;
+                    }
+                    bytes += n as u64;
+                    body_bytes += n as u64;
+                    self.start = self.end;
+                }
+            }
+        }
+        let end = Instant::now();
+        let leftover = self.end > self.start;
+        self.start = 0;
+        self.end = 0;
+        Ok(Response { head, first_byte, end, body_bytes, bytes, leftover, eof })
+    }
+
+    /// After a response that ends the connection from the server's side, wait for its
+    /// EOF so the server closes first (TIME_WAIT stays on the server, as with curl and ab).
+    pub async fn await_server_close(&mut self) -> bool {
+        let mut scratch = [0u8; 512];
+        loop {
+            match self.stream.read(&mut scratch).await {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+}

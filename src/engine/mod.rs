@@ -1,0 +1,153 @@
+//! Running a scenario: OS threads each with a single-threaded tokio runtime and its own
+//! `Recorder`; workers (one per `-c`) own their connections; no lock, channel or
+//! allocation per request. Handles pacing (`--rate`), stop conditions, timeouts and the
+//! stale-connection retry.
+
+mod conn;
+mod worker;
+
+use std::cell::RefCell;
+use std::io::IsTerminal;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cpu::{self, CpuTime};
+use crate::plan::Scenario;
+use crate::stats::Recorder;
+
+pub use conn::{Conn, ReadFail, Response};
+
+/// What a run of one scenario produced.
+pub struct RunResult {
+    pub recorder: Recorder,
+    /// From the start to the end of the last completed request.
+    pub wall: Duration,
+    /// CPU time of the client's worker threads.
+    pub cpu: CpuTime,
+}
+
+struct ThreadOut {
+    recorder: Recorder,
+    last_end: Instant,
+    cpu: CpuTime,
+}
+
+/// Run one scenario to its stop condition. Only setup failures are errors here;
+/// per-request failures are counted in the recorder.
+pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> {
+    let threads = sc.threads.clamp(1, sc.concurrency.max(1));
+    let counters: Arc<Vec<AtomicU64>> = Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect());
+    let done = Arc::new(AtomicBool::new(false));
+    let progress = if show_progress && std::io::stderr().is_terminal() {
+        Some(spawn_progress(&sc, counters.clone(), done.clone()))
+    } else {
+        None
+    };
+    let start = Instant::now();
+    let run_deadline = sc.stop.duration.map(|d| start + d);
+    let mut handles = Vec::with_capacity(threads);
+    for t in 0..threads {
+        let sc = sc.clone();
+        let counters = counters.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("handshake-client-{t}"))
+            .spawn(move || -> anyhow::Result<ThreadOut> {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                let rec = Rc::new(RefCell::new(Recorder::new()));
+                let last_end = Rc::new(RefCell::new(start));
+                let local = tokio::task::LocalSet::new();
+                let _guard = rt.enter();
+                for w in (t..sc.concurrency).step_by(threads) {
+                    let wk = worker::Worker::new(
+                        sc.clone(),
+                        w,
+                        rec.clone(),
+                        last_end.clone(),
+                        start,
+                        run_deadline,
+                        counters.clone(),
+                        t,
+                    );
+                    local.spawn_local(wk.run());
+                }
+                rt.block_on(local);
+                drop(_guard);
+                drop(rt);
+                let cpu = cpu::thread();
+                let recorder = rec.borrow().clone();
+                let last_end = *last_end.borrow();
+                Ok(ThreadOut { recorder, last_end, cpu })
+            })?;
+        handles.push(h);
+    }
+    let mut recorder = Recorder::new();
+    let mut last_end = start;
+    let mut cpu_total = CpuTime::default();
+    let mut first_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(out)) => {
+                recorder += &out.recorder;
+                last_end = last_end.max(out.last_end);
+                cpu_total = cpu_total + out.cpu;
+            }
+            Ok(Err(e)) => first_err = first_err.or(Some(e)),
+            Err(_) => first_err = first_err.or(Some(anyhow::anyhow!("a client thread panicked"))),
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    Ok(RunResult { recorder, wall: last_end.duration_since(start), cpu: cpu_total })
+}
+
+/// A progress bar on stderr, shown only once the run has lasted a second.
+fn spawn_progress(
+    sc: &Scenario,
+    counters: Arc<Vec<AtomicU64>>,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let total = sc.stop.requests;
+    let duration = sc.stop.duration;
+    let name = sc.name.clone();
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(1) {
+            if done.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let bar = match (total, duration) {
+            (Some(n), _) => indicatif::ProgressBar::new(n),
+            (None, Some(d)) => indicatif::ProgressBar::new(d.as_millis() as u64),
+            _ => indicatif::ProgressBar::new_spinner(),
+        };
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        let style = if total.is_some() {
+            "{prefix} [{bar:40}] {pos}/{len} requests {per_sec} eta {eta}"
+        } else {
+            "{prefix} [{bar:40}] {elapsed}/{len}ms"
+        };
+        if let Ok(s) = indicatif::ProgressStyle::with_template(style) {
+            bar.set_style(s.progress_chars("=> "));
+        }
+        bar.set_prefix(name);
+        while !done.load(Ordering::Relaxed) {
+            let n: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            if total.is_some() {
+                bar.set_position(n);
+            } else {
+                bar.set_position(started.elapsed().as_millis() as u64);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bar.finish_and_clear();
+    })
+}

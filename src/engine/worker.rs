@@ -1,0 +1,358 @@
+//! One worker: a closed-loop (or paced) sequence of attempts over the connections it
+//! owns, one per origin. Times every phase, decides reuse and close reasons, and
+//! retries a request once when a reused connection turns out to be stale.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::time::Sleep;
+use tokio_rustls::TlsConnector;
+
+use super::conn::{Conn, Response};
+use crate::http1::Framing;
+use crate::net::{self, classify_connect_error, classify_io_error, Stream};
+use crate::plan::{LoadShape, Scenario, Target};
+use crate::record::{CloseReason, ErrorKind, HandshakeKind, Outcome, Phases, RequestRecord, Stage};
+use crate::stats::Recorder;
+
+/// Open loop: a send that starts this much later than intended counts as late.
+const LATE_AFTER: Duration = Duration::from_millis(2);
+/// How long to wait for the server's FIN after a response that ends the connection.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+pub struct Worker {
+    sc: Arc<Scenario>,
+    st: State,
+}
+
+/// The mutable part of a worker, split from the scenario so the scenario can be
+/// borrowed while the state is mutated.
+struct State {
+    id: usize,
+    conns: Vec<Option<Conn>>,
+    rec: Rc<RefCell<Recorder>>,
+    last_end: Rc<RefCell<Instant>>,
+    sleep: Pin<Box<Sleep>>,
+    start: Instant,
+    run_deadline: Option<Instant>,
+    counters: Arc<Vec<AtomicU64>>,
+    thread: usize,
+}
+
+/// How a single try on one connection failed.
+struct Fail {
+    kind: ErrorKind,
+    /// The connection was reused and no response byte came: it may have been closed
+    /// by the server while idle (the stale keep-alive race).
+    stale: bool,
+    /// Cut by the run's deadline, not by the request's own timeout.
+    at_deadline: bool,
+}
+
+impl Worker {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        sc: Arc<Scenario>,
+        id: usize,
+        rec: Rc<RefCell<Recorder>>,
+        last_end: Rc<RefCell<Instant>>,
+        start: Instant,
+        run_deadline: Option<Instant>,
+        counters: Arc<Vec<AtomicU64>>,
+        thread: usize,
+    ) -> Worker {
+        let conns = (0..sc.origins.len()).map(|_| None).collect();
+        let st = State {
+            id,
+            conns,
+            rec,
+            last_end,
+            sleep: Box::pin(tokio::time::sleep_until(start.into())),
+            start,
+            run_deadline,
+            counters,
+            thread,
+        };
+        Worker { sc, st }
+    }
+
+    pub async fn run(self) {
+        let Worker { sc, mut st } = self;
+        let sc: &Scenario = &sc;
+        let quota = sc.worker_quota(st.id);
+        let c = sc.concurrency as u64;
+        let mut k: u64 = 0;
+        loop {
+            if quota.is_some_and(|q| k >= q) {
+                break;
+            }
+            let now = Instant::now();
+            if st.run_deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            let ticket = st.id as u64 + k * c;
+            k += 1;
+            let (t0, blocked) = match sc.load {
+                LoadShape::Closed => (now, None),
+                LoadShape::Open { rate } => {
+                    let intended = st.start + Duration::from_secs_f64(ticket as f64 / rate);
+                    if st.run_deadline.is_some_and(|d| intended >= d) {
+                        break;
+                    }
+                    if intended > now {
+                        tokio::time::sleep_until(intended.into()).await;
+                    }
+                    let late = Instant::now().saturating_duration_since(intended);
+                    (intended, Some(late))
+                }
+            };
+            let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
+            match st.request(sc, target, t0, blocked).await {
+                Some(r) => {
+                    st.rec.borrow_mut().record(&r);
+                    *st.last_end.borrow_mut() = Instant::now();
+                }
+                None => {
+                    st.rec.borrow_mut().aborted();
+                    break;
+                }
+            }
+            st.counters[st.thread].fetch_add(1, Ordering::Relaxed);
+        }
+        // Connections still open at the end of the run.
+        let mut rec = st.rec.borrow_mut();
+        for conn in st.conns.iter_mut().filter_map(Option::take) {
+            rec.connection_closed(CloseReason::EndOfRun, conn.requests);
+        }
+    }
+}
+
+/// Await `fut` unless the attempt's deadline (the pinned sleep) comes first.
+async fn within<F: Future>(sleep: &mut Pin<Box<Sleep>>, fut: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        out = fut => Some(out),
+        _ = sleep.as_mut() => None,
+    }
+}
+
+fn ns(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_nanos() as u64
+}
+
+impl State {
+    /// One request, with at most one retry on a new connection after a stale reused one.
+    /// `None` when the run's deadline cut it.
+    async fn request(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        t0: Instant,
+        blocked: Option<Duration>,
+    ) -> Option<RequestRecord> {
+        let began = Instant::now();
+        let mut deadline = began + sc.timeout;
+        if let Some(d) = self.run_deadline {
+            deadline = deadline.min(d);
+        }
+        self.sleep.as_mut().reset(deadline.into());
+        let mut stale_retry = false;
+        loop {
+            let mut phases = Phases {
+                blocked: blocked.map(|b| b.as_nanos() as u64),
+                ..Phases::default()
+            };
+            let reused = self.conns[target.origin].is_some();
+            match self.try_once(sc, target, &mut phases).await {
+                Ok(resp) => {
+                    phases.total = Some(ns(t0, resp.end));
+                    return Some(RequestRecord {
+                        reused,
+                        phases,
+                        outcome: Outcome::Ok { status: resp.head.status },
+                        bytes_received: resp.bytes,
+                        body_bytes: resp.body_bytes,
+                        stale_retry,
+                        late: blocked.is_some_and(|b| b >= LATE_AFTER),
+                    });
+                }
+                Err(f) if f.at_deadline => return None,
+                Err(f) => {
+                    if f.stale && !stale_retry && target.template.is_idempotent() {
+                        stale_retry = true;
+                        continue;
+                    }
+                    return Some(RequestRecord {
+                        reused,
+                        phases,
+                        outcome: Outcome::Error(f.kind),
+                        bytes_received: 0,
+                        body_bytes: 0,
+                        stale_retry,
+                        late: blocked.is_some_and(|b| b >= LATE_AFTER),
+                    });
+                }
+            }
+        }
+    }
+
+    fn timed_out(&self, stage: Stage) -> Fail {
+        let at_deadline = self.run_deadline.is_some_and(|d| Instant::now() >= d);
+        Fail { kind: ErrorKind::timeout_at(stage), stale: false, at_deadline }
+    }
+
+    /// Open a new connection to `target`'s origin: dns, connect, tls, each timed.
+    async fn open(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Result<Conn, Fail> {
+        let origin = &sc.origins[target.origin];
+        let resolved;
+        let addrs: &[std::net::SocketAddr] = match &origin.fixed_addrs {
+            Some(a) => a,
+            None => {
+                let t = Instant::now();
+                match within(&mut self.sleep, origin.resolve()).await {
+                    None => return Err(self.timed_out(Stage::Dns)),
+                    Some(Err(_)) => return Err(Fail { kind: ErrorKind::Dns, stale: false, at_deadline: false }),
+                    Some(Ok(a)) => resolved = a,
+                }
+                phases.dns = Some(ns(t, Instant::now()));
+                &resolved
+            }
+        };
+        let t = Instant::now();
+        let tcp = match within(&mut self.sleep, net::dial::connect(addrs)).await {
+            None => return Err(self.timed_out(Stage::Connect)),
+            Some(Err(e)) => {
+                return Err(Fail { kind: classify_connect_error(&e), stale: false, at_deadline: false })
+            }
+            Some(Ok(s)) => s,
+        };
+        let t_connected = Instant::now();
+        phases.connect = Some(ns(t, t_connected));
+        self.rec.borrow_mut().connection_opened();
+        let stream = match (&sc.tls, origin.tls) {
+            (Some(cfg), true) => {
+                let connector = TlsConnector::from(cfg.clone());
+                let res = within(&mut self.sleep, connector.connect(origin.server_name.clone(), tcp)).await;
+                let tls = match res {
+                    None => {
+                        self.rec.borrow_mut().connection_closed(CloseReason::Error, 0);
+                        return Err(self.timed_out(Stage::Tls));
+                    }
+                    Some(Err(_)) => {
+                        self.rec.borrow_mut().connection_closed(CloseReason::Error, 0);
+                        return Err(Fail { kind: ErrorKind::Tls, stale: false, at_deadline: false });
+                    }
+                    Some(Ok(s)) => s,
+                };
+                phases.tls = Some(ns(t_connected, Instant::now()));
+                let kind = match tls.get_ref().1.handshake_kind() {
+                    Some(rustls::HandshakeKind::Resumed) => HandshakeKind::Resumed,
+                    _ => HandshakeKind::Full,
+                };
+                self.rec.borrow_mut().tls_handshake(kind);
+                Stream::Tls(Box::new(tls))
+            }
+            _ => Stream::Tcp(tcp),
+        };
+        Ok(Conn::new(stream))
+    }
+
+    /// One try of the request on the worker's connection to the target's origin
+    /// (opening one if there is none).
+    async fn try_once(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Result<Response, Fail> {
+        let slot = target.origin;
+        let reused = self.conns[slot].is_some();
+        if !reused {
+            let conn = self.open(sc, target, phases).await?;
+            self.conns[slot] = Some(conn);
+        }
+        let conn = self.conns[slot].as_mut().expect("connection present");
+        let last = sc.requests_per_connection.is_some_and(|n| conn.requests + 1 >= n);
+        let bytes = if last { &target.request_last } else { &target.request };
+
+        let t_send = Instant::now();
+        let sent = within(&mut self.sleep, conn.send(bytes)).await;
+        let fail = match sent {
+            None => Some((self.timed_out(Stage::Send), CloseReason::Error)),
+            Some(Err(e)) => {
+                let stale = reused;
+                let reason = if stale { CloseReason::ServerIdleClose } else { CloseReason::Error };
+                Some((Fail { kind: classify_io_error(&e), stale, at_deadline: false }, reason))
+            }
+            Some(Ok(())) => None,
+        };
+        if let Some((f, reason)) = fail {
+            self.drop_conn(slot, reason, &f);
+            return Err(f);
+        }
+        let t_sent = Instant::now();
+        phases.send = Some(ns(t_send, t_sent));
+
+        let conn = self.conns[slot].as_mut().expect("connection present");
+        let read = within(&mut self.sleep, conn.read_response(target.template.is_head())).await;
+        let resp = match read {
+            None => {
+                let receiving = self.conns[slot].as_ref().is_some_and(|c| c.receiving);
+                let f = self.timed_out(if receiving { Stage::Receive } else { Stage::Wait });
+                self.drop_conn(slot, CloseReason::Error, &f);
+                return Err(f);
+            }
+            Some(Err(rf)) => {
+                let stale = reused
+                    && !rf.any_byte
+                    && matches!(rf.kind, ErrorKind::ClosedBeforeResponse | ErrorKind::Reset);
+                let reason = if stale { CloseReason::ServerIdleClose } else { CloseReason::Error };
+                let f = Fail { kind: rf.kind, stale, at_deadline: false };
+                self.drop_conn(slot, reason, &f);
+                return Err(f);
+            }
+            Some(Ok(r)) => r,
+        };
+        phases.wait = Some(ns(t_sent, resp.first_byte));
+        phases.receive = Some(ns(resp.first_byte, resp.end));
+
+        let mut conn = self.conns[slot].take().expect("connection present");
+        conn.requests += 1;
+        let head = &resp.head;
+        let server_ends = !head.persistent || head.framing == Framing::UntilClose;
+        let keep = sc.strategy.persistent() && !server_ends && !resp.leftover && !last;
+        if keep {
+            self.conns[slot] = Some(conn);
+            return Ok(resp);
+        }
+        let reason = if resp.leftover {
+            CloseReason::Error
+        } else if !sc.strategy.persistent() || last {
+            CloseReason::ClientPolicy
+        } else if head.minor_version == 0 && !head.connection_keep_alive {
+            CloseReason::ServerHttp10
+        } else if head.connection_close && conn.requests > 1 {
+            CloseReason::ServerMaxRequests
+        } else {
+            CloseReason::ServerCloseHeader
+        };
+        if server_ends {
+            // Let the server close first so TIME_WAIT stays on its side.
+            if !resp.eof {
+                let _ = tokio::time::timeout(CLOSE_GRACE, conn.await_server_close()).await;
+            }
+        } else if reason == CloseReason::ClientPolicy {
+            // The client asked to close but the server kept the connection open.
+            self.rec.borrow_mut().server_ignored_close += 1;
+        }
+        self.rec.borrow_mut().connection_closed(reason, conn.requests);
+        Ok(resp)
+    }
+
+    fn drop_conn(&mut self, slot: usize, reason: CloseReason, f: &Fail) {
+        if let Some(conn) = self.conns[slot].take() {
+            let reason = if f.at_deadline { CloseReason::EndOfRun } else { reason };
+            self.rec.borrow_mut().connection_closed(reason, conn.requests);
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Parsing a response head and deciding its body framing and persistence (RFC 9112 6.3, 9.3).
+
+/// Most response headers accepted.
+pub const MAX_HEADERS: usize = 100;
+/// Largest response head accepted.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// How the body of a response is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body (HEAD, 1xx, 204, 304).
+    None,
+    Length(u64),
+    Chunked,
+    /// Body ends when the server closes.
+    UntilClose,
+}
+
+/// What the engine needs from a response head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    /// Minor version: 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub minor_version: u8,
+    pub framing: Framing,
+    /// `Connection: close` was present.
+    pub connection_close: bool,
+    /// `Connection: keep-alive` was present.
+    pub connection_keep_alive: bool,
+    /// The server lets the connection persist after this response (before body framing
+    /// is considered: a close-delimited body also ends it).
+    pub persistent: bool,
+    /// Length of the head in bytes.
+    pub head_len: usize,
+    /// Value of the `Keep-Alive` header, if any.
+    pub keep_alive_header: Option<String>,
+}
+
+impl ResponseHead {
+    pub fn is_informational(&self) -> bool {
+        (100..200).contains(&self.status)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadError {
+    /// Not HTTP, or a violation of the message syntax.
+    Protocol(String),
+    /// Too many headers or a head too long.
+    TooLarge(String),
+}
+
+fn has_token(value: &[u8], token: &str) -> bool {
+    value
+        .split(|b| *b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+}
+
+/// Parse a response head from the front of `buf`. `Ok(None)` means more bytes are needed.
+/// `head_request` tells whether the request was HEAD (no body whatever the headers say).
+pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>, HeadError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let head_len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            if buf.len() > MAX_HEAD_BYTES {
+                return Err(HeadError::TooLarge(format!(
+                    "response head longer than {MAX_HEAD_BYTES} bytes"
+                )));
+            }
+            return Ok(None);
+        }
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(HeadError::TooLarge(format!(
+                "response has more than {MAX_HEADERS} headers"
+            )))
+        }
+        Err(e) => return Err(HeadError::Protocol(format!("invalid response head: {e}"))),
+    };
+    if head_len > MAX_HEAD_BYTES {
+        return Err(HeadError::TooLarge(format!(
+            "response head longer than {MAX_HEAD_BYTES} bytes"
+        )));
+    }
+    let status = resp.code.unwrap_or(0);
+    let minor_version = resp.version.unwrap_or(1);
+    if !(100..=999).contains(&status) {
+        return Err(HeadError::Protocol(format!("invalid status code {status}")));
+    }
+    let mut content_length: Option<u64> = None;
+    let mut chunked = false;
+    let mut transfer_encoding = false;
+    let mut connection_close = false;
+    let mut connection_keep_alive = false;
+    let mut keep_alive_header = None;
+    for h in resp.headers.iter() {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let s = std::str::from_utf8(h.value)
+                .map_err(|_| HeadError::Protocol("Content-Length is not ASCII".into()))?
+                .trim();
+            // A list of identical values is allowed (RFC 9110 8.6); differing ones are not.
+            for part in s.split(',') {
+                let part = part.trim();
+                if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(HeadError::Protocol(format!("invalid Content-Length {s:?}")));
+                }
+                let v: u64 = part
+                    .parse()
+                    .map_err(|_| HeadError::Protocol(format!("Content-Length {s:?} overflows")))?;
+                match content_length {
+                    Some(prev) if prev != v => {
+                        return Err(HeadError::Protocol(format!(
+                            "conflicting Content-Length values {prev} and {v}"
+                        )))
+                    }
+                    _ => content_length = Some(v),
+                }
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            transfer_encoding = true;
+            // chunked must be the final coding for the body to be self-delimited.
+            let last = h.value.rsplit(|b| *b == b',').next().unwrap_or(b"").trim_ascii();
+            chunked = last.eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case("connection") {
+            connection_close |= has_token(h.value, "close");
+            connection_keep_alive |= has_token(h.value, "keep-alive");
+        } else if name.eq_ignore_ascii_case("keep-alive") {
+            keep_alive_header = Some(String::from_utf8_lossy(h.value).into_owned());
+        }
+    }
+    if transfer_encoding && content_length.is_some() {
+        return Err(HeadError::Protocol(
+            "both Transfer-Encoding and Content-Length".into(),
+        ));
+    }
+    let no_body = head_request || (100..200).contains(&status) || status == 204 || status == 304;
+    let framing = if no_body {
+        Framing::None
+    } else if transfer_encoding {
+        if chunked {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        }
+    } else if let Some(n) = content_length {
+        Framing::Length(n)
+    } else {
+        Framing::UntilClose
+    };
+    let persistent = if minor_version >= 1 {
+        !connection_close
+    } else {
+        connection_keep_alive && !connection_close
+    };
+    Ok(Some(ResponseHead {
+        status,
+        minor_version,
+        framing,
+        connection_close,
+        connection_keep_alive,
+        persistent,
+        head_len,
+        keep_alive_header,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framing_and_persistence() {
+        let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.framing, Framing::Length(5));
+        assert!(h.persistent);
+        assert_eq!(h.head_len, 38);
+        let h = parse_head(b"HTTP/1.0 200 OK\r\n\r\n", false).unwrap().unwrap();
+        assert_eq!(h.framing, Framing::UntilClose);
+        assert!(!h.persistent);
+        let h = parse_head(
+            b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n",
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(h.persistent);
+        let h = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.framing, Framing::Chunked);
+        let h = parse_head(b"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.framing, Framing::None);
+        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false), Ok(None));
+    }
+
+    #[test]
+    fn rejects_bad_heads() {
+        assert!(matches!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", false),
+            Err(HeadError::Protocol(_))
+        ));
+        assert!(matches!(parse_head(b"HTTP/1.01 200 OK\r\n\r\n", false), Err(HeadError::Protocol(_))));
+        assert!(matches!(parse_head(b"FOO\r\n\r\n", false), Err(HeadError::Protocol(_))));
+        let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..101 {
+            many.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
+        }
+        many.extend_from_slice(b"\r\n");
+        assert!(matches!(parse_head(&many, false), Err(HeadError::TooLarge(_))));
+    }
+}

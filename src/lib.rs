@@ -1,0 +1,15 @@
+//! handshake: measure what connection setup (DNS, TCP, TLS) costs HTTP traffic and
+//! prove whether connection reuse happens. See DESIGN.md and docs/timing.md.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod cpu;
+pub mod engine;
+pub mod http1;
+pub mod net;
+pub mod plan;
+pub mod record;
+pub mod report;
+pub mod server;
+pub mod stats;

@@ -1,0 +1,9 @@
+//! Networking: name resolution, TCP connect and TLS, each timed by the caller at its
+//! boundaries, and the byte stream the HTTP/1 layer reads and writes.
+
+pub mod dial;
+pub mod stream;
+pub mod tls;
+
+pub use dial::{classify_connect_error, classify_io_error, Origin};
+pub use stream::Stream;

@@ -1,0 +1,83 @@
+//! One byte stream type for plain TCP and TLS connections (enum dispatch, no boxing of I/O).
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+pub enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Tcp(s) => s,
+            Stream::Tls(s) => s.get_ref().0,
+        }
+    }
+
+    /// The negotiated TLS version, cipher suite and ALPN protocol, for TLS streams.
+    pub fn tls_info(&self) -> Option<(String, String, Option<String>)> {
+        match self {
+            Stream::Tcp(_) => None,
+            Stream::Tls(s) => {
+                let c = s.get_ref().1;
+                let version = c
+                    .protocol_version()
+                    .map(|v| match v {
+                        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
+                        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
+                        other => format!("{other:?}"),
+                    })
+                    .unwrap_or_default();
+                let suite = c
+                    .negotiated_cipher_suite()
+                    .map(|s| format!("{:?}", s.suite()))
+                    .unwrap_or_default();
+                let alpn = c.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned());
+                Some((version, suite, alpn))
+            }
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! A validated plan: scenarios with a target, a connection strategy, a load shape and
+//! a stop condition. Built by `config`, run by `engine`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::ClientConfig;
+
+use crate::http1::{ConnectionHeader, HttpVersion, RequestTemplate};
+use crate::net::Origin;
+
+/// How the client uses connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// Persistent HTTP/1.1 connections, reused until the server ends them.
+    KeepAlive,
+    /// `Connection: close`, a new connection (and full TLS handshake) per request.
+    Close,
+    /// A new connection per request, with TLS session resumption.
+    CloseResumed,
+    /// HTTP/1.0 without a keep-alive header.
+    Http10,
+    /// HTTP/1.0 with `Connection: keep-alive`.
+    Http10KeepAlive,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 5] = [
+        Strategy::Close,
+        Strategy::CloseResumed,
+        Strategy::Http10,
+        Strategy::Http10KeepAlive,
+        Strategy::KeepAlive,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::KeepAlive => "keepalive",
+            Strategy::Close => "close",
+            Strategy::CloseResumed => "close-resumed",
+            Strategy::Http10 => "http10",
+            Strategy::Http10KeepAlive => "http10-keepalive",
+        }
+    }
+
+    /// Parse a name or a short alias.
+    pub fn parse(s: &str) -> Option<Strategy> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "keepalive" | "keep-alive" | "ka" | "reuse" => Strategy::KeepAlive,
+            "close" | "no-keepalive" | "new" => Strategy::Close,
+            "close-resumed" | "resumed" | "resume" => Strategy::CloseResumed,
+            "http10" | "http1.0" | "1.0" => Strategy::Http10,
+            "http10-keepalive" | "http10-ka" | "1.0-ka" => Strategy::Http10KeepAlive,
+            _ => return None,
+        })
+    }
+
+    pub fn known_names() -> String {
+        Strategy::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+    }
+
+    pub fn version(self) -> HttpVersion {
+        match self {
+            Strategy::Http10 | Strategy::Http10KeepAlive => HttpVersion::Http10,
+            _ => HttpVersion::Http11,
+        }
+    }
+
+    pub fn connection_header(self) -> ConnectionHeader {
+        match self {
+            Strategy::KeepAlive | Strategy::Http10 => ConnectionHeader::Default,
+            Strategy::Close | Strategy::CloseResumed => ConnectionHeader::Close,
+            Strategy::Http10KeepAlive => ConnectionHeader::KeepAlive,
+        }
+    }
+
+    /// Whether the client asks to keep connections open.
+    pub fn persistent(self) -> bool {
+        matches!(self, Strategy::KeepAlive | Strategy::Http10KeepAlive)
+    }
+
+    /// Whether TLS session resumption is offered on new connections.
+    pub fn tls_resumption(self) -> bool {
+        !matches!(self, Strategy::Close | Strategy::Http10)
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Strategy::KeepAlive => "HTTP/1.1, connections reused",
+            Strategy::Close => "HTTP/1.1 Connection: close, new connection per request",
+            Strategy::CloseResumed => "new connection per request, TLS session resumed",
+            Strategy::Http10 => "HTTP/1.0 without keep-alive",
+            Strategy::Http10KeepAlive => "HTTP/1.0 with Connection: keep-alive",
+        }
+    }
+}
+
+/// One URL of a scenario with its request bytes, built once.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    /// Index into `Scenario::origins`.
+    pub origin: usize,
+    pub template: RequestTemplate,
+    /// The request as sent on every attempt.
+    pub request: Vec<u8>,
+    /// The request sent as the last one on a connection (`--requests-per-connection`):
+    /// it carries `Connection: close` so the server closes first.
+    pub request_last: Vec<u8>,
+}
+
+/// Closed loop (`-c` workers back to back) or open loop (`--rate`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LoadShape {
+    Closed,
+    /// Requests per second over all workers; latency counts from the intended send time.
+    Open { rate: f64 },
+}
+
+/// When a scenario stops: after `requests`, at `duration`, whichever comes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopWhen {
+    pub requests: Option<u64>,
+    pub duration: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub strategy: Strategy,
+    pub targets: Vec<Target>,
+    pub origins: Vec<Origin>,
+    pub concurrency: usize,
+    pub threads: usize,
+    pub load: LoadShape,
+    pub stop: StopWhen,
+    pub timeout: Duration,
+    pub requests_per_connection: Option<u64>,
+    /// Client TLS configuration for this strategy (None when no origin uses TLS).
+    pub tls: Option<Arc<ClientConfig>>,
+}
+
+impl Scenario {
+    /// Requests worker `w` sends when the run is bounded by a count: tickets
+    /// w, w+c, w+2c, ... below n, so `-n` not divisible by `-c` still sends exactly n.
+    pub fn worker_quota(&self, w: usize) -> Option<u64> {
+        self.stop.requests.map(|n| {
+            let c = self.concurrency as u64;
+            let w = w as u64;
+            if w >= n {
+                0
+            } else {
+                (n - w).div_ceil(c)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quotas_sum_to_n() {
+        for (n, c) in [(1001u64, 4usize), (10, 3), (2, 5), (1000, 1)] {
+            let s = super::Scenario {
+                name: String::new(),
+                strategy: super::Strategy::KeepAlive,
+                targets: vec![],
+                origins: vec![],
+                concurrency: c,
+                threads: 1,
+                load: super::LoadShape::Closed,
+                stop: super::StopWhen { requests: Some(n), duration: None },
+                timeout: std::time::Duration::from_secs(1),
+                requests_per_connection: None,
+                tls: None,
+            };
+            let sum: u64 = (0..c).map(|w| s.worker_quota(w).unwrap()).sum();
+            assert_eq!(sum, n);
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! What one attempt and one connection produce: phase durations, outcome, close reason.
+//! These are the words of DESIGN.md section 3; every layer above uses them.
+
+use serde::Serialize;
+
+/// The phases of one attempt, in nanoseconds. `None` means the phase did not happen.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Phases {
+    pub blocked: Option<u64>,
+    pub dns: Option<u64>,
+    pub connect: Option<u64>,
+    pub tls: Option<u64>,
+    pub send: Option<u64>,
+    pub wait: Option<u64>,
+    pub receive: Option<u64>,
+    pub total: Option<u64>,
+}
+
+/// Index of each phase in per-phase tables, in report order.
+pub const PHASE_NAMES: [&str; 8] = [
+    "blocked", "dns", "connect", "tls", "send", "wait", "receive", "total",
+];
+
+impl Phases {
+    pub fn as_array(&self) -> [Option<u64>; 8] {
+        [
+            self.blocked,
+            self.dns,
+            self.connect,
+            self.tls,
+            self.send,
+            self.wait,
+            self.receive,
+            self.total,
+        ]
+    }
+}
+
+/// Where an attempt was when something went wrong; used to name timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Dns,
+    Connect,
+    Tls,
+    Send,
+    Wait,
+    Receive,
+}
+
+/// The error category of a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Dns,
+    Connect,
+    Tls,
+    TimeoutDns,
+    TimeoutConnect,
+    TimeoutTls,
+    TimeoutSend,
+    TimeoutWait,
+    TimeoutReceive,
+    Reset,
+    ClosedBeforeResponse,
+    BodyIncomplete,
+    Protocol,
+    TooLarge,
+    LocalResource,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 15] = [
+        ErrorKind::Dns,
+        ErrorKind::Connect,
+        ErrorKind::Tls,
+        ErrorKind::TimeoutDns,
+        ErrorKind::TimeoutConnect,
+        ErrorKind::TimeoutTls,
+        ErrorKind::TimeoutSend,
+        ErrorKind::TimeoutWait,
+        ErrorKind::TimeoutReceive,
+        ErrorKind::Reset,
+        ErrorKind::ClosedBeforeResponse,
+        ErrorKind::BodyIncomplete,
+        ErrorKind::Protocol,
+        ErrorKind::TooLarge,
+        ErrorKind::LocalResource,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Dns => "dns",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Tls => "tls",
+            ErrorKind::TimeoutDns => "timeout_dns",
+            ErrorKind::TimeoutConnect => "timeout_connect",
+            ErrorKind::TimeoutTls => "timeout_tls",
+            ErrorKind::TimeoutSend => "timeout_send",
+            ErrorKind::TimeoutWait => "timeout_wait",
+            ErrorKind::TimeoutReceive => "timeout_receive",
+            ErrorKind::Reset => "reset",
+            ErrorKind::ClosedBeforeResponse => "closed_before_response",
+            ErrorKind::BodyIncomplete => "body_incomplete",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::LocalResource => "local_resource",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        ErrorKind::ALL.iter().position(|k| *k == self).unwrap_or(0)
+    }
+
+    /// The timeout category for an attempt cut off while at `stage`.
+    pub fn timeout_at(stage: Stage) -> ErrorKind {
+        match stage {
+            Stage::Dns => ErrorKind::TimeoutDns,
+            Stage::Connect => ErrorKind::TimeoutConnect,
+            Stage::Tls => ErrorKind::TimeoutTls,
+            Stage::Send => ErrorKind::TimeoutSend,
+            Stage::Wait => ErrorKind::TimeoutWait,
+            Stage::Receive => ErrorKind::TimeoutReceive,
+        }
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseReason {
+    /// The client's strategy ended it (keep-alive off, or `--requests-per-connection`).
+    ClientPolicy,
+    /// The server sent `Connection: close` on the first response of the connection.
+    ServerCloseHeader,
+    /// A 1.0 response without keep-alive.
+    ServerHttp10,
+    /// EOF or reset while the connection was idle (found on the next request).
+    ServerIdleClose,
+    /// The server sent `Connection: close` after more than one request: its limit.
+    ServerMaxRequests,
+    /// The connection ended in an error.
+    Error,
+    /// Still open when the run ended.
+    EndOfRun,
+}
+
+impl CloseReason {
+    pub const ALL: [CloseReason; 7] = [
+        CloseReason::ClientPolicy,
+        CloseReason::ServerCloseHeader,
+        CloseReason::ServerHttp10,
+        CloseReason::ServerIdleClose,
+        CloseReason::ServerMaxRequests,
+        CloseReason::Error,
+        CloseReason::EndOfRun,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CloseReason::ClientPolicy => "client_policy",
+            CloseReason::ServerCloseHeader => "server_close_header",
+            CloseReason::ServerHttp10 => "server_http10",
+            CloseReason::ServerIdleClose => "server_idle_close",
+            CloseReason::ServerMaxRequests => "server_max_requests",
+            CloseReason::Error => "error",
+            CloseReason::EndOfRun => "end_of_run",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        CloseReason::ALL.iter().position(|k| *k == self).unwrap_or(0)
+    }
+}
+
+/// Whether a TLS handshake was full or resumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandshakeKind {
+    Full,
+    Resumed,
+}
+
+/// The result of one attempt (after any stale-connection retry).
+#[derive(Debug, Clone, Copy)]
+pub enum Outcome {
+    Ok { status: u16 },
+    Error(ErrorKind),
+}
+
+/// Everything the recorder needs about one attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestRecord {
+    /// The request went out on a connection it did not open.
+    pub reused: bool,
+    pub phases: Phases,
+    pub outcome: Outcome,
+    /// Bytes of the response (head and body) read for this attempt.
+    pub bytes_received: u64,
+    /// Body bytes only.
+    pub body_bytes: u64,
+    /// The attempt was retried once after a stale reused connection.
+    pub stale_retry: bool,
+    /// Open loop: the send started later than its intended time (by >= 1 ms).
+    pub late: bool,
+}

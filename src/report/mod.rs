@@ -1,0 +1,184 @@
+//! The versioned report (serde) and its renderers: human text and JSON.
+//! Only this layer (and `main`) prints.
+
+pub mod text;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub scenarios: Vec<ScenarioReport>,
+    /// Counts of the embedded server, when the run started it (ground truth).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::server::StatsSnapshot>,
+}
+
+impl Report {
+    pub fn new(scenarios: Vec<ScenarioReport>) -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: "handshake",
+            version: env!("CARGO_PKG_VERSION"),
+            scenarios,
+            server: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioReport {
+    pub name: String,
+    pub url: String,
+    /// How many URLs the scenario cycles through (`--urls-from-file`).
+    pub urls: usize,
+    pub strategy: String,
+    pub concurrency: usize,
+    pub threads: usize,
+    pub duration_s: f64,
+    pub load: LoadReport,
+    pub requests: RequestsReport,
+    pub connections: ConnectionsReport,
+    pub throughput: ThroughputReport,
+    pub latency_ms: LatencyReport,
+    pub phases_ms: PhasesReport,
+    pub cpu: CpuReport,
+    /// Plain sentences: why reuse did not happen, what went wrong.
+    pub diagnosis: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    pub requests: Option<u64>,
+    pub duration_s: Option<f64>,
+    pub rate: Option<f64>,
+    pub timeout_s: f64,
+    pub requests_per_connection: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestsReport {
+    pub attempted: u64,
+    pub ok: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub retries: RetriesReport,
+    pub status_codes: BTreeMap<String, u64>,
+    /// Requests in flight when `-d` ended: not in `attempted`, not lost.
+    pub aborted_at_deadline: u64,
+    /// Open loop: sends that started 2 ms or more after their intended time.
+    pub late_sends: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RetriesReport {
+    pub stale_connection: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectionsReport {
+    pub opened: u64,
+    pub reused_requests: u64,
+    pub reuse_ratio: f64,
+    pub tls_handshakes: TlsHandshakes,
+    pub close_reasons: BTreeMap<String, u64>,
+    pub requests_per_connection: RpcReport,
+    /// Connections the client closed itself because the server kept them open after
+    /// the client asked to close.
+    pub server_ignored_close: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TlsHandshakes {
+    pub full: u64,
+    pub resumed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RpcReport {
+    pub min: u64,
+    pub mean: f64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ThroughputReport {
+    pub requests_per_s: f64,
+    pub bytes_received: u64,
+    pub body_bytes_received: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyReport {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PhasesReport {
+    pub new: PhaseGroup,
+    pub reused: PhaseGroup,
+}
+
+/// One summary per phase, in the order of DESIGN.md.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseGroup {
+    pub requests: u64,
+    pub blocked: PhaseSummary,
+    pub dns: PhaseSummary,
+    pub connect: PhaseSummary,
+    pub tls: PhaseSummary,
+    pub send: PhaseSummary,
+    pub wait: PhaseSummary,
+    pub receive: PhaseSummary,
+    pub total: PhaseSummary,
+}
+
+impl PhaseGroup {
+    pub fn get(&self, name: &str) -> Option<&PhaseSummary> {
+        Some(match name {
+            "blocked" => &self.blocked,
+            "dns" => &self.dns,
+            "connect" => &self.connect,
+            "tls" => &self.tls,
+            "send" => &self.send,
+            "wait" => &self.wait,
+            "receive" => &self.receive,
+            "total" => &self.total,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct PhaseSummary {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuReport {
+    pub client_user_s: f64,
+    pub client_sys_s: f64,
+    /// Client CPU (user + sys of its worker threads) per attempted request, in µs.
+    pub client_us_per_request: f64,
+}
+
+pub fn to_json(report: &Report) -> String {
+    serde_json::to_string_pretty(report).expect("report serializes")
+}

@@ -1,0 +1,172 @@
+//! Human-readable report: summary, latency percentiles, ab-style "Connection Times (ms)"
+//! tables for new and reused connections, connections block, diagnosis.
+
+use std::fmt::Write as _;
+
+use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport};
+
+fn bytes(n: u64) -> String {
+    let f = n as f64;
+    if f >= 1e9 {
+        format!("{:.2} GB", f / 1e9)
+    } else if f >= 1e6 {
+        format!("{:.2} MB", f / 1e6)
+    } else if f >= 1e3 {
+        format!("{:.1} kB", f / 1e3)
+    } else {
+        format!("{n} B")
+    }
+}
+
+/// A millisecond figure with a precision that suits its size.
+pub fn fmt_ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn row(out: &mut String, name: &str, p: &PhaseSummary) {
+    if p.count == 0 {
+        let _ = writeln!(out, "  {name:<8} {:>8} {:>8} {:>8} {:>8} {:>8}", "-", "-", "-", "-", "-");
+    } else {
+        let _ = writeln!(
+            out,
+            "  {name:<8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            fmt_ms(p.min),
+            fmt_ms(p.mean),
+            fmt_ms(p.stdev),
+            fmt_ms(p.p50),
+            fmt_ms(p.max)
+        );
+    }
+}
+
+fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked: bool) {
+    let _ = writeln!(out, "\nConnection Times (ms), {title} ({} requests)", g.requests);
+    if g.requests == 0 {
+        let _ = writeln!(out, "  (none)");
+        return;
+    }
+    let _ = writeln!(out, "  {:<8} {:>8} {:>8} {:>8} {:>8} {:>8}", "", "min", "mean", "[+/-sd]", "median", "max");
+    if with_blocked {
+        row(out, "blocked", &g.blocked);
+    }
+    for name in ["dns", "connect", "tls", "send", "wait", "receive", "total"] {
+        if let Some(p) = g.get(name) {
+            row(out, name, p);
+        }
+    }
+}
+
+pub fn render_scenario(s: &ScenarioReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}  {}", s.name, s.url);
+    if s.urls > 1 {
+        let _ = writeln!(out, "  ({} URLs, in turn)", s.urls);
+    }
+    let mut load = format!("  strategy {}, {} connections/workers", s.strategy, s.concurrency);
+    if let Some(r) = s.load.rate {
+        let _ = write!(load, ", open loop at {r} requests/s");
+    }
+    if let Some(n) = s.load.requests_per_connection {
+        let _ = write!(load, ", {n} requests per connection");
+    }
+    let _ = writeln!(out, "{load}");
+
+    let r = &s.requests;
+    let errors: u64 = r.errors.values().sum();
+    let _ = writeln!(out, "\nSummary");
+    let _ = writeln!(out, "  Requests      {} attempted, {} ok, {} errors", r.attempted, r.ok, errors);
+    if r.aborted_at_deadline > 0 {
+        let _ = writeln!(out, "  Aborted       {} in flight at the deadline", r.aborted_at_deadline);
+    }
+    if s.load.rate.is_some() {
+        let _ = writeln!(out, "  Late sends    {} (started 2 ms or more after their intended time)", r.late_sends);
+    }
+    let _ = writeln!(out, "  Duration      {:.3} s", s.duration_s);
+    let _ = writeln!(out, "  Requests/s    {:.1}", s.throughput.requests_per_s);
+    let _ = writeln!(
+        out,
+        "  Received      {} ({} of bodies)",
+        bytes(s.throughput.bytes_received),
+        bytes(s.throughput.body_bytes_received)
+    );
+    let codes: Vec<String> = r.status_codes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let _ = writeln!(out, "  Status codes  {}", if codes.is_empty() { "-".into() } else { codes.join(", ") });
+    let errs: Vec<String> = r.errors.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k}: {v}")).collect();
+    if !errs.is_empty() {
+        let _ = writeln!(out, "  Errors        {}", errs.join(", "));
+    }
+    let _ = writeln!(out, "  Client CPU    {:.1} µs per request", s.cpu.client_us_per_request);
+
+    let l = &s.latency_ms;
+    let _ = writeln!(out, "\nLatency (ms)");
+    let _ = writeln!(
+        out,
+        "  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  mean {}",
+        fmt_ms(l.p50),
+        fmt_ms(l.p90),
+        fmt_ms(l.p99),
+        fmt_ms(l.p999),
+        fmt_ms(l.max),
+        fmt_ms(l.mean)
+    );
+
+    let open_loop = s.load.rate.is_some();
+    connection_times(&mut out, "new connections", &s.phases_ms.new, open_loop);
+    connection_times(&mut out, "reused connections", &s.phases_ms.reused, open_loop);
+
+    let c = &s.connections;
+    let _ = writeln!(out, "\nConnections");
+    let _ = writeln!(out, "  opened                {}", c.opened);
+    let _ = writeln!(
+        out,
+        "  reused requests       {} of {} ok (reuse ratio {:.1} %)",
+        c.reused_requests,
+        r.ok,
+        c.reuse_ratio * 100.0
+    );
+    let _ = writeln!(out, "  TLS handshakes        full {}, resumed {}", c.tls_handshakes.full, c.tls_handshakes.resumed);
+    let _ = writeln!(
+        out,
+        "  requests/connection   min {}  mean {:.1}  max {}",
+        c.requests_per_connection.min, c.requests_per_connection.mean, c.requests_per_connection.max
+    );
+    let reasons: Vec<String> = c.close_reasons.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(out, "  close reasons         {}", if reasons.is_empty() { "-".into() } else { reasons.join(", ") });
+    if c.server_ignored_close > 0 {
+        let _ = writeln!(out, "  server ignored close  {}", c.server_ignored_close);
+    }
+    let _ = writeln!(out, "  stale retries         {}", r.retries.stale_connection);
+    if !s.diagnosis.is_empty() {
+        let _ = writeln!(out, "\nDiagnosis");
+        for d in &s.diagnosis {
+            let _ = writeln!(out, "  {d}");
+        }
+    }
+    out
+}
+
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for (i, s) in report.scenarios.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&render_scenario(s));
+    }
+    if let Some(srv) = &report.server {
+        let _ = writeln!(
+            out,
+            "\nEmbedded server: {} connections accepted, {} requests served",
+            srv.connections_accepted, srv.requests
+        );
+    }
+    out
+}

@@ -1,0 +1,209 @@
+//! The embedded target server: HTTP/1.0 and 1.1 over TCP and TLS with a configurable
+//! reuse policy, response size and delay, limits, and its own count of accepted
+//! connections (the ground truth every connection figure is checked against).
+
+mod conn;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Serialize;
+use tokio::net::TcpListener;
+
+/// The server's reuse policy, responses and limits.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Plain HTTP listener (None: no HTTP listener).
+    pub listen: Option<SocketAddr>,
+    /// HTTPS listener (None: no HTTPS listener).
+    pub tls_listen: Option<SocketAddr>,
+    /// Keep connections open between requests when the client allows it.
+    pub keepalive: bool,
+    /// Close a connection that has been idle this long between requests.
+    pub idle_timeout: Duration,
+    /// Close after this many requests on one connection (with `Connection: close`).
+    pub max_requests_per_connection: Option<u64>,
+    /// Answer as an HTTP/1.0 server: close unless the request asked for keep-alive.
+    pub http10: bool,
+    /// Default response body size.
+    pub body_size: usize,
+    /// Delay before every response.
+    pub delay: Duration,
+    /// Time allowed for a request head once its first byte arrived.
+    pub header_timeout: Duration,
+    pub max_header_bytes: usize,
+    pub max_body_bytes: u64,
+    pub max_connections: u64,
+    /// Runtime worker threads.
+    pub threads: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            tls_listen: None,
+            keepalive: true,
+            idle_timeout: Duration::from_secs(60),
+            max_requests_per_connection: None,
+            http10: false,
+            body_size: 13,
+            delay: Duration::ZERO,
+            header_timeout: Duration::from_secs(10),
+            max_header_bytes: 16 * 1024,
+            max_body_bytes: 16 * 1024 * 1024,
+            max_connections: 16_384,
+            threads: 1,
+        }
+    }
+}
+
+/// Live counters, readable in-process and at `GET /__handshake/stats`.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    pub connections_accepted: AtomicU64,
+    pub requests: AtomicU64,
+    pub open_connections: AtomicU64,
+    pub tls_handshakes_full: AtomicU64,
+    pub tls_handshakes_resumed: AtomicU64,
+    pub rejected_connections: AtomicU64,
+}
+
+/// A copy of the counters at one moment.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Default)]
+pub struct StatsSnapshot {
+    pub connections_accepted: u64,
+    pub requests: u64,
+    pub open_connections: u64,
+    pub tls_handshakes_full: u64,
+    pub tls_handshakes_resumed: u64,
+    pub rejected_connections: u64,
+}
+
+impl ServerStats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            connections_accepted: self.connections_accepted.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            open_connections: self.open_connections.load(Ordering::Relaxed),
+            tls_handshakes_full: self.tls_handshakes_full.load(Ordering::Relaxed),
+            tls_handshakes_resumed: self.tls_handshakes_resumed.load(Ordering::Relaxed),
+            rejected_connections: self.rejected_connections.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A server running on its own runtime threads (named `handshake-server`).
+pub struct RunningServer {
+    pub http_addr: Option<SocketAddr>,
+    pub https_addr: Option<SocketAddr>,
+    /// PEM of the CA that signed the HTTPS certificate.
+    pub ca_pem: String,
+    pub ca_der: rustls::pki_types::CertificateDer<'static>,
+    pub stats: Arc<ServerStats>,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl RunningServer {
+    pub fn http_url(&self) -> Option<String> {
+        self.http_addr.map(|a| format!("http://{a}/"))
+    }
+
+    pub fn https_url(&self) -> Option<String> {
+        // The certificate names localhost and 127.0.0.1; use the address as bound.
+        self.https_addr.map(|a| format!("https://{a}/"))
+    }
+
+    pub fn snapshot(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// Stop accepting and drop every connection.
+    pub fn stop(mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Everything a connection task needs, shared.
+pub(crate) struct Shared {
+    pub cfg: ServerConfig,
+    pub stats: Arc<ServerStats>,
+}
+
+/// Start the server; returns once the listeners are bound.
+pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
+    if cfg.listen.is_none() && cfg.tls_listen.is_none() {
+        anyhow::bail!("the server needs at least one listener");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.threads.max(1))
+        .thread_name("handshake-server")
+        .enable_all()
+        .build()
+        .context("starting the server runtime")?;
+    let certs = tls::generate().context("generating the server certificate")?;
+    let stats = Arc::new(ServerStats::default());
+    let shared = Arc::new(Shared { cfg: cfg.clone(), stats: stats.clone() });
+    let (http_addr, https_addr) = rt.block_on(async {
+        let mut http_addr = None;
+        let mut https_addr = None;
+        if let Some(addr) = cfg.listen {
+            let l = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+            http_addr = Some(l.local_addr()?);
+            tokio::spawn(accept_loop(l, shared.clone(), None));
+        }
+        if let Some(addr) = cfg.tls_listen {
+            let l = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+            https_addr = Some(l.local_addr()?);
+            let acceptor = tokio_rustls::TlsAcceptor::from(certs.server_config.clone());
+            tokio::spawn(accept_loop(l, shared.clone(), Some(acceptor)));
+        }
+        anyhow::Ok((http_addr, https_addr))
+    })?;
+    Ok(RunningServer {
+        http_addr,
+        https_addr,
+        ca_pem: certs.ca_pem,
+        ca_der: certs.ca_der,
+        stats,
+        rt: Some(rt),
+    })
+}
+
+async fn accept_loop(l: TcpListener, shared: Arc<Shared>, tls: Option<tokio_rustls::TlsAcceptor>) {
+    loop {
+        let (sock, _peer) = match l.accept().await {
+            Ok(x) => x,
+            Err(_) => {
+                // Out of file descriptors or similar: back off instead of spinning.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = sock.set_nodelay(true);
+        let st = &shared.stats;
+        st.connections_accepted.fetch_add(1, Ordering::Relaxed);
+        let open = st.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
+        let shared = shared.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let over_limit = open > shared.cfg.max_connections;
+            conn::handle(sock, &shared, tls, over_limit).await;
+            shared.stats.open_connections.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}

@@ -1,0 +1,42 @@
+//! The embedded server's certificates: a CA generated at start and a leaf for
+//! localhost, 127.0.0.1 and ::1 signed by it; session resumption with tickets and ids.
+
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::ServerConfig;
+
+pub struct Certs {
+    pub ca_pem: String,
+    pub ca_der: CertificateDer<'static>,
+    pub server_config: Arc<ServerConfig>,
+}
+
+pub fn generate() -> anyhow::Result<Certs> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.distinguished_name.push(DnType::CommonName, "handshake embedded server CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    let leaf_key = KeyPair::generate()?;
+    let mut leaf_params =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])?;
+    leaf_params.distinguished_name.push(DnType::CommonName, "localhost");
+    let leaf = leaf_params.signed_by(&leaf_key, &issuer)?;
+
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let chain = vec![leaf.der().clone(), ca_cert.der().clone()];
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()];
+    config.session_storage = rustls::server::ServerSessionMemoryCache::new(4096);
+    config.ticketer = rustls::crypto::ring::Ticketer::new()?;
+    Ok(Certs { ca_pem: ca_cert.pem(), ca_der: ca_cert.der().clone(), server_config: Arc::new(config) })
+}

@@ -1,0 +1,228 @@
+//! The per-thread recorder: HDR histograms per phase, split by new and reused
+//! connections, and counters. Memory depends on the run's shape, never its length.
+
+use std::ops::AddAssign;
+
+use hdrhistogram::Histogram;
+
+use crate::record::{CloseReason, ErrorKind, HandshakeKind, Outcome, RequestRecord, PHASE_NAMES};
+
+/// Longest duration a histogram holds (longer values are clamped): one hour.
+const MAX_NS: u64 = 3_600_000_000_000;
+/// Status codes are 100..=999; they index a fixed table.
+const STATUS_SLOTS: usize = 1000;
+
+/// One phase's distribution: an HDR histogram plus exact count, sum, sum of squares,
+/// min and max (for the ab-style mean and standard deviation).
+#[derive(Clone)]
+pub struct PhaseStat {
+    pub hist: Histogram<u64>,
+    pub count: u64,
+    pub sum_ns: u128,
+    pub sum_sq: f64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+impl PhaseStat {
+    fn new() -> PhaseStat {
+        PhaseStat {
+            hist: Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds"),
+            count: 0,
+            sum_ns: 0,
+            sum_sq: 0.0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        let v = ns.clamp(1, MAX_NS);
+        // Cannot fail: the value is within the bounds.
+        let _ = self.hist.record(v);
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        let f = ns as f64;
+        self.sum_sq += f * f;
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+}
+
+impl AddAssign<&PhaseStat> for PhaseStat {
+    fn add_assign(&mut self, o: &PhaseStat) {
+        let _ = self.hist.add(&o.hist);
+        self.count += o.count;
+        self.sum_ns += o.sum_ns;
+        self.sum_sq += o.sum_sq;
+        self.min_ns = self.min_ns.min(o.min_ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+    }
+}
+
+/// Per-phase stats for one connection kind (new or reused), indexed like `PHASE_NAMES`.
+pub type PhaseSet = Vec<PhaseStat>;
+
+fn phase_set() -> PhaseSet {
+    (0..PHASE_NAMES.len()).map(|_| PhaseStat::new()).collect()
+}
+
+/// Everything counted during a run, by one thread; merged with `+=`.
+#[derive(Clone)]
+pub struct Recorder {
+    pub phases_new: PhaseSet,
+    pub phases_reused: PhaseSet,
+    pub attempted: u64,
+    pub ok: u64,
+    pub errors: [u64; ErrorKind::ALL.len()],
+    pub status: Box<[u64; STATUS_SLOTS]>,
+    pub stale_retries: u64,
+    pub late_sends: u64,
+    pub aborted_at_deadline: u64,
+    pub bytes_received: u64,
+    pub body_bytes: u64,
+    pub reused_requests: u64,
+    pub connections_opened: u64,
+    pub tls_full: u64,
+    pub tls_resumed: u64,
+    pub close_reasons: [u64; CloseReason::ALL.len()],
+    pub connections_closed: u64,
+    pub rpc_min: u64,
+    pub rpc_max: u64,
+    pub rpc_sum: u64,
+    /// Connections where the client asked for close but the server kept the
+    /// connection open, so the client closed it.
+    pub server_ignored_close: u64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Recorder {
+        Recorder {
+            phases_new: phase_set(),
+            phases_reused: phase_set(),
+            attempted: 0,
+            ok: 0,
+            errors: [0; ErrorKind::ALL.len()],
+            status: Box::new([0; STATUS_SLOTS]),
+            stale_retries: 0,
+            late_sends: 0,
+            aborted_at_deadline: 0,
+            bytes_received: 0,
+            body_bytes: 0,
+            reused_requests: 0,
+            connections_opened: 0,
+            tls_full: 0,
+            tls_resumed: 0,
+            close_reasons: [0; CloseReason::ALL.len()],
+            connections_closed: 0,
+            rpc_min: u64::MAX,
+            rpc_max: 0,
+            rpc_sum: 0,
+            server_ignored_close: 0,
+        }
+    }
+
+    /// Count one attempt. Phases are kept for successful attempts only, so failures
+    /// (timeouts in particular) do not distort the distributions.
+    #[inline]
+    pub fn record(&mut self, r: &RequestRecord) {
+        self.attempted += 1;
+        self.bytes_received += r.bytes_received;
+        self.body_bytes += r.body_bytes;
+        if r.stale_retry {
+            self.stale_retries += 1;
+        }
+        if r.late {
+            self.late_sends += 1;
+        }
+        match r.outcome {
+            Outcome::Ok { status } => {
+                self.ok += 1;
+                self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
+                if r.reused {
+                    self.reused_requests += 1;
+                }
+                let set = if r.reused { &mut self.phases_reused } else { &mut self.phases_new };
+                for (stat, v) in set.iter_mut().zip(r.phases.as_array()) {
+                    if let Some(ns) = v {
+                        stat.record(ns);
+                    }
+                }
+            }
+            Outcome::Error(kind) => self.errors[kind.index()] += 1,
+        }
+    }
+
+    /// A request in flight when the run's deadline came.
+    pub fn aborted(&mut self) {
+        self.aborted_at_deadline += 1;
+    }
+
+    /// A TCP connection was established (the server accepted it).
+    pub fn connection_opened(&mut self) {
+        self.connections_opened += 1;
+    }
+
+    pub fn tls_handshake(&mut self, kind: HandshakeKind) {
+        match kind {
+            HandshakeKind::Full => self.tls_full += 1,
+            HandshakeKind::Resumed => self.tls_resumed += 1,
+        }
+    }
+
+    /// A connection ended after carrying `requests` responses.
+    pub fn connection_closed(&mut self, reason: CloseReason, requests: u64) {
+        self.close_reasons[reason.index()] += 1;
+        self.connections_closed += 1;
+        self.rpc_min = self.rpc_min.min(requests);
+        self.rpc_max = self.rpc_max.max(requests);
+        self.rpc_sum += requests;
+    }
+
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+}
+
+impl AddAssign<&Recorder> for Recorder {
+    fn add_assign(&mut self, o: &Recorder) {
+        for (a, b) in self.phases_new.iter_mut().zip(&o.phases_new) {
+            *a += b;
+        }
+        for (a, b) in self.phases_reused.iter_mut().zip(&o.phases_reused) {
+            *a += b;
+        }
+        self.attempted += o.attempted;
+        self.ok += o.ok;
+        for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
+            *a += b;
+        }
+        self.stale_retries += o.stale_retries;
+        self.late_sends += o.late_sends;
+        self.aborted_at_deadline += o.aborted_at_deadline;
+        self.bytes_received += o.bytes_received;
+        self.body_bytes += o.body_bytes;
+        self.reused_requests += o.reused_requests;
+        self.connections_opened += o.connections_opened;
+        self.tls_full += o.tls_full;
+        self.tls_resumed += o.tls_resumed;
+        for (a, b) in self.close_reasons.iter_mut().zip(o.close_reasons.iter()) {
+            *a += b;
+        }
+        self.connections_closed += o.connections_closed;
+        self.rpc_min = self.rpc_min.min(o.rpc_min);
+        self.rpc_max = self.rpc_max.max(o.rpc_max);
+        self.rpc_sum += o.rpc_sum;
+        self.server_ignored_close += o.server_ignored_close;
+    }
+}

@@ -1,0 +1,231 @@
+//! Pure summary: a merged `Recorder` and the scenario become a `ScenarioReport`,
+//! including the one-sentence diagnosis of missing reuse.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::recorder::{PhaseStat, Recorder};
+use crate::cpu::CpuTime;
+use crate::plan::{LoadShape, Scenario, Strategy};
+use crate::record::{CloseReason, ErrorKind};
+use crate::report::{
+    ConnectionsReport, CpuReport, LatencyReport, LoadReport, PhaseGroup, PhaseSummary, PhasesReport,
+    RequestsReport, RetriesReport, RpcReport, ScenarioReport, ThroughputReport, TlsHandshakes,
+};
+
+const NS_PER_MS: f64 = 1e6;
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / NS_PER_MS
+}
+
+pub fn phase_summary(p: &PhaseStat) -> PhaseSummary {
+    if p.count == 0 {
+        return PhaseSummary::default();
+    }
+    let n = p.count as f64;
+    let mean = p.sum_ns as f64 / n;
+    let var = (p.sum_sq / n - mean * mean).max(0.0);
+    PhaseSummary {
+        count: p.count,
+        min: ms(p.min_ns),
+        mean: mean / NS_PER_MS,
+        stdev: var.sqrt() / NS_PER_MS,
+        p50: ms(p.hist.value_at_quantile(0.50)),
+        p90: ms(p.hist.value_at_quantile(0.90)),
+        p99: ms(p.hist.value_at_quantile(0.99)),
+        max: ms(p.max_ns),
+    }
+}
+
+fn group(set: &[PhaseStat], requests: u64) -> PhaseGroup {
+    let s = |i: usize| phase_summary(&set[i]);
+    PhaseGroup {
+        requests,
+        blocked: s(0),
+        dns: s(1),
+        connect: s(2),
+        tls: s(3),
+        send: s(4),
+        wait: s(5),
+        receive: s(6),
+        total: s(7),
+    }
+}
+
+/// Index of `total` in the phase sets.
+const TOTAL: usize = 7;
+
+pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) -> ScenarioReport {
+    let mut latency = rec.phases_new[TOTAL].clone();
+    latency += &rec.phases_reused[TOTAL];
+    let lat = phase_summary(&latency);
+    let p999 = if latency.count > 0 { ms(latency.hist.value_at_quantile(0.999)) } else { 0.0 };
+    let wall_s = wall.as_secs_f64();
+    let errors: BTreeMap<String, u64> =
+        ErrorKind::ALL.iter().map(|k| (k.name().to_string(), rec.errors[k.index()])).collect();
+    let status_codes: BTreeMap<String, u64> = rec
+        .status
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(code, n)| (code.to_string(), *n))
+        .collect();
+    let close_reasons: BTreeMap<String, u64> =
+        CloseReason::ALL.iter().map(|r| (r.name().to_string(), rec.close_reasons[r.index()])).collect();
+    let closed = rec.connections_closed;
+    let url = sc.targets.first().map(|t| t.url.clone()).unwrap_or_default();
+    let cpu_us = cpu.total().as_secs_f64() * 1e6;
+    ScenarioReport {
+        name: sc.name.clone(),
+        url,
+        urls: sc.targets.len(),
+        strategy: sc.strategy.name().to_string(),
+        concurrency: sc.concurrency,
+        threads: sc.threads.clamp(1, sc.concurrency.max(1)),
+        duration_s: wall_s,
+        load: LoadReport {
+            requests: sc.stop.requests,
+            duration_s: sc.stop.duration.map(|d| d.as_secs_f64()),
+            rate: match sc.load {
+                LoadShape::Open { rate } => Some(rate),
+                LoadShape::Closed => None,
+            },
+            timeout_s: sc.timeout.as_secs_f64(),
+            requests_per_connection: sc.requests_per_connection,
+        },
+        requests: RequestsReport {
+            attempted: rec.attempted,
+            ok: rec.ok,
+            errors,
+            retries: RetriesReport { stale_connection: rec.stale_retries },
+            status_codes,
+            aborted_at_deadline: rec.aborted_at_deadline,
+            late_sends: rec.late_sends,
+        },
+        connections: ConnectionsReport {
+            opened: rec.connections_opened,
+            reused_requests: rec.reused_requests,
+            reuse_ratio: if rec.ok > 0 { rec.reused_requests as f64 / rec.ok as f64 } else { 0.0 },
+            tls_handshakes: TlsHandshakes { full: rec.tls_full, resumed: rec.tls_resumed },
+            close_reasons,
+            requests_per_connection: RpcReport {
+                min: if closed > 0 { rec.rpc_min } else { 0 },
+                mean: if closed > 0 { rec.rpc_sum as f64 / closed as f64 } else { 0.0 },
+                max: rec.rpc_max,
+            },
+            server_ignored_close: rec.server_ignored_close,
+        },
+        throughput: ThroughputReport {
+            requests_per_s: if wall_s > 0.0 { rec.ok as f64 / wall_s } else { 0.0 },
+            bytes_received: rec.bytes_received,
+            body_bytes_received: rec.body_bytes,
+        },
+        latency_ms: LatencyReport {
+            mean: lat.mean,
+            p50: lat.p50,
+            p90: lat.p90,
+            p99: lat.p99,
+            p999,
+            max: lat.max,
+        },
+        phases_ms: PhasesReport {
+            new: group(&rec.phases_new, rec.ok - rec.reused_requests),
+            reused: group(&rec.phases_reused, rec.reused_requests),
+        },
+        cpu: CpuReport {
+            client_user_s: cpu.user.as_secs_f64(),
+            client_sys_s: cpu.sys.as_secs_f64(),
+            client_us_per_request: if rec.attempted > 0 { cpu_us / rec.attempted as f64 } else { 0.0 },
+        },
+        diagnosis: diagnose(sc, rec),
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Plain sentences about reuse that was asked for and not obtained, and about errors.
+pub fn diagnose(sc: &Scenario, rec: &Recorder) -> Vec<String> {
+    let mut out = Vec::new();
+    let reasons = |r: CloseReason| rec.close_reasons[r.index()];
+    let closed = rec.connections_closed.max(1);
+    let every = |n: u64| if n == closed { "every".to_string() } else { format!("{n} of {closed}") };
+    let asked_reuse = sc.strategy.persistent();
+    let reuse_ratio = if rec.ok > 0 { rec.reused_requests as f64 / rec.ok as f64 } else { 1.0 };
+    // Reuse was asked for and each connection carried few requests.
+    let expected_rpc = rec.ok as f64 / (sc.concurrency as f64 * sc.origins.len() as f64);
+    let mean_rpc = rec.rpc_sum as f64 / closed as f64;
+    if asked_reuse && rec.ok > 0 && (reuse_ratio < 0.5 || mean_rpc < expected_rpc / 2.0) {
+        let mut ranked: Vec<(CloseReason, u64)> = [
+            CloseReason::ServerHttp10,
+            CloseReason::ServerCloseHeader,
+            CloseReason::ServerMaxRequests,
+            CloseReason::ServerIdleClose,
+            CloseReason::ClientPolicy,
+            CloseReason::Error,
+        ]
+        .iter()
+        .map(|r| (*r, reasons(*r)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1));
+        if let Some((reason, n)) = ranked.first().copied() {
+            let s = match reason {
+                CloseReason::ServerHttp10 => format!(
+                    "Connections were not reused: the server answered HTTP/1.0 without keep-alive on {} connection{}{}.",
+                    every(n),
+                    if n == 1 { "" } else { "s" },
+                    if sc.strategy == Strategy::Http10KeepAlive { ", ignoring the request's `Connection: keep-alive`" } else { "" }
+                ),
+                CloseReason::ServerCloseHeader => format!(
+                    "Connections were not reused: the server sent `Connection: close` on its first response on {} connection{} (its keep-alive is off).",
+                    every(n),
+                    if n == 1 { "" } else { "s" }
+                ),
+                CloseReason::ServerMaxRequests => format!(
+                    "Connections were closed by the server after {:.0} requests each on average (its max requests per connection), {}.",
+                    mean_rpc,
+                    plural(n, "connection", "connections")
+                ),
+                CloseReason::ServerIdleClose => format!(
+                    "The server closed {} while idle before they could be reused ({}); its idle timeout is shorter than the gaps between requests, or it closes without saying so.",
+                    plural(n, "connection", "connections"),
+                    plural(rec.stale_retries, "stale-connection retry", "stale-connection retries")
+                ),
+                CloseReason::ClientPolicy => format!(
+                    "The client ended {} by its own policy (--requests-per-connection {}).",
+                    plural(n, "connection", "connections"),
+                    sc.requests_per_connection.unwrap_or(0)
+                ),
+                _ => format!("{} ended in errors, so they could not be reused.", plural(n, "connection", "connections")),
+            };
+            out.push(s);
+        }
+    } else if asked_reuse && reasons(CloseReason::ServerIdleClose) > 0 {
+        out.push(format!(
+            "The server closed {} while idle; {} were retried on new connections.",
+            plural(reasons(CloseReason::ServerIdleClose), "connection", "connections"),
+            plural(rec.stale_retries, "request", "requests")
+        ));
+    }
+    if !asked_reuse && rec.server_ignored_close > 0 {
+        out.push(format!(
+            "The server ignored the request to close on {}: the client closed them itself.",
+            plural(rec.server_ignored_close, "connection", "connections")
+        ));
+    }
+    let errors = rec.errors_total();
+    if errors > 0 {
+        let mut by: Vec<(ErrorKind, u64)> =
+            ErrorKind::ALL.iter().map(|k| (*k, rec.errors[k.index()])).filter(|(_, n)| *n > 0).collect();
+        by.sort_by(|a, b| b.1.cmp(&a.1));
+        let list: Vec<String> = by.iter().map(|(k, n)| format!("{} {}", n, k.name())).collect();
+        out.push(format!("{} of {} attempts failed: {}.", errors, rec.attempted, list.join(", ")));
+        if rec.errors[ErrorKind::LocalResource.index()] > 0 {
+            out.push("Some connects failed for lack of local resources (ephemeral ports or file descriptors): keep connections alive, or raise the port range / file limit.".to_string());
+        }
+    }
+    out
+}
