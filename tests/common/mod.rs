@@ -1,0 +1,115 @@
+//! Shared test helpers: the embedded server in-process, the `handshake` binary as a
+//! subprocess, scripted raw-TCP servers, and the accounting checks every test applies.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use handshake::server::{self, RunningServer, ServerConfig};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_handshake")
+}
+
+/// Start the embedded server on 127.0.0.1 port 0 with HTTP and HTTPS listeners.
+pub fn start(cfg: ServerConfig) -> RunningServer {
+    server::start(ServerConfig {
+        listen: Some(([127, 0, 0, 1], 0).into()),
+        tls_listen: Some(([127, 0, 0, 1], 0).into()),
+        ..cfg
+    })
+    .expect("server starts")
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("handshake runs")
+}
+
+/// Run `handshake bench ... --json` and return the parsed report; the run must exit 0.
+pub fn bench_json(args: &[&str]) -> Value {
+    let mut all = vec!["bench", "--json", "--no-progress"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "handshake {all:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON report")
+}
+
+pub fn scenario(report: &Value) -> &Value {
+    &report["scenarios"][0]
+}
+
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+/// attempted = ok + sum of errors; every connection closed has a reason; the reuse
+/// figures agree with each other.
+pub fn check_accounting(s: &Value) {
+    let req = &s["requests"];
+    let errors: u64 = req["errors"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(u(&req["attempted"]), u(&req["ok"]) + errors, "attempted = ok + errors in {req}");
+    let statuses: u64 = req["status_codes"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(statuses, u(&req["ok"]), "every ok request has a status");
+    let c = &s["connections"];
+    let reasons: u64 = c["close_reasons"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(reasons, u(&c["opened"]), "every opened connection has one close reason: {c}");
+    let new = u(&s["phases_ms"]["new"]["requests"]);
+    let reused = u(&s["phases_ms"]["reused"]["requests"]);
+    assert_eq!(new + reused, u(&req["ok"]));
+    assert_eq!(reused, u(&c["reused_requests"]));
+}
+
+pub fn close_reason(s: &Value, r: &str) -> u64 {
+    u(&s["connections"]["close_reasons"][r])
+}
+
+/// A scripted server: each accepted connection is handed to `handler` on its own
+/// thread. Returns the address and its count of accepted connections.
+pub fn script_server<F>(handler: F) -> (SocketAddr, Arc<AtomicU64>)
+where
+    F: Fn(TcpStream, u64) + Send + Sync + 'static,
+{
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let accepted = Arc::new(AtomicU64::new(0));
+    let acc = accepted.clone();
+    let handler = Arc::new(handler);
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { break };
+            let n = acc.fetch_add(1, Ordering::SeqCst);
+            let h = handler.clone();
+            std::thread::spawn(move || h(s, n));
+        }
+    });
+    (addr, accepted)
+}
+
+/// Read one request head (up to the blank line) from a scripted server's socket.
+pub fn read_head(s: &mut TcpStream) -> Option<Vec<u8>> {
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut b) {
+            Ok(1) => head.push(b[0]),
+            _ => return None,
+        }
+    }
+    Some(head)
+}
+
+pub fn write(s: &mut TcpStream, bytes: &[u8]) {
+    let _ = s.write_all(bytes);
+}
