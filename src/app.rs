@@ -2,7 +2,6 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 
@@ -46,15 +45,30 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<i32> {
         (None, a.url.clone(), Vec::new())
     };
     let req = config::request_config(&a.request, url.as_deref(), roots)?;
-    let sc = config::scenario(strategy.name(), strategy, a.requests_per_connection, &req, &load)?;
+    let sc = config::scenario(
+        strategy.name(),
+        strategy,
+        a.requests_per_connection,
+        &req,
+        &load,
+    )?;
     let sc = Arc::new(sc);
     let result = engine::run(sc.clone(), !a.output.no_progress)?;
-    let mut rep = Report::new(vec![summary::summarize(&sc, &result.recorder, result.wall, result.cpu)]);
+    let mut rep = Report::new(vec![summary::summarize(
+        &sc,
+        &result.recorder,
+        result.wall,
+        result.cpu,
+    )]);
     if let Some(srv) = embedded {
         rep.server = Some(srv.snapshot());
         srv.stop();
     }
-    let out = if a.output.json { report::to_json(&rep) } else { report::text::render(&rep) };
+    let out = if a.output.json {
+        report::to_json(&rep)
+    } else {
+        report::text::render(&rep)
+    };
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{out}");
     Ok(0)
@@ -69,13 +83,21 @@ fn on_off(flag: &str, s: &str) -> Result<bool, UsageError> {
 }
 
 fn parse_addr(flag: &str, s: &str) -> Result<std::net::SocketAddr, UsageError> {
-    s.parse().map_err(|_| UsageError(format!("{flag}: {s:?} is not an address like 127.0.0.1:8080")))
+    s.parse().map_err(|_| {
+        UsageError(format!(
+            "{flag}: {s:?} is not an address like 127.0.0.1:8080"
+        ))
+    })
 }
 
 pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
     let cfg = ServerConfig {
         listen: Some(parse_addr("--listen", &a.listen)?),
-        tls_listen: if a.no_tls { None } else { Some(parse_addr("--tls-listen", &a.tls_listen)?) },
+        tls_listen: if a.no_tls {
+            None
+        } else {
+            Some(parse_addr("--tls-listen", &a.tls_listen)?)
+        },
         keepalive: on_off("--keepalive", &a.keepalive)?,
         idle_timeout: parse_duration("--idle-timeout", &a.idle_timeout)?,
         max_requests_per_connection: a.max_requests_per_connection,
@@ -89,23 +111,32 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
         threads: a.threads,
     };
     if cfg.max_requests_per_connection == Some(0) {
-        return Err(UsageError("--max-requests-per-connection must be at least 1".into()));
+        return Err(UsageError(
+            "--max-requests-per-connection must be at least 1".into(),
+        ));
     }
     if cfg.threads == 0 {
         return Err(UsageError("--threads must be at least 1".into()));
     }
     if cfg.idle_timeout.is_zero() || cfg.header_timeout.is_zero() {
-        return Err(UsageError("--idle-timeout and --header-timeout must be more than zero".into()));
+        return Err(UsageError(
+            "--idle-timeout and --header-timeout must be more than zero".into(),
+        ));
     }
     Ok(cfg)
 }
 
 pub fn serve(a: ServeArgs) -> anyhow::Result<i32> {
     let cfg = serve_config(&a)?;
-    let duration = a.duration.as_deref().map(|d| parse_duration("--duration", d)).transpose()?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| parse_duration("--duration", d))
+        .transpose()?;
     let srv = server::start(cfg)?;
     if let Some(path) = &a.cacert_out {
-        std::fs::write(path, &srv.ca_pem).with_context(|| format!("--cacert-out {}", path.display()))?;
+        std::fs::write(path, &srv.ca_pem)
+            .with_context(|| format!("--cacert-out {}", path.display()))?;
     }
     {
         let mut out = std::io::stdout().lock();
@@ -117,7 +148,9 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<i32> {
         }
         let _ = out.flush();
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async {
         match duration {
             Some(d) => {
@@ -137,6 +170,5 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<i32> {
         s.connections_accepted, s.requests, s.tls_handshakes_full, s.tls_handshakes_resumed
     );
     srv.stop();
-    let _ = Duration::ZERO;
     Ok(0)
 }

@@ -43,8 +43,12 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
         (t, 1.0)
     };
     match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v * mult < 1e9 => Ok(Duration::from_secs_f64(v * mult)),
-        _ => usage(format!("{flag}: invalid duration {s:?} (examples: 10s, 500ms, 2m)")),
+        Ok(v) if v.is_finite() && v >= 0.0 && v * mult < 1e9 => {
+            Ok(Duration::from_secs_f64(v * mult))
+        }
+        _ => usage(format!(
+            "{flag}: invalid duration {s:?} (examples: 10s, 500ms, 2m)"
+        )),
     }
 }
 
@@ -83,7 +87,9 @@ pub fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
     }
     let default_port = if tls { 443 } else { 80 };
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let Some(end) = v6.find(']') else { return bad("unclosed [") };
+        let Some(end) = v6.find(']') else {
+            return bad("unclosed [");
+        };
         let host = &v6[..end];
         if host.parse::<std::net::Ipv6Addr>().is_err() {
             return bad("invalid IPv6 address");
@@ -108,7 +114,13 @@ pub fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
     if host.is_empty() {
         return bad("no host");
     }
-    Ok(ParsedUrl { tls, host: host.to_ascii_lowercase(), port, target, authority: authority.to_string() })
+    Ok(ParsedUrl {
+        tls,
+        host: host.to_ascii_lowercase(),
+        port,
+        target,
+        authority: authority.to_string(),
+    })
 }
 
 /// The request side of a run: URLs, method, headers, body, TLS options.
@@ -145,7 +157,11 @@ pub fn load_config(a: &LoadArgs, default_requests: u64) -> Result<LoadConfig, Us
     if a.requests == Some(0) {
         return usage("-n/--requests must be at least 1");
     }
-    let duration = a.duration.as_deref().map(|d| parse_duration("-d/--duration", d)).transpose()?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| parse_duration("-d/--duration", d))
+        .transpose()?;
     if duration.is_some_and(|d| d.is_zero()) {
         return usage("-d/--duration must be more than zero");
     }
@@ -156,7 +172,11 @@ pub fn load_config(a: &LoadArgs, default_requests: u64) -> Result<LoadConfig, Us
     let load = match a.rate {
         None => LoadShape::Closed,
         Some(r) if r.is_finite() && r > 0.0 => LoadShape::Open { rate: r },
-        Some(r) => return usage(format!("--rate must be a positive number of requests per second, not {r}")),
+        Some(r) => {
+            return usage(format!(
+                "--rate must be a positive number of requests per second, not {r}"
+            ))
+        }
     };
     let timeout = parse_duration("--timeout", &a.timeout)?;
     if timeout.is_zero() {
@@ -189,7 +209,9 @@ fn parse_header(h: &str) -> Result<(String, String), UsageError> {
         return usage(format!("-H/--header {h:?}: line breaks are not allowed"));
     }
     if k.eq_ignore_ascii_case("connection") {
-        return usage("-H/--header: set connection handling with --strategy, not a Connection header");
+        return usage(
+            "-H/--header: set connection handling with --strategy, not a Connection header",
+        );
     }
     Ok((k.to_string(), v.trim().to_string()))
 }
@@ -200,9 +222,13 @@ fn parse_resolve(s: &str) -> Result<(String, u16, IpAddr), UsageError> {
     let (Some(host), Some(port), Some(addr)) = (parts.next(), parts.next(), parts.next()) else {
         return bad();
     };
-    let Ok(port) = port.parse::<u16>() else { return bad() };
+    let Ok(port) = port.parse::<u16>() else {
+        return bad();
+    };
     let addr = addr.trim_start_matches('[').trim_end_matches(']');
-    let Ok(addr) = addr.parse::<IpAddr>() else { return bad() };
+    let Ok(addr) = addr.parse::<IpAddr>() else {
+        return bad();
+    };
     Ok((host.to_ascii_lowercase(), port, addr))
 }
 
@@ -221,10 +247,16 @@ pub fn request_config(
         let text = std::fs::read_to_string(path)
             .map_err(|e| UsageError(format!("--urls-from-file {}: {e}", path.display())))?;
         raw_urls.extend(
-            text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from),
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(String::from),
         );
         if raw_urls.is_empty() {
-            return usage(format!("--urls-from-file {}: no URL in the file", path.display()));
+            return usage(format!(
+                "--urls-from-file {}: no URL in the file",
+                path.display()
+            ));
         }
     }
     let mut urls = Vec::with_capacity(raw_urls.len());
@@ -236,12 +268,17 @@ pub fn request_config(
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
         return usage(format!("-m/--method {:?}: not an HTTP method", a.method));
     }
-    let headers = a.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+    let headers = a
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
-        (None, Some(p)) => {
-            Some(std::fs::read(p).map_err(|e| UsageError(format!("--body-file {}: {e}", p.display())))?)
-        }
+        (None, Some(p)) => Some(
+            std::fs::read(p)
+                .map_err(|e| UsageError(format!("--body-file {}: {e}", p.display())))?,
+        ),
         (None, None) => None,
     };
     let versions = match a.tls_version.as_deref() {
@@ -255,7 +292,11 @@ pub fn request_config(
     if let Some(path) = &a.cacert {
         roots.extend(tls::load_pem_certs(path).map_err(|e| UsageError(format!("{e:#}")))?);
     }
-    let resolve = a.resolve.iter().map(|r| parse_resolve(r)).collect::<Result<Vec<_>, _>>()?;
+    let resolve = a
+        .resolve
+        .iter()
+        .map(|r| parse_resolve(r))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(RequestConfig {
         urls,
         method,
@@ -274,7 +315,10 @@ pub fn request_config(
 
 pub fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
     Strategy::parse(s).ok_or_else(|| {
-        UsageError(format!("{flag}: unknown strategy {s:?}; known strategies: {}", Strategy::known_names()))
+        UsageError(format!(
+            "{flag}: unknown strategy {s:?}; known strategies: {}",
+            Strategy::known_names()
+        ))
     })
 }
 
@@ -294,16 +338,26 @@ pub fn scenario(
     }
     let any_tls = req.urls.iter().any(|(_, u)| u.tls);
     if strategy == Strategy::CloseResumed && !any_tls {
-        return usage("--strategy close-resumed needs an https:// URL (it is about TLS session resumption)");
+        return usage(
+            "--strategy close-resumed needs an https:// URL (it is about TLS session resumption)",
+        );
     }
     let mut origins: Vec<Origin> = Vec::new();
     let mut targets = Vec::with_capacity(req.urls.len());
     for (raw, u) in &req.urls {
-        let idx = match origins.iter().position(|o| o.key() == (u.tls, u.host.clone(), u.port)) {
+        let idx = match origins
+            .iter()
+            .position(|o| o.key() == (u.tls, u.host.clone(), u.port))
+        {
             Some(i) => i,
             None => {
-                let mut o = Origin::new(u.tls, &u.host, u.port).map_err(|e| UsageError(format!("{raw}: {e}")))?;
-                if let Some((_, _, ip)) = req.resolve.iter().find(|(h, p, _)| *h == u.host && *p == u.port) {
+                let mut o = Origin::new(u.tls, &u.host, u.port)
+                    .map_err(|e| UsageError(format!("{raw}: {e}")))?;
+                if let Some((_, _, ip)) = req
+                    .resolve
+                    .iter()
+                    .find(|(h, p, _)| *h == u.host && *p == u.port)
+                {
                     o.fixed_addrs = Some(vec![SocketAddr::new(*ip, u.port)]);
                 }
                 origins.push(o);
@@ -318,11 +372,21 @@ pub fn scenario(
             body: req.body.clone(),
         };
         let request = template.build(strategy.version(), strategy.connection_header());
-        let request_last = template.build(strategy.version(), crate::http1::ConnectionHeader::Close);
-        targets.push(Target { url: raw.clone(), origin: idx, template, request, request_last });
+        let request_last =
+            template.build(strategy.version(), crate::http1::ConnectionHeader::Close);
+        targets.push(Target {
+            url: raw.clone(),
+            origin: idx,
+            template,
+            request,
+            request_last,
+        });
     }
     let tls = if any_tls {
-        Some(tls::client_config(&req.tls, strategy.tls_resumption()).map_err(|e| UsageError(format!("TLS setup: {e:#}")))?)
+        Some(
+            tls::client_config(&req.tls, strategy.tls_resumption())
+                .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?,
+        )
     } else {
         None
     };
@@ -348,7 +412,10 @@ mod tests {
     #[test]
     fn urls() {
         let u = parse_url("https://Example.com:8443/a/b?x=1#frag").unwrap();
-        assert_eq!((u.tls, u.host.as_str(), u.port, u.target.as_str()), (true, "example.com", 8443, "/a/b?x=1"));
+        assert_eq!(
+            (u.tls, u.host.as_str(), u.port, u.target.as_str()),
+            (true, "example.com", 8443, "/a/b?x=1")
+        );
         let u = parse_url("http://[::1]/").unwrap();
         assert_eq!((u.host.as_str(), u.port), ("::1", 80));
         let u = parse_url("http://h?q").unwrap();
@@ -360,9 +427,15 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("x", "500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(
+            parse_duration("x", "500ms").unwrap(),
+            Duration::from_millis(500)
+        );
         assert_eq!(parse_duration("x", "2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("x", "1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse_duration("x", "1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
         assert!(parse_duration("x", "soon").is_err());
         assert!(parse_duration("x", "-1s").is_err());
     }

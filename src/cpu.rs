@@ -18,14 +18,20 @@ impl CpuTime {
 impl std::ops::Add for CpuTime {
     type Output = CpuTime;
     fn add(self, o: CpuTime) -> CpuTime {
-        CpuTime { user: self.user + o.user, sys: self.sys + o.sys }
+        CpuTime {
+            user: self.user + o.user,
+            sys: self.sys + o.sys,
+        }
     }
 }
 
 impl std::ops::Sub for CpuTime {
     type Output = CpuTime;
     fn sub(self, o: CpuTime) -> CpuTime {
-        CpuTime { user: self.user.saturating_sub(o.user), sys: self.sys.saturating_sub(o.sys) }
+        CpuTime {
+            user: self.user.saturating_sub(o.user),
+            sys: self.sys.saturating_sub(o.sys),
+        }
     }
 }
 
@@ -37,7 +43,10 @@ fn usage(who: libc::c_int) -> CpuTime {
         return CpuTime::default();
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    CpuTime { user: tv(ru.ru_utime), sys: tv(ru.ru_stime) }
+    CpuTime {
+        user: tv(ru.ru_utime),
+        sys: tv(ru.ru_stime),
+    }
 }
 
 /// CPU time used so far by the calling thread.

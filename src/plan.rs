@@ -56,7 +56,11 @@ impl Strategy {
     }
 
     pub fn known_names() -> String {
-        Strategy::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+        Strategy::ALL
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     pub fn version(self) -> HttpVersion {
@@ -114,7 +118,9 @@ pub struct Target {
 pub enum LoadShape {
     Closed,
     /// Requests per second over all workers; latency counts from the intended send time.
-    Open { rate: f64 },
+    Open {
+        rate: f64,
+    },
 }
 
 /// When a scenario stops: after `requests`, at `duration`, whichever comes first.
@@ -169,7 +175,10 @@ mod tests {
                 concurrency: c,
                 threads: 1,
                 load: super::LoadShape::Closed,
-                stop: super::StopWhen { requests: Some(n), duration: None },
+                stop: super::StopWhen {
+                    requests: Some(n),
+                    duration: None,
+                },
                 timeout: std::time::Duration::from_secs(1),
                 requests_per_connection: None,
                 tls: None,

@@ -168,7 +168,10 @@ impl CloseReason {
     }
 
     pub fn index(self) -> usize {
-        CloseReason::ALL.iter().position(|k| *k == self).unwrap_or(0)
+        CloseReason::ALL
+            .iter()
+            .position(|k| *k == self)
+            .unwrap_or(0)
     }
 }
 

@@ -51,15 +51,27 @@ fn keepalive_uses_one_connection_per_worker() {
     assert_eq!(u(&s["connections"]["requests_per_connection"]["min"]), 250);
     assert_eq!(u(&s["connections"]["requests_per_connection"]["max"]), 250);
     assert_eq!(u(&s["phases_ms"]["new"]["connect"]["count"]), 4);
-    assert_eq!(u(&s["phases_ms"]["reused"]["connect"]["count"]), 0, "a reused connection has no connect phase");
-    assert!(s["diagnosis"].as_array().unwrap().is_empty(), "{}", s["diagnosis"]);
+    assert_eq!(
+        u(&s["phases_ms"]["reused"]["connect"]["count"]),
+        0,
+        "a reused connection has no connect phase"
+    );
+    assert!(
+        s["diagnosis"].as_array().unwrap().is_empty(),
+        "{}",
+        s["diagnosis"]
+    );
     srv.stop();
 }
 
 #[test]
 fn close_opens_a_connection_per_request_and_lets_the_server_close() {
     let srv = start(ServerConfig::default());
-    let s = bench_against(&srv, &http(&srv), &["-n", "1000", "-c", "4", "--strategy", "close"]);
+    let s = bench_against(
+        &srv,
+        &http(&srv),
+        &["-n", "1000", "-c", "4", "--strategy", "close"],
+    );
     assert_eq!(u(&s["connections"]["opened"]), 1000);
     assert_eq!(u(&s["connections"]["reused_requests"]), 0);
     assert_eq!(close_reason(&s, "client_policy"), 1000);
@@ -71,7 +83,11 @@ fn close_opens_a_connection_per_request_and_lets_the_server_close() {
 #[test]
 fn disable_keepalive_alias_means_close() {
     let srv = start(ServerConfig::default());
-    let s = bench_against(&srv, &http(&srv), &["-n", "50", "-c", "2", "--disable-keepalive"]);
+    let s = bench_against(
+        &srv,
+        &http(&srv),
+        &["-n", "50", "-c", "2", "--disable-keepalive"],
+    );
     assert_eq!(s["strategy"], "close");
     assert_eq!(u(&s["connections"]["opened"]), 50);
     srv.stop();
@@ -80,7 +96,11 @@ fn disable_keepalive_alias_means_close() {
 #[test]
 fn http10_without_keepalive_opens_a_connection_per_request() {
     let srv = start(ServerConfig::default());
-    let s = bench_against(&srv, &http(&srv), &["-n", "1000", "-c", "4", "--strategy", "http10"]);
+    let s = bench_against(
+        &srv,
+        &http(&srv),
+        &["-n", "1000", "-c", "4", "--strategy", "http10"],
+    );
     assert_eq!(u(&s["connections"]["opened"]), 1000);
     assert_eq!(close_reason(&s, "client_policy"), 1000);
     srv.stop();
@@ -88,8 +108,15 @@ fn http10_without_keepalive_opens_a_connection_per_request() {
 
 #[test]
 fn http10_keepalive_is_reused_when_the_server_honours_it() {
-    let srv = start(ServerConfig { http10: true, ..ServerConfig::default() });
-    let s = bench_against(&srv, &http(&srv), &["-n", "1000", "-c", "4", "--strategy", "http10-keepalive"]);
+    let srv = start(ServerConfig {
+        http10: true,
+        ..ServerConfig::default()
+    });
+    let s = bench_against(
+        &srv,
+        &http(&srv),
+        &["-n", "1000", "-c", "4", "--strategy", "http10-keepalive"],
+    );
     assert_eq!(u(&s["connections"]["opened"]), 4);
     assert_eq!(close_reason(&s, "end_of_run"), 4);
     srv.stop();
@@ -97,19 +124,34 @@ fn http10_keepalive_is_reused_when_the_server_honours_it() {
 
 #[test]
 fn http10_keepalive_on_a_server_that_ignores_it() {
-    let srv = start(ServerConfig { http10: true, keepalive: false, ..ServerConfig::default() });
-    let s = bench_against(&srv, &http(&srv), &["-n", "1000", "-c", "4", "--strategy", "http10-keepalive"]);
+    let srv = start(ServerConfig {
+        http10: true,
+        keepalive: false,
+        ..ServerConfig::default()
+    });
+    let s = bench_against(
+        &srv,
+        &http(&srv),
+        &["-n", "1000", "-c", "4", "--strategy", "http10-keepalive"],
+    );
     assert_eq!(u(&s["connections"]["opened"]), 1000);
     assert_eq!(close_reason(&s, "server_http10"), 1000);
     let diag = s["diagnosis"][0].as_str().unwrap();
-    assert!(diag.contains("HTTP/1.0 without keep-alive on every connection"), "{diag}");
+    assert!(
+        diag.contains("HTTP/1.0 without keep-alive on every connection"),
+        "{diag}"
+    );
     srv.stop();
 }
 
 #[test]
 fn requests_per_connection_reconnects_every_n() {
     let srv = start(ServerConfig::default());
-    let s = bench_against(&srv, &http(&srv), &["-n", "1000", "-c", "4", "--requests-per-connection", "10"]);
+    let s = bench_against(
+        &srv,
+        &http(&srv),
+        &["-n", "1000", "-c", "4", "--requests-per-connection", "10"],
+    );
     assert_eq!(u(&s["connections"]["opened"]), 100);
     assert_eq!(close_reason(&s, "client_policy"), 100);
     assert_eq!(u(&s["connections"]["requests_per_connection"]["max"]), 10);
@@ -119,24 +161,36 @@ fn requests_per_connection_reconnects_every_n() {
 
 #[test]
 fn server_max_requests_per_connection_is_named() {
-    let srv = start(ServerConfig { max_requests_per_connection: Some(50), ..ServerConfig::default() });
+    let srv = start(ServerConfig {
+        max_requests_per_connection: Some(50),
+        ..ServerConfig::default()
+    });
     let s = bench_against(&srv, &http(&srv), &["-n", "1000", "-c", "1"]);
     assert_eq!(u(&s["connections"]["opened"]), 20);
     assert_eq!(close_reason(&s, "server_max_requests"), 20);
-    assert_eq!(s["connections"]["requests_per_connection"]["mean"].as_f64(), Some(50.0));
+    assert_eq!(
+        s["connections"]["requests_per_connection"]["mean"].as_f64(),
+        Some(50.0)
+    );
     srv.stop();
 }
 
 #[test]
 fn server_keepalive_off_is_diagnosed_in_one_sentence() {
-    let srv = start(ServerConfig { keepalive: false, ..ServerConfig::default() });
+    let srv = start(ServerConfig {
+        keepalive: false,
+        ..ServerConfig::default()
+    });
     let s = bench_against(&srv, &http(&srv), &["-n", "200", "-c", "2"]);
     assert_eq!(u(&s["connections"]["opened"]), 200);
     assert_eq!(close_reason(&s, "server_close_header"), 200);
     let d = s["diagnosis"].as_array().unwrap();
     assert_eq!(d.len(), 1, "{d:?}");
     let d = d[0].as_str().unwrap();
-    assert!(d.contains("`Connection: close` on its first response on every connection"), "{d}");
+    assert!(
+        d.contains("`Connection: close` on its first response on every connection"),
+        "{d}"
+    );
     srv.stop();
 }
 
@@ -165,7 +219,10 @@ mod tempfile_path {
         pub fn new(name: &str) -> TempPath {
             static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
             let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            TempPath(std::env::temp_dir().join(format!("handshake-test-{}-{n}-{name}", std::process::id())))
+            TempPath(
+                std::env::temp_dir()
+                    .join(format!("handshake-test-{}-{n}-{name}", std::process::id())),
+            )
         }
         pub fn s(&self) -> &str {
             self.0.to_str().unwrap()
@@ -182,12 +239,29 @@ mod tempfile_path {
 fn tls_close_does_a_full_handshake_per_connection() {
     let srv = start(ServerConfig::default());
     let ca = cacert(&srv);
-    let s = bench_against(&srv, &https(&srv), &["-n", "200", "-c", "2", "--strategy", "close", "--cacert", ca.s()]);
+    let s = bench_against(
+        &srv,
+        &https(&srv),
+        &[
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "--strategy",
+            "close",
+            "--cacert",
+            ca.s(),
+        ],
+    );
     let opened = u(&s["connections"]["opened"]);
     assert_eq!(opened, 200);
     assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), opened);
     assert_eq!(u(&s["connections"]["tls_handshakes"]["resumed"]), 0);
-    assert_eq!(srv.snapshot().tls_handshakes_full, 200, "the server saw 200 full handshakes");
+    assert_eq!(
+        srv.snapshot().tls_handshakes_full,
+        200,
+        "the server saw 200 full handshakes"
+    );
     assert_eq!(u(&s["phases_ms"]["new"]["tls"]["count"]), 200);
     srv.stop();
 }
@@ -196,14 +270,29 @@ fn tls_close_does_a_full_handshake_per_connection() {
 fn tls_close_resumed_resumes_sessions() {
     let srv = start(ServerConfig::default());
     let ca = cacert(&srv);
-    let s =
-        bench_against(&srv, &https(&srv), &["-n", "200", "-c", "2", "--strategy", "close-resumed", "--cacert", ca.s()]);
+    let s = bench_against(
+        &srv,
+        &https(&srv),
+        &[
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "--strategy",
+            "close-resumed",
+            "--cacert",
+            ca.s(),
+        ],
+    );
     let resumed = u(&s["connections"]["tls_handshakes"]["resumed"]);
     let full = u(&s["connections"]["tls_handshakes"]["full"]);
     assert!(resumed > 0, "some handshakes resumed");
     assert_eq!(full + resumed, 200);
     let snap = srv.snapshot();
-    assert_eq!(snap.tls_handshakes_resumed, resumed, "the server counted the same resumptions");
+    assert_eq!(
+        snap.tls_handshakes_resumed, resumed,
+        "the server counted the same resumptions"
+    );
     assert_eq!(snap.tls_handshakes_full, full);
     srv.stop();
 }
@@ -212,7 +301,11 @@ fn tls_close_resumed_resumes_sessions() {
 fn tls_keepalive_reuses_and_unknown_ca_fails_as_tls_error() {
     let srv = start(ServerConfig::default());
     let ca = cacert(&srv);
-    let s = bench_against(&srv, &https(&srv), &["-n", "100", "-c", "2", "--cacert", ca.s()]);
+    let s = bench_against(
+        &srv,
+        &https(&srv),
+        &["-n", "100", "-c", "2", "--cacert", ca.s()],
+    );
     assert_eq!(u(&s["connections"]["opened"]), 2);
     // Without the CA the certificate is not trusted: every attempt is a tls error.
     let s = bench_against(&srv, &https(&srv), &["-n", "5", "-c", "1"]);
@@ -230,7 +323,12 @@ fn urls_from_file_keeps_one_connection_per_host_and_port() {
     let a = start(ServerConfig::default());
     let b = start(ServerConfig::default());
     let list = tempfile_path::TempPath::new("urls.txt");
-    let text = format!("{}bytes/10\n# comment\n{}bytes/20\n{}status/204\n", http(&a), http(&b), http(&a));
+    let text = format!(
+        "{}bytes/10\n# comment\n{}bytes/20\n{}status/204\n",
+        http(&a),
+        http(&b),
+        http(&a)
+    );
     std::fs::write(&list.0, text).unwrap();
     let r = bench_json(&["--urls-from-file", list.s(), "-n", "300", "-c", "2"]);
     let s = scenario(&r);
@@ -242,7 +340,10 @@ fn urls_from_file_keeps_one_connection_per_host_and_port() {
     assert_eq!(a.snapshot().requests, 200);
     assert_eq!(b.snapshot().requests, 100);
     assert_eq!(u(&s["requests"]["status_codes"]["204"]), 100);
-    assert_eq!(u(&s["throughput"]["body_bytes_received"]), 100 * 10 + 100 * 20);
+    assert_eq!(
+        u(&s["throughput"]["body_bytes_received"]),
+        100 * 10 + 100 * 20
+    );
     a.stop();
     b.stop();
 }
@@ -254,11 +355,19 @@ fn resolve_skips_dns_and_a_name_is_resolved_per_new_connection() {
     let url = format!("http://handshake.invalid:{port}/");
     let resolve = format!("handshake.invalid:{port}:127.0.0.1");
     let s = bench_against(&srv, &url, &["-n", "20", "-c", "2", "--resolve", &resolve]);
-    assert_eq!(u(&s["phases_ms"]["new"]["dns"]["count"]), 0, "dns is absent with --resolve");
+    assert_eq!(
+        u(&s["phases_ms"]["new"]["dns"]["count"]),
+        0,
+        "dns is absent with --resolve"
+    );
     let url = format!("http://localhost:{port}/");
     let s = bench_against(&srv, &url, &["-n", "20", "-c", "2", "--strategy", "close"]);
     if u(&s["requests"]["ok"]) == 20 {
-        assert_eq!(u(&s["phases_ms"]["new"]["dns"]["count"]), 20, "one lookup per new connection");
+        assert_eq!(
+            u(&s["phases_ms"]["new"]["dns"]["count"]),
+            20,
+            "one lookup per new connection"
+        );
     }
     srv.stop();
 }
@@ -269,42 +378,95 @@ fn open_loop_paces_and_records_blocked_time() {
     let t = std::time::Instant::now();
     let s = bench_against(&srv, &http(&srv), &["-n", "50", "-c", "2", "--rate", "200"]);
     let took = t.elapsed();
-    assert!(took >= Duration::from_millis(240), "50 requests at 200/s take at least ~0.25 s, took {took:?}");
+    assert!(
+        took >= Duration::from_millis(240),
+        "50 requests at 200/s take at least ~0.25 s, took {took:?}"
+    );
     assert_eq!(u(&s["requests"]["attempted"]), 50);
     assert_eq!(s["load"]["rate"].as_f64(), Some(200.0));
-    let blocked = u(&s["phases_ms"]["new"]["blocked"]["count"]) + u(&s["phases_ms"]["reused"]["blocked"]["count"]);
+    let blocked = u(&s["phases_ms"]["new"]["blocked"]["count"])
+        + u(&s["phases_ms"]["reused"]["blocked"]["count"]);
     assert_eq!(blocked, 50, "every open-loop request has a blocked phase");
     srv.stop();
 }
 
 #[test]
 fn duration_run_counts_every_attempt() {
-    let srv = start(ServerConfig { delay: Duration::from_millis(20), ..ServerConfig::default() });
+    let srv = start(ServerConfig {
+        delay: Duration::from_millis(20),
+        ..ServerConfig::default()
+    });
     let s = bench_against(&srv, &http(&srv), &["-d", "300ms", "-c", "4"]);
     let attempted = u(&s["requests"]["attempted"]);
     let aborted = u(&s["requests"]["aborted_at_deadline"]);
     assert!(attempted >= 20, "{attempted}");
     // At most one request per worker is in flight when the deadline comes.
     assert!(aborted <= 4);
-    assert_eq!(s["requests"]["errors"].as_object().unwrap().values().map(u).sum::<u64>(), 0);
+    assert_eq!(
+        s["requests"]["errors"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(u)
+            .sum::<u64>(),
+        0
+    );
     assert!(s["duration_s"].as_f64().unwrap() < 0.6);
     srv.stop();
 }
 
 #[test]
 fn head_post_and_status_paths() {
-    let srv = start(ServerConfig { body_size: 1000, ..ServerConfig::default() });
+    let srv = start(ServerConfig {
+        body_size: 1000,
+        ..ServerConfig::default()
+    });
     let s = bench_against(&srv, &http(&srv), &["-n", "20", "-c", "1", "-m", "HEAD"]);
-    assert_eq!(u(&s["throughput"]["body_bytes_received"]), 0, "HEAD has no body");
-    assert_eq!(u(&s["connections"]["opened"]), 1, "HEAD responses leave the connection reusable");
-    let s = bench_against(&srv, &http(&srv), &["-n", "20", "-c", "1", "-m", "POST", "--body", "hello", "-H", "X-Test: 1"]);
+    assert_eq!(
+        u(&s["throughput"]["body_bytes_received"]),
+        0,
+        "HEAD has no body"
+    );
+    assert_eq!(
+        u(&s["connections"]["opened"]),
+        1,
+        "HEAD responses leave the connection reusable"
+    );
+    let s = bench_against(
+        &srv,
+        &http(&srv),
+        &[
+            "-n",
+            "20",
+            "-c",
+            "1",
+            "-m",
+            "POST",
+            "--body",
+            "hello",
+            "-H",
+            "X-Test: 1",
+        ],
+    );
     assert_eq!(u(&s["requests"]["ok"]), 20);
     assert_eq!(u(&s["connections"]["opened"]), 1);
     assert_eq!(u(&s["throughput"]["body_bytes_received"]), 20_000);
     let url = format!("{}status/503", http(&srv));
     let s = bench_against(&srv, &url, &["-n", "10", "-c", "1"]);
-    assert_eq!(u(&s["requests"]["status_codes"]["503"]), 10, "non-2xx are statuses, not errors");
-    assert_eq!(s["requests"]["errors"].as_object().unwrap().values().map(u).sum::<u64>(), 0);
+    assert_eq!(
+        u(&s["requests"]["status_codes"]["503"]),
+        10,
+        "non-2xx are statuses, not errors"
+    );
+    assert_eq!(
+        s["requests"]["errors"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(u)
+            .sum::<u64>(),
+        0
+    );
     let url = format!("{}bytes/300000", http(&srv));
     let s = bench_against(&srv, &url, &["-n", "5", "-c", "1"]);
     assert_eq!(u(&s["throughput"]["body_bytes_received"]), 1_500_000);

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::http1::{parse_head, ChunkError, ChunkedDecoder, Framing, HeadError, ResponseHead, MAX_HEAD_BYTES};
+use crate::http1::{
+    parse_head, ChunkError, ChunkedDecoder, Framing, HeadError, ResponseHead, MAX_HEAD_BYTES,
+};
 use crate::net::{classify_io_error, Stream};
 use crate::record::ErrorKind;
 
@@ -52,7 +54,14 @@ pub struct ReadFail {
 
 impl Conn {
     pub fn new(stream: Stream) -> Conn {
-        Conn { stream, buf: vec![0; INITIAL_BUF], start: 0, end: 0, requests: 0, receiving: false }
+        Conn {
+            stream,
+            buf: vec![0; INITIAL_BUF],
+            start: 0,
+            end: 0,
+            requests: 0,
+            receiving: false,
+        }
     }
 
     pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
@@ -88,14 +97,24 @@ impl Conn {
         let mut first_byte = None;
         let mut bytes = 0u64;
         self.receiving = false;
-        let fail = |kind, any_byte, in_body, detail: String| ReadFail { kind, any_byte, in_body, detail };
+        let fail = |kind, any_byte, in_body, detail: String| ReadFail {
+            kind,
+            any_byte,
+            in_body,
+            detail,
+        };
         let head = loop {
             if self.end > self.start {
                 match parse_head(&self.buf[self.start..self.end], head_request) {
                     Ok(Some(h)) => {
                         self.start += h.head_len;
                         if h.status == 101 {
-                            return Err(fail(ErrorKind::Protocol, true, false, "unrequested 101 Switching Protocols".into()));
+                            return Err(fail(
+                                ErrorKind::Protocol,
+                                true,
+                                false,
+                                "unrequested 101 Switching Protocols".into(),
+                            ));
                         }
                         if h.is_informational() {
                             continue;
@@ -103,8 +122,12 @@ impl Conn {
                         break h;
                     }
                     Ok(None) => {}
-                    Err(HeadError::Protocol(d)) => return Err(fail(ErrorKind::Protocol, true, false, d)),
-                    Err(HeadError::TooLarge(d)) => return Err(fail(ErrorKind::TooLarge, true, false, d)),
+                    Err(HeadError::Protocol(d)) => {
+                        return Err(fail(ErrorKind::Protocol, true, false, d))
+                    }
+                    Err(HeadError::TooLarge(d)) => {
+                        return Err(fail(ErrorKind::TooLarge, true, false, d))
+                    }
                 }
             }
             let n = self
@@ -112,8 +135,17 @@ impl Conn {
                 .await
                 .map_err(|e| fail(classify_io_error(&e), bytes > 0, false, e.to_string()))?;
             if n == 0 {
-                let detail = if bytes == 0 { "connection closed before any response byte" } else { "connection closed inside the response head" };
-                return Err(fail(ErrorKind::ClosedBeforeResponse, bytes > 0, false, detail.into()));
+                let detail = if bytes == 0 {
+                    "connection closed before any response byte"
+                } else {
+                    "connection closed inside the response head"
+                };
+                return Err(fail(
+                    ErrorKind::ClosedBeforeResponse,
+                    bytes > 0,
+                    false,
+                    detail.into(),
+                ));
             }
             if first_byte.is_none() {
                 first_byte = Some(Instant::now());
@@ -140,7 +172,12 @@ impl Conn {
                     }
                     let n = self.fill().await.map_err(body_fail)?;
                     if n == 0 {
-                        return Err(fail(ErrorKind::BodyIncomplete, true, true, format!("connection closed after {body_bytes} of {len} body bytes")));
+                        return Err(fail(
+                            ErrorKind::BodyIncomplete,
+                            true,
+                            true,
+                            format!("connection closed after {body_bytes} of {len} body bytes"),
+                        ));
                     }
                     bytes += n as u64;
                 }
@@ -148,10 +185,16 @@ impl Conn {
             Framing::Chunked => {
                 let mut dec = ChunkedDecoder::new();
                 loop {
-                    let fed = dec.feed(&self.buf[self.start..self.end]).map_err(|e| match e {
-                        ChunkError::Invalid(d) => fail(ErrorKind::Protocol, true, true, d.into()),
-                        ChunkError::TooLarge(d) => fail(ErrorKind::TooLarge, true, true, d.into()),
-                    })?;
+                    let fed = dec
+                        .feed(&self.buf[self.start..self.end])
+                        .map_err(|e| match e {
+                            ChunkError::Invalid(d) => {
+                                fail(ErrorKind::Protocol, true, true, d.into())
+                            }
+                            ChunkError::TooLarge(d) => {
+                                fail(ErrorKind::TooLarge, true, true, d.into())
+                            }
+                        })?;
                     self.start += fed.consumed;
                     body_bytes += fed.body_bytes;
                     if fed.done {
@@ -159,7 +202,12 @@ impl Conn {
                     }
                     let n = self.fill().await.map_err(body_fail)?;
                     if n == 0 {
-                        return Err(fail(ErrorKind::BodyIncomplete, true, true, "connection closed before the last chunk".into()));
+                        return Err(fail(
+                            ErrorKind::BodyIncomplete,
+                            true,
+                            true,
+                            "connection closed before the last chunk".into(),
+                        ));
                     }
                     bytes += n as u64;
                 }
@@ -183,7 +231,15 @@ impl Conn {
         let leftover = self.end > self.start;
         self.start = 0;
         self.end = 0;
-        Ok(Response { head, first_byte, end, body_bytes, bytes, leftover, eof })
+        Ok(Response {
+            head,
+            first_byte,
+            end,
+            body_bytes,
+            bytes,
+            leftover,
+            eof,
+        })
     }
 
     /// After a response that ends the connection from the server's side, wait for its

@@ -54,7 +54,9 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
         let h = std::thread::Builder::new()
             .name(format!("handshake-client-{t}"))
             .spawn(move || -> anyhow::Result<ThreadOut> {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
                 let rec = Rc::new(RefCell::new(Recorder::new()));
                 let last_end = Rc::new(RefCell::new(start));
                 let local = tokio::task::LocalSet::new();
@@ -78,7 +80,11 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                 let cpu = cpu::thread();
                 let recorder = rec.borrow().clone();
                 let last_end = *last_end.borrow();
-                Ok(ThreadOut { recorder, last_end, cpu })
+                Ok(ThreadOut {
+                    recorder,
+                    last_end,
+                    cpu,
+                })
             })?;
         handles.push(h);
     }
@@ -104,7 +110,11 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
     if let Some(e) = first_err {
         return Err(e);
     }
-    Ok(RunResult { recorder, wall: last_end.duration_since(start), cpu: cpu_total })
+    Ok(RunResult {
+        recorder,
+        wall: last_end.duration_since(start),
+        cpu: cpu_total,
+    })
 }
 
 /// A progress bar on stderr, shown only once the run has lasted a second.

@@ -174,7 +174,9 @@ impl State {
                     return Some(RequestRecord {
                         reused,
                         phases,
-                        outcome: Outcome::Ok { status: resp.head.status },
+                        outcome: Outcome::Ok {
+                            status: resp.head.status,
+                        },
                         bytes_received: resp.bytes,
                         body_bytes: resp.body_bytes,
                         stale_retry,
@@ -203,11 +205,20 @@ impl State {
 
     fn timed_out(&self, stage: Stage) -> Fail {
         let at_deadline = self.run_deadline.is_some_and(|d| Instant::now() >= d);
-        Fail { kind: ErrorKind::timeout_at(stage), stale: false, at_deadline }
+        Fail {
+            kind: ErrorKind::timeout_at(stage),
+            stale: false,
+            at_deadline,
+        }
     }
 
     /// Open a new connection to `target`'s origin: dns, connect, tls, each timed.
-    async fn open(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Result<Conn, Fail> {
+    async fn open(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        phases: &mut Phases,
+    ) -> Result<Conn, Fail> {
         let origin = &sc.origins[target.origin];
         let resolved;
         let addrs: &[std::net::SocketAddr] = match &origin.fixed_addrs {
@@ -216,7 +227,13 @@ impl State {
                 let t = Instant::now();
                 match within(&mut self.sleep, origin.resolve()).await {
                     None => return Err(self.timed_out(Stage::Dns)),
-                    Some(Err(_)) => return Err(Fail { kind: ErrorKind::Dns, stale: false, at_deadline: false }),
+                    Some(Err(_)) => {
+                        return Err(Fail {
+                            kind: ErrorKind::Dns,
+                            stale: false,
+                            at_deadline: false,
+                        })
+                    }
                     Some(Ok(a)) => resolved = a,
                 }
                 phases.dns = Some(ns(t, Instant::now()));
@@ -227,7 +244,11 @@ impl State {
         let tcp = match within(&mut self.sleep, net::dial::connect(addrs)).await {
             None => return Err(self.timed_out(Stage::Connect)),
             Some(Err(e)) => {
-                return Err(Fail { kind: classify_connect_error(&e), stale: false, at_deadline: false })
+                return Err(Fail {
+                    kind: classify_connect_error(&e),
+                    stale: false,
+                    at_deadline: false,
+                })
             }
             Some(Ok(s)) => s,
         };
@@ -237,15 +258,27 @@ impl State {
         let stream = match (&sc.tls, origin.tls) {
             (Some(cfg), true) => {
                 let connector = TlsConnector::from(cfg.clone());
-                let res = within(&mut self.sleep, connector.connect(origin.server_name.clone(), tcp)).await;
+                let res = within(
+                    &mut self.sleep,
+                    connector.connect(origin.server_name.clone(), tcp),
+                )
+                .await;
                 let tls = match res {
                     None => {
-                        self.rec.borrow_mut().connection_closed(CloseReason::Error, 0);
+                        self.rec
+                            .borrow_mut()
+                            .connection_closed(CloseReason::Error, 0);
                         return Err(self.timed_out(Stage::Tls));
                     }
                     Some(Err(_)) => {
-                        self.rec.borrow_mut().connection_closed(CloseReason::Error, 0);
-                        return Err(Fail { kind: ErrorKind::Tls, stale: false, at_deadline: false });
+                        self.rec
+                            .borrow_mut()
+                            .connection_closed(CloseReason::Error, 0);
+                        return Err(Fail {
+                            kind: ErrorKind::Tls,
+                            stale: false,
+                            at_deadline: false,
+                        });
                     }
                     Some(Ok(s)) => s,
                 };
@@ -264,7 +297,12 @@ impl State {
 
     /// One try of the request on the worker's connection to the target's origin
     /// (opening one if there is none).
-    async fn try_once(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Result<Response, Fail> {
+    async fn try_once(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        phases: &mut Phases,
+    ) -> Result<Response, Fail> {
         let slot = target.origin;
         let reused = self.conns[slot].is_some();
         if !reused {
@@ -272,8 +310,14 @@ impl State {
             self.conns[slot] = Some(conn);
         }
         let conn = self.conns[slot].as_mut().expect("connection present");
-        let last = sc.requests_per_connection.is_some_and(|n| conn.requests + 1 >= n);
-        let bytes = if last { &target.request_last } else { &target.request };
+        let last = sc
+            .requests_per_connection
+            .is_some_and(|n| conn.requests + 1 >= n);
+        let bytes = if last {
+            &target.request_last
+        } else {
+            &target.request
+        };
 
         let t_send = Instant::now();
         let sent = within(&mut self.sleep, conn.send(bytes)).await;
@@ -281,8 +325,19 @@ impl State {
             None => Some((self.timed_out(Stage::Send), CloseReason::Error)),
             Some(Err(e)) => {
                 let stale = reused;
-                let reason = if stale { CloseReason::ServerIdleClose } else { CloseReason::Error };
-                Some((Fail { kind: classify_io_error(&e), stale, at_deadline: false }, reason))
+                let reason = if stale {
+                    CloseReason::ServerIdleClose
+                } else {
+                    CloseReason::Error
+                };
+                Some((
+                    Fail {
+                        kind: classify_io_error(&e),
+                        stale,
+                        at_deadline: false,
+                    },
+                    reason,
+                ))
             }
             Some(Ok(())) => None,
         };
@@ -294,11 +349,19 @@ impl State {
         phases.send = Some(ns(t_send, t_sent));
 
         let conn = self.conns[slot].as_mut().expect("connection present");
-        let read = within(&mut self.sleep, conn.read_response(target.template.is_head())).await;
+        let read = within(
+            &mut self.sleep,
+            conn.read_response(target.template.is_head()),
+        )
+        .await;
         let resp = match read {
             None => {
                 let receiving = self.conns[slot].as_ref().is_some_and(|c| c.receiving);
-                let f = self.timed_out(if receiving { Stage::Receive } else { Stage::Wait });
+                let f = self.timed_out(if receiving {
+                    Stage::Receive
+                } else {
+                    Stage::Wait
+                });
                 self.drop_conn(slot, CloseReason::Error, &f);
                 return Err(f);
             }
@@ -306,8 +369,16 @@ impl State {
                 let stale = reused
                     && !rf.any_byte
                     && matches!(rf.kind, ErrorKind::ClosedBeforeResponse | ErrorKind::Reset);
-                let reason = if stale { CloseReason::ServerIdleClose } else { CloseReason::Error };
-                let f = Fail { kind: rf.kind, stale, at_deadline: false };
+                let reason = if stale {
+                    CloseReason::ServerIdleClose
+                } else {
+                    CloseReason::Error
+                };
+                let f = Fail {
+                    kind: rf.kind,
+                    stale,
+                    at_deadline: false,
+                };
                 self.drop_conn(slot, reason, &f);
                 return Err(f);
             }
@@ -345,14 +416,22 @@ impl State {
             // The client asked to close but the server kept the connection open.
             self.rec.borrow_mut().server_ignored_close += 1;
         }
-        self.rec.borrow_mut().connection_closed(reason, conn.requests);
+        self.rec
+            .borrow_mut()
+            .connection_closed(reason, conn.requests);
         Ok(resp)
     }
 
     fn drop_conn(&mut self, slot: usize, reason: CloseReason, f: &Fail) {
         if let Some(conn) = self.conns[slot].take() {
-            let reason = if f.at_deadline { CloseReason::EndOfRun } else { reason };
-            self.rec.borrow_mut().connection_closed(reason, conn.requests);
+            let reason = if f.at_deadline {
+                CloseReason::EndOfRun
+            } else {
+                reason
+            };
+            self.rec
+                .borrow_mut()
+                .connection_closed(reason, conn.requests);
         }
     }
 }

@@ -17,7 +17,9 @@ pub enum ChunkError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Reading hex digits of a chunk size.
-    Size { digits: u8 },
+    Size {
+        digits: u8,
+    },
     /// After the size: optional whitespace and extensions until CR.
     Ext,
     /// Expecting LF after the size line's CR.
@@ -83,7 +85,8 @@ impl ChunkedDecoder {
             match self.state {
                 State::Done => break,
                 State::Data => {
-                    let take = (input.len() - i).min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+                    let take = (input.len() - i)
+                        .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
                     i += take;
                     body += take as u64;
                     self.remaining -= take as u64;
@@ -105,9 +108,13 @@ impl ChunkedDecoder {
                                 return Err(ChunkError::TooLarge("chunk size overflows 64 bits"));
                             }
                             self.size = (self.size << 4) | u64::from(v);
-                            self.state = State::Size { digits: digits.saturating_add(1) };
+                            self.state = State::Size {
+                                digits: digits.saturating_add(1),
+                            };
                         }
-                        None if digits == 0 => return Err(ChunkError::Invalid("chunk size is not hex")),
+                        None if digits == 0 => {
+                            return Err(ChunkError::Invalid("chunk size is not hex"))
+                        }
                         None if b == b';' || b == b' ' || b == b'\t' => self.state = State::Ext,
                         None if b == b'\r' => self.state = State::SizeLf,
                         None => return Err(ChunkError::Invalid("chunk size is not hex")),
@@ -148,7 +155,11 @@ impl ChunkedDecoder {
                     self.state = State::Size { digits: 0 };
                 }
                 State::TrailerStart => {
-                    self.state = if b == b'\r' { State::EndLf } else { State::TrailerLine };
+                    self.state = if b == b'\r' {
+                        State::EndLf
+                    } else {
+                        State::TrailerLine
+                    };
                     self.bump_trailer()?;
                 }
                 State::TrailerLine => {
@@ -173,7 +184,11 @@ impl ChunkedDecoder {
             }
             i += 1;
         }
-        Ok(Fed { consumed: i, body_bytes: body, done: self.state == State::Done })
+        Ok(Fed {
+            consumed: i,
+            body_bytes: body,
+            done: self.state == State::Done,
+        })
     }
 
     fn bump_line(&mut self) -> Result<(), ChunkError> {
@@ -220,18 +235,31 @@ mod tests {
     fn decodes_in_any_split() {
         let input = b"5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\nNEXT";
         for step in 1..input.len() {
-            assert_eq!(decode_all(input, step), Ok((15, input.len() - 4)), "step {step}");
+            assert_eq!(
+                decode_all(input, step),
+                Ok((15, input.len() - 4)),
+                "step {step}"
+            );
         }
     }
 
     #[test]
     fn rejects_bad_framing() {
-        assert!(matches!(decode_all(b"zz\r\n", 100), Err(ChunkError::Invalid(_))));
-        assert!(matches!(decode_all(b"5\r\nhelloX0\r\n\r\n", 100), Err(ChunkError::Invalid(_))));
+        assert!(matches!(
+            decode_all(b"zz\r\n", 100),
+            Err(ChunkError::Invalid(_))
+        ));
+        assert!(matches!(
+            decode_all(b"5\r\nhelloX0\r\n\r\n", 100),
+            Err(ChunkError::Invalid(_))
+        ));
         assert!(matches!(
             decode_all(b"11111111111111111\r\n", 100),
             Err(ChunkError::TooLarge(_))
         ));
-        assert!(matches!(decode_all(b"5\nhello\r\n0\r\n\r\n", 100), Err(ChunkError::Invalid(_))));
+        assert!(matches!(
+            decode_all(b"5\nhello\r\n0\r\n\r\n", 100),
+            Err(ChunkError::Invalid(_))
+        ));
     }
 }

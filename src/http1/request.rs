@@ -50,8 +50,14 @@ impl RequestTemplate {
             HttpVersion::Http10 => "HTTP/1.0",
             HttpVersion::Http11 => "HTTP/1.1",
         };
-        out.extend_from_slice(format!("{} {} {}\r\n", self.method, self.target, version).as_bytes());
-        let has = |name: &str| self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+        out.extend_from_slice(
+            format!("{} {} {}\r\n", self.method, self.target, version).as_bytes(),
+        );
+        let has = |name: &str| {
+            self.headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(name))
+        };
         if !has("host") {
             out.extend_from_slice(format!("Host: {}\r\n", self.host).as_bytes());
         }
@@ -97,7 +103,8 @@ mod tests {
             headers: vec![("X-A".into(), "1".into())],
             body: Some(b"hi".to_vec()),
         };
-        let s = String::from_utf8(t.build(HttpVersion::Http10, ConnectionHeader::KeepAlive)).unwrap();
+        let s =
+            String::from_utf8(t.build(HttpVersion::Http10, ConnectionHeader::KeepAlive)).unwrap();
         assert!(s.starts_with("POST /a?b=1 HTTP/1.0\r\nHost: example.test:8080\r\n"));
         assert!(s.contains("X-A: 1\r\n"));
         assert!(s.contains("Connection: keep-alive\r\n"));

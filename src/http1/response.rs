@@ -121,7 +121,12 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             transfer_encoding = true;
             // chunked must be the final coding for the body to be self-delimited.
-            let last = h.value.rsplit(|b| *b == b',').next().unwrap_or(b"").trim_ascii();
+            let last = h
+                .value
+                .rsplit(|b| *b == b',')
+                .next()
+                .unwrap_or(b"")
+                .trim_ascii();
             chunked = last.eq_ignore_ascii_case(b"chunked");
         } else if name.eq_ignore_ascii_case("connection") {
             connection_close |= has_token(h.value, "close");
@@ -178,7 +183,9 @@ mod tests {
         assert_eq!(h.framing, Framing::Length(5));
         assert!(h.persistent);
         assert_eq!(h.head_len, 38);
-        let h = parse_head(b"HTTP/1.0 200 OK\r\n\r\n", false).unwrap().unwrap();
+        let h = parse_head(b"HTTP/1.0 200 OK\r\n\r\n", false)
+            .unwrap()
+            .unwrap();
         assert_eq!(h.framing, Framing::UntilClose);
         assert!(!h.persistent);
         let h = parse_head(
@@ -188,30 +195,51 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(h.persistent);
-        let h = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", false)
-            .unwrap()
-            .unwrap();
+        let h = parse_head(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            false,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(h.framing, Framing::Chunked);
-        let h = parse_head(b"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n", false)
-            .unwrap()
-            .unwrap();
+        let h = parse_head(
+            b"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n",
+            false,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(h.framing, Framing::None);
-        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false), Ok(None));
+        assert_eq!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false),
+            Ok(None)
+        );
     }
 
     #[test]
     fn rejects_bad_heads() {
         assert!(matches!(
-            parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", false),
+            parse_head(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+                false
+            ),
             Err(HeadError::Protocol(_))
         ));
-        assert!(matches!(parse_head(b"HTTP/1.01 200 OK\r\n\r\n", false), Err(HeadError::Protocol(_))));
-        assert!(matches!(parse_head(b"FOO\r\n\r\n", false), Err(HeadError::Protocol(_))));
+        assert!(matches!(
+            parse_head(b"HTTP/1.01 200 OK\r\n\r\n", false),
+            Err(HeadError::Protocol(_))
+        ));
+        assert!(matches!(
+            parse_head(b"FOO\r\n\r\n", false),
+            Err(HeadError::Protocol(_))
+        ));
         let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
         for i in 0..101 {
             many.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
         }
         many.extend_from_slice(b"\r\n");
-        assert!(matches!(parse_head(&many, false), Err(HeadError::TooLarge(_))));
+        assert!(matches!(
+            parse_head(&many, false),
+            Err(HeadError::TooLarge(_))
+        ));
     }
 }

@@ -29,7 +29,13 @@ impl Origin {
             .map(|ip| vec![SocketAddr::new(ip, port)]);
         let server_name = ServerName::try_from(bare.to_string())
             .map_err(|_| anyhow::anyhow!("invalid host name {host:?} for TLS"))?;
-        Ok(Origin { tls, host: bare.to_string(), port, fixed_addrs, server_name })
+        Ok(Origin {
+            tls,
+            host: bare.to_string(),
+            port,
+            fixed_addrs,
+            server_name,
+        })
     }
 
     pub fn key(&self) -> (bool, String, u16) {
@@ -38,8 +44,9 @@ impl Origin {
 
     /// Resolve through the system resolver (getaddrinfo).
     pub async fn resolve(&self) -> io::Result<Vec<SocketAddr>> {
-        let addrs: Vec<SocketAddr> =
-            tokio::net::lookup_host((self.host.as_str(), self.port)).await?.collect();
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
+            .await?
+            .collect();
         if addrs.is_empty() {
             return Err(io::Error::new(io::ErrorKind::NotFound, "no address"));
         }
@@ -66,9 +73,10 @@ pub async fn connect(addrs: &[SocketAddr]) -> io::Result<TcpStream> {
 /// client's own resource, not the server's fault.
 pub fn classify_connect_error(e: &io::Error) -> ErrorKind {
     match e.raw_os_error() {
-        Some(libc::EADDRNOTAVAIL) | Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) => {
-            ErrorKind::LocalResource
-        }
+        Some(libc::EADDRNOTAVAIL)
+        | Some(libc::EMFILE)
+        | Some(libc::ENFILE)
+        | Some(libc::ENOBUFS) => ErrorKind::LocalResource,
         _ => ErrorKind::Connect,
     }
 }
@@ -82,7 +90,9 @@ pub fn classify_io_error(e: &io::Error) -> ErrorKind {
         io::ErrorKind::UnexpectedEof => ErrorKind::ClosedBeforeResponse,
         io::ErrorKind::InvalidData => ErrorKind::Tls,
         _ => match e.raw_os_error() {
-            Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) => ErrorKind::LocalResource,
+            Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) => {
+                ErrorKind::LocalResource
+            }
             _ => ErrorKind::Reset,
         },
     }

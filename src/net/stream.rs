@@ -39,7 +39,9 @@ impl Stream {
                     .negotiated_cipher_suite()
                     .map(|s| format!("{:?}", s.suite()))
                     .unwrap_or_default();
-                let alpn = c.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned());
+                let alpn = c
+                    .alpn_protocol()
+                    .map(|p| String::from_utf8_lossy(p).into_owned());
                 Some((version, suite, alpn))
             }
         }
@@ -60,7 +62,11 @@ impl AsyncRead for Stream {
 }
 
 impl AsyncWrite for Stream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),

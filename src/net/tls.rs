@@ -61,7 +61,9 @@ pub fn load_pem_certs(path: &std::path::Path) -> anyhow::Result<Vec<CertificateD
 fn root_store(opts: &TlsOptions) -> anyhow::Result<RootCertStore> {
     let mut roots = RootCertStore::empty();
     for c in &opts.extra_roots {
-        roots.add(c.clone()).context("adding a trusted certificate")?;
+        roots
+            .add(c.clone())
+            .context("adding a trusted certificate")?;
     }
     if !opts.only_extra_roots {
         let native = rustls_native_certs::load_native_certs();
@@ -90,7 +92,9 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
             .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
             .with_no_client_auth()
     } else {
-        builder.with_root_certificates(root_store(opts)?).with_no_client_auth()
+        builder
+            .with_root_certificates(root_store(opts)?)
+            .with_no_client_auth()
     };
     config.alpn_protocols = opts.alpn.clone();
     config.resumption = if resumption {
@@ -123,7 +127,12 @@ impl ServerCertVerifier for AcceptAny {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -132,7 +141,12 @@ impl ServerCertVerifier for AcceptAny {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -33,7 +33,11 @@ pub fn fmt_ms(v: f64) -> String {
 
 fn row(out: &mut String, name: &str, p: &PhaseSummary) {
     if p.count == 0 {
-        let _ = writeln!(out, "  {name:<8} {:>8} {:>8} {:>8} {:>8} {:>8}", "-", "-", "-", "-", "-");
+        let _ = writeln!(
+            out,
+            "  {name:<8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "-", "-", "-", "-", "-"
+        );
     } else {
         let _ = writeln!(
             out,
@@ -48,12 +52,20 @@ fn row(out: &mut String, name: &str, p: &PhaseSummary) {
 }
 
 fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked: bool) {
-    let _ = writeln!(out, "\nConnection Times (ms), {title} ({} requests)", g.requests);
+    let _ = writeln!(
+        out,
+        "\nConnection Times (ms), {title} ({} requests)",
+        g.requests
+    );
     if g.requests == 0 {
         let _ = writeln!(out, "  (none)");
         return;
     }
-    let _ = writeln!(out, "  {:<8} {:>8} {:>8} {:>8} {:>8} {:>8}", "", "min", "mean", "[+/-sd]", "median", "max");
+    let _ = writeln!(
+        out,
+        "  {:<8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "", "min", "mean", "[+/-sd]", "median", "max"
+    );
     if with_blocked {
         row(out, "blocked", &g.blocked);
     }
@@ -70,7 +82,10 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     if s.urls > 1 {
         let _ = writeln!(out, "  ({} URLs, in turn)", s.urls);
     }
-    let mut load = format!("  strategy {}, {} connections/workers", s.strategy, s.concurrency);
+    let mut load = format!(
+        "  strategy {}, {} connections/workers",
+        s.strategy, s.concurrency
+    );
     if let Some(r) = s.load.rate {
         let _ = write!(load, ", open loop at {r} requests/s");
     }
@@ -82,12 +97,24 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     let r = &s.requests;
     let errors: u64 = r.errors.values().sum();
     let _ = writeln!(out, "\nSummary");
-    let _ = writeln!(out, "  Requests      {} attempted, {} ok, {} errors", r.attempted, r.ok, errors);
+    let _ = writeln!(
+        out,
+        "  Requests      {} attempted, {} ok, {} errors",
+        r.attempted, r.ok, errors
+    );
     if r.aborted_at_deadline > 0 {
-        let _ = writeln!(out, "  Aborted       {} in flight at the deadline", r.aborted_at_deadline);
+        let _ = writeln!(
+            out,
+            "  Aborted       {} in flight at the deadline",
+            r.aborted_at_deadline
+        );
     }
     if s.load.rate.is_some() {
-        let _ = writeln!(out, "  Late sends    {} (started 2 ms or more after their intended time)", r.late_sends);
+        let _ = writeln!(
+            out,
+            "  Late sends    {} (started 2 ms or more after their intended time)",
+            r.late_sends
+        );
     }
     let _ = writeln!(out, "  Duration      {:.3} s", s.duration_s);
     let _ = writeln!(out, "  Requests/s    {:.1}", s.throughput.requests_per_s);
@@ -97,13 +124,34 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         bytes(s.throughput.bytes_received),
         bytes(s.throughput.body_bytes_received)
     );
-    let codes: Vec<String> = r.status_codes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let _ = writeln!(out, "  Status codes  {}", if codes.is_empty() { "-".into() } else { codes.join(", ") });
-    let errs: Vec<String> = r.errors.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k}: {v}")).collect();
+    let codes: Vec<String> = r
+        .status_codes
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  Status codes  {}",
+        if codes.is_empty() {
+            "-".into()
+        } else {
+            codes.join(", ")
+        }
+    );
+    let errs: Vec<String> = r
+        .errors
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
     if !errs.is_empty() {
         let _ = writeln!(out, "  Errors        {}", errs.join(", "));
     }
-    let _ = writeln!(out, "  Client CPU    {:.1} µs per request", s.cpu.client_us_per_request);
+    let _ = writeln!(
+        out,
+        "  Client CPU    {:.1} µs per request",
+        s.cpu.client_us_per_request
+    );
 
     let l = &s.latency_ms;
     let _ = writeln!(out, "\nLatency (ms)");
@@ -120,7 +168,12 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
 
     let open_loop = s.load.rate.is_some();
     connection_times(&mut out, "new connections", &s.phases_ms.new, open_loop);
-    connection_times(&mut out, "reused connections", &s.phases_ms.reused, open_loop);
+    connection_times(
+        &mut out,
+        "reused connections",
+        &s.phases_ms.reused,
+        open_loop,
+    );
 
     let c = &s.connections;
     let _ = writeln!(out, "\nConnections");
@@ -132,18 +185,41 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         r.ok,
         c.reuse_ratio * 100.0
     );
-    let _ = writeln!(out, "  TLS handshakes        full {}, resumed {}", c.tls_handshakes.full, c.tls_handshakes.resumed);
+    let _ = writeln!(
+        out,
+        "  TLS handshakes        full {}, resumed {}",
+        c.tls_handshakes.full, c.tls_handshakes.resumed
+    );
     let _ = writeln!(
         out,
         "  requests/connection   min {}  mean {:.1}  max {}",
-        c.requests_per_connection.min, c.requests_per_connection.mean, c.requests_per_connection.max
+        c.requests_per_connection.min,
+        c.requests_per_connection.mean,
+        c.requests_per_connection.max
     );
-    let reasons: Vec<String> = c.close_reasons.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
-    let _ = writeln!(out, "  close reasons         {}", if reasons.is_empty() { "-".into() } else { reasons.join(", ") });
+    let reasons: Vec<String> = c
+        .close_reasons
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  close reasons         {}",
+        if reasons.is_empty() {
+            "-".into()
+        } else {
+            reasons.join(", ")
+        }
+    );
     if c.server_ignored_close > 0 {
         let _ = writeln!(out, "  server ignored close  {}", c.server_ignored_close);
     }
-    let _ = writeln!(out, "  stale retries         {}", r.retries.stale_connection);
+    let _ = writeln!(
+        out,
+        "  stale retries         {}",
+        r.retries.stale_connection
+    );
     if !s.diagnosis.is_empty() {
         let _ = writeln!(out, "\nDiagnosis");
         for d in &s.diagnosis {

@@ -74,7 +74,11 @@ fn parse_request(buf: &[u8], max_header_bytes: usize) -> ParseOutcome {
     let head_len = match req.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
-            return if buf.len() > max_header_bytes { ParseOutcome::Reject(431) } else { ParseOutcome::Partial }
+            return if buf.len() > max_header_bytes {
+                ParseOutcome::Reject(431)
+            } else {
+                ParseOutcome::Partial
+            }
         }
         Err(httparse::Error::TooManyHeaders) => return ParseOutcome::Reject(431),
         Err(_) => return ParseOutcome::Reject(400),
@@ -98,7 +102,10 @@ fn parse_request(buf: &[u8], max_header_bytes: usize) -> ParseOutcome {
             info.wants_close |= has_token(h.value, "close");
             info.wants_keep_alive |= has_token(h.value, "keep-alive");
         } else if h.name.eq_ignore_ascii_case("content-length") {
-            let Some(v) = std::str::from_utf8(h.value).ok().and_then(|s| s.trim().parse::<u64>().ok()) else {
+            let Some(v) = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+            else {
                 return ParseOutcome::Reject(400);
             };
             if cl.is_some_and(|p| p != v) {
@@ -154,7 +161,11 @@ impl Buf {
         &self.data[self.start..self.end]
     }
 
-    async fn fill<S: AsyncRead + Unpin>(&mut self, s: &mut S, limit: usize) -> std::io::Result<usize> {
+    async fn fill<S: AsyncRead + Unpin>(
+        &mut self,
+        s: &mut S,
+        limit: usize,
+    ) -> std::io::Result<usize> {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -164,7 +175,9 @@ impl Buf {
                 self.end -= self.start;
                 self.start = 0;
             } else {
-                let grown = (self.data.len() * 2).min(limit + 1024).max(self.data.len() + 1);
+                let grown = (self.data.len() * 2)
+                    .min(limit + 1024)
+                    .max(self.data.len() + 1);
                 self.data.resize(grown, 0);
             }
         }
@@ -176,7 +189,11 @@ impl Buf {
 
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, over_limit: bool) {
     let cfg = &shared.cfg;
-    let mut buf = Buf { data: vec![0; 8192], start: 0, end: 0 };
+    let mut buf = Buf {
+        data: vec![0; 8192],
+        start: 0,
+        end: 0,
+    };
     let mut out: Vec<u8> = Vec::with_capacity(512);
     let mut served: u64 = 0;
     loop {
@@ -195,9 +212,12 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
                 }
             }
             let read = match head_deadline {
-                None if buf.end == buf.start => timeout(cfg.idle_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await,
+                None if buf.end == buf.start => {
+                    timeout(cfg.idle_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await
+                }
                 _ => {
-                    let d = *head_deadline.get_or_insert_with(|| Instant::now() + cfg.header_timeout);
+                    let d =
+                        *head_deadline.get_or_insert_with(|| Instant::now() + cfg.header_timeout);
                     tokio::time::timeout_at(d, buf.fill(&mut s, cfg.max_header_bytes)).await
                 }
             };
@@ -217,7 +237,10 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
         };
         buf.start += info.head_len;
         if over_limit {
-            shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            shared
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
             let _ = respond_error(&mut s, &mut out, 503).await;
             return;
         }
@@ -237,7 +260,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
                     if remaining == 0 {
                         break;
                     }
-                    match timeout(cfg.header_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await {
+                    match timeout(cfg.header_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await
+                    {
                         Ok(Ok(n)) if n > 0 => {}
                         _ => return,
                     }
@@ -260,7 +284,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
                     if fed.done {
                         break;
                     }
-                    match timeout(cfg.header_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await {
+                    match timeout(cfg.header_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await
+                    {
                         Ok(Ok(n)) if n > 0 => {}
                         _ => return,
                     }
@@ -301,7 +326,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
         let no_body = info.head || status == 204 || status == 304;
 
         // Reuse policy.
-        let client_allows = if info.minor >= 1 { !info.wants_close } else { info.wants_keep_alive && !info.wants_close };
+        let client_allows = if info.minor >= 1 {
+            !info.wants_close
+        } else {
+            info.wants_keep_alive && !info.wants_close
+        };
         let mut keep = cfg.keepalive && client_allows;
         if cfg.max_requests_per_connection.is_some_and(|m| served >= m) {
             keep = false;
@@ -365,7 +394,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
     }
 }
 
-async fn respond_error<S: AsyncWrite + Unpin>(s: &mut S, out: &mut Vec<u8>, status: u16) -> std::io::Result<()> {
+async fn respond_error<S: AsyncWrite + Unpin>(
+    s: &mut S,
+    out: &mut Vec<u8>,
+    status: u16,
+) -> std::io::Result<()> {
     out.clear();
     let _ = write!(
         out,

@@ -157,17 +157,24 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .context("starting the server runtime")?;
     let certs = tls::generate().context("generating the server certificate")?;
     let stats = Arc::new(ServerStats::default());
-    let shared = Arc::new(Shared { cfg: cfg.clone(), stats: stats.clone() });
+    let shared = Arc::new(Shared {
+        cfg: cfg.clone(),
+        stats: stats.clone(),
+    });
     let (http_addr, https_addr) = rt.block_on(async {
         let mut http_addr = None;
         let mut https_addr = None;
         if let Some(addr) = cfg.listen {
-            let l = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+            let l = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
             http_addr = Some(l.local_addr()?);
             tokio::spawn(accept_loop(l, shared.clone(), None));
         }
         if let Some(addr) = cfg.tls_listen {
-            let l = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+            let l = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
             https_addr = Some(l.local_addr()?);
             let acceptor = tokio_rustls::TlsAcceptor::from(certs.server_config.clone());
             tokio::spawn(accept_loop(l, shared.clone(), Some(acceptor)));
@@ -203,7 +210,10 @@ async fn accept_loop(l: TcpListener, shared: Arc<Shared>, tls: Option<tokio_rust
         tokio::spawn(async move {
             let over_limit = open > shared.cfg.max_connections;
             conn::handle(sock, &shared, tls, over_limit).await;
-            shared.stats.open_connections.fetch_sub(1, Ordering::Relaxed);
+            shared
+                .stats
+                .open_connections
+                .fetch_sub(1, Ordering::Relaxed);
         });
     }
 }

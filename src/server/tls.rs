@@ -16,16 +16,23 @@ pub struct Certs {
 pub fn generate() -> anyhow::Result<Certs> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.distinguished_name.push(DnType::CommonName, "handshake embedded server CA");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "handshake embedded server CA");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let ca_cert = ca_params.self_signed(&ca_key)?;
     let issuer = Issuer::new(ca_params, ca_key);
 
     let leaf_key = KeyPair::generate()?;
-    let mut leaf_params =
-        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])?;
-    leaf_params.distinguished_name.push(DnType::CommonName, "localhost");
+    let mut leaf_params = CertificateParams::new(vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ])?;
+    leaf_params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
     let leaf = leaf_params.signed_by(&leaf_key, &issuer)?;
 
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
@@ -38,5 +45,9 @@ pub fn generate() -> anyhow::Result<Certs> {
     config.alpn_protocols = vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()];
     config.session_storage = rustls::server::ServerSessionMemoryCache::new(4096);
     config.ticketer = rustls::crypto::ring::Ticketer::new()?;
-    Ok(Certs { ca_pem: ca_cert.pem(), ca_der: ca_cert.der().clone(), server_config: Arc::new(config) })
+    Ok(Certs {
+        ca_pem: ca_cert.pem(),
+        ca_der: ca_cert.der().clone(),
+        server_config: Arc::new(config),
+    })
 }

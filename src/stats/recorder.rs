@@ -149,7 +149,11 @@ impl Recorder {
                 if r.reused {
                     self.reused_requests += 1;
                 }
-                let set = if r.reused { &mut self.phases_reused } else { &mut self.phases_new };
+                let set = if r.reused {
+                    &mut self.phases_reused
+                } else {
+                    &mut self.phases_new
+                };
                 for (stat, v) in set.iter_mut().zip(r.phases.as_array()) {
                     if let Some(ns) = v {
                         stat.record(ns);

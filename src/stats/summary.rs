@@ -9,8 +9,9 @@ use crate::cpu::CpuTime;
 use crate::plan::{LoadShape, Scenario, Strategy};
 use crate::record::{CloseReason, ErrorKind};
 use crate::report::{
-    ConnectionsReport, CpuReport, LatencyReport, LoadReport, PhaseGroup, PhaseSummary, PhasesReport,
-    RequestsReport, RetriesReport, RpcReport, ScenarioReport, ThroughputReport, TlsHandshakes,
+    ConnectionsReport, CpuReport, LatencyReport, LoadReport, PhaseGroup, PhaseSummary,
+    PhasesReport, RequestsReport, RetriesReport, RpcReport, ScenarioReport, ThroughputReport,
+    TlsHandshakes,
 };
 
 const NS_PER_MS: f64 = 1e6;
@@ -60,10 +61,16 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
     let mut latency = rec.phases_new[TOTAL].clone();
     latency += &rec.phases_reused[TOTAL];
     let lat = phase_summary(&latency);
-    let p999 = if latency.count > 0 { ms(latency.hist.value_at_quantile(0.999)) } else { 0.0 };
+    let p999 = if latency.count > 0 {
+        ms(latency.hist.value_at_quantile(0.999))
+    } else {
+        0.0
+    };
     let wall_s = wall.as_secs_f64();
-    let errors: BTreeMap<String, u64> =
-        ErrorKind::ALL.iter().map(|k| (k.name().to_string(), rec.errors[k.index()])).collect();
+    let errors: BTreeMap<String, u64> = ErrorKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), rec.errors[k.index()]))
+        .collect();
     let status_codes: BTreeMap<String, u64> = rec
         .status
         .iter()
@@ -71,10 +78,16 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
         .filter(|(_, n)| **n > 0)
         .map(|(code, n)| (code.to_string(), *n))
         .collect();
-    let close_reasons: BTreeMap<String, u64> =
-        CloseReason::ALL.iter().map(|r| (r.name().to_string(), rec.close_reasons[r.index()])).collect();
+    let close_reasons: BTreeMap<String, u64> = CloseReason::ALL
+        .iter()
+        .map(|r| (r.name().to_string(), rec.close_reasons[r.index()]))
+        .collect();
     let closed = rec.connections_closed;
-    let url = sc.targets.first().map(|t| t.url.clone()).unwrap_or_default();
+    let url = sc
+        .targets
+        .first()
+        .map(|t| t.url.clone())
+        .unwrap_or_default();
     let cpu_us = cpu.total().as_secs_f64() * 1e6;
     ScenarioReport {
         name: sc.name.clone(),
@@ -98,7 +111,9 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
             attempted: rec.attempted,
             ok: rec.ok,
             errors,
-            retries: RetriesReport { stale_connection: rec.stale_retries },
+            retries: RetriesReport {
+                stale_connection: rec.stale_retries,
+            },
             status_codes,
             aborted_at_deadline: rec.aborted_at_deadline,
             late_sends: rec.late_sends,
@@ -106,18 +121,33 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
         connections: ConnectionsReport {
             opened: rec.connections_opened,
             reused_requests: rec.reused_requests,
-            reuse_ratio: if rec.ok > 0 { rec.reused_requests as f64 / rec.ok as f64 } else { 0.0 },
-            tls_handshakes: TlsHandshakes { full: rec.tls_full, resumed: rec.tls_resumed },
+            reuse_ratio: if rec.ok > 0 {
+                rec.reused_requests as f64 / rec.ok as f64
+            } else {
+                0.0
+            },
+            tls_handshakes: TlsHandshakes {
+                full: rec.tls_full,
+                resumed: rec.tls_resumed,
+            },
             close_reasons,
             requests_per_connection: RpcReport {
                 min: if closed > 0 { rec.rpc_min } else { 0 },
-                mean: if closed > 0 { rec.rpc_sum as f64 / closed as f64 } else { 0.0 },
+                mean: if closed > 0 {
+                    rec.rpc_sum as f64 / closed as f64
+                } else {
+                    0.0
+                },
                 max: rec.rpc_max,
             },
             server_ignored_close: rec.server_ignored_close,
         },
         throughput: ThroughputReport {
-            requests_per_s: if wall_s > 0.0 { rec.ok as f64 / wall_s } else { 0.0 },
+            requests_per_s: if wall_s > 0.0 {
+                rec.ok as f64 / wall_s
+            } else {
+                0.0
+            },
             bytes_received: rec.bytes_received,
             body_bytes_received: rec.body_bytes,
         },
@@ -136,7 +166,11 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
         cpu: CpuReport {
             client_user_s: cpu.user.as_secs_f64(),
             client_sys_s: cpu.sys.as_secs_f64(),
-            client_us_per_request: if rec.attempted > 0 { cpu_us / rec.attempted as f64 } else { 0.0 },
+            client_us_per_request: if rec.attempted > 0 {
+                cpu_us / rec.attempted as f64
+            } else {
+                0.0
+            },
         },
         diagnosis: diagnose(sc, rec),
     }
@@ -151,9 +185,19 @@ pub fn diagnose(sc: &Scenario, rec: &Recorder) -> Vec<String> {
     let mut out = Vec::new();
     let reasons = |r: CloseReason| rec.close_reasons[r.index()];
     let closed = rec.connections_closed.max(1);
-    let every = |n: u64| if n == closed { "every".to_string() } else { format!("{n} of {closed}") };
+    let every = |n: u64| {
+        if n == closed {
+            "every".to_string()
+        } else {
+            format!("{n} of {closed}")
+        }
+    };
     let asked_reuse = sc.strategy.persistent();
-    let reuse_ratio = if rec.ok > 0 { rec.reused_requests as f64 / rec.ok as f64 } else { 1.0 };
+    let reuse_ratio = if rec.ok > 0 {
+        rec.reused_requests as f64 / rec.ok as f64
+    } else {
+        1.0
+    };
     // Reuse was asked for and each connection carried few requests.
     let expected_rpc = rec.ok as f64 / (sc.concurrency as f64 * sc.origins.len() as f64);
     let mean_rpc = rec.rpc_sum as f64 / closed as f64;
@@ -170,7 +214,7 @@ pub fn diagnose(sc: &Scenario, rec: &Recorder) -> Vec<String> {
         .map(|r| (*r, reasons(*r)))
         .filter(|(_, n)| *n > 0)
         .collect();
-        ranked.sort_by(|a, b| b.1.cmp(&a.1));
+        ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
         if let Some((reason, n)) = ranked.first().copied() {
             let s = match reason {
                 CloseReason::ServerHttp10 => format!(
@@ -206,7 +250,11 @@ pub fn diagnose(sc: &Scenario, rec: &Recorder) -> Vec<String> {
     } else if asked_reuse && reasons(CloseReason::ServerIdleClose) > 0 {
         out.push(format!(
             "The server closed {} while idle; {} were retried on new connections.",
-            plural(reasons(CloseReason::ServerIdleClose), "connection", "connections"),
+            plural(
+                reasons(CloseReason::ServerIdleClose),
+                "connection",
+                "connections"
+            ),
             plural(rec.stale_retries, "request", "requests")
         ));
     }
@@ -218,11 +266,22 @@ pub fn diagnose(sc: &Scenario, rec: &Recorder) -> Vec<String> {
     }
     let errors = rec.errors_total();
     if errors > 0 {
-        let mut by: Vec<(ErrorKind, u64)> =
-            ErrorKind::ALL.iter().map(|k| (*k, rec.errors[k.index()])).filter(|(_, n)| *n > 0).collect();
-        by.sort_by(|a, b| b.1.cmp(&a.1));
-        let list: Vec<String> = by.iter().map(|(k, n)| format!("{} {}", n, k.name())).collect();
-        out.push(format!("{} of {} attempts failed: {}.", errors, rec.attempted, list.join(", ")));
+        let mut by: Vec<(ErrorKind, u64)> = ErrorKind::ALL
+            .iter()
+            .map(|k| (*k, rec.errors[k.index()]))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        by.sort_by_key(|e| std::cmp::Reverse(e.1));
+        let list: Vec<String> = by
+            .iter()
+            .map(|(k, n)| format!("{} {}", n, k.name()))
+            .collect();
+        out.push(format!(
+            "{} of {} attempts failed: {}.",
+            errors,
+            rec.attempted,
+            list.join(", ")
+        ));
         if rec.errors[ErrorKind::LocalResource.index()] > 0 {
             out.push("Some connects failed for lack of local resources (ephemeral ports or file descriptors): keep connections alive, or raise the port range / file limit.".to_string());
         }

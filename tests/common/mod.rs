@@ -28,7 +28,10 @@ pub fn start(cfg: ServerConfig) -> RunningServer {
 }
 
 pub fn run(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("handshake runs")
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("handshake runs")
 }
 
 /// Run `handshake bench ... --json` and return the parsed report; the run must exit 0.
@@ -58,12 +61,30 @@ pub fn u(v: &Value) -> u64 {
 pub fn check_accounting(s: &Value) {
     let req = &s["requests"];
     let errors: u64 = req["errors"].as_object().unwrap().values().map(u).sum();
-    assert_eq!(u(&req["attempted"]), u(&req["ok"]) + errors, "attempted = ok + errors in {req}");
-    let statuses: u64 = req["status_codes"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(
+        u(&req["attempted"]),
+        u(&req["ok"]) + errors,
+        "attempted = ok + errors in {req}"
+    );
+    let statuses: u64 = req["status_codes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
     assert_eq!(statuses, u(&req["ok"]), "every ok request has a status");
     let c = &s["connections"];
-    let reasons: u64 = c["close_reasons"].as_object().unwrap().values().map(u).sum();
-    assert_eq!(reasons, u(&c["opened"]), "every opened connection has one close reason: {c}");
+    let reasons: u64 = c["close_reasons"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(
+        reasons,
+        u(&c["opened"]),
+        "every opened connection has one close reason: {c}"
+    );
     let new = u(&s["phases_ms"]["new"]["requests"]);
     let reused = u(&s["phases_ms"]["reused"]["requests"]);
     assert_eq!(new + reused, u(&req["ok"]));
@@ -112,4 +133,24 @@ pub fn read_head(s: &mut TcpStream) -> Option<Vec<u8>> {
 
 pub fn write(s: &mut TcpStream, bytes: &[u8]) {
     let _ = s.write_all(bytes);
+}
+
+/// Close with a TCP RST (SO_LINGER with a zero timeout).
+pub fn reset(s: TcpStream) {
+    use std::os::fd::AsRawFd;
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt reads `l` (of the size given) and touches nothing else.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &l as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+    drop(s);
 }

@@ -1,0 +1,219 @@
+//! The command line as a user meets it: usage errors (exit 2, naming what was wrong),
+//! the text report, the JSON report against its schema, and `serve` as a process.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn usage_error(args: &[&str], expect: &str) {
+    let out = run(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?} exits 2");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(expect),
+        "{args:?}: stderr {err:?} should mention {expect:?}"
+    );
+}
+
+#[test]
+fn bad_input_exits_2_and_names_it() {
+    usage_error(
+        &["bench", "http://127.0.0.1:1/", "--strategy", "turbo"],
+        "known strategies: close, close-resumed, http10, http10-keepalive, keepalive",
+    );
+    usage_error(
+        &["bench", "http://127.0.0.1:1/", "-c", "0"],
+        "-c/--concurrency",
+    );
+    usage_error(&["bench", "ftp://127.0.0.1/"], "http:// or https://");
+    usage_error(
+        &["bench", "http://127.0.0.1:1/", "-H", "Connection: close"],
+        "--strategy",
+    );
+    usage_error(
+        &["bench", "http://127.0.0.1:1/", "-d", "soon"],
+        "-d/--duration",
+    );
+    usage_error(
+        &[
+            "bench",
+            "http://127.0.0.1:1/",
+            "--strategy",
+            "close-resumed",
+        ],
+        "https://",
+    );
+    usage_error(&["bench", "http://127.0.0.1:1/", "--rate", "0"], "--rate");
+    usage_error(
+        &[
+            "bench",
+            "http://127.0.0.1:1/",
+            "--cacert",
+            "/nonexistent/ca.pem",
+        ],
+        "--cacert",
+    );
+    usage_error(&["bench", "--no-such-flag"], "--no-such-flag");
+    usage_error(&["serve", "--keepalive", "maybe"], "--keepalive");
+}
+
+#[test]
+fn json_report_matches_its_schema() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/report.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let srv = start(ServerConfig::default());
+    for extra in [
+        vec!["-n", "200", "-c", "4"],
+        vec![
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "--strategy",
+            "close",
+            "--rate",
+            "500",
+        ],
+    ] {
+        let mut args = vec![srv.http_url().unwrap()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let report = bench_json(&args);
+        let errors: Vec<String> = validator
+            .iter_errors(&report)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "schema violations: {errors:#?}");
+    }
+    // Without a URL the embedded server's counts are included and agree.
+    let report = bench_json(&["-n", "300", "-c", "3"]);
+    assert!(validator.is_valid(&report));
+    assert_eq!(u(&report["server"]["connections_accepted"]), 3);
+    assert_eq!(
+        u(&report["server"]["connections_accepted"]),
+        u(&scenario(&report)["connections"]["opened"])
+    );
+    // A non-conforming document is rejected: the check can fail.
+    let mut broken = report.clone();
+    broken["scenarios"][0]["connections"]["opened"] = serde_json::json!("four");
+    assert!(!validator.is_valid(&broken));
+    srv.stop();
+}
+
+#[test]
+fn text_report_has_summary_tables_and_connections() {
+    let out = run(&["bench", "-n", "500", "-c", "5", "--no-progress"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "Summary",
+        "500 attempted, 500 ok, 0 errors",
+        "Latency (ms)",
+        "p99.9",
+        "Connection Times (ms), new connections (5 requests)",
+        "Connection Times (ms), reused connections (495 requests)",
+        "min     mean  [+/-sd]   median      max",
+        "opened                5",
+        "Embedded server: 5 connections accepted, 500 requests served",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+}
+
+#[test]
+fn serve_runs_as_a_process_with_its_policy_and_stats() {
+    let dir = std::env::temp_dir().join(format!("handshake-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    let mut child = Command::new(bin())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-listen",
+            "127.0.0.1:0",
+            "--max-requests-per-connection",
+            "10",
+            "-d",
+            "60s",
+            "--cacert-out",
+        ])
+        .arg(&ca)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let http = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .strip_prefix("listening ")
+        .unwrap()
+        .to_string();
+    let https = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .strip_prefix("listening ")
+        .unwrap()
+        .to_string();
+    assert!(http.starts_with("http://127.0.0.1:") && https.starts_with("https://127.0.0.1:"));
+
+    let r = bench_json(&[
+        &https,
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "--cacert",
+        ca.to_str().unwrap(),
+    ]);
+    let s = scenario(&r);
+    check_accounting(s);
+    assert_eq!(u(&s["connections"]["opened"]), 10);
+    assert_eq!(close_reason(s, "server_max_requests"), 10);
+
+    // The stats endpoint is the server's own count (this request included).
+    let addr = http.trim_start_matches("http://").trim_end_matches('/');
+    let mut st = std::net::TcpStream::connect(addr).unwrap();
+    st.write_all(b"GET /__handshake/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    st.read_to_string(&mut resp).unwrap();
+    let body = resp.split("\r\n\r\n").nth(1).unwrap();
+    let stats: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(u(&stats["connections_accepted"]), 11);
+    assert_eq!(u(&stats["requests"]), 101);
+    assert!(u(&stats["open_connections"]) >= 1);
+
+    // Stop it by its PID.
+    unsafe_kill(pid);
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "serve did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn unsafe_kill(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+}
