@@ -53,15 +53,28 @@ pub struct ReadFail {
 }
 
 impl Conn {
-    pub fn new(stream: Stream) -> Conn {
+    /// A connection over `stream`, reading into `buf` if one is handed over (buffers
+    /// are recycled from closed connections: no allocation per connection).
+    pub fn new(stream: Stream, buf: Option<Vec<u8>>) -> Conn {
+        let buf = buf.unwrap_or_else(|| vec![0; INITIAL_BUF]);
         Conn {
             stream,
-            buf: vec![0; INITIAL_BUF],
+            buf,
             start: 0,
             end: 0,
             requests: 0,
             receiving: false,
         }
+    }
+
+    /// Give back the read buffer (shrunk to its initial size if a long head grew it).
+    pub fn into_buf(self) -> Vec<u8> {
+        let mut buf = self.buf;
+        if buf.len() > INITIAL_BUF {
+            buf.truncate(INITIAL_BUF);
+            buf.shrink_to_fit();
+        }
+        buf
     }
 
     pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {

@@ -40,17 +40,14 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
     let threads = sc.threads.clamp(1, sc.concurrency.max(1));
     let counters: Arc<Vec<AtomicU64>> = Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect());
     let done = Arc::new(AtomicBool::new(false));
-    let progress = if show_progress && std::io::stderr().is_terminal() {
-        Some(spawn_progress(&sc, counters.clone(), done.clone()))
-    } else {
-        None
-    };
+    let show_progress = show_progress && std::io::stderr().is_terminal();
+    let progress = show_progress.then(|| spawn_progress(&sc, counters.clone(), done.clone()));
     let start = Instant::now();
     let run_deadline = sc.stop.duration.map(|d| start + d);
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
         let sc = sc.clone();
-        let counters = counters.clone();
+        let counters = show_progress.then(|| counters.clone());
         let h = std::thread::Builder::new()
             .name(format!("handshake-client-{t}"))
             .spawn(move || -> anyhow::Result<ThreadOut> {

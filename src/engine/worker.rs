@@ -38,9 +38,13 @@ struct State {
     rec: Rc<RefCell<Recorder>>,
     last_end: Rc<RefCell<Instant>>,
     sleep: Pin<Box<Sleep>>,
+    /// The current attempt's deadline (its timeout, or the run's end if sooner).
+    deadline: Instant,
+    /// A read buffer kept from a closed connection for the next one.
+    spare_buf: Option<Vec<u8>>,
     start: Instant,
     run_deadline: Option<Instant>,
-    counters: Arc<Vec<AtomicU64>>,
+    counters: Option<Arc<Vec<AtomicU64>>>,
     thread: usize,
 }
 
@@ -63,7 +67,7 @@ impl Worker {
         last_end: Rc<RefCell<Instant>>,
         start: Instant,
         run_deadline: Option<Instant>,
-        counters: Arc<Vec<AtomicU64>>,
+        counters: Option<Arc<Vec<AtomicU64>>>,
         thread: usize,
     ) -> Worker {
         let conns = (0..sc.origins.len()).map(|_| None).collect();
@@ -73,6 +77,8 @@ impl Worker {
             rec,
             last_end,
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
+            deadline: start,
+            spare_buf: None,
             start,
             run_deadline,
             counters,
@@ -115,14 +121,21 @@ impl Worker {
             match st.request(sc, target, t0, blocked).await {
                 Some(r) => {
                     st.rec.borrow_mut().record(&r);
-                    *st.last_end.borrow_mut() = Instant::now();
+                    let end = match (r.outcome, r.phases.total) {
+                        (Outcome::Ok { .. }, Some(total)) => t0 + Duration::from_nanos(total),
+                        _ => Instant::now(),
+                    };
+                    let mut last = st.last_end.borrow_mut();
+                    *last = (*last).max(end);
                 }
                 None => {
                     st.rec.borrow_mut().aborted();
                     break;
                 }
             }
-            st.counters[st.thread].fetch_add(1, Ordering::Relaxed);
+            if let Some(c) = &st.counters {
+                c[st.thread].fetch_add(1, Ordering::Relaxed);
+            }
         }
         // Connections still open at the end of the run.
         let mut rec = st.rec.borrow_mut();
@@ -132,12 +145,31 @@ impl Worker {
     }
 }
 
-/// Await `fut` unless the attempt's deadline (the pinned sleep) comes first.
-async fn within<F: Future>(sleep: &mut Pin<Box<Sleep>>, fut: F) -> Option<F::Output> {
-    tokio::select! {
-        biased;
-        out = fut => Some(out),
-        _ = sleep.as_mut() => None,
+/// Await `fut` unless `deadline` comes first. The worker's one timer is re-armed
+/// lazily: it is moved only when it would fire too late, and when it fires early
+/// (armed for an earlier request) it is pushed to `deadline`; so a request that
+/// completes in time never touches the timer wheel.
+async fn within<F: Future>(
+    sleep: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    fut: F,
+) -> Option<F::Output> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    if sleep.deadline() > deadline {
+        sleep.as_mut().reset(deadline);
+    }
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut fut => return Some(out),
+            _ = sleep.as_mut() => {
+                if tokio::time::Instant::now() >= deadline {
+                    return None;
+                }
+                sleep.as_mut().reset(deadline);
+            }
+        }
     }
 }
 
@@ -155,12 +187,16 @@ impl State {
         t0: Instant,
         blocked: Option<Duration>,
     ) -> Option<RequestRecord> {
-        let began = Instant::now();
+        let began = if blocked.is_some() {
+            Instant::now()
+        } else {
+            t0
+        };
         let mut deadline = began + sc.timeout;
         if let Some(d) = self.run_deadline {
             deadline = deadline.min(d);
         }
-        self.sleep.as_mut().reset(deadline.into());
+        self.deadline = deadline;
         let mut stale_retry = false;
         loop {
             let mut phases = Phases {
@@ -225,7 +261,7 @@ impl State {
             Some(a) => a,
             None => {
                 let t = Instant::now();
-                match within(&mut self.sleep, origin.resolve()).await {
+                match within(&mut self.sleep, self.deadline, origin.resolve()).await {
                     None => return Err(self.timed_out(Stage::Dns)),
                     Some(Err(_)) => {
                         return Err(Fail {
@@ -241,7 +277,7 @@ impl State {
             }
         };
         let t = Instant::now();
-        let tcp = match within(&mut self.sleep, net::dial::connect(addrs)).await {
+        let tcp = match within(&mut self.sleep, self.deadline, net::dial::connect(addrs)).await {
             None => return Err(self.timed_out(Stage::Connect)),
             Some(Err(e)) => {
                 return Err(Fail {
@@ -260,6 +296,7 @@ impl State {
                 let connector = TlsConnector::from(cfg.clone());
                 let res = within(
                     &mut self.sleep,
+                    self.deadline,
                     connector.connect(origin.server_name.clone(), tcp),
                 )
                 .await;
@@ -292,7 +329,7 @@ impl State {
             }
             _ => Stream::Tcp(tcp),
         };
-        Ok(Conn::new(stream))
+        Ok(Conn::new(stream, self.spare_buf.take()))
     }
 
     /// One try of the request on the worker's connection to the target's origin
@@ -320,7 +357,7 @@ impl State {
         };
 
         let t_send = Instant::now();
-        let sent = within(&mut self.sleep, conn.send(bytes)).await;
+        let sent = within(&mut self.sleep, self.deadline, conn.send(bytes)).await;
         let fail = match sent {
             None => Some((self.timed_out(Stage::Send), CloseReason::Error)),
             Some(Err(e)) => {
@@ -351,6 +388,7 @@ impl State {
         let conn = self.conns[slot].as_mut().expect("connection present");
         let read = within(
             &mut self.sleep,
+            self.deadline,
             conn.read_response(target.template.is_head()),
         )
         .await;
@@ -410,7 +448,8 @@ impl State {
         if server_ends {
             // Let the server close first so TIME_WAIT stays on its side.
             if !resp.eof {
-                let _ = tokio::time::timeout(CLOSE_GRACE, conn.await_server_close()).await;
+                let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
+                let _ = within(&mut self.sleep, grace, conn.await_server_close()).await;
             }
         } else if reason == CloseReason::ClientPolicy {
             // The client asked to close but the server kept the connection open.

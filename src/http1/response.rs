@@ -59,9 +59,14 @@ fn has_token(value: &[u8], token: &str) -> bool {
 /// Parse a response head from the front of `buf`. `Ok(None)` means more bytes are needed.
 /// `head_request` tells whether the request was HEAD (no body whatever the headers say).
 pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>, HeadError> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut resp = httparse::Response::new(&mut headers);
-    let head_len = match resp.parse(buf) {
+    let mut headers =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut []);
+    let head_len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut resp,
+        buf,
+        &mut headers,
+    ) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             if buf.len() > MAX_HEAD_BYTES {

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Generator CPU per request: handshake vs wrk vs ab against the same nginx on loopback.
+
+Starts nginx (one worker, its own config and temp dir, 127.0.0.1 only), then runs each
+load tool with keep-alive (c=50) and with a new connection per request, and prints,
+side by side from this one run, requests/s and the tool's own CPU time per request
+(user+sys from rusage of the child process). Medians of --runs runs.
+
+Usage: python3 bench/cpu_per_request.py [--handshake PATH] [--runs 3] [--seconds 5]
+Needs: nginx, wrk, ab (Debian packages nginx, wrk, apache2-utils).
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    keepalive_requests 100000000;
+    keepalive_timeout 75s;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location / {{ return 200 "Hello, world\\n"; }}
+    }}
+}}
+"""
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, timeout=10):
+    t = time.time()
+    while time.time() - t < timeout:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nginx did not listen on {port}")
+
+
+def run_measured(cmd):
+    """Run cmd; return (stdout, cpu seconds of that child alone)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {out.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return out.stdout, cpu
+
+
+def wrk(url, conns, seconds, keepalive, threads):
+    cmd = ["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", url]
+    if not keepalive:
+        cmd[1:1] = ["-H", "Connection: close"]
+    out, cpu = run_measured(cmd)
+    m = re.search(r"(\d+) requests in ([\d.]+)(\w+)", out)
+    n = int(m.group(1))
+    secs = float(m.group(2)) * {"s": 1, "ms": 1e-3, "m": 60}[m.group(3)]
+    return n, n / secs, cpu
+
+
+def ab(url, conns, n, keepalive):
+    cmd = ["ab", "-q", "-n", str(n), "-c", str(conns)] + (["-k"] if keepalive else []) + [url]
+    out, cpu = run_measured(cmd)
+    done = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))
+    rps = float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1))
+    return done, rps, cpu
+
+
+def handshake(binary, url, conns, n, keepalive, threads):
+    cmd = [binary, "bench", url, "-c", str(conns), "-n", str(n), "--json", "--no-progress",
+           "--strategy", "keepalive" if keepalive else "close", "-t", str(threads)]
+    out, cpu = run_measured(cmd)
+    s = json.loads(out)["scenarios"][0]
+    return s["requests"]["attempted"], s["throughput"]["requests_per_s"], cpu
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--handshake", default="target/release/handshake")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--conns", type=int, default=50)
+    args = ap.parse_args()
+    for tool in ("nginx", "wrk", "ab"):
+        if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):
+            raise SystemExit(f"{tool} is not installed (Debian packages nginx, wrk, apache2-utils)")
+    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
+    tmp = tempfile.mkdtemp(prefix="handshake-bench-")
+    port = free_port()
+    with open(f"{tmp}/nginx.conf", "w") as f:
+        f.write(NGINX_CONF.format(tmp=tmp, port=port))
+    ng = subprocess.Popen([nginx_bin, "-c", f"{tmp}/nginx.conf", "-p", tmp],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        url = f"http://127.0.0.1:{port}/"
+        c = args.conns
+        # Request counts sized so each run lasts a few seconds.
+        n_ka = 150_000 * args.seconds // 5 * 5
+        n_close = 12_000 * args.seconds // 5 * 5
+        rows = []
+        plans = [
+            ("keep-alive", True, [
+                ("handshake -t1", lambda: handshake(args.handshake, url, c, n_ka, True, 1)),
+                ("handshake -t2", lambda: handshake(args.handshake, url, c, n_ka, True, 2)),
+                ("wrk -t1", lambda: wrk(url, c, args.seconds, True, 1)),
+                ("wrk -t2", lambda: wrk(url, c, args.seconds, True, 2)),
+                ("ab -k", lambda: ab(url, c, n_ka, True)),
+            ]),
+            ("close", False, [
+                ("handshake -t1", lambda: handshake(args.handshake, url, c, n_close, False, 1)),
+                ("handshake -t2", lambda: handshake(args.handshake, url, c, n_close, False, 2)),
+                ("wrk -t1", lambda: wrk(url, c, args.seconds, False, 1)),
+                ("wrk -t2", lambda: wrk(url, c, args.seconds, False, 2)),
+                ("ab", lambda: ab(url, c, n_close, False)),
+            ]),
+        ]
+        for mode, _, tools in plans:
+            results = {name: [] for name, _ in tools}
+            # Alternate tools within each round so drift hits all alike.
+            for _ in range(args.runs):
+                for name, fn in tools:
+                    n, rps, cpu = fn()
+                    results[name].append((rps, cpu * 1e6 / n, n))
+            for name, _ in tools:
+                rs = results[name]
+                rows.append((mode, name, statistics.median(r[2] for r in rs),
+                             statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)))
+        print(f"nginx 1 worker on 127.0.0.1, c={c}, medians of {args.runs} runs")
+        print(f"{'mode':<11} {'tool':<15} {'requests':>9} {'req/s':>10} {'CPU us/req':>11}")
+        for mode, name, n, rps, us in rows:
+            print(f"{mode:<11} {name:<15} {int(n):>9} {rps:>10.0f} {us:>11.2f}")
+    finally:
+        ng.send_signal(signal.SIGTERM)
+        try:
+            ng.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            ng.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
