@@ -109,6 +109,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=50)
+    ap.add_argument("--modes", default="keep-alive,close", help="comma-separated: keep-alive, close")
     args = ap.parse_args()
     for tool in ("nginx", "wrk", "ab"):
         if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):
@@ -144,13 +145,17 @@ def main():
                 ("ab", lambda: ab(url, c, n_close, False)),
             ]),
         ]
+        wanted = set(args.modes.split(","))
         for mode, _, tools in plans:
+            if mode not in wanted:
+                continue
             results = {name: [] for name, _ in tools}
             # Alternate tools within each round so drift hits all alike.
             for _ in range(args.runs):
                 for name, fn in tools:
                     n, rps, cpu = fn()
                     results[name].append((rps, cpu * 1e6 / n, n))
+                    print(f"  {mode:<11} {name:<15} {rps:>10.0f} req/s {cpu * 1e6 / n:>8.2f} us/req", file=sys.stderr)
             for name, _ in tools:
                 rs = results[name]
                 rows.append((mode, name, statistics.median(r[2] for r in rs),

@@ -458,6 +458,7 @@ impl State {
         self.rec
             .borrow_mut()
             .connection_closed(reason, conn.requests);
+        self.spare_buf = Some(conn.into_buf());
         Ok(resp)
     }
 
@@ -471,6 +472,7 @@ impl State {
             self.rec
                 .borrow_mut()
                 .connection_closed(reason, conn.requests);
+            self.spare_buf = Some(conn.into_buf());
         }
     }
 }
