@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Generator CPU per request: handshake vs wrk vs ab against the same nginx on loopback.
+"""CPU per request on loopback, side by side from one run.
 
-Starts nginx (one worker, its own config and temp dir, 127.0.0.1 only), then runs each
-load tool with keep-alive (c=50) and with a new connection per request, and prints,
-side by side from this one run, requests/s and the tool's own CPU time per request
-(user+sys from rusage of the child process). Medians of --runs runs.
+1. Generators: handshake vs wrk vs ab against the same nginx (one worker, its own config
+   and temp dir, 127.0.0.1 only), with keep-alive (c=50) and with a new connection per
+   request: requests/s and the tool's own CPU time per request (user+sys from rusage of
+   the child process).
+2. Servers: the embedded server (`handshake serve`, one thread) vs nginx (one worker),
+   both driven by the same `wrk -t1 -c50`: the server's CPU per request (utime+stime
+   of its processes from /proc).
+Medians of --runs runs; tools alternate within each round.
 
 Usage: python3 bench/cpu_per_request.py [--handshake PATH] [--runs 3] [--seconds 5]
 Needs: nginx, wrk, ab (Debian packages nginx, wrk, apache2-utils).
@@ -103,6 +107,63 @@ def handshake(binary, url, conns, n, keepalive, threads):
     return s["requests"]["attempted"], s["throughput"]["requests_per_s"], cpu
 
 
+def proc_cpu(pids):
+    """utime+stime in seconds of these processes (all their threads)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], stdout=subprocess.PIPE, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def server_cpu(pids, url, seconds, keepalive):
+    """Drive a server with wrk -t1 -c50; return (requests, server CPU us per request)."""
+    before = proc_cpu(pids)
+    cmd = ["wrk", "-t1", "-c50", f"-d{seconds}s", url]
+    if not keepalive:
+        cmd[1:1] = ["-H", "Connection: close"]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=300).stdout
+    after = proc_cpu(pids)
+    n = int(re.search(r"(\d+) requests in", out).group(1))
+    return n, (after - before) * 1e6 / n
+
+
+def compare_servers(args, nginx_pid, nginx_url):
+    port = free_port()
+    hs = subprocess.Popen([args.handshake, "serve", "--no-tls", "--threads", "1", "--listen",
+                           f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        hs_url = f"http://127.0.0.1:{port}/"
+        rows = []
+        for mode, ka in (("keep-alive", True), ("close", False)):
+            res = {"handshake serve": [], "nginx": []}
+            for _ in range(args.runs):
+                res["handshake serve"].append(server_cpu([hs.pid], hs_url, args.seconds, ka)[1])
+                res["nginx"].append(server_cpu([nginx_pid] + children(nginx_pid), nginx_url, args.seconds, ka)[1])
+                print(f"  server {mode:<11} handshake {res['handshake serve'][-1]:.2f} us/req, nginx {res['nginx'][-1]:.2f} us/req", file=sys.stderr)
+            hs_us = statistics.median(res["handshake serve"])
+            ng_us = statistics.median(res["nginx"])
+            rows.append((mode, hs_us, ng_us))
+        print(f"\nServer CPU per request, driven by wrk -t1 -c50, medians of {args.runs} runs")
+        print(f"{'mode':<11} {'handshake serve':>16} {'nginx':>8} {'ratio':>6}")
+        for mode, h, n in rows:
+            print(f"{mode:<11} {h:>16.2f} {n:>8.2f} {h / n:>6.2f}")
+    finally:
+        hs.send_signal(signal.SIGINT)
+        try:
+            hs.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            hs.kill()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--handshake", default="target/release/handshake")
@@ -110,6 +171,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--modes", default="keep-alive,close", help="comma-separated: keep-alive, close")
+    ap.add_argument("--no-servers", action="store_true", help="skip the server comparison")
     args = ap.parse_args()
     for tool in ("nginx", "wrk", "ab"):
         if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):
@@ -164,6 +226,9 @@ def main():
         print(f"{'mode':<11} {'tool':<15} {'requests':>9} {'req/s':>10} {'CPU us/req':>11}")
         for mode, name, n, rps, us in rows:
             print(f"{mode:<11} {name:<15} {int(n):>9} {rps:>10.0f} {us:>11.2f}")
+        sys.stdout.flush()
+        if not args.no_servers:
+            compare_servers(args, ng.pid, url)
     finally:
         ng.send_signal(signal.SIGTERM)
         try:
