@@ -13,3 +13,4 @@ pub mod record;
 pub mod report;
 pub mod server;
 pub mod stats;
+pub mod timer;

@@ -472,3 +472,23 @@ fn head_post_and_status_paths() {
     assert_eq!(u(&s["throughput"]["body_bytes_received"]), 1_500_000);
     srv.stop();
 }
+
+#[test]
+fn large_default_bodies_and_delays_are_served_whole() {
+    let srv = start(ServerConfig {
+        body_size: 100_000,
+        ..ServerConfig::default()
+    });
+    let s = bench_against(&srv, &http(&srv), &["-n", "6", "-c", "2"]);
+    assert_eq!(u(&s["throughput"]["body_bytes_received"]), 600_000);
+    assert_eq!(u(&s["connections"]["opened"]), 2);
+    let url = format!("{}delay/30", http(&srv));
+    let s = bench_against(&srv, &url, &["-n", "4", "-c", "1"]);
+    assert!(
+        s["latency_ms"]["p50"].as_f64().unwrap() >= 29.0,
+        "{}",
+        s["latency_ms"]
+    );
+    assert!(s["phases_ms"]["reused"]["wait"]["min"].as_f64().unwrap() >= 29.0);
+    srv.stop();
+}

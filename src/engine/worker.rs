@@ -3,7 +3,6 @@
 //! retries a request once when a reused connection turns out to be stale.
 
 use std::cell::RefCell;
-use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +18,7 @@ use crate::net::{self, classify_connect_error, classify_io_error, Stream};
 use crate::plan::{LoadShape, Scenario, Target};
 use crate::record::{CloseReason, ErrorKind, HandshakeKind, Outcome, Phases, RequestRecord, Stage};
 use crate::stats::Recorder;
+use crate::timer::within;
 
 /// Open loop: a send that starts this much later than intended counts as late.
 const LATE_AFTER: Duration = Duration::from_millis(2);
@@ -145,34 +145,6 @@ impl Worker {
     }
 }
 
-/// Await `fut` unless `deadline` comes first. The worker's one timer is re-armed
-/// lazily: it is moved only when it would fire too late, and when it fires early
-/// (armed for an earlier request) it is pushed to `deadline`; so a request that
-/// completes in time never touches the timer wheel.
-async fn within<F: Future>(
-    sleep: &mut Pin<Box<Sleep>>,
-    deadline: Instant,
-    fut: F,
-) -> Option<F::Output> {
-    let deadline = tokio::time::Instant::from_std(deadline);
-    if sleep.deadline() > deadline {
-        sleep.as_mut().reset(deadline);
-    }
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        tokio::select! {
-            biased;
-            out = &mut fut => return Some(out),
-            _ = sleep.as_mut() => {
-                if tokio::time::Instant::now() >= deadline {
-                    return None;
-                }
-                sleep.as_mut().reset(deadline);
-            }
-        }
-    }
-}
-
 fn ns(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_nanos() as u64
 }
@@ -261,7 +233,7 @@ impl State {
             Some(a) => a,
             None => {
                 let t = Instant::now();
-                match within(&mut self.sleep, self.deadline, origin.resolve()).await {
+                match within(self.sleep.as_mut(), self.deadline, origin.resolve()).await {
                     None => return Err(self.timed_out(Stage::Dns)),
                     Some(Err(_)) => {
                         return Err(Fail {
@@ -277,7 +249,13 @@ impl State {
             }
         };
         let t = Instant::now();
-        let tcp = match within(&mut self.sleep, self.deadline, net::dial::connect(addrs)).await {
+        let tcp = match within(
+            self.sleep.as_mut(),
+            self.deadline,
+            net::dial::connect(addrs),
+        )
+        .await
+        {
             None => return Err(self.timed_out(Stage::Connect)),
             Some(Err(e)) => {
                 return Err(Fail {
@@ -295,17 +273,21 @@ impl State {
             (Some(cfg), true) => {
                 let connector = TlsConnector::from(cfg.clone());
                 let res = within(
-                    &mut self.sleep,
+                    self.sleep.as_mut(),
                     self.deadline,
                     connector.connect(origin.server_name.clone(), tcp),
                 )
                 .await;
                 let tls = match res {
                     None => {
-                        self.rec
-                            .borrow_mut()
-                            .connection_closed(CloseReason::Error, 0);
-                        return Err(self.timed_out(Stage::Tls));
+                        let f = self.timed_out(Stage::Tls);
+                        let reason = if f.at_deadline {
+                            CloseReason::EndOfRun
+                        } else {
+                            CloseReason::Error
+                        };
+                        self.rec.borrow_mut().connection_closed(reason, 0);
+                        return Err(f);
                     }
                     Some(Err(_)) => {
                         self.rec
@@ -357,7 +339,7 @@ impl State {
         };
 
         let t_send = Instant::now();
-        let sent = within(&mut self.sleep, self.deadline, conn.send(bytes)).await;
+        let sent = within(self.sleep.as_mut(), self.deadline, conn.send(bytes)).await;
         let fail = match sent {
             None => Some((self.timed_out(Stage::Send), CloseReason::Error)),
             Some(Err(e)) => {
@@ -387,7 +369,7 @@ impl State {
 
         let conn = self.conns[slot].as_mut().expect("connection present");
         let read = within(
-            &mut self.sleep,
+            self.sleep.as_mut(),
             self.deadline,
             conn.read_response(target.template.is_head()),
         )
@@ -449,7 +431,7 @@ impl State {
             // Let the server close first so TIME_WAIT stays on its side.
             if !resp.eof {
                 let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
-                let _ = within(&mut self.sleep, grace, conn.await_server_close()).await;
+                let _ = within(self.sleep.as_mut(), grace, conn.await_server_close()).await;
             }
         } else if reason == CloseReason::ClientPolicy {
             // The client asked to close but the server kept the connection open.

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::{timeout, Instant};
+use tokio::time::timeout;
 
-use super::Shared;
+use super::{ServerConfig, Shared};
 use crate::http1::ChunkedDecoder;
+use crate::timer::within;
 
 /// Bytes used to fill response bodies.
 static FILL: [u8; 64 * 1024] = [b'x'; 64 * 1024];
@@ -23,7 +24,10 @@ pub(crate) async fn handle(
     over_limit: bool,
 ) {
     match tls {
-        None => serve(sock, shared, over_limit).await,
+        None => {
+            // Plain TCP: close() sends the FIN itself, no separate shutdown() needed.
+            serve(sock, shared, over_limit, false).await
+        }
         Some(acceptor) => {
             let Ok(Ok(s)) = timeout(shared.cfg.header_timeout, acceptor.accept(sock)).await else {
                 return;
@@ -33,7 +37,8 @@ pub(crate) async fn handle(
                 _ => &shared.stats.tls_handshakes_full,
             };
             counter.fetch_add(1, Ordering::Relaxed);
-            serve(s, shared, over_limit).await
+            let _ = s.get_ref().0.set_nodelay(true);
+            serve(s, shared, over_limit, true).await
         }
     }
 }
@@ -44,10 +49,43 @@ fn has_token(value: &[u8], token: &str) -> bool {
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
 }
 
+/// What a request asks for, by its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// Any other path: the default body.
+    Default,
+    Stats,
+    Bytes(usize),
+    Delay(Duration),
+    Status(u16),
+    /// A recognised prefix with an invalid number.
+    Bad,
+}
+
+fn route_of(target: &str) -> Route {
+    let path = target.split('?').next().unwrap_or("/");
+    if path == "/__handshake/stats" {
+        Route::Stats
+    } else if let Some(n) = path.strip_prefix("/bytes/") {
+        n.parse().map_or(Route::Bad, Route::Bytes)
+    } else if let Some(ms) = path.strip_prefix("/delay/") {
+        ms.parse::<u64>().map_or(Route::Bad, |ms| {
+            Route::Delay(Duration::from_millis(ms.min(600_000)))
+        })
+    } else if let Some(code) = path.strip_prefix("/status/") {
+        match code.parse::<u16>() {
+            Ok(c) if (200..=999).contains(&c) => Route::Status(c),
+            _ => Route::Bad,
+        }
+    } else {
+        Route::Default
+    }
+}
+
 /// What the server took from one request head.
 struct RequestInfo {
     minor: u8,
-    path: String,
+    route: Route,
     head: bool,
     wants_close: bool,
     wants_keep_alive: bool,
@@ -88,7 +126,7 @@ fn parse_request(buf: &[u8], max_header_bytes: usize) -> ParseOutcome {
     }
     let mut info = RequestInfo {
         minor: req.version.unwrap_or(1),
-        path: req.path.unwrap_or("/").to_string(),
+        route: route_of(req.path.unwrap_or("/")),
         head: req.method == Some("HEAD"),
         wants_close: false,
         wants_keep_alive: false,
@@ -187,19 +225,28 @@ impl Buf {
     }
 }
 
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, over_limit: bool) {
+/// Serve requests on one connection. `tls`: the stream is TLS (close with close_notify).
+async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay>(
+    mut s: S,
+    shared: &Shared,
+    over_limit: bool,
+    tls: bool,
+) {
     let cfg = &shared.cfg;
+    // Small to start (like nginx's 1 KiB header buffer); grows up to the head limit.
     let mut buf = Buf {
-        data: vec![0; 8192],
+        data: vec![0; 1000],
         start: 0,
         end: 0,
     };
     let mut out: Vec<u8> = Vec::with_capacity(512);
     let mut served: u64 = 0;
+    // One timer for the connection, re-armed lazily (see `timer::within`).
+    let mut sleep = std::pin::pin!(tokio::time::sleep(cfg.idle_timeout));
     loop {
         // Wait for a request: the idle timeout runs until its first byte, the header
         // timeout from then until the head is complete.
-        let mut head_deadline: Option<Instant> = None;
+        let mut head_deadline: Option<std::time::Instant> = None;
         let info = loop {
             if buf.end > buf.start {
                 match parse_request(buf.pending(), cfg.max_header_bytes) {
@@ -210,29 +257,24 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
                         return;
                     }
                 }
+                head_deadline.get_or_insert_with(|| std::time::Instant::now() + cfg.header_timeout);
             }
-            let read = match head_deadline {
-                None if buf.end == buf.start => {
-                    timeout(cfg.idle_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await
-                }
-                _ => {
-                    let d =
-                        *head_deadline.get_or_insert_with(|| Instant::now() + cfg.header_timeout);
-                    tokio::time::timeout_at(d, buf.fill(&mut s, cfg.max_header_bytes)).await
-                }
-            };
-            match read {
-                Err(_) if buf.end == buf.start => return, // idle timeout: close silently
-                Err(_) => {
+            let deadline =
+                head_deadline.unwrap_or_else(|| std::time::Instant::now() + cfg.idle_timeout);
+            match within(
+                sleep.as_mut(),
+                deadline,
+                buf.fill(&mut s, cfg.max_header_bytes),
+            )
+            .await
+            {
+                None if buf.end == buf.start => return, // idle timeout: close silently
+                None => {
                     let _ = respond_error(&mut s, &mut out, 408).await;
                     return;
                 }
-                Ok(Err(_)) | Ok(Ok(0)) => return,
-                Ok(Ok(_)) => {
-                    if head_deadline.is_none() {
-                        head_deadline = Some(Instant::now() + cfg.header_timeout);
-                    }
-                }
+                Some(Err(_)) | Some(Ok(0)) => return,
+                Some(Ok(_)) => {}
             }
         };
         buf.start += info.head_len;
@@ -244,7 +286,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
             let _ = respond_error(&mut s, &mut out, 503).await;
             return;
         }
-        // Discard the request body.
+        // Discard the request body; it must arrive within the header timeout.
+        let body_deadline = std::time::Instant::now() + cfg.header_timeout;
         match info.body {
             BodyKind::None => {}
             BodyKind::Length(n) => {
@@ -260,9 +303,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
                     if remaining == 0 {
                         break;
                     }
-                    match timeout(cfg.header_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await
+                    match within(
+                        sleep.as_mut(),
+                        body_deadline,
+                        buf.fill(&mut s, cfg.max_header_bytes),
+                    )
+                    .await
                     {
-                        Ok(Ok(n)) if n > 0 => {}
+                        Some(Ok(n)) if n > 0 => {}
                         _ => return,
                     }
                 }
@@ -284,9 +332,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
                     if fed.done {
                         break;
                     }
-                    match timeout(cfg.header_timeout, buf.fill(&mut s, cfg.max_header_bytes)).await
+                    match within(
+                        sleep.as_mut(),
+                        body_deadline,
+                        buf.fill(&mut s, cfg.max_header_bytes),
+                    )
+                    .await
                     {
-                        Ok(Ok(n)) if n > 0 => {}
+                        Some(Ok(n)) if n > 0 => {}
                         _ => return,
                     }
                 }
@@ -294,36 +347,6 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
         }
         served += 1;
         shared.stats.requests.fetch_add(1, Ordering::Relaxed);
-
-        // Route.
-        let path = info.path.split('?').next().unwrap_or("/");
-        let mut status = 200u16;
-        let mut body_len = cfg.body_size;
-        let mut delay = cfg.delay;
-        let mut stats_body: Option<Vec<u8>> = None;
-        if path == "/__handshake/stats" {
-            stats_body = serde_json::to_vec(&shared.stats.snapshot()).ok();
-            body_len = stats_body.as_ref().map_or(0, |b| b.len());
-        } else if let Some(n) = path.strip_prefix("/bytes/") {
-            match n.parse::<usize>() {
-                Ok(n) => body_len = n,
-                Err(_) => status = 400,
-            }
-        } else if let Some(ms) = path.strip_prefix("/delay/") {
-            match ms.parse::<u64>() {
-                Ok(ms) => delay = Duration::from_millis(ms.min(600_000)),
-                Err(_) => status = 400,
-            }
-        } else if let Some(code) = path.strip_prefix("/status/") {
-            match code.parse::<u16>() {
-                Ok(c) if (200..=999).contains(&c) => status = c,
-                _ => status = 400,
-            }
-        }
-        if status == 400 {
-            body_len = 0;
-        }
-        let no_body = info.head || status == 204 || status == 304;
 
         // Reuse policy.
         let client_allows = if info.minor >= 1 {
@@ -335,47 +358,71 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
         if cfg.max_requests_per_connection.is_some_and(|m| served >= m) {
             keep = false;
         }
-        out.clear();
-        let version = if cfg.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
-        let _ = write!(out, "{version} {status} {}\r\n", reason(status));
-        if status != 204 && status != 304 || info.head {
-            let _ = write!(out, "Content-Length: {body_len}\r\n");
-        }
-        if stats_body.is_some() {
-            out.extend_from_slice(b"Content-Type: application/json\r\n");
-        } else {
-            out.extend_from_slice(b"Content-Type: text/plain\r\n");
-        }
-        if cfg.http10 || info.minor == 0 {
+        let conn = if cfg.http10 || info.minor == 0 {
             // A 1.0 exchange is persistent only with an explicit keep-alive.
-            if keep {
-                let _ = write!(
-                    out,
-                    "Connection: keep-alive\r\nKeep-Alive: timeout={}\r\n",
-                    cfg.idle_timeout.as_secs()
-                );
-            } else if !cfg.http10 {
-                out.extend_from_slice(b"Connection: close\r\n");
+            match (keep, cfg.http10) {
+                (true, _) => ConnHeader::KeepAlive,
+                (false, true) => ConnHeader::None,
+                (false, false) => ConnHeader::Close,
             }
-        } else if !keep {
-            out.extend_from_slice(b"Connection: close\r\n");
+        } else if keep {
+            ConnHeader::None
+        } else {
+            ConnHeader::Close
+        };
+
+        // Route and answer.
+        let mut status = 200u16;
+        let mut body_len = cfg.body_size;
+        let mut delay = cfg.delay;
+        let mut stats_body: Option<Vec<u8>> = None;
+        match info.route {
+            Route::Default => {}
+            Route::Stats => {
+                let b = serde_json::to_vec(&shared.stats.snapshot()).unwrap_or_default();
+                body_len = b.len();
+                stats_body = Some(b);
+            }
+            Route::Bytes(n) => body_len = n,
+            Route::Delay(d) => delay = d,
+            Route::Status(c) => status = c,
+            Route::Bad => {
+                status = 400;
+                body_len = 0;
+            }
         }
-        out.extend_from_slice(b"\r\n");
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
+        let no_body = info.head || status == 204 || status == 304;
         let mut body_left = if no_body { 0 } else { body_len };
-        if let Some(b) = &stats_body {
-            if !no_body {
-                out.extend_from_slice(b);
+        let bytes: &[u8] = if info.route == Route::Default && !info.head {
+            // The common case: built once at start (with the body when it is small).
+            if body_left <= INLINE_BODY {
+                body_left = 0;
             }
-            body_left = 0;
-        } else if body_left <= 16 * 1024 {
-            out.extend_from_slice(&FILL[..body_left]);
-            body_left = 0;
-        }
-        if s.write_all(&out).await.is_err() {
+            &shared.default_responses[conn as usize]
+        } else {
+            out.clear();
+            let json = stats_body.is_some();
+            write_head(&mut out, cfg, status, body_len, json, conn);
+            if let Some(b) = &stats_body {
+                if !no_body {
+                    out.extend_from_slice(b);
+                }
+                body_left = 0;
+            } else if body_left <= INLINE_BODY {
+                out.extend_from_slice(&FILL[..body_left]);
+                body_left = 0;
+            }
+            &out
+        };
+        if s.write_all(bytes).await.is_err() {
             return;
+        }
+        if body_left > 0 {
+            // More writes follow: do not let Nagle hold their small tails back.
+            s.set_nodelay();
         }
         while body_left > 0 {
             let n = body_left.min(FILL.len());
@@ -388,9 +435,84 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, shared: &Shared, ove
             return;
         }
         if !keep {
-            let _ = s.shutdown().await;
+            if tls {
+                let _ = s.shutdown().await;
+            }
             return;
         }
+    }
+}
+
+/// Bodies up to this size go out in the same write as the head.
+const INLINE_BODY: usize = 16 * 1024;
+
+/// The `Connection` header of a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnHeader {
+    None = 0,
+    Close = 1,
+    KeepAlive = 2,
+}
+
+/// Write a response head.
+fn write_head(
+    out: &mut Vec<u8>,
+    cfg: &ServerConfig,
+    status: u16,
+    body_len: usize,
+    json: bool,
+    conn: ConnHeader,
+) {
+    let version = if cfg.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
+    let _ = write!(out, "{version} {status} {}\r\n", reason(status));
+    if status != 204 && status != 304 {
+        let _ = write!(out, "Content-Length: {body_len}\r\n");
+    }
+    if json {
+        out.extend_from_slice(b"Content-Type: application/json\r\n");
+    } else {
+        out.extend_from_slice(b"Content-Type: text/plain\r\n");
+    }
+    match conn {
+        ConnHeader::None => {}
+        ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
+        ConnHeader::KeepAlive => {
+            let _ = write!(
+                out,
+                "Connection: keep-alive\r\nKeep-Alive: timeout={}\r\n",
+                cfg.idle_timeout.as_secs()
+            );
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The default route's full responses (head and, if small, body) for each `ConnHeader`.
+pub(crate) fn default_responses(cfg: &ServerConfig) -> [Vec<u8>; 3] {
+    [ConnHeader::None, ConnHeader::Close, ConnHeader::KeepAlive].map(|conn| {
+        let mut out = Vec::new();
+        write_head(&mut out, cfg, 200, cfg.body_size, false, conn);
+        if cfg.body_size <= INLINE_BODY {
+            out.extend_from_slice(&FILL[..cfg.body_size]);
+        }
+        out
+    })
+}
+
+/// Setting TCP_NODELAY on whatever stream a connection is served over.
+pub(crate) trait NoDelay {
+    fn set_nodelay(&self);
+}
+
+impl NoDelay for TcpStream {
+    fn set_nodelay(&self) {
+        let _ = TcpStream::set_nodelay(self, true);
+    }
+}
+
+impl NoDelay for tokio_rustls::server::TlsStream<TcpStream> {
+    fn set_nodelay(&self) {
+        // Set once at the handshake already.
     }
 }
 

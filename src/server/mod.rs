@@ -97,7 +97,18 @@ impl ServerStats {
     }
 }
 
-/// A server running on its own runtime threads (named `handshake-server`).
+/// How the server's runtime runs: one dedicated thread with a current-thread runtime
+/// (`threads == 1`: no work-stealing overhead, as a one-worker nginx), or a
+/// multi-thread runtime. Either way its threads are named `handshake-server`.
+enum Exec {
+    Single {
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    },
+    Multi(Option<tokio::runtime::Runtime>),
+}
+
+/// A server running on its own threads (named `handshake-server`).
 pub struct RunningServer {
     pub http_addr: Option<SocketAddr>,
     pub https_addr: Option<SocketAddr>,
@@ -105,7 +116,7 @@ pub struct RunningServer {
     pub ca_pem: String,
     pub ca_der: rustls::pki_types::CertificateDer<'static>,
     pub stats: Arc<ServerStats>,
-    rt: Option<tokio::runtime::Runtime>,
+    exec: Exec,
 }
 
 impl RunningServer {
@@ -124,17 +135,31 @@ impl RunningServer {
 
     /// Stop accepting and drop every connection.
     pub fn stop(mut self) {
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_timeout(Duration::from_millis(200));
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        match &mut self.exec {
+            Exec::Single { stop, thread } => {
+                if let Some(tx) = stop.take() {
+                    let _ = tx.send(());
+                }
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+            Exec::Multi(rt) => {
+                if let Some(rt) = rt.take() {
+                    rt.shutdown_timeout(Duration::from_millis(200));
+                }
+            }
         }
     }
 }
 
 impl Drop for RunningServer {
     fn drop(&mut self) {
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
+        self.shutdown();
     }
 }
 
@@ -142,6 +167,36 @@ impl Drop for RunningServer {
 pub(crate) struct Shared {
     pub cfg: ServerConfig,
     pub stats: Arc<ServerStats>,
+    /// The default route's responses, built once (see `conn::default_responses`).
+    pub default_responses: [Vec<u8>; 3],
+}
+
+type Bound = (Option<SocketAddr>, Option<SocketAddr>);
+
+/// Bind the listeners and spawn their accept loops on the current runtime.
+async fn bind_all(
+    shared: Arc<Shared>,
+    tls_config: Arc<rustls::ServerConfig>,
+) -> anyhow::Result<Bound> {
+    let cfg = &shared.cfg;
+    let mut http_addr = None;
+    let mut https_addr = None;
+    if let Some(addr) = cfg.listen {
+        let l = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        http_addr = Some(l.local_addr()?);
+        tokio::spawn(accept_loop(l, shared.clone(), None));
+    }
+    if let Some(addr) = cfg.tls_listen {
+        let l = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        https_addr = Some(l.local_addr()?);
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);
+        tokio::spawn(accept_loop(l, shared.clone(), Some(acceptor)));
+    }
+    Ok((http_addr, https_addr))
 }
 
 /// Start the server; returns once the listeners are bound.
@@ -149,45 +204,65 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     if cfg.listen.is_none() && cfg.tls_listen.is_none() {
         anyhow::bail!("the server needs at least one listener");
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cfg.threads.max(1))
-        .thread_name("handshake-server")
-        .enable_all()
-        .build()
-        .context("starting the server runtime")?;
     let certs = tls::generate().context("generating the server certificate")?;
     let stats = Arc::new(ServerStats::default());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         stats: stats.clone(),
+        default_responses: conn::default_responses(&cfg),
     });
-    let (http_addr, https_addr) = rt.block_on(async {
-        let mut http_addr = None;
-        let mut https_addr = None;
-        if let Some(addr) = cfg.listen {
-            let l = TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("binding {addr}"))?;
-            http_addr = Some(l.local_addr()?);
-            tokio::spawn(accept_loop(l, shared.clone(), None));
-        }
-        if let Some(addr) = cfg.tls_listen {
-            let l = TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("binding {addr}"))?;
-            https_addr = Some(l.local_addr()?);
-            let acceptor = tokio_rustls::TlsAcceptor::from(certs.server_config.clone());
-            tokio::spawn(accept_loop(l, shared.clone(), Some(acceptor)));
-        }
-        anyhow::Ok((http_addr, https_addr))
-    })?;
+    let tls_config = certs.server_config.clone();
+    let ((http_addr, https_addr), exec) = if cfg.threads <= 1 {
+        let (bound_tx, bound_rx) = std::sync::mpsc::channel::<anyhow::Result<Bound>>();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("handshake-server".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = bound_tx.send(Err(e.into()));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let bound = bind_all(shared, tls_config).await;
+                    let ok = bound.is_ok();
+                    let _ = bound_tx.send(bound);
+                    if ok {
+                        let _ = stop_rx.await;
+                    }
+                });
+            })
+            .context("starting the server thread")?;
+        let bound = bound_rx.recv().context("the server thread ended")??;
+        (
+            bound,
+            Exec::Single {
+                stop: Some(stop_tx),
+                thread: Some(thread),
+            },
+        )
+    } else {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cfg.threads)
+            .thread_name("handshake-server")
+            .enable_all()
+            .build()
+            .context("starting the server runtime")?;
+        let bound = rt.block_on(bind_all(shared, tls_config))?;
+        (bound, Exec::Multi(Some(rt)))
+    };
     Ok(RunningServer {
         http_addr,
         https_addr,
         ca_pem: certs.ca_pem,
         ca_der: certs.ca_der,
         stats,
-        rt: Some(rt),
+        exec,
     })
 }
 
@@ -201,7 +276,6 @@ async fn accept_loop(l: TcpListener, shared: Arc<Shared>, tls: Option<tokio_rust
                 continue;
             }
         };
-        let _ = sock.set_nodelay(true);
         let st = &shared.stats;
         st.connections_accepted.fetch_add(1, Ordering::Relaxed);
         let open = st.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
