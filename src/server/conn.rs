@@ -28,19 +28,28 @@ pub(crate) async fn handle(
             // Plain TCP: close() sends the FIN itself, no separate shutdown() needed.
             serve(sock, shared, over_limit, false).await
         }
-        Some(acceptor) => {
-            let Ok(Ok(s)) = timeout(shared.cfg.header_timeout, acceptor.accept(sock)).await else {
-                return;
-            };
-            let counter = match s.get_ref().1.handshake_kind() {
-                Some(rustls::HandshakeKind::Resumed) => &shared.stats.tls_handshakes_resumed,
-                _ => &shared.stats.tls_handshakes_full,
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
-            let _ = s.get_ref().0.set_nodelay(true);
-            serve(s, shared, over_limit, true).await
-        }
+        // Boxed: the TLS state is large, and plain connections should not carry its
+        // size in every task.
+        Some(acceptor) => Box::pin(handle_tls(sock, shared, acceptor, over_limit)).await,
     }
+}
+
+async fn handle_tls(
+    sock: TcpStream,
+    shared: &Shared,
+    acceptor: tokio_rustls::TlsAcceptor,
+    over_limit: bool,
+) {
+    let Ok(Ok(s)) = timeout(shared.cfg.header_timeout, acceptor.accept(sock)).await else {
+        return;
+    };
+    let counter = match s.get_ref().1.handshake_kind() {
+        Some(rustls::HandshakeKind::Resumed) => &shared.stats.tls_handshakes_resumed,
+        _ => &shared.stats.tls_handshakes_full,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    let _ = s.get_ref().0.set_nodelay(true);
+    serve(s, shared, over_limit, true).await
 }
 
 fn has_token(value: &[u8], token: &str) -> bool {
