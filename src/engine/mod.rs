@@ -138,7 +138,7 @@ fn spawn_progress(
         };
         bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
         let style = if total.is_some() {
-            "{prefix} [{bar:40}] {pos}/{len} requests {per_sec} eta {eta}"
+            "{prefix} [{bar:40}] {pos}/{len} requests {msg} eta {eta}"
         } else {
             "{prefix} [{bar:40}] {elapsed}/{len}ms"
         };
@@ -150,6 +150,9 @@ fn spawn_progress(
             let n: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
             if total.is_some() {
                 bar.set_position(n);
+                // The rate since the run started (the bar itself starts a second late).
+                let rate = n as f64 / started.elapsed().as_secs_f64();
+                bar.set_message(format!("{rate:.0}/s"));
             } else {
                 bar.set_position(started.elapsed().as_millis() as u64);
             }
