@@ -69,6 +69,16 @@ def wait_port(port, timeout=10):
     raise SystemExit(f"nginx did not listen on {port}")
 
 
+def stop(proc, sig):
+    """Stop a process we started, by its PID: the signal, then SIGKILL after 10 s."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def run_measured(cmd):
     """Run cmd; return (stdout, cpu seconds of that child alone)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -157,11 +167,7 @@ def compare_servers(args, nginx_pid, nginx_url):
         for mode, h, n in rows:
             print(f"{mode:<11} {h:>16.2f} {n:>8.2f} {h / n:>6.2f}")
     finally:
-        hs.send_signal(signal.SIGINT)
-        try:
-            hs.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            hs.kill()
+        stop(hs, signal.SIGINT)
 
 
 def main():
@@ -230,11 +236,7 @@ def main():
         if not args.no_servers:
             compare_servers(args, ng.pid, url)
     finally:
-        ng.send_signal(signal.SIGTERM)
-        try:
-            ng.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            ng.kill()
+        stop(ng, signal.SIGTERM)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -232,6 +232,17 @@ impl Buf {
         self.end += n;
         Ok(n)
     }
+
+    /// Read more before `deadline`; false on timeout, EOF or error.
+    async fn fill_by<S: AsyncRead + Unpin>(
+        &mut self,
+        s: &mut S,
+        sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+        deadline: std::time::Instant,
+        limit: usize,
+    ) -> bool {
+        matches!(within(sleep, deadline, self.fill(s, limit)).await, Some(Ok(n)) if n > 0)
+    }
 }
 
 /// Serve requests on one connection. `tls`: the stream is TLS (close with close_notify).
@@ -312,15 +323,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay>(
                     if remaining == 0 {
                         break;
                     }
-                    match within(
-                        sleep.as_mut(),
-                        body_deadline,
-                        buf.fill(&mut s, cfg.max_header_bytes),
-                    )
-                    .await
+                    if !buf
+                        .fill_by(&mut s, sleep.as_mut(), body_deadline, cfg.max_header_bytes)
+                        .await
                     {
-                        Some(Ok(n)) if n > 0 => {}
-                        _ => return,
+                        return;
                     }
                 }
             }
@@ -341,15 +348,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay>(
                     if fed.done {
                         break;
                     }
-                    match within(
-                        sleep.as_mut(),
-                        body_deadline,
-                        buf.fill(&mut s, cfg.max_header_bytes),
-                    )
-                    .await
+                    if !buf
+                        .fill_by(&mut s, sleep.as_mut(), body_deadline, cfg.max_header_bytes)
+                        .await
                     {
-                        Some(Ok(n)) if n > 0 => {}
-                        _ => return,
+                        return;
                     }
                 }
             }
