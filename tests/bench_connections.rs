@@ -492,3 +492,48 @@ fn large_default_bodies_and_delays_are_served_whole() {
     assert!(s["phases_ms"]["reused"]["wait"]["min"].as_f64().unwrap() >= 29.0);
     srv.stop();
 }
+
+#[test]
+fn tls_verifies_the_certificate_name_sent_by_sni() {
+    let srv = start(ServerConfig::default());
+    let ca = cacert(&srv);
+    let port = srv.https_addr.unwrap().port();
+    // The certificate names localhost: verified, with SNI, through --resolve.
+    let url = format!("https://localhost:{port}/");
+    let resolve = format!("localhost:{port}:127.0.0.1");
+    let s = bench_against(
+        &srv,
+        &url,
+        &[
+            "-n",
+            "4",
+            "-c",
+            "1",
+            "--cacert",
+            ca.s(),
+            "--resolve",
+            &resolve,
+        ],
+    );
+    assert_eq!(u(&s["requests"]["ok"]), 4);
+    // A name the certificate does not carry fails the handshake, as a tls error.
+    let url = format!("https://wrong.invalid:{port}/");
+    let resolve = format!("wrong.invalid:{port}:127.0.0.1");
+    let s = bench_against(
+        &srv,
+        &url,
+        &[
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--cacert",
+            ca.s(),
+            "--resolve",
+            &resolve,
+        ],
+    );
+    assert_eq!(u(&s["requests"]["errors"]["tls"]), 3);
+    assert_eq!(u(&s["requests"]["ok"]), 0);
+    srv.stop();
+}
