@@ -58,3 +58,31 @@ pub fn thread() -> CpuTime {
 pub fn process() -> CpuTime {
     usage(libc::RUSAGE_SELF)
 }
+
+/// The calling thread's identity, for reading its CPU clock from another thread.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadClock(libc::clockid_t);
+
+impl ThreadClock {
+    /// The CPU clock of the calling thread. Valid while the thread lives.
+    pub fn current() -> Option<ThreadClock> {
+        let mut id: libc::clockid_t = 0;
+        // SAFETY: pthread_self is always valid for the calling thread; the call writes `id`.
+        let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) };
+        (rc == 0).then_some(ThreadClock(id))
+    }
+
+    /// CPU time (user + system) the thread has used so far, with nanosecond resolution.
+    pub fn elapsed(&self) -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into `ts` only.
+        let rc = unsafe { libc::clock_gettime(self.0, &mut ts) };
+        if rc != 0 {
+            return Duration::ZERO;
+        }
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+}

@@ -306,7 +306,9 @@ impl State {
                     Some(rustls::HandshakeKind::Resumed) => HandshakeKind::Resumed,
                     _ => HandshakeKind::Full,
                 };
-                self.rec.borrow_mut().tls_handshake(kind);
+                let tls13 =
+                    tls.get_ref().1.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
+                self.rec.borrow_mut().tls_handshake(kind, tls13);
                 Stream::Tls(Box::new(tls))
             }
             _ => Stream::Tcp(tcp),

@@ -97,6 +97,8 @@ pub struct ConnectionsReport {
 pub struct TlsHandshakes {
     pub full: u64,
     pub resumed: u64,
+    /// Handshakes that negotiated TLS 1.3 (the others, 1.2).
+    pub tls13: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,12 +123,42 @@ pub struct LatencyReport {
     pub p99: f64,
     pub p999: f64,
     pub max: f64,
+    /// The distribution: `[percentile, ms]` pairs from 0 to 100.
+    pub percentiles: Vec<[f64; 2]>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PhasesReport {
     pub new: PhaseGroup,
     pub reused: PhaseGroup,
+    /// Where a mean successful request's time goes: each phase's total over all ok
+    /// requests (new and reused) divided by their number.
+    pub mean_per_request: PhaseMeans,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct PhaseMeans {
+    pub blocked: f64,
+    pub dns: f64,
+    pub connect: f64,
+    pub tls: f64,
+    pub send: f64,
+    pub wait: f64,
+    pub receive: f64,
+}
+
+impl PhaseMeans {
+    /// (name, ms) in phase order, without `blocked`.
+    pub fn parts(&self) -> [(&'static str, f64); 6] {
+        [
+            ("dns", self.dns),
+            ("connect", self.connect),
+            ("tls", self.tls),
+            ("send", self.send),
+            ("wait", self.wait),
+            ("receive", self.receive),
+        ]
+    }
 }
 
 /// One summary per phase, in the order of DESIGN.md.

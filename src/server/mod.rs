@@ -71,6 +71,24 @@ pub struct ServerStats {
     pub tls_handshakes_full: AtomicU64,
     pub tls_handshakes_resumed: AtomicU64,
     pub rejected_connections: AtomicU64,
+    /// CPU clocks of the server's threads (they live as long as the server).
+    threads: std::sync::Mutex<Vec<crate::cpu::ThreadClock>>,
+}
+
+impl ServerStats {
+    fn register_current_thread(&self) {
+        if let (Some(c), Ok(mut list)) = (crate::cpu::ThreadClock::current(), self.threads.lock()) {
+            list.push(c);
+        }
+    }
+
+    /// CPU time used so far by the server's threads.
+    pub fn cpu_time(&self) -> Duration {
+        self.threads
+            .lock()
+            .map(|l| l.iter().map(|c| c.elapsed()).sum())
+            .unwrap_or_default()
+    }
 }
 
 /// A copy of the counters at one moment.
@@ -218,6 +236,7 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         let thread = std::thread::Builder::new()
             .name("handshake-server".into())
             .spawn(move || {
+                shared.stats.register_current_thread();
                 let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -247,9 +266,11 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
             },
         )
     } else {
+        let st = stats.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cfg.threads)
             .thread_name("handshake-server")
+            .on_thread_start(move || st.register_current_thread())
             .enable_all()
             .build()
             .context("starting the server runtime")?;

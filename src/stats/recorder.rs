@@ -86,6 +86,8 @@ pub struct Recorder {
     pub connections_opened: u64,
     pub tls_full: u64,
     pub tls_resumed: u64,
+    /// Handshakes that negotiated TLS 1.3 (the rest are 1.2).
+    pub tls13: u64,
     pub close_reasons: [u64; CloseReason::ALL.len()],
     pub connections_closed: u64,
     pub rpc_min: u64,
@@ -120,6 +122,7 @@ impl Recorder {
             connections_opened: 0,
             tls_full: 0,
             tls_resumed: 0,
+            tls13: 0,
             close_reasons: [0; CloseReason::ALL.len()],
             connections_closed: 0,
             rpc_min: u64::MAX,
@@ -174,10 +177,13 @@ impl Recorder {
         self.connections_opened += 1;
     }
 
-    pub fn tls_handshake(&mut self, kind: HandshakeKind) {
+    pub fn tls_handshake(&mut self, kind: HandshakeKind, tls13: bool) {
         match kind {
             HandshakeKind::Full => self.tls_full += 1,
             HandshakeKind::Resumed => self.tls_resumed += 1,
+        }
+        if tls13 {
+            self.tls13 += 1;
         }
     }
 
@@ -220,6 +226,7 @@ impl AddAssign<&Recorder> for Recorder {
         self.connections_opened += o.connections_opened;
         self.tls_full += o.tls_full;
         self.tls_resumed += o.tls_resumed;
+        self.tls13 += o.tls13;
         for (a, b) in self.close_reasons.iter_mut().zip(o.close_reasons.iter()) {
             *a += b;
         }

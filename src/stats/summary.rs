@@ -9,7 +9,7 @@ use crate::cpu::CpuTime;
 use crate::plan::{LoadShape, Scenario, Strategy};
 use crate::record::{CloseReason, ErrorKind};
 use crate::report::{
-    ConnectionsReport, CpuReport, LatencyReport, LoadReport, PhaseGroup, PhaseSummary,
+    ConnectionsReport, CpuReport, LatencyReport, LoadReport, PhaseGroup, PhaseMeans, PhaseSummary,
     PhasesReport, RequestsReport, RetriesReport, RpcReport, ScenarioReport, ThroughputReport,
     TlsHandshakes,
 };
@@ -54,6 +54,46 @@ fn group(set: &[PhaseStat], requests: u64) -> PhaseGroup {
     }
 }
 
+/// Each phase's sum over all ok requests divided by their number, in ms.
+fn phase_means(rec: &Recorder) -> PhaseMeans {
+    let mean = |i: usize| {
+        if rec.ok == 0 {
+            return 0.0;
+        }
+        let sum = rec.phases_new[i].sum_ns + rec.phases_reused[i].sum_ns;
+        sum as f64 / rec.ok as f64 / NS_PER_MS
+    };
+    PhaseMeans {
+        blocked: mean(0),
+        dns: mean(1),
+        connect: mean(2),
+        tls: mean(3),
+        send: mean(4),
+        wait: mean(5),
+        receive: mean(6),
+    }
+}
+
+/// Percentiles of a latency histogram, for distribution charts.
+fn distribution(p: &PhaseStat) -> Vec<[f64; 2]> {
+    if p.count == 0 {
+        return Vec::new();
+    }
+    let mut qs: Vec<f64> = (0..=20).map(|i| f64::from(i) * 5.0).collect();
+    qs.extend([99.0, 99.9]);
+    qs.sort_by(f64::total_cmp);
+    qs.into_iter()
+        .map(|q| {
+            let v = match q {
+                0.0 => p.min_ns,
+                100.0 => p.max_ns,
+                _ => p.hist.value_at_quantile(q / 100.0),
+            };
+            [q, ms(v)]
+        })
+        .collect()
+}
+
 /// Index of `total` in the phase sets.
 const TOTAL: usize = 7;
 
@@ -61,6 +101,7 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
     let mut latency = rec.phases_new[TOTAL].clone();
     latency += &rec.phases_reused[TOTAL];
     let lat = phase_summary(&latency);
+    let percentiles = distribution(&latency);
     let p999 = if latency.count > 0 {
         ms(latency.hist.value_at_quantile(0.999))
     } else {
@@ -129,6 +170,7 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
             tls_handshakes: TlsHandshakes {
                 full: rec.tls_full,
                 resumed: rec.tls_resumed,
+                tls13: rec.tls13,
             },
             close_reasons,
             requests_per_connection: RpcReport {
@@ -158,10 +200,12 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
             p99: lat.p99,
             p999,
             max: lat.max,
+            percentiles,
         },
         phases_ms: PhasesReport {
             new: group(&rec.phases_new, rec.ok - rec.reused_requests),
             reused: group(&rec.phases_reused, rec.reused_requests),
+            mean_per_request: phase_means(rec),
         },
         cpu: CpuReport {
             client_user_s: cpu.user.as_secs_f64(),
