@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::cli::{BenchArgs, Cli, Command, ServeArgs};
+use crate::cli::{BenchArgs, Cli, Command, CompareArgs, OutputArgs, ServeArgs};
+use crate::compare;
 use crate::config::{self, parse_duration, UsageError};
 use crate::engine;
 use crate::plan::Strategy;
@@ -16,6 +17,7 @@ use crate::stats::summary;
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Bench(a) => bench(a),
+        Command::Compare(a) => compare(a),
         Command::Serve(a) => serve(a),
     }
 }
@@ -26,14 +28,10 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<i32> {
     } else {
         config::parse_strategy("--strategy", &a.strategy)?
     };
-    let load = config::load_config(&a.load, config::DEFAULT_REQUESTS)?;
+    let load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
     // Without a URL, start the embedded server in-process and trust its CA.
     let (embedded, url, roots) = if a.url.is_none() && a.request.urls_from_file.is_none() {
-        let srv = server::start(ServerConfig {
-            listen: Some(([127, 0, 0, 1], 0).into()),
-            tls_listen: Some(([127, 0, 0, 1], 0).into()),
-            ..ServerConfig::default()
-        })?;
+        let srv = embedded_server()?;
         let url = if a.embedded_tls || strategy == Strategy::CloseResumed {
             srv.https_url()
         } else {
@@ -64,13 +62,122 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<i32> {
         rep.server = Some(srv.snapshot());
         srv.stop();
     }
-    let out = if a.output.json {
-        report::to_json(&rep)
+    emit(&rep, &a.output)?;
+    Ok(0)
+}
+
+/// Print the report (text or JSON) and write the HTML file if asked.
+fn emit(rep: &Report, output: &OutputArgs) -> anyhow::Result<()> {
+    if let Some(path) = &output.html {
+        std::fs::write(path, report::html::render(rep))
+            .with_context(|| format!("--html {}", path.display()))?;
+    }
+    let out = if output.json {
+        report::to_json(rep)
     } else {
-        report::text::render(&rep)
+        report::text::render(rep)
     };
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{out}");
+    Ok(())
+}
+
+/// The embedded target for runs without a URL: HTTP and HTTPS on 127.0.0.1, port 0.
+fn embedded_server() -> anyhow::Result<server::RunningServer> {
+    server::start(ServerConfig {
+        listen: Some(([127, 0, 0, 1], 0).into()),
+        tls_listen: Some(([127, 0, 0, 1], 0).into()),
+        ..ServerConfig::default()
+    })
+}
+
+/// The strategies compare runs for a URL's scheme.
+fn default_strategies(tls: bool) -> Vec<Strategy> {
+    let mut v = vec![Strategy::Close];
+    if tls {
+        v.push(Strategy::CloseResumed);
+    }
+    v.extend([
+        Strategy::Http10,
+        Strategy::Http10KeepAlive,
+        Strategy::KeepAlive,
+    ]);
+    v
+}
+
+pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
+    if a.rounds == 0 || a.rounds > 1000 {
+        return Err(UsageError("--rounds must be between 1 and 1000".into()).into());
+    }
+    let chosen: Option<Vec<Strategy>> = a
+        .strategies
+        .as_ref()
+        .map(|list| {
+            list.iter()
+                .map(|s| config::parse_strategy("--strategies", s.trim()))
+                .collect()
+        })
+        .transpose()?;
+    if chosen.as_ref().is_some_and(|c| c.is_empty()) {
+        return Err(UsageError("--strategies: name at least one strategy".into()).into());
+    }
+    let load = config::load_config(&a.load, config::COMPARE_DEFAULTS)?;
+    let embedded = if a.url.is_none() && a.request.urls_from_file.is_none() {
+        Some(embedded_server()?)
+    } else {
+        None
+    };
+    // (group, URL, extra trusted roots) for each scheme compared.
+    let targets: Vec<(String, Option<String>)> = match &embedded {
+        Some(srv) => vec![
+            ("http".into(), srv.http_url()),
+            ("https".into(), srv.https_url()),
+        ],
+        None => {
+            let tls = a.url.as_deref().is_some_and(|u| u.starts_with("https://"));
+            vec![(if tls { "https" } else { "http" }.into(), a.url.clone())]
+        }
+    };
+    let roots = embedded
+        .as_ref()
+        .map(|s| vec![s.ca_der.clone()])
+        .unwrap_or_default();
+    let mut arms = Vec::new();
+    for (group, url) in &targets {
+        let req = config::request_config(&a.request, url.as_deref(), roots.clone())?;
+        let tls = req.urls.iter().any(|(_, u)| u.tls);
+        let strategies = match &chosen {
+            // With the embedded server, a TLS-only strategy is left out of the HTTP group.
+            Some(c) if embedded.is_some() => c
+                .iter()
+                .copied()
+                .filter(|s| tls || *s != Strategy::CloseResumed)
+                .collect(),
+            Some(c) => c.clone(),
+            None => default_strategies(tls),
+        };
+        for st in strategies {
+            let name = if embedded.is_some() {
+                format!("{group} {}", st.name())
+            } else {
+                st.name().to_string()
+            };
+            let sc = config::scenario(&name, st, a.requests_per_connection, &req, &load)?;
+            arms.push(compare::Arm {
+                name,
+                group: group.clone(),
+                scenario: Arc::new(sc),
+            });
+        }
+    }
+    let result = compare::run(&arms, a.rounds, embedded.as_ref())?;
+    let mut rep = Report::new(result.scenarios);
+    rep.comparison = Some(result.comparison);
+    if let Some(srv) = embedded {
+        rep.server = Some(srv.snapshot());
+        srv.stop();
+    }
+    emit(&rep, &a.output)?;
     Ok(0)
 }
 

@@ -19,8 +19,40 @@ pub struct Cli {
 pub enum Command {
     /// Load a URL (or the embedded server) with per-phase timings, split by new vs reused connections
     Bench(BenchArgs),
+    /// Run one workload under several connection strategies, side by side
+    Compare(CompareArgs),
     /// Run the embedded target server (HTTP and HTTPS) with a configurable reuse policy
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Target URL (http:// or https://). Without one, the embedded server is started with
+    /// an HTTP and an HTTPS listener and both are compared
+    pub url: Option<String>,
+
+    /// Strategies to compare, comma-separated (default: close, http10, http10-keepalive,
+    /// keepalive, and close-resumed for https)
+    #[arg(long, value_delimiter = ',')]
+    pub strategies: Option<Vec<String>>,
+
+    /// Rounds: the strategies run in turn (A B C, A B C, ...) this many times; figures are
+    /// medians over the rounds, with their spread
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+
+    /// Reconnect after this many requests on a persistent connection
+    #[arg(long, value_name = "N")]
+    pub requests_per_connection: Option<u64>,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -56,11 +88,12 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// Concurrent workers, each with its own connection(s) (closed loop)
-    #[arg(long, short = 'c', default_value_t = 10)]
-    pub concurrency: usize,
+    /// Concurrent workers, each with its own connection(s) (closed loop; default: bench 10,
+    /// compare 1)
+    #[arg(long, short = 'c')]
+    pub concurrency: Option<usize>,
 
-    /// Total requests (default 10000 when no --duration is given)
+    /// Total requests (default when no --duration is given: bench 10000, compare 500)
     #[arg(long, short = 'n')]
     pub requests: Option<u64>,
 
@@ -130,6 +163,10 @@ pub struct OutputArgs {
     /// No progress bar on stderr
     #[arg(long)]
     pub no_progress: bool,
+
+    /// Also write a self-contained HTML report (charts, no network fetches) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

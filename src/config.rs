@@ -144,14 +144,31 @@ pub struct LoadConfig {
     pub timeout: Duration,
 }
 
-/// Default number of requests when neither `-n` nor `-d` is given.
-pub const DEFAULT_REQUESTS: u64 = 10_000;
+/// Defaults of a command's load: requests when neither `-n` nor `-d` is given, and `-c`.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadDefaults {
+    pub requests: u64,
+    pub concurrency: usize,
+}
 
-pub fn load_config(a: &LoadArgs, default_requests: u64) -> Result<LoadConfig, UsageError> {
-    if a.concurrency == 0 {
+/// `bench`: 10000 requests over 10 workers.
+pub const BENCH_DEFAULTS: LoadDefaults = LoadDefaults {
+    requests: 10_000,
+    concurrency: 10,
+};
+/// `compare`: the field reports' experiment, 500 sequential requests.
+pub const COMPARE_DEFAULTS: LoadDefaults = LoadDefaults {
+    requests: 500,
+    concurrency: 1,
+};
+
+pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, UsageError> {
+    let concurrency = a.concurrency.unwrap_or(defaults.concurrency);
+    let default_requests = defaults.requests;
+    if concurrency == 0 {
         return usage("-c/--concurrency must be at least 1");
     }
-    if a.concurrency > 100_000 {
+    if concurrency > 100_000 {
         return usage("-c/--concurrency must be at most 100000");
     }
     if a.requests == Some(0) {
@@ -189,8 +206,8 @@ pub fn load_config(a: &LoadArgs, default_requests: u64) -> Result<LoadConfig, Us
         None => cpus,
     };
     Ok(LoadConfig {
-        concurrency: a.concurrency,
-        threads: threads.min(a.concurrency),
+        concurrency,
+        threads: threads.min(concurrency),
         load,
         stop: StopWhen { requests, duration },
         timeout,

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod cpu;
 pub mod engine;

@@ -71,10 +71,12 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                     );
                     local.spawn_local(wk.run());
                 }
+                // CPU while requests run: thread, runtime and recorder setup excluded.
+                let cpu_start = cpu::thread();
                 rt.block_on(local);
+                let cpu = cpu::thread() - cpu_start;
                 drop(_guard);
                 drop(rt);
-                let cpu = cpu::thread();
                 let recorder = rec.borrow().clone();
                 let last_end = *last_end.borrow();
                 Ok(ThreadOut {

@@ -1,6 +1,7 @@
 //! The versioned report (serde) and its renderers: human text and JSON.
 //! Only this layer (and `main`) prints.
 
+pub mod html;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,9 @@ pub struct Report {
     /// Counts of the embedded server, when the run started it (ground truth).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::server::StatsSnapshot>,
+    /// `compare`: the strategies side by side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<crate::compare::Comparison>,
 }
 
 impl Report {
@@ -28,6 +32,7 @@ impl Report {
             version: env!("CARGO_PKG_VERSION"),
             scenarios,
             server: None,
+            comparison: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport};
+use crate::compare::{Comparison, ComparisonRow, Spread};
 
 fn bytes(n: u64) -> String {
     let f = n as f64;
@@ -229,8 +230,143 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     out
 }
 
+fn spread(s: &Spread) -> String {
+    if (s.max - s.min).abs() < f64::EPSILON {
+        fmt_ms(s.median)
+    } else {
+        format!("{} [{}-{}]", fmt_ms(s.median), fmt_ms(s.min), fmt_ms(s.max))
+    }
+}
+
+fn count(s: &Spread) -> String {
+    format!("{:.0}", s.median)
+}
+
+/// The comparison table, a bar chart of time per request, and the explanations.
+pub fn render_comparison(c: &Comparison) -> String {
+    let mut out = String::new();
+    let workload = match c.requests_per_round {
+        Some(n) => format!("{n} requests"),
+        None => "a fixed duration".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "Comparison: {workload} per run, {} worker{}, {} rounds; medians [min-max] over the rounds",
+        c.concurrency,
+        if c.concurrency == 1 { "" } else { "s" },
+        c.rounds
+    );
+    let mut groups: Vec<&str> = Vec::new();
+    for r in &c.rows {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
+    for g in groups {
+        let rows: Vec<&ComparisonRow> = c.rows.iter().filter(|r| r.group == g).collect();
+        let url = rows.first().map(|r| r.url.as_str()).unwrap_or("");
+        let rtt = c
+            .rtt_ms
+            .iter()
+            .find(|x| x.group == g)
+            .and_then(|x| x.rtt_ms);
+        let _ = writeln!(
+            out,
+            "\n{url}{}",
+            rtt.map(|r| format!(
+                "  (round trip ~{} ms, from the median TCP connect)",
+                fmt_ms(r)
+            ))
+            .unwrap_or_default()
+        );
+        let _ = writeln!(
+            out,
+            "  {:<22} {:>20} {:>9} {:>8} {:>8} {:>6} {:>9} {:>8} {:>15}  vs best",
+            "strategy",
+            "ms/request",
+            "req/s",
+            "mean ms",
+            "p99 ms",
+            "conns",
+            "TLS f/r",
+            "setup ms",
+            "CPU µs cli/srv"
+        );
+        for r in &rows {
+            let cpu = match &r.server_cpu_us_per_request {
+                Some(s) => format!("{:.1}/{:.1}", r.client_cpu_us_per_request.median, s.median),
+                None => format!("{:.1}/-", r.client_cpu_us_per_request.median),
+            };
+            let vs = if r.best {
+                "best".to_string()
+            } else {
+                format!(
+                    "{:.1}x slower, +{} ms/req",
+                    r.times_slower,
+                    fmt_ms(r.extra_ms_per_request)
+                )
+            };
+            let _ = writeln!(
+                out,
+                "  {:<22} {:>20} {:>9.0} {:>8} {:>8} {:>6} {:>9} {:>8} {:>15}  {vs}",
+                r.name,
+                spread(&r.time_per_request_ms),
+                r.requests_per_s.median,
+                fmt_ms(r.latency_mean_ms.median),
+                fmt_ms(r.latency_p99_ms.median),
+                count(&r.connections_opened),
+                format!("{}/{}", count(&r.tls_full), count(&r.tls_resumed)),
+                if r.connections_opened.median > 0.0 {
+                    fmt_ms(r.setup_ms_per_new_connection.median)
+                } else {
+                    "-".into()
+                },
+                cpu,
+            );
+        }
+        // Horizontal bars of time per request, like the field reports' charts.
+        let max = rows
+            .iter()
+            .map(|r| r.time_per_request_ms.median)
+            .fold(0.0, f64::max);
+        let _ = writeln!(out);
+        for r in &rows {
+            let width = if max > 0.0 {
+                (r.time_per_request_ms.median / max * 50.0).round() as usize
+            } else {
+                0
+            };
+            let _ = writeln!(
+                out,
+                "  {:<22} {} {} ms/request",
+                r.name,
+                "█".repeat(width.max(1)),
+                fmt_ms(r.time_per_request_ms.median)
+            );
+        }
+    }
+    if !c.explanations.is_empty() {
+        let _ = writeln!(out, "\nWhy");
+        for e in &c.explanations {
+            let _ = writeln!(out, "  {e}");
+        }
+    }
+    out
+}
+
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
+    if let Some(c) = &report.comparison {
+        out.push_str(&render_comparison(c));
+        if let Some(srv) = &report.server {
+            let _ = writeln!(
+                out,
+                "\nEmbedded server: {} connections accepted, {} requests served",
+                srv.connections_accepted, srv.requests
+            );
+        }
+        return out;
+    }
     for (i, s) in report.scenarios.iter().enumerate() {
         if i > 0 {
             out.push('\n');

@@ -1,0 +1,239 @@
+//! Self-contained HTML report for `bench` and `compare`: one file, no network fetches.
+//! The numbers are embedded as JSON and drawn as SVG by a small inline script: a bar
+//! chart of time per request, a stacked bar per strategy of where a mean request's time
+//! goes (dns, connect, tls, send, wait, receive), and the latency distributions.
+
+use serde::Serialize;
+
+use super::Report;
+
+/// One bar / line of the charts.
+#[derive(Debug, Serialize)]
+struct Entry<'a> {
+    name: &'a str,
+    group: &'a str,
+    /// Time per request (one worker's view), ms: the comparison's median when there is one.
+    time_ms: f64,
+    /// Mean per-request time of each phase, ms.
+    phases: [(&'static str, f64); 6],
+    /// `[percentile, ms]` pairs.
+    percentiles: &'a [[f64; 2]],
+    connections: u64,
+    ok: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Data<'a> {
+    title: String,
+    generated_by: String,
+    entries: Vec<Entry<'a>>,
+    explanations: Vec<&'a str>,
+}
+
+fn data(report: &Report) -> Data<'_> {
+    let entries = report
+        .scenarios
+        .iter()
+        .map(|s| {
+            let row = report
+                .comparison
+                .as_ref()
+                .and_then(|c| c.rows.iter().find(|r| r.name == s.name));
+            let own = if s.requests.ok > 0 {
+                s.concurrency as f64 * s.duration_s * 1000.0 / s.requests.ok as f64
+            } else {
+                0.0
+            };
+            Entry {
+                name: &s.name,
+                group: row.map_or("", |r| r.group.as_str()),
+                time_ms: row.map_or(own, |r| r.time_per_request_ms.median),
+                phases: s.phases_ms.mean_per_request.parts(),
+                percentiles: &s.latency_ms.percentiles,
+                connections: s.connections.opened,
+                ok: s.requests.ok,
+            }
+        })
+        .collect();
+    let title = match &report.comparison {
+        Some(_) => "handshake compare".to_string(),
+        None => format!(
+            "handshake bench {}",
+            report
+                .scenarios
+                .first()
+                .map(|s| s.url.as_str())
+                .unwrap_or("")
+        ),
+    };
+    Data {
+        title,
+        generated_by: format!("{} {}", report.tool, report.version),
+        entries,
+        explanations: report
+            .comparison
+            .iter()
+            .flat_map(|c| c.explanations.iter().map(String::as_str))
+            .chain(
+                report
+                    .scenarios
+                    .iter()
+                    .flat_map(|s| s.diagnosis.iter().map(String::as_str)),
+            )
+            .collect(),
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+pub fn render(report: &Report) -> String {
+    let d = data(report);
+    // Inside <script>, "</" must not appear; JSON allows "\/" for "/".
+    let json = serde_json::to_string(&d)
+        .expect("report data serializes")
+        .replace("</", "<\\/");
+    TEMPLATE
+        .replace("{{TITLE}}", &escape(&d.title))
+        .replace("{{DATA}}", &json)
+}
+
+const TEMPLATE: &str = r##"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{TITLE}}</title>
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1100px; }
+  h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+  svg text { font: 12px system-ui, sans-serif; fill: #222; }
+  table { border-collapse: collapse; } td, th { padding: 2px 10px; text-align: right; }
+  td:first-child, th:first-child { text-align: left; }
+  .legend span { display: inline-block; margin-right: 14px; }
+  .legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -1px; }
+  footer { margin-top: 32px; color: #777; font-size: 12px; }
+</style>
+</head>
+<body>
+<h1 id="title">{{TITLE}}</h1>
+<h2>Time per request (ms)</h2>
+<svg id="bars" role="img" aria-label="time per request"></svg>
+<h2>Where a mean request's time goes (ms)</h2>
+<div class="legend" id="legend"></div>
+<svg id="stacked" role="img" aria-label="phases per request"></svg>
+<h2>Latency distribution (ms by percentile, tail stretched)</h2>
+<svg id="latency" role="img" aria-label="latency distribution"></svg>
+<h2>Numbers</h2>
+<table id="numbers"><thead><tr><th>strategy</th><th>ms/request</th><th>connections</th><th>ok</th><th>p50 ms</th><th>p99 ms</th></tr></thead><tbody></tbody></table>
+<ul id="explanations"></ul>
+<footer id="footer"></footer>
+<script type="application/json" id="handshake-data">{{DATA}}</script>
+<script>
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("handshake-data").textContent);
+  const NS = "http://www.w3.org/2000/svg";
+  const COLORS = { dns: "#8e6bbf", connect: "#e07b39", tls: "#d64545", send: "#6aa84f", wait: "#3d85c6", receive: "#45b5aa" };
+  const LINE_COLORS = ["#3d85c6", "#d64545", "#6aa84f", "#e07b39", "#8e6bbf", "#45b5aa", "#999", "#c27ba0", "#f1c232", "#222"];
+  function el(name, attrs, parent) {
+    const e = document.createElementNS(NS, name);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function text(parent, x, y, s, anchor) {
+    const t = el("text", { x: x, y: y, "text-anchor": anchor || "start" }, parent);
+    t.textContent = s;
+    return t;
+  }
+  function fmt(v) { return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v >= 1 ? v.toFixed(2) : v.toFixed(3); }
+  const entries = data.entries;
+  const label = 190, width = 760, row = 26;
+
+  // 1. Bars of time per request.
+  const bars = document.getElementById("bars");
+  bars.setAttribute("width", label + width + 90);
+  bars.setAttribute("height", entries.length * row + 10);
+  const maxT = Math.max(...entries.map(e => e.time_ms), 1e-9);
+  entries.forEach((e, i) => {
+    const y = 5 + i * row;
+    text(bars, label - 8, y + 15, e.name, "end");
+    const w = Math.max(1, e.time_ms / maxT * width);
+    el("rect", { class: "bar", x: label, y: y + 3, width: w, height: row - 8, fill: "#3d85c6", "data-name": e.name, "data-value": e.time_ms }, bars);
+    text(bars, label + w + 6, y + 15, fmt(e.time_ms) + " ms");
+  });
+
+  // 2. Stacked phases of a mean request.
+  const legend = document.getElementById("legend");
+  for (const [p, c] of Object.entries(COLORS)) {
+    const s = document.createElement("span");
+    s.innerHTML = '<i style="background:' + c + '"></i>' + p;
+    legend.appendChild(s);
+  }
+  const stacked = document.getElementById("stacked");
+  stacked.setAttribute("width", label + width + 90);
+  stacked.setAttribute("height", entries.length * row + 10);
+  const totals = entries.map(e => e.phases.reduce((a, p) => a + p[1], 0));
+  const maxS = Math.max(...totals, 1e-9);
+  entries.forEach((e, i) => {
+    const y = 5 + i * row;
+    text(stacked, label - 8, y + 15, e.name, "end");
+    let x = label;
+    for (const [p, v] of e.phases) {
+      const w = v / maxS * width;
+      el("rect", { class: "phase", x: x, y: y + 3, width: w, height: row - 8, fill: COLORS[p], "data-name": e.name, "data-phase": p, "data-value": v }, stacked);
+      x += w;
+    }
+    text(stacked, x + 6, y + 15, fmt(totals[i]) + " ms");
+  });
+
+  // 3. Latency distribution: ms by percentile, one line per strategy.
+  const lat = document.getElementById("latency");
+  const W = 760, H = 300, left = 60, top = 10;
+  lat.setAttribute("width", left + W + 200);
+  lat.setAttribute("height", H + 50);
+  const maxL = Math.max(...entries.flatMap(e => e.percentiles.map(p => p[1])), 1e-9);
+  el("line", { x1: left, y1: top + H, x2: left + W, y2: top + H, stroke: "#999" }, lat);
+  el("line", { x1: left, y1: top, x2: left, y2: top + H, stroke: "#999" }, lat);
+  // The usual HDR "nines" scale: p50, p90, p99, p99.9 equally spaced; max at the end.
+  const NINES = 3.3;
+  const xOf = q => left + (q >= 100 ? NINES : Math.min(NINES, -Math.log10(1 - q / 100))) / NINES * W;
+  for (const [q, name] of [[0, "p0"], [50, "p50"], [90, "p90"], [99, "p99"], [99.9, "p99.9"], [100, "max"]]) text(lat, xOf(q), top + H + 16, name, "middle");
+  for (let k = 0; k <= 4; k++) text(lat, left - 6, top + H - k / 4 * H + 4, fmt(maxL * k / 4), "end");
+  entries.forEach((e, i) => {
+    const color = LINE_COLORS[i % LINE_COLORS.length];
+    const pts = e.percentiles.map(p => xOf(p[0]).toFixed(1) + "," + (top + H - p[1] / maxL * H).toFixed(1)).join(" ");
+    el("polyline", { class: "latency", points: pts, fill: "none", stroke: color, "stroke-width": 2, "data-name": e.name }, lat);
+    el("rect", { x: left + W + 14, y: top + i * 18, width: 12, height: 12, fill: color }, lat);
+    text(lat, left + W + 32, top + i * 18 + 11, e.name);
+  });
+
+  // Numbers and explanations.
+  const tbody = document.querySelector("#numbers tbody");
+  const pct = (e, q) => { const p = e.percentiles.find(p => p[0] === q); return p ? fmt(p[1]) : "-"; };
+  for (const e of entries) {
+    const tr = document.createElement("tr");
+    for (const v of [e.name, fmt(e.time_ms), e.connections, e.ok, pct(e, 50), pct(e, 99)]) {
+      const td = document.createElement("td");
+      td.textContent = String(v);
+      tr.appendChild(td);
+    }
+    tbody.appendChild(tr);
+  }
+  const ul = document.getElementById("explanations");
+  for (const s of data.explanations) {
+    const li = document.createElement("li");
+    li.textContent = s;
+    ul.appendChild(li);
+  }
+  document.getElementById("footer").textContent = "Generated by " + data.generated_by;
+  document.body.setAttribute("data-drawn", "true");
+})();
+</script>
+</body>
+</html>
+"##;

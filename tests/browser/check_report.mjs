@@ -1,0 +1,69 @@
+// Opens a handshake HTML report in headless Chromium (Debian's /usr/bin/chromium) and
+// checks that the charts are drawn with the JSON report's numbers and that the page
+// logs no error. Usage: node check_report.mjs REPORT.html REPORT.json [SCREENSHOT.png]
+import { chromium } from "playwright-core";
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+const [html, json, shot] = process.argv.slice(2);
+const report = JSON.parse(readFileSync(json, "utf8"));
+const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
+const browser = await chromium.launch({
+  executablePath,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const failures = [];
+const problems = [];
+try {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("request", (r) => { if (!r.url().startsWith("file:")) problems.push(`network fetch: ${r.url()}`); });
+  await page.goto(pathToFileURL(html).href);
+  await page.waitForSelector("body[data-drawn=true]", { timeout: 10000 });
+
+  const close = (a, b) => Math.abs(a - b) <= 1e-9 + 1e-6 * Math.abs(b);
+  // Expected time per request: the comparison's medians, else concurrency x wall / ok.
+  const expected = report.scenarios.map((s) => {
+    const row = report.comparison && report.comparison.rows.find((r) => r.name === s.name);
+    const t = row ? row.time_per_request_ms.median : s.concurrency * s.duration_s * 1000 / s.requests.ok;
+    return { name: s.name, time: t, phases: s.phases_ms.mean_per_request };
+  });
+  const bars = await page.$$eval("rect.bar", (rs) => rs.map((r) => ({ name: r.dataset.name, value: Number(r.dataset.value), width: Number(r.getAttribute("width")) })));
+  if (bars.length !== expected.length) failures.push(`${bars.length} bars for ${expected.length} scenarios`);
+  const maxT = Math.max(...expected.map((e) => e.time));
+  const maxW = Math.max(...bars.map((b) => b.width));
+  for (const e of expected) {
+    const b = bars.find((x) => x.name === e.name);
+    if (!b) { failures.push(`no bar for ${e.name}`); continue; }
+    if (!close(b.value, e.time)) failures.push(`bar ${e.name}: ${b.value} != ${e.time}`);
+    // Bars are drawn to scale: width proportional to the value.
+    if (Math.abs(b.width / maxW - e.time / maxT) > 0.01) failures.push(`bar ${e.name} not to scale`);
+  }
+  const phases = await page.$$eval("rect.phase", (rs) => rs.map((r) => ({ name: r.dataset.name, phase: r.dataset.phase, value: Number(r.dataset.value) })));
+  for (const e of expected) {
+    for (const p of ["dns", "connect", "tls", "send", "wait", "receive"]) {
+      const r = phases.find((x) => x.name === e.name && x.phase === p);
+      if (!r) failures.push(`no ${p} segment for ${e.name}`);
+      else if (!close(r.value, e.phases[p])) failures.push(`${e.name} ${p}: ${r.value} != ${e.phases[p]}`);
+    }
+  }
+  const lines = await page.$$eval("polyline.latency", (ls) => ls.map((l) => ({ name: l.dataset.name, points: l.getAttribute("points").trim().split(/\s+/).length })));
+  for (const s of report.scenarios) {
+    const l = lines.find((x) => x.name === s.name);
+    if (!l) failures.push(`no latency line for ${s.name}`);
+    else if (l.points !== s.latency_ms.percentiles.length) failures.push(`latency line ${s.name}: ${l.points} points, ${s.latency_ms.percentiles.length} percentiles`);
+  }
+  const rows = await page.$$eval("#numbers tbody tr", (t) => t.length);
+  if (rows !== report.scenarios.length) failures.push(`${rows} table rows`);
+  if (shot) await page.screenshot({ path: shot, fullPage: true });
+} finally {
+  await browser.close();
+}
+for (const p of problems) failures.push(p);
+if (failures.length) {
+  console.error("HTML report check failed:\n  " + failures.join("\n  "));
+  process.exit(1);
+}
+console.log(`HTML report ok: ${report.scenarios.length} scenarios drawn, no errors`);
