@@ -177,3 +177,22 @@ fn tls12_full_and_resumed_handshakes() {
     );
     srv.stop();
 }
+
+#[test]
+fn hundreds_of_simultaneous_connects_are_not_dropped() {
+    // With a 128-entry accept queue some of 300 simultaneous SYNs are dropped and only
+    // retried after a second; the server's queue must hold them.
+    let srv = start(ServerConfig::default());
+    let url = srv.http_url().unwrap();
+    let r = bench_json(&[&url, "-c", "300", "-n", "600", "-t", "2"]);
+    let s = scenario(&r);
+    check_accounting(s);
+    assert_eq!(u(&s["connections"]["opened"]), 300);
+    assert_eq!(srv.snapshot().connections_accepted, 300);
+    let max = s["phases_ms"]["new"]["connect"]["max"].as_f64().unwrap();
+    assert!(
+        max < 900.0,
+        "a connect took {max} ms: a SYN was dropped and retried"
+    );
+    srv.stop();
+}

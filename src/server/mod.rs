@@ -191,6 +191,22 @@ pub(crate) struct Shared {
 
 type Bound = (Option<SocketAddr>, Option<SocketAddr>);
 
+/// Accept queue length asked of the kernel (capped by `net.core.somaxconn`). The
+/// standard library's 128 overflows when a load test opens a few hundred connections
+/// at once, and the dropped SYNs come back a second later.
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let sock = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr)?;
+    sock.listen(LISTEN_BACKLOG)
+}
+
 /// Bind the listeners and spawn their accept loops on the current runtime.
 async fn bind_all(
     shared: Arc<Shared>,
@@ -200,16 +216,12 @@ async fn bind_all(
     let mut http_addr = None;
     let mut https_addr = None;
     if let Some(addr) = cfg.listen {
-        let l = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
+        let l = listen(addr).with_context(|| format!("binding {addr}"))?;
         http_addr = Some(l.local_addr()?);
         tokio::spawn(accept_loop(l, shared.clone(), None));
     }
     if let Some(addr) = cfg.tls_listen {
-        let l = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
+        let l = listen(addr).with_context(|| format!("binding {addr}"))?;
         https_addr = Some(l.local_addr()?);
         let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);
         tokio::spawn(accept_loop(l, shared.clone(), Some(acceptor)));
