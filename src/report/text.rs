@@ -281,8 +281,9 @@ pub fn render_comparison(c: &Comparison) -> String {
         );
         let _ = writeln!(
             out,
-            "  {:<22} {:>20} {:>9} {:>8} {:>8} {:>6} {:>9} {:>8} {:>15}  vs best",
+            "  {:<22} {:>8} {:>20} {:>9} {:>8} {:>8} {:>6} {:>9} {:>8} {:>15}  vs best",
             "strategy",
+            "wall s",
             "ms/request",
             "req/s",
             "mean ms",
@@ -308,8 +309,9 @@ pub fn render_comparison(c: &Comparison) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {:<22} {:>20} {:>9.0} {:>8} {:>8} {:>6} {:>9} {:>8} {:>15}  {vs}",
+                "  {:<22} {:>8.3} {:>20} {:>9.0} {:>8} {:>8} {:>6} {:>9} {:>8} {:>15}  {vs}",
                 r.name,
+                r.wall_s.median,
                 spread(&r.time_per_request_ms),
                 r.requests_per_s.median,
                 fmt_ms(r.latency_mean_ms.median),
