@@ -54,11 +54,6 @@ pub fn thread() -> CpuTime {
     usage(libc::RUSAGE_THREAD)
 }
 
-/// CPU time used so far by the whole process.
-pub fn process() -> CpuTime {
-    usage(libc::RUSAGE_SELF)
-}
-
 /// The calling thread's identity, for reading its CPU clock from another thread.
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadClock(libc::clockid_t);

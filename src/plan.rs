@@ -87,16 +87,6 @@ impl Strategy {
     pub fn tls_resumption(self) -> bool {
         !matches!(self, Strategy::Close | Strategy::Http10)
     }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Strategy::KeepAlive => "HTTP/1.1, connections reused",
-            Strategy::Close => "HTTP/1.1 Connection: close, new connection per request",
-            Strategy::CloseResumed => "new connection per request, TLS session resumed",
-            Strategy::Http10 => "HTTP/1.0 without keep-alive",
-            Strategy::Http10KeepAlive => "HTTP/1.0 with Connection: keep-alive",
-        }
-    }
 }
 
 /// One URL of a scenario with its request bytes, built once.

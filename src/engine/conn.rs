@@ -47,9 +47,6 @@ pub struct ReadFail {
     pub kind: ErrorKind,
     /// Some response byte had arrived (if not, a reused connection may just be stale).
     pub any_byte: bool,
-    /// The failure happened after the head, in the body.
-    pub in_body: bool,
-    pub detail: String,
 }
 
 impl Conn {
@@ -110,24 +107,14 @@ impl Conn {
         let mut first_byte = None;
         let mut bytes = 0u64;
         self.receiving = false;
-        let fail = |kind, any_byte, in_body, detail: String| ReadFail {
-            kind,
-            any_byte,
-            in_body,
-            detail,
-        };
+        let fail = |kind, any_byte| ReadFail { kind, any_byte };
         let head = loop {
             if self.end > self.start {
                 match parse_head(&self.buf[self.start..self.end], head_request) {
                     Ok(Some(h)) => {
                         self.start += h.head_len;
                         if h.status == 101 {
-                            return Err(fail(
-                                ErrorKind::Protocol,
-                                true,
-                                false,
-                                "unrequested 101 Switching Protocols".into(),
-                            ));
+                            return Err(fail(ErrorKind::Protocol, true));
                         }
                         if h.is_informational() {
                             continue;
@@ -135,30 +122,16 @@ impl Conn {
                         break h;
                     }
                     Ok(None) => {}
-                    Err(HeadError::Protocol(d)) => {
-                        return Err(fail(ErrorKind::Protocol, true, false, d))
-                    }
-                    Err(HeadError::TooLarge(d)) => {
-                        return Err(fail(ErrorKind::TooLarge, true, false, d))
-                    }
+                    Err(HeadError::Protocol(_)) => return Err(fail(ErrorKind::Protocol, true)),
+                    Err(HeadError::TooLarge(_)) => return Err(fail(ErrorKind::TooLarge, true)),
                 }
             }
             let n = self
                 .fill()
                 .await
-                .map_err(|e| fail(classify_io_error(&e), bytes > 0, false, e.to_string()))?;
+                .map_err(|e| fail(classify_io_error(&e), bytes > 0))?;
             if n == 0 {
-                let detail = if bytes == 0 {
-                    "connection closed before any response byte"
-                } else {
-                    "connection closed inside the response head"
-                };
-                return Err(fail(
-                    ErrorKind::ClosedBeforeResponse,
-                    bytes > 0,
-                    false,
-                    detail.into(),
-                ));
+                return Err(fail(ErrorKind::ClosedBeforeResponse, bytes > 0));
             }
             if first_byte.is_none() {
                 first_byte = Some(Instant::now());
@@ -169,7 +142,7 @@ impl Conn {
         let first_byte = first_byte.unwrap_or_else(Instant::now);
         let mut body_bytes = 0u64;
         let mut eof = false;
-        let body_fail = |e: io::Error| fail(classify_io_error(&e), true, true, e.to_string());
+        let body_fail = |e: io::Error| fail(classify_io_error(&e), true);
         match head.framing {
             Framing::None => {}
             Framing::Length(len) => {
@@ -185,12 +158,7 @@ impl Conn {
                     }
                     let n = self.fill().await.map_err(body_fail)?;
                     if n == 0 {
-                        return Err(fail(
-                            ErrorKind::BodyIncomplete,
-                            true,
-                            true,
-                            format!("connection closed after {body_bytes} of {len} body bytes"),
-                        ));
+                        return Err(fail(ErrorKind::BodyIncomplete, true));
                     }
                     bytes += n as u64;
                 }
@@ -201,12 +169,8 @@ impl Conn {
                     let fed = dec
                         .feed(&self.buf[self.start..self.end])
                         .map_err(|e| match e {
-                            ChunkError::Invalid(d) => {
-                                fail(ErrorKind::Protocol, true, true, d.into())
-                            }
-                            ChunkError::TooLarge(d) => {
-                                fail(ErrorKind::TooLarge, true, true, d.into())
-                            }
+                            ChunkError::Invalid(_) => fail(ErrorKind::Protocol, true),
+                            ChunkError::TooLarge(_) => fail(ErrorKind::TooLarge, true),
                         })?;
                     self.start += fed.consumed;
                     body_bytes += fed.body_bytes;
@@ -215,12 +179,7 @@ impl Conn {
                     }
                     let n = self.fill().await.map_err(body_fail)?;
                     if n == 0 {
-                        return Err(fail(
-                            ErrorKind::BodyIncomplete,
-                            true,
-                            true,
-                            "connection closed before the last chunk".into(),
-                        ));
+                        return Err(fail(ErrorKind::BodyIncomplete, true));
                     }
                     bytes += n as u64;
                 }

@@ -17,8 +17,6 @@ use crate::cpu::{self, CpuTime};
 use crate::plan::Scenario;
 use crate::stats::Recorder;
 
-pub use conn::{Conn, ReadFail, Response};
-
 /// What a run of one scenario produced.
 pub struct RunResult {
     pub recorder: Recorder,

@@ -32,8 +32,6 @@ pub struct ResponseHead {
     pub persistent: bool,
     /// Length of the head in bytes.
     pub head_len: usize,
-    /// Value of the `Keep-Alive` header, if any.
-    pub keep_alive_header: Option<String>,
 }
 
 impl ResponseHead {
@@ -98,7 +96,6 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
     let mut transfer_encoding = false;
     let mut connection_close = false;
     let mut connection_keep_alive = false;
-    let mut keep_alive_header = None;
     for h in resp.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
@@ -136,8 +133,6 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
         } else if name.eq_ignore_ascii_case("connection") {
             connection_close |= has_token(h.value, "close");
             connection_keep_alive |= has_token(h.value, "keep-alive");
-        } else if name.eq_ignore_ascii_case("keep-alive") {
-            keep_alive_header = Some(String::from_utf8_lossy(h.value).into_owned());
         }
     }
     if transfer_encoding && content_length.is_some() {
@@ -172,7 +167,6 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
         connection_keep_alive,
         persistent,
         head_len,
-        keep_alive_header,
     }))
 }
 

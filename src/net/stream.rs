@@ -13,41 +13,6 @@ pub enum Stream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
-impl Stream {
-    pub fn tcp(&self) -> &TcpStream {
-        match self {
-            Stream::Tcp(s) => s,
-            Stream::Tls(s) => s.get_ref().0,
-        }
-    }
-
-    /// The negotiated TLS version, cipher suite and ALPN protocol, for TLS streams.
-    pub fn tls_info(&self) -> Option<(String, String, Option<String>)> {
-        match self {
-            Stream::Tcp(_) => None,
-            Stream::Tls(s) => {
-                let c = s.get_ref().1;
-                let version = c
-                    .protocol_version()
-                    .map(|v| match v {
-                        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
-                        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
-                        other => format!("{other:?}"),
-                    })
-                    .unwrap_or_default();
-                let suite = c
-                    .negotiated_cipher_suite()
-                    .map(|s| format!("{:?}", s.suite()))
-                    .unwrap_or_default();
-                let alpn = c
-                    .alpn_protocol()
-                    .map(|p| String::from_utf8_lossy(p).into_owned());
-                Some((version, suite, alpn))
-            }
-        }
-    }
-}
-
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
