@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::cli::{BenchArgs, Cli, Command, CompareArgs, OutputArgs, ServeArgs};
+use crate::cli::{
+    BenchArgs, Cli, Command, CompareArgs, DoctorArgs, OutputArgs, RequestArgs, ServeArgs, TraceArgs,
+};
 use crate::compare;
 use crate::config::{self, parse_duration, UsageError};
 use crate::engine;
@@ -18,6 +20,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Bench(a) => bench(a),
         Command::Compare(a) => compare(a),
+        Command::Trace(a) => trace(a),
+        Command::Doctor(a) => doctor(a),
         Command::Serve(a) => serve(a),
     }
 }
@@ -278,4 +282,81 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<i32> {
     );
     srv.stop();
     Ok(0)
+}
+
+/// A one-URL scenario for `trace` and `doctor` (one worker, `count` requests).
+fn single_url_scenario(
+    request: &RequestArgs,
+    url: &str,
+    strategy: Strategy,
+    count: u64,
+    timeout: &str,
+) -> Result<crate::plan::Scenario, UsageError> {
+    if request.urls_from_file.is_some() {
+        return Err(UsageError(
+            "--urls-from-file: this command takes one URL".into(),
+        ));
+    }
+    let timeout = parse_duration("--timeout", timeout)?;
+    if timeout.is_zero() {
+        return Err(UsageError("--timeout must be more than zero".into()));
+    }
+    let req = config::request_config(request, Some(url), Vec::new())?;
+    let load = config::LoadConfig {
+        concurrency: 1,
+        threads: 1,
+        load: crate::plan::LoadShape::Closed,
+        stop: crate::plan::StopWhen {
+            requests: Some(count.max(1)),
+            duration: None,
+        },
+        timeout,
+    };
+    config::scenario(strategy.name(), strategy, None, &req, &load)
+}
+
+fn current_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+pub fn trace(a: TraceArgs) -> anyhow::Result<i32> {
+    if a.count == 0 || a.count > 100_000 {
+        return Err(UsageError("--count must be between 1 and 100000".into()).into());
+    }
+    let strategy = config::parse_strategy("--strategy", &a.strategy)?;
+    let sc = single_url_scenario(&a.request, &a.url, strategy, a.count, &a.timeout)?;
+    let t = current_thread_runtime()?.block_on(crate::trace::run(&sc, a.count));
+    let out = if a.json {
+        serde_json::to_string_pretty(&t).expect("trace serializes")
+    } else {
+        crate::trace::render(&t)
+    };
+    println!("{out}");
+    Ok(if t.error.is_some() { 1 } else { 0 })
+}
+
+pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
+    if a.max_requests == 0 {
+        return Err(UsageError("--max-requests must be at least 1".into()).into());
+    }
+    let max_idle = parse_duration("--max-idle", &a.max_idle)?;
+    if max_idle.is_zero() {
+        return Err(UsageError("--max-idle must be more than zero".into()).into());
+    }
+    let sc = single_url_scenario(&a.request, &a.url, Strategy::KeepAlive, 1, &a.timeout)?;
+    let d = current_thread_runtime()?.block_on(crate::doctor::run(
+        &sc,
+        &a.request,
+        a.max_requests,
+        max_idle,
+    ))?;
+    let out = if a.json {
+        serde_json::to_string_pretty(&d).expect("doctor report serializes")
+    } else {
+        crate::doctor::render(&d)
+    };
+    println!("{out}");
+    Ok(if d.problems.is_empty() { 0 } else { 1 })
 }

@@ -21,8 +21,62 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run one workload under several connection strategies, side by side
     Compare(CompareArgs),
+    /// One request (or --count N on one connection) with a curl -w style phase breakdown
+    Trace(TraceArgs),
+    /// Probe a server's reuse policy (keep-alive, HTTP/1.0, max requests, idle timeout, TLS)
+    Doctor(DoctorArgs),
     /// Run the embedded target server (HTTP and HTTPS) with a configurable reuse policy
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Target URL (http:// or https://)
+    pub url: String,
+
+    /// Requests to send in a row, reusing the connection when the server allows
+    #[arg(long, default_value_t = 1)]
+    pub count: u64,
+
+    /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive
+    #[arg(long, short = 's', default_value = "keepalive")]
+    pub strategy: String,
+
+    /// Time limit for each step (connect, TLS, response)
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Print the trace as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Target URL (http:// or https://)
+    pub url: String,
+
+    /// Most requests to send on one connection when looking for the server's limit
+    #[arg(long, default_value_t = 1000)]
+    pub max_requests: u64,
+
+    /// Longest idle time to probe when looking for the server's idle timeout (e.g. 75s)
+    #[arg(long, default_value = "75s")]
+    pub max_idle: String,
+
+    /// Time limit for each step (connect, TLS, response)
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Print the findings as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,10 @@ pub struct Conn {
     pub requests: u64,
     /// A byte of the current response has arrived (a timeout now is in `receive`).
     pub receiving: bool,
+    /// Keep a copy of each final response head in `last_head` (for `trace`/`doctor`;
+    /// off in load runs).
+    pub keep_head: bool,
+    pub last_head: Vec<u8>,
 }
 
 /// A complete response.
@@ -61,6 +65,8 @@ impl Conn {
             end: 0,
             requests: 0,
             receiving: false,
+            keep_head: false,
+            last_head: Vec::new(),
         }
     }
 
@@ -112,6 +118,11 @@ impl Conn {
             if self.end > self.start {
                 match parse_head(&self.buf[self.start..self.end], head_request) {
                     Ok(Some(h)) => {
+                        if self.keep_head && !h.is_informational() {
+                            self.last_head.clear();
+                            self.last_head
+                                .extend_from_slice(&self.buf[self.start..self.start + h.head_len]);
+                        }
                         self.start += h.head_len;
                         if h.status == 101 {
                             return Err(fail(ErrorKind::Protocol, true));

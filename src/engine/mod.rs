@@ -3,7 +3,7 @@
 //! allocation per request. Handles pacing (`--rate`), stop conditions, timeouts and the
 //! stale-connection retry.
 
-mod conn;
+pub mod conn;
 mod worker;
 
 use std::cell::RefCell;

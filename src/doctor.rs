@@ -1,0 +1,531 @@
+//! `handshake doctor`: probes a server's reuse policy and gives a verdict with advice.
+//! HTTP/1.1 persistence, HTTP/1.0 with and without `Connection: keep-alive`, the most
+//! requests it serves on one connection, its idle timeout (parallel probes with
+//! different idle waits, narrowed down), and over TLS: version, ALPN, resumption and
+//! what a full and a resumed handshake cost.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cli::RequestArgs;
+use crate::config;
+use crate::http1::{ConnectionHeader, HttpVersion};
+use crate::net::tls;
+use crate::plan::Scenario;
+use crate::probe::{self, Exchange, ProbeError};
+use crate::report::text::fmt_ms;
+
+/// How long to wait for a server to close a connection it said it would end.
+const CLOSE_WATCH: Duration = Duration::from_secs(1);
+/// A range of the idle timeout is narrow enough at this width (or 10 %).
+const IDLE_RESOLUTION_S: f64 = 0.5;
+/// Below this idle timeout, pools and load balancers in front commonly outlive it.
+const SHORT_IDLE_S: f64 = 60.0;
+/// Below this many requests per connection, the limit is worth fixing.
+const LOW_MAX_REQUESTS: u64 = 100;
+/// Handshakes timed for the full vs resumed cost.
+const HANDSHAKE_SAMPLES: usize = 5;
+
+/// What one request on a fresh connection showed.
+#[derive(Debug, Clone, Serialize)]
+pub struct PersistProbe {
+    pub status: Option<u16>,
+    pub http_version: Option<String>,
+    pub connection_header: Option<String>,
+    pub keep_alive_header: Option<String>,
+    /// The response let the connection persist.
+    pub persistent: bool,
+    /// A second request on the same connection succeeded.
+    pub reused: bool,
+    /// The server closed the connection after the response (within 1 s).
+    pub server_closed: bool,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MaxRequests {
+    /// Requests the server served on one connection before ending it; None: it never
+    /// ended it within `probed` requests.
+    pub limit: Option<u64>,
+    pub probed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IdleTimeout {
+    /// The longest idle wait after which the connection still worked, in s.
+    pub at_least_s: f64,
+    /// The shortest idle time after which it was found closed; None: open at `max_idle`.
+    pub at_most_s: Option<f64>,
+    /// What the server's `Keep-Alive: timeout=` header claims.
+    pub claimed_s: Option<f64>,
+    pub probes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TlsFindings {
+    pub version: String,
+    pub cipher_suite: String,
+    /// What the server chose when offered h2 and http/1.1.
+    pub alpn_selected: Option<String>,
+    pub offers_h2: bool,
+    /// A second connection resumed the session of the first.
+    pub resumption: bool,
+    pub full_handshake_ms: f64,
+    pub resumed_handshake_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    pub schema_version: u32,
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub url: String,
+    pub http11: PersistProbe,
+    pub http10: PersistProbe,
+    pub http10_keep_alive: PersistProbe,
+    pub max_requests: Option<MaxRequests>,
+    pub idle_timeout: Option<IdleTimeout>,
+    pub tls: Option<TlsFindings>,
+    /// What was seen, in plain sentences.
+    pub findings: Vec<String>,
+    /// Each problem with a concrete fix. Empty: exit status 0.
+    pub problems: Vec<String>,
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Send `request` on a fresh connection; if the response lets it persist, send it again.
+async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<Exchange>) {
+    let origin = &sc.origins[0];
+    let head = sc.targets[0].template.is_head();
+    let mut p = PersistProbe {
+        status: None,
+        http_version: None,
+        connection_header: None,
+        keep_alive_header: None,
+        persistent: false,
+        reused: false,
+        server_closed: false,
+        error: None,
+    };
+    let mut opened = match probe::open(origin, sc.tls.as_ref(), sc.timeout).await {
+        Ok(o) => o,
+        Err(e) => {
+            p.error = Some(e.to_string());
+            return (p, None);
+        }
+    };
+    let ex = match probe::exchange(&mut opened.conn, request, head, sc.timeout).await {
+        Ok(ex) => ex,
+        Err(e) => {
+            p.error = Some(e.to_string());
+            return (p, None);
+        }
+    };
+    p.status = Some(ex.status);
+    p.http_version = Some(ex.version.to_string());
+    p.connection_header = ex.header("connection").map(String::from);
+    p.keep_alive_header = ex.header("keep-alive").map(String::from);
+    p.persistent = ex.persistent;
+    if ex.persistent {
+        p.reused = probe::exchange(&mut opened.conn, request, head, sc.timeout)
+            .await
+            .is_ok();
+    } else {
+        p.server_closed = probe::server_closes_within(&mut opened.conn, CLOSE_WATCH)
+            .await
+            .is_some();
+    }
+    (p, Some(ex))
+}
+
+/// Sequential requests on one connection until the server ends it.
+async fn max_requests(sc: &Scenario, limit: u64) -> Result<MaxRequests, ProbeError> {
+    let t = &sc.targets[0];
+    let mut opened = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout).await?;
+    for i in 1..=limit {
+        match probe::exchange(
+            &mut opened.conn,
+            &t.request,
+            t.template.is_head(),
+            sc.timeout,
+        )
+        .await
+        {
+            Ok(ex) if !ex.persistent => {
+                return Ok(MaxRequests {
+                    limit: Some(i),
+                    probed: i,
+                })
+            }
+            Ok(_) => {}
+            // Closed without saying so: it served i - 1.
+            Err(_) if i > 1 => {
+                return Ok(MaxRequests {
+                    limit: Some(i - 1),
+                    probed: i,
+                })
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(MaxRequests {
+        limit: None,
+        probed: limit,
+    })
+}
+
+/// What one idle probe saw.
+enum IdleSeen {
+    /// Still worked after this idle wait.
+    OpenAfter(f64),
+    /// Closed: by the server's FIN after this long idle, or found closed at this wait.
+    ClosedAt(f64),
+    Failed,
+}
+
+/// One connection: a request, then idle for `wait` (watching for the server's close),
+/// then another request.
+async fn idle_probe(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
+    let t = &sc.targets[0];
+    let head = t.template.is_head();
+    let Ok(mut opened) = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout).await else {
+        return IdleSeen::Failed;
+    };
+    match probe::exchange(&mut opened.conn, &t.request, head, sc.timeout).await {
+        Ok(ex) if ex.persistent => {}
+        _ => return IdleSeen::Failed,
+    }
+    let idle_from = Instant::now();
+    if let Some(closed) = probe::server_closes_within(&mut opened.conn, wait).await {
+        return IdleSeen::ClosedAt(secs(closed));
+    }
+    let waited = secs(idle_from.elapsed());
+    match probe::exchange(&mut opened.conn, &t.request, head, sc.timeout).await {
+        Ok(_) => IdleSeen::OpenAfter(waited),
+        Err(_) => IdleSeen::ClosedAt(waited),
+    }
+}
+
+/// Run idle probes with these waits in parallel; fold into (at least, at most). Once a
+/// close is seen, probes that would wait longer are cancelled: they cannot narrow it.
+async fn idle_round(sc: &Arc<Scenario>, waits: &[f64], lo: &mut f64, hi: &mut Option<f64>) -> u64 {
+    let mut set = tokio::task::JoinSet::new();
+    let handles: Vec<(f64, tokio::task::AbortHandle)> = waits
+        .iter()
+        .map(|w| {
+            (
+                *w,
+                set.spawn(idle_probe(sc.clone(), Duration::from_secs_f64(*w))),
+            )
+        })
+        .collect();
+    let mut n = 0;
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(IdleSeen::OpenAfter(w)) => *lo = lo.max(w),
+            Ok(IdleSeen::ClosedAt(t)) => *hi = Some(hi.map_or(t, |h| h.min(t))),
+            Ok(IdleSeen::Failed) | Err(_) => continue,
+        }
+        n += 1;
+        if let Some(h) = *hi {
+            for (w, handle) in &handles {
+                if *w > h {
+                    handle.abort();
+                }
+            }
+        }
+    }
+    n
+}
+
+async fn idle_timeout(sc: &Arc<Scenario>, max_idle: Duration, claimed: Option<f64>) -> IdleTimeout {
+    let max = secs(max_idle);
+    let mut waits: Vec<f64> = std::iter::successors(Some(0.25), |w| Some(w * 2.0))
+        .take_while(|w| *w < max)
+        .collect();
+    waits.push(max);
+    let mut lo = 0.0;
+    let mut hi = None;
+    let mut probes = idle_round(sc, &waits, &mut lo, &mut hi).await;
+    for _ in 0..4 {
+        let Some(h) = hi else { break };
+        if h - lo <= IDLE_RESOLUTION_S.max(0.1 * h) {
+            break;
+        }
+        // Eight waits evenly inside (lo, hi).
+        let step = (h - lo) / 9.0;
+        let inner: Vec<f64> = (1..=8).map(|i| lo + step * f64::from(i)).collect();
+        probes += idle_round(sc, &inner, &mut lo, &mut hi).await;
+    }
+    IdleTimeout {
+        at_least_s: lo,
+        at_most_s: hi,
+        claimed_s: claimed,
+        probes,
+    }
+}
+
+async fn tls_findings(sc: &Scenario, request: &RequestArgs) -> Result<TlsFindings, ProbeError> {
+    let bad = |e: config::UsageError| ProbeError {
+        kind: crate::record::ErrorKind::Tls,
+        message: e.0,
+    };
+    let req = config::request_config(request, Some(&sc.targets[0].url), Vec::new()).map_err(bad)?;
+    let mk = |alpn: Vec<Vec<u8>>, resume: bool| {
+        let opts = tls::TlsOptions {
+            alpn,
+            ..req.tls.clone()
+        };
+        tls::client_config(&opts, resume).map_err(|e| bad(config::UsageError(format!("{e:#}"))))
+    };
+    let origin = &sc.origins[0];
+    // ALPN: offer h2 and http/1.1, see what the server picks (handshake only).
+    let offer = mk(vec![b"h2".to_vec(), b"http/1.1".to_vec()], false)?;
+    let first = probe::open(origin, Some(&offer), sc.timeout).await?;
+    let info = first.tls_info.clone().ok_or_else(|| ProbeError {
+        kind: crate::record::ErrorKind::Tls,
+        message: "no TLS session on an https:// URL".into(),
+    })?;
+    drop(first);
+    // Full handshakes, no resumption offered.
+    let full_cfg = mk(vec![b"http/1.1".to_vec()], false)?;
+    let mut full = Vec::new();
+    for _ in 0..HANDSHAKE_SAMPLES {
+        let o = probe::open(origin, Some(&full_cfg), sc.timeout).await?;
+        full.push(o.tls.map(secs).unwrap_or_default() * 1000.0);
+    }
+    // Resumption: one exchange (so session tickets are read), then new connections.
+    let resume_cfg = mk(vec![b"http/1.1".to_vec()], true)?;
+    let t = &sc.targets[0];
+    let mut prime = probe::open(origin, Some(&resume_cfg), sc.timeout).await?;
+    probe::exchange(
+        &mut prime.conn,
+        &t.request,
+        t.template.is_head(),
+        sc.timeout,
+    )
+    .await?;
+    drop(prime);
+    let mut resumed = Vec::new();
+    let mut any_resumed = false;
+    for _ in 0..HANDSHAKE_SAMPLES {
+        let mut o = probe::open(origin, Some(&resume_cfg), sc.timeout).await?;
+        if o.tls_info.as_ref().is_some_and(|i| i.resumed) {
+            any_resumed = true;
+            resumed.push(o.tls.map(secs).unwrap_or_default() * 1000.0);
+        }
+        // Read the response so any new ticket is stored for the next one.
+        let _ = probe::exchange(&mut o.conn, &t.request, t.template.is_head(), sc.timeout).await;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    Ok(TlsFindings {
+        version: info.version,
+        cipher_suite: info.cipher_suite,
+        offers_h2: info.alpn.as_deref() == Some("h2"),
+        alpn_selected: info.alpn,
+        resumption: any_resumed,
+        full_handshake_ms: mean(&full),
+        resumed_handshake_ms: any_resumed.then(|| mean(&resumed)),
+    })
+}
+
+/// Probe everything and build the verdict.
+pub async fn run(
+    sc: &Scenario,
+    request: &RequestArgs,
+    max_req: u64,
+    max_idle: Duration,
+) -> anyhow::Result<DoctorReport> {
+    let t = &sc.targets[0];
+    let (http11, ex11) = persist_probe(sc, &t.request).await;
+    if let (Some(e), None) = (&http11.error, &ex11) {
+        anyhow::bail!("the first request to {} failed: {e}", t.url);
+    }
+    let req10 = t
+        .template
+        .build(HttpVersion::Http10, ConnectionHeader::Default);
+    let (http10, _) = persist_probe(sc, &req10).await;
+    let req10ka = t
+        .template
+        .build(HttpVersion::Http10, ConnectionHeader::KeepAlive);
+    let (http10_keep_alive, ex10ka) = persist_probe(sc, &req10ka).await;
+    let claimed = ex11
+        .as_ref()
+        .and_then(Exchange::keep_alive_timeout)
+        .or_else(|| ex10ka.as_ref().and_then(Exchange::keep_alive_timeout));
+
+    let keeps = http11.persistent && http11.reused;
+    let max_requests = if keeps {
+        Some(max_requests(sc, max_req).await?)
+    } else {
+        None
+    };
+    let arc = Arc::new(sc.clone());
+    let idle = if keeps {
+        Some(idle_timeout(&arc, max_idle, claimed).await)
+    } else {
+        None
+    };
+    let tls = if sc.origins[0].tls {
+        Some(tls_findings(sc, request).await?)
+    } else {
+        None
+    };
+
+    let mut findings = Vec::new();
+    let mut problems = Vec::new();
+    let version = http11.http_version.clone().unwrap_or_default();
+    if keeps {
+        findings.push(format!(
+            "HTTP/1.1: the connection is kept open and reused (the server answers {version})."
+        ));
+    } else {
+        findings.push(format!(
+            "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
+            http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
+        ));
+        problems.push(
+            "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on (nginx: keepalive_timeout above 0; Apache: KeepAlive On).".to_string(),
+        );
+    }
+    findings.push(if http10.persistent {
+        "HTTP/1.0 without a keep-alive header: the server keeps the connection open anyway."
+            .to_string()
+    } else {
+        format!(
+            "HTTP/1.0 without a keep-alive header: the connection ends after the response{}.",
+            if http10.server_closed {
+                " (the server closes it)"
+            } else {
+                ""
+            }
+        )
+    });
+    let honours = http10_keep_alive.persistent && http10_keep_alive.reused;
+    if honours {
+        findings.push(
+            "HTTP/1.0 with `Connection: keep-alive`: honoured, the connection is reused."
+                .to_string(),
+        );
+    } else {
+        findings.push("HTTP/1.0 with `Connection: keep-alive`: ignored, the connection ends after the response.".to_string());
+        problems.push(
+            "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string(),
+        );
+    }
+    if let Some(m) = &max_requests {
+        match m.limit {
+            Some(n) => {
+                findings.push(format!(
+                    "Max requests per connection: the server ends a connection after {n} requests."
+                ));
+                if n < LOW_MAX_REQUESTS {
+                    problems.push(format!(
+                        "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit (nginx: keepalive_requests, default 1000)."
+                    ));
+                }
+            }
+            None => findings.push(format!(
+                "Max requests per connection: at least {} (no limit met).",
+                m.probed
+            )),
+        }
+    }
+    if let Some(i) = &idle {
+        match i.at_most_s {
+            Some(hi) => {
+                findings.push(format!(
+                    "Idle timeout: the server closes idle connections after {}-{} s ({} probes).",
+                    fmt_ms(i.at_least_s),
+                    fmt_ms(hi),
+                    i.probes
+                ));
+                if hi < SHORT_IDLE_S {
+                    let x = fmt_ms(i.at_least_s);
+                    problems.push(format!(
+                        "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's."
+                    ));
+                }
+            }
+            None => findings.push(format!(
+                "Idle timeout: idle connections stay open for at least {} s (--max-idle).",
+                fmt_ms(i.at_least_s)
+            )),
+        }
+        if let Some(c) = i.claimed_s {
+            let hi = i.at_most_s.unwrap_or(f64::INFINITY);
+            if c + 1.0 < i.at_least_s || c > hi + 1.0 {
+                problems.push(format!(
+                    "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
+                    fmt_ms(i.at_least_s),
+                    i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
+                ));
+            } else {
+                findings.push(format!(
+                    "Its `Keep-Alive: timeout={c}` header matches what it does."
+                ));
+            }
+        }
+    }
+    if let Some(t) = &tls {
+        findings.push(format!(
+            "TLS: {} with {}; offered h2 and http/1.1, the server chose {}.",
+            t.version,
+            t.cipher_suite,
+            t.alpn_selected.as_deref().unwrap_or("none (no ALPN)")
+        ));
+        if !t.offers_h2 {
+            findings.push(
+                "The server does not offer HTTP/2 (ALPN h2): multiplexing is not available."
+                    .to_string(),
+            );
+        }
+        match t.resumed_handshake_ms {
+            Some(r) => findings.push(format!(
+                "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
+                fmt_ms(t.full_handshake_ms),
+                fmt_ms(r)
+            )),
+            None => problems.push(format!(
+                "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
+                fmt_ms(t.full_handshake_ms)
+            )),
+        }
+    }
+    Ok(DoctorReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: t.url.clone(),
+        http11,
+        http10,
+        http10_keep_alive,
+        max_requests,
+        idle_timeout: idle,
+        tls,
+        findings,
+        problems,
+    })
+}
+
+pub fn render(d: &DoctorReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "doctor {}\n\nWhat the server does", d.url);
+    for f in &d.findings {
+        let _ = writeln!(out, "  - {f}");
+    }
+    let _ = writeln!(out, "\nVerdict");
+    if d.problems.is_empty() {
+        let _ = writeln!(out, "  No problem found: connections can be reused.");
+    }
+    for p in &d.problems {
+        let _ = writeln!(out, "  ! {p}");
+    }
+    out
+}

@@ -1,0 +1,240 @@
+//! One connection driven step by step, for `trace` and `doctor`: open it (dns, connect
+//! and tls timed, with the TLS version, cipher suite, ALPN and handshake kind), exchange
+//! one request with its response head kept, and watch whether the server closes it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::ClientConfig;
+use tokio::io::AsyncReadExt;
+use tokio_rustls::TlsConnector;
+
+use crate::engine::conn::Conn;
+use crate::net::{self, classify_connect_error, classify_io_error, Origin, Stream};
+use crate::record::ErrorKind;
+
+/// What the TLS handshake negotiated.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TlsInfo {
+    pub version: String,
+    pub cipher_suite: String,
+    pub alpn: Option<String>,
+    pub resumed: bool,
+}
+
+/// A freshly opened connection and what opening it cost.
+pub struct Opened {
+    pub conn: Conn,
+    pub dns: Option<Duration>,
+    pub connect: Duration,
+    pub tls: Option<Duration>,
+    pub tls_info: Option<TlsInfo>,
+}
+
+/// Why a probe step failed: the category and a message for people.
+#[derive(Debug, Clone)]
+pub struct ProbeError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind.name(), self.message)
+    }
+}
+
+impl std::error::Error for ProbeError {}
+
+fn err(kind: ErrorKind, message: impl Into<String>) -> ProbeError {
+    ProbeError {
+        kind,
+        message: message.into(),
+    }
+}
+
+/// Open a connection to `origin` (TLS when `tls` is given).
+pub async fn open(
+    origin: &Origin,
+    tls: Option<&Arc<ClientConfig>>,
+    timeout: Duration,
+) -> Result<Opened, ProbeError> {
+    let limit = |kind| move |_| err(kind, format!("no answer within {timeout:?}"));
+    let t = Instant::now();
+    let (addrs, dns) = match &origin.fixed_addrs {
+        Some(a) => (a.clone(), None),
+        None => {
+            let a = tokio::time::timeout(timeout, origin.resolve())
+                .await
+                .map_err(limit(ErrorKind::TimeoutDns))?
+                .map_err(|e| err(ErrorKind::Dns, format!("{}: {e}", origin.host)))?;
+            (a, Some(t.elapsed()))
+        }
+    };
+    let t = Instant::now();
+    let tcp = tokio::time::timeout(timeout, net::dial::connect(&addrs))
+        .await
+        .map_err(limit(ErrorKind::TimeoutConnect))?
+        .map_err(|e| err(classify_connect_error(&e), e.to_string()))?;
+    let connect = t.elapsed();
+    let (stream, tls_time, tls_info) = match tls {
+        Some(cfg) if origin.tls => {
+            let t = Instant::now();
+            let s = tokio::time::timeout(
+                timeout,
+                TlsConnector::from(cfg.clone()).connect(origin.server_name.clone(), tcp),
+            )
+            .await
+            .map_err(limit(ErrorKind::TimeoutTls))?
+            .map_err(|e| err(ErrorKind::Tls, e.to_string()))?;
+            let elapsed = t.elapsed();
+            let c = s.get_ref().1;
+            let info = TlsInfo {
+                version: match c.protocol_version() {
+                    Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
+                    Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
+                    Some(v) => format!("{v:?}"),
+                    None => "unknown".into(),
+                },
+                cipher_suite: c
+                    .negotiated_cipher_suite()
+                    .map(|s| format!("{:?}", s.suite()))
+                    .unwrap_or_default(),
+                alpn: c
+                    .alpn_protocol()
+                    .map(|p| String::from_utf8_lossy(p).into_owned()),
+                resumed: c.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            };
+            (Stream::Tls(Box::new(s)), Some(elapsed), Some(info))
+        }
+        _ => (Stream::Tcp(tcp), None, None),
+    };
+    let mut conn = Conn::new(stream, None);
+    conn.keep_head = true;
+    Ok(Opened {
+        conn,
+        dns,
+        connect,
+        tls: tls_time,
+        tls_info,
+    })
+}
+
+/// One request and its response.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub status: u16,
+    /// "HTTP/1.0" or "HTTP/1.1".
+    pub version: &'static str,
+    pub headers: Vec<(String, String)>,
+    pub send: Duration,
+    pub wait: Duration,
+    pub receive: Duration,
+    pub body_bytes: u64,
+    /// By its headers and framing, the server lets the connection persist.
+    pub persistent: bool,
+}
+
+impl Exchange {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `timeout=N` of a `Keep-Alive` header.
+    pub fn keep_alive_timeout(&self) -> Option<f64> {
+        self.header("keep-alive")?
+            .split(',')
+            .filter_map(|p| p.trim().strip_prefix("timeout="))
+            .find_map(|v| v.trim().parse().ok())
+    }
+}
+
+fn head_headers(head: &[u8]) -> Vec<(String, String)> {
+    let mut headers = [httparse::EMPTY_HEADER; crate::http1::MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    match resp.parse(head) {
+        Ok(httparse::Status::Complete(_)) => resp
+            .headers
+            .iter()
+            .map(|h| {
+                (
+                    h.name.to_string(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Send `request` and read the response.
+pub async fn exchange(
+    conn: &mut Conn,
+    request: &[u8],
+    head_request: bool,
+    timeout: Duration,
+) -> Result<Exchange, ProbeError> {
+    let t = Instant::now();
+    tokio::time::timeout(timeout, conn.send(request))
+        .await
+        .map_err(|_| err(ErrorKind::TimeoutSend, "the request could not be written"))?
+        .map_err(|e| err(classify_io_error(&e), format!("writing the request: {e}")))?;
+    let sent = Instant::now();
+    let resp = tokio::time::timeout(timeout, conn.read_response(head_request))
+        .await
+        .map_err(|_| {
+            err(
+                ErrorKind::TimeoutWait,
+                format!("no complete response within {timeout:?}"),
+            )
+        })?
+        .map_err(|f| {
+            let msg = if f.any_byte {
+                "the response was cut or invalid"
+            } else {
+                "the connection ended before any response byte"
+            };
+            err(f.kind, msg)
+        })?;
+    conn.requests += 1;
+    let persistent = resp.head.persistent
+        && resp.head.framing != crate::http1::Framing::UntilClose
+        && !resp.leftover;
+    Ok(Exchange {
+        status: resp.head.status,
+        version: if resp.head.minor_version == 0 {
+            "HTTP/1.0"
+        } else {
+            "HTTP/1.1"
+        },
+        headers: head_headers(&conn.last_head),
+        send: sent - t,
+        wait: resp.first_byte.saturating_duration_since(sent),
+        receive: resp.end.saturating_duration_since(resp.first_byte),
+        body_bytes: resp.body_bytes,
+        persistent,
+    })
+}
+
+/// Wait up to `limit` for the server to close the idle connection: the time until its
+/// EOF (or reset), or `None` if it stayed open.
+pub async fn server_closes_within(conn: &mut Conn, limit: Duration) -> Option<Duration> {
+    let t = Instant::now();
+    let mut scratch = [0u8; 256];
+    loop {
+        match tokio::time::timeout(
+            limit.saturating_sub(t.elapsed()),
+            conn.stream.read(&mut scratch),
+        )
+        .await
+        {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(t.elapsed()),
+            // Bytes while idle: not a close; keep watching.
+            Ok(Ok(_)) => continue,
+        }
+    }
+}

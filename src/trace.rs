@@ -1,0 +1,236 @@
+//! `handshake trace`: one request (or `--count N` over one connection) laid bare, in the
+//! spirit of `curl -w` and httpstat: each phase, a waterfall, the TLS details, the
+//! response's connection headers, and whether the connection stayed open.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::plan::Scenario;
+use crate::probe::{self, TlsInfo};
+use crate::report::text::fmt_ms;
+
+/// How long to watch an idle connection after the last response for the server's close.
+const WATCH_AFTER: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceStep {
+    pub index: u64,
+    /// The request went out on a connection opened for an earlier one.
+    pub reused: bool,
+    pub dns_ms: Option<f64>,
+    pub connect_ms: Option<f64>,
+    pub tls_ms: Option<f64>,
+    pub send_ms: f64,
+    pub wait_ms: f64,
+    pub receive_ms: f64,
+    pub total_ms: f64,
+    pub tls: Option<TlsInfo>,
+    pub status: u16,
+    pub http_version: String,
+    pub connection_header: Option<String>,
+    pub keep_alive_header: Option<String>,
+    pub body_bytes: u64,
+    /// The response lets the connection persist (by its version, headers and framing).
+    pub persistent: bool,
+    /// What was seen after the response: "open", or "closed by the server after N ms".
+    pub after_response: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceReport {
+    pub schema_version: u32,
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub url: String,
+    pub strategy: String,
+    pub steps: Vec<TraceStep>,
+    /// A step that failed: its category and message.
+    pub error: Option<String>,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Run the trace: `count` requests in a row, reusing the connection when it may be.
+pub async fn run(sc: &Scenario, count: u64) -> TraceReport {
+    let target = &sc.targets[0];
+    let origin = &sc.origins[target.origin];
+    let mut steps = Vec::new();
+    let mut error = None;
+    let mut conn: Option<probe::Opened> = None;
+    for index in 1..=count {
+        let start = Instant::now();
+        let reused = conn.is_some();
+        if conn.is_none() {
+            match probe::open(origin, sc.tls.as_ref(), sc.timeout).await {
+                Ok(o) => conn = Some(o),
+                Err(e) => {
+                    error = Some(format!("request {index}: {e}"));
+                    break;
+                }
+            }
+        }
+        let opened = conn.as_mut().expect("connection");
+        let ex = match probe::exchange(
+            &mut opened.conn,
+            &target.request,
+            target.template.is_head(),
+            sc.timeout,
+        )
+        .await
+        {
+            Ok(ex) => ex,
+            Err(e) => {
+                error = Some(format!("request {index}: {e}"));
+                break;
+            }
+        };
+        let total = start.elapsed();
+        let last = index == count;
+        let after = if !ex.persistent || !sc.strategy.persistent() || last {
+            match probe::server_closes_within(
+                &mut opened.conn,
+                if ex.persistent {
+                    WATCH_AFTER
+                } else {
+                    sc.timeout
+                },
+            )
+            .await
+            {
+                Some(t) => format!(
+                    "closed by the server {} ms after the response",
+                    fmt_ms(ms(t))
+                ),
+                None if ex.persistent => {
+                    format!("open ({} ms later, still open)", WATCH_AFTER.as_millis())
+                }
+                None => "the server did not close it; the client closed it".to_string(),
+            }
+        } else {
+            "open: reused by the next request".to_string()
+        };
+        steps.push(TraceStep {
+            index,
+            reused,
+            dns_ms: (!reused).then_some(opened.dns).flatten().map(ms),
+            connect_ms: (!reused).then(|| ms(opened.connect)),
+            tls_ms: (!reused).then_some(opened.tls).flatten().map(ms),
+            send_ms: ms(ex.send),
+            wait_ms: ms(ex.wait),
+            receive_ms: ms(ex.receive),
+            total_ms: ms(total),
+            tls: if reused {
+                None
+            } else {
+                opened.tls_info.clone()
+            },
+            status: ex.status,
+            http_version: ex.version.to_string(),
+            connection_header: ex.header("connection").map(String::from),
+            keep_alive_header: ex.header("keep-alive").map(String::from),
+            body_bytes: ex.body_bytes,
+            persistent: ex.persistent,
+            after_response: after,
+        });
+        if !ex.persistent || !sc.strategy.persistent() {
+            conn = None;
+        }
+    }
+    TraceReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: target.url.clone(),
+        strategy: sc.strategy.name().to_string(),
+        steps,
+        error,
+    }
+}
+
+/// The waterfall and details, as text.
+pub fn render(t: &TraceReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "trace {}  (strategy {})", t.url, t.strategy);
+    for s in &t.steps {
+        let _ = writeln!(
+            out,
+            "\nRequest {} of {}, {} connection",
+            s.index,
+            t.steps.len(),
+            if s.reused { "reused" } else { "new" }
+        );
+        let phases = [
+            ("dns", s.dns_ms),
+            ("connect", s.connect_ms),
+            ("tls", s.tls_ms),
+            ("send", Some(s.send_ms)),
+            ("wait", Some(s.wait_ms)),
+            ("receive", Some(s.receive_ms)),
+        ];
+        let width = 50.0;
+        let scale = if s.total_ms > 0.0 {
+            width / s.total_ms
+        } else {
+            0.0
+        };
+        let mut at = 0.0;
+        for (name, v) in phases {
+            match v {
+                None => {
+                    let _ = writeln!(out, "  {name:<8} {:>10}", "-");
+                }
+                Some(v) => {
+                    let pad = (at * scale).round() as usize;
+                    let len = ((v * scale).round() as usize).max(1);
+                    let _ = writeln!(
+                        out,
+                        "  {name:<8} {:>10} |{}{}",
+                        format!("{} ms", fmt_ms(v)),
+                        " ".repeat(pad),
+                        "█".repeat(len)
+                    );
+                    at += v;
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "  {:<8} {:>10}",
+            "total",
+            format!("{} ms", fmt_ms(s.total_ms))
+        );
+        if let Some(tls) = &s.tls {
+            let _ = writeln!(
+                out,
+                "  TLS         {} {}, ALPN {}, {} handshake",
+                tls.version,
+                tls.cipher_suite,
+                tls.alpn.as_deref().unwrap_or("none"),
+                if tls.resumed { "resumed" } else { "full" }
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  Response    {} {}, {} body bytes; Connection: {}; Keep-Alive: {}",
+            s.http_version,
+            s.status,
+            s.body_bytes,
+            s.connection_header.as_deref().unwrap_or("-"),
+            s.keep_alive_header.as_deref().unwrap_or("-")
+        );
+        let _ = writeln!(
+            out,
+            "  Connection  {} by the response; after it: {}",
+            if s.persistent { "may persist" } else { "ends" },
+            s.after_response
+        );
+    }
+    if let Some(e) = &t.error {
+        let _ = writeln!(out, "\nFailed: {e}");
+    }
+    out
+}
