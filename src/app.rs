@@ -6,7 +6,8 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::cli::{
-    BenchArgs, Cli, Command, CompareArgs, DoctorArgs, OutputArgs, RequestArgs, ServeArgs, TraceArgs,
+    AuditArgs, BenchArgs, Cli, Command, CompareArgs, DoctorArgs, OutputArgs, RequestArgs,
+    ServeArgs, TraceArgs,
 };
 use crate::compare;
 use crate::config::{self, parse_duration, UsageError};
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(a) => compare(a),
         Command::Trace(a) => trace(a),
         Command::Doctor(a) => doctor(a),
+        Command::Audit(a) => audit(a),
         Command::Serve(a) => serve(a),
     }
 }
@@ -359,4 +361,92 @@ pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
     };
     println!("{out}");
     Ok(if d.problems.is_empty() { 0 } else { 1 })
+}
+
+pub fn audit(a: AuditArgs) -> anyhow::Result<i32> {
+    let listen = parse_addr("--listen", &a.listen)?;
+    let idle_timeout = parse_duration("--idle-timeout", &a.idle_timeout)?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| parse_duration("--duration", d))
+        .transpose()?;
+    let upstream = match &a.upstream {
+        None => None,
+        Some(u) => {
+            let p = config::parse_url(u).map_err(|e| UsageError(format!("--upstream: {e}")))?;
+            let origin = crate::net::Origin::new(p.tls, &p.host, p.port)
+                .map_err(|e| UsageError(format!("--upstream: {e}")))?;
+            let tls = if p.tls {
+                let mut opts = crate::net::tls::TlsOptions {
+                    insecure: a.upstream_insecure,
+                    ..Default::default()
+                };
+                if let Some(path) = &a.upstream_cacert {
+                    opts.extra_roots = crate::net::tls::load_pem_certs(path)
+                        .map_err(|e| UsageError(format!("--upstream-cacert: {e:#}")))?;
+                    opts.only_extra_roots = true;
+                }
+                Some(crate::net::tls::client_config(&opts, true)?)
+            } else {
+                None
+            };
+            Some(crate::audit::Upstream::new(origin, p.authority, tls))
+        }
+    };
+    let running = crate::audit::start(crate::audit::AuditConfig {
+        listen,
+        tls: a.tls,
+        upstream,
+        server: ServerConfig {
+            body_size: a.body_size,
+            idle_timeout,
+            ..ServerConfig::default()
+        },
+    })?;
+    if let Some(path) = &a.cacert_out {
+        std::fs::write(path, &running.ca_pem)
+            .with_context(|| format!("--cacert-out {}", path.display()))?;
+    }
+    eprintln!("handshake audit: listening on {}", running.url);
+    let (command, status) = if a.command.is_empty() {
+        let rt = current_thread_runtime()?;
+        rt.block_on(async {
+            match duration {
+                Some(d) => {
+                    tokio::select! { _ = tokio::time::sleep(d) => {}, _ = tokio::signal::ctrl_c() => {} }
+                }
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        });
+        (None, None)
+    } else {
+        let args: Vec<String> = a
+            .command
+            .iter()
+            .map(|x| x.replace("{url}", &running.url))
+            .collect();
+        let st = std::process::Command::new(&args[0])
+            .args(&args[1..])
+            .env("HANDSHAKE_URL", &running.url)
+            .status()
+            .with_context(|| format!("starting {}", args[0]))?;
+        // Let the client's last closes and resets arrive.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let code = st.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            128 + st.signal().unwrap_or(0)
+        });
+        (Some(args), Some(code))
+    };
+    let report = running.finish(command, status);
+    let out = if a.json {
+        serde_json::to_string_pretty(&report).expect("audit report serializes")
+    } else {
+        crate::audit::render(&report)
+    };
+    println!("{out}");
+    Ok(status.unwrap_or(0))
 }

@@ -25,8 +25,58 @@ pub enum Command {
     Trace(TraceArgs),
     /// Probe a server's reuse policy (keep-alive, HTTP/1.0, max requests, idle timeout, TLS)
     Doctor(DoctorArgs),
+    /// Stand where the server is and report how a client uses its connections
+    Audit(AuditArgs),
     /// Run the embedded target server (HTTP and HTTPS) with a configurable reuse policy
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Forward requests to this upstream (http:// or https://) over persistent connections,
+    /// instead of answering them here
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+
+    /// Listen address
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+
+    /// Listen with HTTPS (certificate generated at start)
+    #[arg(long)]
+    pub tls: bool,
+
+    /// Write the CA (PEM) that signed the HTTPS certificate, for the client to trust
+    #[arg(long, value_name = "FILE")]
+    pub cacert_out: Option<PathBuf>,
+
+    /// Without a command: stop after this long (default: at Ctrl-C)
+    #[arg(long, short = 'd')]
+    pub duration: Option<String>,
+
+    /// Answers' body size when answering here
+    #[arg(long, default_value_t = 13)]
+    pub body_size: usize,
+
+    /// Close client connections idle this long
+    #[arg(long, default_value = "60s")]
+    pub idle_timeout: String,
+
+    /// Trust the upstream's certificate if signed by the CA in this PEM file
+    #[arg(long, value_name = "FILE")]
+    pub upstream_cacert: Option<PathBuf>,
+
+    /// Accept any upstream certificate
+    #[arg(long)]
+    pub upstream_insecure: bool,
+
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+
+    /// The client to audit, with {url} standing for the audit's URL (also in $HANDSHAKE_URL)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

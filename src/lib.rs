@@ -2,6 +2,7 @@
 //! prove whether connection reuse happens. See DESIGN.md and docs/timing.md.
 
 pub mod app;
+pub mod audit;
 pub mod cli;
 pub mod compare;
 pub mod config;

@@ -14,7 +14,7 @@ use crate::http1::ChunkedDecoder;
 use crate::timer::within;
 
 /// Bytes used to fill response bodies.
-static FILL: [u8; 64 * 1024] = [b'x'; 64 * 1024];
+pub(crate) static FILL: [u8; 64 * 1024] = [b'x'; 64 * 1024];
 const MAX_REQUEST_HEADERS: usize = 64;
 
 pub(crate) async fn handle(
@@ -52,7 +52,7 @@ async fn handle_tls(
     serve(s, shared, over_limit, true).await
 }
 
-fn has_token(value: &[u8], token: &str) -> bool {
+pub(crate) fn has_token(value: &[u8], token: &str) -> bool {
     value
         .split(|b| *b == b',')
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
@@ -60,7 +60,7 @@ fn has_token(value: &[u8], token: &str) -> bool {
 
 /// What a request asks for, by its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
+pub(crate) enum Route {
     /// Any other path: the default body.
     Default,
     Stats,
@@ -71,7 +71,7 @@ enum Route {
     Bad,
 }
 
-fn route_of(target: &str) -> Route {
+pub(crate) fn route_of(target: &str) -> Route {
     let path = target.split('?').next().unwrap_or("/");
     if path == "/__handshake/stats" {
         Route::Stats
@@ -175,7 +175,7 @@ fn parse_request(buf: &[u8], max_header_bytes: usize) -> ParseOutcome {
     ParseOutcome::Complete(info)
 }
 
-fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         201 => "Created",
@@ -467,7 +467,7 @@ pub(crate) enum ConnHeader {
 }
 
 /// Write a response head.
-fn write_head(
+pub(crate) fn write_head(
     out: &mut Vec<u8>,
     cfg: &ServerConfig,
     status: u16,

@@ -2,7 +2,7 @@
 //! reuse policy, response size and delay, limits, and its own count of accepted
 //! connections (the ground truth every connection figure is checked against).
 
-mod conn;
+pub(crate) mod conn;
 pub mod tls;
 
 use std::net::SocketAddr;
