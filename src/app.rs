@@ -1,6 +1,7 @@
 //! The commands: glue from parsed arguments to config, engine, server and report.
 
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -366,6 +367,13 @@ pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
 pub fn audit(a: AuditArgs) -> anyhow::Result<i32> {
     let listen = parse_addr("--listen", &a.listen)?;
     let idle_timeout = parse_duration("--idle-timeout", &a.idle_timeout)?;
+    let header_timeout = parse_duration("--header-timeout", &a.header_timeout)?;
+    if idle_timeout.is_zero() || header_timeout.is_zero() {
+        return Err(UsageError(
+            "--idle-timeout and --header-timeout must be more than zero".into(),
+        )
+        .into());
+    }
     let duration = a
         .duration
         .as_deref()
@@ -401,6 +409,7 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<i32> {
         server: ServerConfig {
             body_size: a.body_size,
             idle_timeout,
+            header_timeout,
             ..ServerConfig::default()
         },
     })?;
@@ -428,9 +437,12 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<i32> {
             .iter()
             .map(|x| x.replace("{url}", &running.url))
             .collect();
+        // The command's standard output goes to stderr: stdout is the report's.
+        let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
         let st = std::process::Command::new(&args[0])
             .args(&args[1..])
             .env("HANDSHAKE_URL", &running.url)
+            .stdout(std::process::Stdio::from(to_stderr))
             .status()
             .with_context(|| format!("starting {}", args[0]))?;
         // Let the client's last closes and resets arrive.

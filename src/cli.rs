@@ -62,6 +62,10 @@ pub struct AuditArgs {
     #[arg(long, default_value = "60s")]
     pub idle_timeout: String,
 
+    /// Time a client has to finish a request it started (a stalled one is cut off)
+    #[arg(long, default_value = "10s")]
+    pub header_timeout: String,
+
     /// Trust the upstream's certificate if signed by the CA in this PEM file
     #[arg(long, value_name = "FILE")]
     pub upstream_cacert: Option<PathBuf>,

@@ -1,0 +1,435 @@
+//! `handshake audit` with real clients (curl, Python, Node, Go) and real nginx as a
+//! reverse proxy: the connections and requests it reports equal what each client is known
+//! to do, every request seen is answered, and audit exits with the command's status.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// Run `handshake audit [opts] -- command...`; returns (exit code, report).
+fn audit(opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec!["audit", "--json"];
+    args.extend_from_slice(opts);
+    args.push("--");
+    args.extend_from_slice(command);
+    let out = run(&args);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "audit {command:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), v)
+}
+
+fn total(v: &Value) -> &Value {
+    &v["total"]
+}
+
+/// Requests seen = requests answered; the per-client figures add up to the total.
+fn check(v: &Value) {
+    let t = total(v);
+    assert_eq!(
+        u(&t["requests"]),
+        u(&t["responses"]),
+        "every request seen was answered: {t}"
+    );
+    let clients = v["clients"].as_array().unwrap();
+    assert_eq!(
+        clients.iter().map(|c| u(&c["connections"])).sum::<u64>(),
+        u(&t["connections"])
+    );
+    let endings: u64 = t["endings"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(endings, u(&t["connections"]), "one ending per connection");
+}
+
+fn verdict(v: &Value) -> String {
+    v["verdict"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+#[test]
+fn curl_reuses_one_connection_for_several_urls_in_one_process() {
+    let (code, v) = audit(
+        &[],
+        &[
+            "curl",
+            "-sf",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "{url}a",
+            "{url}b",
+            "{url}bytes/1000",
+        ],
+    );
+    assert_eq!(code, Some(0));
+    check(&v);
+    assert_eq!(u(&total(&v)["connections"]), 1);
+    assert_eq!(u(&total(&v)["requests"]), 3);
+    assert_eq!(u(&total(&v)["endings"]["client_closed"]), 1);
+    assert!(
+        verdict(&v).contains("3 requests over 1 connection: connections are reused"),
+        "{}",
+        verdict(&v)
+    );
+}
+
+#[test]
+fn curl_with_connection_close_opens_one_connection_per_request() {
+    let (_, v) = audit(
+        &[],
+        &[
+            "curl",
+            "-sf",
+            "-H",
+            "Connection: close",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "{url}a",
+            "{url}b",
+            "{url}c",
+        ],
+    );
+    check(&v);
+    assert_eq!(u(&total(&v)["connections"]), 3);
+    assert_eq!(u(&total(&v)["connection_headers"]["close"]), 3);
+    let s = verdict(&v);
+    assert!(
+        s.contains("3 requests over 3 connections: no reuse.")
+            && s.contains("`Connection: close` on every request"),
+        "{s}"
+    );
+}
+
+#[test]
+fn audit_exits_with_the_commands_status() {
+    let (code, v) = audit(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "curl -s -o /dev/null \"$HANDSHAKE_URL\"; exit 7",
+        ],
+    );
+    assert_eq!(code, Some(7));
+    assert_eq!(v["exit_status"], 7);
+    assert_eq!(u(&total(&v)["requests"]), 1, "HANDSHAKE_URL is exported");
+}
+
+#[test]
+fn python_urllib_and_http_client() {
+    let script = "import sys, urllib.request\nfor i in range(4):\n    urllib.request.urlopen(sys.argv[1] + 'x').read()\n";
+    let (code, v) = audit(&[], &["python3", "-c", script, "{url}"]);
+    assert_eq!(code, Some(0));
+    check(&v);
+    assert_eq!(
+        u(&total(&v)["connections"]),
+        4,
+        "urllib opens a connection per request"
+    );
+    assert!(verdict(&v).contains("4 requests over 4 connections: no reuse."));
+    let script = "import sys, http.client, urllib.parse\nu = urllib.parse.urlparse(sys.argv[1])\nc = http.client.HTTPConnection(u.hostname, u.port)\nfor i in range(5):\n    c.request('GET', '/p'); c.getresponse().read()\nc.close()\n";
+    let (_, v) = audit(&[], &["python3", "-c", script, "{url}"]);
+    check(&v);
+    assert_eq!(u(&total(&v)["connections"]), 1, "one HTTPConnection");
+    assert_eq!(u(&total(&v)["requests"]), 5);
+    assert_eq!(u(&total(&v)["idle_gaps"]["count"]), 4);
+}
+
+#[test]
+fn node_default_agent_and_agent_false() {
+    assert!(have("node"), "node is needed for this test");
+    let script = |agent: &str| {
+        format!(
+            "const http = require('http'); const url = process.argv[1];\n\
+             (async () => {{ for (let i = 0; i < 5; i++) {{ await new Promise((ok, bad) => {{\n\
+               http.get(url, {{ {agent} }}, (res) => {{ res.resume(); res.on('end', ok); }}).on('error', bad); }}); }}\n\
+             }})().then(() => process.exit(0), (e) => {{ console.error(e); process.exit(1); }});"
+        )
+    };
+    let (code, v) = audit(&[], &["node", "-e", &script(""), "{url}"]);
+    assert_eq!(code, Some(0));
+    check(&v);
+    // Node 19 and later keep connections alive with the default agent.
+    assert_eq!(u(&total(&v)["connections"]), 1, "{}", verdict(&v));
+    let (_, v) = audit(&[], &["node", "-e", &script("agent: false"), "{url}"]);
+    check(&v);
+    assert_eq!(u(&total(&v)["connections"]), 5);
+    assert!(
+        verdict(&v).contains("5 requests over 5 connections: no reuse."),
+        "{}",
+        verdict(&v)
+    );
+}
+
+fn go_client(read_body: bool) -> String {
+    let body = if read_body {
+        "io.Copy(io.Discard, resp.Body)\n\t\tresp.Body.Close()"
+    } else {
+        "resp.Body.Close()"
+    };
+    format!(
+        "package main\n\nimport (\n\t\"io\"\n\t\"net/http\"\n\t\"os\"\n)\n\nfunc main() {{\n\tc := &http.Client{{}}\n\tfor i := 0; i < 5; i++ {{\n\t\tresp, err := c.Get(os.Args[1] + \"bytes/65536\")\n\t\tif err != nil {{\n\t\t\tpanic(err)\n\t\t}}\n\t\t{body}\n\t}}\n\t_ = io.Discard\n}}\n"
+    )
+}
+
+#[test]
+fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
+    assert!(
+        have("go") || std::path::Path::new("/usr/local/go/bin/go").exists(),
+        "go is needed for this test"
+    );
+    let go = if have("go") {
+        "go".to_string()
+    } else {
+        "/usr/local/go/bin/go".to_string()
+    };
+    let dir = std::env::temp_dir().join(format!("handshake-go-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (read, name) in [(true, "read.go"), (false, "unread.go")] {
+        std::fs::write(dir.join(name), go_client(read)).unwrap();
+    }
+    // Build first so the audit measures the client, not the compiler.
+    for name in ["read", "unread"] {
+        let mut cmd = Command::new(&go);
+        cmd.args([
+            "build",
+            "-o",
+            dir.join(name).to_str().unwrap(),
+            dir.join(format!("{name}.go")).to_str().unwrap(),
+        ])
+        .env("GO111MODULE", "off");
+        if std::env::var_os("HOME").is_none() {
+            // Go needs a build cache and a GOPATH; without HOME, give it ours.
+            cmd.env("GOCACHE", dir.join("cache"))
+                .env("GOPATH", dir.join("gopath"));
+        }
+        let st = cmd.status().unwrap();
+        assert!(st.success(), "go build {name}");
+    }
+    let (code, v) = audit(&[], &[dir.join("read").to_str().unwrap(), "{url}"]);
+    assert_eq!(code, Some(0));
+    check(&v);
+    assert_eq!(u(&total(&v)["connections"]), 1, "{}", verdict(&v));
+    let (_, v) = audit(&[], &[dir.join("unread").to_str().unwrap(), "{url}"]);
+    check(&v);
+    assert_eq!(u(&total(&v)["connections"]), 5);
+    assert!(
+        u(&total(&v)["endings"]["client_closed_unread"]) >= 4,
+        "{}",
+        total(&v)
+    );
+    assert!(
+        verdict(&v).contains("with unread response bytes left")
+            && verdict(&v).contains("in Go: read the body to EOF"),
+        "{}",
+        verdict(&v)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn misbehaving_clients_are_reported_without_crashing_the_audit() {
+    let script = "import socket, sys, time, urllib.parse\n\
+u = urllib.parse.urlparse(sys.argv[1]); a = (u.hostname, u.port)\n\
+s = socket.create_connection(a); s.sendall(b'\\x16\\x03\\x01 not http\\r\\n\\r\\n'); s.recv(100); s.close()\n\
+s = socket.create_connection(a); s.sendall(b'GET / HTTP/1.1\\r\\nHo'); time.sleep(0.1); s.close()\n\
+s = socket.create_connection(a); s.sendall(b'GET / HTTP/1.1\\r\\nHo'); time.sleep(0.8); s.close()\n\
+s = socket.create_connection(a); s.sendall(b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); s.recv(1000); s.close()\n";
+    let (code, v) = audit(
+        &["--header-timeout", "300ms"],
+        &["python3", "-c", script, "{url}"],
+    );
+    assert_eq!(code, Some(0));
+    let t = total(&v);
+    assert_eq!(u(&t["connections"]), 4);
+    assert_eq!(u(&t["endings"]["garbage"]), 1, "{t}");
+    assert_eq!(u(&t["endings"]["client_closed_mid_request"]), 1, "{t}");
+    assert_eq!(u(&t["endings"]["stalled"]), 1, "{t}");
+    assert_eq!(u(&t["requests"]), 1);
+    assert_eq!(u(&t["responses"]), 1);
+    let s = verdict(&v);
+    assert!(
+        s.contains("not HTTP") && s.contains("stalled") && s.contains("in the middle of a request"),
+        "{s}"
+    );
+}
+
+#[test]
+fn forwarding_to_an_upstream_over_persistent_connections() {
+    let srv = start(ServerConfig::default());
+    let up = srv.http_url().unwrap();
+    let (_, v) = audit(
+        &["--upstream", &up],
+        &[
+            "curl",
+            "-sf",
+            "-H",
+            "Connection: close",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "{url}bytes/100",
+            "{url}bytes/200",
+            "{url}status/204",
+        ],
+    );
+    check(&v);
+    assert_eq!(u(&total(&v)["connections"]), 3);
+    assert_eq!(srv.snapshot().requests, 3, "forwarded to the upstream");
+    assert_eq!(
+        srv.snapshot().connections_accepted,
+        1,
+        "one persistent upstream connection"
+    );
+    srv.stop();
+}
+
+/// nginx as a reverse proxy in front of an audit on `port`.
+fn nginx_proxy(
+    audit_port: u16,
+    keepalive: bool,
+) -> Option<(std::process::Child, u16, std::path::PathBuf)> {
+    let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(bin) = bin else {
+        assert!(
+            std::env::var_os("HANDSHAKE_SKIP_NGINX").is_some(),
+            "nginx is needed (Debian package nginx; .ci/run installs it)"
+        );
+        return None;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!(
+        "handshake-nginx-proxy-{}-{keepalive}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display();
+    let (up, extra) = if keepalive {
+        (
+            "keepalive 16;",
+            "proxy_http_version 1.1; proxy_set_header Connection \"\";",
+        )
+    } else {
+        ("", "")
+    };
+    let conf = format!(
+        "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
+         http {{ access_log off; client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;\n\
+         uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+         upstream audited {{ server 127.0.0.1:{audit_port}; {up} }}\n\
+         server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://audited; {extra} }} }} }}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new(bin)
+        .args([
+            "-c",
+            dir.join("nginx.conf").to_str().unwrap(),
+            "-p",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "nginx did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some((child, port, dir))
+}
+
+fn stop(mut child: std::process::Child, dir: std::path::PathBuf) {
+    let _ = Command::new("kill")
+        .args(["-QUIT", &child.id().to_string()])
+        .status();
+    let t = Instant::now();
+    while child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn nginx_as_a_proxy_without_and_with_upstream_keepalive() {
+    for keepalive in [false, true] {
+        let audit_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen = format!("127.0.0.1:{audit_port}");
+        // nginx is started by the command itself, once the audit listens, and stopped by it.
+        let Some((child, port, dir)) = nginx_proxy(audit_port, keepalive) else {
+            return;
+        };
+        let url = format!("http://127.0.0.1:{port}/");
+        let (code, v) = audit(
+            &["--listen", &listen],
+            &[bin(), "bench", &url, "-n", "60", "-c", "2", "--no-progress"],
+        );
+        stop(child, dir);
+        assert_eq!(code, Some(0));
+        check(&v);
+        let t = total(&v);
+        assert_eq!(u(&t["requests"]), 60);
+        if keepalive {
+            assert!(u(&t["connections"]) <= 4, "upstream keep-alive reuses: {t}");
+            assert!(
+                verdict(&v).contains("connections are reused"),
+                "{}",
+                verdict(&v)
+            );
+        } else {
+            assert_eq!(
+                u(&t["connections"]),
+                60,
+                "a new upstream connection per request: {t}"
+            );
+            assert_eq!(
+                u(&t["http_versions"]["HTTP/1.0"]),
+                60,
+                "nginx speaks HTTP/1.0 upstream by default"
+            );
+            assert!(verdict(&v).contains("no reuse"), "{}", verdict(&v));
+        }
+    }
+}
