@@ -57,6 +57,8 @@ struct ConnLog {
     connection_headers: BTreeMap<String, u64>,
     gaps: GapStats,
     end: Option<Ending>,
+    /// With `--tls`: whether the handshake resumed a session.
+    tls_resumed: Option<bool>,
     /// Body bytes of the last response and how many of them were written.
     last_body: u64,
     written_of_last: u64,
@@ -248,7 +250,12 @@ async fn accept_loop(
                     match tokio::time::timeout(shared.0.server.header_timeout, acc.accept(sock))
                         .await
                     {
-                        Ok(Ok(s)) => serve(s, &shared, idx).await,
+                        Ok(Ok(s)) => {
+                            let resumed = s.get_ref().1.handshake_kind()
+                                == Some(rustls::HandshakeKind::Resumed);
+                            with_log(&shared.1, |g| g.conns[idx].tls_resumed = Some(resumed));
+                            serve(s, &shared, idx).await
+                        }
                         Ok(Err(_)) => Ending::Garbage,
                         Err(_) => Ending::Stalled,
                     }
@@ -749,6 +756,14 @@ pub struct ClientSummary {
     pub connection_headers: BTreeMap<String, u64>,
     pub idle_gaps: GapStats,
     pub endings: BTreeMap<Ending, u64>,
+    /// With `--tls`: handshakes that were full and resumed.
+    pub tls_handshakes: TlsCounts,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct TlsCounts {
+    pub full: u64,
+    pub resumed: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -788,6 +803,7 @@ fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         connection_headers: BTreeMap::new(),
         idle_gaps: GapStats::default(),
         endings: BTreeMap::new(),
+        tls_handshakes: TlsCounts::default(),
     };
     let mut with_requests = 0u64;
     for c in conns {
@@ -803,6 +819,11 @@ fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
             *s.connection_headers.entry(k.clone()).or_default() += v;
         }
         s.idle_gaps.merge(&c.gaps);
+        match c.tls_resumed {
+            Some(true) => s.tls_handshakes.resumed += 1,
+            Some(false) => s.tls_handshakes.full += 1,
+            None => {}
+        }
         *s.endings
             .entry(c.end.unwrap_or(Ending::OpenAtEnd))
             .or_default() += 1;
@@ -897,6 +918,17 @@ pub fn verdict(t: &ClientSummary) -> Vec<String> {
             plural(t.connections, "connection"),
             t.requests_per_connection.mean
         ));
+    }
+    let tls = t.tls_handshakes;
+    if tls.full + tls.resumed > 1 {
+        v.push(if tls.resumed == 0 {
+            format!(
+                "TLS: all {} handshakes were full: the client does not resume sessions, so each new connection pays the full handshake.",
+                tls.full
+            )
+        } else {
+            format!("TLS: {} of {} handshakes resumed a session.", tls.resumed, tls.full + tls.resumed)
+        });
     }
     let unread = count(&t.endings, &Ending::ClientClosedUnread);
     if unread > 0 {
@@ -1011,6 +1043,13 @@ pub fn render(r: &AuditReport) -> String {
             })
             .collect();
         let _ = writeln!(out, "  how connections ended {}", endings.join(", "));
+        if s.tls_handshakes.full + s.tls_handshakes.resumed > 0 {
+            let _ = writeln!(
+                out,
+                "  TLS handshakes        full {}, resumed {}",
+                s.tls_handshakes.full, s.tls_handshakes.resumed
+            );
+        }
     }
     let _ = writeln!(out, "\nVerdict");
     for v in &r.verdict {

@@ -433,3 +433,43 @@ fn nginx_as_a_proxy_without_and_with_upstream_keepalive() {
         }
     }
 }
+
+#[test]
+fn tls_audit_shows_whether_the_client_resumes_sessions() {
+    let dir = std::env::temp_dir().join(format!("handshake-audit-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    let ca_s = ca.to_str().unwrap();
+    // handshake itself as the client: a new connection per request, with and without resumption.
+    for (strategy, resumes) in [("close-resumed", true), ("close", false)] {
+        let (code, v) = audit(
+            &["--tls", "--cacert-out", ca_s],
+            &["sh", "-c", &format!("{} bench \"$HANDSHAKE_URL\" -n 6 -c 1 --strategy {strategy} --cacert {ca_s} --no-progress >/dev/null", bin())],
+        );
+        assert_eq!(code, Some(0), "{v}");
+        check(&v);
+        let t = total(&v);
+        assert!(v["url"].as_str().unwrap().starts_with("https://"));
+        assert_eq!(u(&t["connections"]), 6);
+        assert_eq!(
+            u(&t["tls_handshakes"]["full"]) + u(&t["tls_handshakes"]["resumed"]),
+            6
+        );
+        if resumes {
+            assert!(u(&t["tls_handshakes"]["resumed"]) >= 5, "{t}");
+            assert!(
+                verdict(&v).contains("handshakes resumed a session"),
+                "{}",
+                verdict(&v)
+            );
+        } else {
+            assert_eq!(u(&t["tls_handshakes"]["resumed"]), 0, "{t}");
+            assert!(
+                verdict(&v).contains("does not resume sessions"),
+                "{}",
+                verdict(&v)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
