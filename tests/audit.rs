@@ -5,7 +5,6 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
@@ -314,80 +313,6 @@ fn forwarding_to_an_upstream_over_persistent_connections() {
     srv.stop();
 }
 
-/// nginx as a reverse proxy in front of an audit on `port`.
-fn nginx_proxy(
-    audit_port: u16,
-    keepalive: bool,
-) -> Option<(std::process::Child, u16, std::path::PathBuf)> {
-    let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists());
-    let Some(bin) = bin else {
-        assert!(
-            std::env::var_os("HANDSHAKE_SKIP_NGINX").is_some(),
-            "nginx is needed (Debian package nginx; .ci/run installs it)"
-        );
-        return None;
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!(
-        "handshake-nginx-proxy-{}-{keepalive}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let d = dir.display();
-    let (up, extra) = if keepalive {
-        (
-            "keepalive 16;",
-            "proxy_http_version 1.1; proxy_set_header Connection \"\";",
-        )
-    } else {
-        ("", "")
-    };
-    let conf = format!(
-        "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
-         http {{ access_log off; client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;\n\
-         uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
-         upstream audited {{ server 127.0.0.1:{audit_port}; {up} }}\n\
-         server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://audited; {extra} }} }} }}\n"
-    );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let child = Command::new(bin)
-        .args([
-            "-c",
-            dir.join("nginx.conf").to_str().unwrap(),
-            "-p",
-            dir.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(10), "nginx did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some((child, port, dir))
-}
-
-fn stop(mut child: std::process::Child, dir: std::path::PathBuf) {
-    let _ = Command::new("kill")
-        .args(["-QUIT", &child.id().to_string()])
-        .status();
-    let t = Instant::now();
-    while child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = std::fs::remove_dir_all(dir);
-}
-
 #[test]
 fn nginx_as_a_proxy_without_and_with_upstream_keepalive() {
     for keepalive in [false, true] {
@@ -397,16 +322,34 @@ fn nginx_as_a_proxy_without_and_with_upstream_keepalive() {
             .unwrap()
             .port();
         let listen = format!("127.0.0.1:{audit_port}");
-        // nginx is started by the command itself, once the audit listens, and stopped by it.
-        let Some((child, port, dir)) = nginx_proxy(audit_port, keepalive) else {
+        let (http, location) = if keepalive {
+            (
+                format!("upstream audited {{ server {listen}; keepalive 16; }}"),
+                "proxy_pass http://audited; proxy_http_version 1.1; proxy_set_header Connection \"\";",
+            )
+        } else {
+            (
+                format!("upstream audited {{ server {listen}; }}"),
+                "proxy_pass http://audited;",
+            )
+        };
+        let Some(ng) = Nginx::start(&http, location) else {
             return;
         };
-        let url = format!("http://127.0.0.1:{port}/");
         let (code, v) = audit(
             &["--listen", &listen],
-            &[bin(), "bench", &url, "-n", "60", "-c", "2", "--no-progress"],
+            &[
+                bin(),
+                "bench",
+                &ng.url(),
+                "-n",
+                "60",
+                "-c",
+                "2",
+                "--no-progress",
+            ],
         );
-        stop(child, dir);
+        drop(ng);
         assert_eq!(code, Some(0));
         check(&v);
         let t = total(&v);

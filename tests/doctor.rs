@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
@@ -146,86 +145,12 @@ fn doctor_on_a_healthy_tls_server_finds_no_problem() {
     srv.stop();
 }
 
-/// nginx with its own config on a free loopback port, stopped by its PID on drop.
-struct Nginx {
-    child: Child,
-    port: u16,
-    dir: std::path::PathBuf,
-}
-
-impl Nginx {
-    fn start(directives: &str) -> Option<Nginx> {
-        let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-            .into_iter()
-            .find(|p| std::path::Path::new(p).exists());
-        let Some(bin) = bin else {
-            if std::env::var_os("HANDSHAKE_SKIP_NGINX").is_some() {
-                eprintln!("skipping: nginx is not installed (HANDSHAKE_SKIP_NGINX set)");
-                return None;
-            }
-            panic!("nginx is needed (Debian package nginx; .ci/run installs it). Set HANDSHAKE_SKIP_NGINX=1 to skip.");
-        };
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("handshake-nginx-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let d = dir.display();
-        let conf = format!(
-            "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
-             events {{ worker_connections 1024; }}\nhttp {{\n access_log off;\n\
-             client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;\n\
-             uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n {directives}\n\
-             server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"ok\\n\"; }} }}\n}}\n"
-        );
-        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-        let child = Command::new(bin)
-            .args([
-                "-c",
-                dir.join("nginx.conf").to_str().unwrap(),
-                "-p",
-                dir.to_str().unwrap(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let t = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(10), "nginx did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(Nginx { child, port, dir })
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-QUIT", &self.child.id().to_string()])
-            .status();
-        let t = Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5)
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 fn doctor_on_nginx_with_a_3s_timeout_and_100_requests() {
-    let Some(ng) = Nginx::start("keepalive_timeout 3s; keepalive_requests 100;") else {
+    let Some(ng) = Nginx::start(
+        "keepalive_timeout 3s; keepalive_requests 100;",
+        "return 200 \"ok\\n\";",
+    ) else {
         return;
     };
     let (code, v) = doctor(&[&ng.url(), "--max-idle", "10s"]);
@@ -237,7 +162,7 @@ fn doctor_on_nginx_with_a_3s_timeout_and_100_requests() {
 
 #[test]
 fn doctor_on_nginx_with_keepalive_off() {
-    let Some(ng) = Nginx::start("keepalive_timeout 0;") else {
+    let Some(ng) = Nginx::start("keepalive_timeout 0;", "return 200 \"ok\\n\";") else {
         return;
     };
     let (code, v) = doctor(&[&ng.url()]);

@@ -154,3 +154,82 @@ pub fn reset(s: TcpStream) {
     }
     drop(s);
 }
+
+/// nginx with its own config on a free loopback port, stopped by its PID on drop.
+/// `http` goes into the `http` block, `location` into `location /`.
+pub struct Nginx {
+    child: std::process::Child,
+    pub port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Nginx {
+    /// None (with a message) only when nginx is missing and HANDSHAKE_SKIP_NGINX is set.
+    pub fn start(http: &str, location: &str) -> Option<Nginx> {
+        let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists());
+        let Some(bin) = bin else {
+            if std::env::var_os("HANDSHAKE_SKIP_NGINX").is_some() {
+                eprintln!("skipping: nginx is not installed (HANDSHAKE_SKIP_NGINX set)");
+                return None;
+            }
+            panic!("nginx is needed (Debian package nginx; .ci/run installs it). Set HANDSHAKE_SKIP_NGINX=1 to skip.");
+        };
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        static N: AtomicU64 = AtomicU64::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("handshake-nginx-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.display();
+        let conf = format!(
+            "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+             events {{ worker_connections 1024; }}\nhttp {{\n access_log off;\n\
+             client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;\n\
+             uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n {http}\n\
+             server {{ listen 127.0.0.1:{port}; location / {{ {location} }} }}\n}}\n"
+        );
+        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+        let child = std::process::Command::new(bin)
+            .args([
+                "-c",
+                dir.join("nginx.conf").to_str().unwrap(),
+                "-p",
+                dir.to_str().unwrap(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = std::time::Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(10), "nginx did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Nginx { child, port, dir })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-QUIT", &self.child.id().to_string()])
+            .status();
+        let t = std::time::Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
