@@ -154,19 +154,13 @@ pub struct RunningAudit {
     pub url: String,
     pub ca_pem: String,
     log: SharedLog,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: crate::runtime_thread::RuntimeThread,
 }
 
 impl RunningAudit {
     /// Stop and return the report (connections still open count as `open_at_end`).
     pub fn finish(mut self, command: Option<Vec<String>>, exit_status: Option<i32>) -> AuditReport {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.thread.stop();
         report(&self.url, &self.log, command, exit_status)
     }
 }
@@ -174,50 +168,27 @@ impl RunningAudit {
 pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
     let certs = crate::server::tls::generate()?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));
-    let (bound_tx, bound_rx) = std::sync::mpsc::channel::<anyhow::Result<SocketAddr>>();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let tls = cfg.tls;
     let acceptor = tls.then(|| tokio_rustls::TlsAcceptor::from(certs.server_config.clone()));
     let shared = Arc::new((cfg, log.clone()));
-    let thread = std::thread::Builder::new()
-        .name("handshake-audit".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = bound_tx.send(Err(e.into()));
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                let l = match TcpListener::bind(shared.0.listen).await {
-                    Ok(l) => l,
-                    Err(e) => {
-                        let _ = bound_tx
-                            .send(Err(anyhow::Error::new(e)
-                                .context(format!("binding {}", shared.0.listen))));
-                        return;
-                    }
-                };
-                let _ = bound_tx.send(l.local_addr().map_err(Into::into));
-                tokio::select! {
-                    _ = accept_loop(l, shared, acceptor) => {}
-                    _ = stop_rx => {}
-                }
-            });
-            // Dropping the runtime drops the connections still open; they were counted.
-        })?;
-    let addr = bound_rx.recv().context("the audit thread ended")??;
+    let (addr, thread) = crate::runtime_thread::RuntimeThread::spawn(
+        "handshake-audit",
+        || {},
+        move || async move {
+            let l = TcpListener::bind(shared.0.listen)
+                .await
+                .with_context(|| format!("binding {}", shared.0.listen))?;
+            let addr = l.local_addr()?;
+            tokio::spawn(accept_loop(l, shared, acceptor));
+            anyhow::Ok(addr)
+        },
+    )?;
     let url = format!("{}://{addr}/", if tls { "https" } else { "http" });
     Ok(RunningAudit {
         url,
         ca_pem: certs.ca_pem,
         log,
-        stop: Some(stop_tx),
-        thread: Some(thread),
+        thread,
     })
 }
 

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod probe;
 pub mod record;
 pub mod report;
+pub mod runtime_thread;
 pub mod server;
 pub mod stats;
 pub mod timer;

@@ -119,10 +119,7 @@ impl ServerStats {
 /// (`threads == 1`: no work-stealing overhead, as a one-worker nginx), or a
 /// multi-thread runtime. Either way its threads are named `handshake-server`.
 enum Exec {
-    Single {
-        stop: Option<tokio::sync::oneshot::Sender<()>>,
-        thread: Option<std::thread::JoinHandle<()>>,
-    },
+    Single(crate::runtime_thread::RuntimeThread),
     Multi(Option<tokio::runtime::Runtime>),
 }
 
@@ -158,14 +155,7 @@ impl RunningServer {
 
     fn shutdown(&mut self) {
         match &mut self.exec {
-            Exec::Single { stop, thread } => {
-                if let Some(tx) = stop.take() {
-                    let _ = tx.send(());
-                }
-                if let Some(t) = thread.take() {
-                    let _ = t.join();
-                }
-            }
+            Exec::Single(t) => t.stop(),
             Exec::Multi(rt) => {
                 if let Some(rt) = rt.take() {
                     rt.shutdown_timeout(Duration::from_millis(200));
@@ -243,40 +233,13 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     });
     let tls_config = certs.server_config.clone();
     let ((http_addr, https_addr), exec) = if cfg.threads <= 1 {
-        let (bound_tx, bound_rx) = std::sync::mpsc::channel::<anyhow::Result<Bound>>();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("handshake-server".into())
-            .spawn(move || {
-                shared.stats.register_current_thread();
-                let rt = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = bound_tx.send(Err(e.into()));
-                        return;
-                    }
-                };
-                rt.block_on(async move {
-                    let bound = bind_all(shared, tls_config).await;
-                    let ok = bound.is_ok();
-                    let _ = bound_tx.send(bound);
-                    if ok {
-                        let _ = stop_rx.await;
-                    }
-                });
-            })
-            .context("starting the server thread")?;
-        let bound = bound_rx.recv().context("the server thread ended")??;
-        (
-            bound,
-            Exec::Single {
-                stop: Some(stop_tx),
-                thread: Some(thread),
-            },
-        )
+        let st = stats.clone();
+        let (bound, thread) = crate::runtime_thread::RuntimeThread::spawn(
+            "handshake-server",
+            move || st.register_current_thread(),
+            move || bind_all(shared, tls_config),
+        )?;
+        (bound, Exec::Single(thread))
     } else {
         let st = stats.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
