@@ -59,9 +59,10 @@ struct ConnLog {
     end: Option<Ending>,
     /// With `--tls`: whether the handshake resumed a session.
     tls_resumed: Option<bool>,
-    /// Body bytes of the last response and how many of them were written.
+    /// Body bytes of the last response.
     last_body: u64,
-    written_of_last: u64,
+    /// A response the client cut off: (body bytes written, body bytes in all).
+    cut: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -342,32 +343,29 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             },
         };
         let (bytes, extra_fill, body_len) = response;
-        with_log(log, |g| {
-            g.conns[idx].last_body = body_len;
-            g.conns[idx].written_of_last = 0;
-        });
-        let mut written = (bytes.len() as u64).saturating_sub(body_len.saturating_sub(extra_fill));
-        if let Err(e) = s.write_all(&bytes).await {
-            let _ = e;
+        with_log(log, |g| g.conns[idx].last_body = body_len);
+        let cut = |written: u64| with_log(log, |g| g.conns[idx].cut = Some((written, body_len)));
+        if s.write_all(&bytes).await.is_err() {
+            cut(0);
             return Ending::ClientClosedMidResponse;
         }
+        // The body bytes written with the head; the rest comes from FILL.
+        let mut written = body_len - extra_fill;
         let mut left = extra_fill;
         while left > 0 {
             let n = left.min(FILL.len() as u64) as usize;
             if s.write_all(&FILL[..n]).await.is_err() {
-                with_log(log, |g| g.conns[idx].written_of_last = written);
+                cut(written);
                 return Ending::ClientClosedMidResponse;
             }
             written += n as u64;
             left -= n as u64;
         }
         if s.flush().await.is_err() {
+            cut(written);
             return Ending::ClientClosedMidResponse;
         }
-        with_log(log, |g| {
-            g.conns[idx].responses += 1;
-            g.conns[idx].written_of_last = body_len;
-        });
+        with_log(log, |g| g.conns[idx].responses += 1);
         last_response_end = Some(Instant::now());
         if !keep {
             let _ = s.shutdown().await;
@@ -729,6 +727,15 @@ pub struct ClientSummary {
     pub endings: BTreeMap<Ending, u64>,
     /// With `--tls`: handshakes that were full and resumed.
     pub tls_handshakes: TlsCounts,
+    /// Responses the client cut off: how many, and body bytes written of all of them.
+    pub cut_responses: CutResponses,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CutResponses {
+    pub count: u64,
+    pub body_bytes_written: u64,
+    pub body_bytes_total: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -775,6 +782,7 @@ fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         idle_gaps: GapStats::default(),
         endings: BTreeMap::new(),
         tls_handshakes: TlsCounts::default(),
+        cut_responses: CutResponses::default(),
     };
     let mut with_requests = 0u64;
     for c in conns {
@@ -790,6 +798,11 @@ fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
             *s.connection_headers.entry(k.clone()).or_default() += v;
         }
         s.idle_gaps.merge(&c.gaps);
+        if let Some((written, total)) = c.cut {
+            s.cut_responses.count += 1;
+            s.cut_responses.body_bytes_written += written;
+            s.cut_responses.body_bytes_total += total;
+        }
         match c.tls_resumed {
             Some(true) => s.tls_handshakes.resumed += 1,
             Some(false) => s.tls_handshakes.full += 1,
@@ -926,7 +939,19 @@ pub fn verdict(t: &ClientSummary) -> Vec<String> {
     ] {
         let n = count(&t.endings, &e);
         if n > 0 {
-            v.push(format!("On {} the client {what}.", plural(n, "connection")));
+            let detail =
+                if e == Ending::ClientClosedMidResponse && t.cut_responses.body_bytes_total > 0 {
+                    format!(
+                        " ({} of {} body bytes had been written)",
+                        t.cut_responses.body_bytes_written, t.cut_responses.body_bytes_total
+                    )
+                } else {
+                    String::new()
+                };
+            v.push(format!(
+                "On {} the client {what}{detail}.",
+                plural(n, "connection")
+            ));
         }
     }
     if t.responses < t.requests {

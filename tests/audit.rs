@@ -260,19 +260,28 @@ u = urllib.parse.urlparse(sys.argv[1]); a = (u.hostname, u.port)\n\
 s = socket.create_connection(a); s.sendall(b'\\x16\\x03\\x01 not http\\r\\n\\r\\n'); s.recv(100); s.close()\n\
 s = socket.create_connection(a); s.sendall(b'GET / HTTP/1.1\\r\\nHo'); time.sleep(0.1); s.close()\n\
 s = socket.create_connection(a); s.sendall(b'GET / HTTP/1.1\\r\\nHo'); time.sleep(0.8); s.close()\n\
-s = socket.create_connection(a); s.sendall(b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); s.recv(1000); s.close()\n";
+s = socket.create_connection(a); s.sendall(b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); s.recv(1000); s.close()\n\
+s = socket.create_connection(a); s.sendall(b'GET /bytes/20000000 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); s.recv(1000); s.close(); time.sleep(0.3)\n";
     let (code, v) = audit(
         &["--header-timeout", "300ms"],
         &["python3", "-c", script, "{url}"],
     );
     assert_eq!(code, Some(0));
     let t = total(&v);
-    assert_eq!(u(&t["connections"]), 4);
+    assert_eq!(u(&t["connections"]), 5);
     assert_eq!(u(&t["endings"]["garbage"]), 1, "{t}");
+    assert_eq!(u(&t["endings"]["client_closed_mid_response"]), 1, "{t}");
+    let cut = &t["cut_responses"];
+    assert_eq!(u(&cut["body_bytes_total"]), 20_000_000);
+    assert!(u(&cut["body_bytes_written"]) < 20_000_000, "{cut}");
     assert_eq!(u(&t["endings"]["client_closed_mid_request"]), 1, "{t}");
     assert_eq!(u(&t["endings"]["stalled"]), 1, "{t}");
-    assert_eq!(u(&t["requests"]), 1);
-    assert_eq!(u(&t["responses"]), 1);
+    assert_eq!(u(&t["requests"]), 2);
+    assert_eq!(
+        u(&t["responses"]),
+        1,
+        "the cut response is not counted as answered"
+    );
     let s = verdict(&v);
     assert!(
         s.contains("not HTTP") && s.contains("stalled") && s.contains("in the middle of a request"),
