@@ -239,16 +239,22 @@ fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
     let (_, v) = audit(&[], &[dir.join("unread").to_str().unwrap(), "{url}"]);
     check(&v);
     assert_eq!(u(&total(&v)["connections"]), 5);
+    // Closing an unread body ends the connection. When response bytes were still in the
+    // client's socket, its kernel resets it (seen as unread); when Go had already pulled
+    // them in, it is a plain close. Every connection is one or the other.
+    let t = total(&v);
+    let unread = u(&t["endings"]["client_closed_unread"]);
+    let closed = t["endings"]["client_closed"].as_u64().unwrap_or(0);
+    assert_eq!(unread + closed, 5, "{t}");
+    assert!(unread >= 1, "some resets with unread bytes: {t}");
+    let s = verdict(&v);
     assert!(
-        u(&total(&v)["endings"]["client_closed_unread"]) >= 4,
-        "{}",
-        total(&v)
+        s.contains("5 requests over 5 connections: no reuse."),
+        "{s}"
     );
     assert!(
-        verdict(&v).contains("with unread response bytes left")
-            && verdict(&v).contains("in Go: read the body to EOF"),
-        "{}",
-        verdict(&v)
+        s.contains("with unread response bytes left") && s.contains("in Go: read the body to EOF"),
+        "{s}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
