@@ -16,9 +16,9 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::http1::ChunkedDecoder;
+use crate::http1::{has_token, ChunkedDecoder};
 use crate::net::{Origin, Stream};
-use crate::server::conn::{has_token, reason, route_of, write_head, ConnHeader, Route, FILL};
+use crate::server::conn::{reason, route_of, write_head, ConnHeader, Route, FILL};
 use crate::server::ServerConfig;
 
 /// How a connection ended, as far as the socket shows.
@@ -463,15 +463,14 @@ async fn read_body<S: AsyncRead + Unpin>(
     let deadline = Instant::now() + cfg.header_timeout;
     if info.chunked {
         let mut dec = ChunkedDecoder::new();
-        let mut raw = Vec::new();
+        let mut data = Vec::new();
         loop {
-            let fed = dec.feed(buf).map_err(|_| Ending::Garbage)?;
-            raw.extend_from_slice(&buf[..fed.consumed]);
+            let fed = dec.feed_data(buf, &mut data).map_err(|_| Ending::Garbage)?;
             buf.drain(..fed.consumed);
             if fed.done {
-                return Ok(dechunk(&raw));
+                return Ok(data);
             }
-            if raw.len() as u64 > cfg.max_body_bytes {
+            if data.len() as u64 > cfg.max_body_bytes {
                 return Err(Ending::Garbage);
             }
             read_more(s, buf, chunk, deadline).await?;
@@ -503,25 +502,6 @@ async fn read_more<S: AsyncRead + Unpin>(
         Err(_) => Err(Ending::Stalled),
         _ => Err(Ending::ClientClosedMidRequest),
     }
-}
-
-/// The data of a complete, valid chunked body.
-fn dechunk(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while let Some(pos) = raw[i..].windows(2).position(|w| w == b"\r\n") {
-        let line = &raw[i..i + pos];
-        let size_hex = line.split(|b| *b == b';').next().unwrap_or(b"");
-        let size = usize::from_str_radix(std::str::from_utf8(size_hex).unwrap_or("0").trim(), 16)
-            .unwrap_or(0);
-        i += pos + 2;
-        if size == 0 {
-            break;
-        }
-        out.extend_from_slice(&raw[i..(i + size).min(raw.len())]);
-        i += size + 2;
-    }
-    out
 }
 
 /// A response from the embedded routes: (bytes to write, FILL bytes to add, body length).
@@ -647,13 +627,14 @@ async fn read_upstream(
         }
         crate::http1::Framing::Chunked => {
             let mut dec = ChunkedDecoder::new();
-            let mut raw = Vec::new();
+            let mut data = Vec::new();
             loop {
-                let fed = dec.feed(&buf).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                raw.extend_from_slice(&buf[..fed.consumed]);
+                let fed = dec
+                    .feed_data(&buf, &mut data)
+                    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
                 buf.drain(..fed.consumed);
                 if fed.done {
-                    break dechunk(&raw);
+                    break data;
                 }
                 let r = s.read(&mut chunk).await?;
                 anyhow::ensure!(r > 0, "the upstream closed inside the body");

@@ -431,3 +431,52 @@ fn tls_audit_shows_whether_the_client_resumes_sessions() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn chunked_bodies_are_forwarded_both_ways() {
+    // The upstream checks the forwarded request (chunked by the client, re-framed with a
+    // Content-Length by the audit) and answers with a chunked body.
+    let (addr, accepted) = script_server(|mut st, _| {
+        let Some(head) = read_head(&mut st) else {
+            return;
+        };
+        let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        let mut body = [0u8; 11];
+        let ok = head.contains("content-length: 11")
+            && !head.contains("transfer-encoding")
+            && std::io::Read::read_exact(&mut st, &mut body).is_ok()
+            && &body == b"hello world";
+        let reply: &[u8] = if ok {
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=1\r\n world\r\n0\r\n\r\n"
+        } else {
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
+        };
+        write(&mut st, reply);
+    });
+    let dir = std::env::temp_dir().join(format!("handshake-audit-chunked-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("out");
+    let (code, v) = audit(
+        &["--upstream", &format!("http://{addr}/")],
+        &[
+            "curl",
+            "-sf",
+            "-H",
+            "Transfer-Encoding: chunked",
+            "--data-binary",
+            "hello world",
+            "-o",
+            out.to_str().unwrap(),
+            "{url}echo",
+        ],
+    );
+    assert_eq!(code, Some(0), "curl got a 2xx");
+    check(&v);
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        b"hello world",
+        "the chunked answer reaches the client whole"
+    );
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -78,6 +78,20 @@ impl ChunkedDecoder {
 
     /// Feed input; returns how much was consumed and how much of it was body.
     pub fn feed(&mut self, input: &[u8]) -> Result<Fed, ChunkError> {
+        self.feed_inner(input, None)
+    }
+
+    /// Like [`feed`](Self::feed), and append the body data found to `data` (for a proxy
+    /// that forwards the body, not only counts it).
+    pub fn feed_data(&mut self, input: &[u8], data: &mut Vec<u8>) -> Result<Fed, ChunkError> {
+        self.feed_inner(input, Some(data))
+    }
+
+    fn feed_inner(
+        &mut self,
+        input: &[u8],
+        mut data: Option<&mut Vec<u8>>,
+    ) -> Result<Fed, ChunkError> {
         let mut i = 0;
         let mut body = 0u64;
         while i < input.len() {
@@ -87,6 +101,9 @@ impl ChunkedDecoder {
                 State::Data => {
                     let take = (input.len() - i)
                         .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+                    if let Some(out) = data.as_deref_mut() {
+                        out.extend_from_slice(&input[i..i + take]);
+                    }
                     i += take;
                     body += take as u64;
                     self.remaining -= take as u64;
@@ -240,6 +257,21 @@ mod tests {
                 Ok((15, input.len() - 4)),
                 "step {step}"
             );
+        }
+    }
+
+    #[test]
+    fn feed_data_collects_the_body_in_any_split() {
+        let input = b"5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n";
+        for step in 1..input.len() {
+            let mut d = ChunkedDecoder::new();
+            let mut data = Vec::new();
+            let mut pos = 0;
+            while !d.is_done() {
+                let end = (pos + step).min(input.len());
+                pos += d.feed_data(&input[pos..end], &mut data).unwrap().consumed;
+            }
+            assert_eq!(data, b"hello0123456789", "step {step}");
         }
     }
 

@@ -7,4 +7,6 @@ pub mod response;
 
 pub use chunked::{ChunkError, ChunkedDecoder};
 pub use request::{ConnectionHeader, HttpVersion, RequestTemplate};
-pub use response::{parse_head, Framing, HeadError, ResponseHead, MAX_HEADERS, MAX_HEAD_BYTES};
+pub use response::{
+    has_token, parse_head, Framing, HeadError, ResponseHead, MAX_HEADERS, MAX_HEAD_BYTES,
+};

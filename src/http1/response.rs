@@ -48,7 +48,8 @@ pub enum HeadError {
     TooLarge(String),
 }
 
-fn has_token(value: &[u8], token: &str) -> bool {
+/// Whether a comma-separated header value (e.g. `Connection`) contains `token`.
+pub fn has_token(value: &[u8], token: &str) -> bool {
     value
         .split(|b| *b == b',')
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))

@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use super::{ServerConfig, Shared};
-use crate::http1::ChunkedDecoder;
+use crate::http1::{has_token, ChunkedDecoder};
 use crate::timer::within;
 
 /// Bytes used to fill response bodies.
@@ -50,12 +50,6 @@ async fn handle_tls(
     counter.fetch_add(1, Ordering::Relaxed);
     let _ = s.get_ref().0.set_nodelay(true);
     serve(s, shared, over_limit, true).await
-}
-
-pub(crate) fn has_token(value: &[u8], token: &str) -> bool {
-    value
-        .split(|b| *b == b',')
-        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
 }
 
 /// What a request asks for, by its path.
