@@ -314,6 +314,7 @@ fn single_url_scenario(
             duration: None,
         },
         timeout,
+        limits: Default::default(),
     };
     config::scenario(strategy.name(), strategy, None, &req, &load)
 }

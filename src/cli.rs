@@ -221,6 +221,23 @@ pub struct LoadArgs {
     /// Per-request time limit, covering all its phases (e.g. 30s)
     #[arg(long, default_value = "30s")]
     pub timeout: String,
+
+    /// Time limit for opening a connection: dns, connect and TLS together (e.g. 2s)
+    #[arg(long, value_name = "DUR")]
+    pub connect_timeout: Option<String>,
+
+    /// Time limit from the end of the send to the first response byte (e.g. 5s)
+    #[arg(long, value_name = "DUR")]
+    pub wait_timeout: Option<String>,
+
+    /// After the first byte, fail a response that arrives slower than this many bytes
+    /// per second over a --min-speed-window (suffixes k, M: 1k = 1000)
+    #[arg(long, value_name = "BYTES_PER_S")]
+    pub min_speed: Option<String>,
+
+    /// The window over which --min-speed is measured
+    #[arg(long, value_name = "DUR", default_value = "1s")]
+    pub min_speed_window: String,
 }
 
 #[derive(Debug, Args)]
@@ -260,6 +277,11 @@ pub struct RequestArgs {
     /// Offer only this TLS version (1.2 or 1.3)
     #[arg(long, value_name = "VERSION")]
     pub tls_version: Option<String>,
+
+    /// Source addresses for new connections, used in turn (ADDR[,ADDR...]); more
+    /// addresses give more ephemeral ports when a run opens many connections
+    #[arg(long, value_name = "ADDR[,ADDR...]", value_delimiter = ',')]
+    pub local_addr: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use crate::cli::{LoadArgs, RequestArgs};
 use crate::http1::RequestTemplate;
 use crate::net::tls::{self, TlsOptions, TlsVersions};
 use crate::net::Origin;
-use crate::plan::{LoadShape, Scenario, StopWhen, Strategy, Target};
+use crate::plan::{LoadShape, MinSpeed, PhaseLimits, Scenario, StopWhen, Strategy, Target};
 
 /// Bad input from the user: printed as is, exit status 2.
 #[derive(Debug)]
@@ -132,6 +132,8 @@ pub struct RequestConfig {
     pub body: Option<Vec<u8>>,
     pub tls: TlsOptions,
     pub resolve: Vec<(String, u16, IpAddr)>,
+    /// `--local-addr`: source addresses for new connections.
+    pub local_addrs: Vec<IpAddr>,
 }
 
 /// The load side of a run.
@@ -142,6 +144,7 @@ pub struct LoadConfig {
     pub load: LoadShape,
     pub stop: StopWhen,
     pub timeout: Duration,
+    pub limits: PhaseLimits,
 }
 
 /// Defaults of a command's load: requests when neither `-n` nor `-d` is given, and `-c`.
@@ -199,6 +202,7 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
     if timeout.is_zero() {
         return usage("--timeout must be more than zero");
     }
+    let limits = phase_limits(a)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = match a.threads {
         Some(0) => return usage("-t/--threads must be at least 1"),
@@ -211,7 +215,55 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
         load,
         stop: StopWhen { requests, duration },
         timeout,
+        limits,
     })
+}
+
+/// `--connect-timeout`, `--wait-timeout`, `--min-speed` and its window.
+fn phase_limits(a: &LoadArgs) -> Result<PhaseLimits, UsageError> {
+    let positive = |flag: &str, v: &Option<String>| -> Result<Option<Duration>, UsageError> {
+        let Some(v) = v else { return Ok(None) };
+        let d = parse_duration(flag, v)?;
+        if d.is_zero() {
+            return usage(format!("{flag} must be more than zero"));
+        }
+        Ok(Some(d))
+    };
+    let connect = positive("--connect-timeout", &a.connect_timeout)?;
+    let wait = positive("--wait-timeout", &a.wait_timeout)?;
+    let window = positive("--min-speed-window", &Some(a.min_speed_window.clone()))?
+        .unwrap_or(Duration::from_secs(1));
+    let min_speed = match &a.min_speed {
+        None => None,
+        Some(v) => Some(MinSpeed {
+            bytes_per_s: parse_rate_bytes(v)?,
+            window,
+        }),
+    };
+    Ok(PhaseLimits {
+        connect,
+        wait,
+        min_speed,
+    })
+}
+
+/// A byte rate such as `500`, `10k` or `2M` (decimal units).
+fn parse_rate_bytes(v: &str) -> Result<u64, UsageError> {
+    let t = v.trim();
+    let (num, mult) = match t.as_bytes().last() {
+        Some(b'k') | Some(b'K') => (&t[..t.len() - 1], 1_000),
+        Some(b'm') | Some(b'M') => (&t[..t.len() - 1], 1_000_000),
+        Some(b'g') | Some(b'G') => (&t[..t.len() - 1], 1_000_000_000),
+        _ => (t, 1),
+    };
+    match num.parse::<u64>() {
+        Ok(n) if n > 0 => n
+            .checked_mul(mult)
+            .ok_or_else(|| UsageError(format!("--min-speed {v:?} is too large"))),
+        _ => usage(format!(
+            "--min-speed {v:?}: expected a positive number of bytes per second, e.g. 1000 or 10k"
+        )),
+    }
 }
 
 fn parse_header(h: &str) -> Result<(String, String), UsageError> {
@@ -314,6 +366,17 @@ pub fn request_config(
         .iter()
         .map(|r| parse_resolve(r))
         .collect::<Result<Vec<_>, _>>()?;
+    let local_addrs = a
+        .local_addr
+        .iter()
+        .map(|v| {
+            v.trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .map_err(|_| UsageError(format!("--local-addr {v:?}: not an IP address")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(RequestConfig {
         urls,
         method,
@@ -327,6 +390,7 @@ pub fn request_config(
             ..TlsOptions::default()
         },
         resolve,
+        local_addrs,
     })
 }
 
@@ -377,6 +441,7 @@ pub fn scenario(
                 {
                     o.fixed_addrs = Some(vec![SocketAddr::new(*ip, u.port)]);
                 }
+                o.local_addrs = req.local_addrs.clone();
                 origins.push(o);
                 origins.len() - 1
             }
@@ -417,6 +482,7 @@ pub fn scenario(
         load: load.load,
         stop: load.stop,
         timeout: load.timeout,
+        limits: load.limits,
         requests_per_connection,
         tls,
     })

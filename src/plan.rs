@@ -120,6 +120,25 @@ pub struct StopWhen {
     pub duration: Option<Duration>,
 }
 
+/// Limits on the phases of one attempt, besides its overall timeout.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PhaseLimits {
+    /// dns + connect + tls of a new connection.
+    pub connect: Option<Duration>,
+    /// End of send to the first response byte.
+    pub wait: Option<Duration>,
+    /// After the first byte: the least bytes per second over each window.
+    pub min_speed: Option<MinSpeed>,
+}
+
+/// The minimum-speed rule: fewer than `bytes_per_s` × window bytes in a window fails
+/// the attempt (`timeout_receive`, `below_min_speed`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MinSpeed {
+    pub bytes_per_s: u64,
+    pub window: Duration,
+}
+
 #[derive(Debug, Clone)]
 pub struct Scenario {
     pub name: String,
@@ -131,6 +150,7 @@ pub struct Scenario {
     pub load: LoadShape,
     pub stop: StopWhen,
     pub timeout: Duration,
+    pub limits: PhaseLimits,
     pub requests_per_connection: Option<u64>,
     /// Client TLS configuration for this strategy (None when no origin uses TLS).
     pub tls: Option<Arc<ClientConfig>>,
@@ -170,6 +190,7 @@ mod tests {
                     duration: None,
                 },
                 timeout: std::time::Duration::from_secs(1),
+                limits: Default::default(),
                 requests_per_connection: None,
                 tls: None,
             };

@@ -10,7 +10,9 @@ use tokio::io::AsyncReadExt;
 use tokio_rustls::TlsConnector;
 
 use crate::engine::conn::Conn;
-use crate::net::{self, classify_connect_error, classify_io_error, Origin, Stream};
+use crate::net::{
+    self, classify_connect_error, classify_io_error, classify_tls_error, Origin, Stream,
+};
 use crate::record::ErrorKind;
 
 /// What the TLS handshake negotiated.
@@ -72,10 +74,10 @@ pub async fn open(
         }
     };
     let t = Instant::now();
-    let tcp = tokio::time::timeout(timeout, net::dial::connect(&addrs))
+    let tcp = tokio::time::timeout(timeout, net::dial::connect(&addrs, &origin.local_addrs, 0))
         .await
         .map_err(limit(ErrorKind::TimeoutConnect))?
-        .map_err(|e| err(classify_connect_error(&e), e.to_string()))?;
+        .map_err(|e| err(classify_connect_error(&e).kind, e.to_string()))?;
     let connect = t.elapsed();
     let (stream, tls_time, tls_info) = match tls {
         Some(cfg) if origin.tls => {
@@ -86,7 +88,7 @@ pub async fn open(
             )
             .await
             .map_err(limit(ErrorKind::TimeoutTls))?
-            .map_err(|e| err(ErrorKind::Tls, e.to_string()))?;
+            .map_err(|e| err(classify_tls_error(&e).kind, e.to_string()))?;
             let elapsed = t.elapsed();
             let c = s.get_ref().1;
             let info = TlsInfo {
@@ -183,22 +185,28 @@ pub async fn exchange(
         .map_err(|_| err(ErrorKind::TimeoutSend, "the request could not be written"))?
         .map_err(|e| err(classify_io_error(&e), format!("writing the request: {e}")))?;
     let sent = Instant::now();
-    let resp = tokio::time::timeout(timeout, conn.read_response(head_request))
-        .await
-        .map_err(|_| {
-            err(
-                ErrorKind::TimeoutWait,
-                format!("no complete response within {timeout:?}"),
-            )
-        })?
-        .map_err(|f| {
-            let msg = if f.any_byte {
-                "the response was cut or invalid"
-            } else {
-                "the connection ended before any response byte"
-            };
-            err(f.kind, msg)
-        })?;
+    let resp = tokio::time::timeout(
+        timeout,
+        conn.read_response(head_request, Default::default()),
+    )
+    .await
+    .map_err(|_| {
+        err(
+            ErrorKind::TimeoutWait,
+            format!("no complete response within {timeout:?}"),
+        )
+    })?
+    .map_err(|f| {
+        let msg = if f.any_byte {
+            "the response was cut or invalid"
+        } else {
+            "the connection ended before any response byte"
+        };
+        match f.failure.detail {
+            Some(d) => err(f.failure.kind, format!("{msg} ({})", d.name())),
+            None => err(f.failure.kind, msg),
+        }
+    })?;
     conn.requests += 1;
     let persistent = resp.head.persistent
         && resp.head.framing != crate::http1::Framing::UntilClose

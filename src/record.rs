@@ -124,6 +124,159 @@ impl ErrorKind {
     }
 }
 
+/// What exactly went wrong inside an error category (a bounded set, so the report's
+/// map of details stays bounded whatever the server sends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorDetail {
+    // protocol
+    BadVersion,
+    BadStatusCode,
+    BadHeader,
+    BadContentLength,
+    ConflictingContentLength,
+    TransferEncodingWithContentLength,
+    BadChunk,
+    UnrequestedUpgrade,
+    // too_large
+    TooManyHeaders,
+    HeadTooLong,
+    ChunkTooLarge,
+    // closed_before_response
+    EmptyReply,
+    EofInHead,
+    // reset
+    ResetInSend,
+    ResetInHead,
+    ResetInBody,
+    // body_incomplete
+    ShortBody,
+    MissingLastChunk,
+    // tls
+    CertExpired,
+    CertNotYetValid,
+    CertUnknownIssuer,
+    CertWrongName,
+    CertInvalid,
+    AlpnMismatch,
+    AlertReceived,
+    Handshake,
+    // timeout_receive
+    BelowMinSpeed,
+    // connect
+    Refused,
+    Unreachable,
+    // local_resource
+    PortsExhausted,
+    TooManyOpenFiles,
+    NoBuffers,
+}
+
+impl ErrorDetail {
+    pub const ALL: [ErrorDetail; 32] = [
+        ErrorDetail::BadVersion,
+        ErrorDetail::BadStatusCode,
+        ErrorDetail::BadHeader,
+        ErrorDetail::BadContentLength,
+        ErrorDetail::ConflictingContentLength,
+        ErrorDetail::TransferEncodingWithContentLength,
+        ErrorDetail::BadChunk,
+        ErrorDetail::UnrequestedUpgrade,
+        ErrorDetail::TooManyHeaders,
+        ErrorDetail::HeadTooLong,
+        ErrorDetail::ChunkTooLarge,
+        ErrorDetail::EmptyReply,
+        ErrorDetail::EofInHead,
+        ErrorDetail::ResetInSend,
+        ErrorDetail::ResetInHead,
+        ErrorDetail::ResetInBody,
+        ErrorDetail::ShortBody,
+        ErrorDetail::MissingLastChunk,
+        ErrorDetail::CertExpired,
+        ErrorDetail::CertNotYetValid,
+        ErrorDetail::CertUnknownIssuer,
+        ErrorDetail::CertWrongName,
+        ErrorDetail::CertInvalid,
+        ErrorDetail::AlpnMismatch,
+        ErrorDetail::AlertReceived,
+        ErrorDetail::Handshake,
+        ErrorDetail::BelowMinSpeed,
+        ErrorDetail::Refused,
+        ErrorDetail::Unreachable,
+        ErrorDetail::PortsExhausted,
+        ErrorDetail::TooManyOpenFiles,
+        ErrorDetail::NoBuffers,
+    ];
+
+    /// The name used in JSON (`requests.error_details`) and text.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorDetail::BadVersion => "bad_version",
+            ErrorDetail::BadStatusCode => "bad_status_code",
+            ErrorDetail::BadHeader => "bad_header",
+            ErrorDetail::BadContentLength => "bad_content_length",
+            ErrorDetail::ConflictingContentLength => "conflicting_content_length",
+            ErrorDetail::TransferEncodingWithContentLength => {
+                "transfer_encoding_with_content_length"
+            }
+            ErrorDetail::BadChunk => "bad_chunk",
+            ErrorDetail::UnrequestedUpgrade => "unrequested_upgrade",
+            ErrorDetail::TooManyHeaders => "too_many_headers",
+            ErrorDetail::HeadTooLong => "head_too_long",
+            ErrorDetail::ChunkTooLarge => "chunk_too_large",
+            ErrorDetail::EmptyReply => "empty_reply",
+            ErrorDetail::EofInHead => "eof_in_head",
+            ErrorDetail::ResetInSend => "reset_in_send",
+            ErrorDetail::ResetInHead => "reset_in_head",
+            ErrorDetail::ResetInBody => "reset_in_body",
+            ErrorDetail::ShortBody => "short_body",
+            ErrorDetail::MissingLastChunk => "missing_last_chunk",
+            ErrorDetail::CertExpired => "cert_expired",
+            ErrorDetail::CertNotYetValid => "cert_not_yet_valid",
+            ErrorDetail::CertUnknownIssuer => "cert_unknown_issuer",
+            ErrorDetail::CertWrongName => "cert_wrong_name",
+            ErrorDetail::CertInvalid => "cert_invalid",
+            ErrorDetail::AlpnMismatch => "alpn_mismatch",
+            ErrorDetail::AlertReceived => "alert_received",
+            ErrorDetail::Handshake => "handshake",
+            ErrorDetail::BelowMinSpeed => "below_min_speed",
+            ErrorDetail::Refused => "refused",
+            ErrorDetail::Unreachable => "unreachable",
+            ErrorDetail::PortsExhausted => "ports_exhausted",
+            ErrorDetail::TooManyOpenFiles => "too_many_open_files",
+            ErrorDetail::NoBuffers => "no_buffers",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        ErrorDetail::ALL
+            .iter()
+            .position(|d| *d == self)
+            .unwrap_or(0)
+    }
+}
+
+/// A failed attempt: its category and, where known, what exactly happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: ErrorKind,
+    pub detail: Option<ErrorDetail>,
+}
+
+impl Failure {
+    pub fn new(kind: ErrorKind, detail: ErrorDetail) -> Failure {
+        Failure {
+            kind,
+            detail: Some(detail),
+        }
+    }
+}
+
+impl From<ErrorKind> for Failure {
+    fn from(kind: ErrorKind) -> Failure {
+        Failure { kind, detail: None }
+    }
+}
+
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -186,7 +339,7 @@ pub enum HandshakeKind {
 #[derive(Debug, Clone, Copy)]
 pub enum Outcome {
     Ok { status: u16 },
-    Error(ErrorKind),
+    Error(Failure),
 }
 
 /// Everything the recorder needs about one attempt.

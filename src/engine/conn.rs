@@ -6,11 +6,10 @@ use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::http1::{
-    parse_head, ChunkError, ChunkedDecoder, Framing, HeadError, ResponseHead, MAX_HEAD_BYTES,
-};
+use crate::http1::{parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead, MAX_HEAD_BYTES};
 use crate::net::{classify_io_error, Stream};
-use crate::record::ErrorKind;
+use crate::plan::MinSpeed;
+use crate::record::{ErrorDetail, ErrorKind, Failure};
 
 /// Initial read buffer; grows (up to the head limit) only for very long heads.
 const INITIAL_BUF: usize = 16 * 1024;
@@ -45,10 +44,86 @@ pub struct Response {
     pub eof: bool,
 }
 
+/// Limits inside one response read: the first byte's deadline (`--wait-timeout`) and
+/// the minimum speed after it (`--min-speed`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadLimits {
+    pub first_byte_by: Option<Instant>,
+    pub min_speed: Option<MinSpeed>,
+}
+
+/// Tracks a response's pace against its `ReadLimits`.
+struct Pace {
+    limits: ReadLimits,
+    started: bool,
+    window_start: Instant,
+    window_bytes: u64,
+}
+
+impl Pace {
+    fn new(limits: ReadLimits) -> Option<Pace> {
+        (limits.first_byte_by.is_some() || limits.min_speed.is_some()).then(|| Pace {
+            limits,
+            started: false,
+            window_start: Instant::now(),
+            window_bytes: 0,
+        })
+    }
+
+    /// When the next check is due, if any.
+    fn deadline(&self) -> Option<Instant> {
+        if self.started {
+            self.limits.min_speed.map(|m| self.window_start + m.window)
+        } else {
+            self.limits.first_byte_by
+        }
+    }
+
+    /// `n` bytes arrived at `now`; the first byte starts the first speed window.
+    fn on_bytes(&mut self, n: usize, now: Instant) -> Result<(), Failure> {
+        if !self.started {
+            self.started = true;
+            self.window_start = now;
+            self.window_bytes = 0;
+            return Ok(());
+        }
+        self.window_bytes += n as u64;
+        self.check(now)
+    }
+
+    /// The deadline passed with no read completing.
+    fn expired(&mut self, now: Instant) -> Result<(), Failure> {
+        if !self.started {
+            return Err(ErrorKind::TimeoutWait.into());
+        }
+        self.check(now)
+    }
+
+    /// At the end of a window: too few bytes fail the response, enough start a new window.
+    fn check(&mut self, now: Instant) -> Result<(), Failure> {
+        let Some(m) = self.limits.min_speed else {
+            return Ok(());
+        };
+        let elapsed = now.saturating_duration_since(self.window_start);
+        if elapsed < m.window {
+            return Ok(());
+        }
+        if (self.window_bytes as f64) < m.bytes_per_s as f64 * elapsed.as_secs_f64() {
+            return Err(Failure::new(
+                ErrorKind::TimeoutReceive,
+                ErrorDetail::BelowMinSpeed,
+            ));
+        }
+        self.window_start = now;
+        self.window_bytes = 0;
+        Ok(())
+    }
+}
+
 /// Why reading a response failed.
 #[derive(Debug)]
 pub struct ReadFail {
-    pub kind: ErrorKind,
+    pub failure: Failure,
     /// Some response byte had arrived (if not, a reused connection may just be stale).
     pub any_byte: bool,
 }
@@ -108,12 +183,59 @@ impl Conn {
         Ok(n)
     }
 
+    /// Like `fill`, under the wait and minimum-speed limits. A reset is reported with
+    /// `reset_detail` (in the head or in the body).
+    async fn fill_paced(
+        &mut self,
+        pace: &mut Option<Pace>,
+        reset_detail: ErrorDetail,
+        any_byte: bool,
+    ) -> Result<usize, ReadFail> {
+        loop {
+            let read = match pace.as_ref().and_then(Pace::deadline) {
+                None => self.fill().await,
+                Some(by) => match tokio::time::timeout_at(by.into(), self.fill()).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        if let Some(p) = pace.as_mut() {
+                            p.expired(Instant::now())
+                                .map_err(|failure| ReadFail { failure, any_byte })?;
+                        }
+                        continue;
+                    }
+                },
+            };
+            let n = read.map_err(|e| ReadFail {
+                failure: match classify_io_error(&e) {
+                    ErrorKind::Reset => Failure::new(ErrorKind::Reset, reset_detail),
+                    kind => kind.into(),
+                },
+                any_byte,
+            })?;
+            if let Some(p) = pace.as_mut().filter(|_| n > 0) {
+                p.on_bytes(n, Instant::now()).map_err(|failure| ReadFail {
+                    failure,
+                    any_byte: true,
+                })?;
+            }
+            return Ok(n);
+        }
+    }
+
     /// Read one response. The buffer is empty on entry (responses are never pipelined).
-    pub async fn read_response(&mut self, head_request: bool) -> Result<Response, ReadFail> {
+    pub async fn read_response(
+        &mut self,
+        head_request: bool,
+        limits: ReadLimits,
+    ) -> Result<Response, ReadFail> {
         let mut first_byte = None;
         let mut bytes = 0u64;
         self.receiving = false;
-        let fail = |kind, any_byte| ReadFail { kind, any_byte };
+        let mut pace = Pace::new(limits);
+        let fail = |kind, detail, any_byte| ReadFail {
+            failure: Failure::new(kind, detail),
+            any_byte,
+        };
         let head = loop {
             if self.end > self.start {
                 match parse_head(&self.buf[self.start..self.end], head_request) {
@@ -125,7 +247,11 @@ impl Conn {
                         }
                         self.start += h.head_len;
                         if h.status == 101 {
-                            return Err(fail(ErrorKind::Protocol, true));
+                            return Err(fail(
+                                ErrorKind::Protocol,
+                                ErrorDetail::UnrequestedUpgrade,
+                                true,
+                            ));
                         }
                         if h.is_informational() {
                             continue;
@@ -133,16 +259,24 @@ impl Conn {
                         break h;
                     }
                     Ok(None) => {}
-                    Err(HeadError::Protocol(_)) => return Err(fail(ErrorKind::Protocol, true)),
-                    Err(HeadError::TooLarge(_)) => return Err(fail(ErrorKind::TooLarge, true)),
+                    Err(e) => {
+                        return Err(ReadFail {
+                            failure: e.failure(),
+                            any_byte: true,
+                        })
+                    }
                 }
             }
             let n = self
-                .fill()
-                .await
-                .map_err(|e| fail(classify_io_error(&e), bytes > 0))?;
+                .fill_paced(&mut pace, ErrorDetail::ResetInHead, bytes > 0)
+                .await?;
             if n == 0 {
-                return Err(fail(ErrorKind::ClosedBeforeResponse, bytes > 0));
+                let detail = if bytes > 0 {
+                    ErrorDetail::EofInHead
+                } else {
+                    ErrorDetail::EmptyReply
+                };
+                return Err(fail(ErrorKind::ClosedBeforeResponse, detail, bytes > 0));
             }
             if first_byte.is_none() {
                 first_byte = Some(Instant::now());
@@ -153,7 +287,6 @@ impl Conn {
         let first_byte = first_byte.unwrap_or_else(Instant::now);
         let mut body_bytes = 0u64;
         let mut eof = false;
-        let body_fail = |e: io::Error| fail(classify_io_error(&e), true);
         match head.framing {
             Framing::None => {}
             Framing::Length(len) => {
@@ -167,9 +300,15 @@ impl Conn {
                     if remaining == 0 {
                         break;
                     }
-                    let n = self.fill().await.map_err(body_fail)?;
+                    let n = self
+                        .fill_paced(&mut pace, ErrorDetail::ResetInBody, true)
+                        .await?;
                     if n == 0 {
-                        return Err(fail(ErrorKind::BodyIncomplete, true));
+                        return Err(fail(
+                            ErrorKind::BodyIncomplete,
+                            ErrorDetail::ShortBody,
+                            true,
+                        ));
                     }
                     bytes += n as u64;
                 }
@@ -180,17 +319,27 @@ impl Conn {
                     let fed = dec
                         .feed(&self.buf[self.start..self.end])
                         .map_err(|e| match e {
-                            ChunkError::Invalid(_) => fail(ErrorKind::Protocol, true),
-                            ChunkError::TooLarge(_) => fail(ErrorKind::TooLarge, true),
+                            ChunkError::Invalid(_) => {
+                                fail(ErrorKind::Protocol, ErrorDetail::BadChunk, true)
+                            }
+                            ChunkError::TooLarge(_) => {
+                                fail(ErrorKind::TooLarge, ErrorDetail::ChunkTooLarge, true)
+                            }
                         })?;
                     self.start += fed.consumed;
                     body_bytes += fed.body_bytes;
                     if fed.done {
                         break;
                     }
-                    let n = self.fill().await.map_err(body_fail)?;
+                    let n = self
+                        .fill_paced(&mut pace, ErrorDetail::ResetInBody, true)
+                        .await?;
                     if n == 0 {
-                        return Err(fail(ErrorKind::BodyIncomplete, true));
+                        return Err(fail(
+                            ErrorKind::BodyIncomplete,
+                            ErrorDetail::MissingLastChunk,
+                            true,
+                        ));
                     }
                     bytes += n as u64;
                 }
@@ -199,7 +348,9 @@ impl Conn {
                 body_bytes += (self.end - self.start) as u64;
                 self.start = self.end;
                 loop {
-                    let n = self.fill().await.map_err(body_fail)?;
+                    let n = self
+                        .fill_paced(&mut pace, ErrorDetail::ResetInBody, true)
+                        .await?;
                     if n == 0 {
                         eof = true;
                         break;

@@ -12,11 +12,14 @@ use std::time::{Duration, Instant};
 use tokio::time::Sleep;
 use tokio_rustls::TlsConnector;
 
-use super::conn::{Conn, Response};
+use super::conn::{Conn, ReadLimits, Response};
 use crate::http1::Framing;
-use crate::net::{self, classify_connect_error, classify_io_error, Stream};
+use crate::net::{self, classify_connect_error, classify_io_error, classify_tls_error, Stream};
 use crate::plan::{LoadShape, Scenario, Target};
-use crate::record::{CloseReason, ErrorKind, HandshakeKind, Outcome, Phases, RequestRecord, Stage};
+use crate::record::{
+    CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Outcome, Phases, RequestRecord,
+    Stage,
+};
 use crate::stats::Recorder;
 use crate::timer::within;
 
@@ -46,11 +49,13 @@ struct State {
     run_deadline: Option<Instant>,
     counters: Option<Arc<Vec<AtomicU64>>>,
     thread: usize,
+    /// Which `--local-addr` the next connection starts with (they are used in turn).
+    next_local: usize,
 }
 
 /// How a single try on one connection failed.
 struct Fail {
-    kind: ErrorKind,
+    failure: Failure,
     /// The connection was reused and no response byte came: it may have been closed
     /// by the server while idle (the stale keep-alive race).
     stale: bool,
@@ -83,6 +88,7 @@ impl Worker {
             run_deadline,
             counters,
             thread,
+            next_local: id,
         };
         Worker { sc, st }
     }
@@ -200,7 +206,7 @@ impl State {
                     return Some(RequestRecord {
                         reused,
                         phases,
-                        outcome: Outcome::Error(f.kind),
+                        outcome: Outcome::Error(f.failure),
                         bytes_received: 0,
                         body_bytes: 0,
                         stale_retry,
@@ -214,7 +220,7 @@ impl State {
     fn timed_out(&self, stage: Stage) -> Fail {
         let at_deadline = self.run_deadline.is_some_and(|d| Instant::now() >= d);
         Fail {
-            kind: ErrorKind::timeout_at(stage),
+            failure: ErrorKind::timeout_at(stage).into(),
             stale: false,
             at_deadline,
         }
@@ -228,16 +234,21 @@ impl State {
         phases: &mut Phases,
     ) -> Result<Conn, Fail> {
         let origin = &sc.origins[target.origin];
+        // Opening is bounded by the attempt's deadline and by --connect-timeout.
+        let by = match sc.limits.connect {
+            Some(c) => self.deadline.min(Instant::now() + c),
+            None => self.deadline,
+        };
         let resolved;
         let addrs: &[std::net::SocketAddr] = match &origin.fixed_addrs {
             Some(a) => a,
             None => {
                 let t = Instant::now();
-                match within(self.sleep.as_mut(), self.deadline, origin.resolve()).await {
+                match within(self.sleep.as_mut(), by, origin.resolve()).await {
                     None => return Err(self.timed_out(Stage::Dns)),
                     Some(Err(_)) => {
                         return Err(Fail {
-                            kind: ErrorKind::Dns,
+                            failure: ErrorKind::Dns.into(),
                             stale: false,
                             at_deadline: false,
                         })
@@ -249,17 +260,18 @@ impl State {
             }
         };
         let t = Instant::now();
+        self.next_local = self.next_local.wrapping_add(1);
         let tcp = match within(
             self.sleep.as_mut(),
-            self.deadline,
-            net::dial::connect(addrs),
+            by,
+            net::dial::connect(addrs, &origin.local_addrs, self.next_local),
         )
         .await
         {
             None => return Err(self.timed_out(Stage::Connect)),
             Some(Err(e)) => {
                 return Err(Fail {
-                    kind: classify_connect_error(&e),
+                    failure: classify_connect_error(&e),
                     stale: false,
                     at_deadline: false,
                 })
@@ -274,7 +286,7 @@ impl State {
                 let connector = TlsConnector::from(cfg.clone());
                 let res = within(
                     self.sleep.as_mut(),
-                    self.deadline,
+                    by,
                     connector.connect(origin.server_name.clone(), tcp),
                 )
                 .await;
@@ -289,12 +301,12 @@ impl State {
                         self.rec.borrow_mut().connection_closed(reason, 0);
                         return Err(f);
                     }
-                    Some(Err(_)) => {
+                    Some(Err(e)) => {
                         self.rec
                             .borrow_mut()
                             .connection_closed(CloseReason::Error, 0);
                         return Err(Fail {
-                            kind: ErrorKind::Tls,
+                            failure: classify_tls_error(&e),
                             stale: false,
                             at_deadline: false,
                         });
@@ -351,9 +363,13 @@ impl State {
                 } else {
                     CloseReason::Error
                 };
+                let failure = match classify_io_error(&e) {
+                    ErrorKind::Reset => Failure::new(ErrorKind::Reset, ErrorDetail::ResetInSend),
+                    kind => kind.into(),
+                };
                 Some((
                     Fail {
-                        kind: classify_io_error(&e),
+                        failure,
                         stale,
                         at_deadline: false,
                     },
@@ -373,7 +389,13 @@ impl State {
         let read = within(
             self.sleep.as_mut(),
             self.deadline,
-            conn.read_response(target.template.is_head()),
+            conn.read_response(
+                target.template.is_head(),
+                ReadLimits {
+                    first_byte_by: sc.limits.wait.map(|w| t_sent + w),
+                    min_speed: sc.limits.min_speed,
+                },
+            ),
         )
         .await;
         let resp = match read {
@@ -390,14 +412,17 @@ impl State {
             Some(Err(rf)) => {
                 let stale = reused
                     && !rf.any_byte
-                    && matches!(rf.kind, ErrorKind::ClosedBeforeResponse | ErrorKind::Reset);
+                    && matches!(
+                        rf.failure.kind,
+                        ErrorKind::ClosedBeforeResponse | ErrorKind::Reset
+                    );
                 let reason = if stale {
                     CloseReason::ServerIdleClose
                 } else {
                     CloseReason::Error
                 };
                 let f = Fail {
-                    kind: rf.kind,
+                    failure: rf.failure,
                     stale,
                     at_deadline: false,
                 };

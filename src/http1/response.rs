@@ -1,5 +1,7 @@
 //! Parsing a response head and deciding its body framing and persistence (RFC 9112 6.3, 9.3).
 
+use crate::record::{ErrorDetail, ErrorKind, Failure};
+
 /// Most response headers accepted.
 pub const MAX_HEADERS: usize = 100;
 /// Largest response head accepted.
@@ -43,9 +45,19 @@ impl ResponseHead {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeadError {
     /// Not HTTP, or a violation of the message syntax.
-    Protocol(String),
+    Protocol(ErrorDetail, String),
     /// Too many headers or a head too long.
-    TooLarge(String),
+    TooLarge(ErrorDetail, String),
+}
+
+impl HeadError {
+    /// The error category and sub-reason of this head error.
+    pub fn failure(&self) -> Failure {
+        match self {
+            HeadError::Protocol(d, _) => Failure::new(ErrorKind::Protocol, *d),
+            HeadError::TooLarge(d, _) => Failure::new(ErrorKind::TooLarge, *d),
+        }
+    }
 }
 
 /// Whether a comma-separated header value (e.g. `Connection`) contains `token`.
@@ -69,28 +81,44 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             if buf.len() > MAX_HEAD_BYTES {
-                return Err(HeadError::TooLarge(format!(
-                    "response head longer than {MAX_HEAD_BYTES} bytes"
-                )));
+                return Err(HeadError::TooLarge(
+                    ErrorDetail::HeadTooLong,
+                    format!("response head longer than {MAX_HEAD_BYTES} bytes"),
+                ));
             }
             return Ok(None);
         }
         Err(httparse::Error::TooManyHeaders) => {
-            return Err(HeadError::TooLarge(format!(
-                "response has more than {MAX_HEADERS} headers"
-            )))
+            return Err(HeadError::TooLarge(
+                ErrorDetail::TooManyHeaders,
+                format!("response has more than {MAX_HEADERS} headers"),
+            ))
         }
-        Err(e) => return Err(HeadError::Protocol(format!("invalid response head: {e}"))),
+        Err(e) => {
+            let detail = match e {
+                httparse::Error::Version => ErrorDetail::BadVersion,
+                httparse::Error::Status => ErrorDetail::BadStatusCode,
+                _ => ErrorDetail::BadHeader,
+            };
+            return Err(HeadError::Protocol(
+                detail,
+                format!("invalid response head: {e}"),
+            ));
+        }
     };
     if head_len > MAX_HEAD_BYTES {
-        return Err(HeadError::TooLarge(format!(
-            "response head longer than {MAX_HEAD_BYTES} bytes"
-        )));
+        return Err(HeadError::TooLarge(
+            ErrorDetail::HeadTooLong,
+            format!("response head longer than {MAX_HEAD_BYTES} bytes"),
+        ));
     }
     let status = resp.code.unwrap_or(0);
     let minor_version = resp.version.unwrap_or(1);
     if !(100..=999).contains(&status) {
-        return Err(HeadError::Protocol(format!("invalid status code {status}")));
+        return Err(HeadError::Protocol(
+            ErrorDetail::BadStatusCode,
+            format!("invalid status code {status}"),
+        ));
     }
     let mut content_length: Option<u64> = None;
     let mut chunked = false;
@@ -101,22 +129,34 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
             let s = std::str::from_utf8(h.value)
-                .map_err(|_| HeadError::Protocol("Content-Length is not ASCII".into()))?
+                .map_err(|_| {
+                    HeadError::Protocol(
+                        ErrorDetail::BadContentLength,
+                        "Content-Length is not ASCII".into(),
+                    )
+                })?
                 .trim();
             // A list of identical values is allowed (RFC 9110 8.6); differing ones are not.
             for part in s.split(',') {
                 let part = part.trim();
                 if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(HeadError::Protocol(format!("invalid Content-Length {s:?}")));
+                    return Err(HeadError::Protocol(
+                        ErrorDetail::BadContentLength,
+                        format!("invalid Content-Length {s:?}"),
+                    ));
                 }
-                let v: u64 = part
-                    .parse()
-                    .map_err(|_| HeadError::Protocol(format!("Content-Length {s:?} overflows")))?;
+                let v: u64 = part.parse().map_err(|_| {
+                    HeadError::Protocol(
+                        ErrorDetail::BadContentLength,
+                        format!("Content-Length {s:?} overflows"),
+                    )
+                })?;
                 match content_length {
                     Some(prev) if prev != v => {
-                        return Err(HeadError::Protocol(format!(
-                            "conflicting Content-Length values {prev} and {v}"
-                        )))
+                        return Err(HeadError::Protocol(
+                            ErrorDetail::ConflictingContentLength,
+                            format!("conflicting Content-Length values {prev} and {v}"),
+                        ))
                     }
                     _ => content_length = Some(v),
                 }
@@ -138,6 +178,7 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
     }
     if transfer_encoding && content_length.is_some() {
         return Err(HeadError::Protocol(
+            ErrorDetail::TransferEncodingWithContentLength,
             "both Transfer-Encoding and Content-Length".into(),
         ));
     }
@@ -222,15 +263,15 @@ mod tests {
                 b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
                 false
             ),
-            Err(HeadError::Protocol(_))
+            Err(HeadError::Protocol(..))
         ));
         assert!(matches!(
             parse_head(b"HTTP/1.01 200 OK\r\n\r\n", false),
-            Err(HeadError::Protocol(_))
+            Err(HeadError::Protocol(..))
         ));
         assert!(matches!(
             parse_head(b"FOO\r\n\r\n", false),
-            Err(HeadError::Protocol(_))
+            Err(HeadError::Protocol(..))
         ));
         let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
         for i in 0..101 {
@@ -239,7 +280,7 @@ mod tests {
         many.extend_from_slice(b"\r\n");
         assert!(matches!(
             parse_head(&many, false),
-            Err(HeadError::TooLarge(_))
+            Err(HeadError::TooLarge(..))
         ));
     }
 }

@@ -5,9 +5,9 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 
 use rustls::pki_types::ServerName;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
-use crate::record::ErrorKind;
+use crate::record::{ErrorDetail, ErrorKind, Failure};
 
 /// One scheme://host:port that connections are opened to.
 #[derive(Debug, Clone)]
@@ -18,6 +18,8 @@ pub struct Origin {
     /// Addresses known without a lookup (an IP literal or `--resolve`); then dns is absent.
     pub fixed_addrs: Option<Vec<SocketAddr>>,
     pub server_name: ServerName<'static>,
+    /// Source addresses for connections to it (`--local-addr`), used in turn.
+    pub local_addrs: Vec<IpAddr>,
 }
 
 impl Origin {
@@ -35,6 +37,7 @@ impl Origin {
             port,
             fixed_addrs,
             server_name,
+            local_addrs: Vec::new(),
         })
     }
 
@@ -54,11 +57,29 @@ impl Origin {
     }
 }
 
-/// Connect to the first address that accepts, with `TCP_NODELAY` set.
-pub async fn connect(addrs: &[SocketAddr]) -> io::Result<TcpStream> {
+/// Connect to the first address that accepts, with `TCP_NODELAY` set. With source
+/// addresses (`--local-addr`), the socket is bound to one of the target's family before
+/// connecting, starting with the `turn`-th (so connections spread over all of them),
+/// and the next is tried when one has no free port left.
+pub async fn connect(addrs: &[SocketAddr], local: &[IpAddr], turn: usize) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
     for addr in addrs {
-        match TcpStream::connect(addr).await {
+        let same_family: Vec<IpAddr> = local
+            .iter()
+            .copied()
+            .filter(|l| l.is_ipv4() == addr.is_ipv4())
+            .collect();
+        let result = if local.is_empty() {
+            TcpStream::connect(addr).await
+        } else if same_family.is_empty() {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("no --local-addr of the address family of {addr}"),
+            ))
+        } else {
+            connect_from(*addr, &same_family, turn).await
+        };
+        match result {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 return Ok(s);
@@ -69,15 +90,65 @@ pub async fn connect(addrs: &[SocketAddr]) -> io::Result<TcpStream> {
     Err(last)
 }
 
+/// Connect from one of `sources`, starting at `turn`; on `EADDRNOTAVAIL` (no free port
+/// for that source) try the next one.
+async fn connect_from(addr: SocketAddr, sources: &[IpAddr], turn: usize) -> io::Result<TcpStream> {
+    let mut last = None;
+    for i in 0..sources.len() {
+        let source = sources[(turn + i) % sources.len()];
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        bind_address_no_port(&socket);
+        socket.bind(SocketAddr::new(source, 0))?;
+        match socket.connect(addr).await {
+            Ok(s) => return Ok(s),
+            Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL)))
+}
+
+/// `IP_BIND_ADDRESS_NO_PORT`: bind the address now but pick the port at connect time, so
+/// a port is shared by connections to different destinations (Linux 4.2+).
+#[cfg(target_os = "linux")]
+fn bind_address_no_port(socket: &TcpSocket) {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor and a c_int option of the right size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            &one as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn bind_address_no_port(_socket: &TcpSocket) {}
+
 /// Category of a failed TCP connect: running out of local ports or files is the
 /// client's own resource, not the server's fault.
-pub fn classify_connect_error(e: &io::Error) -> ErrorKind {
+pub fn classify_connect_error(e: &io::Error) -> Failure {
     match e.raw_os_error() {
-        Some(libc::EADDRNOTAVAIL)
-        | Some(libc::EMFILE)
-        | Some(libc::ENFILE)
-        | Some(libc::ENOBUFS) => ErrorKind::LocalResource,
-        _ => ErrorKind::Connect,
+        Some(libc::EADDRNOTAVAIL) => {
+            Failure::new(ErrorKind::LocalResource, ErrorDetail::PortsExhausted)
+        }
+        Some(libc::EMFILE) | Some(libc::ENFILE) => {
+            Failure::new(ErrorKind::LocalResource, ErrorDetail::TooManyOpenFiles)
+        }
+        Some(libc::ENOBUFS) => Failure::new(ErrorKind::LocalResource, ErrorDetail::NoBuffers),
+        Some(libc::ECONNREFUSED) => Failure::new(ErrorKind::Connect, ErrorDetail::Refused),
+        Some(libc::ENETUNREACH) | Some(libc::EHOSTUNREACH) => {
+            Failure::new(ErrorKind::Connect, ErrorDetail::Unreachable)
+        }
+        _ => ErrorKind::Connect.into(),
     }
 }
 
@@ -96,4 +167,40 @@ pub fn classify_io_error(e: &io::Error) -> ErrorKind {
             _ => ErrorKind::Reset,
         },
     }
+}
+
+/// Category and sub-reason of a failed TLS handshake: each certificate problem and an
+/// ALPN mismatch has its own detail.
+pub fn classify_tls_error(e: &io::Error) -> Failure {
+    use rustls::{AlertDescription, CertificateError, Error as TlsError};
+    let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<TlsError>()) else {
+        return match e.kind() {
+            io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => {
+                Failure::new(ErrorKind::Reset, ErrorDetail::Handshake)
+            }
+            _ => Failure::new(ErrorKind::Tls, ErrorDetail::Handshake),
+        };
+    };
+    let detail = match tls {
+        TlsError::InvalidCertificate(c) => match c {
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                ErrorDetail::CertExpired
+            }
+            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                ErrorDetail::CertNotYetValid
+            }
+            CertificateError::UnknownIssuer => ErrorDetail::CertUnknownIssuer,
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                ErrorDetail::CertWrongName
+            }
+            _ => ErrorDetail::CertInvalid,
+        },
+        TlsError::NoApplicationProtocol
+        | TlsError::AlertReceived(AlertDescription::NoApplicationProtocol) => {
+            ErrorDetail::AlpnMismatch
+        }
+        TlsError::AlertReceived(_) => ErrorDetail::AlertReceived,
+        _ => ErrorDetail::Handshake,
+    };
+    Failure::new(ErrorKind::Tls, detail)
 }

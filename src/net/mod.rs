@@ -5,5 +5,5 @@ pub mod dial;
 pub mod stream;
 pub mod tls;
 
-pub use dial::{classify_connect_error, classify_io_error, Origin};
+pub use dial::{classify_connect_error, classify_io_error, classify_tls_error, Origin};
 pub use stream::Stream;

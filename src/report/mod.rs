@@ -72,6 +72,8 @@ pub struct RequestsReport {
     pub attempted: u64,
     pub ok: u64,
     pub errors: BTreeMap<String, u64>,
+    /// Errors by sub-reason (`reset_in_body`, `cert_expired`, ...): non-zero entries only.
+    pub error_details: BTreeMap<String, u64>,
     pub retries: RetriesReport,
     pub status_codes: BTreeMap<String, u64>,
     /// Requests in flight when `-d` ended: not in `attempted`, not lost.

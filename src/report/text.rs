@@ -148,6 +148,14 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     if !errs.is_empty() {
         let _ = writeln!(out, "  Errors        {}", errs.join(", "));
     }
+    if !r.error_details.is_empty() {
+        let details: Vec<String> = r
+            .error_details
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let _ = writeln!(out, "  Error detail  {}", details.join(", "));
+    }
     let _ = writeln!(
         out,
         "  Client CPU    {:.1} µs per request",

@@ -5,7 +5,9 @@ use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
 
-use crate::record::{CloseReason, ErrorKind, HandshakeKind, Outcome, RequestRecord, PHASE_NAMES};
+use crate::record::{
+    CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, PHASE_NAMES,
+};
 
 /// Longest duration a histogram holds (longer values are clamped): one hour.
 const MAX_NS: u64 = 3_600_000_000_000;
@@ -80,6 +82,8 @@ pub struct Recorder {
     pub attempted: u64,
     pub ok: u64,
     pub errors: [u64; ErrorKind::ALL.len()],
+    /// Errors by sub-reason (where one is known).
+    pub error_details: [u64; ErrorDetail::ALL.len()],
     pub status: Box<[u64; STATUS_SLOTS]>,
     pub stale_retries: u64,
     pub late_sends: u64,
@@ -116,6 +120,7 @@ impl Recorder {
             attempted: 0,
             ok: 0,
             errors: [0; ErrorKind::ALL.len()],
+            error_details: [0; ErrorDetail::ALL.len()],
             status: Box::new([0; STATUS_SLOTS]),
             stale_retries: 0,
             late_sends: 0,
@@ -167,7 +172,12 @@ impl Recorder {
                     }
                 }
             }
-            Outcome::Error(kind) => self.errors[kind.index()] += 1,
+            Outcome::Error(f) => {
+                self.errors[f.kind.index()] += 1;
+                if let Some(d) = f.detail {
+                    self.error_details[d.index()] += 1;
+                }
+            }
         }
     }
 
@@ -215,6 +225,9 @@ impl AddAssign<&Recorder> for Recorder {
         }
         self.attempted += o.attempted;
         self.ok += o.ok;
+        for (a, b) in self.error_details.iter_mut().zip(o.error_details.iter()) {
+            *a += b;
+        }
         for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
             *a += b;
         }

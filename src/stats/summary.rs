@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::recorder::{PhaseStat, Recorder};
 use crate::cpu::CpuTime;
 use crate::plan::{LoadShape, Scenario, Strategy};
-use crate::record::{CloseReason, ErrorKind};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
     ConnectionsReport, CpuReport, LatencyReport, LoadReport, PhaseGroup, PhaseMeans, PhaseSummary,
     PhasesReport, RequestsReport, RetriesReport, RpcReport, ScenarioReport, ThroughputReport,
@@ -112,6 +112,11 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
         .iter()
         .map(|k| (k.name().to_string(), rec.errors[k.index()]))
         .collect();
+    let error_details: BTreeMap<String, u64> = ErrorDetail::ALL
+        .iter()
+        .map(|d| (d.name().to_string(), rec.error_details[d.index()]))
+        .filter(|(_, n)| *n > 0)
+        .collect();
     let status_codes: BTreeMap<String, u64> = rec
         .status
         .iter()
@@ -152,6 +157,7 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
             attempted: rec.attempted,
             ok: rec.ok,
             errors,
+            error_details,
             retries: RetriesReport {
                 stale_connection: rec.stale_retries,
             },
