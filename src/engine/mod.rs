@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cpu::{self, CpuTime};
+use crate::net::local_ports::LocalPorts;
 use crate::plan::Scenario;
+use crate::record::ErrorDetail;
 use crate::stats::Recorder;
 
 /// What a run of one scenario produced.
@@ -106,6 +108,9 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
     }
     if let Some(e) = first_err {
         return Err(e);
+    }
+    if recorder.error_details[ErrorDetail::PortsExhausted.index()] > 0 {
+        recorder.local_ports = Some(LocalPorts::snapshot());
     }
     Ok(RunResult {
         recorder,

@@ -54,8 +54,19 @@ pub struct ScenarioReport {
     pub latency_ms: LatencyReport,
     pub phases_ms: PhasesReport,
     pub cpu: CpuReport,
+    /// Present when connects found no free local port: the client's ports at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_ports: Option<LocalPortsReport>,
     /// Plain sentences: why reuse did not happen, what went wrong.
     pub diagnosis: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalPortsReport {
+    /// TCP sockets in TIME_WAIT (this network namespace).
+    pub time_wait: Option<u64>,
+    /// `net.ipv4.ip_local_port_range`, inclusive.
+    pub port_range: Option<[u32; 2]>,
 }
 
 #[derive(Debug, Clone, Serialize)]

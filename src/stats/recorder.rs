@@ -5,6 +5,8 @@ use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
 
+use crate::net::local_ports::LocalPorts;
+
 use crate::record::{
     CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, PHASE_NAMES,
 };
@@ -104,6 +106,8 @@ pub struct Recorder {
     /// Connections where the client asked for close but the server kept the
     /// connection open, so the client closed it.
     pub server_ignored_close: u64,
+    /// Taken at the end of a run in which connects found no free local port.
+    pub local_ports: Option<LocalPorts>,
 }
 
 impl Default for Recorder {
@@ -133,6 +137,7 @@ impl Recorder {
             tls_resumed: 0,
             tls13: 0,
             close_reasons: [0; CloseReason::ALL.len()],
+            local_ports: None,
             connections_closed: 0,
             rpc_min: u64::MAX,
             rpc_max: 0,

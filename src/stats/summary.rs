@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use super::recorder::{PhaseStat, Recorder};
 use crate::cpu::CpuTime;
+use crate::net::local_ports::LocalPorts;
 use crate::plan::{LoadShape, Scenario, Strategy};
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
-    ConnectionsReport, CpuReport, LatencyReport, LoadReport, PhaseGroup, PhaseMeans, PhaseSummary,
-    PhasesReport, RequestsReport, RetriesReport, RpcReport, ScenarioReport, ThroughputReport,
-    TlsHandshakes,
+    ConnectionsReport, CpuReport, LatencyReport, LoadReport, LocalPortsReport, PhaseGroup,
+    PhaseMeans, PhaseSummary, PhasesReport, RequestsReport, RetriesReport, RpcReport,
+    ScenarioReport, ThroughputReport, TlsHandshakes,
 };
 
 const NS_PER_MS: f64 = 1e6;
@@ -222,6 +223,10 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
                 0.0
             },
         },
+        local_ports: rec.local_ports.map(|p| LocalPortsReport {
+            time_wait: p.time_wait,
+            port_range: p.range.map(|(lo, hi)| [lo, hi]),
+        }),
         diagnosis: diagnose(sc, rec),
     }
 }
@@ -332,9 +337,41 @@ pub fn diagnose(sc: &Scenario, rec: &Recorder) -> Vec<String> {
             rec.attempted,
             list.join(", ")
         ));
-        if rec.errors[ErrorKind::LocalResource.index()] > 0 {
-            out.push("Some connects failed for lack of local resources (ephemeral ports or file descriptors): keep connections alive, or raise the port range / file limit.".to_string());
+        let exhausted = rec.error_details[ErrorDetail::PortsExhausted.index()];
+        if exhausted > 0 {
+            out.push(ports_exhausted_sentence(exhausted, rec.local_ports));
+        }
+        let files = rec.error_details[ErrorDetail::TooManyOpenFiles.index()];
+        if files > 0 {
+            out.push(format!(
+                "{} for lack of file descriptors (EMFILE/ENFILE): raise the open-file limit (ulimit -n) or use fewer connections.",
+                plural(files, "connect failed", "connects failed")
+            ));
         }
     }
     out
+}
+
+/// Why connects failed with `EADDRNOTAVAIL`, with the figures that show it, and the fixes.
+fn ports_exhausted_sentence(n: u64, ports: Option<LocalPorts>) -> String {
+    let mut s = format!(
+        "{} with EADDRNOTAVAIL (\"Cannot assign requested address\"): the client ran out of local ports.",
+        plural(n, "connect failed", "connects failed")
+    );
+    if let Some(p) = ports {
+        if let Some(tw) = p.time_wait {
+            s.push_str(&format!(" {tw} sockets sit in TIME_WAIT"));
+            s.push_str(match p.range {
+                Some(_) => ";",
+                None => ".",
+            });
+        }
+        if let (Some((lo, hi)), Some(size)) = (p.range, p.range_size()) {
+            s.push_str(&format!(
+                " the local port range is {lo}-{hi} ({size} ports per source address and destination)."
+            ));
+        }
+    }
+    s.push_str(" Fix: keep connections alive (reuse them), spread connections over more source addresses (--local-addr ADDR,ADDR...), or widen the range (sysctl net.ipv4.ip_local_port_range).");
+    s
 }
