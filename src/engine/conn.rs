@@ -27,6 +27,10 @@ pub struct Conn {
     /// off in load runs).
     pub keep_head: bool,
     pub last_head: Vec<u8>,
+    /// Bytes of the current (or last) response read so far, head and body: kept on the
+    /// connection so an attempt that fails or times out still reports what arrived.
+    pub got_bytes: u64,
+    pub got_body_bytes: u64,
 }
 
 /// A complete response.
@@ -142,6 +146,8 @@ impl Conn {
             receiving: false,
             keep_head: false,
             last_head: Vec::new(),
+            got_bytes: 0,
+            got_body_bytes: 0,
         }
     }
 
@@ -229,7 +235,8 @@ impl Conn {
         limits: ReadLimits,
     ) -> Result<Response, ReadFail> {
         let mut first_byte = None;
-        let mut bytes = 0u64;
+        self.got_bytes = 0;
+        self.got_body_bytes = 0;
         self.receiving = false;
         let mut pace = Pace::new(limits);
         let fail = |kind, detail, any_byte| ReadFail {
@@ -268,24 +275,27 @@ impl Conn {
                 }
             }
             let n = self
-                .fill_paced(&mut pace, ErrorDetail::ResetInHead, bytes > 0)
+                .fill_paced(&mut pace, ErrorDetail::ResetInHead, self.got_bytes > 0)
                 .await?;
             if n == 0 {
-                let detail = if bytes > 0 {
+                let detail = if self.got_bytes > 0 {
                     ErrorDetail::EofInHead
                 } else {
                     ErrorDetail::EmptyReply
                 };
-                return Err(fail(ErrorKind::ClosedBeforeResponse, detail, bytes > 0));
+                return Err(fail(
+                    ErrorKind::ClosedBeforeResponse,
+                    detail,
+                    self.got_bytes > 0,
+                ));
             }
             if first_byte.is_none() {
                 first_byte = Some(Instant::now());
                 self.receiving = true;
             }
-            bytes += n as u64;
+            self.got_bytes += n as u64;
         };
         let first_byte = first_byte.unwrap_or_else(Instant::now);
-        let mut body_bytes = 0u64;
         let mut eof = false;
         match head.framing {
             Framing::None => {}
@@ -296,7 +306,7 @@ impl Conn {
                     let take = avail.min(remaining);
                     self.start += take as usize;
                     remaining -= take;
-                    body_bytes += take;
+                    self.got_body_bytes += take;
                     if remaining == 0 {
                         break;
                     }
@@ -310,7 +320,7 @@ impl Conn {
                             true,
                         ));
                     }
-                    bytes += n as u64;
+                    self.got_bytes += n as u64;
                 }
             }
             Framing::Chunked => {
@@ -327,7 +337,7 @@ impl Conn {
                             }
                         })?;
                     self.start += fed.consumed;
-                    body_bytes += fed.body_bytes;
+                    self.got_body_bytes += fed.body_bytes;
                     if fed.done {
                         break;
                     }
@@ -341,11 +351,11 @@ impl Conn {
                             true,
                         ));
                     }
-                    bytes += n as u64;
+                    self.got_bytes += n as u64;
                 }
             }
             Framing::UntilClose => {
-                body_bytes += (self.end - self.start) as u64;
+                self.got_body_bytes += (self.end - self.start) as u64;
                 self.start = self.end;
                 loop {
                     let n = self
@@ -355,8 +365,8 @@ impl Conn {
                         eof = true;
                         break;
                     }
-                    bytes += n as u64;
-                    body_bytes += n as u64;
+                    self.got_bytes += n as u64;
+                    self.got_body_bytes += n as u64;
                     self.start = self.end;
                 }
             }
@@ -369,8 +379,8 @@ impl Conn {
             head,
             first_byte,
             end,
-            body_bytes,
-            bytes,
+            body_bytes: self.got_body_bytes,
+            bytes: self.got_bytes,
             leftover,
             eof,
         })

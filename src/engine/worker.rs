@@ -51,6 +51,9 @@ struct State {
     thread: usize,
     /// Which `--local-addr` the next connection starts with (they are used in turn).
     next_local: usize,
+    /// Response bytes (all, body) read before the last connection was dropped on an
+    /// error: a failed attempt still reports what arrived.
+    dropped_got: (u64, u64),
 }
 
 /// How a single try on one connection failed.
@@ -89,6 +92,7 @@ impl Worker {
             counters,
             thread,
             next_local: id,
+            dropped_got: (0, 0),
         };
         Worker { sc, st }
     }
@@ -182,6 +186,7 @@ impl State {
                 ..Phases::default()
             };
             let reused = self.conns[target.origin].is_some();
+            self.dropped_got = (0, 0);
             match self.try_once(sc, target, &mut phases).await {
                 Ok(resp) => {
                     phases.total = Some(ns(t0, resp.end));
@@ -207,8 +212,8 @@ impl State {
                         reused,
                         phases,
                         outcome: Outcome::Error(f.failure),
-                        bytes_received: 0,
-                        body_bytes: 0,
+                        bytes_received: self.dropped_got.0,
+                        body_bytes: self.dropped_got.1,
                         stale_retry,
                         late: blocked.is_some_and(|b| b >= LATE_AFTER),
                     });
@@ -343,6 +348,8 @@ impl State {
             self.conns[slot] = Some(conn);
         }
         let conn = self.conns[slot].as_mut().expect("connection present");
+        conn.got_bytes = 0;
+        conn.got_body_bytes = 0;
         let last = sc
             .requests_per_connection
             .is_some_and(|n| conn.requests + 1 >= n);
@@ -473,6 +480,7 @@ impl State {
 
     fn drop_conn(&mut self, slot: usize, reason: CloseReason, f: &Fail) {
         if let Some(conn) = self.conns[slot].take() {
+            self.dropped_got = (conn.got_bytes, conn.got_body_bytes);
             let reason = if f.at_deadline {
                 CloseReason::EndOfRun
             } else {
