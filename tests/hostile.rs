@@ -416,6 +416,12 @@ fn check(case: &Case) -> Result<String, String> {
             case.opened
         ));
     }
+    let closed_on_error = got(&s["connections"]["close_reasons"]["error"]);
+    if case.ok == 0 && closed_on_error != opened {
+        problems.push(format!(
+            "{closed_on_error} of {opened} connections closed as `error`"
+        ));
+    }
     if let Some(max) = case.max_rss_kib {
         let body = got(&s["throughput"]["body_bytes_received"]);
         if body < 50_000_000 {
@@ -487,4 +493,197 @@ fn hostile_servers() {
         failures.len(),
         cases.len()
     );
+}
+
+/// A certificate authority for the TLS cases.
+struct Ca {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    pem: String,
+}
+
+fn new_ca(name: &str) -> Ca {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name.push(DnType::CommonName, name);
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let cert = p.self_signed(&key).unwrap();
+    Ca {
+        issuer: rcgen::Issuer::new(p, key),
+        pem: cert.pem(),
+    }
+}
+
+/// A rustls server config with a leaf for `names`, valid between the given years,
+/// signed by `ca`, offering `alpn`.
+fn tls_server(
+    ca: &Ca,
+    names: &[&str],
+    years: (i32, i32),
+    alpn: &[&[u8]],
+) -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut p =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap();
+    p.not_before = rcgen::date_time_ymd(years.0, 1, 1);
+    p.not_after = rcgen::date_time_ymd(years.1, 1, 1);
+    let leaf = p.signed_by(&key, &ca.issuer).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+        .unwrap();
+    cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    Arc::new(cfg)
+}
+
+/// Serve TLS with `cfg`: handshake, then answer requests on the connection.
+fn serve_tls(cfg: Arc<rustls::ServerConfig>) -> (std::net::SocketAddr, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let accepted = Arc::new(AtomicU64::new(0));
+    let acc = accepted.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { break };
+            acc.fetch_add(1, Ordering::SeqCst);
+            let cfg = cfg.clone();
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                let conn = rustls::ServerConnection::new(cfg).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, s);
+                loop {
+                    let mut head = Vec::new();
+                    let mut b = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match tls.read(&mut b) {
+                            Ok(1) => head.push(b[0]),
+                            _ => return,
+                        }
+                    }
+                    if tls
+                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+/// (name, server config, ok, expected detail, connections)
+type TlsCase = (
+    &'static str,
+    Arc<rustls::ServerConfig>,
+    u64,
+    Option<&'static str>,
+    u64,
+);
+
+#[test]
+fn tls_failures_have_their_own_sub_reasons() {
+    let ca = new_ca("hostile test CA");
+    let other = new_ca("a CA nobody trusts");
+    let dir = std::env::temp_dir().join(format!("handshake-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, &ca.pem).unwrap();
+    let local = ["127.0.0.1", "localhost"];
+    let h11: &[&[u8]] = &[b"http/1.1"];
+    let cases: Vec<TlsCase> = vec![
+        (
+            "valid certificate",
+            tls_server(&ca, &local, (2020, 2090), h11),
+            2,
+            None,
+            1,
+        ),
+        (
+            "expired certificate",
+            tls_server(&ca, &local, (2000, 2001), h11),
+            0,
+            Some("cert_expired"),
+            2,
+        ),
+        (
+            "not yet valid certificate",
+            tls_server(&ca, &local, (2090, 2091), h11),
+            0,
+            Some("cert_not_yet_valid"),
+            2,
+        ),
+        (
+            "unknown CA",
+            tls_server(&other, &local, (2020, 2090), h11),
+            0,
+            Some("cert_unknown_issuer"),
+            2,
+        ),
+        (
+            "wrong name",
+            tls_server(&ca, &["example.com"], (2020, 2090), h11),
+            0,
+            Some("cert_wrong_name"),
+            2,
+        ),
+        (
+            "ALPN mismatch (server speaks only h2)",
+            tls_server(&ca, &local, (2020, 2090), &[b"h2"]),
+            0,
+            Some("alpn_mismatch"),
+            2,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, cfg, ok, detail, opened) in cases {
+        let (addr, accepted) = serve_tls(cfg);
+        let url = format!("https://{addr}/");
+        let s = scenario(&bench_json(&[
+            &url,
+            "-n",
+            "2",
+            "-c",
+            "1",
+            "--cacert",
+            ca_file.to_str().unwrap(),
+            "--timeout",
+            "5s",
+        ]))
+        .clone();
+        check_accounting(&s);
+        let req = &s["requests"];
+        let got_opened = u(&s["connections"]["opened"]);
+        let good = u(&req["ok"]) == ok
+            && got_opened == opened
+            && accepted.load(Ordering::SeqCst) == opened
+            && match detail {
+                Some(d) => {
+                    u(&req["errors"]["tls"]) == 2 - ok
+                        && req["error_details"][d].as_u64() == Some(2 - ok)
+                }
+                None => req["error_details"].as_object().unwrap().is_empty(),
+            };
+        eprintln!(
+            "{}  {name:<40} ok {} errors tls {} details {} opened {got_opened}",
+            if good { "pass" } else { "FAIL" },
+            req["ok"],
+            req["errors"]["tls"],
+            req["error_details"]
+        );
+        if !good {
+            failures.push(name);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "failed: {failures:?}");
 }
