@@ -4,7 +4,7 @@
 use std::io;
 use std::time::Instant;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::http1::{parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead, MAX_HEAD_BYTES};
 use crate::net::{classify_io_error, Stream};
@@ -14,8 +14,10 @@ use crate::record::{ErrorDetail, ErrorKind, Failure};
 /// Initial read buffer; grows (up to the head limit) only for very long heads.
 const INITIAL_BUF: usize = 16 * 1024;
 
-pub struct Conn {
-    pub stream: Stream,
+/// Generic over its stream so the response reader can be fuzzed over in-memory input;
+/// the engine always uses [`Stream`].
+pub struct Conn<S = Stream> {
+    pub stream: S,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -132,10 +134,10 @@ pub struct ReadFail {
     pub any_byte: bool,
 }
 
-impl Conn {
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// A connection over `stream`, reading into `buf` if one is handed over (buffers
     /// are recycled from closed connections: no allocation per connection).
-    pub fn new(stream: Stream, buf: Option<Vec<u8>>) -> Conn {
+    pub fn new(stream: S, buf: Option<Vec<u8>>) -> Conn<S> {
         let buf = buf.unwrap_or_else(|| vec![0; INITIAL_BUF]);
         Conn {
             stream,
@@ -161,12 +163,10 @@ impl Conn {
         buf
     }
 
+    /// Write the request (and flush it, which TLS needs to send its last record).
     pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes).await?;
-        if matches!(self.stream, Stream::Tls(_)) {
-            self.stream.flush().await?;
-        }
-        Ok(())
+        self.stream.flush().await
     }
 
     /// Read more bytes into the buffer; Ok(0) is EOF.
