@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Peak memory of `handshake bench` does not grow with the number of requests.
+
+Runs 1 million and 10 million keep-alive requests (c=50) against `handshake serve`
+(started here on a free 127.0.0.1 port, stopped by its PID) and prints the client's peak
+RSS for each (ru_maxrss of the child, from wait4), with requests/s. Latencies go into
+HDR histograms and errors into fixed tables, so the two peaks should be the same. If wrk
+is installed, it runs for as long as the 1M run took, as a reference for a
+constant-memory peer (oha and hey keep every sample: see ../shared/PEERS.md).
+
+Usage: python3 bench/memory.py [--handshake PATH] [--counts 1000000,10000000] [-c 50]
+Exit status 1 if the largest run's peak exceeds the smallest's by more than 10%.
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, timeout=10.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"server on port {port} did not come up")
+
+
+def peak_rss_kib(cmd, timeout):
+    """Fork-exec cmd and read its own ru_maxrss from wait4 (not shared with others)."""
+    t0 = time.time()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.dup2(w, 1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        try:
+            os.execvp(cmd[0], cmd)
+        finally:
+            os._exit(127)
+    os.close(w)
+    chunks = []
+    deadline = t0 + timeout
+    os.set_blocking(r, False)
+    status = None
+    ru = None
+    while True:
+        try:
+            data = os.read(r, 65536)
+            if data:
+                chunks.append(data)
+        except BlockingIOError:
+            pass
+        wpid, st, rus = os.wait4(pid, os.WNOHANG)
+        if wpid == pid:
+            status, ru = st, rus
+            break
+        if time.time() > deadline:
+            os.kill(pid, 9)
+            os.wait4(pid, 0)
+            raise SystemExit(f"{cmd[0]} did not finish within {timeout} s")
+        time.sleep(0.02)
+    while True:
+        try:
+            data = os.read(r, 65536)
+        except BlockingIOError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(r)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd} exited {os.waitstatus_to_exitcode(status)}")
+    return b"".join(chunks), ru.ru_maxrss, time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--handshake", default="target/release/handshake")
+    ap.add_argument("--counts", default="1000000,10000000")
+    ap.add_argument("-c", "--concurrency", type=int, default=50)
+    args = ap.parse_args()
+    hs = os.path.abspath(args.handshake)
+    if not os.path.exists(hs):
+        raise SystemExit(f"{hs} not found: run `cargo build --release` first")
+    counts = [int(x) for x in args.counts.split(",")]
+
+    port = free_port()
+    server = subprocess.Popen(
+        [hs, "serve", "--listen", f"127.0.0.1:{port}", "--no-tls", "--body-size", "13"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    rows = []
+    try:
+        wait_port(port)
+        url = f"http://127.0.0.1:{port}/"
+        for n in counts:
+            cmd = [hs, "bench", url, "-n", str(n), "-c", str(args.concurrency),
+                   "--no-progress", "--json"]
+            out, rss, wall = peak_rss_kib(cmd, timeout=max(120, n / 20000))
+            s = json.loads(out)["scenarios"][0]
+            req = s["requests"]
+            errors = sum(req["errors"].values())
+            if req["attempted"] != n or req["ok"] + errors != n:
+                raise SystemExit(f"accounting broken for n={n}: {req}")
+            rows.append(("handshake", n, req["ok"], errors, wall,
+                         s["throughput"]["requests_per_s"], rss))
+        if shutil.which("wrk"):
+            secs = max(1, round(rows[0][4]))
+            cmd = ["wrk", "-t2", f"-c{args.concurrency}", f"-d{secs}s", url]
+            out, rss, wall = peak_rss_kib(cmd, timeout=secs + 60)
+            text = out.decode()
+            total = next((int(l.split()[0]) for l in text.splitlines()
+                          if "requests in" in l), 0)
+            rows.append(("wrk", total, total, 0, wall, total / secs, rss))
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+    print(f"{'tool':<10} {'requests':>10} {'ok':>10} {'errors':>6} {'wall s':>7} "
+          f"{'req/s':>9} {'peak RSS MiB':>13}")
+    for tool, n, ok, errors, wall, rps, rss in rows:
+        print(f"{tool:<10} {n:>10} {ok:>10} {errors:>6} {wall:>7.1f} {rps:>9.0f} "
+              f"{rss / 1024:>13.1f}")
+    ours = [r for r in rows if r[0] == "handshake"]
+    growth = ours[-1][6] / ours[0][6]
+    print(f"peak RSS, {ours[-1][1]:,} vs {ours[0][1]:,} requests: {growth:.3f}x")
+    sys.exit(0 if growth <= 1.10 else 1)
+
+
+if __name__ == "__main__":
+    main()
