@@ -213,15 +213,15 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
             Some(parse_addr("--tls-listen", &a.tls_listen)?)
         },
         keepalive: on_off("--keepalive", &a.keepalive)?,
-        idle_timeout: parse_duration("--idle-timeout", &a.idle_timeout)?,
+        idle_timeout: parse_duration("--idle-timeout", &a.limits.idle_timeout)?,
         max_requests_per_connection: a.max_requests_per_connection,
         http10: a.http10,
         body_size: a.body_size,
         delay: parse_duration("--delay", &a.delay)?,
-        header_timeout: parse_duration("--header-timeout", &a.header_timeout)?,
-        max_header_bytes: a.max_header_bytes,
-        max_body_bytes: a.max_body_bytes,
-        max_connections: a.max_connections,
+        header_timeout: parse_duration("--header-timeout", &a.limits.header_timeout)?,
+        max_header_bytes: a.limits.max_header_bytes,
+        max_body_bytes: a.limits.max_body_bytes,
+        max_connections: a.limits.max_connections,
         threads: a.threads,
     };
     if cfg.max_requests_per_connection == Some(0) {
@@ -367,8 +367,8 @@ pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
 
 pub fn audit(a: AuditArgs) -> anyhow::Result<i32> {
     let listen = parse_addr("--listen", &a.listen)?;
-    let idle_timeout = parse_duration("--idle-timeout", &a.idle_timeout)?;
-    let header_timeout = parse_duration("--header-timeout", &a.header_timeout)?;
+    let idle_timeout = parse_duration("--idle-timeout", &a.limits.idle_timeout)?;
+    let header_timeout = parse_duration("--header-timeout", &a.limits.header_timeout)?;
     if idle_timeout.is_zero() || header_timeout.is_zero() {
         return Err(UsageError(
             "--idle-timeout and --header-timeout must be more than zero".into(),
@@ -411,6 +411,9 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<i32> {
             body_size: a.body_size,
             idle_timeout,
             header_timeout,
+            max_header_bytes: a.limits.max_header_bytes,
+            max_body_bytes: a.limits.max_body_bytes,
+            max_connections: a.limits.max_connections,
             ..ServerConfig::default()
         },
     })?;

@@ -44,6 +44,10 @@ pub enum Ending {
     Stalled,
     /// Idle past the idle timeout; closed by this side.
     IdleTimeout,
+    /// A request head or body over the size limits: answered 431 or 413, closed.
+    TooLarge,
+    /// Over the connection limit: answered 503, closed.
+    OverLimit,
     /// Still open when the audit ended.
     OpenAtEnd,
 }
@@ -159,6 +163,11 @@ pub struct RunningAudit {
 }
 
 impl RunningAudit {
+    /// Client connections open now.
+    pub fn open_connections(&self) -> u64 {
+        with_log(&self.log, |g| g.open)
+    }
+
     /// Stop and return the report (connections still open count as `open_at_end`).
     pub fn finish(mut self, command: Option<Vec<String>>, exit_status: Option<i32>) -> AuditReport {
         self.thread.stop();
@@ -204,20 +213,20 @@ async fn accept_loop(
             continue;
         };
         let _ = sock.set_nodelay(true);
-        let idx = with_log(&shared.1, |g| {
+        let (idx, over_limit) = with_log(&shared.1, |g| {
             g.open += 1;
             g.peak_open = g.peak_open.max(g.open);
             g.conns.push(ConnLog {
                 client: Some(peer.ip()),
                 ..ConnLog::default()
             });
-            g.conns.len() - 1
+            (g.conns.len() - 1, g.open > shared.0.server.max_connections)
         });
         let shared = shared.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
             let end = match tls {
-                None => serve(sock, &shared, idx).await,
+                None => serve(sock, &shared, idx, over_limit).await,
                 Some(acc) => {
                     match tokio::time::timeout(shared.0.server.header_timeout, acc.accept(sock))
                         .await
@@ -226,7 +235,7 @@ async fn accept_loop(
                             let resumed = s.get_ref().1.handshake_kind()
                                 == Some(rustls::HandshakeKind::Resumed);
                             with_log(&shared.1, |g| g.conns[idx].tls_resumed = Some(resumed));
-                            serve(s, &shared, idx).await
+                            serve(s, &shared, idx, over_limit).await
                         }
                         Ok(Err(_)) => Ending::Garbage,
                         Err(_) => Ending::Stalled,
@@ -248,11 +257,23 @@ fn is_reset(e: &std::io::Error) -> bool {
     )
 }
 
-/// Serve one client connection; returns how it ended.
+/// Answer `status` with an empty body and close: the client broke a limit.
+async fn reject<S: AsyncWrite + Unpin>(s: &mut S, status: u16) {
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        reason(status)
+    );
+    let _ = s.write_all(head.as_bytes()).await;
+    let _ = s.shutdown().await;
+}
+
+/// Serve one client connection; returns how it ended. Over the connection limit, the
+/// first request is answered 503.
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut s: S,
     shared: &(AuditConfig, SharedLog),
     idx: usize,
+    over_limit: bool,
 ) -> Ending {
     let (cfg, log) = (&shared.0, &shared.1);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
@@ -266,9 +287,15 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 let mut headers = [httparse::EMPTY_HEADER; 64];
                 let mut req = httparse::Request::new(&mut headers);
                 match req.parse(&buf) {
-                    Ok(httparse::Status::Complete(n)) => break (n, RequestLine::from(&req)),
+                    Ok(httparse::Status::Complete(n)) if n <= cfg.server.max_header_bytes => {
+                        break (n, RequestLine::from(&req))
+                    }
                     Ok(httparse::Status::Partial) if buf.len() <= cfg.server.max_header_bytes => {}
-                    _ => {
+                    Ok(_) | Err(httparse::Error::TooManyHeaders) => {
+                        reject(&mut s, 431).await;
+                        return Ending::TooLarge;
+                    }
+                    Err(_) => {
                         let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
                         return Ending::Garbage;
                     }
@@ -280,7 +307,10 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             };
             match tokio::time::timeout(limit, s.read(&mut chunk)).await {
                 Err(_) if buf.is_empty() => return Ending::IdleTimeout,
-                Err(_) => return Ending::Stalled,
+                Err(_) => {
+                    reject(&mut s, 408).await;
+                    return Ending::Stalled;
+                }
                 Ok(Ok(0)) if buf.is_empty() => return Ending::ClientClosed,
                 Ok(Ok(0)) => return Ending::ClientClosedMidRequest,
                 Ok(Err(e)) if buf.is_empty() && is_reset(&e) => {
@@ -314,10 +344,21 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             }
         });
         buf.drain(..head_len);
+        if over_limit {
+            reject(&mut s, 503).await;
+            return Ending::OverLimit;
+        }
         // The request body.
         let body = match read_body(&mut s, &mut buf, &mut chunk, &info, &cfg.server).await {
             Ok(b) => b,
-            Err(end) => return end,
+            Err(end) => {
+                match end {
+                    Ending::TooLarge => reject(&mut s, 413).await,
+                    Ending::Stalled => reject(&mut s, 408).await,
+                    _ => {}
+                }
+                return end;
+            }
         };
         let keep = cfg.server.keepalive
             && if info.minor >= 1 {
@@ -471,14 +512,14 @@ async fn read_body<S: AsyncRead + Unpin>(
                 return Ok(data);
             }
             if data.len() as u64 > cfg.max_body_bytes {
-                return Err(Ending::Garbage);
+                return Err(Ending::TooLarge);
             }
             read_more(s, buf, chunk, deadline).await?;
         }
     }
     let n = info.content_length.unwrap_or(0);
     if n > cfg.max_body_bytes {
-        return Err(Ending::Garbage);
+        return Err(Ending::TooLarge);
     }
     while (buf.len() as u64) < n {
         read_more(s, buf, chunk, deadline).await?;
@@ -917,6 +958,14 @@ pub fn verdict(t: &ClientSummary) -> Vec<String> {
             "disconnected while a response was being written",
         ),
         (Ending::ClientReset, "reset the connection"),
+        (
+            Ending::TooLarge,
+            "sent a request over the size limits (answered 431 or 413)",
+        ),
+        (
+            Ending::OverLimit,
+            "came over the connection limit (answered 503)",
+        ),
     ] {
         let n = count(&t.endings, &e);
         if n > 0 {

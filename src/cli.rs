@@ -58,13 +58,8 @@ pub struct AuditArgs {
     #[arg(long, default_value_t = 13)]
     pub body_size: usize,
 
-    /// Close client connections idle this long
-    #[arg(long, default_value = "60s")]
-    pub idle_timeout: String,
-
-    /// Time a client has to finish a request it started (a stalled one is cut off)
-    #[arg(long, default_value = "10s")]
-    pub header_timeout: String,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 
     /// Trust the upstream's certificate if signed by the CA in this PEM file
     #[arg(long, value_name = "FILE")]
@@ -299,6 +294,30 @@ pub struct OutputArgs {
     pub html: Option<PathBuf>,
 }
 
+/// What a client of the embedded server or the audit may cost it.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Close connections idle this long between requests (e.g. 5s)
+    #[arg(long, default_value = "60s")]
+    pub idle_timeout: String,
+
+    /// Time allowed for a request once its first byte arrived (slowloris guard; 408)
+    #[arg(long, default_value = "10s")]
+    pub header_timeout: String,
+
+    /// Largest request head accepted (431 beyond)
+    #[arg(long, default_value_t = 16 * 1024)]
+    pub max_header_bytes: usize,
+
+    /// Largest request body accepted (413 beyond)
+    #[arg(long, default_value_t = 16 * 1024 * 1024)]
+    pub max_body_bytes: u64,
+
+    /// Most concurrent connections (503 beyond)
+    #[arg(long, default_value_t = 16_384)]
+    pub max_connections: u64,
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// HTTP listen address
@@ -321,10 +340,6 @@ pub struct ServeArgs {
     #[arg(long, default_value = "on")]
     pub keepalive: String,
 
-    /// Close connections idle this long (e.g. 5s)
-    #[arg(long, default_value = "60s")]
-    pub idle_timeout: String,
-
     /// Close each connection after this many requests
     #[arg(long, value_name = "N")]
     pub max_requests_per_connection: Option<u64>,
@@ -341,22 +356,6 @@ pub struct ServeArgs {
     #[arg(long, default_value = "0s")]
     pub delay: String,
 
-    /// Time allowed for a request head once it has started (slowloris guard)
-    #[arg(long, default_value = "10s")]
-    pub header_timeout: String,
-
-    /// Largest request head accepted (431 beyond)
-    #[arg(long, default_value_t = 16 * 1024)]
-    pub max_header_bytes: usize,
-
-    /// Largest request body accepted (413 beyond)
-    #[arg(long, default_value_t = 16 * 1024 * 1024)]
-    pub max_body_bytes: u64,
-
-    /// Most concurrent connections (503 beyond)
-    #[arg(long, default_value_t = 16_384)]
-    pub max_connections: u64,
-
     /// Server worker threads
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -364,4 +363,7 @@ pub struct ServeArgs {
     /// Stop after this long (default: run until Ctrl-C)
     #[arg(long, short = 'd')]
     pub duration: Option<String>,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }

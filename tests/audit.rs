@@ -236,17 +236,24 @@ fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
     assert_eq!(code, Some(0));
     check(&v);
     assert_eq!(u(&total(&v)["connections"]), 1, "{}", verdict(&v));
-    let (_, v) = audit(&[], &[dir.join("unread").to_str().unwrap(), "{url}"]);
-    check(&v);
-    assert_eq!(u(&total(&v)["connections"]), 5);
     // Closing an unread body ends the connection. When response bytes were still in the
     // client's socket, its kernel resets it (seen as unread); when Go had already pulled
-    // them in, it is a plain close. Every connection is one or the other.
-    let t = total(&v);
-    let unread = u(&t["endings"]["client_closed_unread"]);
-    let closed = t["endings"]["client_closed"].as_u64().unwrap_or(0);
-    assert_eq!(unread + closed, 5, "{t}");
-    assert!(unread >= 1, "some resets with unread bytes: {t}");
+    // them in, it is a plain close. Every connection is one or the other. Which one is
+    // up to the scheduler (all five plain closes happen now and then), so the client
+    // runs up to three times for a run with resets, whose verdict must name the cause.
+    let mut v = Value::Null;
+    for _ in 0..3 {
+        v = audit(&[], &[dir.join("unread").to_str().unwrap(), "{url}"]).1;
+        check(&v);
+        assert_eq!(u(&total(&v)["connections"]), 5);
+        let t = total(&v);
+        let unread = t["endings"]["client_closed_unread"].as_u64().unwrap_or(0);
+        let closed = t["endings"]["client_closed"].as_u64().unwrap_or(0);
+        assert_eq!(unread + closed, 5, "{t}");
+        if unread >= 1 {
+            break;
+        }
+    }
     let s = verdict(&v);
     assert!(
         s.contains("5 requests over 5 connections: no reuse."),

@@ -1,17 +1,21 @@
-//! The embedded server as a liability: loopback by default, header and body size
-//! limits (431/413), the header read timeout (no slowloris), the idle timeout, the
-//! connection limit (503), and TLS 1.2 resumption as well as 1.3.
+//! The embedded server and the audit as a liability: loopback by default, header and
+//! body size limits (431/413), the header read timeout (no slowloris, 408), the idle
+//! timeout, the connection limit (503); each checked on both. Also the server's TLS 1.2
+//! resumption as well as 1.3.
 
 mod common;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
+
+use clap::Parser;
+use handshake::audit::{AuditConfig, AuditReport, Ending};
 use std::time::{Duration, Instant};
 
 use common::*;
 
-fn connect(srv: &RunningServer) -> TcpStream {
-    let s = TcpStream::connect(srv.http_addr.unwrap()).unwrap();
+fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s
 }
@@ -23,112 +27,203 @@ fn read_all(s: &mut TcpStream) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Run `check` against the embedded server and then against `handshake audit`
+/// (answering itself), both with `cfg`'s limits. Returns the server's stats and the
+/// audit's report, for the caller's ground-truth checks.
+fn on_server_and_audit(
+    cfg: ServerConfig,
+    check: impl Fn(SocketAddr, &dyn Fn() -> u64),
+) -> (handshake::server::StatsSnapshot, AuditReport) {
+    let srv = start(cfg.clone());
+    check(srv.http_addr.unwrap(), &|| srv.snapshot().open_connections);
+    let stats = srv.snapshot();
+    srv.stop();
+    let audit = handshake::audit::start(AuditConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tls: false,
+        upstream: None,
+        server: cfg,
+    })
+    .unwrap();
+    let addr: SocketAddr = audit
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    assert!(addr.ip().is_loopback());
+    check(addr, &|| audit.open_connections());
+    (stats, audit.finish(None, None))
+}
+
+fn ending(r: &AuditReport, e: Ending) -> u64 {
+    r.total.endings.get(&e).copied().unwrap_or(0)
+}
+
 #[test]
 fn binds_loopback_by_default() {
     let srv = server::start(ServerConfig::default()).unwrap();
     assert!(srv.http_addr.unwrap().ip().is_loopback());
     srv.stop();
+    let cli = handshake::cli::Cli::try_parse_from(["handshake", "audit"]).unwrap();
+    let handshake::cli::Command::Audit(a) = cli.command else {
+        panic!("audit parsed as another command")
+    };
+    let listen: SocketAddr = a.listen.parse().unwrap();
+    assert!(listen.ip().is_loopback(), "audit listens on {listen}");
 }
 
 #[test]
 fn oversized_head_gets_431_and_oversized_body_413() {
-    let srv = start(ServerConfig {
+    let cfg = ServerConfig {
         max_header_bytes: 1024,
         max_body_bytes: 100,
         ..ServerConfig::default()
+    };
+    let (stats, audit) = on_server_and_audit(cfg, |addr, _| {
+        let mut s = connect(addr);
+        let big = "x".repeat(2000);
+        s.write_all(format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n").as_bytes())
+            .unwrap();
+        let r = read_all(&mut s);
+        assert!(r.starts_with("HTTP/1.1 431 "), "{r}");
+        let mut s = connect(addr);
+        let many: String = (0..200).map(|i| format!("X-{i}: v\r\n")).collect();
+        s.write_all(format!("GET / HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes())
+            .unwrap();
+        let r = read_all(&mut s);
+        assert!(r.starts_with("HTTP/1.1 431 "), "200 headers: {r}");
+        let mut s = connect(addr);
+        s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n")
+            .unwrap();
+        let r = read_all(&mut s);
+        assert!(r.starts_with("HTTP/1.1 413 "), "{r}");
+        // Within the limits, bodies (plain and chunked) are read and the connection kept.
+        let mut s = connect(addr);
+        s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloPOST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let r = read_all(&mut s);
+        assert_eq!(r.matches("HTTP/1.1 200 OK").count(), 3, "{r}");
     });
-    let mut s = connect(&srv);
-    let big = "x".repeat(2000);
-    s.write_all(format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n").as_bytes())
-        .unwrap();
-    let r = read_all(&mut s);
-    assert!(r.starts_with("HTTP/1.1 431 "), "{r}");
-    let mut s = connect(&srv);
-    s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n")
-        .unwrap();
-    let r = read_all(&mut s);
-    assert!(r.starts_with("HTTP/1.1 413 "), "{r}");
-    // Within the limits, bodies (plain and chunked) are read and the connection kept.
-    let mut s = connect(&srv);
-    s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloPOST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-    let r = read_all(&mut s);
-    assert_eq!(r.matches("HTTP/1.1 200 OK").count(), 3, "{r}");
-    assert_eq!(srv.snapshot().requests, 3);
-    srv.stop();
+    assert_eq!(stats.requests, 3);
+    assert_eq!(audit.total.responses, 3);
+    assert_eq!(
+        ending(&audit, Ending::TooLarge),
+        3,
+        "{:?}",
+        audit.total.endings
+    );
+    assert!(
+        audit.verdict.iter().any(|v| v.contains("431 or 413")),
+        "{:?}",
+        audit.verdict
+    );
 }
 
 #[test]
 fn slow_headers_are_cut_off_by_the_header_timeout() {
-    let srv = start(ServerConfig {
+    let cfg = ServerConfig {
         header_timeout: Duration::from_millis(300),
         ..ServerConfig::default()
+    };
+    let (stats, audit) = on_server_and_audit(cfg, |addr, _| {
+        let mut s = connect(addr);
+        let t = Instant::now();
+        // One byte per 50 ms: slower than the timeout allows for the whole head.
+        let mut cut = false;
+        for b in b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" {
+            if s.write_all(&[*b]).is_err() {
+                cut = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            if t.elapsed() > Duration::from_millis(900) {
+                break;
+            }
+        }
+        let r = read_all(&mut s);
+        assert!(
+            cut || r.starts_with("HTTP/1.1 408 "),
+            "slowloris head answered: {r:?}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(3));
     });
-    let mut s = connect(&srv);
-    let t = Instant::now();
-    // One byte at a time, slower than the timeout allows for the whole head.
-    let mut cut = false;
-    for b in b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" {
-        if s.write_all(&[*b]).is_err() {
-            cut = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        if t.elapsed() > Duration::from_millis(900) {
-            break;
-        }
-    }
-    let r = read_all(&mut s);
-    assert!(
-        cut || r.starts_with("HTTP/1.1 408 "),
-        "slowloris head answered: {r:?}"
+    assert_eq!(stats.requests, 0);
+    assert_eq!(audit.total.requests, 0);
+    assert_eq!(
+        ending(&audit, Ending::Stalled),
+        1,
+        "{:?}",
+        audit.total.endings
     );
-    assert!(t.elapsed() < Duration::from_secs(3));
-    assert_eq!(srv.snapshot().requests, 0);
-    srv.stop();
 }
 
 #[test]
 fn idle_connections_are_closed_after_the_idle_timeout() {
-    let srv = start(ServerConfig {
+    let cfg = ServerConfig {
         idle_timeout: Duration::from_millis(200),
         ..ServerConfig::default()
+    };
+    let (_, audit) = on_server_and_audit(cfg, |addr, _| {
+        let mut s = connect(addr);
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        // The whole response (head and 13-byte body, maybe in separate segments).
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !got.ends_with(&[b'x'; 13]) {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "EOF inside the response");
+            got.extend_from_slice(&buf[..n]);
+        }
+        let t = Instant::now();
+        let n = s.read(&mut buf).unwrap();
+        assert_eq!(n, 0, "EOF after the idle timeout");
+        let waited = t.elapsed();
+        assert!(
+            waited >= Duration::from_millis(150) && waited < Duration::from_secs(2),
+            "{waited:?}"
+        );
     });
-    let mut s = connect(&srv);
-    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let mut buf = [0u8; 1024];
-    let n = s.read(&mut buf).unwrap();
-    assert!(n > 0);
-    let t = Instant::now();
-    let n = s.read(&mut buf).unwrap();
-    assert_eq!(n, 0, "EOF after the idle timeout");
-    let waited = t.elapsed();
-    assert!(
-        waited >= Duration::from_millis(150) && waited < Duration::from_secs(2),
-        "{waited:?}"
+    assert_eq!(
+        ending(&audit, Ending::IdleTimeout),
+        1,
+        "{:?}",
+        audit.total.endings
     );
-    srv.stop();
 }
 
 #[test]
 fn connections_over_the_limit_get_503() {
-    let srv = start(ServerConfig {
+    let cfg = ServerConfig {
         max_connections: 2,
         ..ServerConfig::default()
+    };
+    let (stats, audit) = on_server_and_audit(cfg, |addr, open| {
+        let a = connect(addr);
+        let b = connect(addr);
+        // Make sure both are accepted before the third arrives.
+        let t = Instant::now();
+        while open() < 2 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut c = connect(addr);
+        c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let r = read_all(&mut c);
+        assert!(r.starts_with("HTTP/1.1 503 "), "{r}");
+        drop((a, b));
     });
-    let a = connect(&srv);
-    let b = connect(&srv);
-    // Make sure both are accepted before the third arrives.
-    let t = Instant::now();
-    while srv.snapshot().open_connections < 2 && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut c = connect(&srv);
-    c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let r = read_all(&mut c);
-    assert!(r.starts_with("HTTP/1.1 503 "), "{r}");
-    assert_eq!(srv.snapshot().rejected_connections, 1);
-    drop((a, b));
-    srv.stop();
+    assert_eq!(stats.rejected_connections, 1);
+    assert_eq!(
+        ending(&audit, Ending::OverLimit),
+        1,
+        "{:?}",
+        audit.total.endings
+    );
+    assert_eq!(audit.total.connections, 3);
+    assert!(
+        audit.verdict.iter().any(|v| v.contains("503")),
+        "{:?}",
+        audit.verdict
+    );
 }
 
 #[test]
