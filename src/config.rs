@@ -377,6 +377,14 @@ pub fn request_config(
                 .map_err(|_| UsageError(format!("--local-addr {v:?}: not an IP address")))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    for ip in &local_addrs {
+        // A source address must belong to this machine (binding to it must work).
+        std::net::UdpSocket::bind((*ip, 0)).map_err(|e| {
+            UsageError(format!(
+                "--local-addr {ip}: not an address of this machine ({e})"
+            ))
+        })?;
+    }
     Ok(RequestConfig {
         urls,
         method,

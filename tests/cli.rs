@@ -217,3 +217,23 @@ fn unsafe_kill(pid: u32) {
         .args(["-INT", &pid.to_string()])
         .status();
 }
+
+#[test]
+fn local_addr_must_be_an_address_of_this_machine() {
+    for (value, words) in [
+        ("nonsense", "not an IP address"),
+        ("192.0.2.77", "not an address of this machine"),
+    ] {
+        let out = run(&[
+            "bench",
+            "http://127.0.0.1:9/",
+            "-n",
+            "1",
+            "--local-addr",
+            value,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--local-addr") && err.contains(words), "{err}");
+    }
+}
