@@ -687,3 +687,33 @@ fn tls_failures_have_their_own_sub_reasons() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "failed: {failures:?}");
 }
+
+#[test]
+fn connect_timeout_bounds_a_stalled_tls_handshake() {
+    // A TCP server that accepts and never answers the ClientHello.
+    let (addr, accepted) = script_server(|mut st, _| {
+        let mut b = [0u8; 512];
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until && st.read(&mut b).is_ok_and(|n| n > 0) {}
+    });
+    let url = format!("https://{addr}/");
+    let t = Instant::now();
+    let s = scenario(&bench_json(&[
+        &url,
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--insecure",
+        "--timeout",
+        "10s",
+        "--connect-timeout",
+        "200ms",
+    ]))
+    .clone();
+    check_accounting(&s);
+    assert_eq!(u(&s["requests"]["errors"]["timeout_tls"]), 2, "{s}");
+    assert_eq!(u(&s["connections"]["opened"]), 2);
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
