@@ -7,7 +7,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -87,6 +87,23 @@ fn err_case(name: &'static str, script: Vec<Step>, error: &'static str, detail: 
         },
         opened: ATTEMPTS,
         max_rss_kib: None,
+    }
+}
+
+/// A server that sends `head` and then `block` without end: the client's timeout (1 s)
+/// must cut it while its memory stays flat.
+fn endless_body(name: &'static str, head: Vec<u8>, block: Vec<u8>) -> Case {
+    Case {
+        max_rss_kib: Some(64 * 1024),
+        ..with(
+            err_case(
+                name,
+                vec![Read, Endless { head, block }],
+                "timeout_receive",
+                "",
+            ),
+            &["--timeout", "1s"],
+        )
     }
 }
 
@@ -209,27 +226,9 @@ fn cases() -> Vec<Case> {
         with(err_case("body trickled one byte per 50 ms", vec![Read, send(b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n"), Trickle(vec![b'x'; 40], 50)], "timeout_receive", "below_min_speed"), &["--timeout", "10s", "--min-speed", "1k", "--min-speed-window", "300ms"]),
         with(ok_case("a slow response above the minimum speed", vec![Read, send(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"), Trickle(b"slow".to_vec(), 100)], 1), &["--timeout", "10s", "--min-speed", "2", "--min-speed-window", "300ms"]),
         // --- endless bodies: memory stays flat ---
-        Case {
-            max_rss_kib: Some(64 * 1024),
-            ..with(
-                err_case("endless Content-Length body", vec![Read, Endless { head: b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n".to_vec(), block: vec![b'x'; 64 * 1024] }], "timeout_receive", ""),
-                &["--timeout", "1s"],
-            )
-        },
-        Case {
-            max_rss_kib: Some(64 * 1024),
-            ..with(
-                err_case("endless chunked body", vec![Read, Endless { head: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(), block: [b"ffff\r\n".to_vec(), vec![b'y'; 0xffff], b"\r\n".to_vec()].concat() }], "timeout_receive", ""),
-                &["--timeout", "1s"],
-            )
-        },
-        Case {
-            max_rss_kib: Some(64 * 1024),
-            ..with(
-                err_case("endless close-delimited body", vec![Read, Endless { head: b"HTTP/1.0 200 OK\r\n\r\n".to_vec(), block: vec![b'z'; 64 * 1024] }], "timeout_receive", ""),
-                &["--timeout", "1s"],
-            )
-        },
+        endless_body("endless Content-Length body", b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n".to_vec(), vec![b'x'; 64 * 1024]),
+        endless_body("endless chunked body", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(), [b"ffff\r\n".to_vec(), vec![b'y'; 0xffff], b"\r\n".to_vec()].concat()),
+        endless_body("endless close-delimited body", b"HTTP/1.0 200 OK\r\n\r\n".to_vec(), vec![b'z'; 64 * 1024]),
     ]
 }
 
@@ -335,18 +334,7 @@ fn run_watched(args: &[&str], limit: Duration) -> Result<(Vec<u8>, String, i32, 
 /// Run one case; `Err` says what was wrong.
 fn check(case: &Case) -> Result<String, String> {
     let script = case.script.clone();
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let accepted = Arc::new(AtomicU64::new(0));
-    let acc = accepted.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(s) = s else { break };
-            acc.fetch_add(1, Ordering::SeqCst);
-            let script = script.clone();
-            std::thread::spawn(move || play(s, &script));
-        }
-    });
+    let (addr, accepted) = script_server(move |s, _| play(s, &script));
     let url = format!("http://{addr}/");
     let n = ATTEMPTS.to_string();
     let mut args = vec![
@@ -546,39 +534,19 @@ fn tls_server(
 
 /// Serve TLS with `cfg`: handshake, then answer requests on the connection.
 fn serve_tls(cfg: Arc<rustls::ServerConfig>) -> (std::net::SocketAddr, Arc<AtomicU64>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let accepted = Arc::new(AtomicU64::new(0));
-    let acc = accepted.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(s) = s else { break };
-            acc.fetch_add(1, Ordering::SeqCst);
-            let cfg = cfg.clone();
-            std::thread::spawn(move || {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-                let conn = rustls::ServerConnection::new(cfg).unwrap();
-                let mut tls = rustls::StreamOwned::new(conn, s);
-                loop {
-                    let mut head = Vec::new();
-                    let mut b = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match tls.read(&mut b) {
-                            Ok(1) => head.push(b[0]),
-                            _ => return,
-                        }
-                    }
-                    if tls
-                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-            });
+    script_server(move |s, _| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, s);
+        while read_head_from(&mut tls).is_some() {
+            if tls
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
+            }
         }
-    });
-    (addr, accepted)
+    })
 }
 
 /// (name, server config, ok, expected detail, connections)

@@ -120,6 +120,11 @@ where
 /// Read one request head (up to the blank line) from a scripted server's socket.
 pub fn read_head(s: &mut TcpStream) -> Option<Vec<u8>> {
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    read_head_from(s)
+}
+
+/// Read one request head from any byte stream (a TLS stream, say).
+pub fn read_head_from(s: &mut impl Read) -> Option<Vec<u8>> {
     let mut head = Vec::new();
     let mut b = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
