@@ -7,7 +7,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::http1::{parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead, MAX_HEAD_BYTES};
-use crate::net::{classify_io_error, Stream};
+use crate::net::{classify_io_failure, Stream};
 use crate::plan::MinSpeed;
 use crate::record::{ErrorDetail, ErrorKind, Failure};
 
@@ -212,10 +212,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 },
             };
             let n = read.map_err(|e| ReadFail {
-                failure: match classify_io_error(&e) {
-                    ErrorKind::Reset => Failure::new(ErrorKind::Reset, reset_detail),
-                    kind => kind.into(),
-                },
+                failure: classify_io_failure(&e, reset_detail),
                 any_byte,
             })?;
             if let Some(p) = pace.as_mut().filter(|_| n > 0) {

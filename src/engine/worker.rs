@@ -14,7 +14,7 @@ use tokio_rustls::TlsConnector;
 
 use super::conn::{Conn, ReadLimits, Response};
 use crate::http1::Framing;
-use crate::net::{self, classify_connect_error, classify_io_error, classify_tls_error, Stream};
+use crate::net::{self, classify_connect_error, classify_io_failure, classify_tls_error, Stream};
 use crate::plan::{LoadShape, Scenario, Target};
 use crate::record::{
     CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Outcome, Phases, RequestRecord,
@@ -370,13 +370,9 @@ impl State {
                 } else {
                     CloseReason::Error
                 };
-                let failure = match classify_io_error(&e) {
-                    ErrorKind::Reset => Failure::new(ErrorKind::Reset, ErrorDetail::ResetInSend),
-                    kind => kind.into(),
-                };
                 Some((
                     Fail {
-                        failure,
+                        failure: classify_io_failure(&e, ErrorDetail::ResetInSend),
                         stale,
                         at_deadline: false,
                     },

@@ -169,6 +169,15 @@ pub fn classify_io_error(e: &io::Error) -> ErrorKind {
     }
 }
 
+/// Like [`classify_io_error`], naming where a reset happened (`reset_detail`: in the
+/// send, the head or the body).
+pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure {
+    match classify_io_error(e) {
+        ErrorKind::Reset => Failure::new(ErrorKind::Reset, reset_detail),
+        kind => kind.into(),
+    }
+}
+
 /// Category and sub-reason of a failed TLS handshake: each certificate problem and an
 /// ALPN mismatch has its own detail.
 pub fn classify_tls_error(e: &io::Error) -> Failure {

@@ -6,5 +6,7 @@ pub mod local_ports;
 pub mod stream;
 pub mod tls;
 
-pub use dial::{classify_connect_error, classify_io_error, classify_tls_error, Origin};
+pub use dial::{
+    classify_connect_error, classify_io_error, classify_io_failure, classify_tls_error, Origin,
+};
 pub use stream::Stream;
