@@ -20,12 +20,13 @@ import re
 import resource
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from loopback import free_port, stop, wait_port
 
 NGINX_CONF = """
 worker_processes 1;
@@ -48,35 +49,6 @@ http {{
     }}
 }}
 """
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_port(port, timeout=10):
-    t = time.time()
-    while time.time() - t < timeout:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nginx did not listen on {port}")
-
-
-def stop(proc, sig):
-    """Stop a process we started, by its PID: the signal, then SIGKILL after 10 s."""
-    proc.send_signal(sig)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def run_measured(cmd):

@@ -15,29 +15,12 @@ import argparse
 import json
 import os
 import shutil
-import socket
+import signal
 import subprocess
 import sys
 import time
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_port(port, timeout=10.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"server on port {port} did not come up")
+from loopback import free_port, stop, wait_port
 
 
 def peak_rss_kib(cmd, timeout):
@@ -131,12 +114,7 @@ def main():
                           if "requests in" in l), 0)
             rows.append(("wrk", total, total, 0, wall, total / secs, rss))
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server, signal.SIGTERM)
 
     print(f"{'tool':<10} {'requests':>10} {'ok':>10} {'errors':>6} {'wall s':>7} "
           f"{'req/s':>9} {'peak RSS MiB':>13}")
