@@ -173,9 +173,9 @@ fn answer_forever(mut s: TcpStream) {
     }
 }
 
-fn bench_in(ns: &str, args: &[&str]) -> serde_json::Value {
-    let mut cmd = Command::new("ip");
-    cmd.args([
+/// 120 sequential `close` requests to `url` from the namespace `ns`, plus `extra` flags.
+fn close_run_in(ns: &str, url: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
         "netns",
         "exec",
         ns,
@@ -183,8 +183,19 @@ fn bench_in(ns: &str, args: &[&str]) -> serde_json::Value {
         "bench",
         "--json",
         "--no-progress",
-    ])
-    .args(args);
+        url,
+        "-n",
+        "120",
+        "-c",
+        "1",
+        "--strategy",
+        "close",
+        "--timeout",
+        "5s",
+    ];
+    args.extend_from_slice(extra);
+    let mut cmd = Command::new("ip");
+    cmd.args(&args);
     let out = cmd.output().expect("run handshake in the client namespace");
     assert!(
         out.status.success(),
@@ -212,20 +223,7 @@ fn port_exhaustion_is_explained_and_local_addrs_avoid_it() {
     let url = format!("http://{}/", srv.addr);
 
     // 120 connections from one address with 50 ports: the 51st connect fails.
-    let r = bench_in(
-        &link.client_ns,
-        &[
-            &url,
-            "-n",
-            "120",
-            "-c",
-            "1",
-            "--strategy",
-            "close",
-            "--timeout",
-            "5s",
-        ],
-    );
+    let r = close_run_in(&link.client_ns, &url, &[]);
     let s = scenario(&r);
     check_accounting(s);
     let opened = u(&s["connections"]["opened"]);
@@ -258,22 +256,7 @@ fn port_exhaustion_is_explained_and_local_addrs_avoid_it() {
     // The same run spread over three other source addresses (150 ports): no error.
     let before = srv.accepted.load(Ordering::SeqCst);
     let locals = CLIENT_IPS[1..].join(",");
-    let r = bench_in(
-        &link.client_ns,
-        &[
-            &url,
-            "-n",
-            "120",
-            "-c",
-            "1",
-            "--strategy",
-            "close",
-            "--timeout",
-            "5s",
-            "--local-addr",
-            &locals,
-        ],
-    );
+    let r = close_run_in(&link.client_ns, &url, &["--local-addr", &locals]);
     let s = scenario(&r);
     check_accounting(s);
     assert_eq!(u(&s["requests"]["ok"]), 120, "{s}");

@@ -56,8 +56,10 @@ fn on_server_and_audit(
     (stats, audit.finish(None, None))
 }
 
-fn ending(r: &AuditReport, e: Ending) -> u64 {
-    r.total.endings.get(&e).copied().unwrap_or(0)
+/// The audit counted `n` connections that ended as `e`.
+fn assert_ending(r: &AuditReport, e: Ending, n: u64) {
+    let got = r.total.endings.get(&e).copied().unwrap_or(0);
+    assert_eq!(got, n, "{e:?} in {:?}", r.total.endings);
 }
 
 #[test]
@@ -106,12 +108,7 @@ fn oversized_head_gets_431_and_oversized_body_413() {
     });
     assert_eq!(stats.requests, 3);
     assert_eq!(audit.total.responses, 3);
-    assert_eq!(
-        ending(&audit, Ending::TooLarge),
-        3,
-        "{:?}",
-        audit.total.endings
-    );
+    assert_ending(&audit, Ending::TooLarge, 3);
     assert!(
         audit.verdict.iter().any(|v| v.contains("431 or 413")),
         "{:?}",
@@ -149,12 +146,7 @@ fn slow_headers_are_cut_off_by_the_header_timeout() {
     });
     assert_eq!(stats.requests, 0);
     assert_eq!(audit.total.requests, 0);
-    assert_eq!(
-        ending(&audit, Ending::Stalled),
-        1,
-        "{:?}",
-        audit.total.endings
-    );
+    assert_ending(&audit, Ending::Stalled, 1);
 }
 
 #[test]
@@ -183,12 +175,7 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
             "{waited:?}"
         );
     });
-    assert_eq!(
-        ending(&audit, Ending::IdleTimeout),
-        1,
-        "{:?}",
-        audit.total.endings
-    );
+    assert_ending(&audit, Ending::IdleTimeout, 1);
 }
 
 #[test]
@@ -212,12 +199,7 @@ fn connections_over_the_limit_get_503() {
         drop((a, b));
     });
     assert_eq!(stats.rejected_connections, 1);
-    assert_eq!(
-        ending(&audit, Ending::OverLimit),
-        1,
-        "{:?}",
-        audit.total.endings
-    );
+    assert_ending(&audit, Ending::OverLimit, 1);
     assert_eq!(audit.total.connections, 3);
     assert!(
         audit.verdict.iter().any(|v| v.contains("503")),
