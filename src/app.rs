@@ -11,7 +11,7 @@ use crate::cli::{
     ServeArgs, TraceArgs,
 };
 use crate::compare;
-use crate::config::{self, parse_duration, UsageError};
+use crate::config::{self, parse_duration, parse_positive_duration, UsageError};
 use crate::engine;
 use crate::plan::Strategy;
 use crate::report::{self, Report};
@@ -213,12 +213,12 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
             Some(parse_addr("--tls-listen", &a.tls_listen)?)
         },
         keepalive: on_off("--keepalive", &a.keepalive)?,
-        idle_timeout: parse_duration("--idle-timeout", &a.limits.idle_timeout)?,
+        idle_timeout: parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?,
         max_requests_per_connection: a.max_requests_per_connection,
         http10: a.http10,
         body_size: a.body_size,
         delay: parse_duration("--delay", &a.delay)?,
-        header_timeout: parse_duration("--header-timeout", &a.limits.header_timeout)?,
+        header_timeout: parse_positive_duration("--header-timeout", &a.limits.header_timeout)?,
         max_header_bytes: a.limits.max_header_bytes,
         max_body_bytes: a.limits.max_body_bytes,
         max_connections: a.limits.max_connections,
@@ -231,11 +231,6 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
     }
     if cfg.threads == 0 {
         return Err(UsageError("--threads must be at least 1".into()));
-    }
-    if cfg.idle_timeout.is_zero() || cfg.header_timeout.is_zero() {
-        return Err(UsageError(
-            "--idle-timeout and --header-timeout must be more than zero".into(),
-        ));
     }
     Ok(cfg)
 }
@@ -300,10 +295,7 @@ fn single_url_scenario(
             "--urls-from-file: this command takes one URL".into(),
         ));
     }
-    let timeout = parse_duration("--timeout", timeout)?;
-    if timeout.is_zero() {
-        return Err(UsageError("--timeout must be more than zero".into()));
-    }
+    let timeout = parse_positive_duration("--timeout", timeout)?;
     let req = config::request_config(request, Some(url), Vec::new())?;
     let load = config::LoadConfig {
         concurrency: 1,
@@ -345,10 +337,7 @@ pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
     if a.max_requests == 0 {
         return Err(UsageError("--max-requests must be at least 1".into()).into());
     }
-    let max_idle = parse_duration("--max-idle", &a.max_idle)?;
-    if max_idle.is_zero() {
-        return Err(UsageError("--max-idle must be more than zero".into()).into());
-    }
+    let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
     let sc = single_url_scenario(&a.request, &a.url, Strategy::KeepAlive, 1, &a.timeout)?;
     let d = current_thread_runtime()?.block_on(crate::doctor::run(
         &sc,
@@ -367,14 +356,8 @@ pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
 
 pub fn audit(a: AuditArgs) -> anyhow::Result<i32> {
     let listen = parse_addr("--listen", &a.listen)?;
-    let idle_timeout = parse_duration("--idle-timeout", &a.limits.idle_timeout)?;
-    let header_timeout = parse_duration("--header-timeout", &a.limits.header_timeout)?;
-    if idle_timeout.is_zero() || header_timeout.is_zero() {
-        return Err(UsageError(
-            "--idle-timeout and --header-timeout must be more than zero".into(),
-        )
-        .into());
-    }
+    let idle_timeout = parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?;
+    let header_timeout = parse_positive_duration("--header-timeout", &a.limits.header_timeout)?;
     let duration = a
         .duration
         .as_deref()

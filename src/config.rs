@@ -52,6 +52,15 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     }
 }
 
+/// A duration that must be more than zero (a timeout, a run length, a window).
+pub fn parse_positive_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
+    let d = parse_duration(flag, s)?;
+    if d.is_zero() {
+        return usage(format!("{flag} must be more than zero"));
+    }
+    Ok(d)
+}
+
 /// A parsed http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedUrl {
@@ -180,11 +189,8 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
     let duration = a
         .duration
         .as_deref()
-        .map(|d| parse_duration("-d/--duration", d))
+        .map(|d| parse_positive_duration("-d/--duration", d))
         .transpose()?;
-    if duration.is_some_and(|d| d.is_zero()) {
-        return usage("-d/--duration must be more than zero");
-    }
     let requests = match (a.requests, duration) {
         (None, None) => Some(default_requests),
         (n, _) => n,
@@ -198,10 +204,7 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
             ))
         }
     };
-    let timeout = parse_duration("--timeout", &a.timeout)?;
-    if timeout.is_zero() {
-        return usage("--timeout must be more than zero");
-    }
+    let timeout = parse_positive_duration("--timeout", &a.timeout)?;
     let limits = phase_limits(a)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = match a.threads {
@@ -221,18 +224,14 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
 
 /// `--connect-timeout`, `--wait-timeout`, `--min-speed` and its window.
 fn phase_limits(a: &LoadArgs) -> Result<PhaseLimits, UsageError> {
-    let positive = |flag: &str, v: &Option<String>| -> Result<Option<Duration>, UsageError> {
-        let Some(v) = v else { return Ok(None) };
-        let d = parse_duration(flag, v)?;
-        if d.is_zero() {
-            return usage(format!("{flag} must be more than zero"));
-        }
-        Ok(Some(d))
+    let optional = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|v| parse_positive_duration(flag, v))
+            .transpose()
     };
-    let connect = positive("--connect-timeout", &a.connect_timeout)?;
-    let wait = positive("--wait-timeout", &a.wait_timeout)?;
-    let window = positive("--min-speed-window", &Some(a.min_speed_window.clone()))?
-        .unwrap_or(Duration::from_secs(1));
+    let connect = optional("--connect-timeout", &a.connect_timeout)?;
+    let wait = optional("--wait-timeout", &a.wait_timeout)?;
+    let window = parse_positive_duration("--min-speed-window", &a.min_speed_window)?;
     let min_speed = match &a.min_speed {
         None => None,
         Some(v) => Some(MinSpeed {
