@@ -608,9 +608,14 @@ async fn forward(
         let mut c = match pooled {
             Some(c) => c,
             None => {
-                let o = crate::probe::open(&up.origin, up.tls.as_ref(), Duration::from_secs(30))
-                    .await
-                    .map_err(|e| anyhow::anyhow!("connecting to the upstream: {e}"))?;
+                let o = crate::probe::open(
+                    &up.origin,
+                    up.tls.as_ref(),
+                    Duration::from_secs(30),
+                    &Default::default(),
+                )
+                .await
+                .map_err(|e| anyhow::anyhow!("connecting to the upstream: {e}"))?;
                 o.conn
             }
         };

@@ -269,6 +269,16 @@ pub struct RequestArgs {
     #[arg(long, value_name = "HOST:PORT:ADDR")]
     pub resolve: Vec<String>,
 
+    /// Cache DNS answers for their TTL, shared by all connections of a run (on), or look
+    /// the name up for every new connection (off)
+    #[arg(long, value_name = "on|off", default_value = "on")]
+    pub dns_cache: String,
+
+    /// Ask these name servers (ADDR[:PORT][,...]) instead of those in /etc/resolv.conf;
+    /// /etc/hosts is still read first
+    #[arg(long, value_name = "ADDR[:PORT][,...]", value_delimiter = ',')]
+    pub dns_servers: Vec<String>,
+
     /// Offer only this TLS version (1.2 or 1.3)
     #[arg(long, value_name = "VERSION")]
     pub tls_version: Option<String>,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::cli::{LoadArgs, RequestArgs};
 use crate::http1::RequestTemplate;
+use crate::net::dns::DnsSettings;
 use crate::net::tls::{self, TlsOptions, TlsVersions};
 use crate::net::Origin;
 use crate::plan::{LoadShape, MinSpeed, PhaseLimits, Scenario, StopWhen, Strategy, Target};
@@ -143,6 +144,8 @@ pub struct RequestConfig {
     pub resolve: Vec<(String, u16, IpAddr)>,
     /// `--local-addr`: source addresses for new connections.
     pub local_addrs: Vec<IpAddr>,
+    /// `--dns-cache`, `--dns-servers`.
+    pub dns: DnsSettings,
 }
 
 /// The load side of a run.
@@ -384,6 +387,16 @@ pub fn request_config(
             ))
         })?;
     }
+    let no_cache = match a.dns_cache.to_ascii_lowercase().as_str() {
+        "on" => false,
+        "off" => true,
+        v => return usage(format!("--dns-cache {v:?}: expected on or off")),
+    };
+    let servers = a
+        .dns_servers
+        .iter()
+        .map(|v| parse_dns_server(v.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(RequestConfig {
         urls,
         method,
@@ -398,6 +411,23 @@ pub fn request_config(
         },
         resolve,
         local_addrs,
+        dns: DnsSettings { no_cache, servers },
+    })
+}
+
+/// `--dns-servers` entry: `ADDR`, `ADDR:PORT` or `[V6]:PORT` (port 53 by default).
+fn parse_dns_server(v: &str) -> Result<SocketAddr, UsageError> {
+    if let Ok(ip) = v
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        return Ok(SocketAddr::new(ip, 53));
+    }
+    v.parse::<SocketAddr>().map_err(|_| {
+        UsageError(format!(
+            "--dns-servers {v:?}: expected ADDR or ADDR:PORT, e.g. 127.0.0.1:5353"
+        ))
     })
 }
 
@@ -492,6 +522,7 @@ pub fn scenario(
         limits: load.limits,
         requests_per_connection,
         tls,
+        dns: req.dns.clone(),
     })
 }
 

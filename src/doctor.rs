@@ -112,7 +112,7 @@ async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<E
         server_closed: false,
         error: None,
     };
-    let mut opened = match probe::open(origin, sc.tls.as_ref(), sc.timeout).await {
+    let mut opened = match probe::open(origin, sc.tls.as_ref(), sc.timeout, &sc.dns).await {
         Ok(o) => o,
         Err(e) => {
             p.error = Some(e.to_string());
@@ -146,7 +146,7 @@ async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<E
 /// Sequential requests on one connection until the server ends it.
 async fn max_requests(sc: &Scenario, limit: u64) -> Result<MaxRequests, ProbeError> {
     let t = &sc.targets[0];
-    let mut opened = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout).await?;
+    let mut opened = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
     for i in 1..=limit {
         match probe::exchange(
             &mut opened.conn,
@@ -193,7 +193,8 @@ enum IdleSeen {
 async fn idle_probe(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
     let t = &sc.targets[0];
     let head = t.template.is_head();
-    let Ok(mut opened) = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout).await else {
+    let Ok(mut opened) = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await
+    else {
         return IdleSeen::Failed;
     };
     match probe::exchange(&mut opened.conn, &t.request, head, sc.timeout).await {
@@ -286,7 +287,7 @@ async fn tls_findings(sc: &Scenario, request: &RequestArgs) -> Result<TlsFinding
     let origin = &sc.origins[0];
     // ALPN: offer h2 and http/1.1, see what the server picks (handshake only).
     let offer = mk(vec![b"h2".to_vec(), b"http/1.1".to_vec()], false)?;
-    let first = probe::open(origin, Some(&offer), sc.timeout).await?;
+    let first = probe::open(origin, Some(&offer), sc.timeout, &sc.dns).await?;
     let info = first.tls_info.clone().ok_or_else(|| ProbeError {
         kind: crate::record::ErrorKind::Tls,
         message: "no TLS session on an https:// URL".into(),
@@ -296,13 +297,13 @@ async fn tls_findings(sc: &Scenario, request: &RequestArgs) -> Result<TlsFinding
     let full_cfg = mk(vec![b"http/1.1".to_vec()], false)?;
     let mut full = Vec::new();
     for _ in 0..HANDSHAKE_SAMPLES {
-        let o = probe::open(origin, Some(&full_cfg), sc.timeout).await?;
+        let o = probe::open(origin, Some(&full_cfg), sc.timeout, &sc.dns).await?;
         full.push(o.tls.map(secs).unwrap_or_default() * 1000.0);
     }
     // Resumption: one exchange (so session tickets are read), then new connections.
     let resume_cfg = mk(vec![b"http/1.1".to_vec()], true)?;
     let t = &sc.targets[0];
-    let mut prime = probe::open(origin, Some(&resume_cfg), sc.timeout).await?;
+    let mut prime = probe::open(origin, Some(&resume_cfg), sc.timeout, &sc.dns).await?;
     probe::exchange(
         &mut prime.conn,
         &t.request,
@@ -314,7 +315,7 @@ async fn tls_findings(sc: &Scenario, request: &RequestArgs) -> Result<TlsFinding
     let mut resumed = Vec::new();
     let mut any_resumed = false;
     for _ in 0..HANDSHAKE_SAMPLES {
-        let mut o = probe::open(origin, Some(&resume_cfg), sc.timeout).await?;
+        let mut o = probe::open(origin, Some(&resume_cfg), sc.timeout, &sc.dns).await?;
         if o.tls_info.as_ref().is_some_and(|i| i.resumed) {
             any_resumed = true;
             resumed.push(o.tls.map(secs).unwrap_or_default() * 1000.0);

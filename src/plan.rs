@@ -7,6 +7,7 @@ use std::time::Duration;
 use rustls::ClientConfig;
 
 use crate::http1::{ConnectionHeader, HttpVersion, RequestTemplate};
+use crate::net::dns::DnsSettings;
 use crate::net::Origin;
 
 /// How the client uses connections.
@@ -154,6 +155,8 @@ pub struct Scenario {
     pub requests_per_connection: Option<u64>,
     /// Client TLS configuration for this strategy (None when no origin uses TLS).
     pub tls: Option<Arc<ClientConfig>>,
+    /// How host names are resolved (cache, name servers).
+    pub dns: DnsSettings,
 }
 
 impl Scenario {
@@ -193,6 +196,7 @@ mod tests {
                 limits: Default::default(),
                 requests_per_connection: None,
                 tls: None,
+                dns: Default::default(),
             };
             let sum: u64 = (0..c).map(|w| s.worker_quota(w).unwrap()).sum();
             assert_eq!(sum, n);

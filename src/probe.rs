@@ -10,6 +10,7 @@ use tokio::io::AsyncReadExt;
 use tokio_rustls::TlsConnector;
 
 use crate::engine::conn::Conn;
+use crate::net::dns::{with_port, DnsSettings, Resolver};
 use crate::net::{
     self, classify_connect_error, classify_io_error, classify_tls_error, Origin, Stream,
 };
@@ -60,17 +61,24 @@ pub async fn open(
     origin: &Origin,
     tls: Option<&Arc<ClientConfig>>,
     timeout: Duration,
+    dns: &DnsSettings,
 ) -> Result<Opened, ProbeError> {
     let limit = |kind| move |_| err(kind, format!("no answer within {timeout:?}"));
-    let t = Instant::now();
     let (addrs, dns) = match &origin.fixed_addrs {
         Some(a) => (a.clone(), None),
         None => {
-            let a = tokio::time::timeout(timeout, origin.resolve())
+            // A lookup of its own for every probe connection, reading the resolver's
+            // configuration as a new process would: what it costs is the point.
+            let t = Instant::now();
+            let resolver = Resolver::new(dns);
+            let a = tokio::time::timeout(timeout, resolver.lookup(&origin.host))
                 .await
                 .map_err(limit(ErrorKind::TimeoutDns))?
-                .map_err(|e| err(ErrorKind::Dns, format!("{}: {e}", origin.host)))?;
-            (a, Some(t.elapsed()))
+                .map_err(|f| {
+                    let why = f.detail.map_or("lookup failed", |d| d.name());
+                    err(ErrorKind::Dns, format!("{}: {why}", origin.host))
+                })?;
+            (with_port(&a.addrs, origin.port), Some(t.elapsed()))
         }
     };
     let t = Instant::now();

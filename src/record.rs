@@ -169,10 +169,18 @@ pub enum ErrorDetail {
     PortsExhausted,
     TooManyOpenFiles,
     NoBuffers,
+    // dns: the resolver's reason
+    NameNotFound,
+    NoAddress,
+    DnsServerFailure,
+    DnsRefused,
+    DnsNoAnswer,
+    DnsUnreachable,
+    DnsOther,
 }
 
 impl ErrorDetail {
-    pub const ALL: [ErrorDetail; 32] = [
+    pub const ALL: [ErrorDetail; 39] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -205,6 +213,13 @@ impl ErrorDetail {
         ErrorDetail::PortsExhausted,
         ErrorDetail::TooManyOpenFiles,
         ErrorDetail::NoBuffers,
+        ErrorDetail::NameNotFound,
+        ErrorDetail::NoAddress,
+        ErrorDetail::DnsServerFailure,
+        ErrorDetail::DnsRefused,
+        ErrorDetail::DnsNoAnswer,
+        ErrorDetail::DnsUnreachable,
+        ErrorDetail::DnsOther,
     ];
 
     /// The name used in JSON (`requests.error_details`) and text.
@@ -244,6 +259,13 @@ impl ErrorDetail {
             ErrorDetail::PortsExhausted => "ports_exhausted",
             ErrorDetail::TooManyOpenFiles => "too_many_open_files",
             ErrorDetail::NoBuffers => "no_buffers",
+            ErrorDetail::NameNotFound => "name_not_found",
+            ErrorDetail::NoAddress => "no_address",
+            ErrorDetail::DnsServerFailure => "dns_server_failure",
+            ErrorDetail::DnsRefused => "dns_refused",
+            ErrorDetail::DnsNoAnswer => "dns_no_answer",
+            ErrorDetail::DnsUnreachable => "dns_unreachable",
+            ErrorDetail::DnsOther => "dns_other",
         }
     }
 

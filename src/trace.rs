@@ -65,7 +65,7 @@ pub async fn run(sc: &Scenario, count: u64) -> TraceReport {
         let start = Instant::now();
         let reused = conn.is_some();
         if conn.is_none() {
-            match probe::open(origin, sc.tls.as_ref(), sc.timeout).await {
+            match probe::open(origin, sc.tls.as_ref(), sc.timeout, &sc.dns).await {
                 Ok(o) => conn = Some(o),
                 Err(e) => {
                     error = Some(format!("request {index}: {e}"));

@@ -349,7 +349,7 @@ fn urls_from_file_keeps_one_connection_per_host_and_port() {
 }
 
 #[test]
-fn resolve_skips_dns_and_a_name_is_resolved_per_new_connection() {
+fn resolve_skips_dns_and_a_name_is_resolved_once_per_run_or_per_connection() {
     let srv = start(ServerConfig::default());
     let port = srv.http_addr.unwrap().port();
     let url = format!("http://handshake.invalid:{port}/");
@@ -360,15 +360,32 @@ fn resolve_skips_dns_and_a_name_is_resolved_per_new_connection() {
         0,
         "dns is absent with --resolve"
     );
+    assert_eq!(u(&s["dns"]["lookups"]), 0);
+    // localhost (from /etc/hosts or RFC 6761): one lookup per run with the cache on,
+    // one per new connection with it off.
     let url = format!("http://localhost:{port}/");
     let s = bench_against(&srv, &url, &["-n", "20", "-c", "2", "--strategy", "close"]);
-    if u(&s["requests"]["ok"]) == 20 {
-        assert_eq!(
-            u(&s["phases_ms"]["new"]["dns"]["count"]),
-            20,
-            "one lookup per new connection"
-        );
-    }
+    assert_eq!(u(&s["requests"]["ok"]), 20);
+    assert_eq!(u(&s["dns"]["lookups"]), 1, "{}", s["dns"]);
+    let waited = u(&s["dns"]["lookups"]) + u(&s["dns"]["joined"]);
+    assert_eq!(u(&s["phases_ms"]["new"]["dns"]["count"]), waited);
+    assert_eq!(waited + u(&s["dns"]["cache_hits"]), 20);
+    let s = bench_against(
+        &srv,
+        &url,
+        &[
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "--strategy",
+            "close",
+            "--dns-cache",
+            "off",
+        ],
+    );
+    assert_eq!(u(&s["phases_ms"]["new"]["dns"]["count"]), 20);
+    assert_eq!(u(&s["dns"]["lookups"]), 20, "one lookup per new connection");
     srv.stop();
 }
 

@@ -10,10 +10,11 @@ use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::cpu::{self, CpuTime};
+use crate::net::dns::{DnsCache, Resolver};
 use crate::net::local_ports::LocalPorts;
 use crate::plan::Scenario;
 use crate::record::ErrorDetail;
@@ -42,18 +43,46 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
     let done = Arc::new(AtomicBool::new(false));
     let show_progress = show_progress && std::io::stderr().is_terminal();
     let progress = show_progress.then(|| spawn_progress(&sc, counters.clone(), done.clone()));
-    let start = Instant::now();
-    let run_deadline = sc.stop.duration.map(|d| start + d);
+    // One DNS cache for the whole run, shared by its threads.
+    let needs_dns = sc.origins.iter().any(|o| o.fixed_addrs.is_none());
+    let dns_cache = (!sc.dns.no_cache).then(|| Arc::new(DnsCache::new()));
+    // Each thread sets up its runtime and resolver, says it is ready, and waits for the
+    // common start time: the run's clock starts when every thread can send.
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let mut starts = Vec::with_capacity(threads);
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
         let sc = sc.clone();
         let counters = show_progress.then(|| counters.clone());
-        let h = std::thread::Builder::new()
+        let dns_cache = dns_cache.clone();
+        let ready_tx = ready_tx.clone();
+        let (start_tx, start_rx) = mpsc::channel::<Option<Instant>>();
+        let spawned = std::thread::Builder::new()
             .name(format!("handshake-client-{t}"))
             .spawn(move || -> anyhow::Result<ThreadOut> {
-                let rt = tokio::runtime::Builder::new_current_thread()
+                let setup = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
-                    .build()?;
+                    .build()
+                    .map(|rt| {
+                        let dns = {
+                            let _guard = rt.enter();
+                            Rc::new(worker::Dns {
+                                resolver: if needs_dns {
+                                    Resolver::new(&sc.dns)
+                                } else {
+                                    Resolver::none()
+                                },
+                                cache: dns_cache,
+                            })
+                        };
+                        (rt, dns)
+                    });
+                let _ = ready_tx.send(());
+                let Ok(Some(start)) = start_rx.recv() else {
+                    anyhow::bail!("the run was cancelled before it started");
+                };
+                let (rt, dns) = setup?;
+                let run_deadline = sc.stop.duration.map(|d| start + d);
                 let rec = Rc::new(RefCell::new(Recorder::new()));
                 let last_end = Rc::new(RefCell::new(start));
                 let local = tokio::task::LocalSet::new();
@@ -68,6 +97,7 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                         run_deadline,
                         counters.clone(),
                         t,
+                        dns.clone(),
                     );
                     local.spawn_local(wk.run());
                 }
@@ -84,8 +114,30 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                     last_end,
                     cpu,
                 })
-            })?;
-        handles.push(h);
+            });
+        match spawned {
+            Ok(h) => {
+                handles.push(h);
+                starts.push(start_tx);
+            }
+            Err(e) => {
+                for tx in &starts {
+                    let _ = tx.send(None);
+                }
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(anyhow::Error::new(e).context("starting a client thread"));
+            }
+        }
+    }
+    drop(ready_tx);
+    for _ in 0..threads {
+        let _ = ready_rx.recv();
+    }
+    let start = Instant::now();
+    for tx in &starts {
+        let _ = tx.send(Some(start));
     }
     let mut recorder = Recorder::new();
     let mut last_end = start;

@@ -14,6 +14,7 @@ use tokio_rustls::TlsConnector;
 
 use super::conn::{Conn, ReadLimits, Response};
 use crate::http1::Framing;
+use crate::net::dns::{self, DnsCache, Resolution, Resolver};
 use crate::net::{self, classify_connect_error, classify_io_failure, classify_tls_error, Stream};
 use crate::plan::{LoadShape, Scenario, Target};
 use crate::record::{
@@ -54,6 +55,14 @@ struct State {
     /// Response bytes (all, body) read before the last connection was dropped on an
     /// error: a failed attempt still reports what arrived.
     dropped_got: (u64, u64),
+    dns: Rc<Dns>,
+}
+
+/// Name resolution for a thread's workers: the thread's resolver and the run's cache
+/// (None with `--dns-cache off`).
+pub struct Dns {
+    pub resolver: Resolver,
+    pub cache: Option<Arc<DnsCache>>,
 }
 
 /// How a single try on one connection failed.
@@ -77,6 +86,7 @@ impl Worker {
         run_deadline: Option<Instant>,
         counters: Option<Arc<Vec<AtomicU64>>>,
         thread: usize,
+        dns: Rc<Dns>,
     ) -> Worker {
         let conns = (0..sc.origins.len()).map(|_| None).collect();
         let st = State {
@@ -93,6 +103,7 @@ impl Worker {
             thread,
             next_local: id,
             dropped_got: (0, 0),
+            dns,
         };
         Worker { sc, st }
     }
@@ -249,18 +260,33 @@ impl State {
             Some(a) => a,
             None => {
                 let t = Instant::now();
-                match within(self.sleep.as_mut(), by, origin.resolve()).await {
-                    None => return Err(self.timed_out(Stage::Dns)),
-                    Some(Err(_)) => {
+                let dns = self.dns.clone();
+                let lookup = async {
+                    match &dns.cache {
+                        Some(cache) => cache.resolve(&origin.host, &dns.resolver).await,
+                        None => (
+                            dns.resolver.lookup(&origin.host).await.map(|a| a.addrs),
+                            Resolution::Lookup,
+                        ),
+                    }
+                };
+                let Some((answer, how)) = within(self.sleep.as_mut(), by, lookup).await else {
+                    return Err(self.timed_out(Stage::Dns));
+                };
+                self.rec.borrow_mut().dns(how);
+                if how != Resolution::CacheHit {
+                    phases.dns = Some(ns(t, Instant::now()));
+                }
+                match answer {
+                    Ok(ips) => resolved = dns::with_port(&ips, origin.port),
+                    Err(failure) => {
                         return Err(Fail {
-                            failure: ErrorKind::Dns.into(),
+                            failure,
                             stale: false,
                             at_deadline: false,
                         })
                     }
-                    Some(Ok(a)) => resolved = a,
                 }
-                phases.dns = Some(ns(t, Instant::now()));
                 &resolved
             }
         };

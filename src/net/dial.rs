@@ -44,17 +44,6 @@ impl Origin {
     pub fn key(&self) -> (bool, String, u16) {
         (self.tls, self.host.clone(), self.port)
     }
-
-    /// Resolve through the system resolver (getaddrinfo).
-    pub async fn resolve(&self) -> io::Result<Vec<SocketAddr>> {
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
-            .await?
-            .collect();
-        if addrs.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "no address"));
-        }
-        Ok(addrs)
-    }
 }
 
 /// Connect to the first address that accepts, with `TCP_NODELAY` set. With source

@@ -2,6 +2,7 @@
 //! boundaries, and the byte stream the HTTP/1 layer reads and writes.
 
 pub mod dial;
+pub mod dns;
 pub mod local_ports;
 pub mod stream;
 pub mod tls;

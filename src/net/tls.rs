@@ -1,11 +1,12 @@
-//! Client TLS configuration (rustls): roots, `--insecure`, `--cacert`, versions,
-//! session resumption on or off.
+//! Client TLS configuration (rustls): roots, `--insecure`, `--cacert` (a CA, or the
+//! server's own self-signed certificate trusted as such), versions, session resumption
+//! on or off.
 
 use std::sync::Arc;
 
 use anyhow::Context;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::Resumption;
+use rustls::client::{Resumption, WebPkiServerVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -91,9 +92,23 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
             .with_no_client_auth()
-    } else {
+    } else if opts.extra_roots.is_empty() {
         builder
             .with_root_certificates(root_store(opts)?)
+            .with_no_client_auth()
+    } else {
+        let webpki = WebPkiServerVerifier::builder_with_provider(
+            Arc::new(root_store(opts)?),
+            provider.clone(),
+        )
+        .build()
+        .context("certificate verifier")?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(TrustedAsGiven {
+                webpki,
+                given: opts.extra_roots.clone(),
+            }))
             .with_no_client_auth()
     };
     config.alpn_protocols = opts.alpn.clone();
@@ -103,6 +118,85 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
         Resumption::disabled()
     };
     Ok(Arc::new(config))
+}
+
+/// Full WebPKI verification, plus: a server certificate that is byte for byte one of the
+/// certificates given with `--cacert` is trusted as an end-entity certificate, also when
+/// it is a self-signed CA (`openssl req -x509` sets `CA:TRUE`, which WebPKI refuses as
+/// an end entity) or a leaf whose issuer is not given: what OpenSSL-based curl and Node
+/// do. Its name and validity period are still checked, and the handshake's signatures
+/// are verified as usual.
+#[derive(Debug)]
+struct TrustedAsGiven {
+    webpki: Arc<WebPkiServerVerifier>,
+    given: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for TrustedAsGiven {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verdict =
+            self.webpki
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now);
+        let webpki_err = match verdict {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        if !self.given.iter().any(|c| c.as_ref() == end_entity.as_ref()) {
+            return Err(webpki_err);
+        }
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name)?;
+        check_validity(end_entity, now)?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// The certificate's notBefore/notAfter against `now`, as WebPKI would check them.
+fn check_validity(cert: &CertificateDer<'_>, now: UnixTime) -> Result<(), rustls::Error> {
+    use rustls::CertificateError;
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let (_, x509) = X509Certificate::from_der(cert.as_ref())
+        .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+    let now = now.as_secs() as i64;
+    let validity = x509.validity();
+    if now < validity.not_before.timestamp() {
+        return Err(rustls::Error::InvalidCertificate(
+            CertificateError::NotValidYet,
+        ));
+    }
+    if now > validity.not_after.timestamp() {
+        return Err(rustls::Error::InvalidCertificate(CertificateError::Expired));
+    }
+    Ok(())
 }
 
 /// `--insecure`: accept any certificate, but still check handshake signatures.

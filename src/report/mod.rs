@@ -54,11 +54,27 @@ pub struct ScenarioReport {
     pub latency_ms: LatencyReport,
     pub phases_ms: PhasesReport,
     pub cpu: CpuReport,
+    pub dns: DnsReport,
     /// Present when connects found no free local port: the client's ports at the end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_ports: Option<LocalPortsReport>,
     /// Plain sentences: why reuse did not happen, what went wrong.
     pub diagnosis: Vec<String>,
+}
+
+/// How new connections got their addresses (origins given as IP addresses or with
+/// `--resolve` need none and count in none of these).
+#[derive(Debug, Clone, Serialize)]
+pub struct DnsReport {
+    /// `on`: answers kept for their TTL and shared by the run's connections; `off`.
+    pub cache: &'static str,
+    /// Lookups sent to the resolver (/etc/hosts, then the name servers).
+    pub lookups: u64,
+    /// New connections that found a valid answer in the cache (no `dns` phase).
+    pub cache_hits: u64,
+    /// New connections that waited for a lookup another connection had started (their
+    /// `dns` phase is the wait).
+    pub joined: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

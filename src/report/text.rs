@@ -229,6 +229,21 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         "  stale retries         {}",
         r.retries.stale_connection
     );
+    let d = &s.dns;
+    if d.lookups + d.cache_hits + d.joined > 0 {
+        let _ = writeln!(
+            out,
+            "  {:<22}{}, {}{}",
+            format!("DNS (cache {})", d.cache),
+            plural(d.lookups, "lookup", "lookups"),
+            plural(d.cache_hits, "cache hit", "cache hits"),
+            if d.joined > 0 {
+                format!(", {} waited for a lookup under way", d.joined)
+            } else {
+                String::new()
+            }
+        );
+    }
     if !s.diagnosis.is_empty() {
         let _ = writeln!(out, "\nDiagnosis");
         for d in &s.diagnosis {
@@ -362,6 +377,10 @@ pub fn render_comparison(c: &Comparison) -> String {
         }
     }
     out
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 pub fn render(report: &Report) -> String {

@@ -5,6 +5,7 @@ use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
 
+use crate::net::dns::Resolution;
 use crate::net::local_ports::LocalPorts;
 
 use crate::record::{
@@ -106,6 +107,11 @@ pub struct Recorder {
     /// Connections where the client asked for close but the server kept the
     /// connection open, so the client closed it.
     pub server_ignored_close: u64,
+    /// New connections whose host name went to the resolver, found a valid answer in the
+    /// run's cache, or waited for another connection's lookup under way.
+    pub dns_lookups: u64,
+    pub dns_cache_hits: u64,
+    pub dns_joined: u64,
     /// Taken at the end of a run in which connects found no free local port.
     pub local_ports: Option<LocalPorts>,
 }
@@ -143,6 +149,9 @@ impl Recorder {
             rpc_max: 0,
             rpc_sum: 0,
             server_ignored_close: 0,
+            dns_lookups: 0,
+            dns_cache_hits: 0,
+            dns_joined: 0,
         }
     }
 
@@ -189,6 +198,15 @@ impl Recorder {
     /// A request in flight when the run's deadline came.
     pub fn aborted(&mut self) {
         self.aborted_at_deadline += 1;
+    }
+
+    /// How a new connection's host name was resolved.
+    pub fn dns(&mut self, how: Resolution) {
+        match how {
+            Resolution::Lookup => self.dns_lookups += 1,
+            Resolution::CacheHit => self.dns_cache_hits += 1,
+            Resolution::Joined => self.dns_joined += 1,
+        }
     }
 
     /// A TCP connection was established (the server accepted it).
@@ -257,5 +275,8 @@ impl AddAssign<&Recorder> for Recorder {
         self.rpc_max = self.rpc_max.max(o.rpc_max);
         self.rpc_sum += o.rpc_sum;
         self.server_ignored_close += o.server_ignored_close;
+        self.dns_lookups += o.dns_lookups;
+        self.dns_cache_hits += o.dns_cache_hits;
+        self.dns_joined += o.dns_joined;
     }
 }

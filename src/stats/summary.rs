@@ -10,8 +10,8 @@ use crate::net::local_ports::LocalPorts;
 use crate::plan::{LoadShape, Scenario, Strategy};
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
-    ConnectionsReport, CpuReport, LatencyReport, LoadReport, LocalPortsReport, PhaseGroup,
-    PhaseMeans, PhaseSummary, PhasesReport, RequestsReport, RetriesReport, RpcReport,
+    ConnectionsReport, CpuReport, DnsReport, LatencyReport, LoadReport, LocalPortsReport,
+    PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport, RequestsReport, RetriesReport, RpcReport,
     ScenarioReport, ThroughputReport, TlsHandshakes,
 };
 
@@ -222,6 +222,12 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
             } else {
                 0.0
             },
+        },
+        dns: DnsReport {
+            cache: if sc.dns.no_cache { "off" } else { "on" },
+            lookups: rec.dns_lookups,
+            cache_hits: rec.dns_cache_hits,
+            joined: rec.dns_joined,
         },
         local_ports: rec.local_ports.map(|p| LocalPortsReport {
             time_wait: p.time_wait,
