@@ -215,6 +215,28 @@ fn openssl_self_signed_certificate_is_trusted_as_given_against_a_python_server()
     assert_eq!(u(&s["requests"]["errors"]["tls"]), 2);
     assert_eq!(u(&s["requests"]["error_details"]["cert_wrong_name"]), 2);
 
+    // Verified chains are remembered per name (a browser's verification cache): in one
+    // run, the certificate verified for localhost is still refused for other.example.
+    let list = dir.join("urls.txt");
+    std::fs::write(&list, format!("{url}\n{other}\n")).unwrap();
+    let r = bench_json(&[
+        "--urls-from-file",
+        list.to_str().unwrap(),
+        "--cacert",
+        cacert,
+        "--resolve",
+        &resolve,
+        "--strategy",
+        "close",
+        "-n",
+        "10",
+        "-c",
+        "1",
+    ]);
+    let s = scenario(&r);
+    assert_eq!(u(&s["requests"]["ok"]), 5, "{}", s["requests"]);
+    assert_eq!(u(&s["requests"]["error_details"]["cert_wrong_name"]), 5);
+
     // Another self-signed certificate given with --cacert does not vouch for this one.
     let (stranger, _) = openssl_self_signed(&dir, "stranger");
     let r = bench_json(&[&url, "--cacert", stranger.to_str().unwrap(), "-n", "2"]);

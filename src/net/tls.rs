@@ -42,8 +42,24 @@ impl Default for TlsOptions {
     }
 }
 
+/// ring, with the cipher suites in the order browsers offer them: AES-128-GCM first
+/// (its SHA-256 key schedule runs on the CPU's SHA instructions, where SHA-384 has none),
+/// then AES-256-GCM, then ChaCha20; TLS 1.3 before 1.2.
 pub fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites.sort_by_key(|s| {
+        let name = format!("{:?}", s.suite());
+        let tls12 = matches!(s, rustls::SupportedCipherSuite::Tls12(_));
+        let aead = if name.contains("AES_128") {
+            0
+        } else if name.contains("AES_256") {
+            1
+        } else {
+            2
+        };
+        (tls12, aead)
+    });
+    Arc::new(p)
 }
 
 /// Read every certificate of a PEM file.
@@ -92,10 +108,6 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
             .with_no_client_auth()
-    } else if opts.extra_roots.is_empty() {
-        builder
-            .with_root_certificates(root_store(opts)?)
-            .with_no_client_auth()
     } else {
         let webpki = WebPkiServerVerifier::builder_with_provider(
             Arc::new(root_store(opts)?),
@@ -103,12 +115,17 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
         )
         .build()
         .context("certificate verifier")?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(TrustedAsGiven {
+        let verifier: Arc<dyn ServerCertVerifier> = if opts.extra_roots.is_empty() {
+            webpki
+        } else {
+            Arc::new(TrustedAsGiven {
                 webpki,
                 given: opts.extra_roots.clone(),
-            }))
+            })
+        };
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(CachedVerifier::new(verifier)))
             .with_no_client_auth()
     };
     config.alpn_protocols = opts.alpn.clone();
@@ -118,6 +135,109 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
         Resumption::disabled()
     };
     Ok(Arc::new(config))
+}
+
+/// Remembers certificate chains that verified, as browsers do (Chrome's certificate
+/// verification cache): the same chain for the same name within [`VERIFIED_FOR`] is not
+/// walked again, which saves a signature check per full handshake. Failures are never
+/// remembered, and the server's signature over each handshake is always checked.
+#[derive(Debug)]
+struct CachedVerifier {
+    inner: Arc<dyn ServerCertVerifier>,
+    verified: std::sync::Mutex<Vec<Verified>>,
+}
+
+/// How long a verified chain is trusted without being walked again.
+const VERIFIED_FOR_S: u64 = 60;
+/// Most chains remembered (a run talks to few servers).
+const VERIFIED_MAX: usize = 64;
+
+#[derive(Debug)]
+struct Verified {
+    end_entity: Vec<u8>,
+    intermediates: Vec<Vec<u8>>,
+    server_name: String,
+    ocsp: Vec<u8>,
+    until_s: u64,
+}
+
+impl CachedVerifier {
+    fn new(inner: Arc<dyn ServerCertVerifier>) -> CachedVerifier {
+        CachedVerifier {
+            inner,
+            verified: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl ServerCertVerifier for CachedVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let name = server_name.to_str();
+        let same = |v: &Verified| {
+            v.end_entity == end_entity.as_ref()
+                && v.server_name == name.as_ref()
+                && v.ocsp == ocsp
+                && v.intermediates.len() == intermediates.len()
+                && v.intermediates
+                    .iter()
+                    .zip(intermediates)
+                    .all(|(a, b)| a.as_slice() == b.as_ref())
+        };
+        {
+            let verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+            if verified
+                .iter()
+                .any(|v| same(v) && now.as_secs() < v.until_s)
+            {
+                return Ok(ServerCertVerified::assertion());
+            }
+        }
+        let ok =
+            self.inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)?;
+        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        verified.retain(|v| !same(v) && now.as_secs() < v.until_s);
+        if verified.len() >= VERIFIED_MAX {
+            verified.remove(0);
+        }
+        verified.push(Verified {
+            end_entity: end_entity.to_vec(),
+            intermediates: intermediates.iter().map(|c| c.to_vec()).collect(),
+            server_name: name.into_owned(),
+            ocsp: ocsp.to_vec(),
+            until_s: now.as_secs() + VERIFIED_FOR_S,
+        });
+        Ok(ok)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// Full WebPKI verification, plus: a server certificate that is byte for byte one of the
