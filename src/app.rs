@@ -128,6 +128,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
     if chosen.as_ref().is_some_and(|c| c.is_empty()) {
         return Err(UsageError("--strategies: name at least one strategy".into()).into());
     }
+    let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
     let load = config::load_config(&a.load, config::COMPARE_DEFAULTS)?;
     let embedded = if a.url.is_none() && a.request.urls_from_file.is_none() {
         Some(embedded_server()?)
@@ -163,11 +164,18 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
             Some(c) => c.clone(),
             None => default_strategies(tls),
         };
-        for st in strategies {
-            let name = if embedded.is_some() {
-                format!("{group} {}", st.name())
-            } else {
+        for (k, st) in strategies.iter().copied().enumerate() {
+            // A strategy listed again (an A/A run) gets "#2", "#3" after its name.
+            let nth = strategies[..k].iter().filter(|s| **s == st).count();
+            let base = if nth == 0 {
                 st.name().to_string()
+            } else {
+                format!("{}#{}", st.name(), nth + 1)
+            };
+            let name = if embedded.is_some() {
+                format!("{group} {base}")
+            } else {
+                base
             };
             let sc = config::scenario(&name, st, a.requests_per_connection, &req, &load)?;
             arms.push(compare::Arm {
@@ -177,7 +185,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
             });
         }
     }
-    let result = compare::run(&arms, a.rounds, embedded.as_ref())?;
+    let result = compare::run(&arms, a.rounds, embedded.as_ref(), noise_threshold)?;
     let mut rep = Report::new(result.scenarios);
     rep.comparison = Some(result.comparison);
     if let Some(srv) = embedded {
@@ -186,6 +194,17 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
     }
     emit(&rep, &a.output)?;
     Ok(0)
+}
+
+/// A percentage: `5%` or `5`.
+fn parse_percent(flag: &str, s: &str) -> Result<f64, UsageError> {
+    let t = s.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(UsageError(format!(
+            "{flag}: expected a percentage from 0 to 100, like 5%, not {s:?}"
+        ))),
+    }
 }
 
 fn on_off(flag: &str, s: &str) -> Result<bool, UsageError> {

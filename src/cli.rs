@@ -135,14 +135,21 @@ pub struct CompareArgs {
     pub url: Option<String>,
 
     /// Strategies to compare, comma-separated (default: close, http10, http10-keepalive,
-    /// keepalive, and close-resumed for https)
+    /// keepalive, and close-resumed for https). A strategy listed twice is an A/A run:
+    /// the difference between its two rows shows the machine's noise
     #[arg(long, value_delimiter = ',')]
     pub strategies: Option<Vec<String>>,
 
-    /// Rounds: the strategies run in turn (A B C, A B C, ...) this many times; figures are
-    /// medians over the rounds, with their spread
-    #[arg(long, default_value_t = 3)]
+    /// Rounds: every strategy runs once per round, in a new random order each round;
+    /// figures are medians over the rounds; at least 6 rounds give each "x slower" its
+    /// 95 % confidence interval
+    #[arg(long, default_value_t = 10)]
     pub rounds: usize,
+
+    /// Differences smaller than this (a ratio within 1 ± it) count as no difference even
+    /// when the interval excludes 1 (e.g. 5%)
+    #[arg(long, default_value = "5%", value_name = "PERCENT")]
+    pub noise_threshold: String,
 
     /// Reconnect after this many requests on a persistent connection
     #[arg(long, value_name = "N")]

@@ -1,7 +1,8 @@
 //! `handshake compare`: one workload under several connection strategies, run in
-//! alternating rounds (A B C, A B C, ...) so machine drift hits all alike; figures are
-//! medians over the rounds with their spread, each strategy is set against the best of
-//! its scheme, and the difference is explained in handshakes, milliseconds and round trips.
+//! rounds, each in a new random order, so machine drift and position hit all alike; figures are medians over the rounds with their spread; each strategy is set
+//! against the best of its scheme by a paired estimate over the rounds with a 95 %
+//! confidence interval, a difference within the noise is called none, and a real one is
+//! explained in handshakes, milliseconds, CPU and (on a real link) round trips.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,13 @@ use crate::engine;
 use crate::plan::Scenario;
 use crate::report::ScenarioReport;
 use crate::server::RunningServer;
-use crate::stats::{summary, Recorder};
+use crate::stats::{paired, summary, Recorder};
+
+/// Confidence of the intervals on "x slower" and "+ms per request".
+pub const CONFIDENCE: f64 = 0.95;
+/// A median TCP connect at least this long is a round trip worth counting; on loopback a
+/// connect takes ~0.05 ms, all of it CPU and scheduling.
+const MEANINGFUL_RTT_MS: f64 = 0.5;
 
 /// One strategy against one URL (a row of the comparison).
 pub struct Arm {
@@ -96,17 +103,34 @@ pub struct ComparisonRow {
     pub server_cpu_us_per_request: Option<Spread>,
     /// With the embedded server: connections it accepted over all rounds of this row.
     pub server_connections_accepted: Option<u64>,
-    /// Median time per request / the best row's of the group.
+    /// Time per request in each round, in the order the rounds ran (ms).
+    pub rounds_ms: Vec<f64>,
+    /// Time per request relative to the best row of the group: the Hodges-Lehmann
+    /// estimate of the per-round ratio (rounds paired), 1 for the best row.
     pub times_slower: f64,
-    /// Median time per request minus the best row's, in ms.
+    /// 95 % confidence interval of `times_slower` (Wilcoxon signed-rank over the paired
+    /// rounds); null with fewer than 6 rounds.
+    pub times_slower_ci: Option<[f64; 2]>,
+    /// The same for the difference in time per request, in ms.
     pub extra_ms_per_request: f64,
+    pub extra_ms_per_request_ci: Option<[f64; 2]>,
+    /// The interval lies wholly beyond the noise threshold: a real difference. False
+    /// for the best row and for rows tied with it.
+    pub significant: bool,
     pub best: bool,
+    /// Set when this strategy already ran in the group under another row (an A/A run).
+    pub repeat_of: Option<String>,
 }
 
 /// The comparison block of the JSON report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
     pub rounds: usize,
+    /// How rows are set against the best (for readers of the JSON).
+    pub method: &'static str,
+    pub confidence: f64,
+    /// Ratios within 1 ± this are reported as no difference, whatever the interval.
+    pub noise_threshold: f64,
     pub requests_per_round: Option<u64>,
     pub concurrency: usize,
     /// Round-trip time estimated per group: the median TCP connect time of the run.
@@ -118,7 +142,11 @@ pub struct Comparison {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupRtt {
     pub group: String,
+    /// The median TCP connect of the group's rounds.
     pub rtt_ms: Option<f64>,
+    /// Whether that is a real round trip (at least 0.5 ms) rather than local CPU and
+    /// scheduling: only then are costs stated in round trips.
+    pub round_trips: bool,
 }
 
 /// The result: one merged scenario report per arm, and the comparison.
@@ -151,11 +179,12 @@ fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> R
     }
 }
 
-/// Run every arm `rounds` times, in turn.
+/// Run every arm `rounds` times, in turn, in a new random order every round.
 pub fn run(
     arms: &[Arm],
     rounds: usize,
     server: Option<&RunningServer>,
+    noise_threshold: f64,
 ) -> anyhow::Result<CompareResult> {
     let mut runs: Vec<Vec<RunFigures>> = vec![Vec::new(); arms.len()];
     let mut merged: Vec<(Recorder, Duration, crate::cpu::CpuTime)> = arms
@@ -169,8 +198,23 @@ pub fn run(
         })
         .collect();
     let mut connect_p50: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
+    // A new random order every round (Fisher-Yates from a xorshift seeded by the clock):
+    // no strategy always runs first, or always after the one that warms or tires the
+    // machine, so position effects become noise that the intervals account for.
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0x9e37_79b9_7f4a_7c15, |d| d.as_nanos() as u64)
+        | 1;
+    let mut order: Vec<usize> = (0..arms.len()).collect();
     for _ in 0..rounds {
-        for (i, arm) in arms.iter().enumerate() {
+        for k in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(k, (seed % (k as u64 + 1)) as usize);
+        }
+        for &i in &order {
+            let arm = &arms[i];
             let before = server.map(|s| (s.stats.cpu_time(), s.snapshot().connections_accepted));
             let result = engine::run(arm.scenario.clone(), false)?;
             let after = server.map(|s| (s.stats.cpu_time(), s.snapshot().connections_accepted));
@@ -229,9 +273,17 @@ pub fn run(
                 .collect::<Option<Vec<f64>>>()
                 .map(|v| Spread::of(&v)),
             server_connections_accepted: runs[i].iter().map(|r| r.server_accepted).sum(),
+            rounds_ms: runs[i].iter().map(|r| r.time_per_request_ms).collect(),
             times_slower: 1.0,
+            times_slower_ci: None,
             extra_ms_per_request: 0.0,
+            extra_ms_per_request_ci: None,
+            significant: false,
             best: false,
+            repeat_of: arms[..i]
+                .iter()
+                .find(|a| a.group == arm.group && a.scenario.strategy == arm.scenario.strategy)
+                .map(|a| a.name.clone()),
         })
         .collect();
 
@@ -253,21 +305,19 @@ pub fn run(
         }) else {
             continue;
         };
-        let best_t = rows[best].time_per_request_ms.median;
         for &i in &idx {
-            let t = rows[i].time_per_request_ms.median;
-            rows[i].times_slower = if best_t > 0.0 { t / best_t } else { 1.0 };
-            rows[i].extra_ms_per_request = t - best_t;
-            rows[i].best = i == best;
+            versus_best(&mut rows, i, best, noise_threshold);
         }
         let all_connects: Vec<f64> = idx
             .iter()
             .flat_map(|i| connect_p50[*i].iter().copied())
             .collect();
         let rtt = (!all_connects.is_empty()).then(|| Spread::of(&all_connects).median);
+        let round_trips = rtt.is_some_and(|r| r >= MEANINGFUL_RTT_MS);
         rtts.push(GroupRtt {
             group: g.clone(),
             rtt_ms: rtt,
+            round_trips,
         });
         for &i in &idx {
             if i != best {
@@ -276,7 +326,8 @@ pub fn run(
                     &scenarios[i],
                     &rows[best],
                     &scenarios[best],
-                    rtt,
+                    rtt.filter(|_| round_trips),
+                    noise_threshold,
                 ));
             }
         }
@@ -286,6 +337,9 @@ pub fn run(
         scenarios,
         comparison: Comparison {
             rounds,
+            method: "rounds in a new random order each; per row against the group's best (lowest median time per request): Hodges-Lehmann estimate of the paired per-round ratio and difference, 95 % interval from the Wilcoxon signed-rank test",
+            confidence: CONFIDENCE,
+            noise_threshold,
             requests_per_round: first.stop.requests,
             concurrency: first.concurrency,
             rtt_ms: rtts,
@@ -295,35 +349,135 @@ pub fn run(
     })
 }
 
-/// "2 TCP handshakes", "1 TCP handshake every 10 requests", ...
-fn per_request(rate: f64, what: &str) -> Option<String> {
-    if rate < 0.005 {
-        return None;
+/// Set row `i` against row `best`: rounds are paired by index (they ran next to each
+/// other), the ratio is estimated on log times so that it is symmetric.
+fn versus_best(rows: &mut [ComparisonRow], i: usize, best: usize, noise_threshold: f64) {
+    let r = &rows[i];
+    if i == best {
+        rows[i].best = true;
+        rows[i].times_slower_ci = Some([1.0, 1.0]);
+        rows[i].extra_ms_per_request_ci = Some([0.0, 0.0]);
+        return;
     }
-    let rounded = rate.round();
-    Some(if (rate - rounded).abs() < 0.05 && rounded >= 1.0 {
-        format!(
-            "{} {}{}",
-            rounded as u64,
-            what,
-            if rounded as u64 == 1 { "" } else { "s" }
-        )
-    } else if rate < 1.0 {
-        format!("1 {} every {:.0} requests", what, 1.0 / rate)
-    } else {
-        format!("{rate:.2} {what}s")
-    })
+    let pairs: Vec<(f64, f64)> = r
+        .rounds_ms
+        .iter()
+        .zip(&rows[best].rounds_ms)
+        .map(|(a, b)| (*a, *b))
+        .filter(|(a, b)| *a > 0.0 && *b > 0.0)
+        .collect();
+    let logs: Vec<f64> = pairs.iter().map(|(a, b)| (a / b).ln()).collect();
+    let diffs: Vec<f64> = pairs.iter().map(|(a, b)| a - b).collect();
+    let ratio = paired::hodges_lehmann(&logs, CONFIDENCE);
+    let extra = paired::hodges_lehmann(&diffs, CONFIDENCE);
+    let row = &mut rows[i];
+    if let Some(e) = ratio {
+        row.times_slower = e.center.exp();
+        row.times_slower_ci = e.interval.map(|(lo, hi)| [lo.exp(), hi.exp()]);
+    }
+    if let Some(e) = extra {
+        row.extra_ms_per_request = e.center;
+        row.extra_ms_per_request_ci = e.interval.map(|(lo, hi)| [lo, hi]);
+    }
+    row.significant = row
+        .times_slower_ci
+        .is_some_and(|[lo, hi]| lo > 1.0 + noise_threshold || hi < 1.0 / (1.0 + noise_threshold));
 }
 
-/// One plain sentence: which handshakes `r` pays per request that `best` does not, in
-/// milliseconds and round trips.
+/// How often something happens per request: "for every request", "2 per request",
+/// "for 1 in 10 requests".
+fn how_often(per_request: f64) -> Option<String> {
+    if per_request < 0.005 {
+        return None;
+    }
+    let rounded = per_request.round();
+    if rounded >= 1.0 && (per_request - rounded).abs() < 0.05 {
+        return Some(if rounded == 1.0 {
+            "for every request".to_string()
+        } else {
+            format!("{rounded:.0} per request")
+        });
+    }
+    if per_request < 1.0 {
+        let every = (1.0 / per_request).round();
+        return Some(if every <= 1.0 {
+            "for every request".to_string()
+        } else {
+            format!("for 1 in {every:.0} requests")
+        });
+    }
+    Some(format!("{per_request:.2} per request"))
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms.abs() >= 10.0 {
+        format!("{ms:.1}")
+    } else if ms.abs() >= 1.0 {
+        format!("{ms:.2}")
+    } else {
+        format!("{ms:.3}")
+    }
+}
+
+/// "7.9x [7.1-8.8]" and "+0.460 ms [0.410-0.520]".
+fn ratio_with_ci(r: &ComparisonRow) -> String {
+    match r.times_slower_ci {
+        Some([lo, hi]) => format!("{:.2}x [{lo:.2}-{hi:.2}]", r.times_slower),
+        None => format!("{:.2}x", r.times_slower),
+    }
+}
+
+fn extra_with_ci(r: &ComparisonRow) -> String {
+    let signed = |ms: f64| {
+        if ms >= 0.0 {
+            format!("+{}", fmt_ms(ms))
+        } else {
+            fmt_ms(ms)
+        }
+    };
+    match r.extra_ms_per_request_ci {
+        Some([lo, hi]) => format!(
+            "{} ms per request [{}, {}]",
+            signed(r.extra_ms_per_request),
+            fmt_ms(lo),
+            fmt_ms(hi)
+        ),
+        None => format!("{} ms per request", signed(r.extra_ms_per_request)),
+    }
+}
+
+/// One short sentence (two at most): what `r` pays per request that `best` does not,
+/// in connections and handshakes (ms each; round trips only on a real link), what that
+/// costs per request with its interval, and the extra CPU. A difference within the noise
+/// is said to be none and not explained.
 fn explain(
     r: &ComparisonRow,
     rs: &ScenarioReport,
     best: &ComparisonRow,
     bs: &ScenarioReport,
     rtt: Option<f64>,
+    noise_threshold: f64,
 ) -> String {
+    if !r.significant {
+        let why = match (r.times_slower_ci, &r.repeat_of) {
+            (None, _) => "too few rounds for a 95 % interval (6 needed)".to_string(),
+            (Some(_), Some(first)) => {
+                format!("an A/A run of {first}: the spread between the two is the machine's noise")
+            }
+            (Some([lo, hi]), None) if lo <= 1.0 && hi >= 1.0 => {
+                "the interval contains 1".to_string()
+            }
+            (Some(_), None) => {
+                format!("under the {:.0} % noise threshold", noise_threshold * 100.0)
+            }
+        };
+        return format!(
+            "{}: no measurable difference from {} ({}; {why}).",
+            r.name,
+            best.name,
+            ratio_with_ci(r)
+        );
+    }
     let per = |s: &ScenarioReport, n: u64| n as f64 / s.requests.ok.max(1) as f64;
     let d_tcp = per(rs, rs.connections.opened) - per(bs, bs.connections.opened);
     let d_full =
@@ -333,72 +487,77 @@ fn explain(
     let new = &rs.phases_ms.new;
     let tls13 = rs.connections.tls_handshakes.tls13 > 0;
     let version = if tls13 { "TLS 1.3" } else { "TLS 1.2" };
-    let mut parts = Vec::new();
-    if let Some(p) = per_request(d_tcp, "TCP handshake") {
-        let ms = new.connect.mean;
-        parts.push(match rtt {
-            Some(rtt) if rtt > 0.0 => format!("{p} (~{:.1} RTT, {:.3} ms each)", ms / rtt, ms),
-            _ => format!("{p} ({ms:.3} ms each)"),
-        });
-    }
-    let tls_part = |rate: f64, kind: &str, rtts: f64| -> Option<String> {
-        let p = per_request(rate, &format!("{kind} {version} handshake"))?;
-        let ms = new.tls.mean;
-        Some(match rtt {
-            Some(rtt) if rtt > 0.0 => {
-                let cpu = (ms - rtts * rtt).max(0.0);
-                format!("{p} (~{rtts:.1} RTT + {cpu:.2} ms CPU, {ms:.3} ms each)")
-            }
-            _ => format!("{p} ({ms:.3} ms each)"),
-        })
+    // A handshake's cost: its time, and on a real link the round trips it needs (TCP 1,
+    // TLS 1.3 full or resumed 1, TLS 1.2 full 2, resumed 1) with the rest as CPU.
+    let cost = |what: String, ms: f64, round_trips: f64| match rtt {
+        Some(rtt) => {
+            let rest = (ms - round_trips * rtt).max(0.0);
+            format!(
+                "{what} {} ms: {round_trips:.0} round trip{} + {} ms",
+                fmt_ms(ms),
+                if round_trips == 1.0 { "" } else { "s" },
+                fmt_ms(rest)
+            )
+        }
+        None => format!("{what} {} ms", fmt_ms(ms)),
     };
-    // Full handshakes: 1 round trip in TLS 1.3, 2 in TLS 1.2; resumed: 1.
-    if let Some(p) = tls_part(d_full, "full", if tls13 { 1.0 } else { 2.0 }) {
-        parts.push(p);
+    let mut parts = Vec::new();
+    let mut often = None;
+    if let Some(o) = how_often(d_tcp) {
+        parts.push(cost("TCP connect".into(), new.connect.mean, 1.0));
+        often = Some(o);
     }
-    if let Some(p) = tls_part(d_res, "resumed", 1.0) {
-        parts.push(p);
+    let tls_rate = d_full.max(d_res);
+    if d_full >= 0.005 {
+        parts.push(cost(
+            format!("full {version} handshake"),
+            new.tls.mean,
+            if tls13 { 1.0 } else { 2.0 },
+        ));
+    } else if d_res >= 0.005 {
+        parts.push(cost(
+            format!("resumed {version} handshake"),
+            new.tls.mean,
+            1.0,
+        ));
     }
-    let cost = format!(
-        "+{:.3} ms per request ({:.1}x the time of {})",
-        r.extra_ms_per_request, r.times_slower, best.name
+    if often.is_none() {
+        often = how_often(tls_rate);
+    }
+    let costs = format!(
+        "{}, {} the time of {}",
+        extra_with_ci(r),
+        ratio_with_ci(r),
+        best.name
     );
     let server = match (
         &r.server_cpu_us_per_request,
         &best.server_cpu_us_per_request,
     ) {
         (Some(a), Some(b)) if a.median - b.median >= 0.5 => {
-            format!(
-                ", and the server spends {:.0} µs more CPU per request",
-                a.median - b.median
-            )
+            format!(" and the server {:.0} µs", a.median - b.median)
         }
         _ => String::new(),
     };
-    let client =
-        if r.client_cpu_us_per_request.median - best.client_cpu_us_per_request.median >= 0.5 {
-            format!(
-                "; the client spends {:.0} µs more CPU per request",
-                r.client_cpu_us_per_request.median - best.client_cpu_us_per_request.median
-            )
-        } else {
-            String::new()
-        };
-    if parts.is_empty() {
+    let d_client = r.client_cpu_us_per_request.median - best.client_cpu_us_per_request.median;
+    let cpu = if d_client >= 0.5 || !server.is_empty() {
         format!(
-            "{} opens no more connections than {}: {}{}{}.",
-            r.name, best.name, cost, client, server
+            " The client spends {:.0} µs{server} more CPU per request.",
+            d_client.max(0.0)
         )
     } else {
-        format!(
-            "{} pays {} per request more than {}: {}{}{}.",
+        String::new()
+    };
+    match often {
+        Some(often) => format!(
+            "{} opens a new connection {often} ({}): {costs}.{cpu}",
             r.name,
-            parts.join(" and "),
-            best.name,
-            cost,
-            client,
-            server
-        )
+            parts.join(", ")
+        ),
+        None => format!(
+            "{} opens no more connections than {}: {costs}.{cpu}",
+            r.name, best.name
+        ),
     }
 }
 
@@ -417,14 +576,14 @@ mod tests {
             }
         );
         assert_eq!(Spread::of(&[4.0, 1.0]).median, 2.5);
-        assert_eq!(
-            per_request(1.0, "TCP handshake").unwrap(),
-            "1 TCP handshake"
-        );
-        assert_eq!(
-            per_request(0.1, "TCP handshake").unwrap(),
-            "1 TCP handshake every 10 requests"
-        );
-        assert_eq!(per_request(0.001, "TCP handshake"), None);
+    }
+
+    #[test]
+    fn how_often_reads_as_english() {
+        assert_eq!(how_often(1.0).unwrap(), "for every request");
+        assert_eq!(how_often(0.97).unwrap(), "for every request");
+        assert_eq!(how_often(0.1).unwrap(), "for 1 in 10 requests");
+        assert_eq!(how_often(2.0).unwrap(), "2 per request");
+        assert_eq!(how_often(0.001), None);
     }
 }

@@ -274,10 +274,16 @@ pub fn render_comparison(c: &Comparison) -> String {
     };
     let _ = writeln!(
         out,
-        "Comparison: {workload} per run, {} worker{}, {} rounds; medians [min-max] over the rounds",
+        "Comparison: {workload} per round, {} worker{}, {} rounds in random order; medians [min-max] over the rounds",
         c.concurrency,
         if c.concurrency == 1 { "" } else { "s" },
         c.rounds
+    );
+    let _ = writeln!(
+        out,
+        "vs best: ratio of time per request with its {:.0} % interval over the paired rounds; within ±{:.0} % is no difference",
+        c.confidence * 100.0,
+        c.noise_threshold * 100.0
     );
     let mut groups: Vec<&str> = Vec::new();
     for r in &c.rows {
@@ -293,14 +299,18 @@ pub fn render_comparison(c: &Comparison) -> String {
             .iter()
             .find(|x| x.group == g)
             .and_then(|x| x.rtt_ms);
+        let link = c.rtt_ms.iter().find(|x| x.group == g);
         let _ = writeln!(
             out,
             "\n{url}{}",
-            rtt.map(|r| format!(
-                "  (round trip ~{} ms, from the median TCP connect)",
-                fmt_ms(r)
-            ))
-            .unwrap_or_default()
+            match (rtt, link.is_some_and(|l| l.round_trips)) {
+                (Some(r), true) => format!("  (round trip {} ms: the median TCP connect)", fmt_ms(r)),
+                (Some(r), false) => format!(
+                    "  (a TCP connect takes {} ms here: local CPU and scheduling, not a network round trip)",
+                    fmt_ms(r)
+                ),
+                (None, _) => String::new(),
+            }
         );
         let _ = writeln!(
             out,
@@ -324,11 +334,24 @@ pub fn render_comparison(c: &Comparison) -> String {
             let vs = if r.best {
                 "best".to_string()
             } else {
-                format!(
-                    "{:.1}x slower, +{} ms/req",
-                    r.times_slower,
-                    fmt_ms(r.extra_ms_per_request)
-                )
+                let ci = r
+                    .times_slower_ci
+                    .map(|[lo, hi]| format!(" [{lo:.2}-{hi:.2}]"))
+                    .unwrap_or_default();
+                if r.significant {
+                    format!(
+                        "{:.2}x{ci} slower, {}{} ms/req",
+                        r.times_slower,
+                        if r.extra_ms_per_request >= 0.0 {
+                            "+"
+                        } else {
+                            ""
+                        },
+                        fmt_ms(r.extra_ms_per_request)
+                    )
+                } else {
+                    format!("no measurable difference ({:.2}x{ci})", r.times_slower)
+                }
             };
             let _ = writeln!(
                 out,
@@ -369,6 +392,14 @@ pub fn render_comparison(c: &Comparison) -> String {
                 fmt_ms(r.time_per_request_ms.median)
             );
         }
+    }
+    if let Some(r) = c.rows.iter().find(|r| r.repeat_of.is_some()) {
+        let _ = writeln!(
+            out,
+            "\nA/A run: {} is {} again. Two rows of one strategy differ only by the machine's noise, so a verdict between them shows how far the others can be trusted.",
+            r.name,
+            r.repeat_of.as_deref().unwrap_or("")
+        );
     }
     if !c.explanations.is_empty() {
         let _ = writeln!(out, "\nWhy");
