@@ -17,8 +17,8 @@ use crate::stats::{paired, summary, Recorder};
 
 /// Confidence of the intervals on "x slower" and "+ms per request".
 pub const CONFIDENCE: f64 = 0.95;
-/// A median TCP connect at least this long is a round trip worth counting; on loopback a
-/// connect takes ~0.05 ms, all of it CPU and scheduling.
+/// A shortest TCP connect at least this long is a round trip worth counting; on loopback
+/// a connect takes ~0.03-0.05 ms, all of it CPU and scheduling.
 const MEANINGFUL_RTT_MS: f64 = 0.5;
 
 /// One strategy against one URL (a row of the comparison).
@@ -142,7 +142,8 @@ pub struct Comparison {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupRtt {
     pub group: String,
-    /// The median TCP connect of the group's rounds.
+    /// The round trip estimated from TCP connects: the median over the group's rounds of
+    /// each round's shortest connect (free of accept-queue waiting).
     pub rtt_ms: Option<f64>,
     /// Whether that is a real round trip (at least 0.5 ms) rather than local CPU and
     /// scheduling: only then are costs stated in round trips.
@@ -197,7 +198,9 @@ pub fn run(
             )
         })
         .collect();
-    let mut connect_p50: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
+    // The shortest TCP connect of each round: a round trip without queueing (under load
+    // the median connect also waits in the server's accept queue).
+    let mut connect_min: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
     // A new random order every round (Fisher-Yates from a xorshift seeded by the clock):
     // no strategy always runs first, or always after the one that warms or tires the
     // machine, so position effects become noise that the intervals account for.
@@ -226,7 +229,7 @@ pub fn run(
             };
             let rep = summary::summarize(&arm.scenario, &result.recorder, result.wall, result.cpu);
             if rep.phases_ms.new.connect.count > 0 {
-                connect_p50[i].push(rep.phases_ms.new.connect.p50);
+                connect_min[i].push(rep.phases_ms.new.connect.min);
             }
             runs[i].push(figures(&arm.scenario, &rep, srv));
             let m = &mut merged[i];
@@ -310,10 +313,20 @@ pub fn run(
         }
         let all_connects: Vec<f64> = idx
             .iter()
-            .flat_map(|i| connect_p50[*i].iter().copied())
+            .flat_map(|i| connect_min[*i].iter().copied())
             .collect();
         let rtt = (!all_connects.is_empty()).then(|| Spread::of(&all_connects).median);
-        let round_trips = rtt.is_some_and(|r| r >= MEANINGFUL_RTT_MS);
+        // A loopback target has no network round trip: its connects are CPU and, under
+        // load, accept-queue waiting.
+        let loopback = idx.iter().all(|i| {
+            arms[*i].scenario.origins.iter().all(|o| {
+                o.host == "localhost"
+                    || o.fixed_addrs
+                        .as_ref()
+                        .is_some_and(|a| a.iter().all(|x| x.ip().is_loopback()))
+            })
+        });
+        let round_trips = !loopback && rtt.is_some_and(|r| r >= MEANINGFUL_RTT_MS);
         rtts.push(GroupRtt {
             group: g.clone(),
             rtt_ms: rtt,

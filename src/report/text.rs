@@ -304,9 +304,9 @@ pub fn render_comparison(c: &Comparison) -> String {
             out,
             "\n{url}{}",
             match (rtt, link.is_some_and(|l| l.round_trips)) {
-                (Some(r), true) => format!("  (round trip {} ms: the median TCP connect)", fmt_ms(r)),
+                (Some(r), true) => format!("  (round trip {} ms: the shortest TCP connects)", fmt_ms(r)),
                 (Some(r), false) => format!(
-                    "  (a TCP connect takes {} ms here: local CPU and scheduling, not a network round trip)",
+                    "  (the shortest TCP connects take {} ms here: local CPU and scheduling, not a network round trip)",
                     fmt_ms(r)
                 ),
                 (None, _) => String::new(),
