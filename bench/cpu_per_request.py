@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import signal
 import statistics
@@ -26,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from loopback import free_port, stop, wait_port
+from loopback import free_port, run_measured, stop, wait_port
 
 NGINX_CONF = """
 worker_processes 1;
@@ -49,17 +48,6 @@ http {{
     }}
 }}
 """
-
-
-def run_measured(cmd):
-    """Run cmd; return (stdout, cpu seconds of that child alone)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode != 0:
-        raise SystemExit(f"{cmd} failed: {out.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return out.stdout, cpu
 
 
 def wrk(url, conns, seconds, keepalive, threads):

@@ -1,5 +1,7 @@
 """Helpers the benchmark scripts share: a free loopback port, waiting for a server to
-listen on it, and stopping a process we started by its PID."""
+listen on it, stopping a process we started by its PID, and running a tool while
+measuring its own CPU time."""
+import resource
 import socket
 import subprocess
 import time
@@ -32,3 +34,14 @@ def stop(proc, sig):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def run_measured(cmd, timeout=300):
+    """Run cmd; return (stdout, CPU seconds of that child alone: user + system)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {out.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return out.stdout, cpu

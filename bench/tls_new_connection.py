@@ -15,7 +15,6 @@ Needs: nginx, openssl (Debian), oha (cargo install oha).
 """
 import argparse
 import json
-import resource
 import shutil
 import signal
 import statistics
@@ -23,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import free_port, stop, wait_port
+from loopback import free_port, run_measured, stop, wait_port
 
 NGINX_CONF = """
 worker_processes 1;
@@ -69,21 +68,10 @@ def make_certs(tmp):
        "-extfile", f"{tmp}/ext.cnf", "-out", f"{tmp}/leaf.pem")
 
 
-def run_measured(cmd):
-    """Run cmd; return (stdout, CPU seconds of that child alone)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode != 0:
-        raise SystemExit(f"{cmd} failed: {out.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return out.stdout, cpu
-
-
 def handshake(binary, url, n, cacert, extra):
     cmd = [binary, "bench", url, "-c", "50", "-n", str(n), "--strategy", "close",
            "--cacert", cacert, "--json", "--no-progress", *extra]
-    out, cpu = run_measured(cmd)
+    out, cpu = run_measured(cmd, timeout=600)
     s = json.loads(out)["scenarios"][0]
     ok = s["requests"]["ok"]
     if ok != n or s["connections"]["tls_handshakes"]["full"] != n:
@@ -94,7 +82,7 @@ def handshake(binary, url, n, cacert, extra):
 def oha(binary, url, n, cacert):
     cmd = [binary, "-n", str(n), "-c", "50", "--disable-keepalive", "--cacert", cacert,
            "--no-tui", "--output-format", "json", url]
-    out, cpu = run_measured(cmd)
+    out, cpu = run_measured(cmd, timeout=600)
     r = json.loads(out)
     codes = r.get("statusCodeDistribution", {})
     if codes.get("200", 0) != n:

@@ -115,17 +115,13 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
         )
         .build()
         .context("certificate verifier")?;
-        let verifier: Arc<dyn ServerCertVerifier> = if opts.extra_roots.is_empty() {
-            webpki
-        } else {
-            Arc::new(TrustedAsGiven {
-                webpki,
-                given: opts.extra_roots.clone(),
-            })
-        };
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(CachedVerifier::new(verifier)))
+            .with_custom_certificate_verifier(Arc::new(Verifier {
+                webpki,
+                given: opts.extra_roots.clone(),
+                verified: std::sync::Mutex::new(Vec::new()),
+            }))
             .with_no_client_auth()
     };
     config.alpn_protocols = opts.alpn.clone();
@@ -137,13 +133,25 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
     Ok(Arc::new(config))
 }
 
-/// Remembers certificate chains that verified, as browsers do (Chrome's certificate
-/// verification cache): the same chain for the same name within [`VERIFIED_FOR`] is not
-/// walked again, which saves a signature check per full handshake. Failures are never
-/// remembered, and the server's signature over each handshake is always checked.
+/// The client's verifier (all but `--insecure`): full WebPKI verification, with two
+/// additions.
+///
+/// - A server certificate that is byte for byte one of the certificates given with
+///   `--cacert` is trusted as an end-entity certificate, also when it is a self-signed CA
+///   (`openssl req -x509` sets `CA:TRUE`, which WebPKI refuses as an end entity) or a
+///   leaf whose issuer is not given: what OpenSSL-based curl and Node do. Its name and
+///   validity period are still checked.
+/// - Chains that verified are remembered, as browsers do (Chrome's certificate
+///   verification cache): the same chain for the same name within [`VERIFIED_FOR_S`] is
+///   not walked again, which saves a signature check per full handshake. Failures are
+///   never remembered.
+///
+/// The server's signature over each handshake is always checked.
 #[derive(Debug)]
-struct CachedVerifier {
-    inner: Arc<dyn ServerCertVerifier>,
+struct Verifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    /// The `--cacert` certificates (and the embedded server's CA).
+    given: Vec<CertificateDer<'static>>,
     verified: std::sync::Mutex<Vec<Verified>>,
 }
 
@@ -161,16 +169,35 @@ struct Verified {
     until_s: u64,
 }
 
-impl CachedVerifier {
-    fn new(inner: Arc<dyn ServerCertVerifier>) -> CachedVerifier {
-        CachedVerifier {
-            inner,
-            verified: std::sync::Mutex::new(Vec::new()),
+impl Verifier {
+    /// WebPKI's verdict, or for a certificate given as is, its name and validity.
+    fn walk(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let webpki_err =
+            match self
+                .webpki
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+        if !self.given.iter().any(|c| c.as_ref() == end_entity.as_ref()) {
+            return Err(webpki_err);
         }
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name)?;
+        check_validity(end_entity, now)?;
+        Ok(ServerCertVerified::assertion())
     }
 }
 
-impl ServerCertVerifier for CachedVerifier {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -199,9 +226,7 @@ impl ServerCertVerifier for CachedVerifier {
                 return Ok(ServerCertVerified::assertion());
             }
         }
-        let ok =
-            self.inner
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)?;
+        let ok = self.walk(end_entity, intermediates, server_name, ocsp, now)?;
         let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
         verified.retain(|v| !same(v) && now.as_secs() < v.until_s);
         if verified.len() >= VERIFIED_MAX {
@@ -215,66 +240,6 @@ impl ServerCertVerifier for CachedVerifier {
             until_s: now.as_secs() + VERIFIED_FOR_S,
         });
         Ok(ok)
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// Full WebPKI verification, plus: a server certificate that is byte for byte one of the
-/// certificates given with `--cacert` is trusted as an end-entity certificate, also when
-/// it is a self-signed CA (`openssl req -x509` sets `CA:TRUE`, which WebPKI refuses as
-/// an end entity) or a leaf whose issuer is not given: what OpenSSL-based curl and Node
-/// do. Its name and validity period are still checked, and the handshake's signatures
-/// are verified as usual.
-#[derive(Debug)]
-struct TrustedAsGiven {
-    webpki: Arc<WebPkiServerVerifier>,
-    given: Vec<CertificateDer<'static>>,
-}
-
-impl ServerCertVerifier for TrustedAsGiven {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let verdict =
-            self.webpki
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now);
-        let webpki_err = match verdict {
-            Ok(v) => return Ok(v),
-            Err(e) => e,
-        };
-        if !self.given.iter().any(|c| c.as_ref() == end_entity.as_ref()) {
-            return Err(webpki_err);
-        }
-        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_name(&parsed, server_name)?;
-        check_validity(end_entity, now)?;
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
