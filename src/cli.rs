@@ -29,6 +29,65 @@ pub enum Command {
     Audit(AuditArgs),
     /// Run the embedded target server (HTTP and HTTPS) with a configurable reuse policy
     Serve(ServeArgs),
+    /// A distant server on this machine: run a command against a server across an
+    /// emulated link (round-trip time, jitter, loss, bandwidth) between two network namespaces
+    Lab(LabArgs),
+}
+
+/// The emulated link to the embedded server (`bench`, `compare`, `trace`, `doctor`
+/// without a URL, and `lab`). Needs root (CAP_NET_ADMIN).
+#[derive(Debug, Args, Clone, Default)]
+pub struct LinkArgs {
+    /// Run against the embedded server across an emulated link of this round-trip time
+    /// (split evenly per direction), between two network namespaces; compare takes a
+    /// list (0,10ms,40ms,100ms) and adds a table and chart against RTT
+    #[arg(long, value_name = "DUR")]
+    pub rtt: Option<String>,
+
+    /// With the link: vary each packet's delay uniformly by up to this much (packets stay in order)
+    #[arg(long, value_name = "DUR")]
+    pub jitter: Option<String>,
+
+    /// With the link: lose this share of packets, per direction, independently (1% or 1)
+    #[arg(long, value_name = "PERCENT")]
+    pub loss: Option<String>,
+
+    /// With the link: serialize packets at this rate per direction (10mbit, 500kbit, 1gbit)
+    #[arg(long, value_name = "RATE")]
+    pub bandwidth: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(flatten)]
+    pub link: LinkArgs,
+
+    /// Run this server on the server side instead of the embedded one (through sh -c;
+    /// {addr} and {port} are filled in: it must listen on them)
+    #[arg(long, value_name = "CMD")]
+    pub server_cmd: Option<String>,
+
+    /// The port for --server-cmd's {port}
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+
+    /// Give the command the embedded server's HTTPS URL as {url} (its CA is in {cacert}
+    /// and $HANDSHAKE_CACERT)
+    #[arg(long)]
+    pub https: bool,
+
+    /// Body size of the embedded server's answers
+    #[arg(long, default_value_t = 13)]
+    pub body_size: usize,
+
+    /// Print the lab's summary (link, server counts) on stderr as JSON
+    #[arg(long)]
+    pub json: bool,
+
+    /// The command to run on the client side; {url}, {https_url} and {cacert} in its
+    /// arguments (and $HANDSHAKE_URL, $HANDSHAKE_HTTPS_URL, $HANDSHAKE_CACERT) are filled in
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -80,8 +139,16 @@ pub struct AuditArgs {
 
 #[derive(Debug, Args)]
 pub struct TraceArgs {
-    /// Target URL (http:// or https://)
-    pub url: String,
+    /// Target URL (http:// or https://). Without one, or with a path (/bytes/1000), the
+    /// embedded server is started
+    pub url: Option<String>,
+
+    #[command(flatten)]
+    pub link: LinkArgs,
+
+    /// With the embedded server: trace its HTTPS listener
+    #[arg(long)]
+    pub embedded_tls: bool,
 
     /// Requests to send in a row, reusing the connection when the server allows
     #[arg(long, default_value_t = 1)]
@@ -105,8 +172,15 @@ pub struct TraceArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// Target URL (http:// or https://)
-    pub url: String,
+    /// Target URL (http:// or https://). Without one, the embedded server is started
+    pub url: Option<String>,
+
+    #[command(flatten)]
+    pub link: LinkArgs,
+
+    /// With the embedded server: probe its HTTPS listener
+    #[arg(long)]
+    pub embedded_tls: bool,
 
     /// Most requests to send on one connection when looking for the server's limit
     #[arg(long, default_value_t = 1000)]
@@ -130,9 +204,12 @@ pub struct DoctorArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Target URL (http:// or https://). Without one, the embedded server is started with
-    /// an HTTP and an HTTPS listener and both are compared
+    /// Target URL (http:// or https://). Without one (or with a path such as /bytes/1000),
+    /// the embedded server is started with an HTTP and an HTTPS listener and both are compared
     pub url: Option<String>,
+
+    #[command(flatten)]
+    pub link: LinkArgs,
 
     /// Strategies to compare, comma-separated (default: close, http10, http10-keepalive,
     /// keepalive, and close-resumed for https). A strategy listed twice is an A/A run:
@@ -142,9 +219,9 @@ pub struct CompareArgs {
 
     /// Rounds: every strategy runs once per round, in a new random order each round;
     /// figures are medians over the rounds; at least 6 rounds give each "x slower" its
-    /// 95 % confidence interval
-    #[arg(long, default_value_t = 10)]
-    pub rounds: usize,
+    /// 95 % confidence interval [default: 10; across a link (--rtt): 6]
+    #[arg(long)]
+    pub rounds: Option<usize>,
 
     /// Differences smaller than this (a ratio within 1 ± it) count as no difference even
     /// when the interval excludes 1 (e.g. 5%)
@@ -167,8 +244,12 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Target URL (http:// or https://). Without one, the embedded server is started in-process
+    /// Target URL (http:// or https://). Without one, or with a path (/bytes/1000), the
+    /// embedded server is started in-process
     pub url: Option<String>,
+
+    #[command(flatten)]
+    pub link: LinkArgs,
 
     /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive
     #[arg(long, short = 's', default_value = "keepalive")]

@@ -142,12 +142,78 @@ pub struct Comparison {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupRtt {
     pub group: String,
+    /// With `--rtt`: the emulated link's round-trip time, which the explanations count in.
+    pub rtt_set_ms: Option<f64>,
     /// The round trip estimated from TCP connects: the median over the group's rounds of
     /// each round's shortest connect (free of accept-queue waiting).
     pub rtt_ms: Option<f64>,
     /// Whether that is a real round trip (at least 0.5 ms) rather than local CPU and
     /// scheduling: only then are costs stated in round trips.
     pub round_trips: bool,
+}
+
+/// `compare --rtt A,B,...`: the comparison at each round-trip time of the link.
+#[derive(Debug, Clone, Serialize)]
+pub struct RttSweep {
+    pub points: Vec<RttPoint>,
+    /// Per strategy (group and strategy), its median time per request at each point.
+    pub series: Vec<RttSeries>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RttPoint {
+    pub rtt_set_ms: f64,
+    pub link: crate::lab::LinkReport,
+    /// The embedded server's counts for this point's run.
+    pub server: Option<crate::server::StatsSnapshot>,
+    /// Its rows are named "<rtt> <group> <strategy>", like the report's scenarios.
+    pub comparison: Comparison,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RttSeries {
+    /// "https close": the row's name without the RTT.
+    pub name: String,
+    pub group: String,
+    pub strategy: String,
+    /// One per point, in the points' order.
+    pub time_per_request_ms: Vec<f64>,
+    /// The time per request in round trips of the set RTT (null at RTT 0).
+    pub round_trips: Vec<Option<f64>>,
+}
+
+impl RttSweep {
+    /// Build the series from the points (their rows in the same order at every point);
+    /// `names` are the rows' names without the RTT.
+    pub fn new(points: Vec<RttPoint>, names: &[String]) -> RttSweep {
+        let series = names
+            .iter()
+            .enumerate()
+            .filter_map(|(i, name)| {
+                let first = points.first()?.comparison.rows.get(i)?;
+                let per_point: Vec<(f64, f64)> = points
+                    .iter()
+                    .filter_map(|p| {
+                        p.comparison
+                            .rows
+                            .get(i)
+                            .map(|r| (r.time_per_request_ms.median, p.rtt_set_ms))
+                    })
+                    .collect();
+                Some(RttSeries {
+                    name: name.clone(),
+                    group: first.group.clone(),
+                    strategy: first.strategy.clone(),
+                    time_per_request_ms: per_point.iter().map(|(t, _)| *t).collect(),
+                    round_trips: per_point
+                        .iter()
+                        .map(|(t, rtt)| (*rtt > 0.0).then(|| t / rtt))
+                        .collect(),
+                })
+            })
+            .collect();
+        RttSweep { points, series }
+    }
 }
 
 /// The result: one merged scenario report per arm, and the comparison.
@@ -186,6 +252,7 @@ pub fn run(
     rounds: usize,
     server: Option<&RunningServer>,
     noise_threshold: f64,
+    rtt_set_ms: Option<f64>,
 ) -> anyhow::Result<CompareResult> {
     let mut runs: Vec<Vec<RunFigures>> = vec![Vec::new(); arms.len()];
     let mut merged: Vec<(Recorder, Duration, crate::cpu::CpuTime)> = arms
@@ -326,9 +393,17 @@ pub fn run(
                         .is_some_and(|a| a.iter().all(|x| x.ip().is_loopback()))
             })
         });
-        let round_trips = !loopback && rtt.is_some_and(|r| r >= MEANINGFUL_RTT_MS);
+        // Across the lab's link the round trip is the one set: exact, not estimated.
+        let (round_trips, counted) = match rtt_set_ms {
+            Some(set) => (set >= MEANINGFUL_RTT_MS, Some(set)),
+            None => (
+                !loopback && rtt.is_some_and(|r| r >= MEANINGFUL_RTT_MS),
+                rtt,
+            ),
+        };
         rtts.push(GroupRtt {
             group: g.clone(),
+            rtt_set_ms,
             rtt_ms: rtt,
             round_trips,
         });
@@ -339,7 +414,7 @@ pub fn run(
                     &scenarios[i],
                     &rows[best],
                     &scenarios[best],
-                    rtt.filter(|_| round_trips),
+                    counted.filter(|_| round_trips),
                     noise_threshold,
                 ));
             }
@@ -515,13 +590,14 @@ fn explain(
         None => format!("{what} {} ms", fmt_ms(ms)),
     };
     let mut parts = Vec::new();
+    let mut note = String::new();
     let mut often = None;
     if let Some(o) = how_often(d_tcp) {
         parts.push(cost("TCP connect".into(), new.connect.mean, 1.0));
         often = Some(o);
     }
     let tls_rate = d_full.max(d_res);
-    if d_full >= 0.005 {
+    if d_full >= 0.005 && d_full >= d_res {
         parts.push(cost(
             format!("full {version} handshake"),
             new.tls.mean,
@@ -533,6 +609,9 @@ fn explain(
             new.tls.mean,
             1.0,
         ));
+        if rtt.is_some() {
+            note = " Resumption saves CPU, not round trips (only 0-RTT does).".to_string();
+        }
     }
     if often.is_none() {
         often = how_often(tls_rate);
@@ -563,12 +642,12 @@ fn explain(
     };
     match often {
         Some(often) => format!(
-            "{} opens a new connection {often} ({}): {costs}.{cpu}",
+            "{} opens a new connection {often} ({}): {costs}.{note}{cpu}",
             r.name,
             parts.join(", ")
         ),
         None => format!(
-            "{} opens no more connections than {}: {costs}.{cpu}",
+            "{} opens no more connections than {}: {costs}.{note}{cpu}",
             r.name, best.name
         ),
     }

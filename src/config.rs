@@ -177,6 +177,13 @@ pub const COMPARE_DEFAULTS: LoadDefaults = LoadDefaults {
     concurrency: 1,
 };
 
+/// `compare --rtt`: every request pays round trips, so fewer per round, ten at a time
+/// (each worker still sends one after another: time per request is one worker's view).
+pub const COMPARE_LAB_DEFAULTS: LoadDefaults = LoadDefaults {
+    requests: 100,
+    concurrency: 10,
+};
+
 pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, UsageError> {
     let concurrency = a.concurrency.unwrap_or(defaults.concurrency);
     let default_requests = defaults.requests;

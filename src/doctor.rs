@@ -82,6 +82,9 @@ pub struct DoctorReport {
     pub tool: &'static str,
     pub version: &'static str,
     pub url: String,
+    /// With `--rtt`: the emulated link to the embedded server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::lab::LinkReport>,
     pub http11: PersistProbe,
     pub http10: PersistProbe,
     pub http10_keep_alive: PersistProbe,
@@ -271,12 +274,17 @@ async fn idle_timeout(sc: &Arc<Scenario>, max_idle: Duration, claimed: Option<f6
     }
 }
 
-async fn tls_findings(sc: &Scenario, request: &RequestArgs) -> Result<TlsFindings, ProbeError> {
+async fn tls_findings(
+    sc: &Scenario,
+    request: &RequestArgs,
+    roots: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<TlsFindings, ProbeError> {
     let bad = |e: config::UsageError| ProbeError {
         kind: crate::record::ErrorKind::Tls,
         message: e.0,
     };
-    let req = config::request_config(request, Some(&sc.targets[0].url), Vec::new()).map_err(bad)?;
+    let req =
+        config::request_config(request, Some(&sc.targets[0].url), roots.to_vec()).map_err(bad)?;
     let mk = |alpn: Vec<Vec<u8>>, resume: bool| {
         let opts = tls::TlsOptions {
             alpn,
@@ -339,6 +347,7 @@ async fn tls_findings(sc: &Scenario, request: &RequestArgs) -> Result<TlsFinding
 pub async fn run(
     sc: &Scenario,
     request: &RequestArgs,
+    roots: &[rustls::pki_types::CertificateDer<'static>],
     max_req: u64,
     max_idle: Duration,
 ) -> anyhow::Result<DoctorReport> {
@@ -373,7 +382,7 @@ pub async fn run(
         None
     };
     let tls = if sc.origins[0].tls {
-        Some(tls_findings(sc, request).await?)
+        Some(tls_findings(sc, request, roots).await?)
     } else {
         None
     };
@@ -503,6 +512,7 @@ pub async fn run(
         tool: "handshake",
         version: env!("CARGO_PKG_VERSION"),
         url: t.url.clone(),
+        link: None,
         http11,
         http10,
         http10_keep_alive,
@@ -517,7 +527,11 @@ pub async fn run(
 pub fn render(d: &DoctorReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(out, "doctor {}\n\nWhat the server does", d.url);
+    let _ = writeln!(out, "doctor {}", d.url);
+    if let Some(l) = &d.link {
+        let _ = writeln!(out, "link: {}", l.describe());
+    }
+    let _ = writeln!(out, "\nWhat the server does");
     for f in &d.findings {
         let _ = writeln!(out, "  - {f}");
     }

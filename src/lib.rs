@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod doctor;
 pub mod engine;
 pub mod http1;
+pub mod lab;
 pub mod net;
 pub mod plan;
 pub mod probe;

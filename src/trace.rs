@@ -45,6 +45,9 @@ pub struct TraceReport {
     pub version: &'static str,
     pub url: String,
     pub strategy: String,
+    /// With `--rtt`: the emulated link to the embedded server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::lab::LinkReport>,
     pub steps: Vec<TraceStep>,
     /// A step that failed: its category and message.
     pub error: Option<String>,
@@ -146,6 +149,7 @@ pub async fn run(sc: &Scenario, count: u64) -> TraceReport {
         version: env!("CARGO_PKG_VERSION"),
         url: target.url.clone(),
         strategy: sc.strategy.name().to_string(),
+        link: None,
         steps,
         error,
     }
@@ -155,6 +159,9 @@ pub async fn run(sc: &Scenario, count: u64) -> TraceReport {
 pub fn render(t: &TraceReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "trace {}  (strategy {})", t.url, t.strategy);
+    if let Some(l) = &t.link {
+        let _ = writeln!(out, "link: {}", l.describe());
+    }
     for s in &t.steps {
         let _ = writeln!(
             out,

@@ -26,19 +26,39 @@ struct Entry<'a> {
 struct Data<'a> {
     title: String,
     generated_by: String,
+    /// With `--rtt`: the link as set and measured (one line per RTT of a sweep).
+    links: Vec<String>,
     entries: Vec<Entry<'a>>,
+    /// `compare --rtt A,B,...`: time per request against RTT, one line per strategy.
+    sweep: Option<Sweep<'a>>,
     explanations: Vec<&'a str>,
 }
 
+#[derive(Debug, Serialize)]
+struct Sweep<'a> {
+    rtts_ms: Vec<f64>,
+    series: Vec<(&'a str, &'a [f64])>,
+}
+
 fn data(report: &Report) -> Data<'_> {
+    // The comparisons: the one of a run, or one per RTT of a sweep.
+    let comparisons: Vec<&crate::compare::Comparison> = report
+        .comparison
+        .iter()
+        .chain(
+            report
+                .rtt_sweep
+                .iter()
+                .flat_map(|sw| sw.points.iter().map(|p| &p.comparison)),
+        )
+        .collect();
     let entries = report
         .scenarios
         .iter()
         .map(|s| {
-            let row = report
-                .comparison
-                .as_ref()
-                .and_then(|c| c.rows.iter().find(|r| r.name == s.name));
+            let row = comparisons
+                .iter()
+                .find_map(|c| c.rows.iter().find(|r| r.name == s.name));
             let own = if s.requests.ok > 0 {
                 s.concurrency as f64 * s.duration_s * 1000.0 / s.requests.ok as f64
             } else {
@@ -55,9 +75,10 @@ fn data(report: &Report) -> Data<'_> {
             }
         })
         .collect();
-    let title = match &report.comparison {
-        Some(_) => "handshake compare".to_string(),
-        None => format!(
+    let title = match (&report.comparison, &report.rtt_sweep) {
+        (_, Some(_)) => "handshake compare across round-trip times".to_string(),
+        (Some(_), None) => "handshake compare".to_string(),
+        (None, None) => format!(
             "handshake bench {}",
             report
                 .scenarios
@@ -66,12 +87,32 @@ fn data(report: &Report) -> Data<'_> {
                 .unwrap_or("")
         ),
     };
+    let links = report
+        .link
+        .iter()
+        .chain(
+            report
+                .rtt_sweep
+                .iter()
+                .flat_map(|sw| sw.points.iter().map(|p| &p.link)),
+        )
+        .map(|l| l.describe())
+        .collect();
+    let sweep = report.rtt_sweep.as_ref().map(|sw| Sweep {
+        rtts_ms: sw.points.iter().map(|p| p.rtt_set_ms).collect(),
+        series: sw
+            .series
+            .iter()
+            .map(|x| (x.name.as_str(), x.time_per_request_ms.as_slice()))
+            .collect(),
+    });
     Data {
         title,
         generated_by: format!("{} {}", report.tool, report.version),
+        links,
         entries,
-        explanations: report
-            .comparison
+        sweep,
+        explanations: comparisons
             .iter()
             .flat_map(|c| c.explanations.iter().map(String::as_str))
             .chain(
@@ -120,6 +161,11 @@ const TEMPLATE: &str = r##"<!doctype html>
 </head>
 <body>
 <h1 id="title">{{TITLE}}</h1>
+<ul id="links"></ul>
+<div id="sweep-section" hidden>
+<h2>Time per request (ms) against round-trip time</h2>
+<svg id="sweep" role="img" aria-label="time per request against round-trip time"></svg>
+</div>
 <h2>Time per request (ms)</h2>
 <svg id="bars" role="img" aria-label="time per request"></svg>
 <h2>Where a mean request's time goes (ms)</h2>
@@ -211,6 +257,36 @@ const TEMPLATE: &str = r##"<!doctype html>
     el("rect", { x: left + W + 14, y: top + i * 18, width: 12, height: 12, fill: color }, lat);
     text(lat, left + W + 32, top + i * 18 + 11, e.name);
   });
+
+  // 4. compare --rtt A,B,...: time per request against RTT, one line per strategy.
+  if (data.sweep) {
+    document.getElementById("sweep-section").hidden = false;
+    const sw = document.getElementById("sweep");
+    sw.setAttribute("width", left + W + 200);
+    sw.setAttribute("height", H + 50);
+    const rtts = data.sweep.rtts_ms;
+    const maxR = Math.max(...rtts, 1e-9);
+    const maxY = Math.max(...data.sweep.series.flatMap(s => s[1]), 1e-9);
+    const xR = r => left + r / maxR * W;
+    el("line", { x1: left, y1: top + H, x2: left + W, y2: top + H, stroke: "#999" }, sw);
+    el("line", { x1: left, y1: top, x2: left, y2: top + H, stroke: "#999" }, sw);
+    for (const r of rtts) text(sw, xR(r), top + H + 16, fmt(r) + " ms", "middle");
+    text(sw, left + W, top + H + 34, "RTT", "end");
+    for (let k = 0; k <= 4; k++) text(sw, left - 6, top + H - k / 4 * H + 4, fmt(maxY * k / 4), "end");
+    data.sweep.series.forEach(([name, values], i) => {
+      const color = LINE_COLORS[i % LINE_COLORS.length];
+      const pts = values.map((v, j) => xR(rtts[j]).toFixed(1) + "," + (top + H - v / maxY * H).toFixed(1)).join(" ");
+      el("polyline", { class: "sweep", points: pts, fill: "none", stroke: color, "stroke-width": 2, "data-name": name, "data-values": values.join(",") }, sw);
+      el("rect", { x: left + W + 14, y: top + i * 18, width: 12, height: 12, fill: color }, sw);
+      text(sw, left + W + 32, top + i * 18 + 11, name);
+    });
+  }
+  const links = document.getElementById("links");
+  for (const s of data.links) {
+    const li = document.createElement("li");
+    li.textContent = "Link: " + s;
+    links.appendChild(li);
+  }
 
   // Numbers and explanations.
   const tbody = document.querySelector("#numbers tbody");

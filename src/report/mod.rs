@@ -22,6 +22,12 @@ pub struct Report {
     /// `compare`: the strategies side by side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comparison: Option<crate::compare::Comparison>,
+    /// With `--rtt`: the emulated link the run crossed, as set and as measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::lab::LinkReport>,
+    /// `compare --rtt A,B,...`: the comparison at each round-trip time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_sweep: Option<crate::compare::RttSweep>,
 }
 
 impl Report {
@@ -33,6 +39,8 @@ impl Report {
             scenarios,
             server: None,
             comparison: None,
+            link: None,
+            rtt_sweep: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport};
-use crate::compare::{Comparison, ComparisonRow, Spread};
+use crate::compare::{Comparison, ComparisonRow, RttSweep, Spread};
 
 fn bytes(n: u64) -> String {
     let f = n as f64;
@@ -304,7 +304,14 @@ pub fn render_comparison(c: &Comparison) -> String {
             out,
             "\n{url}{}",
             match (rtt, link.is_some_and(|l| l.round_trips)) {
-                (Some(r), true) => format!("  (round trip {} ms: the shortest TCP connects)", fmt_ms(r)),
+                (Some(r), true) => match link.and_then(|l| l.rtt_set_ms) {
+                    Some(set) => format!(
+                        "  (round trip {} ms, set on the link; the shortest TCP connects took {} ms)",
+                        fmt_ms(set),
+                        fmt_ms(r)
+                    ),
+                    None => format!("  (round trip {} ms: the shortest TCP connects)", fmt_ms(r)),
+                },
                 (Some(r), false) => format!(
                     "  (the shortest TCP connects take {} ms here: local CPU and scheduling, not a network round trip)",
                     fmt_ms(r)
@@ -416,15 +423,17 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
+    if let Some(l) = &report.link {
+        let _ = writeln!(out, "Link: {}\n", l.describe());
+    }
+    if let Some(sw) = &report.rtt_sweep {
+        out.push_str(&render_sweep(sw));
+        return out;
+    }
     if let Some(c) = &report.comparison {
         out.push_str(&render_comparison(c));
-        if let Some(srv) = &report.server {
-            let _ = writeln!(
-                out,
-                "\nEmbedded server: {} connections accepted, {} requests served",
-                srv.connections_accepted, srv.requests
-            );
-        }
+        server_line(&mut out, report.server.as_ref());
+        link_line(&mut out, report.link.as_ref());
         return out;
     }
     for (i, s) in report.scenarios.iter().enumerate() {
@@ -433,12 +442,126 @@ pub fn render(report: &Report) -> String {
         }
         out.push_str(&render_scenario(s));
     }
-    if let Some(srv) = &report.server {
+    server_line(&mut out, report.server.as_ref());
+    link_line(&mut out, report.link.as_ref());
+    out
+}
+
+fn server_line(out: &mut String, srv: Option<&crate::server::StatsSnapshot>) {
+    if let Some(srv) = srv {
         let _ = writeln!(
             out,
             "\nEmbedded server: {} connections accepted, {} requests served",
             srv.connections_accepted, srv.requests
         );
+    }
+}
+
+fn link_line(out: &mut String, link: Option<&crate::lab::LinkReport>) {
+    if let Some(l) = link {
+        let _ = writeln!(out, "Link {}", l.describe_line());
+    }
+}
+
+/// `compare --rtt A,B,...`: each point's comparison, then time per request against RTT
+/// per strategy as a table and a chart.
+pub fn render_sweep(sw: &RttSweep) -> String {
+    let mut out = String::new();
+    for p in &sw.points {
+        let _ = writeln!(
+            out,
+            "=== RTT {} ms\nLink: {}\n",
+            crate::lab::fmt_num(p.rtt_set_ms),
+            p.link.describe()
+        );
+        out.push_str(&render_comparison(&p.comparison));
+        server_line(&mut out, p.server.as_ref());
+        link_line(&mut out, Some(&p.link));
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "=== Time per request (ms) against round-trip time (in round trips where the RTT is not 0)\n"
+    );
+    let width = sw
+        .series
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let _ = write!(out, "  {:width$}", "RTT");
+    for p in &sw.points {
+        let _ = write!(
+            out,
+            "  {:>16}",
+            format!("{} ms", crate::lab::fmt_num(p.rtt_set_ms))
+        );
+    }
+    out.push('\n');
+    for s in &sw.series {
+        let _ = write!(out, "  {:width$}", s.name);
+        for (t, rt) in s.time_per_request_ms.iter().zip(&s.round_trips) {
+            let cell = match rt {
+                Some(r) => format!("{} ({r:.1} RTT)", fmt_ms(*t)),
+                None => fmt_ms(*t),
+            };
+            let _ = write!(out, "  {cell:>16}");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(&sweep_chart(sw));
+    out
+}
+
+/// A terminal chart: RTT across, time per request up, one letter per strategy.
+fn sweep_chart(sw: &RttSweep) -> String {
+    const H: usize = 16;
+    const COL: usize = 14;
+    let marks: Vec<char> = "abcdefghijklmnopqrstuvwxyz".chars().collect();
+    let max = sw
+        .series
+        .iter()
+        .flat_map(|s| s.time_per_request_ms.iter().copied())
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let n = sw.points.len();
+    let mut grid = vec![vec![' '; n * COL]; H + 1];
+    for (k, s) in sw.series.iter().enumerate() {
+        let m = marks[k % marks.len()];
+        for (i, t) in s.time_per_request_ms.iter().enumerate() {
+            let y = H - ((t / max) * H as f64).round() as usize;
+            let mut x = i * COL + COL / 2;
+            // Strategies that land on one cell sit side by side.
+            while grid[y][x] != ' ' && x + 1 < (i + 1) * COL {
+                x += 1;
+            }
+            grid[y][x] = m;
+        }
+    }
+    let mut out = String::new();
+    for (row, cells) in grid.iter().enumerate() {
+        let label = if row % 4 == 0 {
+            fmt_ms(max * (H - row) as f64 / H as f64)
+        } else {
+            String::new()
+        };
+        let line: String = cells.iter().collect();
+        let _ = writeln!(out, "  {label:>8} |{}", line.trim_end());
+    }
+    let _ = writeln!(out, "  {:>8} +{}", "ms", "-".repeat(n * COL));
+    let _ = write!(out, "  {:>8}  ", "");
+    for p in &sw.points {
+        let _ = write!(
+            out,
+            "{:^COL$}",
+            format!("{} ms", crate::lab::fmt_num(p.rtt_set_ms))
+        );
+    }
+    let _ = writeln!(out, "  RTT");
+    for (k, s) in sw.series.iter().enumerate() {
+        let _ = writeln!(out, "  {} = {}", marks[k % marks.len()], s.name);
     }
     out
 }

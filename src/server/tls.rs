@@ -1,5 +1,5 @@
 //! The embedded server's certificates: a CA generated at start and a leaf for
-//! localhost, 127.0.0.1 and ::1 signed by it; session resumption with tickets and ids.
+//! localhost, 127.0.0.1, ::1 and the lab's server address signed by it; session resumption with tickets and ids.
 
 use std::sync::Arc;
 
@@ -29,6 +29,7 @@ pub fn generate() -> anyhow::Result<Certs> {
         "localhost".to_string(),
         "127.0.0.1".to_string(),
         "::1".to_string(),
+        crate::lab::SERVER_ADDR.to_string(),
     ])?;
     leaf_params
         .distinguished_name

@@ -25,8 +25,9 @@ try {
 
   const close = (a, b) => Math.abs(a - b) <= 1e-9 + 1e-6 * Math.abs(b);
   // Expected time per request: the comparison's medians, else concurrency x wall / ok.
+  const comparisons = [report.comparison, ...((report.rtt_sweep && report.rtt_sweep.points) || []).map((p) => p.comparison)].filter(Boolean);
   const expected = report.scenarios.map((s) => {
-    const row = report.comparison && report.comparison.rows.find((r) => r.name === s.name);
+    const row = comparisons.flatMap((c) => c.rows).find((r) => r.name === s.name);
     const t = row ? row.time_per_request_ms.median : s.concurrency * s.duration_s * 1000 / s.requests.ok;
     return { name: s.name, time: t, phases: s.phases_ms.mean_per_request };
   });
@@ -54,6 +55,17 @@ try {
     const l = lines.find((x) => x.name === s.name);
     if (!l) failures.push(`no latency line for ${s.name}`);
     else if (l.points !== s.latency_ms.percentiles.length) failures.push(`latency line ${s.name}: ${l.points} points, ${s.latency_ms.percentiles.length} percentiles`);
+  }
+  // compare --rtt A,B,...: one line per strategy through its time per request at each RTT.
+  if (report.rtt_sweep) {
+    const sweep = await page.$$eval("polyline.sweep", (ls) => ls.map((l) => ({ name: l.dataset.name, values: l.dataset.values.split(",").map(Number), points: l.getAttribute("points").trim().split(/\s+/).length })));
+    if (sweep.length !== report.rtt_sweep.series.length) failures.push(`${sweep.length} RTT lines for ${report.rtt_sweep.series.length} strategies`);
+    for (const s of report.rtt_sweep.series) {
+      const l = sweep.find((x) => x.name === s.name);
+      if (!l) { failures.push(`no RTT line for ${s.name}`); continue; }
+      if (l.points !== report.rtt_sweep.points.length) failures.push(`RTT line ${s.name}: ${l.points} points`);
+      s.time_per_request_ms.forEach((v, i) => { if (!close(l.values[i], v)) failures.push(`RTT line ${s.name} point ${i}: ${l.values[i]} != ${v}`); });
+    }
   }
   const rows = await page.$$eval("#numbers tbody tr", (t) => t.length);
   if (rows !== report.scenarios.length) failures.push(`${rows} table rows`);

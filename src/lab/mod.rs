@@ -1,0 +1,555 @@
+//! `handshake lab`: a distant server emulated on this machine. Two network namespaces
+//! (client side, server side) joined by a link with a set round-trip time, jitter, loss
+//! and bandwidth, so the kernel's real TCP and TLS pay real round trips.
+//!
+//! The link is handshake's own delay line ([`delay`]) between a TUN device on each side
+//! ([`netns`]): this kernel has no netem. The namespaces are anonymous and go with the
+//! process (see [`netns`]); commands and servers started inside are stopped by PID.
+
+pub mod delay;
+pub mod netns;
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cli::LinkArgs;
+use crate::config::{parse_duration, UsageError};
+pub use delay::{LineStats, Shape};
+
+/// The client side's address.
+pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 1);
+/// The server side's address (the embedded server's certificate names it).
+pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 2);
+/// The TUN devices' MTU: Ethernet's.
+pub const MTU: u32 = 1500;
+/// TCP connects timed across the link before the run.
+const PROBE_CONNECTS: usize = 5;
+
+/// What the link should do (the command line's `--rtt/--jitter/--loss/--bandwidth`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkSpec {
+    pub rtt: Duration,
+    pub jitter: Duration,
+    /// Per direction, independent, 0..1.
+    pub loss: f64,
+    pub bandwidth_bps: Option<u64>,
+}
+
+impl LinkSpec {
+    pub fn shape(&self) -> Shape {
+        Shape {
+            one_way: self.rtt / 2,
+            jitter: self.jitter,
+            loss: self.loss,
+            bandwidth_bps: self.bandwidth_bps,
+        }
+    }
+}
+
+impl LinkArgs {
+    /// Whether any link flag was given (then the run crosses a lab's link).
+    pub fn any(&self) -> bool {
+        self.rtt.is_some()
+            || self.jitter.is_some()
+            || self.loss.is_some()
+            || self.bandwidth.is_some()
+    }
+}
+
+/// Parse the link flags: one spec per RTT listed (`--rtt 0,10ms,40ms`); `many` says
+/// whether a list is allowed.
+pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError> {
+    let rtts: Vec<Duration> = match &f.rtt {
+        None => vec![Duration::ZERO],
+        Some(s) => s
+            .split(',')
+            .map(|x| parse_duration("--rtt", x))
+            .collect::<Result<_, _>>()?,
+    };
+    if rtts.is_empty() || (!many && rtts.len() > 1) {
+        return Err(UsageError(format!(
+            "--rtt: expected one round-trip time like 40ms, not {:?}",
+            f.rtt.as_deref().unwrap_or("")
+        )));
+    }
+    if let Some(r) = rtts.iter().find(|r| **r > Duration::from_secs(10)) {
+        return Err(UsageError(format!(
+            "--rtt: {r:?} is over the 10 s the link can hold"
+        )));
+    }
+    let jitter = f
+        .jitter
+        .as_deref()
+        .map(|j| parse_duration("--jitter", j))
+        .transpose()?
+        .unwrap_or_default();
+    if jitter > Duration::from_secs(10) {
+        return Err(UsageError("--jitter: at most 10 s".into()));
+    }
+    let loss = match &f.loss {
+        None => 0.0,
+        Some(s) => {
+            let t = s.trim().trim_end_matches('%').trim();
+            match t.parse::<f64>() {
+                Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => v / 100.0,
+                _ => {
+                    return Err(UsageError(format!(
+                        "--loss: expected a percentage below 100, like 1% or 0.5, not {s:?}"
+                    )))
+                }
+            }
+        }
+    };
+    let bandwidth_bps = f.bandwidth.as_deref().map(parse_bandwidth).transpose()?;
+    Ok(rtts
+        .into_iter()
+        .map(|rtt| LinkSpec {
+            rtt,
+            jitter,
+            loss,
+            bandwidth_bps,
+        })
+        .collect())
+}
+
+/// `10mbit`, `500kbit`, `1gbit`, `64000bit` (tc's units: SI, bits per second).
+pub fn parse_bandwidth(s: &str) -> Result<u64, UsageError> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix("gbit") {
+        (n, 1e9)
+    } else if let Some(n) = t.strip_suffix("mbit") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("kbit") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("bit") {
+        (n, 1.0)
+    } else {
+        (t.as_str(), f64::NAN)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if mult.is_finite() && v.is_finite() && v * mult >= 8000.0 && v * mult <= 1e11 => {
+            Ok((v * mult) as u64)
+        }
+        _ => Err(UsageError(format!(
+            "--bandwidth: expected a rate from 8kbit to 100gbit like 10mbit, 500kbit or 1gbit, not {s:?}"
+        ))),
+    }
+}
+
+/// What the run reports about its link.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkReport {
+    /// `delay-line`: handshake's own, between TUN devices (this kernel has no netem).
+    pub emulator: &'static str,
+    pub rtt_set_ms: f64,
+    pub jitter_ms: f64,
+    /// Per direction, 0..1.
+    pub loss: f64,
+    pub bandwidth_bps: Option<u64>,
+    /// Median of the TCP connects timed across the link before the run.
+    pub rtt_measured_ms: Option<f64>,
+    pub probe_connects_ms: Vec<f64>,
+    pub client_addr: String,
+    pub server_addr: String,
+    /// What the delay line moved and dropped, and its CPU (at the end of the run).
+    pub delay_line: LineStats,
+}
+
+impl LinkReport {
+    /// "handshake's delay line: RTT set 40 ms, measured 40.4 ms (median of 5 TCP
+    /// connects); loss 1 %; 10 Mbit/s".
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "handshake's delay line between two network namespaces ({} -> {}): RTT set {} ms",
+            self.client_addr,
+            self.server_addr,
+            fmt_num(self.rtt_set_ms)
+        );
+        match self.rtt_measured_ms {
+            Some(m) => {
+                s += &format!(
+                    ", measured {} ms (median of {} TCP connects)",
+                    fmt_num(m),
+                    self.probe_connects_ms.len()
+                )
+            }
+            None => s += ", not measured (no probe connect succeeded)",
+        }
+        if self.jitter_ms > 0.0 {
+            s += &format!("; jitter ±{} ms", fmt_num(self.jitter_ms));
+        }
+        if self.loss > 0.0 {
+            s += &format!("; loss {} % per direction", fmt_num(self.loss * 100.0));
+        }
+        if let Some(b) = self.bandwidth_bps {
+            s += &format!("; bandwidth {}", fmt_rate(b));
+        }
+        s
+    }
+
+    /// "delay line moved 1234 packets (0 lost, 0 queue drops) for 12 ms of CPU".
+    pub fn describe_line(&self) -> String {
+        let d = &self.delay_line;
+        let (a, b) = (&d.client_to_server, &d.server_to_client);
+        format!(
+            "delay line: {} packets client->server and {} server->client; lost {} and {}; queue drops {}; {:.1} ms of CPU",
+            a.packets,
+            b.packets,
+            a.lost,
+            b.lost,
+            a.queue_drops + b.queue_drops,
+            d.cpu_s * 1000.0
+        )
+    }
+}
+
+pub fn fmt_num(v: f64) -> String {
+    if v == v.round() && v.abs() < 1e9 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+pub fn fmt_rate(bps: u64) -> String {
+    let b = bps as f64;
+    if b >= 1e9 {
+        format!("{} Gbit/s", fmt_num(b / 1e9))
+    } else if b >= 1e6 {
+        format!("{} Mbit/s", fmt_num(b / 1e6))
+    } else {
+        format!("{} kbit/s", fmt_num(b / 1e3))
+    }
+}
+
+/// Processes started in a lab (PID, whether it leads its own process group), stopped
+/// by PID when the lab ends or on a signal. Labs run one at a time, so one list serves.
+type Children = Mutex<Vec<(u32, bool)>>;
+
+fn children() -> &'static Children {
+    static CHILDREN: OnceLock<Children> = OnceLock::new();
+    CHILDREN.get_or_init(|| {
+        watch_signals();
+        Mutex::new(Vec::new())
+    })
+}
+
+/// A running lab: two namespaces, the delay line between them, and what it started.
+pub struct Lab {
+    pub spec: LinkSpec,
+    client_ns: OwnedFd,
+    server_ns: OwnedFd,
+    line: delay::DelayLine,
+    probe_connects_ms: Vec<f64>,
+    /// Namespace inodes (tests find leftovers by them).
+    pub inodes: (u64, u64),
+}
+
+/// The message for a machine where the lab cannot be made.
+fn no_permission(e: &std::io::Error) -> anyhow::Error {
+    UsageError(format!(
+        "the lab needs CAP_NET_ADMIN to create network namespaces and TUN devices ({e}): run it as root, or as a user where unprivileged user namespaces are allowed and /dev/net/tun is usable"
+    ))
+    .into()
+}
+
+impl Lab {
+    /// Create both sides, start the delay line and stop handlers (SIGINT, SIGTERM).
+    pub fn start(spec: LinkSpec) -> anyhow::Result<Lab> {
+        let client = netns::create_side("hs-lab-c", CLIENT_ADDR, SERVER_ADDR, MTU);
+        let client = match client {
+            Ok(c) => c,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {
+                return Err(no_permission(&e))
+            }
+            Err(e) => return Err(anyhow::anyhow!("creating the lab's client side: {e}")),
+        };
+        let server = netns::create_side("hs-lab-s", SERVER_ADDR, CLIENT_ADDR, MTU)
+            .map_err(|e| anyhow::anyhow!("creating the lab's server side: {e}"))?;
+        let inodes = (client.netns_inode, server.netns_inode);
+        let line = delay::DelayLine::start(client.tun, server.tun, spec.shape())?;
+        children();
+        Ok(Lab {
+            spec,
+            client_ns: client.netns,
+            server_ns: server.netns,
+            line,
+            probe_connects_ms: Vec::new(),
+            inodes,
+        })
+    }
+
+    /// Run `f` on a thread in the client side's namespace.
+    pub fn in_client<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+        Ok(netns::run_in(&self.client_ns, f)?)
+    }
+
+    /// Run `f` on a thread in the server side's namespace (a server it starts stays there).
+    pub fn in_server<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+        Ok(netns::run_in(&self.server_ns, f)?)
+    }
+
+    /// Time a few TCP connects across the link to a listener of the lab's own (the
+    /// server under test sees none of them). Lost SYNs make some slow; the median holds.
+    pub fn measure(&mut self) -> anyhow::Result<()> {
+        let listener = self.in_server(|| TcpListener::bind((SERVER_ADDR, 0)))??;
+        let addr = listener.local_addr()?;
+        let times = self.in_client(move || {
+            let mut v = Vec::new();
+            for _ in 0..PROBE_CONNECTS {
+                let t0 = Instant::now();
+                if TcpStream::connect_timeout(&addr, Duration::from_secs(5)).is_ok() {
+                    v.push(t0.elapsed().as_secs_f64() * 1000.0);
+                }
+            }
+            v
+        })?;
+        drop(listener);
+        if times.is_empty() {
+            anyhow::bail!("the lab's link carried no TCP connect in {PROBE_CONNECTS} tries");
+        }
+        self.probe_connects_ms = times;
+        Ok(())
+    }
+
+    pub fn report(&self) -> LinkReport {
+        let mut v = self.probe_connects_ms.clone();
+        v.sort_by(f64::total_cmp);
+        let median = (!v.is_empty()).then(|| {
+            let n = v.len();
+            if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            }
+        });
+        LinkReport {
+            emulator: "delay-line",
+            rtt_set_ms: self.spec.rtt.as_secs_f64() * 1000.0,
+            jitter_ms: self.spec.jitter.as_secs_f64() * 1000.0,
+            loss: self.spec.loss,
+            bandwidth_bps: self.spec.bandwidth_bps,
+            rtt_measured_ms: median,
+            probe_connects_ms: self.probe_connects_ms.clone(),
+            client_addr: CLIENT_ADDR.to_string(),
+            server_addr: SERVER_ADDR.to_string(),
+            delay_line: self.line.stats(),
+        }
+    }
+
+    /// A command set to start inside one side: it enters the namespace after fork, dies
+    /// if the lab does, and is stopped by PID when the lab ends. `own_group` puts it in a
+    /// process group of its own (a server: the whole group is stopped).
+    fn prepare(&self, cmd: &mut std::process::Command, client: bool, own_group: bool) {
+        let fd = if client {
+            self.client_ns.as_raw_fd()
+        } else {
+            self.server_ns.as_raw_fd()
+        };
+        if own_group {
+            cmd.process_group(0);
+        }
+        unsafe {
+            cmd.pre_exec(move || {
+                netns::die_with_parent()?;
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Start `cmd` on the server side, in its own process group.
+    pub fn spawn_server(
+        &self,
+        cmd: &mut std::process::Command,
+    ) -> std::io::Result<std::process::Child> {
+        self.prepare(cmd, false, true);
+        let child = cmd.spawn()?;
+        children()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((child.id(), true));
+        Ok(child)
+    }
+
+    /// Start `cmd` on the client side (in the lab's process group, so a terminal's
+    /// Ctrl-C reaches it).
+    pub fn spawn_client(
+        &self,
+        cmd: &mut std::process::Command,
+    ) -> std::io::Result<std::process::Child> {
+        self.prepare(cmd, true, false);
+        let child = cmd.spawn()?;
+        children()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((child.id(), false));
+        Ok(child)
+    }
+
+    /// Wait until something accepts TCP connections at `addr` on the server side, or
+    /// `child` exits, or `limit` passes.
+    pub fn wait_listening(
+        &self,
+        addr: SocketAddr,
+        child: &mut std::process::Child,
+        limit: Duration,
+    ) -> anyhow::Result<()> {
+        let start = Instant::now();
+        loop {
+            let up = self.in_server(|| {
+                TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            })?;
+            if up {
+                return Ok(());
+            }
+            if let Some(st) = child.try_wait()? {
+                anyhow::bail!("--server-cmd exited ({st}) before listening on {addr}");
+            }
+            if start.elapsed() > limit {
+                anyhow::bail!(
+                    "--server-cmd did not listen on {addr} within {} s",
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Drop `pid` from the processes to stop (it was waited for: its PID may be reused).
+    pub fn forget(&self, pid: u32) {
+        children()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(p, _)| *p != pid);
+    }
+
+    /// Stop every process the lab started (SIGTERM, then SIGKILL after a grace period),
+    /// end the delay line, and return the link's final report.
+    pub fn finish(mut self) -> LinkReport {
+        stop_children();
+        self.line.stop();
+        self.report()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        stop_children();
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie (exited, not yet reaped) counts as gone.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn stop_children() {
+    let list: Vec<(u32, bool)> =
+        std::mem::take(&mut *children().lock().unwrap_or_else(|p| p.into_inner()));
+    if list.is_empty() {
+        return;
+    }
+    let signal = |sig: libc::c_int| {
+        for (pid, group) in &list {
+            let target = if *group {
+                -(*pid as libc::pid_t)
+            } else {
+                *pid as libc::pid_t
+            };
+            unsafe { libc::kill(target, sig) };
+        }
+    };
+    signal(libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline && list.iter().any(|(p, _)| alive(*p)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(libc::SIGKILL);
+    for (pid, _) in &list {
+        // Reap what was not waited for elsewhere (ignore "no child").
+        unsafe { libc::waitpid(*pid as libc::pid_t, std::ptr::null_mut(), libc::WNOHANG) };
+    }
+}
+
+/// On SIGINT or SIGTERM: stop the lab's processes by PID and exit (130 or 143). The
+/// namespaces and TUN devices go with the process.
+fn watch_signals() {
+    let _ = std::thread::Builder::new()
+        .name("handshake-lab-signals".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            let code = rt.block_on(async {
+                use tokio::signal::unix::{signal, SignalKind};
+                let (Ok(mut int), Ok(mut term)) = (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                ) else {
+                    return None;
+                };
+                tokio::select! {
+                    _ = int.recv() => Some(130),
+                    _ = term.recv() => Some(143),
+                }
+            });
+            if let Some(code) = code {
+                eprintln!("handshake lab: interrupted; stopping the lab's processes");
+                stop_children();
+                for dir in
+                    std::mem::take(&mut *temp_dirs().lock().unwrap_or_else(|p| p.into_inner()))
+                {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                std::process::exit(code);
+            }
+        });
+}
+
+fn temp_dirs() -> &'static Mutex<Vec<std::path::PathBuf>> {
+    static DIRS: OnceLock<Mutex<Vec<std::path::PathBuf>>> = OnceLock::new();
+    DIRS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// A directory of the lab's (the CA file for the command), removed when dropped and on
+/// SIGINT or SIGTERM.
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    pub fn create(path: &std::path::Path) -> std::io::Result<TempDir> {
+        std::fs::create_dir_all(path)?;
+        temp_dirs()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(path.to_path_buf());
+        Ok(TempDir(path.to_path_buf()))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        temp_dirs()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|d| d != &self.0);
+    }
+}
