@@ -269,17 +269,10 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
             embedded.as_ref(),
             path.as_deref(),
             &load,
+            prefix.as_deref().unwrap_or(""),
         )?;
-        names = arms.iter().map(|arm| arm.name.clone()).collect();
-        let arms: Vec<compare::Arm> = arms
-            .into_iter()
-            .map(|mut arm| {
-                if let Some(p) = &prefix {
-                    arm.name = format!("{p}{}", arm.name);
-                }
-                arm
-            })
-            .collect();
+        let cut = prefix.as_ref().map_or(0, |p| p.len());
+        names = arms.iter().map(|arm| arm.name[cut..].to_string()).collect();
         let run = || {
             compare::run(
                 &arms,
@@ -332,6 +325,7 @@ fn compare_arms(
     embedded: Option<&Embedded>,
     path: Option<&str>,
     load: &config::LoadConfig,
+    prefix: &str,
 ) -> anyhow::Result<Vec<compare::Arm>> {
     // (group, URL) for each scheme compared.
     let targets: Vec<(String, Option<String>)> = match (embedded, path) {
@@ -370,7 +364,7 @@ fn compare_arms(
                 format!("{}#{}", st.name(), nth + 1)
             };
             let name = if embedded.is_some() {
-                format!("{group} {base}")
+                format!("{prefix}{group} {base}")
             } else {
                 base
             };
@@ -650,8 +644,15 @@ pub fn lab(a: LabArgs) -> anyhow::Result<i32> {
             let line = cmd
                 .replace("{addr}", &lab::SERVER_ADDR.to_string())
                 .replace("{port}", &a.port.to_string());
+            // The server's output goes to stderr: stdout is the command's.
+            let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
             let mut child = l
-                .spawn_server(std::process::Command::new("sh").arg("-c").arg(&line))
+                .spawn_server(
+                    std::process::Command::new("sh")
+                        .arg("-c")
+                        .arg(&line)
+                        .stdout(std::process::Stdio::from(to_stderr)),
+                )
                 .with_context(|| format!("starting --server-cmd {line:?}"))?;
             if let Err(e) = l.wait_listening(addr, &mut child, std::time::Duration::from_secs(15)) {
                 l.forget(child.id());

@@ -34,6 +34,20 @@ pub enum Command {
     Lab(LabArgs),
 }
 
+impl Command {
+    /// Whether the command runs across a lab's link (and needs network namespaces).
+    pub fn needs_lab(&self) -> bool {
+        match self {
+            Command::Lab(_) => true,
+            Command::Bench(a) => a.link.any(),
+            Command::Compare(a) => a.link.any(),
+            Command::Trace(a) => a.link.any(),
+            Command::Doctor(a) => a.link.any(),
+            Command::Audit(_) | Command::Serve(_) => false,
+        }
+    }
+}
+
 /// The emulated link to the embedded server (`bench`, `compare`, `trace`, `doctor`
 /// without a URL, and `lab`). Needs root (CAP_NET_ADMIN).
 #[derive(Debug, Args, Clone, Default)]

@@ -4,6 +4,11 @@ use clap::Parser;
 
 fn main() {
     let cli = handshake::cli::Cli::parse();
+    // Without root, a lab run gets a user namespace of its own (where the kernel allows
+    // it) before any thread starts: a user namespace can only be entered single-threaded.
+    if cli.command.needs_lab() {
+        handshake::lab::netns::try_user_namespace();
+    }
     let code = match handshake::app::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -6,8 +6,9 @@
 //! serialize (a drop-tail queue of [`QUEUE_LIMIT`] full-size packets); then it travels the one-way
 //! delay (RTT / 2, plus a uniform jitter in ±`jitter`). Packets leave in the order they
 //! came (a jittered packet never overtakes an earlier one). Times are nanoseconds of the
-//! monotonic clock; the thread sleeps in `ppoll` with a nanosecond timeout and a 1 ns
-//! timer slack, so a packet leaves within a few microseconds of its due time.
+//! monotonic clock; the thread sleeps in `ppoll` with a nanosecond timeout, a 1 ns
+//! timer slack and a real-time priority, so a packet leaves within a few microseconds of
+//! its due time.
 
 use std::collections::VecDeque;
 use std::io;
@@ -176,8 +177,15 @@ fn thread_cpu_ns() -> u64 {
 }
 
 fn run(client: RawFd, server: RawFd, stop: RawFd, shape: Shape, shared: &Shared) {
-    // Wake up on time, not up to 50 µs late (the default timer slack).
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+    // Wake up on time, not up to 50 µs late (the default timer slack), and ahead of the
+    // client's and server's threads when a packet is due (a real-time priority where
+    // allowed: the kernel's netem runs in softirq, ahead of any task). The thread sleeps
+    // whenever nothing is due, and the kernel's real-time throttling bounds it anyway.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
+        let param = libc::sched_param { sched_priority: 10 };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
+    }
     let epoch = Instant::now();
     let now_ns = || epoch.elapsed().as_nanos() as u64;
     let mut rng = Rng(std::time::SystemTime::now()

@@ -266,7 +266,7 @@ impl Lab {
         let client = netns::create_side("hs-lab-c", CLIENT_ADDR, SERVER_ADDR, MTU);
         let client = match client {
             Ok(c) => c,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 return Err(no_permission(&e))
             }
             Err(e) => return Err(anyhow::anyhow!("creating the lab's client side: {e}")),

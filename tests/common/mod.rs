@@ -4,6 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -237,4 +238,64 @@ impl Drop for Nginx {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Where the browser check lives, and whether it can run here.
+pub fn browser_check() -> Option<PathBuf> {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser"));
+    let ready = dir.join("node_modules/playwright-core").exists()
+        && std::path::Path::new(&std::env::var("CHROMIUM").unwrap_or("/usr/bin/chromium".into()))
+            .exists();
+    if ready {
+        return Some(dir);
+    }
+    if std::env::var_os("HANDSHAKE_SKIP_BROWSER").is_some() {
+        eprintln!("skipping the browser check (HANDSHAKE_SKIP_BROWSER set)");
+        return None;
+    }
+    panic!(
+        "the HTML check needs Chromium (Debian package chromium) and playwright-core \
+         (cd tests/browser && npm ci); .ci/run installs both. Set HANDSHAKE_SKIP_BROWSER=1 to skip."
+    );
+}
+
+/// Run handshake with `args` plus --json and --html, then open the HTML in headless
+/// Chromium and check it against the JSON (tests/browser/check_report.mjs).
+pub fn check_html(args: &[&str], tag: &str) {
+    let Some(dir) = browser_check() else { return };
+    let tmp = std::env::temp_dir().join(format!("handshake-html-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let html = tmp.join("report.html");
+    let json = tmp.join("report.json");
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend([
+        "--json".into(),
+        "--no-progress".into(),
+        "--html".into(),
+        html.to_str().unwrap().into(),
+    ]);
+    let out = Command::new(bin()).args(&all).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&json, &out.stdout).unwrap();
+    let shot = tmp.join("report.png");
+    let check = Command::new("node")
+        .arg(dir.join("check_report.mjs"))
+        .args([&html, &json, &shot])
+        .output()
+        .expect("node runs");
+    assert!(
+        check.status.success(),
+        "browser check failed:\n{}\n{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "a real screenshot was taken"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -1,0 +1,779 @@
+//! `handshake lab` and `--rtt`: a distant server on this machine. The link's round trips
+//! are checked against physics (a TCP connect is 1 RTT, a TLS 1.3 handshake 1, TLS 1.2
+//! 2, a request on a reused connection 1), against an independent client (curl) and an
+//! independent server (Python's http.server), with loss and bandwidth; every count
+//! against the server's own; nothing of a run (namespace, process, file) is left after
+//! it ends, is interrupted or fails.
+//!
+//! Needs root (network namespaces and TUN devices); skipped with a message otherwise.
+//! The timing tests run one at a time: they measure milliseconds on 2 cores.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED {test}: needs root to create network namespaces");
+        return false;
+    }
+    true
+}
+
+/// Within 5 % (+0.5 ms) of `expected` ms.
+fn assert_near(what: &str, got: f64, expected: f64) {
+    let tol = expected * 0.05 + 0.5;
+    assert!(
+        (got - expected).abs() <= tol,
+        "{what}: {got:.3} ms, expected {expected:.1} ms ± {tol:.2}"
+    );
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The report matches docs/report.schema.json.
+fn assert_schema(rep: &Value) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/report.schema.json"
+    ))
+    .unwrap();
+    let v = jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(rep)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+}
+
+/// A run's connections as the client counted them equal the embedded server's.
+fn assert_ground_truth(rep: &Value) {
+    let s = scenario(rep);
+    check_accounting(s);
+    assert_eq!(
+        u(&s["connections"]["opened"]),
+        u(&rep["server"]["connections_accepted"]),
+        "client-opened vs server-accepted connections"
+    );
+    assert_eq!(
+        u(&s["requests"]["ok"]),
+        u(&rep["server"]["requests"]),
+        "ok requests vs requests the server answered"
+    );
+}
+
+#[test]
+fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
+    if !root("round trips") {
+        return;
+    }
+    let _g = serial();
+    for rtt in [10.0, 40.0, 100.0] {
+        let r = format!("{rtt}ms");
+        // Keep-alive: the first request connects (1 RTT) then waits (1 RTT); the others
+        // only wait.
+        let rep = bench_json(&["--rtt", &r, "-n", "6", "-c", "1"]);
+        assert_ground_truth(&rep);
+        assert_schema(&rep);
+        let link = &rep["link"];
+        assert_eq!(link["emulator"], "delay-line");
+        assert_eq!(f(&link["rtt_set_ms"]), rtt);
+        assert_near("probe connects (median)", f(&link["rtt_measured_ms"]), rtt);
+        let p = &scenario(&rep)["phases_ms"];
+        assert_eq!(u(&p["new"]["connect"]["count"]), 1);
+        assert_near("connect", f(&p["new"]["connect"]["mean"]), rtt);
+        assert_eq!(u(&p["reused"]["wait"]["count"]), 5);
+        assert_near("wait (reused)", f(&p["reused"]["wait"]["mean"]), rtt);
+        assert_near("wait (reused) max", f(&p["reused"]["wait"]["max"]), rtt);
+        // A new TLS 1.3 connection per request: TCP 1 RTT, TLS 1 RTT.
+        let rep = bench_json(&[
+            "--rtt",
+            &r,
+            "-n",
+            "4",
+            "-c",
+            "1",
+            "--strategy",
+            "close",
+            "--embedded-tls",
+        ]);
+        assert_ground_truth(&rep);
+        let s = scenario(&rep);
+        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 4);
+        assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 4);
+        assert_near(
+            "TLS 1.3 full",
+            f(&s["phases_ms"]["new"]["tls"]["mean"]),
+            rtt,
+        );
+        assert_near(
+            "connect (TLS run)",
+            f(&s["phases_ms"]["new"]["connect"]["mean"]),
+            rtt,
+        );
+        // TLS 1.2: a full handshake takes 2 round trips.
+        let rep = bench_json(&[
+            "--rtt",
+            &r,
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--strategy",
+            "close",
+            "--embedded-tls",
+            "--tls-version",
+            "1.2",
+        ]);
+        assert_ground_truth(&rep);
+        let s = scenario(&rep);
+        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 3);
+        assert_near(
+            "TLS 1.2 full",
+            f(&s["phases_ms"]["new"]["tls"]["mean"]),
+            2.0 * rtt,
+        );
+    }
+}
+
+/// Run handshake; return (exit code, stdout, stderr).
+fn run_lab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin())
+        .args(args)
+        .output()
+        .expect("handshake runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The JSON summary `lab --json` prints last on stderr.
+fn lab_summary(stderr: &str) -> Value {
+    let start = stderr
+        .find("{\n")
+        .unwrap_or_else(|| panic!("no JSON summary in {stderr}"));
+    serde_json::from_str(&stderr[start..]).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+#[test]
+fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection() {
+    if !root("curl across the link") {
+        return;
+    }
+    let _g = serial();
+    let (code, out, err) = run_lab(&[
+        "lab",
+        "--rtt",
+        "40ms",
+        "--json",
+        "--",
+        "curl",
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{time_connect} %{time_starttransfer}",
+        "{url}",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let t: Vec<f64> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert_near("curl time_connect", t[0] * 1000.0, 40.0);
+    assert_near("curl time_starttransfer", t[1] * 1000.0, 80.0);
+    let v = lab_summary(&err);
+    assert_eq!(u(&v["server"]["connections_accepted"]), 1);
+    assert_eq!(u(&v["server"]["requests"]), 1);
+    assert_eq!(v["exit_status"], 0);
+    assert!(u(&v["link"]["delay_line"]["client_to_server"]["packets"]) >= 4);
+    // HTTPS: curl's TLS 1.3 handshake is one more round trip; it trusts {cacert}.
+    let (code, out, err) = run_lab(&[
+        "lab",
+        "--rtt",
+        "40ms",
+        "--https",
+        "--json",
+        "--",
+        "curl",
+        "-s",
+        "-o",
+        "/dev/null",
+        "--cacert",
+        "{cacert}",
+        "-w",
+        "%{time_connect} %{time_appconnect}",
+        "{url}",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let t: Vec<f64> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert_near("curl https time_connect", t[0] * 1000.0, 40.0);
+    // TLS 1.3 adds one round trip (and curl's own setup: its CA file is read then).
+    let tls = (t[1] - t[0]) * 1000.0;
+    assert!(
+        (39.5..50.0).contains(&tls),
+        "curl's TLS handshake took {tls:.1} ms"
+    );
+    let v = lab_summary(&err);
+    assert_eq!(u(&v["server"]["tls_handshakes_full"]), 1);
+    // The command's status is the lab's; $HANDSHAKE_URL is set.
+    let (code, out, _) = run_lab(&[
+        "lab",
+        "--rtt",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+        "echo $HANDSHAKE_URL; exit 7",
+    ]);
+    assert_eq!(code, 7);
+    assert_eq!(out.trim(), "http://10.200.0.2:80/");
+}
+
+#[test]
+fn an_independent_server_with_server_cmd() {
+    if !root("server-cmd") {
+        return;
+    }
+    let _g = serial();
+    // Python's http.server (HTTP/1.0: a connection per request) on the server side.
+    let (code, out, err) = run_lab(&[
+        "lab", "--rtt", "20ms", "--server-cmd", "exec python3 -m http.server {port} --bind {addr}",
+        "--", "sh", "-c",
+        "curl -s -o /dev/null -w '%{time_connect} ' {url} && curl -s -o /dev/null -w '%{time_connect}' {url}",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for t in out.split_whitespace() {
+        assert_near(
+            "curl to python time_connect",
+            t.parse::<f64>().unwrap() * 1000.0,
+            20.0,
+        );
+    }
+    assert!(err.contains("measured"), "{err}");
+}
+
+#[test]
+fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
+    if !root("compare --rtt") {
+        return;
+    }
+    let _g = serial();
+    let out = run(&[
+        "compare",
+        "--rtt",
+        "40ms",
+        "--strategies",
+        "close,keepalive",
+        "--rounds",
+        "6",
+        "-n",
+        "90",
+        "-c",
+        "6",
+        "--json",
+        "--no-progress",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&rep);
+    let rows = rep["comparison"]["rows"].as_array().unwrap();
+    let rt = |name: &str| {
+        let r = rows.iter().find(|r| r["name"] == name).unwrap();
+        f(&r["time_per_request_ms"]["median"]) / 40.0
+    };
+    // 15 requests per worker: keep-alive pays one connect (and TLS) per 15 requests.
+    let ka = rt("http keepalive");
+    assert!((0.97..1.12).contains(&ka), "http keepalive {ka:.3} RTT");
+    let ka = rt("https keepalive");
+    assert!((0.97..1.2).contains(&ka), "https keepalive {ka:.3} RTT");
+    let close = rt("http close");
+    assert!((1.95..2.1).contains(&close), "http close {close:.3} RTT");
+    let close = rt("https close");
+    assert!((2.9..3.15).contains(&close), "https close {close:.3} RTT");
+    // The explanations count exact round trips.
+    let why = rep["comparison"]["explanations"].to_string();
+    assert!(
+        why.contains("TCP connect") && why.contains("1 round trip"),
+        "{why}"
+    );
+    assert!(why.contains("full TLS 1.3 handshake"), "{why}");
+    let group = &rep["comparison"]["rtt_ms"][0];
+    assert_eq!(f(&group["rtt_set_ms"]), 40.0);
+    assert_eq!(group["round_trips"], true);
+    // Ground truth: the server accepted every connection the rows opened.
+    let opened: u64 = rep["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| u(&s["connections"]["opened"]))
+        .sum();
+    assert_eq!(opened, u(&rep["server"]["connections_accepted"]));
+}
+
+#[test]
+fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
+    if !root("compare sweep") {
+        return;
+    }
+    let _g = serial();
+    let out = run(&[
+        "compare",
+        "--rtt",
+        "0,20ms",
+        "--strategies",
+        "close,keepalive",
+        "--rounds",
+        "2",
+        "-n",
+        "40",
+        "-c",
+        "4",
+        "--no-progress",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("against round-trip time"), "{text}");
+    assert!(text.contains("a = http close"), "{text}");
+    assert!(text.contains("=== RTT 20 ms"), "{text}");
+    // JSON, and the HTML drawn in Chromium against it.
+    let out = run(&[
+        "compare",
+        "--rtt",
+        "0,20ms",
+        "--strategies",
+        "close,keepalive",
+        "--rounds",
+        "2",
+        "-n",
+        "40",
+        "-c",
+        "4",
+        "--json",
+        "--no-progress",
+    ]);
+    assert!(out.status.success());
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&rep);
+    let sw = &rep["rtt_sweep"];
+    assert_eq!(sw["points"].as_array().unwrap().len(), 2);
+    let series = sw["series"].as_array().unwrap();
+    assert_eq!(series.len(), 4);
+    let close = series.iter().find(|s| s["name"] == "http close").unwrap();
+    assert!(close["round_trips"][0].is_null());
+    let rt = f(&close["round_trips"][1]);
+    assert!((1.9..2.2).contains(&rt), "http close at 20 ms: {rt} RTT");
+    for p in sw["points"].as_array().unwrap() {
+        let opened: u64 = rep["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| {
+                s["name"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{}ms ", f(&p["rtt_set_ms"])))
+            })
+            .map(|s| u(&s["connections"]["opened"]))
+            .sum();
+        assert_eq!(
+            opened,
+            u(&p["server"]["connections_accepted"]),
+            "at {}",
+            p["rtt_set_ms"]
+        );
+    }
+    check_html(
+        &[
+            "compare",
+            "--rtt",
+            "0,20ms",
+            "--strategies",
+            "close,keepalive",
+            "--rounds",
+            "2",
+            "-n",
+            "20",
+            "-c",
+            "4",
+        ],
+        "sweep",
+    );
+}
+
+#[test]
+fn trace_across_the_link() {
+    if !root("trace --rtt") {
+        return;
+    }
+    let _g = serial();
+    let out = run(&["trace", "--rtt", "30ms", "--count", "2", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(f(&t["link"]["rtt_set_ms"]), 30.0);
+    let steps = t["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_near("trace connect", f(&steps[0]["connect_ms"]), 30.0);
+    assert_near("trace wait", f(&steps[0]["wait_ms"]), 30.0);
+    assert_eq!(steps[1]["reused"], true);
+    assert!(
+        steps[1]["connect_ms"].is_null(),
+        "the second request reuses the connection"
+    );
+    assert_near("trace wait (reused)", f(&steps[1]["wait_ms"]), 30.0);
+}
+
+#[test]
+fn doctor_across_the_link() {
+    if !root("doctor --rtt") {
+        return;
+    }
+    let _g = serial();
+    let out = run(&[
+        "doctor",
+        "--rtt",
+        "20ms",
+        "--max-idle",
+        "1s",
+        "--max-requests",
+        "20",
+        "--json",
+    ]);
+    let d: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(f(&d["link"]["rtt_set_ms"]), 20.0);
+    assert_near("doctor's link", f(&d["link"]["rtt_measured_ms"]), 20.0);
+    assert_eq!(d["http11"]["reused"], true, "{d}");
+    // Over HTTPS: full and resumed TLS 1.3 handshakes each take one round trip.
+    let out = run(&[
+        "doctor",
+        "--rtt",
+        "20ms",
+        "--embedded-tls",
+        "--max-idle",
+        "1s",
+        "--max-requests",
+        "5",
+        "--json",
+    ]);
+    let d: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let tls = &d["tls"];
+    assert_eq!(tls["resumption"], true, "{d}");
+    assert_near("doctor full handshake", f(&tls["full_handshake_ms"]), 20.0);
+    assert_near(
+        "doctor resumed handshake",
+        f(&tls["resumed_handshake_ms"]),
+        20.0,
+    );
+}
+
+#[test]
+fn loss_shows_retransmission_timeouts_in_connect_and_loses_no_request() {
+    if !root("loss") {
+        return;
+    }
+    let _g = serial();
+    let rep = bench_json(&[
+        "--rtt",
+        "10ms",
+        "--loss",
+        "5%",
+        "--strategy",
+        "close",
+        "-n",
+        "200",
+        "-c",
+        "10",
+    ]);
+    let s = scenario(&rep);
+    check_accounting(s);
+    assert_eq!(u(&s["requests"]["attempted"]), 200);
+    assert_eq!(u(&s["requests"]["ok"]), 200, "{s}");
+    assert_eq!(
+        u(&s["connections"]["opened"]),
+        u(&rep["server"]["connections_accepted"])
+    );
+    // A lost SYN or SYN-ACK costs the initial retransmission timeout (1 s).
+    let connect = &s["phases_ms"]["new"]["connect"];
+    assert!(
+        f(&connect["max"]) >= 900.0,
+        "no connect waited for a retransmission: {connect}"
+    );
+    assert!(f(&connect["p50"]) < 15.0, "{connect}");
+    let line = &rep["link"]["delay_line"];
+    let lost = u(&line["client_to_server"]["lost"]) + u(&line["server_to_client"]["lost"]);
+    let moved = u(&line["client_to_server"]["packets"]) + u(&line["server_to_client"]["packets"]);
+    let share = lost as f64 / (lost + moved) as f64;
+    assert!(
+        (0.02..0.09).contains(&share),
+        "lost {lost} of {} packets",
+        lost + moved
+    );
+}
+
+#[test]
+fn a_megabyte_over_8_mbit_takes_a_second_to_receive() {
+    if !root("bandwidth") {
+        return;
+    }
+    let _g = serial();
+    let rep = bench_json(&[
+        "/bytes/1000000",
+        "--rtt",
+        "10ms",
+        "--bandwidth",
+        "8mbit",
+        "-n",
+        "1",
+        "-c",
+        "1",
+    ]);
+    let s = scenario(&rep);
+    assert_eq!(u(&s["requests"]["ok"]), 1);
+    let receive = f(&s["phases_ms"]["new"]["receive"]["mean"]);
+    // 1 MB of body at 1 MB/s, plus 2.8 % of TCP/IP headers (40 B per 1448), minus what
+    // arrived with the first byte.
+    assert!(
+        (980.0..1120.0).contains(&receive),
+        "receive {receive:.1} ms"
+    );
+    assert_eq!(u(&rep["link"]["bandwidth_bps"]), 8_000_000);
+}
+
+/// Every process whose network namespace is one of `inodes`.
+fn holders(inodes: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(tasks) = std::fs::read_dir(e.path().join("task")) {
+            for t in tasks.flatten() {
+                if let Ok(l) = std::fs::read_link(t.path().join("ns/net")) {
+                    if inodes.contains(&l.to_string_lossy().into_owned()) {
+                        found.push(name.clone());
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                v.extend(s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
+            }
+        }
+    }
+    v
+}
+
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn nothing_is_left_after_sigint_or_a_failed_start() {
+    if !root("cleanup") {
+        return;
+    }
+    let _g = serial();
+    let mut child = Command::new(bin())
+        .args([
+            "lab",
+            "--rtt",
+            "5ms",
+            "--server-cmd",
+            "python3 -m http.server {port} --bind {addr}",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait for the client command (sleep) and the server (sh -> python).
+    let start = Instant::now();
+    let (sleep, server) = loop {
+        let kids = children_of(pid);
+        let comm = |p: u32| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+        let sleep = kids.iter().copied().find(|p| comm(*p).trim() == "sleep");
+        let server = kids.iter().copied().find(|p| comm(*p).trim() == "sh");
+        if let (Some(a), Some(b)) = (sleep, server) {
+            break (a, b);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the lab did not start its processes"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let python = children_of(server);
+    let ns = |p: u32| {
+        std::fs::read_link(format!("/proc/{p}/ns/net"))
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let inodes = vec![ns(sleep), ns(server)];
+    assert_ne!(
+        inodes[0], inodes[1],
+        "client and server sides are separate namespaces"
+    );
+    let own = std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        !inodes.contains(&own),
+        "the lab's sides are not the root namespace"
+    );
+    let dir = std::env::temp_dir().join(format!("handshake-lab-{pid}"));
+    assert!(dir.join("ca.pem").exists());
+    // SAFETY: kill with a PID we started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(130));
+    for p in [sleep, server].into_iter().chain(python) {
+        let t = Instant::now();
+        while !gone(p) && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone(p), "process {p} of the lab is still running");
+    }
+    assert!(
+        holders(&inodes).is_empty(),
+        "a process still holds the lab's namespaces"
+    );
+    assert!(!dir.exists(), "{} left behind", dir.display());
+    // A server that exits at once: a clear error, exit 2, nothing left.
+    let out = Command::new(bin())
+        .args([
+            "lab",
+            "--rtt",
+            "5ms",
+            "--server-cmd",
+            "exit 3",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--server-cmd exited"), "{err}");
+    // A command that does not exist: the lab says so, exit 2.
+    let out = Command::new(bin())
+        .args(["lab", "--rtt", "5ms", "--", "/nonexistent/client"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/client"));
+    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("handshake-lab-")
+        })
+        .filter(|e| {
+            let p: u32 = e.file_name().to_string_lossy()["handshake-lab-".len()..]
+                .parse()
+                .unwrap_or(0);
+            gone(p)
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "lab directories left: {leftovers:?}");
+}
+
+#[test]
+fn link_flags_are_checked() {
+    for (args, needle) in [
+        (
+            vec!["bench", "http://127.0.0.1:1/", "--rtt", "40ms"],
+            "give no URL",
+        ),
+        (
+            vec!["bench", "--rtt", "40ms", "--bandwidth", "10mbps"],
+            "--bandwidth",
+        ),
+        (vec!["bench", "--rtt", "40ms", "--loss", "150%"], "--loss"),
+        (vec!["bench", "--rtt", "fast"], "--rtt"),
+        (vec!["bench", "--rtt", "10ms,20ms"], "--rtt"),
+        (vec!["lab", "--rtt", "11s", "--", "true"], "--rtt"),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--help").output().is_err() {
+        eprintln!("SKIPPED unprivileged lab: needs root (to drop to nobody) and setpriv");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            bin(),
+            "lab",
+            "--rtt",
+            "5ms",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        // Where unprivileged user namespaces and /dev/net/tun are open to all.
+        Some(0) => assert!(err.contains("measured"), "{err}"),
+        Some(2) => assert!(err.contains("CAP_NET_ADMIN"), "{err}"),
+        other => panic!("unexpected exit {other:?}: {err}"),
+    }
+}
