@@ -69,6 +69,11 @@ pub struct LinkArgs {
     /// With the link: serialize packets at this rate per direction (10mbit, 500kbit, 1gbit)
     #[arg(long, value_name = "RATE")]
     pub bandwidth: Option<String>,
+
+    /// With the link: auto (the kernel's netem where it has it, else handshake's delay
+    /// line), netem, or delay-line
+    #[arg(long, value_name = "auto|netem|delay-line")]
+    pub emulator: Option<String>,
 }
 
 #[derive(Debug, Args)]

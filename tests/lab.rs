@@ -90,7 +90,11 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
         assert_ground_truth(&rep);
         assert_schema(&rep);
         let link = &rep["link"];
-        assert_eq!(link["emulator"], "delay-line");
+        // netem where the kernel has it, else the delay line: the same physics.
+        assert!(
+            link["emulator"] == "delay-line" || link["emulator"] == "netem",
+            "{link}"
+        );
         assert_eq!(f(&link["rtt_set_ms"]), rtt);
         assert_near("probe connects (median)", f(&link["rtt_measured_ms"]), rtt);
         let p = &scenario(&rep)["phases_ms"];
@@ -181,6 +185,8 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
         "lab",
         "--rtt",
         "40ms",
+        "--emulator",
+        "delay-line",
         "--json",
         "--",
         "curl",
@@ -502,6 +508,8 @@ fn loss_shows_retransmission_timeouts_in_connect_and_loses_no_request() {
     let rep = bench_json(&[
         "--rtt",
         "10ms",
+        "--emulator",
+        "delay-line",
         "--loss",
         "5%",
         "--strategy",
@@ -726,6 +734,58 @@ fn nothing_is_left_after_sigint_or_a_failed_start() {
 }
 
 #[test]
+fn netem_is_used_where_the_kernel_has_it_and_refused_clearly_where_not() {
+    if !root("netem") {
+        return;
+    }
+    let _g = serial();
+    let out = run(&[
+        "bench",
+        "--rtt",
+        "20ms",
+        "--emulator",
+        "netem",
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--json",
+        "--no-progress",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(rep["link"]["emulator"], "netem");
+            assert!(rep["link"]["delay_line"].is_null());
+            assert_ground_truth(&rep);
+            assert_near(
+                "connect over netem",
+                f(&scenario(&rep)["phases_ms"]["new"]["connect"]["mean"]),
+                20.0,
+            );
+        }
+        Some(2) => {
+            assert!(
+                err.contains("--emulator netem") && err.contains("netem"),
+                "{err}"
+            );
+            // auto then falls back to the delay line and says why.
+            let rep = bench_json(&["--rtt", "5ms", "-n", "2", "-c", "1"]);
+            assert_eq!(rep["link"]["emulator"], "delay-line");
+            assert!(
+                rep["link"]["netem_unavailable"]
+                    .as_str()
+                    .is_some_and(|w| !w.is_empty()),
+                "{}",
+                rep["link"]
+            );
+        }
+        other => panic!("unexpected exit {other:?}: {err}"),
+    }
+}
+
+#[test]
 fn link_flags_are_checked() {
     for (args, needle) in [
         (
@@ -738,6 +798,10 @@ fn link_flags_are_checked() {
         ),
         (vec!["bench", "--rtt", "40ms", "--loss", "150%"], "--loss"),
         (vec!["bench", "--rtt", "fast"], "--rtt"),
+        (
+            vec!["bench", "--rtt", "5ms", "--emulator", "tc"],
+            "--emulator",
+        ),
         (vec!["bench", "--rtt", "10ms,20ms"], "--rtt"),
         (vec!["lab", "--rtt", "11s", "--", "true"], "--rtt"),
     ] {

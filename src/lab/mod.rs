@@ -2,11 +2,13 @@
 //! (client side, server side) joined by a link with a set round-trip time, jitter, loss
 //! and bandwidth, so the kernel's real TCP and TLS pay real round trips.
 //!
-//! The link is handshake's own delay line ([`delay`]) between a TUN device on each side
-//! ([`netns`]): this kernel has no netem. The namespaces are anonymous and go with the
-//! process (see [`netns`]); commands and servers started inside are stopped by PID.
+//! The link is the kernel's netem on a veth pair ([`netem`]) where the kernel has it, else
+//! handshake's own delay line ([`delay`]) between a TUN device on each side (the kernel
+//! here has no netem). The namespaces are anonymous and go with the process (see
+//! [`netns`]); commands and servers started inside are stopped by PID.
 
 pub mod delay;
+pub mod netem;
 pub mod netns;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -38,6 +40,16 @@ pub struct LinkSpec {
     /// Per direction, independent, 0..1.
     pub loss: f64,
     pub bandwidth_bps: Option<u64>,
+    pub emulator: Emulator,
+}
+
+/// Which emulator makes the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emulator {
+    /// netem where the kernel has it, else the delay line.
+    Auto,
+    Netem,
+    DelayLine,
 }
 
 impl LinkSpec {
@@ -58,6 +70,7 @@ impl LinkArgs {
             || self.jitter.is_some()
             || self.loss.is_some()
             || self.bandwidth.is_some()
+            || self.emulator.is_some()
     }
 }
 
@@ -106,6 +119,16 @@ pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError>
         }
     };
     let bandwidth_bps = f.bandwidth.as_deref().map(parse_bandwidth).transpose()?;
+    let emulator = match f.emulator.as_deref().map(str::trim) {
+        None | Some("auto") => Emulator::Auto,
+        Some("netem") => Emulator::Netem,
+        Some("delay-line") => Emulator::DelayLine,
+        Some(other) => {
+            return Err(UsageError(format!(
+                "--emulator: expected auto, netem or delay-line, not {other:?}"
+            )))
+        }
+    };
     Ok(rtts
         .into_iter()
         .map(|rtt| LinkSpec {
@@ -113,6 +136,7 @@ pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError>
             jitter,
             loss,
             bandwidth_bps,
+            emulator,
         })
         .collect())
 }
@@ -144,8 +168,12 @@ pub fn parse_bandwidth(s: &str) -> Result<u64, UsageError> {
 /// What the run reports about its link.
 #[derive(Debug, Clone, Serialize)]
 pub struct LinkReport {
-    /// `delay-line`: handshake's own, between TUN devices (this kernel has no netem).
+    /// `netem` (the kernel's, on a veth pair) or `delay-line` (handshake's own, between
+    /// TUN devices, where the kernel has no netem).
     pub emulator: &'static str,
+    /// Why netem was not used, when `auto` fell back to the delay line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netem_unavailable: Option<String>,
     pub rtt_set_ms: f64,
     pub jitter_ms: f64,
     /// Per direction, 0..1.
@@ -156,16 +184,22 @@ pub struct LinkReport {
     pub probe_connects_ms: Vec<f64>,
     pub client_addr: String,
     pub server_addr: String,
-    /// What the delay line moved and dropped, and its CPU (at the end of the run).
-    pub delay_line: LineStats,
+    /// What the delay line moved and dropped, and its CPU (at the end of the run); null
+    /// with netem.
+    pub delay_line: Option<LineStats>,
 }
 
 impl LinkReport {
     /// "handshake's delay line: RTT set 40 ms, measured 40.4 ms (median of 5 TCP
     /// connects); loss 1 %; 10 Mbit/s".
     pub fn describe(&self) -> String {
+        let how = match (self.emulator, &self.netem_unavailable) {
+            ("netem", _) => "the kernel's netem on a veth pair",
+            (_, Some(_)) => "handshake's delay line (the kernel's netem is not available)",
+            _ => "handshake's delay line",
+        };
         let mut s = format!(
-            "handshake's delay line between two network namespaces ({} -> {}): RTT set {} ms",
+            "{how} between two network namespaces ({} -> {}): RTT set {} ms",
             self.client_addr,
             self.server_addr,
             fmt_num(self.rtt_set_ms)
@@ -192,12 +226,15 @@ impl LinkReport {
         s
     }
 
-    /// "delay line moved 1234 packets (0 lost, 0 queue drops) for 12 ms of CPU".
+    /// "the delay line moved 1234 packets client->server and ..., in 12 ms of CPU" (its
+    /// CPU includes the kernel's receive path of every packet it writes into a side).
     pub fn describe_line(&self) -> String {
-        let d = &self.delay_line;
+        let Some(d) = &self.delay_line else {
+            return "netem: packets counted by the kernel (tc -s qdisc), not here".to_string();
+        };
         let (a, b) = (&d.client_to_server, &d.server_to_client);
         format!(
-            "delay line: {} packets client->server and {} server->client; lost {} and {}; queue drops {}; {:.1} ms of CPU",
+            "the delay line moved {} packets client->server and {} server->client, lost {} and {}, dropped {} at the bandwidth queue, in {:.1} ms of CPU",
             a.packets,
             b.packets,
             a.lost,
@@ -246,7 +283,9 @@ pub struct Lab {
     pub spec: LinkSpec,
     client_ns: OwnedFd,
     server_ns: OwnedFd,
-    line: delay::DelayLine,
+    /// The delay line, when it makes the link (not with netem).
+    line: Option<delay::DelayLine>,
+    netem_unavailable: Option<String>,
     probe_connects_ms: Vec<f64>,
     /// Namespace inodes (tests find leftovers by them).
     pub inodes: (u64, u64),
@@ -263,24 +302,54 @@ fn no_permission(e: &std::io::Error) -> anyhow::Error {
 impl Lab {
     /// Create both sides, start the delay line and stop handlers (SIGINT, SIGTERM).
     pub fn start(spec: LinkSpec) -> anyhow::Result<Lab> {
-        let client = netns::create_side("hs-lab-c", CLIENT_ADDR, SERVER_ADDR, MTU);
-        let client = match client {
+        let client = match netns::create_side() {
             Ok(c) => c,
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 return Err(no_permission(&e))
             }
             Err(e) => return Err(anyhow::anyhow!("creating the lab's client side: {e}")),
         };
-        let server = netns::create_side("hs-lab-s", SERVER_ADDR, CLIENT_ADDR, MTU)
+        let server = netns::create_side()
             .map_err(|e| anyhow::anyhow!("creating the lab's server side: {e}"))?;
         let inodes = (client.netns_inode, server.netns_inode);
-        let line = delay::DelayLine::start(client.tun, server.tun, spec.shape())?;
+        // netem where the kernel has it (asked of a namespace of the lab's own).
+        let netem = match spec.emulator {
+            Emulator::DelayLine => Err("--emulator delay-line".to_string()),
+            Emulator::Auto | Emulator::Netem => netem::available(&client.netns),
+        };
+        let (line, netem_unavailable) = match netem {
+            Ok(()) => {
+                netem::setup(&client.netns, &server.netns, &spec.shape())
+                    .map_err(|e| anyhow::anyhow!("setting up netem: {e}"))?;
+                (None, None)
+            }
+            Err(why) if spec.emulator == Emulator::Netem => {
+                return Err(UsageError(format!(
+                    "--emulator netem: the kernel's netem cannot be used here ({why}); --emulator delay-line (or auto) uses handshake's own"
+                ))
+                .into())
+            }
+            Err(why) => {
+                let tun = |ns: &OwnedFd, dev: &str, local, peer| {
+                    netns::add_tun(ns, dev, local, peer, MTU).map_err(|e| match e.kind() {
+                        std::io::ErrorKind::PermissionDenied => no_permission(&e),
+                        _ => anyhow::anyhow!("adding the lab's TUN device {dev}: {e}"),
+                    })
+                };
+                let c = tun(&client.netns, "hs-lab-c", CLIENT_ADDR, SERVER_ADDR)?;
+                let s = tun(&server.netns, "hs-lab-s", SERVER_ADDR, CLIENT_ADDR)?;
+                let line = delay::DelayLine::start(c, s, spec.shape())?;
+                let why = (spec.emulator == Emulator::Auto).then_some(why);
+                (Some(line), why)
+            }
+        };
         children();
         Ok(Lab {
             spec,
             client_ns: client.netns,
             server_ns: server.netns,
             line,
+            netem_unavailable,
             probe_connects_ms: Vec::new(),
             inodes,
         })
@@ -331,7 +400,12 @@ impl Lab {
             }
         });
         LinkReport {
-            emulator: "delay-line",
+            emulator: if self.line.is_some() {
+                "delay-line"
+            } else {
+                "netem"
+            },
+            netem_unavailable: self.netem_unavailable.clone(),
             rtt_set_ms: self.spec.rtt.as_secs_f64() * 1000.0,
             jitter_ms: self.spec.jitter.as_secs_f64() * 1000.0,
             loss: self.spec.loss,
@@ -340,7 +414,7 @@ impl Lab {
             probe_connects_ms: self.probe_connects_ms.clone(),
             client_addr: CLIENT_ADDR.to_string(),
             server_addr: SERVER_ADDR.to_string(),
-            delay_line: self.line.stats(),
+            delay_line: self.line.as_ref().map(delay::DelayLine::stats),
         }
     }
 
@@ -437,7 +511,9 @@ impl Lab {
     /// end the delay line, and return the link's final report.
     pub fn finish(mut self) -> LinkReport {
         stop_children();
-        self.line.stop();
+        if let Some(l) = &mut self.line {
+            l.stop();
+        }
         self.report()
     }
 }

@@ -1,9 +1,9 @@
 //! Network namespaces and TUN devices for the lab, through the kernel's own calls.
 //!
 //! Each side of the link is an anonymous network namespace, created by a short-lived
-//! thread that unshares its network namespace, configures it (loopback up, one TUN
-//! device with a point-to-point address) and hands back two descriptors: the namespace
-//! and the TUN device. Nothing is named in /run/netns and nothing is left in the root
+//! thread that unshares its network namespace and brings loopback up, handed back as a
+//! descriptor; the delay line adds a TUN device with a point-to-point address to each
+//! (opened by a thread inside, so the device is made there). Nothing is named in /run/netns and nothing is left in the root
 //! namespace: the namespace lives while its descriptor or a process inside holds it, and
 //! the TUN device lives while its descriptor is open, so both go when the run's process
 //! exits, however it exits (Ctrl-C, an error, SIGKILL). Processes the lab starts inside
@@ -24,20 +24,16 @@ fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
     }
 }
 
-/// One side of the link, as created.
+/// One side of the link: a network namespace (from /proc/thread-self/ns/net) with
+/// loopback up, and its inode number (what `ls -l /proc/PID/ns/net` shows).
 pub struct Side {
-    /// The network namespace (from /proc/thread-self/ns/net).
     pub netns: OwnedFd,
-    /// The TUN device inside it, non-blocking: IP packets with no extra header.
-    pub tun: OwnedFd,
-    /// The namespace's inode number (what `ls -l /proc/PID/ns/net` shows).
     pub netns_inode: u64,
 }
 
-/// Create a namespace with loopback up and a TUN device `dev` holding `local` with the
-/// point-to-point peer `peer` (a host route to it) and the given MTU.
-pub fn create_side(dev: &str, local: Ipv4Addr, peer: Ipv4Addr, mtu: u32) -> io::Result<Side> {
-    let dev = dev.to_string();
+/// Create a network namespace with loopback up (and no IPv6, whose router solicitations
+/// would only cross the link as noise).
+pub fn create_side() -> io::Result<Side> {
     std::thread::Builder::new()
         .name("handshake-lab-netns".into())
         .spawn(move || -> io::Result<Side> {
@@ -48,61 +44,57 @@ pub fn create_side(dev: &str, local: Ipv4Addr, peer: Ipv4Addr, mtu: u32) -> io::
             )?;
             let netns = open_cloexec("/proc/thread-self/ns/net", libc::O_RDONLY)?;
             let netns_inode = inode(&netns)?;
-            // No IPv6 on the link: its router solicitations would only cross it as noise.
             for conf in ["default", "all"] {
                 let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{conf}/disable_ipv6"), "1");
             }
-            let sock =
-                unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-            let sock = unsafe { OwnedFd::from_raw_fd(check(sock, "socket for interface setup")?) };
+            let sock = inet_socket()?;
             set_up(sock.as_raw_fd(), "lo")?;
-            let tun = open_tun(&dev)?;
-            let mut req = ifreq(&dev);
-            req.ifr_ifru.ifru_addr = sockaddr(local);
-            ioctl(
-                sock.as_raw_fd(),
-                libc::SIOCSIFADDR,
-                &mut req,
-                "setting the address",
-            )?;
-            req.ifr_ifru.ifru_dstaddr = sockaddr(peer);
-            ioctl(
-                sock.as_raw_fd(),
-                libc::SIOCSIFDSTADDR,
-                &mut req,
-                "setting the peer",
-            )?;
-            req.ifr_ifru.ifru_netmask = sockaddr(Ipv4Addr::new(255, 255, 255, 255));
-            ioctl(
-                sock.as_raw_fd(),
-                libc::SIOCSIFNETMASK,
-                &mut req,
-                "setting the netmask",
-            )?;
-            req.ifr_ifru.ifru_mtu = mtu as libc::c_int;
-            ioctl(
-                sock.as_raw_fd(),
-                libc::SIOCSIFMTU,
-                &mut req,
-                "setting the MTU",
-            )?;
-            // Room for a burst while the delay line is busy with the other direction.
-            req.ifr_ifru.ifru_ifindex = 4096;
-            ioctl(
-                sock.as_raw_fd(),
-                libc::SIOCSIFTXQLEN,
-                &mut req,
-                "setting the queue length",
-            )?;
-            set_up(sock.as_raw_fd(), &dev)?;
-            Ok(Side {
-                netns,
-                tun,
-                netns_inode,
-            })
+            Ok(Side { netns, netns_inode })
         })?
         .join()
         .map_err(|_| io::Error::other("the namespace thread panicked"))?
+}
+
+fn inet_socket() -> io::Result<OwnedFd> {
+    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    Ok(unsafe { OwnedFd::from_raw_fd(check(sock, "socket for interface setup")?) })
+}
+
+/// Add a TUN device `dev` to the namespace `ns`, holding `local` with the point-to-point
+/// peer `peer` (a host route to it) and the given MTU; return it, non-blocking (IP
+/// packets, no packet-information header).
+pub fn add_tun(
+    ns: &OwnedFd,
+    dev: &str,
+    local: Ipv4Addr,
+    peer: Ipv4Addr,
+    mtu: u32,
+) -> io::Result<OwnedFd> {
+    run_in(ns, || -> io::Result<OwnedFd> {
+        let sock = inet_socket()?;
+        let fd = sock.as_raw_fd();
+        // The device is made in the namespace of the thread that opens /dev/net/tun.
+        let tun = open_tun(dev)?;
+        let mut req = ifreq(dev);
+        req.ifr_ifru.ifru_addr = sockaddr(local);
+        ioctl(fd, libc::SIOCSIFADDR, &mut req, "setting the address")?;
+        req.ifr_ifru.ifru_dstaddr = sockaddr(peer);
+        ioctl(fd, libc::SIOCSIFDSTADDR, &mut req, "setting the peer")?;
+        req.ifr_ifru.ifru_netmask = sockaddr(Ipv4Addr::new(255, 255, 255, 255));
+        ioctl(fd, libc::SIOCSIFNETMASK, &mut req, "setting the netmask")?;
+        req.ifr_ifru.ifru_mtu = mtu as libc::c_int;
+        ioctl(fd, libc::SIOCSIFMTU, &mut req, "setting the MTU")?;
+        // Room for a burst while the delay line is busy with the other direction.
+        req.ifr_ifru.ifru_ifindex = 4096;
+        ioctl(
+            fd,
+            libc::SIOCSIFTXQLEN,
+            &mut req,
+            "setting the queue length",
+        )?;
+        set_up(fd, dev)?;
+        Ok(tun)
+    })?
 }
 
 fn open_cloexec(path: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
@@ -209,20 +201,6 @@ pub fn run_in<T: Send>(fd: &OwnedFd, f: impl FnOnce() -> T + Send) -> io::Result
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
     })
-}
-
-/// Whether this process may create the lab: root, or anyone once `try_user_namespace`
-/// gave it a user namespace of its own. Checked by trying, in a throwaway thread.
-pub fn probe() -> io::Result<()> {
-    std::thread::spawn(|| {
-        check(
-            unsafe { libc::unshare(libc::CLONE_NEWNET) },
-            "creating a network namespace (unshare CLONE_NEWNET)",
-        )?;
-        open_cloexec("/dev/net/tun", libc::O_RDWR).map(drop)
-    })
-    .join()
-    .map_err(|_| io::Error::other("the probe thread panicked"))?
 }
 
 /// Without root, enter a new user namespace (mapping this user to root inside it) so that

@@ -270,13 +270,14 @@ const TEMPLATE: &str = r##"<!doctype html>
     const xR = r => left + r / maxR * W;
     el("line", { x1: left, y1: top + H, x2: left + W, y2: top + H, stroke: "#999" }, sw);
     el("line", { x1: left, y1: top, x2: left, y2: top + H, stroke: "#999" }, sw);
-    for (const r of rtts) text(sw, xR(r), top + H + 16, fmt(r) + " ms", "middle");
+    for (const r of rtts) text(sw, xR(r), top + H + 16, (Number.isInteger(r) ? String(r) : fmt(r)) + " ms", "middle");
     text(sw, left + W, top + H + 34, "RTT", "end");
     for (let k = 0; k <= 4; k++) text(sw, left - 6, top + H - k / 4 * H + 4, fmt(maxY * k / 4), "end");
     data.sweep.series.forEach(([name, values], i) => {
       const color = LINE_COLORS[i % LINE_COLORS.length];
       const pts = values.map((v, j) => xR(rtts[j]).toFixed(1) + "," + (top + H - v / maxY * H).toFixed(1)).join(" ");
       el("polyline", { class: "sweep", points: pts, fill: "none", stroke: color, "stroke-width": 2, "data-name": name, "data-values": values.join(",") }, sw);
+      values.forEach((v, j) => el("circle", { cx: xR(rtts[j]).toFixed(1), cy: (top + H - v / maxY * H).toFixed(1), r: 3, fill: color }, sw));
       el("rect", { x: left + W + 14, y: top + i * 18, width: 12, height: 12, fill: color }, sw);
       text(sw, left + W + 32, top + i * 18 + 11, name);
     });

@@ -459,7 +459,7 @@ fn server_line(out: &mut String, srv: Option<&crate::server::StatsSnapshot>) {
 
 fn link_line(out: &mut String, link: Option<&crate::lab::LinkReport>) {
     if let Some(l) = link {
-        let _ = writeln!(out, "Link {}", l.describe_line());
+        let _ = writeln!(out, "Link: {}", l.describe_line());
     }
 }
 
@@ -518,7 +518,7 @@ pub fn render_sweep(sw: &RttSweep) -> String {
 /// A terminal chart: RTT across, time per request up, one letter per strategy.
 fn sweep_chart(sw: &RttSweep) -> String {
     const H: usize = 16;
-    const COL: usize = 14;
+    const COL: usize = 16;
     let marks: Vec<char> = "abcdefghijklmnopqrstuvwxyz".chars().collect();
     let max = sw
         .series
@@ -532,12 +532,10 @@ fn sweep_chart(sw: &RttSweep) -> String {
         let m = marks[k % marks.len()];
         for (i, t) in s.time_per_request_ms.iter().enumerate() {
             let y = H - ((t / max) * H as f64).round() as usize;
-            let mut x = i * COL + COL / 2;
-            // Strategies that land on one cell sit side by side.
-            while grid[y][x] != ' ' && x + 1 < (i + 1) * COL {
-                x += 1;
+            // Strategies that land on one cell sit side by side, in their order.
+            if let Some(x) = (i * COL + 3..(i + 1) * COL - 1).find(|x| grid[y][*x] == ' ') {
+                grid[y][x] = m;
             }
-            grid[y][x] = m;
         }
     }
     let mut out = String::new();
@@ -559,7 +557,7 @@ fn sweep_chart(sw: &RttSweep) -> String {
             format!("{} ms", crate::lab::fmt_num(p.rtt_set_ms))
         );
     }
-    let _ = writeln!(out, "  RTT");
+    let _ = writeln!(out, "  RTT (not to scale)");
     for (k, s) in sw.series.iter().enumerate() {
         let _ = writeln!(out, "  {} = {}", marks[k % marks.len()], s.name);
     }
