@@ -562,8 +562,9 @@ fn stop_children() {
     }
 }
 
-/// On SIGINT or SIGTERM: stop the lab's processes by PID and exit (130 or 143). The
-/// namespaces and TUN devices go with the process.
+/// On SIGINT or SIGTERM: the first is passed to the command the lab runs, if one runs;
+/// otherwise (or at the second) stop the lab's processes by PID and exit (130 or 143).
+/// The namespaces and TUN devices go with the process.
 fn watch_signals() {
     let _ = std::thread::Builder::new()
         .name("handshake-lab-signals".into())
@@ -574,20 +575,39 @@ fn watch_signals() {
             else {
                 return;
             };
-            let code = rt.block_on(async {
-                use tokio::signal::unix::{signal, SignalKind};
-                let (Ok(mut int), Ok(mut term)) = (
-                    signal(SignalKind::interrupt()),
-                    signal(SignalKind::terminate()),
-                ) else {
-                    return None;
-                };
-                tokio::select! {
-                    _ = int.recv() => Some(130),
-                    _ = term.recv() => Some(143),
+            let mut forwarded = false;
+            loop {
+                let got = rt.block_on(async {
+                    use tokio::signal::unix::{signal, SignalKind};
+                    let (Ok(mut int), Ok(mut term)) = (
+                        signal(SignalKind::interrupt()),
+                        signal(SignalKind::terminate()),
+                    ) else {
+                        return None;
+                    };
+                    tokio::select! {
+                        _ = int.recv() => Some((libc::SIGINT, 130)),
+                        _ = term.recv() => Some((libc::SIGTERM, 143)),
+                    }
+                });
+                let Some((sig, code)) = got else { return };
+                // The first signal goes to the command the lab runs (a terminal's Ctrl-C
+                // reached it already): it ends as it would without the lab (an audit
+                // prints its report), and the lab then ends as usual, with its status.
+                let clients: Vec<u32> = children()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .iter()
+                    .filter(|(pid, group)| !group && alive(*pid))
+                    .map(|(pid, _)| *pid)
+                    .collect();
+                if !forwarded && !clients.is_empty() {
+                    forwarded = true;
+                    for pid in clients {
+                        unsafe { libc::kill(pid as libc::pid_t, sig) };
+                    }
+                    continue;
                 }
-            });
-            if let Some(code) = code {
                 eprintln!("handshake lab: interrupted; stopping the lab's processes");
                 stop_children();
                 for dir in

@@ -474,7 +474,16 @@ pub fn render_sweep(sw: &RttSweep) -> String {
             crate::lab::fmt_num(p.rtt_set_ms),
             p.link.describe()
         );
-        out.push_str(&render_comparison(&p.comparison));
+        // Under the point's heading the RTT in each row's name says nothing new.
+        let prefix = format!("{}ms ", crate::lab::fmt_num(p.rtt_set_ms));
+        let mut c = p.comparison.clone();
+        for r in &mut c.rows {
+            r.name = r.name.trim_start_matches(&prefix).to_string();
+        }
+        for e in &mut c.explanations {
+            *e = e.replace(&prefix, "");
+        }
+        out.push_str(&render_comparison(&c));
         server_line(&mut out, p.server.as_ref());
         link_line(&mut out, Some(&p.link));
         out.push('\n');
