@@ -117,6 +117,17 @@ fn embedded_path(
     Ok(path)
 }
 
+/// The embedded server on the lab's server side. That side is a namespace of the lab's
+/// own: the standard ports are free.
+fn lab_server(lab: &Lab, cfg: ServerConfig) -> anyhow::Result<server::RunningServer> {
+    let cfg = ServerConfig {
+        listen: Some((lab::SERVER_ADDR, 80).into()),
+        tls_listen: Some((lab::SERVER_ADDR, 443).into()),
+        ..cfg
+    };
+    lab.in_server(move || server::start(cfg))?
+}
+
 /// The embedded server, on loopback or on the server side of a lab.
 struct Embedded {
     srv: server::RunningServer,
@@ -136,13 +147,7 @@ impl Embedded {
             });
         };
         let mut lab = Lab::start(spec)?;
-        // The server side is a namespace of the lab's own: the standard ports are free.
-        let cfg = ServerConfig {
-            listen: Some((lab::SERVER_ADDR, 80).into()),
-            tls_listen: Some((lab::SERVER_ADDR, 443).into()),
-            ..cfg
-        };
-        let srv = lab.in_server(move || server::start(cfg))??;
+        let srv = lab_server(&lab, cfg)?;
         lab.measure()?;
         Ok(Embedded {
             srv,
@@ -625,12 +630,10 @@ pub fn lab(a: LabArgs) -> anyhow::Result<i32> {
     let (srv, url, https_url) = match &a.server_cmd {
         None => {
             let cfg = ServerConfig {
-                listen: Some((lab::SERVER_ADDR, 80).into()),
-                tls_listen: Some((lab::SERVER_ADDR, 443).into()),
                 body_size: a.body_size,
                 ..ServerConfig::default()
             };
-            let srv = l.in_server(move || server::start(cfg))??;
+            let srv = lab_server(&l, cfg)?;
             std::fs::write(&cacert, &srv.ca_pem).context("writing the CA file")?;
             let http = srv.http_url().expect("http listener");
             let https = srv.https_url().expect("https listener");
@@ -666,10 +669,16 @@ pub fn lab(a: LabArgs) -> anyhow::Result<i32> {
     eprintln!("handshake lab: {}", l.report().describe());
     eprintln!("handshake lab: running the command against {url}");
     let ca = cacert.display().to_string();
+    // `{{` and `}}` stand for literal braces: `{{url}}` is left as `{url}` for a command
+    // that fills it itself (`handshake audit -- curl {{url}}`).
     let fill = |x: &String| {
-        x.replace("{https_url}", &https_url)
+        x.replace("{{", "\u{0}(")
+            .replace("}}", "\u{0})")
+            .replace("{https_url}", &https_url)
             .replace("{url}", &url)
             .replace("{cacert}", &ca)
+            .replace("\u{0}(", "{")
+            .replace("\u{0})", "}")
     };
     let args: Vec<String> = a.command.iter().map(fill).collect();
     let mut cmd = std::process::Command::new(&args[0]);

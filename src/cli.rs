@@ -104,7 +104,8 @@ pub struct LabArgs {
     pub json: bool,
 
     /// The command to run on the client side; {url}, {https_url} and {cacert} in its
-    /// arguments (and $HANDSHAKE_URL, $HANDSHAKE_HTTPS_URL, $HANDSHAKE_CACERT) are filled in
+    /// arguments (and $HANDSHAKE_URL, $HANDSHAKE_HTTPS_URL, $HANDSHAKE_CACERT) are filled
+    /// in; {{url}} stays {url} (for a command that fills it itself, like handshake audit)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

@@ -243,10 +243,14 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
         "--",
         "sh",
         "-c",
-        "echo $HANDSHAKE_URL; exit 7",
+        "echo $HANDSHAKE_URL {url} {{url}}; exit 7",
     ]);
     assert_eq!(code, 7);
-    assert_eq!(out.trim(), "http://10.200.0.2:80/");
+    // {{url}} stays {url}, for a command that fills it itself (handshake audit).
+    assert_eq!(
+        out.trim(),
+        "http://10.200.0.2:80/ http://10.200.0.2:80/ {url}"
+    );
 }
 
 #[test]
@@ -340,20 +344,22 @@ fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
         return;
     }
     let _g = serial();
-    let out = run(&[
-        "compare",
-        "--rtt",
-        "0,20ms",
-        "--strategies",
-        "close,keepalive",
-        "--rounds",
-        "2",
-        "-n",
-        "40",
-        "-c",
-        "4",
-        "--no-progress",
-    ]);
+    let sweep = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec![
+            "compare",
+            "--rtt",
+            "0,20ms",
+            "--strategies",
+            "close,keepalive",
+            "--rounds",
+            "2",
+            "-c",
+            "4",
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    let out = run(&sweep(&["-n", "40", "--no-progress"]));
     assert!(
         out.status.success(),
         "{}",
@@ -364,21 +370,7 @@ fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
     assert!(text.contains("a = http close"), "{text}");
     assert!(text.contains("=== RTT 20 ms"), "{text}");
     // JSON, and the HTML drawn in Chromium against it.
-    let out = run(&[
-        "compare",
-        "--rtt",
-        "0,20ms",
-        "--strategies",
-        "close,keepalive",
-        "--rounds",
-        "2",
-        "-n",
-        "40",
-        "-c",
-        "4",
-        "--json",
-        "--no-progress",
-    ]);
+    let out = run(&sweep(&["-n", "40", "--json", "--no-progress"]));
     assert!(out.status.success());
     let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_schema(&rep);
@@ -410,22 +402,7 @@ fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
             p["rtt_set_ms"]
         );
     }
-    check_html(
-        &[
-            "compare",
-            "--rtt",
-            "0,20ms",
-            "--strategies",
-            "close,keepalive",
-            "--rounds",
-            "2",
-            "-n",
-            "20",
-            "-c",
-            "4",
-        ],
-        "sweep",
-    );
+    check_html(&sweep(&["-n", "20"]), "sweep");
 }
 
 #[test]

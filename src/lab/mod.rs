@@ -418,10 +418,15 @@ impl Lab {
         }
     }
 
-    /// A command set to start inside one side: it enters the namespace after fork, dies
-    /// if the lab does, and is stopped by PID when the lab ends. `own_group` puts it in a
-    /// process group of its own (a server: the whole group is stopped).
-    fn prepare(&self, cmd: &mut std::process::Command, client: bool, own_group: bool) {
+    /// Start `cmd` inside one side: it enters the namespace after fork, dies if the lab
+    /// does, and is stopped by PID when the lab ends. `own_group` puts it in a process
+    /// group of its own (a server: the whole group is stopped).
+    fn spawn(
+        &self,
+        cmd: &mut std::process::Command,
+        client: bool,
+        own_group: bool,
+    ) -> std::io::Result<std::process::Child> {
         let fd = if client {
             self.client_ns.as_raw_fd()
         } else {
@@ -439,6 +444,12 @@ impl Lab {
                 Ok(())
             });
         }
+        let child = cmd.spawn()?;
+        children()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((child.id(), own_group));
+        Ok(child)
     }
 
     /// Start `cmd` on the server side, in its own process group.
@@ -446,13 +457,7 @@ impl Lab {
         &self,
         cmd: &mut std::process::Command,
     ) -> std::io::Result<std::process::Child> {
-        self.prepare(cmd, false, true);
-        let child = cmd.spawn()?;
-        children()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((child.id(), true));
-        Ok(child)
+        self.spawn(cmd, false, true)
     }
 
     /// Start `cmd` on the client side (in the lab's process group, so a terminal's
@@ -461,13 +466,7 @@ impl Lab {
         &self,
         cmd: &mut std::process::Command,
     ) -> std::io::Result<std::process::Child> {
-        self.prepare(cmd, true, false);
-        let child = cmd.spawn()?;
-        children()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((child.id(), false));
-        Ok(child)
+        self.spawn(cmd, true, false)
     }
 
     /// Wait until something accepts TCP connections at `addr` on the server side, or
