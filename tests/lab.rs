@@ -789,6 +789,28 @@ fn link_flags_are_checked() {
     }
 }
 
+/// A directory only this test uses, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// As nobody (uid 65534): `setpriv` runs `args` after any `prefix` (a wrapper).
+fn as_nobody(prefix: &[&str], args: &[&str]) -> std::process::Output {
+    let mut all: Vec<&str> = prefix.to_vec();
+    all.extend([
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+    ]);
+    all.extend_from_slice(args);
+    Command::new(all[0]).args(&all[1..]).output().unwrap()
+}
+
 #[test]
 fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
     // SAFETY: geteuid has no preconditions.
@@ -796,25 +818,75 @@ fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
         eprintln!("SKIPPED unprivileged lab: needs root (to drop to nobody) and setpriv");
         return;
     }
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            bin(),
-            "lab",
-            "--rtt",
-            "5ms",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
+    let _g = serial();
+    // A copy of the binary that nobody may run (the build tree may be private).
+    let dir =
+        TempDir(std::env::temp_dir().join(format!("handshake-unpriv-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let binary = dir.0.join("handshake");
+    std::fs::copy(bin(), &binary).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for p in [&dir.0, &binary] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let b = binary.to_str().unwrap();
+    // This machine as it is: the lab runs, or says what it needs (exit 2).
+    let out = as_nobody(&[], &[b, "lab", "--rtt", "5ms", "--", "true"]);
     let err = String::from_utf8_lossy(&out.stderr);
     match out.status.code() {
-        // Where unprivileged user namespaces and /dev/net/tun are open to all.
         Some(0) => assert!(err.contains("measured"), "{err}"),
         Some(2) => assert!(err.contains("CAP_NET_ADMIN"), "{err}"),
         other => panic!("unexpected exit {other:?}: {err}"),
     }
+    // Where the kernel allows it: unprivileged user namespaces, and a /dev/net/tun open
+    // to all (here a node of our own, bind-mounted over it in a mount namespace that only
+    // this command sees). The lab then runs as nobody, with real round trips.
+    if !as_nobody(&[], &["unshare", "--user", "true"])
+        .status
+        .success()
+    {
+        eprintln!("SKIPPED unprivileged lab run: this kernel refuses user namespaces to nobody");
+        return;
+    }
+    let node = dir.0.join("tun");
+    let path = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+    // SAFETY: mknod with a valid path; the node is removed with the directory.
+    let made = unsafe { libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(10, 200)) };
+    assert_eq!(made, 0, "mknod: {}", std::io::Error::last_os_error());
+    std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let script = format!(
+        "mount --bind {} /dev/net/tun && exec \"$@\"",
+        node.display()
+    );
+    let out = as_nobody(
+        &[
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+        ],
+        &[
+            b,
+            "lab",
+            "--rtt",
+            "10ms",
+            "--",
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{time_connect}",
+            "{url}",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let t: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert_near("curl as nobody, time_connect", t * 1000.0, 10.0);
+    assert!(err.contains("1 connections accepted"), "{err}");
 }
