@@ -610,7 +610,12 @@ fn explain(
             1.0,
         ));
         if rtt.is_some() {
-            note = " Resumption saves CPU, not round trips (only 0-RTT does).".to_string();
+            note = if tls13 {
+                " A resumed TLS 1.3 handshake still takes its round trip: resumption saves CPU, not round trips (only 0-RTT does)."
+            } else {
+                " A resumed TLS 1.2 handshake takes 1 round trip where a full one takes 2."
+            }
+            .to_string();
         }
     }
     if often.is_none() {

@@ -151,6 +151,33 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
             f(&s["phases_ms"]["new"]["tls"]["mean"]),
             2.0 * rtt,
         );
+        // A resumed TLS 1.2 handshake (abbreviated) takes 1 round trip.
+        let rep = bench_json(&[
+            "--rtt",
+            &r,
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--strategy",
+            "close-resumed",
+            "--tls-version",
+            "1.2",
+        ]);
+        assert_ground_truth(&rep);
+        let s = scenario(&rep);
+        assert_eq!(u(&s["connections"]["tls_handshakes"]["resumed"]), 2);
+        assert_eq!(u(&rep["server"]["tls_handshakes_resumed"]), 2);
+        assert_near(
+            "TLS 1.2 resumed (min)",
+            f(&s["phases_ms"]["new"]["tls"]["min"]),
+            rtt,
+        );
+        assert_near(
+            "TLS 1.2 full (max)",
+            f(&s["phases_ms"]["new"]["tls"]["max"]),
+            2.0 * rtt,
+        );
     }
 }
 
