@@ -287,8 +287,6 @@ pub struct Lab {
     line: Option<delay::DelayLine>,
     netem_unavailable: Option<String>,
     probe_connects_ms: Vec<f64>,
-    /// Namespace inodes (tests find leftovers by them).
-    pub inodes: (u64, u64),
 }
 
 /// The message for a machine where the lab cannot be made.
@@ -311,7 +309,6 @@ impl Lab {
         };
         let server = netns::create_side()
             .map_err(|e| anyhow::anyhow!("creating the lab's server side: {e}"))?;
-        let inodes = (client.netns_inode, server.netns_inode);
         // netem where the kernel has it (asked of a namespace of the lab's own).
         let netem = match spec.emulator {
             Emulator::DelayLine => Err("--emulator delay-line".to_string()),
@@ -351,7 +348,6 @@ impl Lab {
             line,
             netem_unavailable,
             probe_connects_ms: Vec::new(),
-            inodes,
         })
     }
 
@@ -646,5 +642,44 @@ impl Drop for TempDir {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|d| d != &self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(rtt: Option<&str>, loss: Option<&str>, bw: Option<&str>) -> LinkArgs {
+        LinkArgs {
+            rtt: rtt.map(String::from),
+            loss: loss.map(String::from),
+            bandwidth: bw.map(String::from),
+            ..LinkArgs::default()
+        }
+    }
+
+    #[test]
+    fn bandwidth_in_tc_units() {
+        assert_eq!(parse_bandwidth("10mbit").unwrap(), 10_000_000);
+        assert_eq!(parse_bandwidth("500kbit").unwrap(), 500_000);
+        assert_eq!(parse_bandwidth("1Gbit").unwrap(), 1_000_000_000);
+        assert_eq!(parse_bandwidth("64000bit").unwrap(), 64_000);
+        for bad in ["10mbps", "10", "fast", "1bit", "-5mbit"] {
+            assert!(parse_bandwidth(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn link_flags_give_one_spec_per_rtt() {
+        let v = parse_link(&flags(Some("0,10ms,40ms"), Some("1%"), Some("8mbit")), true).unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[2].rtt, Duration::from_millis(40));
+        assert_eq!(v[2].shape().one_way, Duration::from_millis(20));
+        assert!((v[0].loss - 0.01).abs() < 1e-12);
+        assert_eq!(v[1].bandwidth_bps, Some(8_000_000));
+        assert!(parse_link(&flags(Some("10ms,20ms"), None, None), false).is_err());
+        assert!(parse_link(&flags(Some("40ms"), Some("100%"), None), false).is_err());
+        let none = parse_link(&flags(None, None, None), false).unwrap();
+        assert_eq!(none[0].rtt, Duration::ZERO);
     }
 }

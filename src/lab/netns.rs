@@ -25,10 +25,9 @@ fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
 }
 
 /// One side of the link: a network namespace (from /proc/thread-self/ns/net) with
-/// loopback up, and its inode number (what `ls -l /proc/PID/ns/net` shows).
+/// loopback up.
 pub struct Side {
     pub netns: OwnedFd,
-    pub netns_inode: u64,
 }
 
 /// Create a network namespace with loopback up (and no IPv6, whose router solicitations
@@ -43,13 +42,12 @@ pub fn create_side() -> io::Result<Side> {
                 "creating a network namespace (unshare CLONE_NEWNET)",
             )?;
             let netns = open_cloexec("/proc/thread-self/ns/net", libc::O_RDONLY)?;
-            let netns_inode = inode(&netns)?;
             for conf in ["default", "all"] {
                 let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{conf}/disable_ipv6"), "1");
             }
             let sock = inet_socket()?;
             set_up(sock.as_raw_fd(), "lo")?;
-            Ok(Side { netns, netns_inode })
+            Ok(Side { netns })
         })?
         .join()
         .map_err(|_| io::Error::other("the namespace thread panicked"))?
@@ -102,17 +100,6 @@ fn open_cloexec(path: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
     let c = CString::new(path).expect("no NUL in path");
     let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
     Ok(unsafe { OwnedFd::from_raw_fd(check(fd, &format!("opening {path}"))?) })
-}
-
-fn inode(fd: &OwnedFd) -> io::Result<u64> {
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) }, "fstat")?;
-    Ok(st.st_ino)
-}
-
-/// The namespace inode of the calling thread.
-pub fn current_netns_inode() -> io::Result<u64> {
-    inode(&open_cloexec("/proc/thread-self/ns/net", libc::O_RDONLY)?)
 }
 
 fn ifreq(name: &str) -> libc::ifreq {
