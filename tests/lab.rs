@@ -104,81 +104,42 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
         assert_near("wait (reused)", f(&p["reused"]["wait"]["mean"]), rtt);
         assert_near("wait (reused) max", f(&p["reused"]["wait"]["max"]), rtt);
         // A new TLS 1.3 connection per request: TCP 1 RTT, TLS 1 RTT.
-        let rep = bench_json(&[
-            "--rtt",
-            &r,
-            "-n",
-            "4",
-            "-c",
-            "1",
-            "--strategy",
-            "close",
-            "--embedded-tls",
-        ]);
-        assert_ground_truth(&rep);
+        let rep = one_at_a_time(&r, 4, &["--strategy", "close", "--embedded-tls"]);
         let s = scenario(&rep);
         assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 4);
         assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 4);
-        assert_near(
-            "TLS 1.3 full",
-            f(&s["phases_ms"]["new"]["tls"]["mean"]),
-            rtt,
-        );
-        assert_near(
-            "connect (TLS run)",
-            f(&s["phases_ms"]["new"]["connect"]["mean"]),
-            rtt,
-        );
+        assert_near("TLS 1.3 full", tls_ms(s, "mean"), rtt);
+        let connect = f(&s["phases_ms"]["new"]["connect"]["mean"]);
+        assert_near("connect (TLS run)", connect, rtt);
         // TLS 1.2: a full handshake takes 2 round trips.
-        let rep = bench_json(&[
-            "--rtt",
-            &r,
-            "-n",
-            "3",
-            "-c",
-            "1",
-            "--strategy",
-            "close",
-            "--embedded-tls",
-            "--tls-version",
-            "1.2",
-        ]);
-        assert_ground_truth(&rep);
+        let tls12 = ["--embedded-tls", "--tls-version", "1.2", "--strategy"];
+        let rep = one_at_a_time(&r, 3, &[&tls12[..], &["close"]].concat());
         let s = scenario(&rep);
         assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 3);
-        assert_near(
-            "TLS 1.2 full",
-            f(&s["phases_ms"]["new"]["tls"]["mean"]),
-            2.0 * rtt,
-        );
+        assert_near("TLS 1.2 full", tls_ms(s, "mean"), 2.0 * rtt);
         // A resumed TLS 1.2 handshake (abbreviated) takes 1 round trip.
-        let rep = bench_json(&[
-            "--rtt",
-            &r,
-            "-n",
-            "3",
-            "-c",
-            "1",
-            "--strategy",
-            "close-resumed",
-            "--tls-version",
-            "1.2",
-        ]);
-        assert_ground_truth(&rep);
+        let rep = one_at_a_time(&r, 3, &[&tls12[..], &["close-resumed"]].concat());
         let s = scenario(&rep);
         assert_eq!(u(&s["connections"]["tls_handshakes"]["resumed"]), 2);
         assert_eq!(u(&rep["server"]["tls_handshakes_resumed"]), 2);
-        assert_near(
-            "TLS 1.2 resumed (min)",
-            f(&s["phases_ms"]["new"]["tls"]["min"]),
-            rtt,
-        );
-        assert_near(
-            "TLS 1.2 full (max)",
-            f(&s["phases_ms"]["new"]["tls"]["max"]),
-            2.0 * rtt,
-        );
+        assert_near("TLS 1.2 resumed (min)", tls_ms(s, "min"), rtt);
+        assert_near("TLS 1.2 full (max)", tls_ms(s, "max"), 2.0 * rtt);
     }
+}
+
+/// `bench --rtt RTT -n N -c 1 EXTRA...`, its counts checked against the server's.
+fn one_at_a_time(rtt: &str, n: u32, extra: &[&str]) -> Value {
+    let n = n.to_string();
+    let mut args = vec!["--rtt", rtt, "-n", &n, "-c", "1"];
+    args.extend_from_slice(extra);
+    let rep = bench_json(&args);
+    assert_ground_truth(&rep);
+    rep
+}
+
+/// A statistic of the TLS phase of new connections, ms.
+fn tls_ms(s: &Value, stat: &str) -> f64 {
+    f(&s["phases_ms"]["new"]["tls"][stat])
 }
 
 /// Run handshake; return (exit code, stdout, stderr).
