@@ -23,6 +23,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A lab test may run: root, and no other timing test at the same time (the guard).
+fn lab_test(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    root(test).then(serial)
+}
+
 fn root(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -78,10 +83,9 @@ fn assert_ground_truth(rep: &Value) {
 
 #[test]
 fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
-    if !root("round trips") {
+    let Some(_g) = lab_test("round trips") else {
         return;
-    }
-    let _g = serial();
+    };
     for rtt in [10.0, 40.0, 100.0] {
         let r = format!("{rtt}ms");
         // Keep-alive: the first request connects (1 RTT) then waits (1 RTT); the others
@@ -165,10 +169,9 @@ fn lab_summary(stderr: &str) -> Value {
 
 #[test]
 fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection() {
-    if !root("curl across the link") {
+    let Some(_g) = lab_test("curl across the link") else {
         return;
-    }
-    let _g = serial();
+    };
     let (code, out, err) = run_lab(&[
         "lab",
         "--rtt",
@@ -243,10 +246,9 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
 
 #[test]
 fn an_independent_server_with_server_cmd() {
-    if !root("server-cmd") {
+    let Some(_g) = lab_test("server-cmd") else {
         return;
-    }
-    let _g = serial();
+    };
     // Python's http.server (HTTP/1.0: a connection per request) on the server side.
     let (code, out, err) = run_lab(&[
         "lab", "--rtt", "20ms", "--server-cmd", "exec python3 -m http.server {port} --bind {addr}",
@@ -266,10 +268,9 @@ fn an_independent_server_with_server_cmd() {
 
 #[test]
 fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
-    if !root("compare --rtt") {
+    let Some(_g) = lab_test("compare --rtt") else {
         return;
-    }
-    let _g = serial();
+    };
     let out = run(&[
         "compare",
         "--rtt",
@@ -328,10 +329,9 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
 
 #[test]
 fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
-    if !root("compare sweep") {
+    let Some(_g) = lab_test("compare sweep") else {
         return;
-    }
-    let _g = serial();
+    };
     let sweep = |extra: &[&'static str]| -> Vec<&'static str> {
         let mut v = vec![
             "compare",
@@ -395,10 +395,9 @@ fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
 
 #[test]
 fn trace_across_the_link() {
-    if !root("trace --rtt") {
+    let Some(_g) = lab_test("trace --rtt") else {
         return;
-    }
-    let _g = serial();
+    };
     let out = run(&["trace", "--rtt", "30ms", "--count", "2", "--json"]);
     assert!(
         out.status.success(),
@@ -421,10 +420,9 @@ fn trace_across_the_link() {
 
 #[test]
 fn doctor_across_the_link() {
-    if !root("doctor --rtt") {
+    let Some(_g) = lab_test("doctor --rtt") else {
         return;
-    }
-    let _g = serial();
+    };
     let out = run(&[
         "doctor",
         "--rtt",
@@ -466,10 +464,7 @@ fn doctor_across_the_link() {
 
 #[test]
 fn loss_shows_retransmission_timeouts_in_connect_and_loses_no_request() {
-    if !root("loss") {
-        return;
-    }
-    let _g = serial();
+    let Some(_g) = lab_test("loss") else { return };
     let rep = bench_json(&[
         "--rtt",
         "10ms",
@@ -512,10 +507,9 @@ fn loss_shows_retransmission_timeouts_in_connect_and_loses_no_request() {
 
 #[test]
 fn a_megabyte_over_8_mbit_takes_a_second_to_receive() {
-    if !root("bandwidth") {
+    let Some(_g) = lab_test("bandwidth") else {
         return;
-    }
-    let _g = serial();
+    };
     let rep = bench_json(&[
         "/bytes/1000000",
         "--rtt",
@@ -583,10 +577,9 @@ fn gone(pid: u32) -> bool {
 
 #[test]
 fn nothing_is_left_after_sigint_or_a_failed_start() {
-    if !root("cleanup") {
+    let Some(_g) = lab_test("cleanup") else {
         return;
-    }
-    let _g = serial();
+    };
     let mut child = Command::new(bin())
         .args([
             "lab",
@@ -700,10 +693,7 @@ fn nothing_is_left_after_sigint_or_a_failed_start() {
 
 #[test]
 fn netem_is_used_where_the_kernel_has_it_and_refused_clearly_where_not() {
-    if !root("netem") {
-        return;
-    }
-    let _g = serial();
+    let Some(_g) = lab_test("netem") else { return };
     let out = run(&[
         "bench",
         "--rtt",
