@@ -42,7 +42,7 @@ struct Sweep<'a> {
 
 fn data(report: &Report) -> Data<'_> {
     // The comparisons: the one of a run, or one per RTT of a sweep.
-    let comparisons: Vec<&crate::compare::Comparison> = report
+    let comparisons: Vec<&super::comparison::Comparison> = report
         .comparison
         .iter()
         .chain(

@@ -1,6 +1,7 @@
 //! The versioned report (serde) and its renderers: human text and JSON.
 //! Only this layer (and `main`) prints.
 
+pub mod comparison;
 pub mod html;
 pub mod text;
 
@@ -21,13 +22,13 @@ pub struct Report {
     pub server: Option<crate::server::StatsSnapshot>,
     /// `compare`: the strategies side by side.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<crate::compare::Comparison>,
+    pub comparison: Option<comparison::Comparison>,
     /// With `--rtt`: the emulated link the run crossed, as set and as measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<crate::lab::LinkReport>,
     /// `compare --rtt A,B,...`: the comparison at each round-trip time.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rtt_sweep: Option<crate::compare::RttSweep>,
+    pub rtt_sweep: Option<comparison::RttSweep>,
 }
 
 impl Report {

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport};
-use crate::compare::{Comparison, ComparisonRow, RttSweep, Spread};
+use super::comparison::{Comparison, ComparisonRow, RttSweep, Spread};
 
 fn bytes(n: u64) -> String {
     let f = n as f64;

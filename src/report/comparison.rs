@@ -1,0 +1,176 @@
+//! The comparison block of the report (`compare`): rows of strategies set against the
+//! best of their group, and the sweep over round-trip times. Types only: `compare` fills
+//! them, the renderers read them.
+
+use serde::Serialize;
+
+/// Median and range of one figure over the rounds.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Spread {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return Spread {
+                median: 0.0,
+                min: 0.0,
+                max: 0.0,
+            };
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        }
+    }
+}
+
+/// One row of the comparison table.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComparisonRow {
+    pub name: String,
+    pub group: String,
+    pub strategy: String,
+    pub url: String,
+    /// Time per request seen by one worker: concurrency × wall time / ok requests.
+    pub time_per_request_ms: Spread,
+    pub wall_s: Spread,
+    pub requests_per_s: Spread,
+    pub latency_mean_ms: Spread,
+    pub latency_p99_ms: Spread,
+    /// Per round.
+    pub connections_opened: Spread,
+    pub tls_full: Spread,
+    pub tls_resumed: Spread,
+    /// Mean dns + connect + tls of a new connection.
+    pub setup_ms_per_new_connection: Spread,
+    pub client_cpu_us_per_request: Spread,
+    /// With the embedded server: its CPU per request, on its own threads.
+    pub server_cpu_us_per_request: Option<Spread>,
+    /// With the embedded server: connections it accepted over all rounds of this row.
+    pub server_connections_accepted: Option<u64>,
+    /// Time per request in each round, in the order the rounds ran (ms).
+    pub rounds_ms: Vec<f64>,
+    /// Time per request relative to the best row of the group: the Hodges-Lehmann
+    /// estimate of the per-round ratio (rounds paired), 1 for the best row.
+    pub times_slower: f64,
+    /// 95 % confidence interval of `times_slower` (Wilcoxon signed-rank over the paired
+    /// rounds); null with fewer than 6 rounds.
+    pub times_slower_ci: Option<[f64; 2]>,
+    /// The same for the difference in time per request, in ms.
+    pub extra_ms_per_request: f64,
+    pub extra_ms_per_request_ci: Option<[f64; 2]>,
+    /// The interval lies wholly beyond the noise threshold: a real difference. False
+    /// for the best row and for rows tied with it.
+    pub significant: bool,
+    pub best: bool,
+    /// Set when this strategy already ran in the group under another row (an A/A run).
+    pub repeat_of: Option<String>,
+}
+
+/// The comparison block of the JSON report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub rounds: usize,
+    /// How rows are set against the best (for readers of the JSON).
+    pub method: &'static str,
+    pub confidence: f64,
+    /// Ratios within 1 ± this are reported as no difference, whatever the interval.
+    pub noise_threshold: f64,
+    pub requests_per_round: Option<u64>,
+    pub concurrency: usize,
+    /// Round-trip time estimated per group: the median TCP connect time of the run.
+    pub rtt_ms: Vec<GroupRtt>,
+    pub rows: Vec<ComparisonRow>,
+    pub explanations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupRtt {
+    pub group: String,
+    /// With `--rtt`: the emulated link's round-trip time, which the explanations count in.
+    pub rtt_set_ms: Option<f64>,
+    /// The round trip estimated from TCP connects: the median over the group's rounds of
+    /// each round's shortest connect (free of accept-queue waiting).
+    pub rtt_ms: Option<f64>,
+    /// Whether that is a real round trip (at least 0.5 ms) rather than local CPU and
+    /// scheduling: only then are costs stated in round trips.
+    pub round_trips: bool,
+}
+
+/// `compare --rtt A,B,...`: the comparison at each round-trip time of the link.
+#[derive(Debug, Clone, Serialize)]
+pub struct RttSweep {
+    pub points: Vec<RttPoint>,
+    /// Per strategy (group and strategy), its median time per request at each point.
+    pub series: Vec<RttSeries>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RttPoint {
+    pub rtt_set_ms: f64,
+    pub link: crate::lab::LinkReport,
+    /// The embedded server's counts for this point's run.
+    pub server: Option<crate::server::StatsSnapshot>,
+    /// Its rows are named "<rtt> <group> <strategy>", like the report's scenarios.
+    pub comparison: Comparison,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RttSeries {
+    /// "https close": the row's name without the RTT.
+    pub name: String,
+    pub group: String,
+    pub strategy: String,
+    /// One per point, in the points' order.
+    pub time_per_request_ms: Vec<f64>,
+    /// The time per request in round trips of the set RTT (null at RTT 0).
+    pub round_trips: Vec<Option<f64>>,
+}
+
+impl RttSweep {
+    /// Build the series from the points (their rows in the same order at every point);
+    /// `names` are the rows' names without the RTT.
+    pub fn new(points: Vec<RttPoint>, names: &[String]) -> RttSweep {
+        let series = names
+            .iter()
+            .enumerate()
+            .filter_map(|(i, name)| {
+                let first = points.first()?.comparison.rows.get(i)?;
+                let per_point: Vec<(f64, f64)> = points
+                    .iter()
+                    .filter_map(|p| {
+                        p.comparison
+                            .rows
+                            .get(i)
+                            .map(|r| (r.time_per_request_ms.median, p.rtt_set_ms))
+                    })
+                    .collect();
+                Some(RttSeries {
+                    name: name.clone(),
+                    group: first.group.clone(),
+                    strategy: first.strategy.clone(),
+                    time_per_request_ms: per_point.iter().map(|(t, _)| *t).collect(),
+                    round_trips: per_point
+                        .iter()
+                        .map(|(t, rtt)| (*rtt > 0.0).then(|| t / rtt))
+                        .collect(),
+                })
+            })
+            .collect();
+        RttSweep { points, series }
+    }
+}
+
