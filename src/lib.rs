@@ -1,13 +1,10 @@
 //! handshake: measure what connection setup (DNS, TCP, TLS) costs HTTP traffic and
 //! prove whether connection reuse happens. See DESIGN.md and docs/timing.md.
 
-pub mod app;
-pub mod audit;
 pub mod cli;
-pub mod compare;
+pub mod cmd;
 pub mod config;
 pub mod cpu;
-pub mod doctor;
 pub mod engine;
 pub mod http1;
 pub mod lab;
@@ -20,4 +17,6 @@ pub mod runtime_thread;
 pub mod server;
 pub mod stats;
 pub mod timer;
-pub mod trace;
+
+/// `handshake audit`'s observing server and report, for tests and embedders.
+pub use cmd::audit;

@@ -9,7 +9,7 @@ fn main() {
     if cli.command.needs_lab() {
         handshake::lab::netns::try_user_namespace();
     }
-    let code = match handshake::app::run(cli) {
+    let code = match handshake::cmd::run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("handshake: {e:#}");

@@ -173,4 +173,3 @@ impl RttSweep {
         RttSweep { points, series }
     }
 }
-

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport};
 use super::comparison::{Comparison, ComparisonRow, RttSweep, Spread};
+use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport};
 
 fn bytes(n: u64) -> String {
     let f = n as f64;

@@ -7,6 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::cli::TraceArgs;
+use crate::cmd::{current_thread_runtime, single_target, single_url_scenario};
+use crate::config::{self, UsageError};
 use crate::plan::Scenario;
 use crate::probe::{self, TlsInfo};
 use crate::report::text::fmt_ms;
@@ -58,7 +61,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Run the trace: `count` requests in a row, reusing the connection when it may be.
-pub async fn run(sc: &Scenario, count: u64) -> TraceReport {
+pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
     let target = &sc.targets[0];
     let origin = &sc.origins[target.origin];
     let mut steps = Vec::new();
@@ -240,4 +243,31 @@ pub fn render(t: &TraceReport) -> String {
         let _ = writeln!(out, "\nFailed: {e}");
     }
     out
+}
+
+pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
+    if a.count == 0 || a.count > 100_000 {
+        return Err(UsageError("--count must be between 1 and 100000".into()).into());
+    }
+    let strategy = config::parse_strategy("--strategy", &a.strategy)?;
+    let (url, roots, embedded) =
+        single_target(a.url.as_deref(), &a.link, &a.request, a.embedded_tls)?;
+    let sc = single_url_scenario(&a.request, &url, roots, strategy, a.count, &a.timeout)?;
+    let run = || -> anyhow::Result<TraceReport> {
+        Ok(current_thread_runtime()?.block_on(execute(&sc, a.count)))
+    };
+    let mut t = match &embedded {
+        Some(e) => e.client(run)??,
+        None => run()?,
+    };
+    if let Some(e) = embedded {
+        t.link = e.finish().1;
+    }
+    let out = if a.json {
+        serde_json::to_string_pretty(&t).expect("trace serializes")
+    } else {
+        render(&t)
+    };
+    println!("{out}");
+    Ok(if t.error.is_some() { 1 } else { 0 })
 }

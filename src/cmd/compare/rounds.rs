@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-
 use crate::engine;
 use crate::plan::Scenario;
 pub use crate::report::comparison::{

@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::cli::RequestArgs;
-use crate::config;
+use crate::cli::{DoctorArgs, RequestArgs};
+use crate::cmd::{current_thread_runtime, single_target, single_url_scenario};
+use crate::config::{self, parse_positive_duration, UsageError};
 use crate::http1::{ConnectionHeader, HttpVersion};
 use crate::net::tls;
 use crate::plan::Scenario;
+use crate::plan::Strategy;
 use crate::probe::{self, Exchange, ProbeError};
 use crate::report::text::fmt_ms;
 
@@ -344,7 +346,7 @@ async fn tls_findings(
 }
 
 /// Probe everything and build the verdict.
-pub async fn run(
+pub async fn execute(
     sc: &Scenario,
     request: &RequestArgs,
     roots: &[rustls::pki_types::CertificateDer<'static>],
@@ -543,4 +545,44 @@ pub fn render(d: &DoctorReport) -> String {
         let _ = writeln!(out, "  ! {p}");
     }
     out
+}
+
+pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
+    if a.max_requests == 0 {
+        return Err(UsageError("--max-requests must be at least 1".into()).into());
+    }
+    let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
+    let (url, roots, embedded) =
+        single_target(a.url.as_deref(), &a.link, &a.request, a.embedded_tls)?;
+    let sc = single_url_scenario(
+        &a.request,
+        &url,
+        roots.clone(),
+        Strategy::KeepAlive,
+        1,
+        &a.timeout,
+    )?;
+    let run = || -> anyhow::Result<DoctorReport> {
+        current_thread_runtime()?.block_on(execute(
+            &sc,
+            &a.request,
+            &roots,
+            a.max_requests,
+            max_idle,
+        ))
+    };
+    let mut d = match &embedded {
+        Some(e) => e.client(run)??,
+        None => run()?,
+    };
+    if let Some(e) = embedded {
+        d.link = e.finish().1;
+    }
+    let out = if a.json {
+        serde_json::to_string_pretty(&d).expect("doctor report serializes")
+    } else {
+        render(&d)
+    };
+    println!("{out}");
+    Ok(if d.problems.is_empty() { 0 } else { 1 })
 }

@@ -1,0 +1,124 @@
+//! `handshake audit`: stands where the server is and reports how a client uses its
+//! connections: requests per connection, HTTP versions and `Connection` headers sent,
+//! idle gaps, peak concurrency, and how each connection ended (the client closed it after
+//! a complete response, reset it, left response bytes unread, the server side closed it,
+//! or it was still open). Answers itself like the embedded server, or forwards to
+//! `--upstream` over its own persistent connections.
+
+mod log;
+mod proxy;
+mod report;
+mod server;
+mod verdict;
+
+pub use log::{Ending, GapStats};
+pub use proxy::Upstream;
+pub use report::{render, AuditReport, ClientSummary, CutResponses, RpcStats, TlsCounts};
+pub use server::{start, AuditConfig, RunningAudit};
+pub use verdict::verdict;
+
+use std::os::fd::AsFd;
+
+use crate::cli::AuditArgs;
+use crate::cmd::{current_thread_runtime, parse_addr};
+use crate::config::{self, parse_duration, parse_positive_duration, UsageError};
+
+use anyhow::Context;
+
+use crate::server::ServerConfig;
+
+pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
+    let listen = parse_addr("--listen", &a.listen)?;
+    let idle_timeout = parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?;
+    let header_timeout = parse_positive_duration("--header-timeout", &a.limits.header_timeout)?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| parse_duration("--duration", d))
+        .transpose()?;
+    let upstream = match &a.upstream {
+        None => None,
+        Some(u) => {
+            let p = config::parse_url(u).map_err(|e| UsageError(format!("--upstream: {e}")))?;
+            let origin = crate::net::Origin::new(p.tls, &p.host, p.port)
+                .map_err(|e| UsageError(format!("--upstream: {e}")))?;
+            let tls = if p.tls {
+                let mut opts = crate::net::tls::TlsOptions {
+                    insecure: a.upstream_insecure,
+                    ..Default::default()
+                };
+                if let Some(path) = &a.upstream_cacert {
+                    opts.extra_roots = crate::net::tls::load_pem_certs(path)
+                        .map_err(|e| UsageError(format!("--upstream-cacert: {e:#}")))?;
+                    opts.only_extra_roots = true;
+                }
+                Some(crate::net::tls::client_config(&opts, true)?)
+            } else {
+                None
+            };
+            Some(Upstream::new(origin, p.authority, tls))
+        }
+    };
+    let running = start(AuditConfig {
+        listen,
+        tls: a.tls,
+        upstream,
+        server: ServerConfig {
+            body_size: a.body_size,
+            idle_timeout,
+            header_timeout,
+            max_header_bytes: a.limits.max_header_bytes,
+            max_body_bytes: a.limits.max_body_bytes,
+            max_connections: a.limits.max_connections,
+            ..ServerConfig::default()
+        },
+    })?;
+    if let Some(path) = &a.cacert_out {
+        std::fs::write(path, &running.ca_pem)
+            .with_context(|| format!("--cacert-out {}", path.display()))?;
+    }
+    eprintln!("handshake audit: listening on {}", running.url);
+    let (command, status) = if a.command.is_empty() {
+        let rt = current_thread_runtime()?;
+        rt.block_on(async {
+            match duration {
+                Some(d) => {
+                    tokio::select! { _ = tokio::time::sleep(d) => {}, _ = tokio::signal::ctrl_c() => {} }
+                }
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        });
+        (None, None)
+    } else {
+        let args: Vec<String> = a
+            .command
+            .iter()
+            .map(|x| x.replace("{url}", &running.url))
+            .collect();
+        // The command's standard output goes to stderr: stdout is the report's.
+        let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
+        let st = std::process::Command::new(&args[0])
+            .args(&args[1..])
+            .env("HANDSHAKE_URL", &running.url)
+            .stdout(std::process::Stdio::from(to_stderr))
+            .status()
+            .with_context(|| format!("starting {}", args[0]))?;
+        // Let the client's last closes and resets arrive.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let code = st.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            128 + st.signal().unwrap_or(0)
+        });
+        (Some(args), Some(code))
+    };
+    let report = running.finish(command, status);
+    let out = if a.json {
+        serde_json::to_string_pretty(&report).expect("audit report serializes")
+    } else {
+        render(&report)
+    };
+    println!("{out}");
+    Ok(status.unwrap_or(0))
+}

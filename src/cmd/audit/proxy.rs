@@ -1,0 +1,205 @@
+//! Forwarding to `--upstream` over the audit's own persistent connections.
+
+use std::io::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+
+use super::server::*;
+use crate::http1::ChunkedDecoder;
+use crate::net::{Origin, Stream};
+use crate::server::conn::{reason, ConnHeader};
+
+/// Where requests go: answered here, or forwarded.
+#[derive(Clone)]
+pub struct Upstream {
+    pub origin: Origin,
+    pub authority: String,
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub(super) pool: Arc<Mutex<Vec<crate::engine::conn::Conn>>>,
+}
+
+impl Upstream {
+    pub fn new(
+        origin: Origin,
+        authority: String,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Upstream {
+        Upstream {
+            origin,
+            authority,
+            tls,
+            pool: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+}
+
+/// Forward to the upstream over a pooled connection; returns the response to write.
+pub(super) async fn forward(
+    up: &Upstream,
+    info: &RequestLine,
+    body: &[u8],
+    conn: ConnHeader,
+) -> anyhow::Result<(Vec<u8>, u64, u64)> {
+    let mut req = Vec::with_capacity(512 + body.len());
+    let _ = write!(
+        req,
+        "{} {} HTTP/1.1\r\nHost: {}\r\n",
+        info.method, info.target, up.authority
+    );
+    for (k, v) in &info.headers {
+        req.extend_from_slice(k.as_bytes());
+        req.extend_from_slice(b": ");
+        req.extend_from_slice(v);
+        req.extend_from_slice(b"\r\n");
+    }
+    if !body.is_empty() || matches!(info.method.as_str(), "POST" | "PUT" | "PATCH") {
+        let _ = write!(req, "Content-Length: {}\r\n", body.len());
+    }
+    req.extend_from_slice(b"\r\n");
+    req.extend_from_slice(body);
+    // A pooled connection may have been closed while idle: retry once on a new one.
+    for attempt in 0..2 {
+        let pooled = if attempt == 0 {
+            up.pool.lock().unwrap_or_else(|p| p.into_inner()).pop()
+        } else {
+            None
+        };
+        let fresh = pooled.is_none();
+        let mut c = match pooled {
+            Some(c) => c,
+            None => {
+                let o = crate::probe::open(
+                    &up.origin,
+                    up.tls.as_ref(),
+                    Duration::from_secs(30),
+                    &Default::default(),
+                )
+                .await
+                .map_err(|e| anyhow::anyhow!("connecting to the upstream: {e}"))?;
+                o.conn
+            }
+        };
+        if c.send(&req).await.is_err() && !fresh {
+            continue;
+        }
+        match read_upstream(&mut c.stream, info.method == "HEAD").await {
+            Ok((head, body, persistent)) => {
+                if persistent {
+                    up.pool.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+                }
+                let mut out = rewrite_head(&head, body.len(), conn)?;
+                let n = body.len() as u64;
+                out.extend_from_slice(&body);
+                return Ok((out, 0, n));
+            }
+            Err(_) if !fresh => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    anyhow::bail!("the upstream closed the connection")
+}
+
+/// Read one upstream response: (head bytes, body data, connection reusable).
+pub(super) async fn read_upstream(
+    s: &mut Stream,
+    head_request: bool,
+) -> anyhow::Result<(Vec<u8>, Vec<u8>, bool)> {
+    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 16 * 1024];
+    let head = loop {
+        if let Some(h) =
+            crate::http1::parse_head(&buf, head_request).map_err(|e| anyhow::anyhow!("{e:?}"))?
+        {
+            if h.is_informational() {
+                buf.drain(..h.head_len);
+                continue;
+            }
+            break h;
+        }
+        let n = s.read(&mut chunk).await?;
+        anyhow::ensure!(n > 0, "the upstream closed before a response");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head_bytes: Vec<u8> = buf.drain(..head.head_len).collect();
+    let body = match head.framing {
+        crate::http1::Framing::None => Vec::new(),
+        crate::http1::Framing::Length(n) => {
+            while (buf.len() as u64) < n {
+                let r = s.read(&mut chunk).await?;
+                anyhow::ensure!(r > 0, "the upstream closed inside the body");
+                buf.extend_from_slice(&chunk[..r]);
+            }
+            buf.drain(..n as usize).collect()
+        }
+        crate::http1::Framing::Chunked => {
+            let mut dec = ChunkedDecoder::new();
+            let mut data = Vec::new();
+            loop {
+                let fed = dec
+                    .feed_data(&buf, &mut data)
+                    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                buf.drain(..fed.consumed);
+                if fed.done {
+                    break data;
+                }
+                let r = s.read(&mut chunk).await?;
+                anyhow::ensure!(r > 0, "the upstream closed inside the body");
+                buf.extend_from_slice(&chunk[..r]);
+            }
+        }
+        crate::http1::Framing::UntilClose => {
+            loop {
+                let r = s.read(&mut chunk).await?;
+                if r == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..r]);
+            }
+            std::mem::take(&mut buf)
+        }
+    };
+    let persistent =
+        head.persistent && head.framing != crate::http1::Framing::UntilClose && buf.is_empty();
+    Ok((head_bytes, body, persistent))
+}
+
+/// The upstream's head for the client: hop-by-hop headers dropped, our framing and
+/// `Connection` added.
+pub(super) fn rewrite_head(
+    head: &[u8],
+    body_len: usize,
+    conn: ConnHeader,
+) -> anyhow::Result<Vec<u8>> {
+    let mut headers = [httparse::EMPTY_HEADER; crate::http1::MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    resp.parse(head)?;
+    let status = resp.code.unwrap_or(502);
+    let mut out = Vec::with_capacity(head.len() + 64);
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\n",
+        resp.reason.unwrap_or(reason(status))
+    );
+    for h in resp.headers.iter() {
+        let name = h.name.to_ascii_lowercase();
+        if HOP_BY_HOP.contains(&name.as_str()) || name == "content-length" {
+            continue;
+        }
+        out.extend_from_slice(h.name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(h.value);
+        out.extend_from_slice(b"\r\n");
+    }
+    if status != 204 && status != 304 {
+        let _ = write!(out, "Content-Length: {body_len}\r\n");
+    }
+    match conn {
+        ConnHeader::None => {}
+        ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
+        ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+    }
+    out.extend_from_slice(b"\r\n");
+    Ok(out)
+}

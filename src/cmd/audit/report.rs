@@ -1,0 +1,252 @@
+//! The audit's report: per client address and in total, and its text form.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::log::*;
+use super::verdict::*;
+
+/// Figures for one client address, or for all.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientSummary {
+    pub client: String,
+    pub connections: u64,
+    pub requests: u64,
+    pub responses: u64,
+    pub requests_per_connection: RpcStats,
+    /// Requests that did not open their connection / all requests.
+    pub reuse_ratio: f64,
+    pub http_versions: BTreeMap<String, u64>,
+    pub connection_headers: BTreeMap<String, u64>,
+    pub idle_gaps: GapStats,
+    pub endings: BTreeMap<Ending, u64>,
+    /// With `--tls`: handshakes that were full and resumed.
+    pub tls_handshakes: TlsCounts,
+    /// Responses the client cut off: how many, and body bytes written of all of them.
+    pub cut_responses: CutResponses,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CutResponses {
+    pub count: u64,
+    pub body_bytes_written: u64,
+    pub body_bytes_total: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct TlsCounts {
+    pub full: u64,
+    pub resumed: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RpcStats {
+    pub min: u64,
+    pub mean: f64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    pub schema_version: u32,
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub url: String,
+    pub command: Option<Vec<String>>,
+    pub exit_status: Option<i32>,
+    pub peak_concurrent_connections: u64,
+    pub total: ClientSummary,
+    pub clients: Vec<ClientSummary>,
+    pub verdict: Vec<String>,
+}
+
+pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
+    let mut s = ClientSummary {
+        client: name,
+        connections: conns.len() as u64,
+        requests: 0,
+        responses: 0,
+        requests_per_connection: RpcStats {
+            min: 0,
+            mean: 0.0,
+            max: 0,
+        },
+        reuse_ratio: 0.0,
+        http_versions: BTreeMap::new(),
+        connection_headers: BTreeMap::new(),
+        idle_gaps: GapStats::default(),
+        endings: BTreeMap::new(),
+        tls_handshakes: TlsCounts::default(),
+        cut_responses: CutResponses::default(),
+    };
+    let mut with_requests = 0u64;
+    for c in conns {
+        s.requests += c.requests;
+        s.responses += c.responses;
+        if c.requests > 0 {
+            with_requests += 1;
+        }
+        for (k, v) in &c.versions {
+            *s.http_versions.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &c.connection_headers {
+            *s.connection_headers.entry(k.clone()).or_default() += v;
+        }
+        s.idle_gaps.merge(&c.gaps);
+        if let Some((written, total)) = c.cut {
+            s.cut_responses.count += 1;
+            s.cut_responses.body_bytes_written += written;
+            s.cut_responses.body_bytes_total += total;
+        }
+        match c.tls_resumed {
+            Some(true) => s.tls_handshakes.resumed += 1,
+            Some(false) => s.tls_handshakes.full += 1,
+            None => {}
+        }
+        *s.endings
+            .entry(c.end.unwrap_or(Ending::OpenAtEnd))
+            .or_default() += 1;
+    }
+    let rpc: Vec<u64> = conns.iter().map(|c| c.requests).collect();
+    s.requests_per_connection = RpcStats {
+        min: rpc.iter().copied().min().unwrap_or(0),
+        mean: if rpc.is_empty() {
+            0.0
+        } else {
+            s.requests as f64 / rpc.len() as f64
+        },
+        max: rpc.iter().copied().max().unwrap_or(0),
+    };
+    s.reuse_ratio = if s.requests > 0 {
+        (s.requests - with_requests) as f64 / s.requests as f64
+    } else {
+        0.0
+    };
+    s
+}
+
+pub(super) fn report(
+    url: &str,
+    log: &SharedLog,
+    command: Option<Vec<String>>,
+    exit_status: Option<i32>,
+) -> AuditReport {
+    let (conns, peak) = with_log(log, |g| (g.conns.clone(), g.peak_open));
+    let all: Vec<&ConnLog> = conns.iter().collect();
+    let total = summarize("all".into(), &all);
+    let mut by: BTreeMap<String, Vec<&ConnLog>> = BTreeMap::new();
+    for c in &conns {
+        by.entry(c.client.map(|a| a.to_string()).unwrap_or_default())
+            .or_default()
+            .push(c);
+    }
+    let clients = by.into_iter().map(|(k, v)| summarize(k, &v)).collect();
+    let verdict = verdict(&total);
+    AuditReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: url.to_string(),
+        command,
+        exit_status,
+        peak_concurrent_connections: peak,
+        total,
+        clients,
+        verdict,
+    }
+}
+
+pub(super) fn count<K: Ord>(m: &BTreeMap<K, u64>, k: &K) -> u64 {
+    m.get(k).copied().unwrap_or(0)
+}
+
+pub fn render(r: &AuditReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "audit {}", r.url);
+    if let Some(c) = &r.command {
+        let _ = writeln!(
+            out,
+            "  command: {} (exit status {})",
+            c.join(" "),
+            r.exit_status.map_or("-".into(), |s| s.to_string())
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  peak concurrent connections: {}",
+        r.peak_concurrent_connections
+    );
+    for s in std::iter::once(&r.total).chain(r.clients.iter().filter(|_| r.clients.len() > 1)) {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            if s.client == "all" {
+                "All clients".to_string()
+            } else {
+                format!("Client {}", s.client)
+            }
+        );
+        let _ = writeln!(out, "  connections           {}", s.connections);
+        let _ = writeln!(
+            out,
+            "  requests              {} ({} answered)",
+            s.requests, s.responses
+        );
+        let _ = writeln!(
+            out,
+            "  requests/connection   min {}  mean {:.1}  max {}   (reuse ratio {:.1} %)",
+            s.requests_per_connection.min,
+            s.requests_per_connection.mean,
+            s.requests_per_connection.max,
+            s.reuse_ratio * 100.0
+        );
+        let fmt_map = |m: &BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(out, "  HTTP versions         {}", fmt_map(&s.http_versions));
+        let _ = writeln!(
+            out,
+            "  Connection headers    {}",
+            fmt_map(&s.connection_headers)
+        );
+        if s.idle_gaps.count > 0 {
+            let g = &s.idle_gaps;
+            let _ = writeln!(
+                out,
+                "  idle gaps (ms)        min {:.2}  mean {:.2}  max {:.2}  ({})",
+                g.min_ms, g.mean_ms, g.max_ms, g.count
+            );
+        }
+        let endings: Vec<String> = s
+            .endings
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{} {v}",
+                    serde_json::to_value(k)
+                        .ok()
+                        .and_then(|x| x.as_str().map(String::from))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  how connections ended {}", endings.join(", "));
+        if s.tls_handshakes.full + s.tls_handshakes.resumed > 0 {
+            let _ = writeln!(
+                out,
+                "  TLS handshakes        full {}, resumed {}",
+                s.tls_handshakes.full, s.tls_handshakes.resumed
+            );
+        }
+    }
+    let _ = writeln!(out, "\nVerdict");
+    for v in &r.verdict {
+        let _ = writeln!(out, "  {v}");
+    }
+    out
+}

@@ -1,0 +1,445 @@
+//! The audit's server: accepts clients, reads their requests, answers them here or
+//! through the upstream, and logs each connection.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use super::log::*;
+use super::proxy::*;
+use super::report::*;
+use crate::http1::{has_token, ChunkedDecoder};
+use crate::server::conn::{reason, route_of, write_head, ConnHeader, Route, FILL};
+use crate::server::ServerConfig;
+
+pub struct AuditConfig {
+    pub listen: SocketAddr,
+    pub tls: bool,
+    pub upstream: Option<Upstream>,
+    /// Responses, timeouts and limits when answering here.
+    pub server: ServerConfig,
+}
+
+/// A running audit: its URL, its CA (with `--tls`), and its log.
+pub struct RunningAudit {
+    pub url: String,
+    pub ca_pem: String,
+    pub(super) log: SharedLog,
+    pub(super) thread: crate::runtime_thread::RuntimeThread,
+}
+
+impl RunningAudit {
+    /// Client connections open now.
+    pub fn open_connections(&self) -> u64 {
+        with_log(&self.log, |g| g.open)
+    }
+
+    /// Stop and return the report (connections still open count as `open_at_end`).
+    pub fn finish(mut self, command: Option<Vec<String>>, exit_status: Option<i32>) -> AuditReport {
+        self.thread.stop();
+        report(&self.url, &self.log, command, exit_status)
+    }
+}
+
+pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
+    let certs = crate::server::tls::generate()?;
+    let log: SharedLog = Arc::new(Mutex::new(Log::default()));
+    let tls = cfg.tls;
+    let acceptor = tls.then(|| tokio_rustls::TlsAcceptor::from(certs.server_config.clone()));
+    let shared = Arc::new((cfg, log.clone()));
+    let (addr, thread) = crate::runtime_thread::RuntimeThread::spawn(
+        "handshake-audit",
+        || {},
+        move || async move {
+            let l = TcpListener::bind(shared.0.listen)
+                .await
+                .with_context(|| format!("binding {}", shared.0.listen))?;
+            let addr = l.local_addr()?;
+            tokio::spawn(accept_loop(l, shared, acceptor));
+            anyhow::Ok(addr)
+        },
+    )?;
+    let url = format!("{}://{addr}/", if tls { "https" } else { "http" });
+    Ok(RunningAudit {
+        url,
+        ca_pem: certs.ca_pem,
+        log,
+        thread,
+    })
+}
+
+pub(super) async fn accept_loop(
+    l: TcpListener,
+    shared: Arc<(AuditConfig, SharedLog)>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
+    loop {
+        let Ok((sock, peer)) = l.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = sock.set_nodelay(true);
+        let (idx, over_limit) = with_log(&shared.1, |g| {
+            g.open += 1;
+            g.peak_open = g.peak_open.max(g.open);
+            g.conns.push(ConnLog {
+                client: Some(peer.ip()),
+                ..ConnLog::default()
+            });
+            (g.conns.len() - 1, g.open > shared.0.server.max_connections)
+        });
+        let shared = shared.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let end = match tls {
+                None => serve(sock, &shared, idx, over_limit).await,
+                Some(acc) => {
+                    match tokio::time::timeout(shared.0.server.header_timeout, acc.accept(sock))
+                        .await
+                    {
+                        Ok(Ok(s)) => {
+                            let resumed = s.get_ref().1.handshake_kind()
+                                == Some(rustls::HandshakeKind::Resumed);
+                            with_log(&shared.1, |g| g.conns[idx].tls_resumed = Some(resumed));
+                            serve(s, &shared, idx, over_limit).await
+                        }
+                        Ok(Err(_)) => Ending::Garbage,
+                        Err(_) => Ending::Stalled,
+                    }
+                }
+            };
+            with_log(&shared.1, |g| {
+                g.open -= 1;
+                g.conns[idx].end = Some(end);
+            });
+        });
+    }
+}
+
+pub(super) fn is_reset(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+    )
+}
+
+/// Answer `status` with an empty body and close: the client broke a limit.
+pub(super) async fn reject<S: AsyncWrite + Unpin>(s: &mut S, status: u16) {
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        reason(status)
+    );
+    let _ = s.write_all(head.as_bytes()).await;
+    let _ = s.shutdown().await;
+}
+
+/// Serve one client connection; returns how it ended. Over the connection limit, the
+/// first request is answered 503.
+pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    shared: &(AuditConfig, SharedLog),
+    idx: usize,
+    over_limit: bool,
+) -> Ending {
+    let (cfg, log) = (&shared.0, &shared.1);
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut last_response_end: Option<Instant> = None;
+    loop {
+        // The request head.
+        let mut head_started: Option<Instant> = None;
+        let (head_len, info) = loop {
+            if !buf.is_empty() {
+                let mut headers = [httparse::EMPTY_HEADER; 64];
+                let mut req = httparse::Request::new(&mut headers);
+                match req.parse(&buf) {
+                    Ok(httparse::Status::Complete(n)) if n <= cfg.server.max_header_bytes => {
+                        break (n, RequestLine::from(&req))
+                    }
+                    Ok(httparse::Status::Partial) if buf.len() <= cfg.server.max_header_bytes => {}
+                    Ok(_) | Err(httparse::Error::TooManyHeaders) => {
+                        reject(&mut s, 431).await;
+                        return Ending::TooLarge;
+                    }
+                    Err(_) => {
+                        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+                        return Ending::Garbage;
+                    }
+                }
+            }
+            let limit = match head_started {
+                None => cfg.server.idle_timeout,
+                Some(t) => cfg.server.header_timeout.saturating_sub(t.elapsed()),
+            };
+            match tokio::time::timeout(limit, s.read(&mut chunk)).await {
+                Err(_) if buf.is_empty() => return Ending::IdleTimeout,
+                Err(_) => {
+                    reject(&mut s, 408).await;
+                    return Ending::Stalled;
+                }
+                Ok(Ok(0)) if buf.is_empty() => return Ending::ClientClosed,
+                Ok(Ok(0)) => return Ending::ClientClosedMidRequest,
+                Ok(Err(e)) if buf.is_empty() && is_reset(&e) => {
+                    let unread = with_log(log, |g| g.conns[idx].last_body > 0);
+                    return if unread {
+                        Ending::ClientClosedUnread
+                    } else {
+                        Ending::ClientReset
+                    };
+                }
+                Ok(Err(_)) => return Ending::ClientClosedMidRequest,
+                Ok(Ok(n)) => {
+                    head_started.get_or_insert_with(Instant::now);
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+            }
+        };
+        let gap = last_response_end
+            .map(|t| head_started.map_or(t.elapsed(), |h| h.saturating_duration_since(t)));
+        with_log(log, |g| {
+            let c = &mut g.conns[idx];
+            c.requests += 1;
+            *c.versions
+                .entry(format!("HTTP/1.{}", info.minor))
+                .or_default() += 1;
+            *c.connection_headers
+                .entry(info.connection.clone())
+                .or_default() += 1;
+            if let Some(gap) = gap {
+                c.gaps.add(gap.as_secs_f64() * 1000.0);
+            }
+        });
+        buf.drain(..head_len);
+        if over_limit {
+            reject(&mut s, 503).await;
+            return Ending::OverLimit;
+        }
+        // The request body.
+        let body = match read_body(&mut s, &mut buf, &mut chunk, &info, &cfg.server).await {
+            Ok(b) => b,
+            Err(end) => {
+                match end {
+                    Ending::TooLarge => reject(&mut s, 413).await,
+                    Ending::Stalled => reject(&mut s, 408).await,
+                    _ => {}
+                }
+                return end;
+            }
+        };
+        let keep = cfg.server.keepalive
+            && if info.minor >= 1 {
+                !info.close
+            } else {
+                info.keep_alive && !info.close
+            };
+        let conn = match (keep, info.minor) {
+            (true, 0) => ConnHeader::KeepAlive,
+            (true, _) => ConnHeader::None,
+            (false, _) => ConnHeader::Close,
+        };
+        let response = match &cfg.upstream {
+            None => local_response(&info, &cfg.server, conn).await,
+            Some(up) => match forward(up, &info, &body, conn).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let msg = format!("handshake audit: upstream failed: {e:#}\n");
+                    let mut out = Vec::new();
+                    let _ = write!(out, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{msg}", msg.len());
+                    (out, 0, msg.len() as u64)
+                }
+            },
+        };
+        let (bytes, extra_fill, body_len) = response;
+        with_log(log, |g| g.conns[idx].last_body = body_len);
+        let cut = |written: u64| with_log(log, |g| g.conns[idx].cut = Some((written, body_len)));
+        if s.write_all(&bytes).await.is_err() {
+            cut(0);
+            return Ending::ClientClosedMidResponse;
+        }
+        // The body bytes written with the head; the rest comes from FILL.
+        let mut written = body_len - extra_fill;
+        let mut left = extra_fill;
+        while left > 0 {
+            let n = left.min(FILL.len() as u64) as usize;
+            if s.write_all(&FILL[..n]).await.is_err() {
+                cut(written);
+                return Ending::ClientClosedMidResponse;
+            }
+            written += n as u64;
+            left -= n as u64;
+        }
+        if s.flush().await.is_err() {
+            cut(written);
+            return Ending::ClientClosedMidResponse;
+        }
+        with_log(log, |g| g.conns[idx].responses += 1);
+        last_response_end = Some(Instant::now());
+        if !keep {
+            let _ = s.shutdown().await;
+            return Ending::ServerClosed;
+        }
+    }
+}
+
+/// The parts of a request the audit needs.
+#[derive(Debug, Clone)]
+pub(super) struct RequestLine {
+    pub(super) method: String,
+    pub(super) target: String,
+    pub(super) minor: u8,
+    /// "close", "keep-alive", or "none".
+    pub(super) connection: String,
+    pub(super) close: bool,
+    pub(super) keep_alive: bool,
+    pub(super) content_length: Option<u64>,
+    pub(super) chunked: bool,
+    /// End-to-end headers, to forward.
+    pub(super) headers: Vec<(String, Vec<u8>)>,
+}
+
+/// Hop-by-hop headers (RFC 9110 7.6.1), never forwarded.
+pub(super) const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+impl RequestLine {
+    fn from(req: &httparse::Request<'_, '_>) -> RequestLine {
+        let mut r = RequestLine {
+            method: req.method.unwrap_or("GET").to_string(),
+            target: req.path.unwrap_or("/").to_string(),
+            minor: req.version.unwrap_or(1),
+            connection: "none".into(),
+            close: false,
+            keep_alive: false,
+            content_length: None,
+            chunked: false,
+            headers: Vec::new(),
+        };
+        let mut listed: Vec<String> = Vec::new();
+        for h in req.headers.iter() {
+            let name = h.name.to_ascii_lowercase();
+            match name.as_str() {
+                "connection" => {
+                    r.close |= has_token(h.value, "close");
+                    r.keep_alive |= has_token(h.value, "keep-alive");
+                    listed.extend(
+                        String::from_utf8_lossy(h.value)
+                            .split(',')
+                            .map(|t| t.trim().to_ascii_lowercase()),
+                    );
+                }
+                "content-length" => {
+                    r.content_length = std::str::from_utf8(h.value)
+                        .ok()
+                        .and_then(|v| v.trim().parse().ok())
+                }
+                "transfer-encoding" => r.chunked = has_token(h.value, "chunked"),
+                _ => {}
+            }
+            if !HOP_BY_HOP.contains(&name.as_str()) && name != "host" && name != "content-length" {
+                r.headers.push((h.name.to_string(), h.value.to_vec()));
+            }
+        }
+        r.headers
+            .retain(|(k, _)| !listed.contains(&k.to_ascii_lowercase()));
+        r.connection = match (r.close, r.keep_alive) {
+            (true, _) => "close".into(),
+            (false, true) => "keep-alive".into(),
+            _ => "none".into(),
+        };
+        r
+    }
+}
+
+/// Read (and keep, for forwarding) the request body.
+pub(super) async fn read_body<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+    chunk: &mut [u8],
+    info: &RequestLine,
+    cfg: &ServerConfig,
+) -> Result<Vec<u8>, Ending> {
+    let deadline = Instant::now() + cfg.header_timeout;
+    if info.chunked {
+        let mut dec = ChunkedDecoder::new();
+        let mut data = Vec::new();
+        loop {
+            let fed = dec.feed_data(buf, &mut data).map_err(|_| Ending::Garbage)?;
+            buf.drain(..fed.consumed);
+            if fed.done {
+                return Ok(data);
+            }
+            if data.len() as u64 > cfg.max_body_bytes {
+                return Err(Ending::TooLarge);
+            }
+            read_more(s, buf, chunk, deadline).await?;
+        }
+    }
+    let n = info.content_length.unwrap_or(0);
+    if n > cfg.max_body_bytes {
+        return Err(Ending::TooLarge);
+    }
+    while (buf.len() as u64) < n {
+        read_more(s, buf, chunk, deadline).await?;
+    }
+    Ok(buf.drain(..n as usize).collect())
+}
+
+/// Read more request bytes before `deadline`.
+pub(super) async fn read_more<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+    chunk: &mut [u8],
+    deadline: Instant,
+) -> Result<(), Ending> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    match tokio::time::timeout(left, s.read(chunk)).await {
+        Ok(Ok(n)) if n > 0 => {
+            buf.extend_from_slice(&chunk[..n]);
+            Ok(())
+        }
+        Err(_) => Err(Ending::Stalled),
+        _ => Err(Ending::ClientClosedMidRequest),
+    }
+}
+
+/// A response from the embedded routes: (bytes to write, FILL bytes to add, body length).
+pub(super) async fn local_response(
+    info: &RequestLine,
+    cfg: &ServerConfig,
+    conn: ConnHeader,
+) -> (Vec<u8>, u64, u64) {
+    let mut status = 200;
+    let mut body_len = cfg.body_size;
+    match route_of(&info.target) {
+        Route::Bytes(n) => body_len = n,
+        Route::Delay(d) => tokio::time::sleep(d).await,
+        Route::Status(c) => status = c,
+        Route::Bad => {
+            status = 400;
+            body_len = 0;
+        }
+        Route::Default | Route::Stats => {}
+    }
+    if !cfg.delay.is_zero() {
+        tokio::time::sleep(cfg.delay).await;
+    }
+    let no_body = info.method == "HEAD" || status == 204 || status == 304;
+    let mut out = Vec::with_capacity(256);
+    write_head(&mut out, cfg, status, body_len, false, conn);
+    let body = if no_body { 0 } else { body_len as u64 };
+    (out, body, body)
+}

@@ -1,0 +1,111 @@
+//! The audit's verdict: plain sentences with the likely cause and the fix.
+
+use super::log::*;
+use super::report::*;
+
+/// Plain sentences: what the client does with connections, the likely cause, the fix.
+pub fn verdict(t: &ClientSummary) -> Vec<String> {
+    let mut v = Vec::new();
+    let plural = |n: u64, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    if t.requests == 0 {
+        v.push(format!(
+            "No request was seen ({}).",
+            plural(t.connections, "connection")
+        ));
+    } else if t.connections >= t.requests && t.requests > 1 {
+        v.push(format!(
+            "{} over {}: no reuse.",
+            plural(t.requests, "request"),
+            plural(t.connections, "connection")
+        ));
+        let close = count(&t.connection_headers, &"close".to_string());
+        let v10 = count(&t.http_versions, &"HTTP/1.0".to_string());
+        let ka = count(&t.connection_headers, &"keep-alive".to_string());
+        let unread = count(&t.endings, &Ending::ClientClosedUnread);
+        if close == t.requests {
+            v.push("The client sent `Connection: close` on every request.".into());
+        } else if v10 == t.requests && ka == 0 {
+            v.push("The client sent HTTP/1.0 requests without `Connection: keep-alive`.".into());
+        } else if unread * 2 >= t.connections {
+            // Said below.
+        } else if count(&t.endings, &Ending::ClientClosed) * 2 >= t.connections {
+            v.push(
+                "The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into(),
+            );
+        }
+    } else if t.connections < t.requests {
+        v.push(format!(
+            "{} over {}: connections are reused ({:.1} requests per connection).",
+            plural(t.requests, "request"),
+            plural(t.connections, "connection"),
+            t.requests_per_connection.mean
+        ));
+    }
+    let tls = t.tls_handshakes;
+    if tls.full + tls.resumed > 1 {
+        v.push(if tls.resumed == 0 {
+            format!(
+                "TLS: all {} handshakes were full: the client does not resume sessions, so each new connection pays the full handshake.",
+                tls.full
+            )
+        } else {
+            format!("TLS: {} of {} handshakes resumed a session.", tls.resumed, tls.full + tls.resumed)
+        });
+    }
+    let unread = count(&t.endings, &Ending::ClientClosedUnread);
+    if unread > 0 {
+        v.push(format!(
+            "The client reset {} with unread response bytes left: it does not read response bodies to the end, which prevents reuse (in Go: read the body to EOF and close it).",
+            plural(unread, "connection")
+        ));
+    }
+    for (e, what) in [
+        (Ending::Garbage, "sent something that is not HTTP"),
+        (
+            Ending::Stalled,
+            "stalled inside a request past the header timeout",
+        ),
+        (
+            Ending::ClientClosedMidRequest,
+            "disconnected in the middle of a request",
+        ),
+        (
+            Ending::ClientClosedMidResponse,
+            "disconnected while a response was being written",
+        ),
+        (Ending::ClientReset, "reset the connection"),
+        (
+            Ending::TooLarge,
+            "sent a request over the size limits (answered 431 or 413)",
+        ),
+        (
+            Ending::OverLimit,
+            "came over the connection limit (answered 503)",
+        ),
+    ] {
+        let n = count(&t.endings, &e);
+        if n > 0 {
+            let detail =
+                if e == Ending::ClientClosedMidResponse && t.cut_responses.body_bytes_total > 0 {
+                    format!(
+                        " ({} of {} body bytes had been written)",
+                        t.cut_responses.body_bytes_written, t.cut_responses.body_bytes_total
+                    )
+                } else {
+                    String::new()
+                };
+            v.push(format!(
+                "On {} the client {what}{detail}.",
+                plural(n, "connection")
+            ));
+        }
+    }
+    if t.responses < t.requests {
+        v.push(format!(
+            "{} of {} requests got no complete response.",
+            t.requests - t.responses,
+            t.requests
+        ));
+    }
+    v
+}

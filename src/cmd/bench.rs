@@ -1,0 +1,69 @@
+//! `handshake bench`: load one URL (or the embedded server, on loopback or across a lab's
+//! link) and report.
+
+use std::sync::Arc;
+
+use super::{embedded_path, emit, one_link, Embedded};
+use crate::cli::BenchArgs;
+use crate::config::{self};
+use crate::engine;
+use crate::plan::Strategy;
+use crate::report::Report;
+use crate::server::ServerConfig;
+use crate::stats::summary;
+
+pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+    let strategy = if a.disable_keepalive {
+        Strategy::Close
+    } else {
+        config::parse_strategy("--strategy", &a.strategy)?
+    };
+    let load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
+    let spec = one_link(&a.link)?;
+    let path = embedded_path(
+        a.url.as_deref(),
+        &a.link,
+        a.request.urls_from_file.is_some(),
+    )?;
+    // Without a URL, start the embedded server (in-process, or across the lab's link) and
+    // trust its CA.
+    let embedded = path
+        .as_ref()
+        .map(|_| Embedded::start(spec, ServerConfig::default()))
+        .transpose()?;
+    let (url, roots) = match (&embedded, &path) {
+        (Some(e), Some(p)) => (
+            Some(e.url(a.embedded_tls || strategy == Strategy::CloseResumed, p)),
+            vec![e.srv.ca_der.clone()],
+        ),
+        _ => (a.url.clone(), Vec::new()),
+    };
+    let req = config::request_config(&a.request, url.as_deref(), roots)?;
+    let sc = config::scenario(
+        strategy.name(),
+        strategy,
+        a.requests_per_connection,
+        &req,
+        &load,
+    )?;
+    let sc = Arc::new(sc);
+    let progress = !a.output.no_progress;
+    let run = || engine::run(sc.clone(), progress);
+    let result = match &embedded {
+        Some(e) => e.client(run)??,
+        None => run()?,
+    };
+    let mut rep = Report::new(vec![summary::summarize(
+        &sc,
+        &result.recorder,
+        result.wall,
+        result.cpu,
+    )]);
+    if let Some(e) = embedded {
+        let (server, link) = e.finish();
+        rep.server = Some(server);
+        rep.link = link;
+    }
+    emit(&rep, &a.output)?;
+    Ok(0)
+}

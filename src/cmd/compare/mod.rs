@@ -1,0 +1,196 @@
+//! `handshake compare`: one workload under several connection strategies, side by side
+//! (the rounds and the statistics are in [`rounds`]).
+
+pub mod rounds;
+
+use std::sync::Arc;
+
+use super::{embedded_path, emit, parse_percent, Embedded};
+use crate::cli::CompareArgs;
+use crate::config::{self, UsageError};
+use crate::lab::LinkSpec;
+use crate::plan::Strategy;
+use crate::report::Report;
+use crate::server::ServerConfig;
+
+/// The strategies compare runs for a URL's scheme.
+fn default_strategies(tls: bool) -> Vec<Strategy> {
+    let mut v = vec![Strategy::Close];
+    if tls {
+        v.push(Strategy::CloseResumed);
+    }
+    v.extend([
+        Strategy::Http10,
+        Strategy::Http10KeepAlive,
+        Strategy::KeepAlive,
+    ]);
+    v
+}
+
+pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
+    // Across a link every round costs round trips; 6 is the fewest that give an interval.
+    let rounds = a.rounds.unwrap_or(if a.link.any() { 6 } else { 10 });
+    if rounds == 0 || rounds > 1000 {
+        return Err(UsageError("--rounds must be between 1 and 1000".into()).into());
+    }
+    let chosen: Option<Vec<Strategy>> = a
+        .strategies
+        .as_ref()
+        .map(|list| {
+            list.iter()
+                .map(|s| config::parse_strategy("--strategies", s.trim()))
+                .collect()
+        })
+        .transpose()?;
+    if chosen.as_ref().is_some_and(|c| c.is_empty()) {
+        return Err(UsageError("--strategies: name at least one strategy".into()).into());
+    }
+    let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
+    let path = embedded_path(
+        a.url.as_deref(),
+        &a.link,
+        a.request.urls_from_file.is_some(),
+    )?;
+    let specs: Vec<Option<LinkSpec>> = if a.link.any() {
+        crate::lab::parse_link(&a.link, true)?
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        vec![None]
+    };
+    // Across a link every request costs round trips: fewer, concurrent requests per round.
+    let defaults = if a.link.any() {
+        config::COMPARE_LAB_DEFAULTS
+    } else {
+        config::COMPARE_DEFAULTS
+    };
+    let load = config::load_config(&a.load, defaults)?;
+    let sweep = specs.len() > 1;
+    let mut scenarios = Vec::new();
+    let mut points = Vec::new();
+    let mut names = Vec::new();
+    let mut single = None;
+    for spec in specs {
+        let embedded = path
+            .as_ref()
+            .map(|_| Embedded::start(spec, ServerConfig::default()))
+            .transpose()?;
+        let prefix = spec
+            .filter(|_| sweep)
+            .map(|s| format!("{}ms ", crate::lab::fmt_num(s.rtt.as_secs_f64() * 1000.0)));
+        let arms = compare_arms(
+            &a,
+            chosen.as_deref(),
+            embedded.as_ref(),
+            path.as_deref(),
+            &load,
+            prefix.as_deref().unwrap_or(""),
+        )?;
+        let cut = prefix.as_ref().map_or(0, |p| p.len());
+        names = arms.iter().map(|arm| arm.name[cut..].to_string()).collect();
+        let run = || {
+            rounds::run(
+                &arms,
+                rounds,
+                embedded.as_ref().map(|e| &e.srv),
+                noise_threshold,
+                embedded.as_ref().and_then(Embedded::rtt_set_ms),
+            )
+        };
+        let result = match &embedded {
+            Some(e) => e.client(run)??,
+            None => run()?,
+        };
+        let (server, link) = match embedded {
+            Some(e) => {
+                let (s, l) = e.finish();
+                (Some(s), l)
+            }
+            None => (None, None),
+        };
+        scenarios.extend(result.scenarios);
+        match (sweep, link) {
+            (true, Some(link)) => points.push(rounds::RttPoint {
+                rtt_set_ms: link.rtt_set_ms,
+                link,
+                server,
+                comparison: result.comparison,
+            }),
+            (_, link) => single = Some((result.comparison, server, link)),
+        }
+    }
+    let mut rep = Report::new(scenarios);
+    if let Some((comparison, server, link)) = single {
+        rep.comparison = Some(comparison);
+        rep.server = server;
+        rep.link = link;
+    }
+    if sweep {
+        rep.rtt_sweep = Some(rounds::RttSweep::new(points, &names));
+    }
+    emit(&rep, &a.output)?;
+    Ok(0)
+}
+
+/// The rows of a comparison: each strategy against each target (with the embedded server,
+/// its HTTP and its HTTPS listener).
+fn compare_arms(
+    a: &CompareArgs,
+    chosen: Option<&[Strategy]>,
+    embedded: Option<&Embedded>,
+    path: Option<&str>,
+    load: &config::LoadConfig,
+    prefix: &str,
+) -> anyhow::Result<Vec<rounds::Arm>> {
+    // (group, URL) for each scheme compared.
+    let targets: Vec<(String, Option<String>)> = match (embedded, path) {
+        (Some(e), Some(p)) => vec![
+            ("http".into(), Some(e.url(false, p))),
+            ("https".into(), Some(e.url(true, p))),
+        ],
+        _ => {
+            let tls = a.url.as_deref().is_some_and(|u| u.starts_with("https://"));
+            vec![(if tls { "https" } else { "http" }.into(), a.url.clone())]
+        }
+    };
+    let roots = embedded
+        .map(|e| vec![e.srv.ca_der.clone()])
+        .unwrap_or_default();
+    let mut arms = Vec::new();
+    for (group, url) in &targets {
+        let req = config::request_config(&a.request, url.as_deref(), roots.clone())?;
+        let tls = req.urls.iter().any(|(_, u)| u.tls);
+        let strategies = match chosen {
+            // With the embedded server, a TLS-only strategy is left out of the HTTP group.
+            Some(c) if embedded.is_some() => c
+                .iter()
+                .copied()
+                .filter(|s| tls || *s != Strategy::CloseResumed)
+                .collect(),
+            Some(c) => c.to_vec(),
+            None => default_strategies(tls),
+        };
+        for (k, st) in strategies.iter().copied().enumerate() {
+            // A strategy listed again (an A/A run) gets "#2", "#3" after its name.
+            let nth = strategies[..k].iter().filter(|s| **s == st).count();
+            let base = if nth == 0 {
+                st.name().to_string()
+            } else {
+                format!("{}#{}", st.name(), nth + 1)
+            };
+            let name = if embedded.is_some() {
+                format!("{prefix}{group} {base}")
+            } else {
+                base
+            };
+            let sc = config::scenario(&name, st, a.requests_per_connection, &req, load)?;
+            arms.push(rounds::Arm {
+                name,
+                group: group.clone(),
+                scenario: Arc::new(sc),
+            });
+        }
+    }
+    Ok(arms)
+}

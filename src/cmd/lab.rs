@@ -1,0 +1,112 @@
+//! `handshake lab -- COMMAND`: a server on the lab's server side, a command on its
+//! client side, the emulated link between.
+
+use std::os::fd::AsFd;
+
+use anyhow::Context;
+
+use super::lab_server;
+use crate::cli::LabArgs;
+use crate::config::UsageError;
+use crate::lab::Lab;
+use crate::server::ServerConfig;
+
+/// `handshake lab -- COMMAND`: a server (the embedded one, or `--server-cmd`) on the
+/// server side, the command on the client side, the link between; the command's output
+/// passes through and its status is the lab's.
+pub fn run(a: LabArgs) -> anyhow::Result<i32> {
+    let spec = crate::lab::parse_link(&a.link, false)?[0];
+    let mut l = Lab::start(spec)?;
+    let dir = std::env::temp_dir().join(format!("handshake-lab-{}", std::process::id()));
+    let _dir_guard = crate::lab::TempDir::create(&dir)?;
+    let cacert = dir.join("ca.pem");
+    let (srv, url, https_url) = match &a.server_cmd {
+        None => {
+            let cfg = ServerConfig {
+                body_size: a.body_size,
+                ..ServerConfig::default()
+            };
+            let srv = lab_server(&l, cfg)?;
+            std::fs::write(&cacert, &srv.ca_pem).context("writing the CA file")?;
+            let http = srv.http_url().expect("http listener");
+            let https = srv.https_url().expect("https listener");
+            (Some(srv), if a.https { https.clone() } else { http }, https)
+        }
+        Some(cmd) => {
+            if a.https {
+                return Err(UsageError("--https: with --server-cmd, write the https:// URL yourself (the server's address is {addr}, its port {port})".into()).into());
+            }
+            let addr = std::net::SocketAddr::from((crate::lab::SERVER_ADDR, a.port));
+            let line = cmd
+                .replace("{addr}", &crate::lab::SERVER_ADDR.to_string())
+                .replace("{port}", &a.port.to_string());
+            // The server's output goes to stderr: stdout is the command's.
+            let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
+            let mut child = l
+                .spawn_server(
+                    std::process::Command::new("sh")
+                        .arg("-c")
+                        .arg(&line)
+                        .stdout(std::process::Stdio::from(to_stderr)),
+                )
+                .with_context(|| format!("starting --server-cmd {line:?}"))?;
+            if let Err(e) = l.wait_listening(addr, &mut child, std::time::Duration::from_secs(15)) {
+                l.forget(child.id());
+                return Err(e);
+            }
+            std::fs::write(&cacert, "").context("writing the CA file")?;
+            (None, format!("http://{addr}/"), format!("https://{addr}/"))
+        }
+    };
+    l.measure()?;
+    eprintln!("handshake lab: {}", l.report().describe());
+    eprintln!("handshake lab: running the command against {url}");
+    let ca = cacert.display().to_string();
+    // `{{` and `}}` stand for literal braces: `{{url}}` is left as `{url}` for a command
+    // that fills it itself (`handshake audit -- curl {{url}}`).
+    let fill = |x: &String| {
+        x.replace("{{", "\u{0}(")
+            .replace("}}", "\u{0})")
+            .replace("{https_url}", &https_url)
+            .replace("{url}", &url)
+            .replace("{cacert}", &ca)
+            .replace("\u{0}(", "{")
+            .replace("\u{0})", "}")
+    };
+    let args: Vec<String> = a.command.iter().map(fill).collect();
+    let mut cmd = std::process::Command::new(&args[0]);
+    cmd.args(&args[1..])
+        .env("HANDSHAKE_URL", &url)
+        .env("HANDSHAKE_HTTPS_URL", &https_url)
+        .env("HANDSHAKE_CACERT", &ca);
+    let mut child = l
+        .spawn_client(&mut cmd)
+        .with_context(|| format!("starting {}", args[0]))?;
+    let st = child.wait();
+    l.forget(child.id());
+    let st = st?;
+    let code = st.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        128 + st.signal().unwrap_or(0)
+    });
+    let server = srv.map(|s| {
+        let snap = s.snapshot();
+        s.stop();
+        snap
+    });
+    let link = l.finish();
+    if a.json {
+        let v = serde_json::json!({ "link": link, "server": server, "command": args, "exit_status": code });
+        eprintln!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
+    } else {
+        eprintln!("handshake lab: {}", link.describe_line());
+        if let Some(s) = server {
+            eprintln!(
+                "handshake lab: embedded server: {} connections accepted, {} requests, TLS handshakes full {} resumed {}",
+                s.connections_accepted, s.requests, s.tls_handshakes_full, s.tls_handshakes_resumed
+            );
+        }
+        eprintln!("handshake lab: the command exited with {code}");
+    }
+    Ok(code)
+}

@@ -1,0 +1,88 @@
+//! `handshake serve`: the embedded target server as a process.
+
+use std::io::Write;
+
+use anyhow::Context;
+
+use super::{on_off, parse_addr};
+use crate::cli::ServeArgs;
+use crate::config::{parse_duration, parse_positive_duration, UsageError};
+use crate::server::{self, ServerConfig};
+
+pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
+    let cfg = ServerConfig {
+        listen: Some(parse_addr("--listen", &a.listen)?),
+        tls_listen: if a.no_tls {
+            None
+        } else {
+            Some(parse_addr("--tls-listen", &a.tls_listen)?)
+        },
+        keepalive: on_off("--keepalive", &a.keepalive)?,
+        idle_timeout: parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?,
+        max_requests_per_connection: a.max_requests_per_connection,
+        http10: a.http10,
+        body_size: a.body_size,
+        delay: parse_duration("--delay", &a.delay)?,
+        header_timeout: parse_positive_duration("--header-timeout", &a.limits.header_timeout)?,
+        max_header_bytes: a.limits.max_header_bytes,
+        max_body_bytes: a.limits.max_body_bytes,
+        max_connections: a.limits.max_connections,
+        threads: a.threads,
+    };
+    if cfg.max_requests_per_connection == Some(0) {
+        return Err(UsageError(
+            "--max-requests-per-connection must be at least 1".into(),
+        ));
+    }
+    if cfg.threads == 0 {
+        return Err(UsageError("--threads must be at least 1".into()));
+    }
+    Ok(cfg)
+}
+
+pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
+    let cfg = serve_config(&a)?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| parse_duration("--duration", d))
+        .transpose()?;
+    let srv = server::start(cfg)?;
+    if let Some(path) = &a.cacert_out {
+        std::fs::write(path, &srv.ca_pem)
+            .with_context(|| format!("--cacert-out {}", path.display()))?;
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        if let Some(u) = srv.http_url() {
+            let _ = writeln!(out, "listening {u}");
+        }
+        if let Some(u) = srv.https_url() {
+            let _ = writeln!(out, "listening {u}");
+        }
+        let _ = out.flush();
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        match duration {
+            Some(d) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => {},
+                    _ = tokio::signal::ctrl_c() => {},
+                }
+            }
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    });
+    let s = srv.snapshot();
+    eprintln!(
+        "handshake serve: {} connections accepted, {} requests, TLS handshakes full {} resumed {}",
+        s.connections_accepted, s.requests, s.tls_handshakes_full, s.tls_handshakes_resumed
+    );
+    srv.stop();
+    Ok(0)
+}
