@@ -37,13 +37,34 @@ fn root(test: &str) -> bool {
     true
 }
 
-/// Within 5 % (+0.5 ms) of `expected` ms.
+/// Within 5 % (+0.5 ms) of `expected` ms. The tests read medians (of the phases, of
+/// the rounds, of repeated clients): on a loaded 2-vCPU machine one sample in many can
+/// lose a few ms to scheduling, which says nothing about the link. No sample can beat
+/// physics, though: [`assert_not_below`] checks every minimum.
 fn assert_near(what: &str, got: f64, expected: f64) {
     let tol = expected * 0.05 + 0.5;
     assert!(
         (got - expected).abs() <= tol,
         "{what}: {got:.3} ms, expected {expected:.1} ms ± {tol:.2}"
     );
+}
+
+/// A time that must take at least `rtt_ms` (a round trip) and not much less.
+fn assert_not_below(what: &str, got: f64, rtt_ms: f64) {
+    assert!(
+        got >= rtt_ms * 0.99,
+        "{what}: {got:.3} ms, faster than the {rtt_ms} ms round trip"
+    );
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn f(v: &Value) -> f64 {
@@ -90,7 +111,7 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
         let r = format!("{rtt}ms");
         // Keep-alive: the first request connects (1 RTT) then waits (1 RTT); the others
         // only wait.
-        let rep = bench_json(&["--rtt", &r, "-n", "6", "-c", "1"]);
+        let rep = bench_json(&["--rtt", &r, "-n", "8", "-c", "1"]);
         assert_ground_truth(&rep);
         assert_schema(&rep);
         let link = &rep["link"];
@@ -103,31 +124,37 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
         assert_near("probe connects (median)", f(&link["rtt_measured_ms"]), rtt);
         let p = &scenario(&rep)["phases_ms"];
         assert_eq!(u(&p["new"]["connect"]["count"]), 1);
-        assert_near("connect", f(&p["new"]["connect"]["mean"]), rtt);
-        assert_eq!(u(&p["reused"]["wait"]["count"]), 5);
-        assert_near("wait (reused)", f(&p["reused"]["wait"]["mean"]), rtt);
-        assert_near("wait (reused) max", f(&p["reused"]["wait"]["max"]), rtt);
+        assert_not_below("connect", f(&p["new"]["connect"]["min"]), rtt);
+        assert_eq!(u(&p["reused"]["wait"]["count"]), 7);
+        assert_near("wait (reused, median)", f(&p["reused"]["wait"]["p50"]), rtt);
+        assert_not_below("wait (reused)", f(&p["reused"]["wait"]["min"]), rtt);
         // A new TLS 1.3 connection per request: TCP 1 RTT, TLS 1 RTT.
-        let rep = one_at_a_time(&r, 4, &["--strategy", "close", "--embedded-tls"]);
+        let rep = one_at_a_time(&r, 5, &["--strategy", "close", "--embedded-tls"]);
         let s = scenario(&rep);
-        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 4);
-        assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 4);
-        assert_near("TLS 1.3 full", tls_ms(s, "mean"), rtt);
-        let connect = f(&s["phases_ms"]["new"]["connect"]["mean"]);
-        assert_near("connect (TLS run)", connect, rtt);
+        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 5);
+        assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 5);
+        assert_near("TLS 1.3 full (median)", tls_ms(s, "p50"), rtt);
+        assert_not_below("TLS 1.3 full", tls_ms(s, "min"), rtt);
+        let connect = &s["phases_ms"]["new"]["connect"];
+        assert_near("connect (median)", f(&connect["p50"]), rtt);
+        assert_not_below("connect", f(&connect["min"]), rtt);
         // TLS 1.2: a full handshake takes 2 round trips.
         let tls12 = ["--embedded-tls", "--tls-version", "1.2", "--strategy"];
         let rep = one_at_a_time(&r, 3, &[&tls12[..], &["close"]].concat());
         let s = scenario(&rep);
         assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 3);
-        assert_near("TLS 1.2 full", tls_ms(s, "mean"), 2.0 * rtt);
+        assert_near("TLS 1.2 full (median)", tls_ms(s, "p50"), 2.0 * rtt);
+        assert_not_below("TLS 1.2 full", tls_ms(s, "min"), 2.0 * rtt);
         // A resumed TLS 1.2 handshake (abbreviated) takes 1 round trip.
-        let rep = one_at_a_time(&r, 3, &[&tls12[..], &["close-resumed"]].concat());
+        let rep = one_at_a_time(&r, 4, &[&tls12[..], &["close-resumed"]].concat());
         let s = scenario(&rep);
-        assert_eq!(u(&s["connections"]["tls_handshakes"]["resumed"]), 2);
-        assert_eq!(u(&rep["server"]["tls_handshakes_resumed"]), 2);
-        assert_near("TLS 1.2 resumed (min)", tls_ms(s, "min"), rtt);
-        assert_near("TLS 1.2 full (max)", tls_ms(s, "max"), 2.0 * rtt);
+        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 1);
+        assert_eq!(u(&s["connections"]["tls_handshakes"]["resumed"]), 3);
+        assert_eq!(u(&rep["server"]["tls_handshakes_resumed"]), 3);
+        // 1 full (2 RTT) and 3 resumed (1 RTT): the median is a resumed one.
+        assert_near("TLS 1.2 resumed (median)", tls_ms(s, "p50"), rtt);
+        assert_not_below("TLS 1.2 resumed", tls_ms(s, "min"), rtt);
+        assert_not_below("TLS 1.2 full (the slowest)", tls_ms(s, "max"), 2.0 * rtt);
     }
 }
 
@@ -172,6 +199,27 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
     let Some(_g) = lab_test("curl across the link") else {
         return;
     };
+    // Five curl processes, one after another, each with its own connection.
+    let five = |w: &str, extra: &str| {
+        format!(
+            "for i in 1 2 3 4 5; do curl -s -o /dev/null {extra} -w '{w}\\n' \"$HANDSHAKE_URL\" || exit 1; done"
+        )
+    };
+    let columns = |out: &str| -> Vec<Vec<f64>> {
+        let rows: Vec<Vec<f64>> = out
+            .lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .map(|x| x.parse::<f64>().unwrap() * 1000.0)
+                    .collect()
+            })
+            .collect();
+        assert_eq!(rows.len(), 5, "{out}");
+        (0..rows[0].len())
+            .map(|k| rows.iter().map(|r| r[k]).collect())
+            .collect()
+    };
+    let script = five("%{time_connect} %{time_starttransfer}", "");
     let (code, out, err) = run_lab(&[
         "lab",
         "--rtt",
@@ -180,52 +228,48 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
         "delay-line",
         "--json",
         "--",
-        "curl",
-        "-s",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{time_connect} %{time_starttransfer}",
-        "{url}",
+        "sh",
+        "-c",
+        &script,
     ]);
     assert_eq!(code, 0, "{err}");
-    let t: Vec<f64> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
-    assert_near("curl time_connect", t[0] * 1000.0, 40.0);
-    assert_near("curl time_starttransfer", t[1] * 1000.0, 80.0);
-    let v = lab_summary(&err);
-    assert_eq!(u(&v["server"]["connections_accepted"]), 1);
-    assert_eq!(u(&v["server"]["requests"]), 1);
-    assert_eq!(v["exit_status"], 0);
-    assert!(u(&v["link"]["delay_line"]["client_to_server"]["packets"]) >= 4);
-    // HTTPS: curl's TLS 1.3 handshake is one more round trip; it trusts {cacert}.
-    let (code, out, err) = run_lab(&[
-        "lab",
-        "--rtt",
-        "40ms",
-        "--https",
-        "--json",
-        "--",
-        "curl",
-        "-s",
-        "-o",
-        "/dev/null",
-        "--cacert",
-        "{cacert}",
-        "-w",
-        "%{time_connect} %{time_appconnect}",
-        "{url}",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let t: Vec<f64> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
-    assert_near("curl https time_connect", t[0] * 1000.0, 40.0);
-    // TLS 1.3 adds one round trip (and curl's own setup: its CA file is read then).
-    let tls = (t[1] - t[0]) * 1000.0;
-    assert!(
-        (39.5..50.0).contains(&tls),
-        "curl's TLS handshake took {tls:.1} ms"
+    let c = columns(&out);
+    assert_near("curl time_connect (median)", median(c[0].clone()), 40.0);
+    assert_near(
+        "curl time_starttransfer (median)",
+        median(c[1].clone()),
+        80.0,
     );
+    for (connect, first_byte) in c[0].iter().zip(&c[1]) {
+        assert_not_below("curl time_connect", *connect, 40.0);
+        assert_not_below("curl time_starttransfer", *first_byte, 80.0);
+    }
     let v = lab_summary(&err);
-    assert_eq!(u(&v["server"]["tls_handshakes_full"]), 1);
+    assert_eq!(u(&v["server"]["connections_accepted"]), 5);
+    assert_eq!(u(&v["server"]["requests"]), 5);
+    assert_eq!(v["exit_status"], 0);
+    assert!(u(&v["link"]["delay_line"]["client_to_server"]["packets"]) >= 20);
+    // HTTPS: curl's TLS 1.3 handshake is one more round trip; it trusts {cacert}.
+    let script = five("%{time_connect} %{time_appconnect}", "--cacert {cacert}");
+    let (code, out, err) = run_lab(&[
+        "lab", "--rtt", "40ms", "--https", "--json", "--", "sh", "-c", &script,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let c = columns(&out);
+    assert_near(
+        "curl https time_connect (median)",
+        median(c[0].clone()),
+        40.0,
+    );
+    // TLS adds one round trip (and curl's own setup: its CA file is read then).
+    let tls: Vec<f64> = c[0].iter().zip(&c[1]).map(|(a, b)| b - a).collect();
+    for t in &tls {
+        assert_not_below("curl's TLS handshake", *t, 40.0);
+    }
+    let t = median(tls);
+    assert!(t < 50.0, "curl's TLS handshake took {t:.1} ms (median)");
+    let v = lab_summary(&err);
+    assert_eq!(u(&v["server"]["tls_handshakes_full"]), 5);
     // The command's status is the lab's; $HANDSHAKE_URL is set.
     let (code, out, _) = run_lab(&[
         "lab",
@@ -249,20 +293,34 @@ fn an_independent_server_with_server_cmd() {
     let Some(_g) = lab_test("server-cmd") else {
         return;
     };
-    // Python's http.server (HTTP/1.0: a connection per request) on the server side.
+    // Python's http.server (HTTP/1.0: a connection per request) on the server side; its
+    // log lines (on the lab's stderr) are the server's own count.
     let (code, out, err) = run_lab(&[
-        "lab", "--rtt", "20ms", "--server-cmd", "exec python3 -m http.server {port} --bind {addr}",
-        "--", "sh", "-c",
-        "curl -s -o /dev/null -w '%{time_connect} ' {url} && curl -s -o /dev/null -w '%{time_connect}' {url}",
+        "lab",
+        "--rtt",
+        "20ms",
+        "--server-cmd",
+        "exec python3 -m http.server {port} --bind {addr}",
+        "--",
+        "sh",
+        "-c",
+        "for i in 1 2 3 4 5; do curl -s -o /dev/null -w '%{time_connect}\\n' {url} || exit 1; done",
     ]);
     assert_eq!(code, 0, "{err}");
-    for t in out.split_whitespace() {
-        assert_near(
-            "curl to python time_connect",
-            t.parse::<f64>().unwrap() * 1000.0,
-            20.0,
-        );
+    let t: Vec<f64> = out
+        .lines()
+        .map(|x| x.parse::<f64>().unwrap() * 1000.0)
+        .collect();
+    assert_eq!(t.len(), 5, "{out}");
+    assert_near(
+        "curl to python time_connect (median)",
+        median(t.clone()),
+        20.0,
+    );
+    for x in t {
+        assert_not_below("curl to python time_connect", x, 20.0);
     }
+    assert_eq!(err.matches("\"GET / HTTP/1.1\" 200").count(), 5, "{err}");
     assert!(err.contains("measured"), "{err}");
 }
 
@@ -398,7 +456,7 @@ fn trace_across_the_link() {
     let Some(_g) = lab_test("trace --rtt") else {
         return;
     };
-    let out = run(&["trace", "--rtt", "30ms", "--count", "2", "--json"]);
+    let out = run(&["trace", "--rtt", "30ms", "--count", "5", "--json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -407,15 +465,21 @@ fn trace_across_the_link() {
     let t: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(f(&t["link"]["rtt_set_ms"]), 30.0);
     let steps = t["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 2);
-    assert_near("trace connect", f(&steps[0]["connect_ms"]), 30.0);
-    assert_near("trace wait", f(&steps[0]["wait_ms"]), 30.0);
-    assert_eq!(steps[1]["reused"], true);
-    assert!(
-        steps[1]["connect_ms"].is_null(),
-        "the second request reuses the connection"
-    );
-    assert_near("trace wait (reused)", f(&steps[1]["wait_ms"]), 30.0);
+    assert_eq!(steps.len(), 5);
+    assert_not_below("trace connect", f(&steps[0]["connect_ms"]), 30.0);
+    assert!(f(&steps[0]["connect_ms"]) < 40.0, "{}", steps[0]);
+    for s in &steps[1..] {
+        assert_eq!(s["reused"], true);
+        assert!(
+            s["connect_ms"].is_null(),
+            "a reused connection has no connect: {s}"
+        );
+    }
+    let waits: Vec<f64> = steps.iter().map(|s| f(&s["wait_ms"])).collect();
+    assert_near("trace wait (median)", median(waits.clone()), 30.0);
+    for w in waits {
+        assert_not_below("trace wait", w, 30.0);
+    }
 }
 
 #[test]
