@@ -53,6 +53,17 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     }
 }
 
+/// A percentage from 0 up to (not including) 100: `5%` or `5`; returns the fraction.
+pub fn parse_percent(flag: &str, s: &str) -> Result<f64, UsageError> {
+    let t = s.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => Ok(v / 100.0),
+        _ => usage(format!(
+            "{flag}: expected a percentage from 0 to 100, like 5%, not {s:?}"
+        )),
+    }
+}
+
 /// A duration that must be more than zero (a timeout, a run length, a window).
 pub fn parse_positive_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     let d = parse_duration(flag, s)?;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{embedded_path, emit, one_link, Embedded};
+use super::{embedded_path, emit, on_client, one_link, Embedded};
 use crate::cli::BenchArgs;
 use crate::config::{self};
 use crate::engine;
@@ -49,10 +49,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let sc = Arc::new(sc);
     let progress = !a.output.no_progress;
     let run = || engine::run(sc.clone(), progress);
-    let result = match &embedded {
-        Some(e) => e.client(run)??,
-        None => run()?,
-    };
+    let result = on_client(embedded.as_ref(), run)??;
     let mut rep = Report::new(vec![summary::summarize(
         &sc,
         &result.recorder,

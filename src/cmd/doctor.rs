@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::cli::{DoctorArgs, RequestArgs};
-use crate::cmd::{current_thread_runtime, single_target, single_url_scenario};
+use crate::cmd::{current_thread_runtime, on_client, single_target, single_url_scenario};
 use crate::config::{self, parse_positive_duration, UsageError};
 use crate::http1::{ConnectionHeader, HttpVersion};
 use crate::net::tls;
@@ -571,10 +571,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             max_idle,
         ))
     };
-    let mut d = match &embedded {
-        Some(e) => e.client(run)??,
-        None => run()?,
-    };
+    let mut d = on_client(embedded.as_ref(), run)??;
     if let Some(e) = embedded {
         d.link = e.finish().1;
     }

@@ -132,6 +132,18 @@ impl Embedded {
     }
 }
 
+/// Run `f` on the client's side: that of the embedded server's lab when there is one,
+/// else right here (a URL given, or the embedded server on loopback).
+pub(crate) fn on_client<T: Send>(
+    embedded: Option<&Embedded>,
+    f: impl FnOnce() -> T + Send,
+) -> anyhow::Result<T> {
+    match embedded {
+        Some(e) => e.client(f),
+        None => Ok(f()),
+    }
+}
+
 /// Print the report (text or JSON) and write the HTML file if asked.
 pub(crate) fn emit(rep: &Report, output: &OutputArgs) -> anyhow::Result<()> {
     if let Some(path) = &output.html {
@@ -146,17 +158,6 @@ pub(crate) fn emit(rep: &Report, output: &OutputArgs) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{out}");
     Ok(())
-}
-
-/// A percentage: `5%` or `5`.
-pub(crate) fn parse_percent(flag: &str, s: &str) -> Result<f64, UsageError> {
-    let t = s.trim().trim_end_matches('%').trim();
-    match t.parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => Ok(v / 100.0),
-        _ => Err(UsageError(format!(
-            "{flag}: expected a percentage from 0 to 100, like 5%, not {s:?}"
-        ))),
-    }
 }
 
 pub(crate) fn on_off(flag: &str, s: &str) -> Result<bool, UsageError> {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::cli::TraceArgs;
-use crate::cmd::{current_thread_runtime, single_target, single_url_scenario};
+use crate::cmd::{current_thread_runtime, on_client, single_target, single_url_scenario};
 use crate::config::{self, UsageError};
 use crate::plan::Scenario;
 use crate::probe::{self, TlsInfo};
@@ -256,10 +256,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let run = || -> anyhow::Result<TraceReport> {
         Ok(current_thread_runtime()?.block_on(execute(&sc, a.count)))
     };
-    let mut t = match &embedded {
-        Some(e) => e.client(run)??,
-        None => run()?,
-    };
+    let mut t = on_client(embedded.as_ref(), run)??;
     if let Some(e) = embedded {
         t.link = e.finish().1;
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::cli::LinkArgs;
-use crate::config::{parse_duration, UsageError};
+use crate::config::{parse_duration, parse_percent, UsageError};
 pub use delay::{LineStats, Shape};
 
 /// The client side's address.
@@ -104,20 +104,12 @@ pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError>
     if jitter > Duration::from_secs(10) {
         return Err(UsageError("--jitter: at most 10 s".into()));
     }
-    let loss = match &f.loss {
-        None => 0.0,
-        Some(s) => {
-            let t = s.trim().trim_end_matches('%').trim();
-            match t.parse::<f64>() {
-                Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => v / 100.0,
-                _ => {
-                    return Err(UsageError(format!(
-                        "--loss: expected a percentage below 100, like 1% or 0.5, not {s:?}"
-                    )))
-                }
-            }
-        }
-    };
+    let loss = f
+        .loss
+        .as_deref()
+        .map(|l| parse_percent("--loss", l))
+        .transpose()?
+        .unwrap_or(0.0);
     let bandwidth_bps = f.bandwidth.as_deref().map(parse_bandwidth).transpose()?;
     let emulator = match f.emulator.as_deref().map(str::trim) {
         None | Some("auto") => Emulator::Auto,

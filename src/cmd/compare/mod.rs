@@ -5,9 +5,9 @@ pub mod rounds;
 
 use std::sync::Arc;
 
-use super::{embedded_path, emit, parse_percent, Embedded};
+use super::{embedded_path, emit, on_client, Embedded};
 use crate::cli::CompareArgs;
-use crate::config::{self, UsageError};
+use crate::config::{self, parse_percent, UsageError};
 use crate::lab::LinkSpec;
 use crate::plan::Strategy;
 use crate::report::Report;
@@ -98,10 +98,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
                 embedded.as_ref().and_then(Embedded::rtt_set_ms),
             )
         };
-        let result = match &embedded {
-            Some(e) => e.client(run)??,
-            None => run()?,
-        };
+        let result = on_client(embedded.as_ref(), run)??;
         let (server, link) = match embedded {
             Some(e) => {
                 let (s, l) = e.finish();
