@@ -28,43 +28,64 @@ impl Dnsmasq {
             }
             panic!("dnsmasq is needed (Debian package dnsmasq-base; scripts/test installs it). Set HANDSHAKE_SKIP_DNSMASQ=1 to skip.");
         }
-        let port = free_udp_port();
-        let log = std::env::temp_dir().join(format!(
-            "handshake-dnsmasq-{}-{port}.log",
-            std::process::id()
-        ));
-        let child = Command::new("/usr/sbin/dnsmasq")
-            .args([
-                "--keep-in-foreground",
-                "--conf-file=/dev/null",
-                "--no-resolv",
-                "--no-hosts",
-                "--bind-interfaces",
-                "--listen-address=127.0.0.1",
-                "--pid-file=",
-                "--user=root",
-                "--log-queries",
-                "--log-async=100",
-                "--address=/svc1.handshake.test/127.0.0.1",
-                "--address=/svc2.handshake.test/127.0.0.1",
-                "--address=/#/",
-            ])
-            .arg(format!("--port={port}"))
-            .arg(format!("--local-ttl={ttl}"))
-            .arg(format!("--log-facility={}", log.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("dnsmasq starts");
-        let d = Dnsmasq { child, port, log };
-        // Ready when it answers.
-        for _ in 0..100 {
-            if d.log_text().contains("started") {
-                return Some(d);
+        // dnsmasq binds the port for UDP and TCP; another process can take it between our
+        // check and its bind, so a start that exits is tried again on another port.
+        let mut why = String::new();
+        for _ in 0..5 {
+            let port = free_udp_and_tcp_port();
+            let log = std::env::temp_dir().join(format!(
+                "handshake-dnsmasq-{}-{port}.log",
+                std::process::id()
+            ));
+            let child = Command::new("/usr/sbin/dnsmasq")
+                .args([
+                    "--keep-in-foreground",
+                    "--conf-file=/dev/null",
+                    "--no-resolv",
+                    "--no-hosts",
+                    "--bind-interfaces",
+                    "--listen-address=127.0.0.1",
+                    "--pid-file=",
+                    "--user=root",
+                    "--log-queries",
+                    "--log-async=100",
+                    "--address=/svc1.handshake.test/127.0.0.1",
+                    "--address=/svc2.handshake.test/127.0.0.1",
+                    "--address=/#/",
+                ])
+                .arg(format!("--port={port}"))
+                .arg(format!("--local-ttl={ttl}"))
+                .arg(format!("--log-facility={}", log.display()))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("dnsmasq starts");
+            let mut d = Dnsmasq { child, port, log };
+            // Ready when its log says so.
+            for _ in 0..250 {
+                if d.log_text().contains("started") {
+                    return Some(d);
+                }
+                if d.child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(20));
+            why = d.stop();
         }
-        panic!("dnsmasq did not start: {}", d.log_text());
+        panic!("dnsmasq did not start in 5 tries: {why}");
+    }
+
+    /// Stop it and remove its log; what it said on stderr.
+    fn stop(&mut self) -> String {
+        let _ = self.child.kill();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+        format!("{} {err}", self.log_text())
     }
 
     fn server(&self) -> String {
@@ -98,22 +119,19 @@ impl Dnsmasq {
 
 impl Drop for Dnsmasq {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
+        self.stop();
     }
 }
 
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A loopback port that is free for UDP and for TCP (dnsmasq binds both).
+fn free_udp_and_tcp_port() -> u16 {
+    loop {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = udp.local_addr().unwrap().port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 fn dns(s: &serde_json::Value) -> (u64, u64, u64) {
