@@ -14,6 +14,18 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The embedded server's HTTPS URL and a file with its CA. Over TLS a new connection
+/// costs ~0.5 ms against ~0.05 ms per keep-alive request: far above this machine's
+/// round-to-round noise, which on loopback HTTP (~0.03 ms per handshake) it can reach.
+fn https_target(srv: &RunningServer, tag: &str) -> (String, std::path::PathBuf) {
+    let ca = std::env::temp_dir().join(format!(
+        "handshake-compare-{}-{tag}.pem",
+        std::process::id()
+    ));
+    std::fs::write(&ca, &srv.ca_pem).unwrap();
+    (srv.https_url().unwrap(), ca)
+}
+
 fn compare_json(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["compare", "--json", "--no-progress"];
     all.extend_from_slice(args);
@@ -170,12 +182,15 @@ fn walsh_median(d: &[f64]) -> f64 {
 fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
     let _serial = serial();
     let srv = start(ServerConfig::default());
-    let url = srv.http_url().unwrap();
+    let (url, ca) = https_target(&srv, "ratio");
+    let ca = ca.to_str().unwrap();
     // Two workers keep both vCPUs busy, and rounds of 1000 requests (~50 ms) are long
     // enough that one scheduling mode of the machine does not decide them (see
     // aa_and_same_cost_pairs_... below).
     let r = compare_json(&[
         &url,
+        "--cacert",
+        ca,
         "-n",
         "1000",
         "-c",
@@ -224,6 +239,8 @@ fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
     let out = run(&[
         "compare",
         &url,
+        "--cacert",
+        ca,
         "-n",
         "1000",
         "-c",
@@ -251,6 +268,7 @@ fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
     assert!(text.contains("█"), "bar chart drawn");
     assert!(text.contains("within ±5 % is no difference"), "{text}");
     srv.stop();
+    let _ = std::fs::remove_file(ca);
 }
 
 /// Against the embedded server, 20 compare runs of keepalive twice (A/A), the same-cost
@@ -261,7 +279,8 @@ fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
 fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
     let _serial = serial();
     let srv = start(ServerConfig::default());
-    let url = srv.http_url().unwrap();
+    let (url, ca) = https_target(&srv, "aa");
+    let ca = ca.to_str().unwrap();
     let (mut false_alarms, mut runs) = (0, 0);
     for _ in 0..20 {
         // 600 requests per round: a round of keep-alive requests lasts ~50 ms, long
@@ -273,6 +292,8 @@ fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
         // handshake.
         let r = compare_json(&[
             &url,
+            "--cacert",
+            ca,
             "-n",
             "600",
             "-c",
@@ -302,6 +323,7 @@ fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
         "{false_alarms} same-cost rows called different in {runs} runs"
     );
     srv.stop();
+    let _ = std::fs::remove_file(ca);
 }
 
 #[test]
