@@ -5,11 +5,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use crate::cli::{LoadArgs, RequestArgs};
-use crate::http1::RequestTemplate;
 use crate::net::dns::DnsSettings;
 use crate::net::tls::{self, TlsOptions, TlsVersions};
 use crate::net::Origin;
 use crate::plan::{LoadShape, MinSpeed, PhaseLimits, Scenario, StopWhen, Strategy, Target};
+use crate::proto::h1::RequestTemplate;
 
 /// Bad input from the user: printed as is, exit status 2.
 #[derive(Debug)]
@@ -509,8 +509,10 @@ pub fn scenario(
             body: req.body.clone(),
         };
         let request = template.build(strategy.version(), strategy.connection_header());
-        let request_last =
-            template.build(strategy.version(), crate::http1::ConnectionHeader::Close);
+        let request_last = template.build(
+            strategy.version(),
+            crate::proto::h1::ConnectionHeader::Close,
+        );
         targets.push(Target {
             url: raw.clone(),
             origin: idx,

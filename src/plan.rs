@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use rustls::ClientConfig;
 
-use crate::http1::{ConnectionHeader, HttpVersion, RequestTemplate};
 use crate::net::dns::DnsSettings;
 use crate::net::Origin;
+use crate::proto::h1::{ConnectionHeader, HttpVersion, RequestTemplate};
+pub use crate::proto::pace::MinSpeed;
 
 /// How the client uses connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -130,14 +131,6 @@ pub struct PhaseLimits {
     pub wait: Option<Duration>,
     /// After the first byte: the least bytes per second over each window.
     pub min_speed: Option<MinSpeed>,
-}
-
-/// The minimum-speed rule: fewer than `bytes_per_s` × window bytes in a window fails
-/// the attempt (`timeout_receive`, `below_min_speed`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MinSpeed {
-    pub bytes_per_s: u64,
-    pub window: Duration,
 }
 
 #[derive(Debug, Clone)]

@@ -9,11 +9,11 @@ use rustls::ClientConfig;
 use tokio::io::AsyncReadExt;
 use tokio_rustls::TlsConnector;
 
-use crate::engine::conn::Conn;
 use crate::net::dns::{with_port, DnsSettings, Resolver};
 use crate::net::{
     self, classify_connect_error, classify_io_error, classify_tls_error, Origin, Stream,
 };
+use crate::proto::h1::conn::Conn;
 use crate::record::ErrorKind;
 
 /// What the TLS handshake negotiated.
@@ -163,7 +163,7 @@ impl Exchange {
 }
 
 fn head_headers(head: &[u8]) -> Vec<(String, String)> {
-    let mut headers = [httparse::EMPTY_HEADER; crate::http1::MAX_HEADERS];
+    let mut headers = [httparse::EMPTY_HEADER; crate::proto::h1::MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     match resp.parse(head) {
         Ok(httparse::Status::Complete(_)) => resp
@@ -217,7 +217,7 @@ pub async fn exchange(
     })?;
     conn.requests += 1;
     let persistent = resp.head.persistent
-        && resp.head.framing != crate::http1::Framing::UntilClose
+        && resp.head.framing != crate::proto::h1::Framing::UntilClose
         && !resp.leftover;
     Ok(Exchange {
         status: resp.head.status,

@@ -9,7 +9,8 @@ use std::pin::Pin;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 
-use handshake::engine::conn::{Conn, ReadLimits};
+use handshake::proto::h1::conn::Conn;
+use handshake::proto::pace::ReadLimits;
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 

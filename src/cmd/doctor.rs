@@ -12,11 +12,11 @@ use serde::Serialize;
 use crate::cli::{DoctorArgs, RequestArgs};
 use crate::cmd::{current_thread_runtime, on_client, single_target, single_url_scenario};
 use crate::config::{self, parse_positive_duration, UsageError};
-use crate::http1::{ConnectionHeader, HttpVersion};
 use crate::net::tls;
 use crate::plan::Scenario;
 use crate::plan::Strategy;
 use crate::probe::{self, Exchange, ProbeError};
+use crate::proto::h1::{ConnectionHeader, HttpVersion};
 use crate::report::text::fmt_ms;
 
 /// How long to wait for a server to close a connection it said it would end.

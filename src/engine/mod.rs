@@ -1,9 +1,10 @@
 //! Running a scenario: OS threads each with a single-threaded tokio runtime and its own
-//! `Recorder`; workers (one per `-c`) own their connections; no lock, channel or
-//! allocation per request. Handles pacing (`--rate`), stop conditions, timeouts and the
-//! stale-connection retry.
+//! `Recorder`; workers (one per `-c`) run the protocol-independent loop in `worker`
+//! (tickets, pacing, stop); each protocol's driver (`h1`) carries the requests over
+//! connections opened by `open`. No lock, channel or allocation per request.
 
-pub mod conn;
+mod h1;
+mod open;
 mod worker;
 
 use std::cell::RefCell;
@@ -88,18 +89,23 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                 let local = tokio::task::LocalSet::new();
                 let _guard = rt.enter();
                 for w in (t..sc.concurrency).step_by(threads) {
-                    let wk = worker::Worker::new(
-                        sc.clone(),
-                        w,
-                        rec.clone(),
-                        last_end.clone(),
+                    let seat = worker::Seat {
+                        id: w,
+                        rec: rec.clone(),
+                        last_end: last_end.clone(),
                         start,
                         run_deadline,
-                        counters.clone(),
-                        t,
-                        dns.clone(),
-                    );
-                    local.spawn_local(wk.run());
+                        counters: counters.clone(),
+                        thread: t,
+                    };
+                    let opener = open::Opener {
+                        dns: dns.clone(),
+                        rec: rec.clone(),
+                        run_deadline,
+                        next_local: w,
+                    };
+                    let driver = h1::H1::new(&sc, opener, start);
+                    local.spawn_local(worker::run(sc.clone(), seat, driver));
                 }
                 // CPU while requests run: thread, runtime and recorder setup excluded.
                 let cpu_start = cpu::thread();

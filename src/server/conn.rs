@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use super::{ServerConfig, Shared};
-use crate::http1::{has_token, ChunkedDecoder};
+use crate::proto::h1::{has_token, ChunkedDecoder};
 use crate::timer::within;
 
 /// Bytes used to fill response bodies.

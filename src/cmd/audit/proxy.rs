@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 use super::server::*;
-use crate::http1::ChunkedDecoder;
 use crate::net::{Origin, Stream};
+use crate::proto::h1::ChunkedDecoder;
 use crate::server::conn::{reason, ConnHeader};
 
 /// Where requests go: answered here, or forwarded.
@@ -17,7 +17,7 @@ pub struct Upstream {
     pub origin: Origin,
     pub authority: String,
     pub tls: Option<Arc<rustls::ClientConfig>>,
-    pub(super) pool: Arc<Mutex<Vec<crate::engine::conn::Conn>>>,
+    pub(super) pool: Arc<Mutex<Vec<crate::proto::h1::conn::Conn>>>,
 }
 
 impl Upstream {
@@ -109,8 +109,8 @@ pub(super) async fn read_upstream(
     let mut buf = Vec::with_capacity(16 * 1024);
     let mut chunk = vec![0u8; 16 * 1024];
     let head = loop {
-        if let Some(h) =
-            crate::http1::parse_head(&buf, head_request).map_err(|e| anyhow::anyhow!("{e:?}"))?
+        if let Some(h) = crate::proto::h1::parse_head(&buf, head_request)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?
         {
             if h.is_informational() {
                 buf.drain(..h.head_len);
@@ -124,8 +124,8 @@ pub(super) async fn read_upstream(
     };
     let head_bytes: Vec<u8> = buf.drain(..head.head_len).collect();
     let body = match head.framing {
-        crate::http1::Framing::None => Vec::new(),
-        crate::http1::Framing::Length(n) => {
+        crate::proto::h1::Framing::None => Vec::new(),
+        crate::proto::h1::Framing::Length(n) => {
             while (buf.len() as u64) < n {
                 let r = s.read(&mut chunk).await?;
                 anyhow::ensure!(r > 0, "the upstream closed inside the body");
@@ -133,7 +133,7 @@ pub(super) async fn read_upstream(
             }
             buf.drain(..n as usize).collect()
         }
-        crate::http1::Framing::Chunked => {
+        crate::proto::h1::Framing::Chunked => {
             let mut dec = ChunkedDecoder::new();
             let mut data = Vec::new();
             loop {
@@ -149,7 +149,7 @@ pub(super) async fn read_upstream(
                 buf.extend_from_slice(&chunk[..r]);
             }
         }
-        crate::http1::Framing::UntilClose => {
+        crate::proto::h1::Framing::UntilClose => {
             loop {
                 let r = s.read(&mut chunk).await?;
                 if r == 0 {
@@ -161,7 +161,7 @@ pub(super) async fn read_upstream(
         }
     };
     let persistent =
-        head.persistent && head.framing != crate::http1::Framing::UntilClose && buf.is_empty();
+        head.persistent && head.framing != crate::proto::h1::Framing::UntilClose && buf.is_empty();
     Ok((head_bytes, body, persistent))
 }
 
@@ -172,7 +172,7 @@ pub(super) fn rewrite_head(
     body_len: usize,
     conn: ConnHeader,
 ) -> anyhow::Result<Vec<u8>> {
-    let mut headers = [httparse::EMPTY_HEADER; crate::http1::MAX_HEADERS];
+    let mut headers = [httparse::EMPTY_HEADER; crate::proto::h1::MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     resp.parse(head)?;
     let status = resp.code.unwrap_or(502);

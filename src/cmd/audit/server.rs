@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use super::log::*;
 use super::proxy::*;
 use super::report::*;
-use crate::http1::{has_token, ChunkedDecoder};
+use crate::proto::h1::{has_token, ChunkedDecoder};
 use crate::server::conn::{reason, route_of, write_head, ConnHeader, Route, FILL};
 use crate::server::ServerConfig;
 

@@ -1,7 +1,9 @@
-//! HTTP/1.x wire format: request bytes built once, response heads parsed with
-//! `httparse`, and body framing (Content-Length, chunked, until close).
+//! HTTP/1.x: request bytes built once, response heads parsed with `httparse`, body
+//! framing (Content-Length, chunked, until close), and the client connection that reads
+//! one response at a time.
 
 pub mod chunked;
+pub mod conn;
 pub mod request;
 pub mod response;
 

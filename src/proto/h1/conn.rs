@@ -6,9 +6,11 @@ use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::http1::{parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead, MAX_HEAD_BYTES};
 use crate::net::{classify_io_failure, Stream};
-use crate::plan::MinSpeed;
+use crate::proto::h1::{
+    parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead, MAX_HEAD_BYTES,
+};
+use crate::proto::pace::{Pace, ReadLimits};
 use crate::record::{ErrorDetail, ErrorKind, Failure};
 
 /// Initial read buffer; grows (up to the head limit) only for very long heads.
@@ -48,82 +50,6 @@ pub struct Response {
     pub leftover: bool,
     /// The server's EOF was already seen (close-delimited body).
     pub eof: bool,
-}
-
-/// Limits inside one response read: the first byte's deadline (`--wait-timeout`) and
-/// the minimum speed after it (`--min-speed`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReadLimits {
-    pub first_byte_by: Option<Instant>,
-    pub min_speed: Option<MinSpeed>,
-}
-
-/// Tracks a response's pace against its `ReadLimits`.
-struct Pace {
-    limits: ReadLimits,
-    started: bool,
-    window_start: Instant,
-    window_bytes: u64,
-}
-
-impl Pace {
-    fn new(limits: ReadLimits) -> Option<Pace> {
-        (limits.first_byte_by.is_some() || limits.min_speed.is_some()).then(|| Pace {
-            limits,
-            started: false,
-            window_start: Instant::now(),
-            window_bytes: 0,
-        })
-    }
-
-    /// When the next check is due, if any.
-    fn deadline(&self) -> Option<Instant> {
-        if self.started {
-            self.limits.min_speed.map(|m| self.window_start + m.window)
-        } else {
-            self.limits.first_byte_by
-        }
-    }
-
-    /// `n` bytes arrived at `now`; the first byte starts the first speed window.
-    fn on_bytes(&mut self, n: usize, now: Instant) -> Result<(), Failure> {
-        if !self.started {
-            self.started = true;
-            self.window_start = now;
-            self.window_bytes = 0;
-            return Ok(());
-        }
-        self.window_bytes += n as u64;
-        self.check(now)
-    }
-
-    /// The deadline passed with no read completing.
-    fn expired(&mut self, now: Instant) -> Result<(), Failure> {
-        if !self.started {
-            return Err(ErrorKind::TimeoutWait.into());
-        }
-        self.check(now)
-    }
-
-    /// At the end of a window: too few bytes fail the response, enough start a new window.
-    fn check(&mut self, now: Instant) -> Result<(), Failure> {
-        let Some(m) = self.limits.min_speed else {
-            return Ok(());
-        };
-        let elapsed = now.saturating_duration_since(self.window_start);
-        if elapsed < m.window {
-            return Ok(());
-        }
-        if (self.window_bytes as f64) < m.bytes_per_s as f64 * elapsed.as_secs_f64() {
-            return Err(Failure::new(
-                ErrorKind::TimeoutReceive,
-                ErrorDetail::BelowMinSpeed,
-            ));
-        }
-        self.window_start = now;
-        self.window_bytes = 0;
-        Ok(())
-    }
 }
 
 /// Why reading a response failed.

@@ -1,0 +1,292 @@
+//! The HTTP/1.x driver: each worker owns one connection per origin and sends one
+//! request at a time on it. Decides reuse and close reasons, and retries a request once
+//! when a reused connection turns out to be stale.
+
+use std::cell::RefCell;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tokio::time::Sleep;
+
+use super::open::Opener;
+use super::worker::{attempt_deadline, ns, Driver, Fail, LATE_AFTER};
+use crate::net::classify_io_failure;
+use crate::plan::{Scenario, Target};
+use crate::proto::h1::conn::{Conn, Response};
+use crate::proto::h1::Framing;
+use crate::proto::pace::ReadLimits;
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Outcome, Phases, RequestRecord, Stage};
+use crate::stats::Recorder;
+use crate::timer::within;
+
+/// How long to wait for the server's FIN after a response that ends the connection.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// One worker's HTTP/1 connections and the state of its current attempt.
+pub(super) struct H1 {
+    conns: Vec<Option<Conn>>,
+    rec: Rc<RefCell<Recorder>>,
+    sleep: Pin<Box<Sleep>>,
+    /// The current attempt's deadline (its timeout, or the run's end if sooner).
+    deadline: Instant,
+    /// A read buffer kept from a closed connection for the next one.
+    spare_buf: Option<Vec<u8>>,
+    run_deadline: Option<Instant>,
+    /// Response bytes (all, body) read before the last connection was dropped on an
+    /// error: a failed attempt still reports what arrived.
+    dropped_got: (u64, u64),
+    opener: Opener,
+}
+
+impl H1 {
+    pub fn new(sc: &Scenario, opener: Opener, start: Instant) -> H1 {
+        H1 {
+            conns: (0..sc.origins.len()).map(|_| None).collect(),
+            rec: opener.rec.clone(),
+            sleep: Box::pin(tokio::time::sleep_until(start.into())),
+            deadline: start,
+            spare_buf: None,
+            run_deadline: opener.run_deadline,
+            dropped_got: (0, 0),
+            opener,
+        }
+    }
+}
+
+impl Driver for H1 {
+    /// One request, with at most one retry on a new connection after a stale reused one.
+    /// `None` when the run's deadline cut it.
+    async fn request(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        t0: Instant,
+        blocked: Option<Duration>,
+    ) -> Option<RequestRecord> {
+        self.deadline = attempt_deadline(sc, t0, blocked, self.run_deadline);
+        let mut stale_retry = false;
+        loop {
+            let mut phases = Phases {
+                blocked: blocked.map(|b| b.as_nanos() as u64),
+                ..Phases::default()
+            };
+            let reused = self.conns[target.origin].is_some();
+            self.dropped_got = (0, 0);
+            match self.try_once(sc, target, &mut phases).await {
+                Ok(resp) => {
+                    phases.total = Some(ns(t0, resp.end));
+                    return Some(RequestRecord {
+                        reused,
+                        phases,
+                        outcome: Outcome::Ok {
+                            status: resp.head.status,
+                        },
+                        bytes_received: resp.bytes,
+                        body_bytes: resp.body_bytes,
+                        stale_retry,
+                        late: blocked.is_some_and(|b| b >= LATE_AFTER),
+                    });
+                }
+                Err(f) if f.at_deadline => return None,
+                Err(f) => {
+                    if f.retry && !stale_retry && target.template.is_idempotent() {
+                        stale_retry = true;
+                        continue;
+                    }
+                    return Some(RequestRecord {
+                        reused,
+                        phases,
+                        outcome: Outcome::Error(f.failure),
+                        bytes_received: self.dropped_got.0,
+                        body_bytes: self.dropped_got.1,
+                        stale_retry,
+                        late: blocked.is_some_and(|b| b >= LATE_AFTER),
+                    });
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        // Connections still open at the end of the run.
+        let mut rec = self.rec.borrow_mut();
+        for conn in self.conns.iter_mut().filter_map(Option::take) {
+            rec.connection_closed(CloseReason::EndOfRun, conn.requests);
+        }
+    }
+}
+
+impl H1 {
+    /// One try of the request on the worker's connection to the target's origin
+    /// (opening one if there is none).
+    async fn try_once(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        phases: &mut Phases,
+    ) -> Result<Response, Fail> {
+        let slot = target.origin;
+        let reused = self.conns[slot].is_some();
+        if !reused {
+            let opened = self
+                .opener
+                .open(
+                    &sc.origins[slot],
+                    sc.tls.as_ref(),
+                    self.deadline,
+                    sc.limits.connect,
+                    self.sleep.as_mut(),
+                    phases,
+                )
+                .await?;
+            self.conns[slot] = Some(Conn::new(opened.stream, self.spare_buf.take()));
+        }
+        let conn = self.conns[slot].as_mut().expect("connection present");
+        conn.got_bytes = 0;
+        conn.got_body_bytes = 0;
+        let last = sc
+            .requests_per_connection
+            .is_some_and(|n| conn.requests + 1 >= n);
+        let bytes = if last {
+            &target.request_last
+        } else {
+            &target.request
+        };
+
+        let t_send = Instant::now();
+        let sent = within(self.sleep.as_mut(), self.deadline, conn.send(bytes)).await;
+        let fail = match sent {
+            None => Some((
+                Fail::timed_out(Stage::Send, self.run_deadline),
+                CloseReason::Error,
+            )),
+            Some(Err(e)) => {
+                let stale = reused;
+                let reason = if stale {
+                    CloseReason::ServerIdleClose
+                } else {
+                    CloseReason::Error
+                };
+                Some((
+                    Fail {
+                        failure: classify_io_failure(&e, ErrorDetail::ResetInSend),
+                        retry: stale,
+                        at_deadline: false,
+                    },
+                    reason,
+                ))
+            }
+            Some(Ok(())) => None,
+        };
+        if let Some((f, reason)) = fail {
+            self.drop_conn(slot, reason, &f);
+            return Err(f);
+        }
+        let t_sent = Instant::now();
+        phases.send = Some(ns(t_send, t_sent));
+
+        let conn = self.conns[slot].as_mut().expect("connection present");
+        let read = within(
+            self.sleep.as_mut(),
+            self.deadline,
+            conn.read_response(
+                target.template.is_head(),
+                ReadLimits {
+                    first_byte_by: sc.limits.wait.map(|w| t_sent + w),
+                    min_speed: sc.limits.min_speed,
+                },
+            ),
+        )
+        .await;
+        let resp = match read {
+            None => {
+                let receiving = self.conns[slot].as_ref().is_some_and(|c| c.receiving);
+                let f = Fail::timed_out(
+                    if receiving {
+                        Stage::Receive
+                    } else {
+                        Stage::Wait
+                    },
+                    self.run_deadline,
+                );
+                self.drop_conn(slot, CloseReason::Error, &f);
+                return Err(f);
+            }
+            Some(Err(rf)) => {
+                let stale = reused
+                    && !rf.any_byte
+                    && matches!(
+                        rf.failure.kind,
+                        ErrorKind::ClosedBeforeResponse | ErrorKind::Reset
+                    );
+                let reason = if stale {
+                    CloseReason::ServerIdleClose
+                } else {
+                    CloseReason::Error
+                };
+                let f = Fail {
+                    failure: rf.failure,
+                    retry: stale,
+                    at_deadline: false,
+                };
+                self.drop_conn(slot, reason, &f);
+                return Err(f);
+            }
+            Some(Ok(r)) => r,
+        };
+        phases.wait = Some(ns(t_sent, resp.first_byte));
+        phases.receive = Some(ns(resp.first_byte, resp.end));
+
+        let mut conn = self.conns[slot].take().expect("connection present");
+        conn.requests += 1;
+        let head = &resp.head;
+        let server_ends = !head.persistent || head.framing == Framing::UntilClose;
+        let keep = sc.strategy.persistent() && !server_ends && !resp.leftover && !last;
+        if keep {
+            self.conns[slot] = Some(conn);
+            return Ok(resp);
+        }
+        let reason = if resp.leftover {
+            CloseReason::Error
+        } else if !sc.strategy.persistent() || last {
+            CloseReason::ClientPolicy
+        } else if head.minor_version == 0 && !head.connection_keep_alive {
+            CloseReason::ServerHttp10
+        } else if head.connection_close && conn.requests > 1 {
+            CloseReason::ServerMaxRequests
+        } else {
+            CloseReason::ServerCloseHeader
+        };
+        if server_ends {
+            // Let the server close first so TIME_WAIT stays on its side.
+            if !resp.eof {
+                let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
+                let _ = within(self.sleep.as_mut(), grace, conn.await_server_close()).await;
+            }
+        } else if reason == CloseReason::ClientPolicy {
+            // The client asked to close but the server kept the connection open.
+            self.rec.borrow_mut().server_ignored_close += 1;
+        }
+        self.rec
+            .borrow_mut()
+            .connection_closed(reason, conn.requests);
+        self.spare_buf = Some(conn.into_buf());
+        Ok(resp)
+    }
+
+    fn drop_conn(&mut self, slot: usize, reason: CloseReason, f: &Fail) {
+        if let Some(conn) = self.conns[slot].take() {
+            self.dropped_got = (conn.got_bytes, conn.got_body_bytes);
+            let reason = if f.at_deadline {
+                CloseReason::EndOfRun
+            } else {
+                reason
+            };
+            self.rec
+                .borrow_mut()
+                .connection_closed(reason, conn.requests);
+            self.spare_buf = Some(conn.into_buf());
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Opening a connection for any protocol over TCP: dns, connect and tls, each timed into
+//! the attempt's phases and counted in the recorder.
+
+use std::cell::RefCell;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rustls::ClientConfig;
+use tokio::time::Sleep;
+use tokio_rustls::TlsConnector;
+
+use super::worker::{ns, Dns, Fail};
+use crate::net::dns::{self, Resolution};
+use crate::net::{self, classify_connect_error, classify_tls_error, Origin, Stream};
+use crate::record::{CloseReason, HandshakeKind, Phases, Stage};
+use crate::stats::Recorder;
+use crate::timer::within;
+
+/// What a driver needs to open connections.
+pub(super) struct Opener {
+    pub dns: Rc<Dns>,
+    pub rec: Rc<RefCell<Recorder>>,
+    pub run_deadline: Option<Instant>,
+    /// Which `--local-addr` the next connection starts with (they are used in turn).
+    pub next_local: usize,
+}
+
+/// A stream just opened, and what its TLS handshake agreed on.
+pub(super) struct Opened {
+    pub stream: Stream,
+    /// The ALPN protocol the server chose (TLS only).
+    pub alpn: Option<Vec<u8>>,
+}
+
+impl Opener {
+    /// Open a new connection to `origin`: dns, connect, tls, each timed, all by
+    /// `deadline` (and `connect_limit` for the three together).
+    pub async fn open(
+        &mut self,
+        origin: &Origin,
+        tls: Option<&Arc<ClientConfig>>,
+        deadline: Instant,
+        connect_limit: Option<std::time::Duration>,
+        mut sleep: Pin<&mut Sleep>,
+        phases: &mut Phases,
+    ) -> Result<Opened, Fail> {
+        let by = match connect_limit {
+            Some(c) => deadline.min(Instant::now() + c),
+            None => deadline,
+        };
+        let resolved;
+        let addrs: &[std::net::SocketAddr] = match &origin.fixed_addrs {
+            Some(a) => a,
+            None => {
+                let t = Instant::now();
+                let dns = self.dns.clone();
+                let lookup = async {
+                    match &dns.cache {
+                        Some(cache) => cache.resolve(&origin.host, &dns.resolver).await,
+                        None => (
+                            dns.resolver.lookup(&origin.host).await.map(|a| a.addrs),
+                            Resolution::Lookup,
+                        ),
+                    }
+                };
+                let Some((answer, how)) = within(sleep.as_mut(), by, lookup).await else {
+                    return Err(Fail::timed_out(Stage::Dns, self.run_deadline));
+                };
+                self.rec.borrow_mut().dns(how);
+                if how != Resolution::CacheHit {
+                    phases.dns = Some(ns(t, Instant::now()));
+                }
+                match answer {
+                    Ok(ips) => resolved = dns::with_port(&ips, origin.port),
+                    Err(failure) => return Err(Fail::new(failure)),
+                }
+                &resolved
+            }
+        };
+        let t = Instant::now();
+        self.next_local = self.next_local.wrapping_add(1);
+        let tcp = match within(
+            sleep.as_mut(),
+            by,
+            net::dial::connect(addrs, &origin.local_addrs, self.next_local),
+        )
+        .await
+        {
+            None => return Err(Fail::timed_out(Stage::Connect, self.run_deadline)),
+            Some(Err(e)) => return Err(Fail::new(classify_connect_error(&e))),
+            Some(Ok(s)) => s,
+        };
+        let t_connected = Instant::now();
+        phases.connect = Some(ns(t, t_connected));
+        self.rec.borrow_mut().connection_opened();
+        let (Some(cfg), true) = (tls, origin.tls) else {
+            return Ok(Opened {
+                stream: Stream::Tcp(tcp),
+                alpn: None,
+            });
+        };
+        let connector = TlsConnector::from(cfg.clone());
+        let res = within(
+            sleep.as_mut(),
+            by,
+            connector.connect(origin.server_name.clone(), tcp),
+        )
+        .await;
+        let tls = match res {
+            None => {
+                let f = Fail::timed_out(Stage::Tls, self.run_deadline);
+                let reason = if f.at_deadline {
+                    CloseReason::EndOfRun
+                } else {
+                    CloseReason::Error
+                };
+                self.rec.borrow_mut().connection_closed(reason, 0);
+                return Err(f);
+            }
+            Some(Err(e)) => {
+                self.rec
+                    .borrow_mut()
+                    .connection_closed(CloseReason::Error, 0);
+                return Err(Fail::new(classify_tls_error(&e)));
+            }
+            Some(Ok(s)) => s,
+        };
+        phases.tls = Some(ns(t_connected, Instant::now()));
+        let session = tls.get_ref().1;
+        let kind = match session.handshake_kind() {
+            Some(rustls::HandshakeKind::Resumed) => HandshakeKind::Resumed,
+            _ => HandshakeKind::Full,
+        };
+        let tls13 = session.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
+        let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
+        self.rec.borrow_mut().tls_handshake(kind, tls13);
+        Ok(Opened {
+            stream: Stream::Tls(Box::new(tls)),
+            alpn,
+        })
+    }
+}
