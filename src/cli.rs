@@ -174,7 +174,8 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 1)]
     pub count: u64,
 
-    /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive
+    /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive,
+    /// h2 (HTTP/2: ALPN on https, prior knowledge on http)
     #[arg(long, short = 's', default_value = "keepalive")]
     pub strategy: String,
 
@@ -248,9 +249,13 @@ pub struct CompareArgs {
     #[arg(long, default_value = "5%", value_name = "PERCENT")]
     pub noise_threshold: String,
 
-    /// Reconnect after this many requests on a persistent connection
+    /// Reconnect after this many requests on a persistent connection (for h2: streams)
     #[arg(long, value_name = "N")]
     pub requests_per_connection: Option<u64>,
+
+    /// h2: HTTP/2 connections per origin that the workers (-c) share [default: 1]
+    #[arg(long, value_name = "N")]
+    pub connections: Option<usize>,
 
     #[command(flatten)]
     pub load: LoadArgs,
@@ -271,7 +276,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub link: LinkArgs,
 
-    /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive
+    /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive,
+    /// h2 (HTTP/2: ALPN on https, prior knowledge on http)
     #[arg(long, short = 's', default_value = "keepalive")]
     pub strategy: String,
 
@@ -279,9 +285,13 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "strategy")]
     pub disable_keepalive: bool,
 
-    /// Reconnect after this many requests on a persistent connection
+    /// Reconnect after this many requests on a persistent connection (for h2: streams)
     #[arg(long, value_name = "N")]
     pub requests_per_connection: Option<u64>,
+
+    /// h2: HTTP/2 connections per origin that the workers (-c) share [default: 1]
+    #[arg(long, value_name = "N")]
+    pub connections: Option<usize>,
 
     #[command(flatten)]
     pub load: LoadArgs,

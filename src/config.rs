@@ -458,6 +458,21 @@ pub fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
     })
 }
 
+/// `--connections N`: HTTP/2 connections per origin, shared by the workers.
+pub fn connections(n: Option<usize>, strategy: Strategy) -> Result<usize, UsageError> {
+    match n {
+        None => Ok(1),
+        Some(0) => usage("--connections must be at least 1"),
+        Some(n) if n > 100_000 => usage("--connections must be at most 100000"),
+        Some(_) if !strategy.multiplexed() => usage(format!(
+            "--connections applies to multiplexed strategies (h2); with {} every worker has \
+             its own connection: set the number with -c",
+            strategy.name()
+        )),
+        Some(n) => Ok(n),
+    }
+}
+
 /// Build one runnable scenario.
 pub fn scenario(
     name: &str,
@@ -513,17 +528,31 @@ pub fn scenario(
             strategy.version(),
             crate::proto::h1::ConnectionHeader::Close,
         );
+        let h2_request = (strategy == Strategy::H2)
+            .then(|| crate::proto::h2::request_head(&template, u.tls))
+            .transpose()
+            .map_err(|e| UsageError(format!("{raw}: {e}")))?;
         targets.push(Target {
             url: raw.clone(),
             origin: idx,
             template,
             request,
             request_last,
+            h2_request,
         });
     }
+    // HTTP/2 over TLS is agreed by ALPN; the server must choose h2.
+    let tls_options = if strategy == Strategy::H2 {
+        tls::TlsOptions {
+            alpn: vec![b"h2".to_vec()],
+            ..req.tls.clone()
+        }
+    } else {
+        req.tls.clone()
+    };
     let tls = if any_tls {
         Some(
-            tls::client_config(&req.tls, strategy.tls_resumption())
+            tls::client_config(&tls_options, strategy.tls_resumption())
                 .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?,
         )
     } else {
@@ -541,6 +570,7 @@ pub fn scenario(
         timeout: load.timeout,
         limits: load.limits,
         requests_per_connection,
+        connections: 1,
         tls,
         dns: req.dns.clone(),
     })

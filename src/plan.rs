@@ -24,15 +24,19 @@ pub enum Strategy {
     Http10,
     /// HTTP/1.0 with `Connection: keep-alive`.
     Http10KeepAlive,
+    /// HTTP/2 (ALPN over TLS, prior knowledge over cleartext): the workers share
+    /// `--connections` multiplexed connections per origin.
+    H2,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 5] = [
+    pub const ALL: [Strategy; 6] = [
         Strategy::Close,
         Strategy::CloseResumed,
         Strategy::Http10,
         Strategy::Http10KeepAlive,
         Strategy::KeepAlive,
+        Strategy::H2,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,6 +46,7 @@ impl Strategy {
             Strategy::CloseResumed => "close-resumed",
             Strategy::Http10 => "http10",
             Strategy::Http10KeepAlive => "http10-keepalive",
+            Strategy::H2 => "h2",
         }
     }
 
@@ -53,6 +58,7 @@ impl Strategy {
             "close-resumed" | "resumed" | "resume" => Strategy::CloseResumed,
             "http10" | "http1.0" | "1.0" => Strategy::Http10,
             "http10-keepalive" | "http10-ka" | "1.0-ka" => Strategy::Http10KeepAlive,
+            "h2" | "http2" | "h2c" => Strategy::H2,
             _ => return None,
         })
     }
@@ -72,9 +78,23 @@ impl Strategy {
         }
     }
 
+    /// The protocol on the wire, as the report names it.
+    pub fn protocol(self) -> &'static str {
+        match self {
+            Strategy::H2 => "h2",
+            Strategy::Http10 | Strategy::Http10KeepAlive => "http/1.0",
+            _ => "http/1.1",
+        }
+    }
+
+    /// Whether connections are multiplexed (shared by the workers).
+    pub fn multiplexed(self) -> bool {
+        self == Strategy::H2
+    }
+
     pub fn connection_header(self) -> ConnectionHeader {
         match self {
-            Strategy::KeepAlive | Strategy::Http10 => ConnectionHeader::Default,
+            Strategy::KeepAlive | Strategy::Http10 | Strategy::H2 => ConnectionHeader::Default,
             Strategy::Close | Strategy::CloseResumed => ConnectionHeader::Close,
             Strategy::Http10KeepAlive => ConnectionHeader::KeepAlive,
         }
@@ -82,7 +102,10 @@ impl Strategy {
 
     /// Whether the client asks to keep connections open.
     pub fn persistent(self) -> bool {
-        matches!(self, Strategy::KeepAlive | Strategy::Http10KeepAlive)
+        matches!(
+            self,
+            Strategy::KeepAlive | Strategy::Http10KeepAlive | Strategy::H2
+        )
     }
 
     /// Whether TLS session resumption is offered on new connections.
@@ -103,6 +126,8 @@ pub struct Target {
     /// The request sent as the last one on a connection (`--requests-per-connection`):
     /// it carries `Connection: close` so the server closes first.
     pub request_last: Vec<u8>,
+    /// The request head for HTTP/2 (strategy `h2` only).
+    pub h2_request: Option<http::Request<()>>,
 }
 
 /// Closed loop (`-c` workers back to back) or open loop (`--rate`).
@@ -146,6 +171,8 @@ pub struct Scenario {
     pub timeout: Duration,
     pub limits: PhaseLimits,
     pub requests_per_connection: Option<u64>,
+    /// HTTP/2: connections per origin shared by the workers (`--connections`).
+    pub connections: usize,
     /// Client TLS configuration for this strategy (None when no origin uses TLS).
     pub tls: Option<Arc<ClientConfig>>,
     /// How host names are resolved (cache, name servers).
@@ -188,6 +215,7 @@ mod tests {
                 timeout: std::time::Duration::from_secs(1),
                 limits: Default::default(),
                 requests_per_connection: None,
+                connections: 1,
                 tls: None,
                 dns: Default::default(),
             };

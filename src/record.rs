@@ -10,6 +10,8 @@ pub struct Phases {
     pub dns: Option<u64>,
     pub connect: Option<u64>,
     pub tls: Option<u64>,
+    /// HTTP/2: the client's preface sent to the server's SETTINGS received.
+    pub h2_setup: Option<u64>,
     pub send: Option<u64>,
     pub wait: Option<u64>,
     pub receive: Option<u64>,
@@ -17,17 +19,18 @@ pub struct Phases {
 }
 
 /// Index of each phase in per-phase tables, in report order.
-pub const PHASE_NAMES: [&str; 8] = [
-    "blocked", "dns", "connect", "tls", "send", "wait", "receive", "total",
+pub const PHASE_NAMES: [&str; 9] = [
+    "blocked", "dns", "connect", "tls", "h2_setup", "send", "wait", "receive", "total",
 ];
 
 impl Phases {
-    pub fn as_array(&self) -> [Option<u64>; 8] {
+    pub fn as_array(&self) -> [Option<u64>; 9] {
         [
             self.blocked,
             self.dns,
             self.connect,
             self.tls,
+            self.h2_setup,
             self.send,
             self.wait,
             self.receive,
@@ -42,6 +45,7 @@ pub enum Stage {
     Dns,
     Connect,
     Tls,
+    H2Setup,
     Send,
     Wait,
     Receive,
@@ -57,6 +61,7 @@ pub enum ErrorKind {
     TimeoutDns,
     TimeoutConnect,
     TimeoutTls,
+    TimeoutH2Setup,
     TimeoutSend,
     TimeoutWait,
     TimeoutReceive,
@@ -69,13 +74,14 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Dns,
         ErrorKind::Connect,
         ErrorKind::Tls,
         ErrorKind::TimeoutDns,
         ErrorKind::TimeoutConnect,
         ErrorKind::TimeoutTls,
+        ErrorKind::TimeoutH2Setup,
         ErrorKind::TimeoutSend,
         ErrorKind::TimeoutWait,
         ErrorKind::TimeoutReceive,
@@ -95,6 +101,7 @@ impl ErrorKind {
             ErrorKind::TimeoutDns => "timeout_dns",
             ErrorKind::TimeoutConnect => "timeout_connect",
             ErrorKind::TimeoutTls => "timeout_tls",
+            ErrorKind::TimeoutH2Setup => "timeout_h2_setup",
             ErrorKind::TimeoutSend => "timeout_send",
             ErrorKind::TimeoutWait => "timeout_wait",
             ErrorKind::TimeoutReceive => "timeout_receive",
@@ -117,6 +124,7 @@ impl ErrorKind {
             Stage::Dns => ErrorKind::TimeoutDns,
             Stage::Connect => ErrorKind::TimeoutConnect,
             Stage::Tls => ErrorKind::TimeoutTls,
+            Stage::H2Setup => ErrorKind::TimeoutH2Setup,
             Stage::Send => ErrorKind::TimeoutSend,
             Stage::Wait => ErrorKind::TimeoutWait,
             Stage::Receive => ErrorKind::TimeoutReceive,
@@ -137,6 +145,10 @@ pub enum ErrorDetail {
     TransferEncodingWithContentLength,
     BadChunk,
     UnrequestedUpgrade,
+    /// HTTP/2: the server broke the protocol (a malformed frame, a bad header block...).
+    H2Protocol,
+    /// HTTP/2: the server allows no concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS 0).
+    ZeroConcurrentStreams,
     // too_large
     TooManyHeaders,
     HeadTooLong,
@@ -144,10 +156,19 @@ pub enum ErrorDetail {
     // closed_before_response
     EmptyReply,
     EofInHead,
+    /// HTTP/2: the connection ended before the server's SETTINGS.
+    NoServerSettings,
+    /// HTTP/2: a GOAWAY with an error code ended the connection under the stream.
+    GoawayError,
     // reset
     ResetInSend,
     ResetInHead,
     ResetInBody,
+    /// HTTP/2: the server reset the stream (RST_STREAM, other than REFUSED_STREAM).
+    StreamReset,
+    /// HTTP/2: refused again after the one retry (RST_STREAM REFUSED_STREAM or above a
+    /// GOAWAY's last stream id).
+    RefusedStream,
     // body_incomplete
     ShortBody,
     MissingLastChunk,
@@ -162,6 +183,9 @@ pub enum ErrorDetail {
     Handshake,
     // timeout_receive
     BelowMinSpeed,
+    // timeout_wait
+    /// HTTP/2: every connection's streams were busy until the timeout.
+    NoFreeStream,
     // connect
     Refused,
     Unreachable,
@@ -180,7 +204,7 @@ pub enum ErrorDetail {
 }
 
 impl ErrorDetail {
-    pub const ALL: [ErrorDetail; 39] = [
+    pub const ALL: [ErrorDetail; 46] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -189,14 +213,20 @@ impl ErrorDetail {
         ErrorDetail::TransferEncodingWithContentLength,
         ErrorDetail::BadChunk,
         ErrorDetail::UnrequestedUpgrade,
+        ErrorDetail::H2Protocol,
+        ErrorDetail::ZeroConcurrentStreams,
         ErrorDetail::TooManyHeaders,
         ErrorDetail::HeadTooLong,
         ErrorDetail::ChunkTooLarge,
         ErrorDetail::EmptyReply,
         ErrorDetail::EofInHead,
+        ErrorDetail::NoServerSettings,
+        ErrorDetail::GoawayError,
         ErrorDetail::ResetInSend,
         ErrorDetail::ResetInHead,
         ErrorDetail::ResetInBody,
+        ErrorDetail::StreamReset,
+        ErrorDetail::RefusedStream,
         ErrorDetail::ShortBody,
         ErrorDetail::MissingLastChunk,
         ErrorDetail::CertExpired,
@@ -208,6 +238,7 @@ impl ErrorDetail {
         ErrorDetail::AlertReceived,
         ErrorDetail::Handshake,
         ErrorDetail::BelowMinSpeed,
+        ErrorDetail::NoFreeStream,
         ErrorDetail::Refused,
         ErrorDetail::Unreachable,
         ErrorDetail::PortsExhausted,
@@ -235,14 +266,20 @@ impl ErrorDetail {
             }
             ErrorDetail::BadChunk => "bad_chunk",
             ErrorDetail::UnrequestedUpgrade => "unrequested_upgrade",
+            ErrorDetail::H2Protocol => "h2_protocol_error",
+            ErrorDetail::ZeroConcurrentStreams => "zero_concurrent_streams",
             ErrorDetail::TooManyHeaders => "too_many_headers",
             ErrorDetail::HeadTooLong => "head_too_long",
             ErrorDetail::ChunkTooLarge => "chunk_too_large",
             ErrorDetail::EmptyReply => "empty_reply",
             ErrorDetail::EofInHead => "eof_in_head",
+            ErrorDetail::NoServerSettings => "no_server_settings",
+            ErrorDetail::GoawayError => "goaway_error",
             ErrorDetail::ResetInSend => "reset_in_send",
             ErrorDetail::ResetInHead => "reset_in_head",
             ErrorDetail::ResetInBody => "reset_in_body",
+            ErrorDetail::StreamReset => "stream_reset",
+            ErrorDetail::RefusedStream => "refused_stream",
             ErrorDetail::ShortBody => "short_body",
             ErrorDetail::MissingLastChunk => "missing_last_chunk",
             ErrorDetail::CertExpired => "cert_expired",
@@ -254,6 +291,7 @@ impl ErrorDetail {
             ErrorDetail::AlertReceived => "alert_received",
             ErrorDetail::Handshake => "handshake",
             ErrorDetail::BelowMinSpeed => "below_min_speed",
+            ErrorDetail::NoFreeStream => "no_free_stream",
             ErrorDetail::Refused => "refused",
             ErrorDetail::Unreachable => "unreachable",
             ErrorDetail::PortsExhausted => "ports_exhausted",
@@ -313,6 +351,9 @@ pub enum CloseReason {
     ServerIdleClose,
     /// The server sent `Connection: close` after more than one request: its limit.
     ServerMaxRequests,
+    /// HTTP/2: the server sent GOAWAY (its limit, its idle timeout, or an error; the
+    /// codes are counted apart).
+    ServerGoaway,
     /// The connection ended in an error.
     Error,
     /// Still open when the run ended.
@@ -320,12 +361,13 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
-    pub const ALL: [CloseReason; 7] = [
+    pub const ALL: [CloseReason; 8] = [
         CloseReason::ClientPolicy,
         CloseReason::ServerCloseHeader,
         CloseReason::ServerHttp10,
         CloseReason::ServerIdleClose,
         CloseReason::ServerMaxRequests,
+        CloseReason::ServerGoaway,
         CloseReason::Error,
         CloseReason::EndOfRun,
     ];
@@ -337,6 +379,7 @@ impl CloseReason {
             CloseReason::ServerHttp10 => "server_http10",
             CloseReason::ServerIdleClose => "server_idle_close",
             CloseReason::ServerMaxRequests => "server_max_requests",
+            CloseReason::ServerGoaway => "server_goaway",
             CloseReason::Error => "error",
             CloseReason::EndOfRun => "end_of_run",
         }
@@ -377,6 +420,8 @@ pub struct RequestRecord {
     pub body_bytes: u64,
     /// The attempt was retried once after a stale reused connection.
     pub stale_retry: bool,
+    /// HTTP/2: retried once on another connection after the server refused the stream.
+    pub refused_retry: bool,
     /// Open loop: the send started later than its intended time (by >= 1 ms).
     pub late: bool,
 }

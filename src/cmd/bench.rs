@@ -7,7 +7,7 @@ use super::{embedded_path, emit, on_client, one_link, Embedded};
 use crate::cli::BenchArgs;
 use crate::config::{self};
 use crate::engine;
-use crate::plan::Strategy;
+use crate::plan::{Scenario, Strategy};
 use crate::report::Report;
 use crate::server::ServerConfig;
 use crate::stats::summary;
@@ -46,7 +46,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         &req,
         &load,
     )?;
-    let sc = Arc::new(sc);
+    let sc = Arc::new(Scenario {
+        connections: config::connections(a.connections, strategy)?,
+        ..sc
+    });
     let progress = !a.output.no_progress;
     let run = || engine::run(sc.clone(), progress);
     let result = on_client(embedded.as_ref(), run)??;

@@ -85,6 +85,7 @@ impl Driver for H1 {
                         bytes_received: resp.bytes,
                         body_bytes: resp.body_bytes,
                         stale_retry,
+                        refused_retry: false,
                         late: blocked.is_some_and(|b| b >= LATE_AFTER),
                     });
                 }
@@ -101,6 +102,7 @@ impl Driver for H1 {
                         bytes_received: self.dropped_got.0,
                         body_bytes: self.dropped_got.1,
                         stale_retry,
+                        refused_retry: false,
                         late: blocked.is_some_and(|b| b >= LATE_AFTER),
                     });
                 }

@@ -1,9 +1,10 @@
 //! Running a scenario: OS threads each with a single-threaded tokio runtime and its own
 //! `Recorder`; workers (one per `-c`) run the protocol-independent loop in `worker`
-//! (tickets, pacing, stop); each protocol's driver (`h1`) carries the requests over
+//! (tickets, pacing, stop); each protocol's driver (`h1`, `h2`) carries the requests over
 //! connections opened by `open`. No lock, channel or allocation per request.
 
 mod h1;
+mod h2;
 mod open;
 mod worker;
 
@@ -39,7 +40,11 @@ struct ThreadOut {
 /// Run one scenario to its stop condition. Only setup failures are errors here;
 /// per-request failures are counted in the recorder.
 pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> {
-    let threads = sc.threads.clamp(1, sc.concurrency.max(1));
+    let mut threads = sc.threads.clamp(1, sc.concurrency.max(1));
+    if sc.strategy.multiplexed() {
+        // Each thread owns its share of the shared connections.
+        threads = threads.min(sc.connections.max(1));
+    }
     let counters: Arc<Vec<AtomicU64>> = Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect());
     let done = Arc::new(AtomicBool::new(false));
     let show_progress = show_progress && std::io::stderr().is_terminal();
@@ -88,7 +93,13 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                 let last_end = Rc::new(RefCell::new(start));
                 let local = tokio::task::LocalSet::new();
                 let _guard = rt.enter();
-                for w in (t..sc.concurrency).step_by(threads) {
+                let workers: Vec<usize> = (t..sc.concurrency).step_by(threads).collect();
+                let pool = sc.strategy.multiplexed().then(|| {
+                    let share =
+                        sc.connections / threads + usize::from(t < sc.connections % threads);
+                    h2::Pool::new(&sc, share, workers.len(), rec.clone())
+                });
+                for w in workers {
                     let seat = worker::Seat {
                         id: w,
                         rec: rec.clone(),
@@ -104,8 +115,16 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                         run_deadline,
                         next_local: w,
                     };
-                    let driver = h1::H1::new(&sc, opener, start);
-                    local.spawn_local(worker::run(sc.clone(), seat, driver));
+                    match &pool {
+                        Some(pool) => {
+                            let driver = h2::H2::new(pool.clone(), opener, start);
+                            local.spawn_local(worker::run(sc.clone(), seat, driver));
+                        }
+                        None => {
+                            let driver = h1::H1::new(&sc, opener, start);
+                            local.spawn_local(worker::run(sc.clone(), seat, driver));
+                        }
+                    }
                 }
                 // CPU while requests run: thread, runtime and recorder setup excluded.
                 let cpu_start = cpu::thread();

@@ -53,6 +53,8 @@ pub struct ScenarioReport {
     /// How many URLs the scenario cycles through (`--urls-from-file`).
     pub urls: usize,
     pub strategy: String,
+    /// The protocol on the wire: `http/1.1`, `http/1.0`, `h2`.
+    pub protocol: String,
     pub concurrency: usize,
     pub threads: usize,
     pub duration_s: f64,
@@ -121,6 +123,9 @@ pub struct RequestsReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct RetriesReport {
     pub stale_connection: u64,
+    /// HTTP/2: requests sent again on another connection after the server refused the
+    /// stream (REFUSED_STREAM, or above a GOAWAY's last stream id).
+    pub refused_stream: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -134,6 +139,31 @@ pub struct ConnectionsReport {
     /// Connections the client closed itself because the server kept them open after
     /// the client asked to close.
     pub server_ignored_close: u64,
+    /// HTTP/2 only: streams and the server's SETTINGS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Report>,
+}
+
+/// What HTTP/2 connections carried. `requests_per_connection` above counts the streams
+/// each connection completed.
+#[derive(Debug, Clone, Serialize)]
+pub struct H2Report {
+    /// `--connections`: connections per origin the workers share.
+    pub connections_per_origin: usize,
+    /// The most streams in flight at once on one connection: the highest and the mean
+    /// over the connections.
+    pub peak_concurrent_streams: PeakReport,
+    /// The SETTINGS of the server (values it sent; absent ones take the protocol's
+    /// defaults), from the first connection.
+    pub server_settings: Option<crate::proto::h2::wire::ServerSettings>,
+    /// Connections ended by a GOAWAY, by its error code (`no_error`, ...).
+    pub goaway_codes: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PeakReport {
+    pub max: u64,
+    pub mean: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -185,6 +215,7 @@ pub struct PhaseMeans {
     pub dns: f64,
     pub connect: f64,
     pub tls: f64,
+    pub h2_setup: f64,
     pub send: f64,
     pub wait: f64,
     pub receive: f64,
@@ -192,11 +223,12 @@ pub struct PhaseMeans {
 
 impl PhaseMeans {
     /// (name, ms) in phase order, without `blocked`.
-    pub fn parts(&self) -> [(&'static str, f64); 6] {
+    pub fn parts(&self) -> [(&'static str, f64); 7] {
         [
             ("dns", self.dns),
             ("connect", self.connect),
             ("tls", self.tls),
+            ("h2_setup", self.h2_setup),
             ("send", self.send),
             ("wait", self.wait),
             ("receive", self.receive),
@@ -212,6 +244,7 @@ pub struct PhaseGroup {
     pub dns: PhaseSummary,
     pub connect: PhaseSummary,
     pub tls: PhaseSummary,
+    pub h2_setup: PhaseSummary,
     pub send: PhaseSummary,
     pub wait: PhaseSummary,
     pub receive: PhaseSummary,
@@ -225,6 +258,7 @@ impl PhaseGroup {
             "dns" => &self.dns,
             "connect" => &self.connect,
             "tls" => &self.tls,
+            "h2_setup" => &self.h2_setup,
             "send" => &self.send,
             "wait" => &self.wait,
             "receive" => &self.receive,

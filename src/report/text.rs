@@ -70,8 +70,10 @@ fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked:
     if with_blocked {
         row(out, "blocked", &g.blocked);
     }
-    for name in ["dns", "connect", "tls", "send", "wait", "receive", "total"] {
-        if let Some(p) = g.get(name) {
+    for name in [
+        "dns", "connect", "tls", "h2_setup", "send", "wait", "receive", "total",
+    ] {
+        if let Some(p) = g.get(name).filter(|p| name != "h2_setup" || p.count > 0) {
             row(out, name, p);
         }
     }
@@ -83,10 +85,19 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     if s.urls > 1 {
         let _ = writeln!(out, "  ({} URLs, in turn)", s.urls);
     }
-    let mut load = format!(
-        "  strategy {}, {} connections/workers",
-        s.strategy, s.concurrency
-    );
+    let mut load = match &s.connections.h2 {
+        Some(h) => format!(
+            "  strategy {} ({}), {} workers sharing {} per origin",
+            s.strategy,
+            s.protocol,
+            s.concurrency,
+            plural(h.connections_per_origin as u64, "connection", "connections")
+        ),
+        None => format!(
+            "  strategy {} ({}), {} connections/workers",
+            s.strategy, s.protocol, s.concurrency
+        ),
+    };
     if let Some(r) = s.load.rate {
         let _ = write!(load, ", open loop at {r} requests/s");
     }
@@ -175,7 +186,8 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         fmt_ms(l.mean)
     );
 
-    let open_loop = s.load.rate.is_some();
+    // blocked: late sends in an open loop; for HTTP/2 also the wait for a stream slot.
+    let open_loop = s.load.rate.is_some() || s.connections.h2.is_some();
     connection_times(&mut out, "new connections", &s.phases_ms.new, open_loop);
     connection_times(
         &mut out,
@@ -201,11 +213,41 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     );
     let _ = writeln!(
         out,
-        "  requests/connection   min {}  mean {:.1}  max {}",
+        "  {}   min {}  mean {:.1}  max {}",
+        if c.h2.is_some() {
+            "streams/connection "
+        } else {
+            "requests/connection"
+        },
         c.requests_per_connection.min,
         c.requests_per_connection.mean,
         c.requests_per_connection.max
     );
+    if let Some(h) = &c.h2 {
+        let _ = writeln!(
+            out,
+            "  concurrent streams    peak {} on one connection (mean peak {:.1})",
+            h.peak_concurrent_streams.max, h.peak_concurrent_streams.mean
+        );
+        if let Some(st) = &h.server_settings {
+            let show =
+                |v: Option<u32>| v.map_or("unlimited/default".to_string(), |v| v.to_string());
+            let _ = writeln!(
+                out,
+                "  server SETTINGS       max concurrent streams {}, initial window {}",
+                show(st.max_concurrent_streams),
+                st.initial_window_size.unwrap_or(65_535)
+            );
+        }
+        if !h.goaway_codes.is_empty() {
+            let codes: Vec<String> = h
+                .goaway_codes
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let _ = writeln!(out, "  GOAWAY codes          {}", codes.join(", "));
+        }
+    }
     let reasons: Vec<String> = c
         .close_reasons
         .iter()
@@ -224,11 +266,15 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     if c.server_ignored_close > 0 {
         let _ = writeln!(out, "  server ignored close  {}", c.server_ignored_close);
     }
-    let _ = writeln!(
-        out,
-        "  stale retries         {}",
-        r.retries.stale_connection
-    );
+    if c.h2.is_some() {
+        let _ = writeln!(out, "  refused-stream retries {}", r.retries.refused_stream);
+    } else {
+        let _ = writeln!(
+            out,
+            "  stale retries         {}",
+            r.retries.stale_connection
+        );
+    }
     let d = &s.dns;
     if d.lookups + d.cache_hits + d.joined > 0 {
         let _ = writeln!(

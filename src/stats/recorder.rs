@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 
 use crate::net::dns::Resolution;
 use crate::net::local_ports::LocalPorts;
+use crate::proto::h2::wire::ServerSettings;
 
 use crate::record::{
     CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, PHASE_NAMES,
@@ -16,6 +17,8 @@ use crate::record::{
 const MAX_NS: u64 = 3_600_000_000_000;
 /// Status codes are 100..=999; they index a fixed table.
 const STATUS_SLOTS: usize = 1000;
+/// GOAWAY error codes 0..=13 are named by RFC 9113; the last slot counts the others.
+pub const GOAWAY_SLOTS: usize = 15;
 
 /// One phase's distribution: an HDR histogram plus exact count, sum, sum of squares,
 /// min and max (for the ab-style mean and standard deviation).
@@ -89,6 +92,8 @@ pub struct Recorder {
     pub error_details: [u64; ErrorDetail::ALL.len()],
     pub status: Box<[u64; STATUS_SLOTS]>,
     pub stale_retries: u64,
+    /// HTTP/2 requests sent again after the server refused their stream.
+    pub refused_retries: u64,
     pub late_sends: u64,
     pub aborted_at_deadline: u64,
     pub bytes_received: u64,
@@ -112,6 +117,14 @@ pub struct Recorder {
     pub dns_lookups: u64,
     pub dns_cache_hits: u64,
     pub dns_joined: u64,
+    /// HTTP/2: connections ended by a GOAWAY, by its error code (0..=13; 14: others).
+    pub goaway_codes: [u64; GOAWAY_SLOTS],
+    /// HTTP/2: the most streams one connection carried at once, over its connections:
+    /// the highest and the sum (for the mean).
+    pub peak_streams_max: u64,
+    pub peak_streams_sum: u64,
+    /// HTTP/2: the SETTINGS of the first server whose SETTINGS came.
+    pub server_settings: Option<ServerSettings>,
     /// Taken at the end of a run in which connects found no free local port.
     pub local_ports: Option<LocalPorts>,
 }
@@ -133,6 +146,11 @@ impl Recorder {
             error_details: [0; ErrorDetail::ALL.len()],
             status: Box::new([0; STATUS_SLOTS]),
             stale_retries: 0,
+            refused_retries: 0,
+            goaway_codes: [0; GOAWAY_SLOTS],
+            peak_streams_max: 0,
+            peak_streams_sum: 0,
+            server_settings: None,
             late_sends: 0,
             aborted_at_deadline: 0,
             bytes_received: 0,
@@ -164,6 +182,9 @@ impl Recorder {
         self.body_bytes += r.body_bytes;
         if r.stale_retry {
             self.stale_retries += 1;
+        }
+        if r.refused_retry {
+            self.refused_retries += 1;
         }
         if r.late {
             self.late_sends += 1;
@@ -233,6 +254,16 @@ impl Recorder {
         self.rpc_sum += requests;
     }
 
+    /// An HTTP/2 connection ended: the most streams it carried at once, and the code of
+    /// the GOAWAY that ended it, if one did.
+    pub fn h2_connection_ended(&mut self, peak_streams: u64, goaway_code: Option<u32>) {
+        self.peak_streams_max = self.peak_streams_max.max(peak_streams);
+        self.peak_streams_sum += peak_streams;
+        if let Some(code) = goaway_code {
+            self.goaway_codes[(code as usize).min(GOAWAY_SLOTS - 1)] += 1;
+        }
+    }
+
     pub fn errors_total(&self) -> u64 {
         self.errors.iter().sum()
     }
@@ -258,6 +289,15 @@ impl AddAssign<&Recorder> for Recorder {
             *a += b;
         }
         self.stale_retries += o.stale_retries;
+        self.refused_retries += o.refused_retries;
+        for (a, b) in self.goaway_codes.iter_mut().zip(o.goaway_codes.iter()) {
+            *a += b;
+        }
+        self.peak_streams_max = self.peak_streams_max.max(o.peak_streams_max);
+        self.peak_streams_sum += o.peak_streams_sum;
+        if self.server_settings.is_none() {
+            self.server_settings = o.server_settings;
+        }
         self.late_sends += o.late_sends;
         self.aborted_at_deadline += o.aborted_at_deadline;
         self.bytes_received += o.bytes_received;

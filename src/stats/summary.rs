@@ -8,11 +8,12 @@ use super::recorder::{PhaseStat, Recorder};
 use crate::cpu::CpuTime;
 use crate::net::local_ports::LocalPorts;
 use crate::plan::{LoadShape, Scenario, Strategy};
+use crate::proto::h2::wire::error_code_name;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
-    ConnectionsReport, CpuReport, DnsReport, LatencyReport, LoadReport, LocalPortsReport,
-    PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport, RequestsReport, RetriesReport, RpcReport,
-    ScenarioReport, ThroughputReport, TlsHandshakes,
+    ConnectionsReport, CpuReport, DnsReport, H2Report, LatencyReport, LoadReport, LocalPortsReport,
+    PeakReport, PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport, RequestsReport, RetriesReport,
+    RpcReport, ScenarioReport, ThroughputReport, TlsHandshakes,
 };
 
 const NS_PER_MS: f64 = 1e6;
@@ -48,10 +49,11 @@ fn group(set: &[PhaseStat], requests: u64) -> PhaseGroup {
         dns: s(1),
         connect: s(2),
         tls: s(3),
-        send: s(4),
-        wait: s(5),
-        receive: s(6),
-        total: s(7),
+        h2_setup: s(4),
+        send: s(5),
+        wait: s(6),
+        receive: s(7),
+        total: s(8),
     }
 }
 
@@ -69,9 +71,10 @@ fn phase_means(rec: &Recorder) -> PhaseMeans {
         dns: mean(1),
         connect: mean(2),
         tls: mean(3),
-        send: mean(4),
-        wait: mean(5),
-        receive: mean(6),
+        h2_setup: mean(4),
+        send: mean(5),
+        wait: mean(6),
+        receive: mean(7),
     }
 }
 
@@ -95,8 +98,31 @@ fn distribution(p: &PhaseStat) -> Vec<[f64; 2]> {
         .collect()
 }
 
+fn h2_report(sc: &Scenario, rec: &Recorder) -> H2Report {
+    let closed = rec.connections_closed;
+    H2Report {
+        connections_per_origin: sc.connections,
+        peak_concurrent_streams: PeakReport {
+            max: rec.peak_streams_max,
+            mean: if closed > 0 {
+                rec.peak_streams_sum as f64 / closed as f64
+            } else {
+                0.0
+            },
+        },
+        server_settings: rec.server_settings,
+        goaway_codes: rec
+            .goaway_codes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (error_code_name(code as u32).to_string(), *n))
+            .collect(),
+    }
+}
+
 /// Index of `total` in the phase sets.
-const TOTAL: usize = 7;
+const TOTAL: usize = 8;
 
 pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) -> ScenarioReport {
     let mut latency = rec.phases_new[TOTAL].clone();
@@ -141,6 +167,7 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
         url,
         urls: sc.targets.len(),
         strategy: sc.strategy.name().to_string(),
+        protocol: sc.strategy.protocol().to_string(),
         concurrency: sc.concurrency,
         threads: sc.threads.clamp(1, sc.concurrency.max(1)),
         duration_s: wall_s,
@@ -161,6 +188,7 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
             error_details,
             retries: RetriesReport {
                 stale_connection: rec.stale_retries,
+                refused_stream: rec.refused_retries,
             },
             status_codes,
             aborted_at_deadline: rec.aborted_at_deadline,
@@ -190,6 +218,7 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
                 max: rec.rpc_max,
             },
             server_ignored_close: rec.server_ignored_close,
+            h2: sc.strategy.multiplexed().then(|| h2_report(sc, rec)),
         },
         throughput: ThroughputReport {
             requests_per_s: if wall_s > 0.0 {

@@ -44,7 +44,7 @@ try {
   }
   const phases = await page.$$eval("rect.phase", (rs) => rs.map((r) => ({ name: r.dataset.name, phase: r.dataset.phase, value: Number(r.dataset.value) })));
   for (const e of expected) {
-    for (const p of ["dns", "connect", "tls", "send", "wait", "receive"]) {
+    for (const p of ["dns", "connect", "tls", "h2_setup", "send", "wait", "receive"]) {
       const r = phases.find((x) => x.name === e.name && x.phase === p);
       if (!r) failures.push(`no ${p} segment for ${e.name}`);
       else if (!close(r.value, e.phases[p])) failures.push(`${e.name} ${p}: ${r.value} != ${e.phases[p]}`);

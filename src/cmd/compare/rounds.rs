@@ -57,7 +57,10 @@ fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> R
     let ok = rep.requests.ok.max(1) as f64;
     let new = &rep.phases_ms.new;
     let setup = if new.requests > 0 {
-        new.dns.mean * new.dns.count as f64 / new.requests as f64 + new.connect.mean + new.tls.mean
+        new.dns.mean * new.dns.count as f64 / new.requests as f64
+            + new.connect.mean
+            + new.tls.mean
+            + new.h2_setup.mean
     } else {
         0.0
     };

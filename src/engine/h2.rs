@@ -1,0 +1,654 @@
+//! The HTTP/2 driver: a thread's workers share its `--connections` share of multiplexed
+//! connections per origin (a `Pool`), each carrying up to the server's
+//! MAX_CONCURRENT_STREAMS. A worker waits (`blocked`) when every stream slot is busy;
+//! the worker that opens a connection pays its dns, connect, tls and `h2_setup`.
+//! Connections end by the client's policy (`--requests-per-connection`), the server's
+//! GOAWAY, the server closing an idle connection, an error, or the end of the run; a
+//! request the server refused goes once more on another connection.
+
+use std::cell::{Cell, RefCell};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use h2::client::SendRequest;
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+use tokio::time::Sleep;
+
+use super::open::Opener;
+use super::worker::{attempt_deadline, ns, Driver, Fail, LATE_AFTER};
+use crate::net::Stream;
+use crate::plan::{Scenario, Target};
+use crate::proto::h2::wire::{Seen, Watched};
+use crate::proto::h2::{classify, StreamFailure};
+use crate::proto::pace::{Pace, ReadLimits};
+use crate::record::{
+    CloseReason, ErrorDetail, ErrorKind, Failure, Outcome, Phases, RequestRecord, Stage,
+};
+use crate::stats::Recorder;
+use crate::timer::within;
+
+/// Flow-control windows the client offers: large, so that a response is never held up
+/// by the client's window across a long round trip (h2load offers 1 GiB).
+const STREAM_WINDOW: u32 = 16 << 20;
+const CONNECTION_WINDOW: u32 = 64 << 20;
+
+/// One HTTP/2 connection, shared by the workers of a thread.
+struct Conn {
+    /// The handle to start streams; dropped when the connection is retired, so `h2`
+    /// closes it (GOAWAY) once its streams are done.
+    send: RefCell<Option<SendRequest<Bytes>>>,
+    seen: Rc<RefCell<Seen>>,
+    st: RefCell<ConnState>,
+    origin: usize,
+    slot: usize,
+    id: u64,
+}
+
+#[derive(Default)]
+struct ConnState {
+    started: u64,
+    /// Streams that ended with a complete response.
+    done: u64,
+    in_flight: u64,
+    peak: u64,
+    /// No new streams: `--requests-per-connection` reached.
+    draining: bool,
+    /// Accounted as closed.
+    ended: bool,
+    /// The connection is gone (why), but streams counted in flight have yet to see
+    /// their end: it is accounted when the last one has.
+    gone: Option<CloseReason>,
+}
+
+impl Conn {
+    /// Whether a new stream may start here now.
+    fn accepts(&self) -> bool {
+        let st = self.st.borrow();
+        let seen = self.seen.borrow();
+        let max = seen
+            .settings
+            .max_concurrent_streams
+            .map_or(u64::MAX, u64::from);
+        !st.draining
+            && !st.ended
+            && st.gone.is_none()
+            && seen.goaway.is_none()
+            && st.in_flight < max
+    }
+
+    /// No new stream will ever start here.
+    fn retired(&self) -> bool {
+        let st = self.st.borrow();
+        st.draining || st.ended || st.gone.is_some() || self.seen.borrow().goaway.is_some()
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.st.borrow().in_flight
+    }
+
+    /// Whether stream `id` is above the last stream id of a GOAWAY the server sent
+    /// (so the server never processed it).
+    fn above_goaway(&self, id: u32) -> bool {
+        self.seen
+            .borrow()
+            .goaway
+            .is_some_and(|g| id > g.last_stream_id)
+    }
+}
+
+enum Slot {
+    Empty,
+    Opening,
+    Open(Rc<Conn>),
+}
+
+enum Pick {
+    Use(Rc<Conn>),
+    Open(usize),
+    Wait,
+}
+
+/// A thread's HTTP/2 connections, per origin.
+pub(super) struct Pool {
+    slots: RefCell<Vec<Vec<Slot>>>,
+    /// Woken when a stream slot frees or a connection opens or ends.
+    notify: Notify,
+    workers_left: Cell<usize>,
+    rec: Rc<RefCell<Recorder>>,
+    /// The connections' driving tasks still running, to stop at the end of the run.
+    tasks: RefCell<Vec<(u64, AbortHandle)>>,
+    next_id: Cell<u64>,
+}
+
+impl Pool {
+    /// `connections` per origin for this thread, shared by `workers`.
+    pub fn new(
+        sc: &Scenario,
+        connections: usize,
+        workers: usize,
+        rec: Rc<RefCell<Recorder>>,
+    ) -> Rc<Pool> {
+        let slots = (0..sc.origins.len())
+            .map(|_| (0..connections.max(1)).map(|_| Slot::Empty).collect())
+            .collect();
+        Rc::new(Pool {
+            slots: RefCell::new(slots),
+            notify: Notify::new(),
+            workers_left: Cell::new(workers),
+            rec,
+            tasks: RefCell::new(Vec::new()),
+            next_id: Cell::new(0),
+        })
+    }
+
+    /// Where the next stream to `origin` goes: a free slot is opened first (so the
+    /// workers spread over `--connections`), else the least busy connection with room.
+    fn pick(&self, origin: usize) -> Pick {
+        let mut slots = self.slots.borrow_mut();
+        let mut best: Option<&Rc<Conn>> = None;
+        let mut empty = None;
+        for (i, s) in slots[origin].iter_mut().enumerate() {
+            // A retired connection finishes its streams on its own; its slot is free.
+            if matches!(s, Slot::Open(c) if c.retired()) {
+                *s = Slot::Empty;
+            }
+            match s {
+                Slot::Empty => {
+                    empty.get_or_insert(i);
+                }
+                Slot::Opening => {}
+                Slot::Open(c) => {
+                    if c.accepts() && best.map_or(true, |b| c.in_flight() < b.in_flight()) {
+                        best = Some(c);
+                    }
+                }
+            }
+        }
+        if let Some(i) = empty {
+            slots[origin][i] = Slot::Opening;
+            return Pick::Open(i);
+        }
+        match best {
+            Some(c) => Pick::Use(c.clone()),
+            None => Pick::Wait,
+        }
+    }
+
+    fn set(&self, origin: usize, slot: usize, s: Slot) {
+        self.slots.borrow_mut()[origin][slot] = s;
+        self.notify.notify_waiters();
+    }
+
+    /// Account a connection as closed (once), and stop starting streams on it.
+    fn end(&self, conn: &Rc<Conn>, reason: CloseReason) {
+        let (done, peak) = {
+            let mut st = conn.st.borrow_mut();
+            if st.ended {
+                return;
+            }
+            st.ended = true;
+            (st.done, st.peak)
+        };
+        let code = (reason == CloseReason::ServerGoaway)
+            .then(|| conn.seen.borrow().goaway.map(|g| g.error_code))
+            .flatten();
+        {
+            let mut rec = self.rec.borrow_mut();
+            rec.connection_closed(reason, done);
+            rec.h2_connection_ended(peak, code);
+        }
+        conn.send.borrow_mut().take();
+        {
+            let mut slots = self.slots.borrow_mut();
+            let s = &mut slots[conn.origin][conn.slot];
+            if matches!(s, Slot::Open(c) if Rc::ptr_eq(c, conn)) {
+                *s = Slot::Empty;
+            }
+        }
+        self.notify.notify_waiters();
+    }
+
+    /// A worker is done; the last one closes what is still open.
+    fn worker_done(&self) {
+        let left = self.workers_left.get().saturating_sub(1);
+        self.workers_left.set(left);
+        if left > 0 {
+            return;
+        }
+        let open: Vec<Rc<Conn>> = self
+            .slots
+            .borrow()
+            .iter()
+            .flatten()
+            .filter_map(|s| match s {
+                Slot::Open(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect();
+        for c in &open {
+            self.end(c, CloseReason::EndOfRun);
+        }
+        for (_, t) in self.tasks.borrow_mut().drain(..) {
+            t.abort();
+        }
+    }
+}
+
+/// Drive one connection until it ends, then account why it ended (unless the client
+/// already did).
+async fn drive(
+    connection: h2::client::Connection<Watched<Stream>, Bytes>,
+    conn: Rc<Conn>,
+    pool: Rc<Pool>,
+    settings_came: Rc<Notify>,
+) {
+    let res = connection.await;
+    let reason = {
+        let seen = conn.seen.borrow();
+        let idle = conn.st.borrow().in_flight == 0;
+        if seen.goaway.is_some() {
+            CloseReason::ServerGoaway
+        } else if idle && res.as_ref().map_or_else(|e| e.is_io(), |_| true) {
+            CloseReason::ServerIdleClose
+        } else {
+            CloseReason::Error
+        }
+    };
+    let in_flight = {
+        let mut st = conn.st.borrow_mut();
+        st.gone = Some(reason);
+        st.in_flight
+    };
+    if in_flight == 0 {
+        pool.end(&conn, reason);
+    }
+    // An opener waiting for the server's SETTINGS learns that none will come.
+    settings_came.notify_one();
+    pool.tasks.borrow_mut().retain(|(id, _)| *id != conn.id);
+}
+
+/// One worker's view of the thread's pool.
+pub(super) struct H2 {
+    pool: Rc<Pool>,
+    opener: Opener,
+    rec: Rc<RefCell<Recorder>>,
+    sleep: Pin<Box<Sleep>>,
+    deadline: Instant,
+    run_deadline: Option<Instant>,
+    /// Body bytes of the current try (reported also when it fails).
+    got_body: u64,
+}
+
+impl H2 {
+    pub fn new(pool: Rc<Pool>, opener: Opener, start: Instant) -> H2 {
+        H2 {
+            pool,
+            rec: opener.rec.clone(),
+            run_deadline: opener.run_deadline,
+            opener,
+            sleep: Box::pin(tokio::time::sleep_until(start.into())),
+            deadline: start,
+            got_body: 0,
+        }
+    }
+}
+
+impl Driver for H2 {
+    async fn request(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        t0: Instant,
+        blocked: Option<Duration>,
+    ) -> Option<RequestRecord> {
+        self.deadline = attempt_deadline(sc, t0, blocked, self.run_deadline);
+        let late = blocked.is_some_and(|b| b >= LATE_AFTER);
+        let mut refused_retry = false;
+        loop {
+            let mut phases = Phases {
+                blocked: blocked.map(|b| b.as_nanos() as u64),
+                ..Phases::default()
+            };
+            self.got_body = 0;
+            let mut reused = true;
+            match self.try_once(sc, target, &mut phases, &mut reused).await {
+                Ok((status, end)) => {
+                    phases.total = Some(ns(t0, end));
+                    return Some(RequestRecord {
+                        reused,
+                        phases,
+                        outcome: Outcome::Ok { status },
+                        bytes_received: self.got_body,
+                        body_bytes: self.got_body,
+                        stale_retry: false,
+                        refused_retry,
+                        late,
+                    });
+                }
+                Err(f) if f.at_deadline => return None,
+                Err(f) => {
+                    if f.retry && !refused_retry {
+                        refused_retry = true;
+                        continue;
+                    }
+                    return Some(RequestRecord {
+                        reused,
+                        phases,
+                        outcome: Outcome::Error(f.failure),
+                        bytes_received: self.got_body,
+                        body_bytes: self.got_body,
+                        stale_retry: false,
+                        refused_retry,
+                        late,
+                    });
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.pool.worker_done();
+    }
+}
+
+impl H2 {
+    /// One try: a stream slot (waiting or opening a connection), then the stream.
+    async fn try_once(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        phases: &mut Phases,
+        reused: &mut bool,
+    ) -> Result<(u16, Instant), Fail> {
+        let origin = target.origin;
+        let waiting_since = Instant::now();
+        let conn = loop {
+            match self.pool.pick(origin) {
+                Pick::Use(c) => break c,
+                Pick::Open(slot) => {
+                    *reused = false;
+                    add_blocked(phases, waiting_since);
+                    match self.open(sc, origin, slot, phases).await {
+                        Ok(c) => {
+                            self.pool.set(origin, slot, Slot::Open(c.clone()));
+                            break c;
+                        }
+                        Err(f) => {
+                            self.pool.set(origin, slot, Slot::Empty);
+                            return Err(f);
+                        }
+                    }
+                }
+                Pick::Wait => {
+                    let woke = within(
+                        self.sleep.as_mut(),
+                        self.deadline,
+                        self.pool.notify.notified(),
+                    )
+                    .await;
+                    if woke.is_none() {
+                        let mut f = Fail::timed_out(Stage::Wait, self.run_deadline);
+                        f.failure.detail = Some(ErrorDetail::NoFreeStream);
+                        return Err(f);
+                    }
+                }
+            }
+        };
+        if *reused {
+            add_blocked(phases, waiting_since);
+        }
+        {
+            let mut st = conn.st.borrow_mut();
+            st.started += 1;
+            st.in_flight += 1;
+            st.peak = st.peak.max(st.in_flight);
+            if sc.requests_per_connection.is_some_and(|n| st.started >= n) {
+                st.draining = true;
+            }
+        }
+        let res = self.stream(sc, target, &conn, phases).await;
+        let ends = {
+            let mut st = conn.st.borrow_mut();
+            st.in_flight -= 1;
+            if res.is_ok() {
+                st.done += 1;
+            }
+            match (st.in_flight, st.gone) {
+                (0, Some(reason)) => Some(reason),
+                (0, None) if st.draining => Some(CloseReason::ClientPolicy),
+                _ => None,
+            }
+        };
+        if let Some(reason) = ends {
+            self.pool.end(&conn, reason);
+        }
+        self.pool.notify.notify_one();
+        res
+    }
+
+    /// Open connection `slot` to `origin`: dns, connect, tls (ALPN h2), then the
+    /// preface and the server's SETTINGS (`h2_setup`).
+    async fn open(
+        &mut self,
+        sc: &Scenario,
+        origin: usize,
+        slot: usize,
+        phases: &mut Phases,
+    ) -> Result<Rc<Conn>, Fail> {
+        let o = &sc.origins[origin];
+        let opened = self
+            .opener
+            .open(
+                o,
+                sc.tls.as_ref(),
+                self.deadline,
+                sc.limits.connect,
+                self.sleep.as_mut(),
+                phases,
+            )
+            .await?;
+        let closed_early = |rec: &Rc<RefCell<Recorder>>| {
+            rec.borrow_mut().connection_closed(CloseReason::Error, 0);
+        };
+        if o.tls && opened.alpn.as_deref() != Some(b"h2".as_slice()) {
+            closed_early(&self.rec);
+            return Err(Fail::new(Failure::new(
+                ErrorKind::Tls,
+                ErrorDetail::AlpnMismatch,
+            )));
+        }
+        let by = match sc.limits.connect {
+            Some(c) => self.deadline.min(Instant::now() + c),
+            None => self.deadline,
+        };
+        let watched = Watched::new(opened.stream);
+        let seen = watched.seen.clone();
+        let settings_came = watched.settings_came.clone();
+        let t = Instant::now();
+        let handshake = h2::client::Builder::new()
+            .enable_push(false)
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .handshake::<_, Bytes>(watched);
+        let (send, connection) = match within(self.sleep.as_mut(), by, handshake).await {
+            None => {
+                let f = Fail::timed_out(Stage::H2Setup, self.run_deadline);
+                closed_early(&self.rec);
+                return Err(f);
+            }
+            Some(Err(e)) => {
+                closed_early(&self.rec);
+                return Err(Fail::new(classify(&e, false, false).failure));
+            }
+            Some(Ok(x)) => x,
+        };
+        let id = self.pool.next_id.get();
+        self.pool.next_id.set(id + 1);
+        let conn = Rc::new(Conn {
+            send: RefCell::new(Some(send)),
+            seen: seen.clone(),
+            st: RefCell::new(ConnState::default()),
+            origin,
+            slot,
+            id,
+        });
+        let task = tokio::task::spawn_local(drive(
+            connection,
+            conn.clone(),
+            self.pool.clone(),
+            settings_came.clone(),
+        ));
+        self.pool.tasks.borrow_mut().push((id, task.abort_handle()));
+        // The server's SETTINGS: its limits apply from the first stream.
+        while seen.borrow().settings_at.is_none() && !conn.st.borrow().ended {
+            if within(self.sleep.as_mut(), by, settings_came.notified())
+                .await
+                .is_none()
+            {
+                let f = Fail::timed_out(Stage::H2Setup, self.run_deadline);
+                let reason = if f.at_deadline {
+                    CloseReason::EndOfRun
+                } else {
+                    CloseReason::Error
+                };
+                self.pool.end(&conn, reason);
+                return Err(f);
+            }
+        }
+        let (settings_at, settings) = {
+            let s = seen.borrow();
+            (s.settings_at, s.settings)
+        };
+        let Some(settings_at) = settings_at else {
+            // The connection ended before the server said anything.
+            return Err(Fail::new(Failure::new(
+                ErrorKind::ClosedBeforeResponse,
+                ErrorDetail::NoServerSettings,
+            )));
+        };
+        phases.h2_setup = Some(ns(t, settings_at));
+        self.rec
+            .borrow_mut()
+            .server_settings
+            .get_or_insert(settings);
+        if settings.max_concurrent_streams == Some(0) {
+            self.pool.end(&conn, CloseReason::Error);
+            return Err(Fail::new(Failure::new(
+                ErrorKind::Protocol,
+                ErrorDetail::ZeroConcurrentStreams,
+            )));
+        }
+        Ok(conn)
+    }
+
+    /// One stream: send the request, wait for the head, read the body.
+    async fn stream(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        conn: &Rc<Conn>,
+        phases: &mut Phases,
+    ) -> Result<(u16, Instant), Fail> {
+        let fail = |sf: StreamFailure| Fail {
+            failure: sf.failure,
+            retry: sf.refused,
+            at_deadline: false,
+        };
+        let t_send = Instant::now();
+        let Some(send) = conn.send.borrow().clone() else {
+            // Retired between the pick and now: the request never left.
+            return Err(Fail {
+                failure: Failure::new(ErrorKind::Reset, ErrorDetail::RefusedStream),
+                retry: true,
+                at_deadline: false,
+            });
+        };
+        let send = match within(self.sleep.as_mut(), self.deadline, send.ready()).await {
+            None => return Err(Fail::timed_out(Stage::Send, self.run_deadline)),
+            Some(Err(e)) => return Err(fail(classify(&e, true, false))),
+            Some(Ok(s)) => s,
+        };
+        let mut send = send;
+        let head = target
+            .h2_request
+            .clone()
+            .expect("h2 scenarios carry an HTTP/2 request head");
+        let body = target.template.body.as_deref();
+        let (response, mut stream) = send
+            .send_request(head, body.is_none())
+            .map_err(|e| fail(classify(&e, true, false)))?;
+        if let Some(b) = body {
+            stream
+                .send_data(Bytes::copy_from_slice(b), true)
+                .map_err(|e| fail(classify(&e, false, false)))?;
+        }
+        let id = response.stream_id().as_u32();
+        let t_sent = Instant::now();
+        phases.send = Some(ns(t_send, t_sent));
+
+        let first_by = sc.limits.wait.map(|w| t_sent + w);
+        let wait_until = first_by.map_or(self.deadline, |f| f.min(self.deadline));
+        let resp = match within(self.sleep.as_mut(), wait_until, response).await {
+            None => {
+                if Instant::now() < self.deadline {
+                    return Err(Fail::new(ErrorKind::TimeoutWait.into()));
+                }
+                return Err(Fail::timed_out(Stage::Wait, self.run_deadline));
+            }
+            Some(Err(e)) => return Err(fail(classify(&e, conn.above_goaway(id), false))),
+            Some(Ok(r)) => r,
+        };
+        let first_byte = Instant::now();
+        let status = resp.status().as_u16();
+        let mut body = resp.into_body();
+        let mut pace = Pace::new(ReadLimits {
+            first_byte_by: None,
+            min_speed: sc.limits.min_speed,
+        });
+        if let Some(p) = pace.as_mut() {
+            let _ = p.on_bytes(0, first_byte);
+        }
+        loop {
+            let until = pace
+                .as_ref()
+                .and_then(Pace::deadline)
+                .map_or(self.deadline, |d| d.min(self.deadline));
+            let next = within(self.sleep.as_mut(), until, body.data()).await;
+            match next {
+                None => {
+                    let now = Instant::now();
+                    if now >= self.deadline {
+                        return Err(Fail::timed_out(Stage::Receive, self.run_deadline));
+                    }
+                    if let Some(p) = pace.as_mut() {
+                        p.expired(now).map_err(Fail::new)?;
+                    }
+                }
+                Some(None) => break,
+                Some(Some(Err(e))) => {
+                    return Err(fail(classify(&e, conn.above_goaway(id), true)));
+                }
+                Some(Some(Ok(chunk))) => {
+                    let n = chunk.len();
+                    let _ = body.flow_control().release_capacity(n);
+                    self.got_body += n as u64;
+                    if let Some(p) = pace.as_mut() {
+                        p.on_bytes(n, Instant::now()).map_err(Fail::new)?;
+                    }
+                }
+            }
+        }
+        let end = Instant::now();
+        phases.wait = Some(ns(t_sent, first_byte));
+        phases.receive = Some(ns(first_byte, end));
+        Ok((status, end))
+    }
+}
+
+/// Add the time since `since` to the attempt's `blocked` phase (waiting for a stream).
+fn add_blocked(phases: &mut Phases, since: Instant) {
+    phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(since, Instant::now()));
+}
