@@ -468,9 +468,18 @@ pub struct ServeArgs {
     #[arg(long, default_value = "on")]
     pub keepalive: String,
 
-    /// Close each connection after this many requests
+    /// Close each connection after this many requests (HTTP/2: streams, then GOAWAY)
     #[arg(long, value_name = "N")]
     pub max_requests_per_connection: Option<u64>,
+
+    /// Offer HTTP/2 by ALPN on the HTTPS listener: on or off (prior knowledge on the
+    /// plain listener is always answered)
+    #[arg(long, default_value = "on")]
+    pub h2: String,
+
+    /// HTTP/2: streams a client may have open at once on one connection
+    #[arg(long, default_value_t = 128, value_name = "N")]
+    pub max_concurrent_streams: u32,
 
     /// Answer as an HTTP/1.0 server: close unless the request asks for keep-alive
     #[arg(long)]

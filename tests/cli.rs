@@ -85,6 +85,7 @@ fn json_report_matches_its_schema() {
             "--rate",
             "500",
         ],
+        vec!["-n", "200", "-c", "8", "--strategy", "h2"],
     ] {
         let mut args = vec![srv.http_url().unwrap()];
         args.extend(extra.iter().map(|s| s.to_string()));

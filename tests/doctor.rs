@@ -131,8 +131,9 @@ fn doctor_on_a_healthy_tls_server_finds_no_problem() {
     assert_eq!(code, Some(0));
     assert_eq!(v["tls"]["version"], "TLSv1.3");
     assert_eq!(v["tls"]["resumption"], true);
-    assert_eq!(v["tls"]["alpn_selected"], "http/1.1");
-    assert_eq!(v["tls"]["offers_h2"], false);
+    // The embedded server offers HTTP/2 by ALPN.
+    assert_eq!(v["tls"]["alpn_selected"], "h2");
+    assert_eq!(v["tls"]["offers_h2"], true);
     assert!(v["tls"]["resumed_handshake_ms"].as_f64().unwrap() > 0.0);
     assert!(
         v["idle_timeout"]["at_most_s"].is_null(),

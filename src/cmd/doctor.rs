@@ -74,6 +74,7 @@ pub struct TlsFindings {
     pub offers_h2: bool,
     /// A second connection resumed the session of the first.
     pub resumption: bool,
+    /// Medians of five handshakes each.
     pub full_handshake_ms: f64,
     pub resumed_handshake_ms: Option<f64>,
 }
@@ -333,15 +334,25 @@ async fn tls_findings(
         // Read the response so any new ticket is stored for the next one.
         let _ = probe::exchange(&mut o.conn, &t.request, t.template.is_head(), sc.timeout).await;
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    // The median of the samples: one handshake delayed by the scheduler says nothing
+    // about the server.
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        }
+    };
     Ok(TlsFindings {
         version: info.version,
         cipher_suite: info.cipher_suite,
         offers_h2: info.alpn.as_deref() == Some("h2"),
         alpn_selected: info.alpn,
         resumption: any_resumed,
-        full_handshake_ms: mean(&full),
-        resumed_handshake_ms: any_resumed.then(|| mean(&resumed)),
+        full_handshake_ms: median(&full),
+        resumed_handshake_ms: any_resumed.then(|| median(&resumed)),
     })
 }
 

@@ -28,10 +28,18 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
         max_body_bytes: a.limits.max_body_bytes,
         max_connections: a.limits.max_connections,
         threads: a.threads,
+        h2: on_off("--h2", &a.h2)?,
+        max_concurrent_streams: a.max_concurrent_streams,
     };
     if cfg.max_requests_per_connection == Some(0) {
         return Err(UsageError(
             "--max-requests-per-connection must be at least 1".into(),
+        ));
+    }
+    if cfg.max_concurrent_streams == 0 {
+        return Err(UsageError(
+            "--max-concurrent-streams must be at least 1 (0 would refuse every HTTP/2 request)"
+                .into(),
         ));
     }
     if cfg.threads == 0 {
@@ -80,8 +88,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     });
     let s = srv.snapshot();
     eprintln!(
-        "handshake serve: {} connections accepted, {} requests, TLS handshakes full {} resumed {}",
-        s.connections_accepted, s.requests, s.tls_handshakes_full, s.tls_handshakes_resumed
+        "handshake serve: {} connections accepted ({} HTTP/2), {} requests ({} HTTP/2 streams), TLS handshakes full {} resumed {}",
+        s.connections_accepted,
+        s.h2_connections,
+        s.requests,
+        s.h2_streams,
+        s.tls_handshakes_full,
+        s.tls_handshakes_resumed
     );
     srv.stop();
     Ok(0)

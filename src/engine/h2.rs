@@ -61,6 +61,8 @@ struct ConnState {
     /// The connection is gone (why), but streams counted in flight have yet to see
     /// their end: it is accounted when the last one has.
     gone: Option<CloseReason>,
+    /// Why the connection failed, when it ended in an error.
+    failure: Option<Failure>,
 }
 
 impl Conn {
@@ -89,13 +91,18 @@ impl Conn {
         self.st.borrow().in_flight
     }
 
-    /// Whether stream `id` is above the last stream id of a GOAWAY the server sent
-    /// (so the server never processed it).
-    fn above_goaway(&self, id: u32) -> bool {
-        self.seen
-            .borrow()
-            .goaway
-            .is_some_and(|g| id > g.last_stream_id)
+    /// How a stream (`id`, if it was opened) failed with `e` on this connection.
+    fn classify(&self, e: &h2::Error, id: Option<u32>, in_body: bool) -> StreamFailure {
+        if id.is_none() {
+            // The connection failed before the stream opened: its own failure says why.
+            if let Some(f) = self.st.borrow().failure {
+                return StreamFailure {
+                    failure: f,
+                    refused: false,
+                };
+            }
+        }
+        classify(e, self.seen.borrow().goaway, id, in_body)
     }
 }
 
@@ -246,6 +253,10 @@ async fn drive(
     settings_came: Rc<Notify>,
 ) {
     let res = connection.await;
+    if let Err(e) = &res {
+        let f = classify(e, conn.seen.borrow().goaway, None, false).failure;
+        conn.st.borrow_mut().failure = Some(f);
+    }
     let reason = {
         let seen = conn.seen.borrow();
         let idle = conn.st.borrow().in_flight == 0;
@@ -481,7 +492,7 @@ impl H2 {
             }
             Some(Err(e)) => {
                 closed_early(&self.rec);
-                return Err(Fail::new(classify(&e, false, false).failure));
+                return Err(Fail::new(classify(&e, None, None, false).failure));
             }
             Some(Ok(x)) => x,
         };
@@ -522,12 +533,29 @@ impl H2 {
             let s = seen.borrow();
             (s.settings_at, s.settings)
         };
-        let Some(settings_at) = settings_at else {
-            // The connection ended before the server said anything.
-            return Err(Fail::new(Failure::new(
+        let gone = conn.st.borrow().gone.is_some() || conn.st.borrow().ended;
+        if let (Some(_), true) = (settings_at, gone) {
+            // SETTINGS came, and then the connection failed at once.
+            let failure = conn.st.borrow().failure.unwrap_or(Failure::new(
                 ErrorKind::ClosedBeforeResponse,
                 ErrorDetail::NoServerSettings,
-            )));
+            ));
+            return Err(Fail::new(failure));
+        }
+        let Some(settings_at) = settings_at else {
+            // The connection ended before the server's SETTINGS: it said nothing, or
+            // something that was not HTTP/2.
+            let failure = if let Some(f) = conn.st.borrow().failure {
+                f
+            } else if seen.borrow().bytes > 0 {
+                Failure::new(ErrorKind::Protocol, ErrorDetail::H2Protocol)
+            } else {
+                Failure::new(
+                    ErrorKind::ClosedBeforeResponse,
+                    ErrorDetail::NoServerSettings,
+                )
+            };
+            return Err(Fail::new(failure));
         };
         phases.h2_setup = Some(ns(t, settings_at));
         self.rec
@@ -559,16 +587,16 @@ impl H2 {
         };
         let t_send = Instant::now();
         let Some(send) = conn.send.borrow().clone() else {
-            // Retired between the pick and now: the request never left.
-            return Err(Fail {
-                failure: Failure::new(ErrorKind::Reset, ErrorDetail::RefusedStream),
-                retry: true,
-                at_deadline: false,
-            });
+            // Picked, but the connection is gone: it never opened a stream.
+            let failure = conn.st.borrow().failure.unwrap_or(Failure::new(
+                ErrorKind::ClosedBeforeResponse,
+                ErrorDetail::EofInHead,
+            ));
+            return Err(Fail::new(failure));
         };
         let send = match within(self.sleep.as_mut(), self.deadline, send.ready()).await {
             None => return Err(Fail::timed_out(Stage::Send, self.run_deadline)),
-            Some(Err(e)) => return Err(fail(classify(&e, true, false))),
+            Some(Err(e)) => return Err(fail(conn.classify(&e, None, false))),
             Some(Ok(s)) => s,
         };
         let mut send = send;
@@ -579,11 +607,11 @@ impl H2 {
         let body = target.template.body.as_deref();
         let (response, mut stream) = send
             .send_request(head, body.is_none())
-            .map_err(|e| fail(classify(&e, true, false)))?;
+            .map_err(|e| fail(conn.classify(&e, None, false)))?;
         if let Some(b) = body {
             stream
                 .send_data(Bytes::copy_from_slice(b), true)
-                .map_err(|e| fail(classify(&e, false, false)))?;
+                .map_err(|e| fail(conn.classify(&e, None, false)))?;
         }
         let id = response.stream_id().as_u32();
         let t_sent = Instant::now();
@@ -598,7 +626,7 @@ impl H2 {
                 }
                 return Err(Fail::timed_out(Stage::Wait, self.run_deadline));
             }
-            Some(Err(e)) => return Err(fail(classify(&e, conn.above_goaway(id), false))),
+            Some(Err(e)) => return Err(fail(conn.classify(&e, Some(id), false))),
             Some(Ok(r)) => r,
         };
         let first_byte = Instant::now();
@@ -629,7 +657,7 @@ impl H2 {
                 }
                 Some(None) => break,
                 Some(Some(Err(e))) => {
-                    return Err(fail(classify(&e, conn.above_goaway(id), true)));
+                    return Err(fail(conn.classify(&e, Some(id), true)));
                 }
                 Some(Some(Ok(chunk))) => {
                     let n = chunk.len();

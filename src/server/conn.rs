@@ -3,12 +3,14 @@
 
 use std::io::Write as _;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
+use super::h2::PREFACE_START;
 use super::{ServerConfig, Shared};
 use crate::proto::h1::{has_token, ChunkedDecoder};
 use crate::timer::within;
@@ -19,7 +21,7 @@ const MAX_REQUEST_HEADERS: usize = 64;
 
 pub(crate) async fn handle(
     sock: TcpStream,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     over_limit: bool,
 ) {
@@ -36,7 +38,7 @@ pub(crate) async fn handle(
 
 async fn handle_tls(
     sock: TcpStream,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     acceptor: tokio_rustls::TlsAcceptor,
     over_limit: bool,
 ) {
@@ -49,6 +51,9 @@ async fn handle_tls(
     };
     counter.fetch_add(1, Ordering::Relaxed);
     let _ = s.get_ref().0.set_nodelay(true);
+    if s.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
+        return super::h2::serve(s, shared.clone()).await;
+    }
     serve(s, shared, over_limit, true).await
 }
 
@@ -240,9 +245,9 @@ impl Buf {
 }
 
 /// Serve requests on one connection. `tls`: the stream is TLS (close with close_notify).
-async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay>(
+async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
     mut s: S,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     over_limit: bool,
     tls: bool,
 ) {
@@ -266,6 +271,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay>(
                 match parse_request(buf.pending(), cfg.max_header_bytes) {
                     ParseOutcome::Complete(i) => break i,
                     ParseOutcome::Partial => {}
+                    ParseOutcome::Reject(_)
+                        if served == 0 && !tls && buf.pending().starts_with(PREFACE_START) =>
+                    {
+                        // HTTP/2 with prior knowledge (h2c).
+                        let read = buf.pending().to_vec();
+                        let io = super::h2::Rewind::new(read, s);
+                        return Box::pin(super::h2::serve(io, shared.clone())).await;
+                    }
                     ParseOutcome::Reject(code) => {
                         let _ = respond_error(&mut s, &mut out, code).await;
                         return;

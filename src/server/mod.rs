@@ -1,8 +1,9 @@
-//! The embedded target server: HTTP/1.0 and 1.1 over TCP and TLS with a configurable
+//! The embedded target server: HTTP/1.0, 1.1 and 2 over TCP and TLS with a configurable
 //! reuse policy, response size and delay, limits, and its own count of accepted
 //! connections (the ground truth every connection figure is checked against).
 
 pub(crate) mod conn;
+mod h2;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -40,6 +41,10 @@ pub struct ServerConfig {
     pub max_connections: u64,
     /// Runtime worker threads.
     pub threads: usize,
+    /// Offer HTTP/2 (ALPN h2 on the HTTPS listener; prior knowledge is always answered).
+    pub h2: bool,
+    /// HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS (nginx's default, 128).
+    pub max_concurrent_streams: u32,
 }
 
 impl Default for ServerConfig {
@@ -58,6 +63,8 @@ impl Default for ServerConfig {
             max_body_bytes: 16 * 1024 * 1024,
             max_connections: 16_384,
             threads: 1,
+            h2: true,
+            max_concurrent_streams: 128,
         }
     }
 }
@@ -71,6 +78,9 @@ pub struct ServerStats {
     pub tls_handshakes_full: AtomicU64,
     pub tls_handshakes_resumed: AtomicU64,
     pub rejected_connections: AtomicU64,
+    /// Connections that spoke HTTP/2, and their streams (also counted in `requests`).
+    pub h2_connections: AtomicU64,
+    pub h2_streams: AtomicU64,
     /// CPU clocks of the server's threads (they live as long as the server).
     threads: std::sync::Mutex<Vec<crate::cpu::ThreadClock>>,
 }
@@ -100,6 +110,8 @@ pub struct StatsSnapshot {
     pub tls_handshakes_full: u64,
     pub tls_handshakes_resumed: u64,
     pub rejected_connections: u64,
+    pub h2_connections: u64,
+    pub h2_streams: u64,
 }
 
 impl ServerStats {
@@ -111,6 +123,8 @@ impl ServerStats {
             tls_handshakes_full: self.tls_handshakes_full.load(Ordering::Relaxed),
             tls_handshakes_resumed: self.tls_handshakes_resumed.load(Ordering::Relaxed),
             rejected_connections: self.rejected_connections.load(Ordering::Relaxed),
+            h2_connections: self.h2_connections.load(Ordering::Relaxed),
+            h2_streams: self.h2_streams.load(Ordering::Relaxed),
         }
     }
 }
@@ -224,7 +238,7 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     if cfg.listen.is_none() && cfg.tls_listen.is_none() {
         anyhow::bail!("the server needs at least one listener");
     }
-    let certs = tls::generate().context("generating the server certificate")?;
+    let certs = tls::generate(cfg.h2).context("generating the server certificate")?;
     let stats = Arc::new(ServerStats::default());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),

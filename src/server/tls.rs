@@ -13,7 +13,8 @@ pub struct Certs {
     pub server_config: Arc<ServerConfig>,
 }
 
-pub fn generate() -> anyhow::Result<Certs> {
+/// A fresh CA and server certificate; `h2`: offer HTTP/2 by ALPN.
+pub fn generate(h2: bool) -> anyhow::Result<Certs> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
@@ -44,6 +45,9 @@ pub fn generate() -> anyhow::Result<Certs> {
         .with_no_client_auth()
         .with_single_cert(chain, key)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()];
+    if h2 {
+        config.alpn_protocols.insert(0, b"h2".to_vec());
+    }
     config.session_storage = rustls::server::ServerSessionMemoryCache::new(4096);
     config.ticketer = rustls::crypto::ring::Ticketer::new()?;
     Ok(Certs {

@@ -166,12 +166,29 @@ pub fn reset(s: TcpStream) {
 pub struct Nginx {
     child: std::process::Child,
     pub port: u16,
-    dir: std::path::PathBuf,
+    /// All the ports its servers listen on (`port` is the first).
+    pub ports: Vec<u16>,
+    pub dir: std::path::PathBuf,
 }
 
 impl Nginx {
     /// None (with a message) only when nginx is missing and HANDSHAKE_SKIP_NGINX is set.
     pub fn start(http: &str, location: &str) -> Option<Nginx> {
+        Nginx::start_servers(http, 1, |ports, _| {
+            format!(
+                "server {{ listen 127.0.0.1:{}; location / {{ {location} }} }}",
+                ports[0]
+            )
+        })
+    }
+
+    /// nginx with `servers` (given the free ports and nginx's own directory, where
+    /// files such as certificates can be put first by `prepare`) in its `http` block.
+    pub fn start_servers(
+        http: &str,
+        n_ports: usize,
+        servers: impl Fn(&[u16], &std::path::Path) -> String,
+    ) -> Option<Nginx> {
         let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists());
@@ -182,22 +199,27 @@ impl Nginx {
             }
             panic!("nginx is needed (Debian package nginx; .ci/run installs it). Set HANDSHAKE_SKIP_NGINX=1 to skip.");
         };
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let held: Vec<TcpListener> = (0..n_ports.max(1))
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let ports: Vec<u16> = held
+            .iter()
+            .map(|l| l.local_addr().unwrap().port())
+            .collect();
+        drop(held);
+        let port = ports[0];
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("handshake-nginx-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let d = dir.display();
+        let servers = servers(&ports, &dir);
         let conf = format!(
             "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
              events {{ worker_connections 1024; }}\nhttp {{\n access_log off;\n\
              client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;\n\
              uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n {http}\n\
-             server {{ listen 127.0.0.1:{port}; location / {{ {location} }} }}\n}}\n"
+             {servers}\n}}\n"
         );
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
         let child = std::process::Command::new(bin)
@@ -212,11 +234,22 @@ impl Nginx {
             .spawn()
             .unwrap();
         let t = std::time::Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(10), "nginx did not start");
-            std::thread::sleep(Duration::from_millis(20));
+        for p in &ports {
+            while TcpStream::connect(("127.0.0.1", *p)).is_err() {
+                assert!(
+                    t.elapsed() < Duration::from_secs(10),
+                    "nginx did not start: {}",
+                    std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-        Some(Nginx { child, port, dir })
+        Some(Nginx {
+            child,
+            port,
+            ports,
+            dir,
+        })
     }
 
     pub fn url(&self) -> String {
@@ -298,4 +331,28 @@ pub fn check_html(args: &[&str], tag: &str) {
         "a real screenshot was taken"
     );
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A file in the temp dir with the given contents, removed on drop.
+pub struct TempFile(pub PathBuf);
+
+impl TempFile {
+    pub fn new(name: &str, contents: &[u8]) -> TempFile {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let p =
+            std::env::temp_dir().join(format!("handshake-test-{}-{n}-{name}", std::process::id()));
+        std::fs::write(&p, contents).unwrap();
+        TempFile(p)
+    }
+
+    pub fn s(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

@@ -7,6 +7,7 @@ pub mod wire;
 use crate::net::classify_io_failure;
 use crate::proto::h1::RequestTemplate;
 use crate::record::{ErrorDetail, ErrorKind, Failure};
+use wire::GoAway;
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2): connection-specific ones. `Host` becomes
 /// the `:authority` pseudo-header.
@@ -51,14 +52,30 @@ pub struct StreamFailure {
     pub refused: bool,
 }
 
-/// Classify a stream's error. `above_goaway`: the stream's id is above the last stream
-/// id of a GOAWAY the server sent. `in_body`: the response head had arrived.
-pub fn classify(e: &h2::Error, above_goaway: bool, in_body: bool) -> StreamFailure {
+/// Classify a stream's error. `goaway`: the GOAWAY the server sent on this connection,
+/// if any; `stream`: the stream's id, if it was opened; `in_body`: the response head
+/// had arrived.
+pub fn classify(
+    e: &h2::Error,
+    goaway: Option<GoAway>,
+    stream: Option<u32>,
+    in_body: bool,
+) -> StreamFailure {
     let reason = e.reason();
-    let refused = (e.is_reset() && reason == Some(h2::Reason::REFUSED_STREAM))
-        || (e.is_go_away() && e.is_remote() && above_goaway);
+    // Above a GOAWAY's last stream id the server never processed the request, however
+    // the connection's end surfaced (RFC 9113 6.8).
+    let above_goaway = matches!((goaway, stream), (Some(g), Some(id)) if id > g.last_stream_id);
+    let refused = above_goaway || (e.is_reset() && reason == Some(h2::Reason::REFUSED_STREAM));
+    let cut = if in_body {
+        ErrorKind::BodyIncomplete
+    } else {
+        ErrorKind::ClosedBeforeResponse
+    };
     let failure = if refused {
         Failure::new(ErrorKind::Reset, ErrorDetail::RefusedStream)
+    } else if goaway.is_some_and(|g| g.error_code != 0) {
+        // The server ended the connection with an error under a stream it had taken.
+        Failure::new(cut, ErrorDetail::GoawayError)
     } else if let Some(io) = e.get_io() {
         let detail = if in_body {
             ErrorDetail::ResetInBody
@@ -69,17 +86,12 @@ pub fn classify(e: &h2::Error, above_goaway: bool, in_body: bool) -> StreamFailu
     } else if e.is_reset() && e.is_remote() {
         Failure::new(ErrorKind::Reset, ErrorDetail::StreamReset)
     } else if e.is_go_away() && e.is_remote() {
-        // The server ended the connection under a stream it had taken.
-        let kind = if in_body {
-            ErrorKind::BodyIncomplete
+        let detail = if in_body {
+            ErrorDetail::ShortBody
         } else {
-            ErrorKind::ClosedBeforeResponse
+            ErrorDetail::EofInHead
         };
-        match (reason == Some(h2::Reason::NO_ERROR), in_body) {
-            (false, _) => Failure::new(kind, ErrorDetail::GoawayError),
-            (true, true) => Failure::new(kind, ErrorDetail::ShortBody),
-            (true, false) => Failure::new(kind, ErrorDetail::EofInHead),
-        }
+        Failure::new(cut, detail)
     } else {
         // Found by this side: the server broke the protocol (h2 answered with GOAWAY or
         // RST_STREAM itself).

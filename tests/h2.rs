@@ -1,0 +1,297 @@
+//! HTTP/2: the `h2` strategy's connection and stream counts against the server's own
+//! counts — the embedded server, and real nginx over cleartext (prior knowledge) and
+//! TLS (ALPN) with its `stub_status` — and its close reasons: GOAWAY at a request limit
+//! and at the idle timeout, the client's own limit, the end of the run.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+/// nginx and the embedded server's CPU make timing-free but load-sensitive checks;
+/// run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn h2(s: &Value) -> &Value {
+    &s["connections"]["h2"]
+}
+
+/// Requests and streams as the server counted them, before and after.
+fn delta(srv: &RunningServer, before: server::StatsSnapshot) -> (u64, u64, u64) {
+    let after = srv.snapshot();
+    (
+        after.connections_accepted - before.connections_accepted,
+        after.h2_connections - before.h2_connections,
+        after.h2_streams - before.h2_streams,
+    )
+}
+
+fn run_h2(srv: &RunningServer, url: &str, args: &[&str]) -> Value {
+    let before = srv.snapshot();
+    let mut all = vec![url, "--strategy", "h2"];
+    all.extend_from_slice(args);
+    let rep = bench_json(&all);
+    let s = scenario(&rep).clone();
+    check_accounting(&s);
+    assert_eq!(s["protocol"], "h2");
+    let (accepted, h2_conns, streams) = delta(srv, before);
+    let c = &s["connections"];
+    assert_eq!(u(&c["opened"]), accepted, "opened = server's accepted: {c}");
+    assert_eq!(accepted, h2_conns, "every connection spoke HTTP/2");
+    assert_eq!(
+        u(&s["requests"]["ok"]),
+        streams,
+        "ok requests = streams the server answered (refused ones are not)"
+    );
+    s
+}
+
+#[test]
+fn workers_share_one_connection_by_default_over_h2c_and_tls() {
+    let _g = serial();
+    let srv = start(ServerConfig::default());
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    let http = srv.http_url().unwrap();
+    let https = srv.https_url().unwrap();
+    for (url, extra) in [
+        (http.as_str(), vec![]),
+        (https.as_str(), vec!["--cacert", ca.s()]),
+    ] {
+        let mut args = vec!["-n", "800", "-c", "16"];
+        args.extend(extra.iter().copied());
+        let s = run_h2(&srv, url, &args);
+        let c = &s["connections"];
+        assert_eq!(u(&c["opened"]), 1, "{url}: one shared connection");
+        assert_eq!(u(&c["reused_requests"]), 799);
+        assert_eq!(close_reason(&s, "end_of_run"), 1);
+        assert_eq!(u(&c["requests_per_connection"]["max"]), 800);
+        // 16 workers, 128 streams allowed: all 16 in flight at once at some point.
+        let peak = u(&h2(&s)["peak_concurrent_streams"]["max"]);
+        assert!((2..=16).contains(&peak), "peak {peak}");
+        assert_eq!(u(&h2(&s)["server_settings"]["max_concurrent_streams"]), 128);
+        assert!(s["phases_ms"]["new"]["h2_setup"]["count"] == 1);
+        if url.starts_with("https") {
+            assert_eq!(u(&c["tls_handshakes"]["full"]), 1);
+        }
+    }
+    srv.stop();
+}
+
+#[test]
+fn connections_flag_and_requests_per_connection_set_the_count() {
+    let _g = serial();
+    let srv = start(ServerConfig::default());
+    let url = srv.http_url().unwrap();
+    let s = run_h2(&srv, &url, &["-n", "600", "-c", "16", "--connections", "4"]);
+    assert_eq!(u(&s["connections"]["opened"]), 4);
+    assert_eq!(u(&h2(&s)["connections_per_origin"]), 4);
+    let s = run_h2(
+        &srv,
+        &url,
+        &["-n", "60", "-c", "4", "--requests-per-connection", "1"],
+    );
+    assert_eq!(u(&s["connections"]["opened"]), 60);
+    assert_eq!(close_reason(&s, "client_policy"), 60);
+    assert_eq!(u(&s["connections"]["reused_requests"]), 0);
+    let s = run_h2(
+        &srv,
+        &url,
+        &["-n", "100", "-c", "3", "--requests-per-connection", "10"],
+    );
+    assert_eq!(u(&s["connections"]["opened"]), 10);
+    assert_eq!(u(&s["connections"]["requests_per_connection"]["max"]), 10);
+    srv.stop();
+}
+
+#[test]
+fn server_request_limit_ends_connections_with_goaway() {
+    let _g = serial();
+    let srv = start(ServerConfig {
+        max_requests_per_connection: Some(50),
+        ..ServerConfig::default()
+    });
+    let url = srv.http_url().unwrap();
+    let s = run_h2(&srv, &url, &["-n", "400", "-c", "8"]);
+    assert_eq!(u(&s["requests"]["ok"]), 400, "every request answered");
+    let opened = u(&s["connections"]["opened"]);
+    assert!(
+        opened >= 8,
+        "a new connection after each 50 streams: {opened}"
+    );
+    let goaway = close_reason(&s, "server_goaway");
+    assert!(goaway >= opened - 1, "{goaway} of {opened} ended by GOAWAY");
+    assert_eq!(u(&h2(&s)["goaway_codes"]["no_error"]), goaway);
+    assert!(u(&s["connections"]["requests_per_connection"]["max"]) <= 50);
+    srv.stop();
+}
+
+#[test]
+fn idle_timeout_goaway_is_counted_and_the_next_request_reconnects() {
+    let _g = serial();
+    let srv = start(ServerConfig {
+        idle_timeout: Duration::from_millis(150),
+        ..ServerConfig::default()
+    });
+    let url = srv.http_url().unwrap();
+    // One request every 400 ms: each connection goes idle past the server's timeout.
+    let s = run_h2(&srv, &url, &["-n", "4", "-c", "1", "--rate", "2.5"]);
+    assert_eq!(u(&s["requests"]["ok"]), 4);
+    assert_eq!(u(&s["connections"]["opened"]), 4);
+    assert_eq!(close_reason(&s, "server_goaway"), 3, "{}", s["connections"]);
+    assert_eq!(u(&h2(&s)["goaway_codes"]["no_error"]), 3);
+    srv.stop();
+}
+
+/// A self-signed CA and a certificate for 127.0.0.1 signed by it, as PEM files.
+fn nginx_certs(dir: &std::path::Path) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
+    std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+}
+
+/// nginx's own count of accepted connections and requests (`stub_status`, read over
+/// HTTP/1.0 on its status port; the counts include this status request).
+fn stub_status(port: u16) -> (u64, u64) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    let line = body
+        .lines()
+        .skip_while(|l| !l.contains("accepts"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("stub_status: {body}"));
+    let n: Vec<u64> = line
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (n[0], n[2])
+}
+
+#[test]
+fn against_nginx_over_h2c_and_tls_counts_equal_stub_status() {
+    let _g = serial();
+    let Some(ng) = Nginx::start_servers("keepalive_requests 100;", 3, |p, dir| {
+        nginx_certs(dir);
+        let d = dir.display();
+        format!(
+            "server {{ listen 127.0.0.1:{} http2; location / {{ return 200 \"hello\\n\"; }} }}\n\
+             server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; \
+               ssl_certificate_key {d}/key.pem; location / {{ return 200 \"hello\\n\"; }} }}\n\
+             server {{ listen 127.0.0.1:{}; location / {{ stub_status; }} }}",
+            p[0], p[1], p[2]
+        )
+    }) else {
+        return;
+    };
+    let status_port = ng.ports[2];
+    let ca = ng.dir.join("ca.pem");
+    let h2c = format!("http://127.0.0.1:{}/", ng.ports[0]);
+    let tls = format!("https://127.0.0.1:{}/", ng.ports[1]);
+    let mut counted = stub_status(status_port);
+    let mut check = |url: &str, args: &[&str]| -> Value {
+        let mut all = vec![url, "--strategy", "h2", "--cacert", ca.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let s = scenario(&bench_json(&all)).clone();
+        check_accounting(&s);
+        // Less the status request itself: one connection, one request.
+        let now = stub_status(status_port);
+        let (conns, reqs) = (now.0 - counted.0 - 1, now.1 - counted.1 - 1);
+        counted = now;
+        assert_eq!(u(&s["connections"]["opened"]), conns, "{url} {args:?}");
+        assert_eq!(
+            u(&s["requests"]["ok"]),
+            reqs,
+            "{url} {args:?}: nginx's requests (streams above a GOAWAY's last id are not)"
+        );
+        s
+    };
+    for url in [h2c.as_str(), tls.as_str()] {
+        // -c 16 over h2: one connection.
+        let s = check(url, &["-n", "90", "-c", "16"]);
+        assert_eq!(u(&s["connections"]["opened"]), 1, "{url}");
+        assert_eq!(u(&s["requests"]["ok"]), 90);
+        // --connections 3: three.
+        let s = check(url, &["-n", "90", "-c", "16", "--connections", "3"]);
+        assert_eq!(u(&s["connections"]["opened"]), 3, "{url}");
+        // --requests-per-connection 1: one per request.
+        let s = check(
+            url,
+            &["-n", "30", "-c", "4", "--requests-per-connection", "1"],
+        );
+        assert_eq!(u(&s["connections"]["opened"]), 30, "{url}");
+        // keepalive_requests 100: GOAWAY after 100 streams, every request still ok.
+        let s = check(url, &["-n", "450", "-c", "8"]);
+        assert_eq!(u(&s["requests"]["ok"]), 450, "{url}");
+        let goaway = close_reason(&s, "server_goaway");
+        assert!(
+            goaway >= 4,
+            "{url}: {goaway} GOAWAYs in {}",
+            s["connections"]
+        );
+        assert_eq!(u(&h2(&s)["goaway_codes"]["no_error"]), goaway);
+        assert!(u(&s["connections"]["requests_per_connection"]["max"]) <= 100);
+        if url.starts_with("https") {
+            assert_eq!(
+                u(&s["connections"]["tls_handshakes"]["full"])
+                    + u(&s["connections"]["tls_handshakes"]["resumed"]),
+                u(&s["connections"]["opened"])
+            );
+        }
+    }
+}
+
+#[test]
+fn a_server_without_h2_is_an_alpn_error_not_a_hang() {
+    let _g = serial();
+    let srv = start(ServerConfig {
+        h2: false,
+        ..ServerConfig::default()
+    });
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    let url = srv.https_url().unwrap();
+    let rep = bench_json(&[&url, "-s", "h2", "-n", "3", "-c", "1", "--cacert", ca.s()]);
+    let s = scenario(&rep);
+    check_accounting(s);
+    assert_eq!(u(&s["requests"]["ok"]), 0);
+    assert_eq!(u(&s["requests"]["errors"]["tls"]), 3);
+    assert_eq!(u(&s["requests"]["error_details"]["alpn_mismatch"]), 3);
+    assert_eq!(
+        u(&s["connections"]["opened"]),
+        srv.snapshot().connections_accepted
+    );
+    srv.stop();
+}
+
+#[test]
+fn connections_flag_needs_a_multiplexed_strategy() {
+    let out = run(&[
+        "bench",
+        "http://127.0.0.1:9/",
+        "-s",
+        "keepalive",
+        "--connections",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--connections"));
+}
