@@ -233,7 +233,7 @@ pub struct CompareArgs {
     pub link: LinkArgs,
 
     /// Strategies to compare, comma-separated (default: close, http10, http10-keepalive,
-    /// keepalive, and close-resumed for https). A strategy listed twice is an A/A run:
+    /// keepalive, and for https close-resumed and h2 if the server offers it). A strategy listed twice is an A/A run:
     /// the difference between its two rows shows the machine's noise
     #[arg(long, value_delimiter = ',')]
     pub strategies: Option<Vec<String>>,
@@ -243,6 +243,11 @@ pub struct CompareArgs {
     /// 95 % confidence interval [default: 10; across a link (--rtt): 6]
     #[arg(long)]
     pub rounds: Option<usize>,
+
+    /// Include h2 for http:// targets too (HTTP/2 by prior knowledge, h2c). For https://
+    /// targets h2 is included when the server offers it by ALPN
+    #[arg(long)]
+    pub h2c: bool,
 
     /// Differences smaller than this (a ratio within 1 ± it) count as no difference even
     /// when the interval excludes 1 (e.g. 5%)

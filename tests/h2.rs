@@ -295,3 +295,54 @@ fn connections_flag_needs_a_multiplexed_strategy() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--connections"));
 }
+
+fn compare_rows(args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["compare", "--json", "--no-progress", "--rounds", "2"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["comparison"]["rows"].as_array().unwrap().clone()
+}
+
+#[test]
+fn compare_includes_h2_where_the_server_offers_it() {
+    let _g = serial();
+    let names = |rows: &[Value]| -> Vec<String> {
+        rows.iter()
+            .map(|r| r["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // The embedded server: h2 in the https group; in the http group with --h2c.
+    let rows = compare_rows(&["-n", "40"]);
+    let n = names(&rows);
+    assert!(n.contains(&"https h2".to_string()), "{n:?}");
+    assert!(!n.contains(&"http h2".to_string()), "{n:?}");
+    let rows = compare_rows(&["-n", "40", "--h2c"]);
+    assert!(names(&rows).contains(&"http h2".to_string()));
+    // A URL: h2 when the server chooses it by ALPN, not when it does not.
+    for offer in [true, false] {
+        let srv = start(ServerConfig {
+            h2: offer,
+            ..ServerConfig::default()
+        });
+        let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+        let url = srv.https_url().unwrap();
+        let rows = compare_rows(&[&url, "--cacert", ca.s(), "-n", "40"]);
+        let h2 = rows.iter().find(|r| r["strategy"] == "h2");
+        assert_eq!(
+            h2.is_some(),
+            offer,
+            "h2 offered: {offer}: {:?}",
+            names(&rows)
+        );
+        if let Some(h2) = h2 {
+            assert_eq!(h2["connections_opened"]["median"], 1.0);
+        }
+        srv.stop();
+    }
+}

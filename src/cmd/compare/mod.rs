@@ -13,8 +13,8 @@ use crate::plan::Strategy;
 use crate::report::Report;
 use crate::server::ServerConfig;
 
-/// The strategies compare runs for a URL's scheme.
-fn default_strategies(tls: bool) -> Vec<Strategy> {
+/// The strategies compare runs for a URL's scheme (and h2 where the server speaks it).
+fn default_strategies(tls: bool, h2: bool) -> Vec<Strategy> {
     let mut v = vec![Strategy::Close];
     if tls {
         v.push(Strategy::CloseResumed);
@@ -24,7 +24,34 @@ fn default_strategies(tls: bool) -> Vec<Strategy> {
         Strategy::Http10KeepAlive,
         Strategy::KeepAlive,
     ]);
+    if h2 {
+        v.push(Strategy::H2);
+    }
     v
+}
+
+/// Whether the server of an https:// target chooses h2 when offered h2 and http/1.1
+/// (one TLS handshake). Any failure counts as no: the comparison then says why.
+fn offers_h2(req: &config::RequestConfig, sc: &crate::plan::Scenario) -> bool {
+    let opts = crate::net::tls::TlsOptions {
+        alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        ..req.tls.clone()
+    };
+    let Ok(cfg) = crate::net::tls::client_config(&opts, false) else {
+        return false;
+    };
+    let Ok(rt) = super::current_thread_runtime() else {
+        return false;
+    };
+    rt.block_on(crate::probe::open(
+        &sc.origins[0],
+        Some(&cfg),
+        sc.timeout,
+        &sc.dns,
+    ))
+    .ok()
+    .and_then(|o| o.tls_info)
+    .is_some_and(|t| t.alpn.as_deref() == Some("h2"))
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
@@ -154,19 +181,32 @@ fn compare_arms(
     let roots = embedded
         .map(|e| vec![e.srv.ca_der.clone()])
         .unwrap_or_default();
+    let h2_connections = config::connections(a.connections, Strategy::H2)?;
     let mut arms = Vec::new();
     for (group, url) in &targets {
         let req = config::request_config(&a.request, url.as_deref(), roots.clone())?;
         let tls = req.urls.iter().any(|(_, u)| u.tls);
         let strategies = match chosen {
-            // With the embedded server, a TLS-only strategy is left out of the HTTP group.
+            // With the embedded server, a TLS-only strategy is left out of the HTTP group
+            // (and h2 without --h2c).
             Some(c) if embedded.is_some() => c
                 .iter()
                 .copied()
                 .filter(|s| tls || *s != Strategy::CloseResumed)
+                .filter(|s| tls || a.h2c || *s != Strategy::H2)
                 .collect(),
             Some(c) => c.to_vec(),
-            None => default_strategies(tls),
+            None => {
+                let h2 = if !tls {
+                    a.h2c
+                } else if embedded.is_some() {
+                    true
+                } else {
+                    let probe = config::scenario("probe", Strategy::KeepAlive, None, &req, load)?;
+                    offers_h2(&req, &probe)
+                };
+                default_strategies(tls, h2)
+            }
         };
         for (k, st) in strategies.iter().copied().enumerate() {
             // A strategy listed again (an A/A run) gets "#2", "#3" after its name.
@@ -181,7 +221,10 @@ fn compare_arms(
             } else {
                 base
             };
-            let sc = config::scenario(&name, st, a.requests_per_connection, &req, load)?;
+            let mut sc = config::scenario(&name, st, a.requests_per_connection, &req, load)?;
+            if st.multiplexed() {
+                sc.connections = h2_connections;
+            }
             arms.push(rounds::Arm {
                 name,
                 group: group.clone(),
