@@ -174,6 +174,11 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 1)]
     pub count: u64,
 
+    /// HTTP/2 (same as --strategy h2): the connection's setup and SETTINGS, then each
+    /// request's stream
+    #[arg(long, conflicts_with = "strategy")]
+    pub http2: bool,
+
     /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive,
     /// h2 (HTTP/2: ALPN on https, prior knowledge on http)
     #[arg(long, short = 's', default_value = "keepalive")]
@@ -210,6 +215,11 @@ pub struct DoctorArgs {
     /// Longest idle time to probe when looking for the server's idle timeout (e.g. 75s)
     #[arg(long, default_value = "75s")]
     pub max_idle: String,
+
+    /// Also probe HTTP/2 by prior knowledge (h2c) on an http:// URL (over https://, h2
+    /// is probed when the server offers it by ALPN)
+    #[arg(long)]
+    pub h2c: bool,
 
     /// Time limit for each step (connect, TLS, response)
     #[arg(long, default_value = "10s")]

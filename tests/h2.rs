@@ -346,3 +346,155 @@ fn compare_includes_h2_where_the_server_offers_it() {
         srv.stop();
     }
 }
+
+fn json_of(args: &[&str]) -> (Option<i32>, Value) {
+    let out = run(args);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), v)
+}
+
+#[test]
+fn trace_http2_shows_the_setup_then_each_stream() {
+    let _g = serial();
+    let srv = start(ServerConfig {
+        max_requests_per_connection: Some(2),
+        ..ServerConfig::default()
+    });
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    for url in [srv.http_url().unwrap(), srv.https_url().unwrap()] {
+        let before = srv.snapshot();
+        let (code, t) = json_of(&[
+            "trace",
+            &url,
+            "--http2",
+            "--count",
+            "3",
+            "--json",
+            "--cacert",
+            ca.s(),
+        ]);
+        assert_eq!(code, Some(0), "{t}");
+        assert_eq!(t["protocol"], "h2");
+        assert_eq!(t["h2_settings"]["max_concurrent_streams"], 128);
+        let steps = t["steps"].as_array().unwrap();
+        let ids: Vec<u64> = steps.iter().map(|s| u(&s["stream_id"])).collect();
+        // Two streams on the first connection, then GOAWAY: the third on a new one.
+        assert_eq!(ids, [1, 3, 1], "{t}");
+        let reused: Vec<bool> = steps.iter().map(|s| s["reused"] == true).collect();
+        assert_eq!(reused, [false, true, false]);
+        for s in steps {
+            assert_eq!(s["status"], 200);
+            let new = s["reused"] == false;
+            assert_eq!(s["h2_setup_ms"].as_f64().is_some(), new, "{s}");
+            assert_eq!(s["connect_ms"].as_f64().is_some(), new);
+        }
+        assert!(steps[1]["after_response"]
+            .as_str()
+            .unwrap()
+            .contains("GOAWAY"));
+        let (accepted, h2_conns, streams) = delta(&srv, before);
+        assert_eq!((accepted, h2_conns, streams), (2, 2, 3), "{url}");
+    }
+    srv.stop();
+}
+
+fn problems(v: &Value) -> Vec<String> {
+    v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn doctor_over_h2_finds_settings_request_limit_idle_timeout_and_concurrency() {
+    let _g = serial();
+    let srv = start(ServerConfig {
+        max_concurrent_streams: 10,
+        max_requests_per_connection: Some(40),
+        idle_timeout: Duration::from_millis(600),
+        ..ServerConfig::default()
+    });
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    let url = srv.https_url().unwrap();
+    let (code, v) = json_of(&[
+        "doctor",
+        &url,
+        "--cacert",
+        ca.s(),
+        "--max-idle",
+        "2s",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "problems found: {v}");
+    let h = &v["h2"];
+    assert_eq!(h["settings"]["max_concurrent_streams"], 10, "{h}");
+    assert_eq!(h["max_requests"]["limit"], 40, "{h}");
+    let idle = &h["idle_timeout"];
+    let (lo, hi) = (
+        idle["at_least_s"].as_f64().unwrap(),
+        idle["at_most_s"].as_f64().unwrap(),
+    );
+    assert!(lo <= 0.6 && (0.6..1.2).contains(&hi), "{idle}");
+    let c = &h["concurrency"];
+    assert_eq!((u(&c["tried"]), u(&c["answered"])), (10, 10), "{c}");
+    let p = problems(&v).join("\n");
+    assert!(p.contains("only 10 concurrent HTTP/2 streams"), "{p}");
+    assert!(p.contains("GOAWAY after 40 HTTP/2 streams"), "{p}");
+    assert!(p.contains("idle HTTP/2 connections"), "{p}");
+    // Without --h2c an http:// URL gets no HTTP/2 probes; with it, it does.
+    let http = srv.http_url().unwrap();
+    let (_, v) = json_of(&["doctor", &http, "--max-idle", "1s", "--json"]);
+    assert!(v["h2"].is_null());
+    let (_, v) = json_of(&["doctor", &http, "--max-idle", "1s", "--h2c", "--json"]);
+    assert_eq!(v["h2"]["settings"]["max_concurrent_streams"], 10);
+    srv.stop();
+}
+
+#[test]
+fn doctor_over_h2_against_nginx() {
+    let _g = serial();
+    let Some(ng) = Nginx::start_servers(
+        "keepalive_requests 300; keepalive_timeout 1s;",
+        1,
+        |p, dir| {
+            nginx_certs(dir);
+            let d = dir.display();
+            format!(
+                "server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; \
+               ssl_certificate_key {d}/key.pem; location / {{ return 200 \"hello\\n\"; }} }}",
+                p[0]
+            )
+        },
+    ) else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/", ng.port);
+    let ca = ng.dir.join("ca.pem");
+    let (_, v) = json_of(&[
+        "doctor",
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--max-idle",
+        "3s",
+        "--max-requests",
+        "400",
+        "--json",
+    ]);
+    let h = &v["h2"];
+    assert_eq!(v["tls"]["offers_h2"], true);
+    // nginx's defaults: 128 concurrent streams; our keepalive_requests and timeout.
+    assert_eq!(h["settings"]["max_concurrent_streams"], 128, "{h}");
+    assert_eq!(h["max_requests"]["limit"], 300, "{h}");
+    let c = &h["concurrency"];
+    assert_eq!((u(&c["tried"]), u(&c["answered"])), (100, 100), "{c}");
+    let idle = &h["idle_timeout"];
+    let hi = idle["at_most_s"].as_f64().unwrap();
+    assert!((0.9..1.6).contains(&hi), "{idle}");
+    let p = problems(&v).join("\n");
+    assert!(!p.contains("concurrent HTTP/2 streams"), "{p}");
+    assert!(!p.contains("HTTP/2 streams: a busy"), "{p}");
+}

@@ -2,7 +2,9 @@
 //! HTTP/1.1 persistence, HTTP/1.0 with and without `Connection: keep-alive`, the most
 //! requests it serves on one connection, its idle timeout (parallel probes with
 //! different idle waits, narrowed down), and over TLS: version, ALPN, resumption and
-//! what a full and a resumed handshake cost.
+//! what a full and a resumed handshake cost. Where the server speaks HTTP/2 (ALPN h2,
+//! or `--h2c`): its SETTINGS, the streams it serves on one connection (GOAWAY after N),
+//! its idle timeout, and whether it takes many concurrent streams.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +31,11 @@ const SHORT_IDLE_S: f64 = 60.0;
 const LOW_MAX_REQUESTS: u64 = 100;
 /// Handshakes timed for the full vs resumed cost.
 const HANDSHAKE_SAMPLES: usize = 5;
+/// HTTP/2: below this many concurrent streams a server throttles multiplexing clients
+/// (browsers and gRPC expect ~100; nginx allows 128).
+const LOW_CONCURRENT_STREAMS: u32 = 100;
+/// HTTP/2: streams sent at once on one connection to see whether the server takes them.
+const CONCURRENCY_PROBE: u32 = 100;
 
 /// What one request on a fresh connection showed.
 #[derive(Debug, Clone, Serialize)]
@@ -79,6 +86,31 @@ pub struct TlsFindings {
     pub resumed_handshake_ms: Option<f64>,
 }
 
+/// HTTP/2: streams sent at once on one connection.
+#[derive(Debug, Clone, Serialize)]
+pub struct Concurrency {
+    /// Streams sent at once (the server's limit, at most 100).
+    pub tried: u64,
+    pub answered: u64,
+    /// Refused by the server (REFUSED_STREAM) although within its advertised limit.
+    pub refused: u64,
+    pub failed: u64,
+}
+
+/// What the server does over HTTP/2.
+#[derive(Debug, Clone, Serialize)]
+pub struct H2Findings {
+    pub settings: crate::proto::h2::wire::ServerSettings,
+    /// The preface sent to the server's SETTINGS received.
+    pub h2_setup_ms: f64,
+    /// Streams served on one connection before its GOAWAY.
+    pub max_requests: Option<MaxRequests>,
+    pub idle_timeout: Option<IdleTimeout>,
+    pub concurrency: Option<Concurrency>,
+    /// The HTTP/2 probes failed: why.
+    pub error: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct DoctorReport {
     pub schema_version: u32,
@@ -94,6 +126,8 @@ pub struct DoctorReport {
     pub max_requests: Option<MaxRequests>,
     pub idle_timeout: Option<IdleTimeout>,
     pub tls: Option<TlsFindings>,
+    /// Present when the server speaks HTTP/2 (ALPN h2, or `--h2c`).
+    pub h2: Option<H2Findings>,
     /// What was seen, in plain sentences.
     pub findings: Vec<String>,
     /// Each problem with a concrete fix. Empty: exit status 0.
@@ -197,6 +231,9 @@ enum IdleSeen {
 /// One connection: a request, then idle for `wait` (watching for the server's close),
 /// then another request.
 async fn idle_probe(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
+    if sc.strategy.multiplexed() {
+        return idle_probe_h2(sc, wait).await;
+    }
     let t = &sc.targets[0];
     let head = t.template.is_head();
     let Ok(mut opened) = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await
@@ -218,6 +255,28 @@ async fn idle_probe(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
     }
 }
 
+/// The same over HTTP/2: the end is a GOAWAY (or a close) while idle.
+async fn idle_probe_h2(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
+    let Some(head) = sc.targets[0].h2_request.as_ref() else {
+        return IdleSeen::Failed;
+    };
+    let Ok(c) = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await else {
+        return IdleSeen::Failed;
+    };
+    if c.exchange(head, sc.timeout).await.is_err() {
+        return IdleSeen::Failed;
+    }
+    let idle_from = Instant::now();
+    if let Some(ended) = c.server_ends_within(wait).await {
+        return IdleSeen::ClosedAt(secs(ended));
+    }
+    let waited = secs(idle_from.elapsed());
+    match c.exchange(head, sc.timeout).await {
+        Ok(_) => IdleSeen::OpenAfter(waited),
+        Err(_) => IdleSeen::ClosedAt(waited),
+    }
+}
+
 /// Run idle probes with these waits in parallel; fold into (at least, at most). Once a
 /// close is seen, probes that would wait longer are cancelled: they cannot narrow it.
 async fn idle_round(sc: &Arc<Scenario>, waits: &[f64], lo: &mut f64, hi: &mut Option<f64>) -> u64 {
@@ -227,7 +286,7 @@ async fn idle_round(sc: &Arc<Scenario>, waits: &[f64], lo: &mut f64, hi: &mut Op
         .map(|w| {
             (
                 *w,
-                set.spawn(idle_probe(sc.clone(), Duration::from_secs_f64(*w))),
+                set.spawn_local(idle_probe(sc.clone(), Duration::from_secs_f64(*w))),
             )
         })
         .collect();
@@ -356,9 +415,196 @@ async fn tls_findings(
     })
 }
 
+/// Sequential streams on one HTTP/2 connection until the server sends GOAWAY.
+async fn max_requests_h2(sc: &Scenario, limit: u64) -> Result<MaxRequests, ProbeError> {
+    let head = sc.targets[0]
+        .h2_request
+        .as_ref()
+        .expect("h2 scenarios carry an HTTP/2 request head");
+    let c = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
+    for i in 1..=limit {
+        match c.exchange(head, sc.timeout).await {
+            Ok(_) if !c.usable() => {
+                return Ok(MaxRequests {
+                    limit: Some(i),
+                    probed: i,
+                })
+            }
+            Ok(_) => {}
+            // Refused or cut after a GOAWAY that came with the last response.
+            Err(_) if i > 1 => {
+                return Ok(MaxRequests {
+                    limit: Some(i - 1),
+                    probed: i,
+                })
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(MaxRequests {
+        limit: None,
+        probed: limit,
+    })
+}
+
+/// Streams sent at once on one connection: does the server take as many as it says?
+async fn concurrency_h2(sc: &Scenario, max: Option<u32>) -> Result<Concurrency, ProbeError> {
+    let head = sc.targets[0]
+        .h2_request
+        .clone()
+        .expect("h2 scenarios carry an HTTP/2 request head");
+    let c = std::rc::Rc::new(
+        probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?,
+    );
+    let tried = max.unwrap_or(CONCURRENCY_PROBE).clamp(1, CONCURRENCY_PROBE);
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..tried {
+        let c = c.clone();
+        let head = head.clone();
+        let timeout = sc.timeout;
+        set.spawn_local(async move { c.exchange(&head, timeout).await });
+    }
+    let mut out = Concurrency {
+        tried: u64::from(tried),
+        answered: 0,
+        refused: 0,
+        failed: 0,
+    };
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(Ok(_)) => out.answered += 1,
+            Ok(Err(e)) if e.message.contains("refused_stream") => out.refused += 1,
+            _ => out.failed += 1,
+        }
+    }
+    Ok(out)
+}
+
+/// The HTTP/2 probes, each on connections of its own.
+async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration) -> H2Findings {
+    let first = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await;
+    let c = match first {
+        Ok(c) => c,
+        Err(e) => {
+            return H2Findings {
+                settings: Default::default(),
+                h2_setup_ms: 0.0,
+                max_requests: None,
+                idle_timeout: None,
+                concurrency: None,
+                error: Some(e.to_string()),
+            }
+        }
+    };
+    let settings = c.settings;
+    let h2_setup_ms = secs(c.h2_setup) * 1000.0;
+    drop(c);
+    let mut error = None;
+    let max_requests = match max_requests_h2(sc, max_req).await {
+        Ok(m) => Some(m),
+        Err(e) => {
+            error = Some(e.to_string());
+            None
+        }
+    };
+    let concurrency = match concurrency_h2(sc, settings.max_concurrent_streams).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            error.get_or_insert(e.to_string());
+            None
+        }
+    };
+    let idle = Some(idle_timeout(&Arc::new(sc.clone()), max_idle, None).await);
+    H2Findings {
+        settings,
+        h2_setup_ms,
+        max_requests,
+        idle_timeout: idle,
+        concurrency,
+        error,
+    }
+}
+
+/// Findings and problems from the HTTP/2 probes.
+fn judge_h2(h: &H2Findings, findings: &mut Vec<String>, problems: &mut Vec<String>) {
+    if let Some(e) = &h.error {
+        findings.push(format!("HTTP/2 probes failed: {e}"));
+    }
+    let s = &h.settings;
+    let shown = |v: Option<u32>, default: &str| v.map_or(default.to_string(), |v| v.to_string());
+    findings.push(format!(
+        "HTTP/2: SETTINGS max concurrent streams {}, initial window {}, max frame {}; the server's SETTINGS came {} ms after the preface.",
+        shown(s.max_concurrent_streams, "unlimited"),
+        shown(s.initial_window_size, "65535 (default)"),
+        shown(s.max_frame_size, "16384 (default)"),
+        fmt_ms(h.h2_setup_ms)
+    ));
+    if let Some(m) = s
+        .max_concurrent_streams
+        .filter(|m| *m < LOW_CONCURRENT_STREAMS)
+    {
+        problems.push(format!(
+            "The server allows only {m} concurrent HTTP/2 streams per connection: a client multiplexing more requests waits for a stream or opens more connections (browsers and gRPC expect about 100). Raise it (nginx: http2_max_concurrent_streams, default 128)."
+        ));
+    }
+    if let Some(c) = &h.concurrency {
+        findings.push(format!(
+            "HTTP/2: {} streams sent at once on one connection: {} answered, {} refused, {} failed.",
+            c.tried, c.answered, c.refused, c.failed
+        ));
+        if c.refused > 0 {
+            problems.push(format!(
+                "The server refused {} of {} concurrent streams that its SETTINGS allowed: clients see REFUSED_STREAM and must retry.",
+                c.refused, c.tried
+            ));
+        }
+    }
+    if let Some(m) = &h.max_requests {
+        match m.limit {
+            Some(n) => {
+                findings.push(format!(
+                    "HTTP/2: the server ends a connection with GOAWAY after {n} streams."
+                ));
+                if n < LOW_MAX_REQUESTS {
+                    problems.push(format!(
+                        "The server sends GOAWAY after {n} HTTP/2 streams: a busy client sets up a new connection (and TLS handshake) every {n} requests. Raise the limit (nginx: keepalive_requests, default 1000)."
+                    ));
+                }
+            }
+            None => findings.push(format!(
+                "HTTP/2: at least {} streams on one connection (no limit met).",
+                m.probed
+            )),
+        }
+    }
+    if let Some(i) = &h.idle_timeout {
+        match i.at_most_s {
+            Some(hi) => {
+                findings.push(format!(
+                    "HTTP/2 idle timeout: the server ends idle connections (GOAWAY or close) after {}-{} s ({} probes).",
+                    fmt_ms(i.at_least_s),
+                    fmt_ms(hi),
+                    i.probes
+                ));
+                if hi < SHORT_IDLE_S {
+                    let x = fmt_ms(i.at_least_s);
+                    problems.push(format!(
+                        "The server ends idle HTTP/2 connections after {x} s: a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {x} s, or raise the server's (nginx: keepalive_timeout)."
+                    ));
+                }
+            }
+            None => findings.push(format!(
+                "HTTP/2 idle timeout: idle connections stay open for at least {} s (--max-idle).",
+                fmt_ms(i.at_least_s)
+            )),
+        }
+    }
+}
+
 /// Probe everything and build the verdict.
 pub async fn execute(
     sc: &Scenario,
+    h2_sc: Option<&Scenario>,
     request: &RequestArgs,
     roots: &[rustls::pki_types::CertificateDer<'static>],
     max_req: u64,
@@ -398,6 +644,13 @@ pub async fn execute(
         Some(tls_findings(sc, request, roots).await?)
     } else {
         None
+    };
+
+    // HTTP/2 where the server offers it (or --h2c asked for it on http://).
+    let speaks_h2 = tls.as_ref().map_or(true, |t| t.offers_h2);
+    let h2 = match h2_sc.filter(|_| speaks_h2) {
+        Some(s) => Some(h2_findings(s, max_req, max_idle).await),
+        None => None,
     };
 
     let mut findings = Vec::new();
@@ -520,6 +773,9 @@ pub async fn execute(
             )),
         }
     }
+    if let Some(h) = &h2 {
+        judge_h2(h, &mut findings, &mut problems);
+    }
     Ok(DoctorReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "handshake",
@@ -532,6 +788,7 @@ pub async fn execute(
         max_requests,
         idle_timeout: idle,
         tls,
+        h2,
         findings,
         problems,
     })
@@ -573,14 +830,29 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
         1,
         &a.timeout,
     )?;
+    // The HTTP/2 probes: over TLS when the server offers h2; over cleartext with --h2c.
+    let h2_sc = if url.starts_with("https://") || a.h2c {
+        Some(single_url_scenario(
+            &a.request,
+            &url,
+            roots.clone(),
+            Strategy::H2,
+            1,
+            &a.timeout,
+        )?)
+    } else {
+        None
+    };
     let run = || -> anyhow::Result<DoctorReport> {
-        current_thread_runtime()?.block_on(execute(
+        let local = tokio::task::LocalSet::new();
+        current_thread_runtime()?.block_on(local.run_until(execute(
             &sc,
+            h2_sc.as_ref(),
             &a.request,
             &roots,
             a.max_requests,
             max_idle,
-        ))
+        )))
     };
     let mut d = on_client(embedded.as_ref(), run)??;
     if let Some(e) = embedded {

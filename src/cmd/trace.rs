@@ -25,6 +25,12 @@ pub struct TraceStep {
     pub dns_ms: Option<f64>,
     pub connect_ms: Option<f64>,
     pub tls_ms: Option<f64>,
+    /// HTTP/2: the preface sent to the server's SETTINGS received (new connections).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2_setup_ms: Option<f64>,
+    /// HTTP/2: the stream that carried the request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_id: Option<u32>,
     pub send_ms: f64,
     pub wait_ms: f64,
     pub receive_ms: f64,
@@ -48,6 +54,11 @@ pub struct TraceReport {
     pub version: &'static str,
     pub url: String,
     pub strategy: String,
+    /// The protocol on the wire: `http/1.1`, `http/1.0`, `h2`.
+    pub protocol: String,
+    /// HTTP/2: the server's SETTINGS (from the first connection).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2_settings: Option<crate::proto::h2::wire::ServerSettings>,
     /// With `--rtt`: the emulated link to the embedded server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<crate::lab::LinkReport>,
@@ -125,6 +136,8 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             dns_ms: (!reused).then_some(opened.dns).flatten().map(ms),
             connect_ms: (!reused).then(|| ms(opened.connect)),
             tls_ms: (!reused).then_some(opened.tls).flatten().map(ms),
+            h2_setup_ms: None,
+            stream_id: None,
             send_ms: ms(ex.send),
             wait_ms: ms(ex.wait),
             receive_ms: ms(ex.receive),
@@ -152,6 +165,101 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
         version: env!("CARGO_PKG_VERSION"),
         url: target.url.clone(),
         strategy: sc.strategy.name().to_string(),
+        protocol: sc.strategy.protocol().to_string(),
+        h2_settings: None,
+        link: None,
+        steps,
+        error,
+    }
+}
+
+/// HTTP/2: `count` requests one after another on the streams of one connection (a new
+/// one when the server ends it), each step with its stream id; the connection's setup
+/// (dns, connect, tls, h2_setup) on the step that opened it. Runs in a `LocalSet`.
+pub async fn execute_h2(sc: &Scenario, count: u64) -> TraceReport {
+    let target = &sc.targets[0];
+    let origin = &sc.origins[target.origin];
+    let head = target
+        .h2_request
+        .clone()
+        .expect("h2 scenarios carry an HTTP/2 request head");
+    let mut steps = Vec::new();
+    let mut error = None;
+    let mut settings = None;
+    let mut conn: Option<probe::h2::H2Probe> = None;
+    for index in 1..=count {
+        let start = Instant::now();
+        if conn.as_ref().is_some_and(|c| !c.usable()) {
+            conn = None;
+        }
+        let reused = conn.is_some();
+        if conn.is_none() {
+            match probe::h2::open(origin, sc.tls.as_ref(), sc.timeout, &sc.dns).await {
+                Ok(c) => {
+                    settings.get_or_insert(c.settings);
+                    conn = Some(c);
+                }
+                Err(e) => {
+                    error = Some(format!("request {index}: {e}"));
+                    break;
+                }
+            }
+        }
+        let c = conn.as_ref().expect("connection");
+        let ex = match c.exchange(&head, sc.timeout).await {
+            Ok(ex) => ex,
+            Err(e) => {
+                error = Some(format!("request {index}: {e}"));
+                break;
+            }
+        };
+        let total = start.elapsed();
+        let last = index == count;
+        let after = if last {
+            match c.server_ends_within(WATCH_AFTER).await {
+                Some(t) => format!(
+                    "{} {} ms after the response",
+                    c.describe_goaway()
+                        .unwrap_or_else(|| "closed by the server".into()),
+                    fmt_ms(ms(t))
+                ),
+                None => format!("open ({} ms later, still open)", WATCH_AFTER.as_millis()),
+            }
+        } else if let Some(g) = c.describe_goaway() {
+            format!("{g}: the next request opens a new connection")
+        } else {
+            "open: the next request takes a new stream on it".to_string()
+        };
+        steps.push(TraceStep {
+            index,
+            reused,
+            dns_ms: (!reused).then_some(c.dns).flatten().map(ms),
+            connect_ms: (!reused).then(|| ms(c.connect)),
+            tls_ms: (!reused).then_some(c.tls).flatten().map(ms),
+            h2_setup_ms: (!reused).then(|| ms(c.h2_setup)),
+            stream_id: Some(ex.stream_id),
+            send_ms: ms(ex.send),
+            wait_ms: ms(ex.wait),
+            receive_ms: ms(ex.receive),
+            total_ms: ms(total),
+            tls: if reused { None } else { c.tls_info.clone() },
+            status: ex.status,
+            http_version: "HTTP/2".to_string(),
+            connection_header: None,
+            keep_alive_header: None,
+            body_bytes: ex.body_bytes,
+            persistent: c.usable(),
+            after_response: after,
+        });
+    }
+    TraceReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: target.url.clone(),
+        strategy: sc.strategy.name().to_string(),
+        protocol: sc.strategy.protocol().to_string(),
+        h2_settings: settings,
         link: None,
         steps,
         error,
@@ -161,26 +269,49 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
 /// The waterfall and details, as text.
 pub fn render(t: &TraceReport) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "trace {}  (strategy {})", t.url, t.strategy);
+    let _ = writeln!(
+        out,
+        "trace {}  (strategy {}, {})",
+        t.url, t.strategy, t.protocol
+    );
+    if let Some(st) = &t.h2_settings {
+        let show = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+        let _ = writeln!(
+            out,
+            "server SETTINGS: max concurrent streams {}, initial window {}, max frame {}, header table {}",
+            show(st.max_concurrent_streams),
+            show(st.initial_window_size),
+            show(st.max_frame_size),
+            show(st.header_table_size)
+        );
+    }
     if let Some(l) = &t.link {
         let _ = writeln!(out, "link: {}", l.describe());
     }
     for s in &t.steps {
         let _ = writeln!(
             out,
-            "\nRequest {} of {}, {} connection",
+            "\nRequest {} of {}, {} connection{}",
             s.index,
             t.steps.len(),
-            if s.reused { "reused" } else { "new" }
+            if s.reused { "reused" } else { "new" },
+            s.stream_id
+                .map(|id| format!(", stream {id}"))
+                .unwrap_or_default()
         );
-        let phases = [
+        let mut phases = vec![
             ("dns", s.dns_ms),
             ("connect", s.connect_ms),
             ("tls", s.tls_ms),
+        ];
+        if s.stream_id.is_some() {
+            phases.push(("h2_setup", s.h2_setup_ms));
+        }
+        phases.extend([
             ("send", Some(s.send_ms)),
             ("wait", Some(s.wait_ms)),
             ("receive", Some(s.receive_ms)),
-        ];
+        ]);
         let width = 50.0;
         let scale = if s.total_ms > 0.0 {
             width / s.total_ms
@@ -223,21 +354,30 @@ pub fn render(t: &TraceReport) -> String {
                 if tls.resumed { "resumed" } else { "full" }
             );
         }
-        let _ = writeln!(
-            out,
-            "  Response    {} {}, {} body bytes; Connection: {}; Keep-Alive: {}",
-            s.http_version,
-            s.status,
-            s.body_bytes,
-            s.connection_header.as_deref().unwrap_or("-"),
-            s.keep_alive_header.as_deref().unwrap_or("-")
-        );
-        let _ = writeln!(
-            out,
-            "  Connection  {} by the response; after it: {}",
-            if s.persistent { "may persist" } else { "ends" },
-            s.after_response
-        );
+        if s.stream_id.is_some() {
+            let _ = writeln!(
+                out,
+                "  Response    {} {}, {} body bytes",
+                s.http_version, s.status, s.body_bytes
+            );
+            let _ = writeln!(out, "  Connection  {}", s.after_response);
+        } else {
+            let _ = writeln!(
+                out,
+                "  Response    {} {}, {} body bytes; Connection: {}; Keep-Alive: {}",
+                s.http_version,
+                s.status,
+                s.body_bytes,
+                s.connection_header.as_deref().unwrap_or("-"),
+                s.keep_alive_header.as_deref().unwrap_or("-")
+            );
+            let _ = writeln!(
+                out,
+                "  Connection  {} by the response; after it: {}",
+                if s.persistent { "may persist" } else { "ends" },
+                s.after_response
+            );
+        }
     }
     if let Some(e) = &t.error {
         let _ = writeln!(out, "\nFailed: {e}");
@@ -249,12 +389,22 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     if a.count == 0 || a.count > 100_000 {
         return Err(UsageError("--count must be between 1 and 100000".into()).into());
     }
-    let strategy = config::parse_strategy("--strategy", &a.strategy)?;
+    let strategy = if a.http2 {
+        crate::plan::Strategy::H2
+    } else {
+        config::parse_strategy("--strategy", &a.strategy)?
+    };
     let (url, roots, embedded) =
         single_target(a.url.as_deref(), &a.link, &a.request, a.embedded_tls)?;
     let sc = single_url_scenario(&a.request, &url, roots, strategy, a.count, &a.timeout)?;
     let run = || -> anyhow::Result<TraceReport> {
-        Ok(current_thread_runtime()?.block_on(execute(&sc, a.count)))
+        let rt = current_thread_runtime()?;
+        Ok(if strategy.multiplexed() {
+            let local = tokio::task::LocalSet::new();
+            rt.block_on(local.run_until(execute_h2(&sc, a.count)))
+        } else {
+            rt.block_on(execute(&sc, a.count))
+        })
     };
     let mut t = on_client(embedded.as_ref(), run)??;
     if let Some(e) = embedded {

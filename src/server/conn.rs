@@ -274,7 +274,9 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
                     ParseOutcome::Reject(_)
                         if served == 0 && !tls && buf.pending().starts_with(PREFACE_START) =>
                     {
-                        // HTTP/2 with prior knowledge (h2c).
+                        // HTTP/2 with prior knowledge (h2c). Its frames go out in
+                        // several writes: no Nagle delay between them.
+                        s.set_nodelay();
                         let read = buf.pending().to_vec();
                         let io = super::h2::Rewind::new(read, s);
                         return Box::pin(super::h2::serve(io, shared.clone())).await;

@@ -79,6 +79,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
+    /// The stream, for another protocol to take over (nothing must be buffered).
+    pub fn into_stream(self) -> S {
+        self.stream
+    }
+
     /// Give back the read buffer (shrunk to its initial size if a long head grew it).
     pub fn into_buf(self) -> Vec<u8> {
         let mut buf = self.buf;

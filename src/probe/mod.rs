@@ -1,6 +1,9 @@
 //! One connection driven step by step, for `trace` and `doctor`: open it (dns, connect
 //! and tls timed, with the TLS version, cipher suite, ALPN and handshake kind), exchange
 //! one request with its response head kept, and watch whether the server closes it.
+//! `h2` does the same over HTTP/2.
+
+pub mod h2;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
