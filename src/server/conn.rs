@@ -10,9 +10,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
-use super::h2::PREFACE_START;
 use super::{ServerConfig, Shared};
 use crate::proto::h1::{has_token, ChunkedDecoder};
+use crate::proto::h2::PREFACE_START;
 use crate::timer::within;
 
 /// Bytes used to fill response bodies.

@@ -18,10 +18,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::conn::{route_of, Route, FILL};
 use super::Shared;
 
-/// The client preface's first line: how a prior-knowledge connection is told from
-/// HTTP/1 on the plain listener.
-pub(crate) const PREFACE_START: &[u8] = b"PRI * HTTP/2.0\r\n";
-
 /// Serve one HTTP/2 connection until the client leaves, an error, the idle timeout
 /// or the request limit.
 pub(crate) async fn serve<S>(io: S, shared: Arc<Shared>)
@@ -182,7 +178,7 @@ fn send_empty(respond: &mut SendResponse<Bytes>, status: u16) -> Result<(), h2::
 
 /// A stream with bytes already read from it put back in front (the HTTP/1 reader had
 /// read the start of a prior-knowledge preface).
-pub(crate) struct Rewind<S> {
+pub struct Rewind<S> {
     prefix: Vec<u8>,
     pos: usize,
     inner: S,

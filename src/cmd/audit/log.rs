@@ -52,6 +52,10 @@ pub(super) struct ConnLog {
     pub(super) last_body: u64,
     /// A response the client cut off: (body bytes written, body bytes in all).
     pub(super) cut: Option<(u64, u64)>,
+    /// The connection spoke HTTP/2 (its requests are streams).
+    pub(super) h2: bool,
+    /// HTTP/2: the most streams in flight at once.
+    pub(super) peak_streams: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]

@@ -3,8 +3,11 @@
 //! idle gaps, peak concurrency, and how each connection ended (the client closed it after
 //! a complete response, reset it, left response bytes unread, the server side closed it,
 //! or it was still open). Answers itself like the embedded server, or forwards to
-//! `--upstream` over its own persistent connections.
+//! `--upstream` over its own persistent connections. HTTP/2 clients (ALPN h2 with
+//! `--tls`, prior knowledge on plain) are answered too, their streams and concurrency
+//! per connection reported.
 
+mod h2;
 mod log;
 mod proxy;
 mod report;

@@ -25,6 +25,21 @@ pub struct ClientSummary {
     pub tls_handshakes: TlsCounts,
     /// Responses the client cut off: how many, and body bytes written of all of them.
     pub cut_responses: CutResponses,
+    /// Connections that carried no request (opened, then closed or left unused).
+    pub unused_connections: u64,
+    /// The connections that spoke HTTP/2, if any: their streams and concurrency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Summary>,
+}
+
+/// What the client did over HTTP/2.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct H2Summary {
+    pub connections: u64,
+    pub streams: u64,
+    pub streams_per_connection: RpcStats,
+    /// The most streams in flight at once on one connection.
+    pub peak_concurrent_streams: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -79,6 +94,8 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         endings: BTreeMap::new(),
         tls_handshakes: TlsCounts::default(),
         cut_responses: CutResponses::default(),
+        unused_connections: conns.iter().filter(|c| c.requests == 0).count() as u64,
+        h2: None,
     };
     let mut with_requests = 0u64;
     for c in conns {
@@ -118,6 +135,21 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         },
         max: rpc.iter().copied().max().unwrap_or(0),
     };
+    // HTTP/2 figures over the connections that carried streams.
+    let h2: Vec<&&ConnLog> = conns.iter().filter(|c| c.h2 && c.requests > 0).collect();
+    if !h2.is_empty() {
+        let streams: u64 = h2.iter().map(|c| c.requests).sum();
+        s.h2 = Some(H2Summary {
+            connections: h2.len() as u64,
+            streams,
+            streams_per_connection: RpcStats {
+                min: h2.iter().map(|c| c.requests).min().unwrap_or(0),
+                mean: streams as f64 / h2.len() as f64,
+                max: h2.iter().map(|c| c.requests).max().unwrap_or(0),
+            },
+            peak_concurrent_streams: h2.iter().map(|c| c.peak_streams).max().unwrap_or(0),
+        });
+    }
     s.reuse_ratio = if s.requests > 0 {
         (s.requests - with_requests) as f64 / s.requests as f64
     } else {
@@ -142,7 +174,7 @@ pub(super) fn report(
             .push(c);
     }
     let clients = by.into_iter().map(|(k, v)| summarize(k, &v)).collect();
-    let verdict = verdict(&total);
+    let verdict = verdict(&total, peak);
     AuditReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "handshake",
@@ -236,6 +268,18 @@ pub fn render(r: &AuditReport) -> String {
             })
             .collect();
         let _ = writeln!(out, "  how connections ended {}", endings.join(", "));
+        if let Some(h) = &s.h2 {
+            let _ = writeln!(
+                out,
+                "  HTTP/2                {} connection(s), {} streams (per connection min {}  mean {:.1}  max {}), peak {} at once on one connection",
+                h.connections,
+                h.streams,
+                h.streams_per_connection.min,
+                h.streams_per_connection.mean,
+                h.streams_per_connection.max,
+                h.peak_concurrent_streams
+            );
+        }
         if s.tls_handshakes.full + s.tls_handshakes.resumed > 0 {
             let _ = writeln!(
                 out,

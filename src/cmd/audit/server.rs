@@ -47,7 +47,7 @@ impl RunningAudit {
 }
 
 pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
-    let certs = crate::server::tls::generate(false)?;
+    let certs = crate::server::tls::generate(true)?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));
     let tls = cfg.tls;
     let acceptor = tls.then(|| tokio_rustls::TlsAcceptor::from(certs.server_config.clone()));
@@ -97,7 +97,11 @@ pub(super) async fn accept_loop(
         let tls = tls.clone();
         tokio::spawn(async move {
             let end = match tls {
-                None => serve(sock, &shared, idx, over_limit).await,
+                None => match first_bytes(&sock, shared.0.server.idle_timeout).await {
+                    First::Idle => Ending::IdleTimeout,
+                    First::H2 => super::h2::serve(sock, shared.clone(), idx).await,
+                    First::Http1 => serve(sock, &shared, idx, over_limit).await,
+                },
                 Some(acc) => {
                     match tokio::time::timeout(shared.0.server.header_timeout, acc.accept(sock))
                         .await
@@ -106,7 +110,11 @@ pub(super) async fn accept_loop(
                             let resumed = s.get_ref().1.handshake_kind()
                                 == Some(rustls::HandshakeKind::Resumed);
                             with_log(&shared.1, |g| g.conns[idx].tls_resumed = Some(resumed));
-                            serve(s, &shared, idx, over_limit).await
+                            if s.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
+                                super::h2::serve(s, shared.clone(), idx).await
+                            } else {
+                                serve(s, &shared, idx, over_limit).await
+                            }
                         }
                         Ok(Err(_)) => Ending::Garbage,
                         Err(_) => Ending::Stalled,
@@ -118,6 +126,38 @@ pub(super) async fn accept_loop(
                 g.conns[idx].end = Some(end);
             });
         });
+    }
+}
+
+/// What a plain connection starts with.
+enum First {
+    /// The HTTP/2 prior-knowledge preface.
+    H2,
+    Http1,
+    /// Nothing within the idle timeout.
+    Idle,
+}
+
+/// Look at (without taking) the first bytes of a plain connection.
+async fn first_bytes(sock: &tokio::net::TcpStream, idle: Duration) -> First {
+    use crate::proto::h2::PREFACE_START;
+    let deadline = Instant::now() + idle;
+    let mut b = [0u8; 16];
+    loop {
+        let n = match tokio::time::timeout_at(deadline.into(), sock.peek(&mut b)).await {
+            Err(_) => return First::Idle,
+            Ok(Ok(n)) if n > 0 => n,
+            // EOF or an error: the HTTP/1 reader sees it too and says how it ended.
+            Ok(_) => return First::Http1,
+        };
+        if !PREFACE_START.starts_with(&b[..n]) {
+            return First::Http1;
+        }
+        if n >= PREFACE_START.len() {
+            return First::H2;
+        }
+        // The start of the preface and no more yet: wait for the rest.
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 

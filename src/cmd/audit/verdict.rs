@@ -4,7 +4,8 @@ use super::log::*;
 use super::report::*;
 
 /// Plain sentences: what the client does with connections, the likely cause, the fix.
-pub fn verdict(t: &ClientSummary) -> Vec<String> {
+/// `peak_open`: the most client connections open at once.
+pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
     let mut v = Vec::new();
     let plural = |n: u64, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     if t.requests == 0 {
@@ -39,6 +40,32 @@ pub fn verdict(t: &ClientSummary) -> Vec<String> {
             plural(t.requests, "request"),
             plural(t.connections, "connection"),
             t.requests_per_connection.mean
+        ));
+    }
+    if let Some(h) = &t.h2 {
+        let conns = plural(h.connections, "HTTP/2 connection");
+        if h.streams > 1 && h.connections >= h.streams {
+            v.push(format!(
+                "{} over {conns}: a new HTTP/2 connection per request, so nothing is multiplexed. Reuse one client (and its connection) for all requests.",
+                plural(h.streams, "stream")
+            ));
+        } else if h.connections > 1 && peak_open > 1 {
+            v.push(format!(
+                "The client opened {conns} to one origin (up to {peak_open} connections at once) for {}: it does not share a connection. One HTTP/2 connection carries about 100 requests at once; share one client.",
+                plural(h.streams, "stream")
+            ));
+        } else if h.streams > 0 {
+            v.push(format!(
+                "HTTP/2: {} over {conns}, up to {} at once on one connection: multiplexed.",
+                plural(h.streams, "stream"),
+                h.peak_concurrent_streams
+            ));
+        }
+    }
+    if t.unused_connections > 0 && t.requests > 0 {
+        v.push(format!(
+            "{} carried no request (opened, then closed or left unused): a client that dials ahead, or several at once before its first is up (Go's HTTP/2 transport does when many requests start together).",
+            plural(t.unused_connections, "connection")
         ));
     }
     let tls = t.tls_handshakes;

@@ -9,6 +9,10 @@ use crate::proto::h1::RequestTemplate;
 use crate::record::{ErrorDetail, ErrorKind, Failure};
 use wire::GoAway;
 
+/// The client preface's first line: how a prior-knowledge (h2c) connection is told
+/// from HTTP/1 by a server.
+pub const PREFACE_START: &[u8] = b"PRI * HTTP/2.0\r\n";
+
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2): connection-specific ones. `Host` becomes
 /// the `:authority` pseudo-header.
 const NOT_IN_H2: [&str; 6] = [
