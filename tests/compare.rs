@@ -103,7 +103,8 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
     let _serial = serial();
     let r = compare_json(&["-n", "20", "--rounds", "6"]);
     let rs = rows(&r);
-    assert_eq!(rs.len(), 9, "4 http and 5 https strategies");
+    assert_eq!(rs.len(), 10, "4 http and 6 https strategies (h2 over ALPN)");
+    assert!(rs.iter().any(|r| r["name"] == "https h2"));
     let mut total = 0;
     for (row, s) in rs.iter().zip(r["scenarios"].as_array().unwrap()) {
         check_accounting(s);

@@ -138,11 +138,12 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
         let connect = &s["phases_ms"]["new"]["connect"];
         assert_near("connect (median)", f(&connect["p50"]), rtt);
         assert_not_below("connect", f(&connect["min"]), rtt);
-        // TLS 1.2: a full handshake takes 2 round trips.
+        // TLS 1.2: a full handshake takes 2 round trips. Five of them, so that one or two
+        // delayed by the loaded machine do not make the median.
         let tls12 = ["--embedded-tls", "--tls-version", "1.2", "--strategy"];
-        let rep = one_at_a_time(&r, 3, &[&tls12[..], &["close"]].concat());
+        let rep = one_at_a_time(&r, 5, &[&tls12[..], &["close"]].concat());
         let s = scenario(&rep);
-        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 3);
+        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 5);
         assert_near("TLS 1.2 full (median)", tls_ms(s, "p50"), 2.0 * rtt);
         assert_not_below("TLS 1.2 full", tls_ms(s, "min"), 2.0 * rtt);
         // A resumed TLS 1.2 handshake (abbreviated) takes 1 round trip.
