@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::*;
 use serde_json::Value;
@@ -25,10 +25,6 @@ fn audit(opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
     (out.status.code(), v)
 }
 
-fn total(v: &Value) -> &Value {
-    &v["total"]
-}
-
 /// Requests seen = requests answered; the per-client figures add up to the total.
 fn check(v: &Value) {
     let t = total(v);
@@ -44,25 +40,6 @@ fn check(v: &Value) {
     );
     let endings: u64 = t["endings"].as_object().unwrap().values().map(u).sum();
     assert_eq!(endings, u(&t["connections"]), "one ending per connection");
-}
-
-fn verdict(v: &Value) -> String {
-    v["verdict"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_str().unwrap())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
 }
 
 #[test]

@@ -17,15 +17,6 @@ fn doctor(args: &[&str]) -> (Option<i32>, Value) {
     (out.status.code(), v)
 }
 
-fn problems(v: &Value) -> Vec<String> {
-    v["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap().to_string())
-        .collect()
-}
-
 /// The measured idle range contains `secs` and is at most 10 % or 0.5 s wide.
 fn assert_idle(v: &Value, secs: f64) {
     let i = &v["idle_timeout"];

@@ -399,15 +399,6 @@ fn trace_http2_shows_the_setup_then_each_stream() {
     srv.stop();
 }
 
-fn problems(v: &Value) -> Vec<String> {
-    v["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn doctor_over_h2_finds_settings_request_limit_idle_timeout_and_concurrency() {
     let _g = serial();

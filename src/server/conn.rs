@@ -90,6 +90,44 @@ pub(crate) fn route_of(target: &str) -> Route {
     }
 }
 
+/// What a route answers (HTTP/1 and HTTP/2 alike).
+pub(crate) struct Answer {
+    pub status: u16,
+    pub body_len: usize,
+    /// `/__handshake/stats`: the JSON body.
+    pub stats_body: Option<Vec<u8>>,
+}
+
+/// The answer to `route`, after its delay (`/delay/MS`, or the server's `--delay`).
+pub(crate) async fn answer(route: Route, shared: &Shared) -> Answer {
+    let cfg = &shared.cfg;
+    let mut a = Answer {
+        status: 200,
+        body_len: cfg.body_size,
+        stats_body: None,
+    };
+    let mut delay = cfg.delay;
+    match route {
+        Route::Default => {}
+        Route::Stats => {
+            let b = serde_json::to_vec(&shared.stats.snapshot()).unwrap_or_default();
+            a.body_len = b.len();
+            a.stats_body = Some(b);
+        }
+        Route::Bytes(n) => a.body_len = n,
+        Route::Delay(d) => delay = d,
+        Route::Status(c) => a.status = c,
+        Route::Bad => {
+            a.status = 400;
+            a.body_len = 0;
+        }
+    }
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    a
+}
+
 /// What the server took from one request head.
 struct RequestInfo {
     minor: u8,
@@ -393,28 +431,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
         };
 
         // Route and answer.
-        let mut status = 200u16;
-        let mut body_len = cfg.body_size;
-        let mut delay = cfg.delay;
-        let mut stats_body: Option<Vec<u8>> = None;
-        match info.route {
-            Route::Default => {}
-            Route::Stats => {
-                let b = serde_json::to_vec(&shared.stats.snapshot()).unwrap_or_default();
-                body_len = b.len();
-                stats_body = Some(b);
-            }
-            Route::Bytes(n) => body_len = n,
-            Route::Delay(d) => delay = d,
-            Route::Status(c) => status = c,
-            Route::Bad => {
-                status = 400;
-                body_len = 0;
-            }
-        }
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
+        let Answer {
+            status,
+            body_len,
+            stats_body,
+        } = answer(info.route, shared).await;
         let no_body = info.head || status == 204 || status == 304;
         let mut body_left = if no_body { 0 } else { body_len };
         let bytes: &[u8] = if info.route == Route::Default && !info.head {

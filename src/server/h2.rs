@@ -15,7 +15,7 @@ use h2::server::SendResponse;
 use h2::RecvStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::conn::{route_of, Route, FILL};
+use super::conn::{answer as answer_for, route_of, Answer, FILL};
 use super::Shared;
 
 /// Serve one HTTP/2 connection until the client leaves, an error, the idle timeout
@@ -104,28 +104,11 @@ async fn answer(
         }
     }
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut status = 200u16;
-    let mut body_len = cfg.body_size;
-    let mut delay = cfg.delay;
-    let mut stats_body: Option<Vec<u8>> = None;
-    match route_of(target) {
-        Route::Default => {}
-        Route::Stats => {
-            let b = serde_json::to_vec(&shared.stats.snapshot()).unwrap_or_default();
-            body_len = b.len();
-            stats_body = Some(b);
-        }
-        Route::Bytes(n) => body_len = n,
-        Route::Delay(d) => delay = d,
-        Route::Status(c) => status = c,
-        Route::Bad => {
-            status = 400;
-            body_len = 0;
-        }
-    }
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
+    let Answer {
+        status,
+        body_len,
+        stats_body,
+    } = answer_for(route_of(target), shared).await;
     let no_body = parts.method == http::Method::HEAD || status == 204 || status == 304;
     let mut head = http::Response::builder().status(status).header(
         "content-type",

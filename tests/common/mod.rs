@@ -356,3 +356,39 @@ impl Drop for TempFile {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// An audit report's figures over all clients.
+pub fn total(v: &Value) -> &Value {
+    &v["total"]
+}
+
+/// An audit report's verdict sentences, joined.
+pub fn verdict(v: &Value) -> String {
+    v["verdict"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A doctor report's problems.
+pub fn problems(v: &Value) -> Vec<String> {
+    v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Whether a tool runs here (`TOOL --version` starts).
+pub fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok()
+}
