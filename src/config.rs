@@ -493,6 +493,21 @@ pub fn scenario(
             "--strategy close-resumed needs an https:// URL (it is about TLS session resumption)",
         );
     }
+    if strategy.early_data() {
+        if !any_tls {
+            return usage(format!(
+                "--strategy {} needs an https:// URL (early data is TLS 1.3's)",
+                strategy.name()
+            ));
+        }
+        if !crate::proto::h1::RequestTemplate::method_is_idempotent(&req.method) {
+            return usage(format!(
+                "--strategy {}: early data can be replayed, so only idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) may go in it, not {}",
+                strategy.name(),
+                req.method
+            ));
+        }
+    }
     let mut origins: Vec<Origin> = Vec::new();
     let mut targets = Vec::with_capacity(req.urls.len());
     for (raw, u) in &req.urls {
@@ -548,7 +563,10 @@ pub fn scenario(
             ..req.tls.clone()
         }
     } else {
-        req.tls.clone()
+        tls::TlsOptions {
+            early_data: strategy.early_data(),
+            ..req.tls.clone()
+        }
     };
     let tls = if any_tls {
         Some(

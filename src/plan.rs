@@ -20,6 +20,9 @@ pub enum Strategy {
     Close,
     /// A new connection per request, with TLS session resumption.
     CloseResumed,
+    /// A new connection per request, resumed, with the request in TLS 1.3 early data
+    /// (0-RTT) when the session's ticket allows it.
+    Close0Rtt,
     /// HTTP/1.0 without a keep-alive header.
     Http10,
     /// HTTP/1.0 with `Connection: keep-alive`.
@@ -30,9 +33,10 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 6] = [
+    pub const ALL: [Strategy; 7] = [
         Strategy::Close,
         Strategy::CloseResumed,
+        Strategy::Close0Rtt,
         Strategy::Http10,
         Strategy::Http10KeepAlive,
         Strategy::KeepAlive,
@@ -44,6 +48,7 @@ impl Strategy {
             Strategy::KeepAlive => "keepalive",
             Strategy::Close => "close",
             Strategy::CloseResumed => "close-resumed",
+            Strategy::Close0Rtt => "close-0rtt",
             Strategy::Http10 => "http10",
             Strategy::Http10KeepAlive => "http10-keepalive",
             Strategy::H2 => "h2",
@@ -56,6 +61,7 @@ impl Strategy {
             "keepalive" | "keep-alive" | "ka" | "reuse" => Strategy::KeepAlive,
             "close" | "no-keepalive" | "new" => Strategy::Close,
             "close-resumed" | "resumed" | "resume" => Strategy::CloseResumed,
+            "close-0rtt" | "0rtt" | "early-data" => Strategy::Close0Rtt,
             "http10" | "http1.0" | "1.0" => Strategy::Http10,
             "http10-keepalive" | "http10-ka" | "1.0-ka" => Strategy::Http10KeepAlive,
             "h2" | "http2" | "h2c" => Strategy::H2,
@@ -95,7 +101,9 @@ impl Strategy {
     pub fn connection_header(self) -> ConnectionHeader {
         match self {
             Strategy::KeepAlive | Strategy::Http10 | Strategy::H2 => ConnectionHeader::Default,
-            Strategy::Close | Strategy::CloseResumed => ConnectionHeader::Close,
+            Strategy::Close | Strategy::CloseResumed | Strategy::Close0Rtt => {
+                ConnectionHeader::Close
+            }
             Strategy::Http10KeepAlive => ConnectionHeader::KeepAlive,
         }
     }
@@ -106,6 +114,16 @@ impl Strategy {
             self,
             Strategy::KeepAlive | Strategy::Http10KeepAlive | Strategy::H2
         )
+    }
+
+    /// Whether the strategy is about TLS (resumption, early data): https only.
+    pub fn needs_tls(self) -> bool {
+        matches!(self, Strategy::CloseResumed | Strategy::Close0Rtt)
+    }
+
+    /// Whether the request goes in TLS 1.3 early data where the session allows it.
+    pub fn early_data(self) -> bool {
+        self == Strategy::Close0Rtt
     }
 
     /// Whether TLS session resumption is offered on new connections.

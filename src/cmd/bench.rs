@@ -33,7 +33,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         .transpose()?;
     let (url, roots) = match (&embedded, &path) {
         (Some(e), Some(p)) => (
-            Some(e.url(a.embedded_tls || strategy == Strategy::CloseResumed, p)),
+            Some(e.url(a.embedded_tls || strategy.needs_tls(), p)),
             vec![e.srv.ca_der.clone()],
         ),
         _ => (a.url.clone(), Vec::new()),

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use tokio::time::Sleep;
 
-use super::open::Opener;
+use super::open::{handshake_of, Opener};
 use super::worker::{attempt_deadline, ns, Driver, Fail, LATE_AFTER};
-use crate::net::classify_io_failure;
+use crate::net::{classify_io_failure, classify_tls_error};
 use crate::plan::{Scenario, Target};
 use crate::proto::h1::conn::{Conn, Response};
 use crate::proto::h1::Framing;
@@ -130,6 +130,8 @@ impl H1 {
     ) -> Result<Response, Fail> {
         let slot = target.origin;
         let reused = self.conns[slot].is_some();
+        // TLS early data: when TCP was established, if this request goes in it.
+        let mut early_since = None;
         if !reused {
             let opened = self
                 .opener
@@ -142,6 +144,7 @@ impl H1 {
                     phases,
                 )
                 .await?;
+            early_since = opened.early.then_some(opened.connected_at);
             self.conns[slot] = Some(Conn::new(opened.stream, self.spare_buf.take()));
         }
         let conn = self.conns[slot].as_mut().expect("connection present");
@@ -157,7 +160,15 @@ impl H1 {
         };
 
         let t_send = Instant::now();
-        let sent = within(self.sleep.as_mut(), self.deadline, conn.send(bytes)).await;
+        if let Some(connected_at) = early_since {
+            self.send_early(slot, bytes, connected_at, phases).await?;
+        }
+        let sent = if early_since.is_some() {
+            Some(Ok(()))
+        } else {
+            let conn = self.conns[slot].as_mut().expect("connection present");
+            within(self.sleep.as_mut(), self.deadline, conn.send(bytes)).await
+        };
         let fail = match sent {
             None => Some((
                 Fail::timed_out(Stage::Send, self.run_deadline),
@@ -186,7 +197,9 @@ impl H1 {
             return Err(f);
         }
         let t_sent = Instant::now();
-        phases.send = Some(ns(t_send, t_sent));
+        if early_since.is_none() {
+            phases.send = Some(ns(t_send, t_sent));
+        }
 
         let conn = self.conns[slot].as_mut().expect("connection present");
         let read = within(
@@ -275,6 +288,47 @@ impl H1 {
             .connection_closed(reason, conn.requests);
         self.spare_buf = Some(conn.into_buf());
         Ok(resp)
+    }
+
+    /// TLS early data: the request is written into the first flight (with the
+    /// ClientHello) and the flush completes the handshake. `send` is the write; `tls`
+    /// runs from TCP established to the handshake's end, the request in flight all along.
+    /// A server that rejects the early data gets the request again after the handshake
+    /// (tokio-rustls resends it): counted as rejected.
+    async fn send_early(
+        &mut self,
+        slot: usize,
+        bytes: &[u8],
+        connected_at: Instant,
+        phases: &mut Phases,
+    ) -> Result<(), Fail> {
+        let conn = self.conns[slot].as_mut().expect("connection present");
+        let t_write = Instant::now();
+        let wrote = match within(self.sleep.as_mut(), self.deadline, conn.write(bytes)).await {
+            Some(Ok(())) => {
+                phases.send = Some(ns(t_write, Instant::now()));
+                let conn = self.conns[slot].as_mut().expect("connection present");
+                within(self.sleep.as_mut(), self.deadline, conn.flush()).await
+            }
+            other => other,
+        };
+        let f = match wrote {
+            Some(Ok(())) => {
+                phases.tls = Some(ns(connected_at, Instant::now()));
+                let conn = self.conns[slot].as_ref().expect("connection present");
+                if let Some(session) = conn.stream.tls_session() {
+                    let (kind, tls13) = handshake_of(session);
+                    let mut rec = self.rec.borrow_mut();
+                    rec.tls_handshake(kind, tls13);
+                    rec.early_data(session.is_early_data_accepted());
+                }
+                return Ok(());
+            }
+            None => Fail::timed_out(Stage::Tls, self.run_deadline),
+            Some(Err(e)) => Fail::new(classify_tls_error(&e)),
+        };
+        self.drop_conn(slot, CloseReason::Error, &f);
+        Err(f)
     }
 
     fn drop_conn(&mut self, slot: usize, reason: CloseReason, f: &Fail) {

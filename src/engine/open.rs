@@ -32,6 +32,12 @@ pub(super) struct Opened {
     pub stream: Stream,
     /// The ALPN protocol the server chose (TLS only).
     pub alpn: Option<Vec<u8>>,
+    /// TLS 1.3 early data: the handshake has only begun (nothing is sent yet); what is
+    /// written now goes with the ClientHello, and the first flush completes it. The
+    /// `tls` phase and the handshake's kind are then the driver's to record.
+    pub early: bool,
+    /// When TCP was established.
+    pub connected_at: Instant,
 }
 
 impl Opener {
@@ -99,9 +105,11 @@ impl Opener {
             return Ok(Opened {
                 stream: Stream::Tcp(tcp),
                 alpn: None,
+                early: false,
+                connected_at: t_connected,
             });
         };
-        let connector = TlsConnector::from(cfg.clone());
+        let connector = TlsConnector::from(cfg.clone()).early_data(cfg.enable_early_data);
         let res = within(
             sleep.as_mut(),
             by,
@@ -127,18 +135,35 @@ impl Opener {
             }
             Some(Ok(s)) => s,
         };
+        if tls.get_ref().1.is_handshaking() {
+            // Early data: the handshake completes with the request's flush.
+            return Ok(Opened {
+                stream: Stream::Tls(Box::new(tls)),
+                alpn: None,
+                early: true,
+                connected_at: t_connected,
+            });
+        }
         phases.tls = Some(ns(t_connected, Instant::now()));
         let session = tls.get_ref().1;
-        let kind = match session.handshake_kind() {
-            Some(rustls::HandshakeKind::Resumed) => HandshakeKind::Resumed,
-            _ => HandshakeKind::Full,
-        };
-        let tls13 = session.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
+        let (kind, tls13) = handshake_of(session);
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
         self.rec.borrow_mut().tls_handshake(kind, tls13);
         Ok(Opened {
             stream: Stream::Tls(Box::new(tls)),
             alpn,
+            early: false,
+            connected_at: t_connected,
         })
     }
+}
+
+/// A finished handshake: full or resumed, and whether it was TLS 1.3.
+pub(super) fn handshake_of(session: &rustls::ClientConnection) -> (HandshakeKind, bool) {
+    let kind = match session.handshake_kind() {
+        Some(rustls::HandshakeKind::Resumed) => HandshakeKind::Resumed,
+        _ => HandshakeKind::Full,
+    };
+    let tls13 = session.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
+    (kind, tls13)
 }

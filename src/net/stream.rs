@@ -13,6 +13,16 @@ pub enum Stream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
+impl Stream {
+    /// The TLS session, on a TLS stream.
+    pub fn tls_session(&self) -> Option<&rustls::ClientConnection> {
+        match self {
+            Stream::Tls(t) => Some(t.get_ref().1),
+            Stream::Tcp(_) => None,
+        }
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,

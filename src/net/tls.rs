@@ -28,6 +28,8 @@ pub struct TlsOptions {
     pub only_extra_roots: bool,
     pub versions: TlsVersions,
     pub alpn: Vec<Vec<u8>>,
+    /// TLS 1.3 early data (0-RTT) on resumed sessions whose ticket allows it.
+    pub early_data: bool,
 }
 
 impl Default for TlsOptions {
@@ -38,6 +40,7 @@ impl Default for TlsOptions {
             only_extra_roots: false,
             versions: TlsVersions::Any,
             alpn: vec![b"http/1.1".to_vec()],
+            early_data: false,
         }
     }
 }
@@ -125,6 +128,7 @@ pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<
             .with_no_client_auth()
     };
     config.alpn_protocols = opts.alpn.clone();
+    config.enable_early_data = opts.early_data;
     config.resumption = if resumption {
         Resumption::in_memory_sessions(1024)
     } else {

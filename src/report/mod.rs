@@ -139,9 +139,19 @@ pub struct ConnectionsReport {
     /// Connections the client closed itself because the server kept them open after
     /// the client asked to close.
     pub server_ignored_close: u64,
+    /// TLS 1.3 early data (0-RTT): requests sent in it; the server accepted them or
+    /// rejected them (then they were sent again after the handshake).
+    pub early_data: EarlyDataReport,
     /// HTTP/2 only: streams and the server's SETTINGS.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h2: Option<H2Report>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EarlyDataReport {
+    pub attempted: u64,
+    pub accepted: u64,
+    pub rejected: u64,
 }
 
 /// What HTTP/2 connections carried. `requests_per_connection` above counts the streams

@@ -211,6 +211,14 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         "  TLS handshakes        full {}, resumed {}",
         c.tls_handshakes.full, c.tls_handshakes.resumed
     );
+    let ed = &c.early_data;
+    if ed.attempted > 0 {
+        let _ = writeln!(
+            out,
+            "  early data (0-RTT)    {} requests sent in it: {} accepted, {} rejected (sent again after the handshake)",
+            ed.attempted, ed.accepted, ed.rejected
+        );
+    }
     let _ = writeln!(
         out,
         "  {}   min {}  mean {:.1}  max {}",

@@ -104,6 +104,11 @@ pub struct Recorder {
     pub tls_resumed: u64,
     /// Handshakes that negotiated TLS 1.3 (the rest are 1.2).
     pub tls13: u64,
+    /// TLS 1.3 early data (0-RTT): requests sent in it, and whether the server took
+    /// them (rejected ones were sent again after the handshake).
+    pub early_attempted: u64,
+    pub early_accepted: u64,
+    pub early_rejected: u64,
     pub close_reasons: [u64; CloseReason::ALL.len()],
     pub connections_closed: u64,
     pub rpc_min: u64,
@@ -160,6 +165,9 @@ impl Recorder {
             tls_full: 0,
             tls_resumed: 0,
             tls13: 0,
+            early_attempted: 0,
+            early_accepted: 0,
+            early_rejected: 0,
             close_reasons: [0; CloseReason::ALL.len()],
             local_ports: None,
             connections_closed: 0,
@@ -245,6 +253,16 @@ impl Recorder {
         }
     }
 
+    /// A request went in TLS early data; the server accepted it or not.
+    pub fn early_data(&mut self, accepted: bool) {
+        self.early_attempted += 1;
+        if accepted {
+            self.early_accepted += 1;
+        } else {
+            self.early_rejected += 1;
+        }
+    }
+
     /// A connection ended after carrying `requests` responses.
     pub fn connection_closed(&mut self, reason: CloseReason, requests: u64) {
         self.close_reasons[reason.index()] += 1;
@@ -307,6 +325,9 @@ impl AddAssign<&Recorder> for Recorder {
         self.tls_full += o.tls_full;
         self.tls_resumed += o.tls_resumed;
         self.tls13 += o.tls13;
+        self.early_attempted += o.early_attempted;
+        self.early_accepted += o.early_accepted;
+        self.early_rejected += o.early_rejected;
         for (a, b) in self.close_reasons.iter_mut().zip(o.close_reasons.iter()) {
             *a += b;
         }

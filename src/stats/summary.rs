@@ -11,9 +11,9 @@ use crate::plan::{LoadShape, Scenario, Strategy};
 use crate::proto::h2::wire::error_code_name;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
-    ConnectionsReport, CpuReport, DnsReport, H2Report, LatencyReport, LoadReport, LocalPortsReport,
-    PeakReport, PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport, RequestsReport, RetriesReport,
-    RpcReport, ScenarioReport, ThroughputReport, TlsHandshakes,
+    ConnectionsReport, CpuReport, DnsReport, EarlyDataReport, H2Report, LatencyReport, LoadReport,
+    LocalPortsReport, PeakReport, PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport,
+    RequestsReport, RetriesReport, RpcReport, ScenarioReport, ThroughputReport, TlsHandshakes,
 };
 
 const NS_PER_MS: f64 = 1e6;
@@ -218,6 +218,11 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
                 max: rec.rpc_max,
             },
             server_ignored_close: rec.server_ignored_close,
+            early_data: EarlyDataReport {
+                attempted: rec.early_attempted,
+                accepted: rec.early_accepted,
+                rejected: rec.early_rejected,
+            },
             h2: sc.strategy.multiplexed().then(|| h2_report(sc, rec)),
         },
         throughput: ThroughputReport {

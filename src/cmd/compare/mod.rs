@@ -192,7 +192,7 @@ fn compare_arms(
             Some(c) if embedded.is_some() => c
                 .iter()
                 .copied()
-                .filter(|s| tls || *s != Strategy::CloseResumed)
+                .filter(|s| tls || !s.needs_tls())
                 .filter(|s| tls || a.h2c || *s != Strategy::H2)
                 .collect(),
             Some(c) => c.to_vec(),

@@ -100,6 +100,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         self.stream.flush().await
     }
 
+    /// Write without flushing (with TLS early data: into the first flight).
+    pub async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
+    pub async fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush().await
+    }
+
     /// Read more bytes into the buffer; Ok(0) is EOF.
     async fn fill(&mut self) -> io::Result<usize> {
         if self.start == self.end {

@@ -33,8 +33,12 @@ impl RequestTemplate {
     /// Whether the method is idempotent (RFC 9110 9.2.2): such a request may be retried
     /// on a new connection when a reused one turns out to be stale.
     pub fn is_idempotent(&self) -> bool {
+        RequestTemplate::method_is_idempotent(&self.method)
+    }
+
+    pub fn method_is_idempotent(method: &str) -> bool {
         matches!(
-            self.method.as_str(),
+            method,
             "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"
         )
     }

@@ -1,0 +1,144 @@
+//! TLS 1.3 early data over TCP (`--strategy close-0rtt`): against real nginx with
+//! `ssl_early_data on`, whose access log says per request whether it came in early data
+//! (`$ssl_early_data`) on a resumed session (`$ssl_session_reused`): the report's
+//! accepted early-data requests and resumed handshakes equal nginx's counts; with early
+//! data off, none is attempted; bad input is refused.
+
+mod common;
+
+use std::sync::Mutex;
+
+use common::*;
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A self-signed CA and a certificate for 127.0.0.1 signed by it, as PEM files.
+fn certs(dir: &std::path::Path) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
+    std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+}
+
+/// nginx over TLS 1.2 and 1.3 with early data on or off, logging per request
+/// `$ssl_early_data $ssl_session_reused`.
+fn nginx(early: bool) -> Option<Nginx> {
+    Nginx::start_servers(
+        "log_format ed '$ssl_early_data $ssl_session_reused';",
+        1,
+        |p, dir| {
+            certs(dir);
+            let d = dir.display();
+            format!(
+                "server {{ listen 127.0.0.1:{} ssl; ssl_protocols TLSv1.2 TLSv1.3; \
+                 ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
+                 ssl_early_data {}; access_log {d}/early.log ed; \
+                 location / {{ return 200 \"hello\\n\"; }} }}",
+                p[0],
+                if early { "on" } else { "off" }
+            )
+        },
+    )
+}
+
+/// nginx's log: (requests, in early data, on resumed sessions).
+fn nginx_log(ng: &Nginx) -> (u64, u64, u64) {
+    // The log is written per request; wait for the last lines to land.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let log = std::fs::read_to_string(ng.dir.join("early.log")).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    let early = lines.iter().filter(|l| l.starts_with("1 ")).count() as u64;
+    let resumed = lines.iter().filter(|l| l.ends_with(" r")).count() as u64;
+    (lines.len() as u64, early, resumed)
+}
+
+fn run_0rtt(ng: &Nginx, n: &str) -> Value {
+    let url = format!("https://127.0.0.1:{}/", ng.port);
+    let ca = ng.dir.join("ca.pem");
+    let rep = bench_json(&[
+        &url,
+        "--strategy",
+        "close-0rtt",
+        "-n",
+        n,
+        "-c",
+        "1",
+        "--cacert",
+        ca.to_str().unwrap(),
+    ]);
+    let s = scenario(&rep).clone();
+    check_accounting(&s);
+    s
+}
+
+#[test]
+fn early_data_accepted_by_nginx_equals_its_own_log() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(ng) = nginx(true) else { return };
+    let s = run_0rtt(&ng, "30");
+    let (requests, early, resumed) = nginx_log(&ng);
+    let c = &s["connections"];
+    let ed = &c["early_data"];
+    assert_eq!(u(&s["requests"]["ok"]), 30);
+    assert_eq!(requests, 30, "nginx served every request");
+    assert_eq!(u(&c["opened"]), 30, "a new connection per request");
+    assert_eq!(
+        u(&ed["accepted"]),
+        early,
+        "accepted = nginx's $ssl_early_data: {ed}"
+    );
+    assert_eq!(
+        u(&c["tls_handshakes"]["resumed"]),
+        resumed,
+        "resumed = nginx's $ssl_session_reused"
+    );
+    assert_eq!(u(&ed["attempted"]), u(&ed["accepted"]) + u(&ed["rejected"]));
+    // The first connection has no ticket; most of the others go in early data.
+    assert!(early >= 10, "{early} of 30 in early data: {c}");
+    assert_eq!(u(&ed["rejected"]), 0, "{ed}");
+    // Early data is resumption: every request in it was on a resumed session.
+    assert!(u(&ed["attempted"]) <= u(&c["tls_handshakes"]["resumed"]));
+    assert!(u(&c["tls_handshakes"]["tls13"]) == 30);
+}
+
+#[test]
+fn without_early_data_on_the_server_none_is_attempted() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(ng) = nginx(false) else { return };
+    let s = run_0rtt(&ng, "10");
+    let (requests, early, _) = nginx_log(&ng);
+    assert_eq!(requests, 10);
+    assert_eq!(early, 0);
+    let ed = &s["connections"]["early_data"];
+    assert_eq!(u(&ed["attempted"]), 0, "the tickets do not allow it: {ed}");
+    assert_eq!(u(&s["requests"]["ok"]), 10);
+}
+
+#[test]
+fn close_0rtt_needs_https_and_an_idempotent_method() {
+    for (args, says) in [
+        (vec!["http://127.0.0.1:9/", "-s", "close-0rtt"], "https"),
+        (
+            vec!["https://127.0.0.1:9/", "-s", "close-0rtt", "-m", "POST"],
+            "idempotent",
+        ),
+    ] {
+        let mut all = vec!["bench"];
+        all.extend(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && err.contains("close-0rtt"), "{err}");
+    }
+}
