@@ -496,6 +496,11 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 128, value_name = "N")]
     pub max_concurrent_streams: u32,
 
+    /// TLS 1.3 early data (0-RTT): on or off. On: session tickets allow 16 KiB of it,
+    /// and a request in it is answered at once (before the client's Finished)
+    #[arg(long, default_value = "off")]
+    pub early_data: String,
+
     /// Answer as an HTTP/1.0 server: close unless the request asks for keep-alive
     #[arg(long)]
     pub http10: bool,

@@ -142,3 +142,105 @@ fn close_0rtt_needs_https_and_an_idempotent_method() {
         assert!(err.contains(says) && err.contains("close-0rtt"), "{err}");
     }
 }
+
+#[test]
+fn embedded_server_counts_the_requests_that_came_in_early_data() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for early in [true, false] {
+        let srv = start(ServerConfig {
+            early_data: early,
+            ..ServerConfig::default()
+        });
+        let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+        let url = srv.https_url().unwrap();
+        let rep = bench_json(&[
+            &url,
+            "-s",
+            "close-0rtt",
+            "-n",
+            "30",
+            "-c",
+            "1",
+            "--cacert",
+            ca.s(),
+        ]);
+        let s = scenario(&rep);
+        check_accounting(s);
+        let snap = srv.snapshot();
+        let c = &s["connections"];
+        let ed = &c["early_data"];
+        assert_eq!(u(&s["requests"]["ok"]), 30);
+        assert_eq!(u(&c["opened"]), snap.connections_accepted);
+        assert_eq!(u(&ed["accepted"]), snap.early_data_requests, "{ed}");
+        assert_eq!(
+            u(&c["tls_handshakes"]["resumed"]),
+            snap.tls_handshakes_resumed
+        );
+        if early {
+            // The first has no ticket; each later one resumes with early data (the
+            // server takes the client's Finished before closing, so tickets arrive).
+            assert_eq!(u(&ed["accepted"]), 29, "{c}");
+            assert_eq!(u(&ed["rejected"]), 0);
+        } else {
+            assert_eq!(u(&ed["attempted"]), 0, "no ticket allows it: {ed}");
+        }
+        srv.stop();
+    }
+}
+
+/// Two servers behind one name that do not share their session caches (as load-balanced
+/// servers without a shared cache): a ticket from one is unknown to the other, so early
+/// data sent with it is rejected and the request sent again after a full handshake.
+#[test]
+fn early_data_rejected_by_a_server_that_does_not_know_the_ticket_is_resent_and_counted() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = || ServerConfig {
+        early_data: true,
+        ..ServerConfig::default()
+    };
+    let (a, b) = (start(cfg()), start(cfg()));
+    let mut cas = a.ca_pem.clone();
+    cas.push_str(&b.ca_pem);
+    let ca = TempFile::new("ca.pem", cas.as_bytes());
+    let port = |s: &RunningServer| s.https_addr.unwrap().port();
+    let urls = TempFile::new(
+        "urls.txt",
+        format!(
+            "https://localhost:{}/\nhttps://localhost:{}/\n",
+            port(&a),
+            port(&b)
+        )
+        .as_bytes(),
+    );
+    let rep = bench_json(&[
+        "--urls-from-file",
+        urls.s(),
+        "-s",
+        "close-0rtt",
+        "-n",
+        "40",
+        "-c",
+        "1",
+        "--cacert",
+        ca.s(),
+    ]);
+    let s = scenario(&rep);
+    check_accounting(s);
+    let (sa, sb) = (a.snapshot(), b.snapshot());
+    let ed = &s["connections"]["early_data"];
+    assert_eq!(
+        u(&s["requests"]["ok"]),
+        40,
+        "rejected requests were sent again"
+    );
+    assert_eq!(sa.requests + sb.requests, 40);
+    assert_eq!(
+        u(&ed["accepted"]),
+        sa.early_data_requests + sb.early_data_requests,
+        "{ed}"
+    );
+    assert!(u(&ed["rejected"]) > 0, "{ed}");
+    assert_eq!(u(&ed["attempted"]), u(&ed["accepted"]) + u(&ed["rejected"]));
+    a.stop();
+    b.stop();
+}

@@ -159,6 +159,36 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
     }
 }
 
+/// TLS 1.3 early data saves the request's round trip: at 40 ms a new resumed connection
+/// per request takes 3 RTT (TCP, TLS, request), with the request in early data 2 (the
+/// server answers it before the client's Finished); the server counts the requests that
+/// came in early data.
+#[test]
+fn early_data_takes_two_round_trips_where_resumption_takes_three() {
+    let Some(_g) = lab_test("early data") else {
+        return;
+    };
+    let rtt = 40.0;
+    let r = format!("{rtt}ms");
+    let rep = one_at_a_time(&r, 6, &["--strategy", "close-resumed"]);
+    let total = &scenario(&rep)["phases_ms"]["new"]["total"];
+    assert_near("close-resumed (median)", f(&total["p50"]), 3.0 * rtt);
+    assert_not_below("close-resumed", f(&total["min"]), 3.0 * rtt);
+    let rep = one_at_a_time(&r, 6, &["--strategy", "close-0rtt"]);
+    let s = scenario(&rep);
+    let ed = &s["connections"]["early_data"];
+    // The first connection has no ticket; the other five go in early data.
+    assert_eq!(u(&ed["accepted"]), 5, "{ed}");
+    assert_eq!(u(&rep["server"]["early_data_requests"]), 5);
+    assert_schema(&rep);
+    // The median is one of the five: TCP, then the handshake with the request in it.
+    let total = &s["phases_ms"]["new"]["total"];
+    assert_near("close-0rtt (median)", f(&total["p50"]), 2.0 * rtt);
+    assert_not_below("close-0rtt", f(&total["min"]), 2.0 * rtt);
+    assert_near("its tls phase (median)", tls_ms(s, "p50"), rtt);
+    assert!(f(&s["phases_ms"]["new"]["wait"]["p50"]) < rtt / 2.0, "{s}");
+}
+
 /// `bench --rtt RTT -n N -c 1 EXTRA...`, its counts checked against the server's.
 fn one_at_a_time(rtt: &str, n: u32, extra: &[&str]) -> Value {
     let n = n.to_string();

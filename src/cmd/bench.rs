@@ -29,7 +29,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     // trust its CA.
     let embedded = path
         .as_ref()
-        .map(|_| Embedded::start(spec, ServerConfig::default()))
+        .map(|_| {
+            let cfg = ServerConfig {
+                early_data: strategy.early_data(),
+                ..ServerConfig::default()
+            };
+            Embedded::start(spec, cfg)
+        })
         .transpose()?;
     let (url, roots) = match (&embedded, &path) {
         (Some(e), Some(p)) => (

@@ -30,6 +30,7 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
         threads: a.threads,
         h2: on_off("--h2", &a.h2)?,
         max_concurrent_streams: a.max_concurrent_streams,
+        early_data: on_off("--early-data", &a.early_data)?,
     };
     if cfg.max_requests_per_connection == Some(0) {
         return Err(UsageError(

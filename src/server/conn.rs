@@ -22,7 +22,7 @@ const MAX_REQUEST_HEADERS: usize = 64;
 pub(crate) async fn handle(
     sock: TcpStream,
     shared: &Arc<Shared>,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     over_limit: bool,
 ) {
     match tls {
@@ -32,8 +32,35 @@ pub(crate) async fn handle(
         }
         // Boxed: the TLS state is large, and plain connections should not carry its
         // size in every task.
-        Some(acceptor) => Box::pin(handle_tls(sock, shared, acceptor, over_limit)).await,
+        Some(cfg) if shared.cfg.early_data => {
+            Box::pin(handle_early(sock, shared, cfg, over_limit)).await
+        }
+        Some(cfg) => Box::pin(handle_tls(sock, shared, cfg.into(), over_limit)).await,
     }
+}
+
+/// TLS with early data: the handshake driven here, so a 0-RTT request is read and
+/// answered before the client's Finished.
+async fn handle_early(
+    sock: TcpStream,
+    shared: &Arc<Shared>,
+    cfg: Arc<rustls::ServerConfig>,
+    over_limit: bool,
+) {
+    let _ = sock.set_nodelay(true);
+    let accept = super::early::EarlyTls::accept(sock, cfg, shared.stats.clone());
+    let Ok(Ok(s)) = timeout(shared.cfg.header_timeout, accept).await else {
+        return;
+    };
+    let counter = match s.session().handshake_kind() {
+        Some(rustls::HandshakeKind::Resumed) => &shared.stats.tls_handshakes_resumed,
+        _ => &shared.stats.tls_handshakes_full,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    if s.session().alpn_protocol() == Some(b"h2".as_slice()) {
+        return super::h2::serve(s, shared.clone()).await;
+    }
+    serve(s, shared, over_limit, true).await
 }
 
 async fn handle_tls(
@@ -478,7 +505,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
         }
         if !keep {
             if tls {
-                let _ = s.shutdown().await;
+                let _ = timeout(cfg.header_timeout, s.shutdown()).await;
             }
             return;
         }
@@ -549,6 +576,12 @@ pub(crate) trait NoDelay {
 impl NoDelay for TcpStream {
     fn set_nodelay(&self) {
         let _ = TcpStream::set_nodelay(self, true);
+    }
+}
+
+impl NoDelay for super::early::EarlyTls {
+    fn set_nodelay(&self) {
+        // Set at the start of the handshake.
     }
 }
 

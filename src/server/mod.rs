@@ -3,6 +3,7 @@
 //! connections (the ground truth every connection figure is checked against).
 
 pub(crate) mod conn;
+mod early;
 mod h2;
 pub mod tls;
 
@@ -45,6 +46,8 @@ pub struct ServerConfig {
     pub h2: bool,
     /// HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS (nginx's default, 128).
     pub max_concurrent_streams: u32,
+    /// Accept TLS 1.3 early data (0-RTT) on resumed sessions, and answer it at once.
+    pub early_data: bool,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +68,7 @@ impl Default for ServerConfig {
             threads: 1,
             h2: true,
             max_concurrent_streams: 128,
+            early_data: false,
         }
     }
 }
@@ -81,6 +85,8 @@ pub struct ServerStats {
     /// Connections that spoke HTTP/2, and their streams (also counted in `requests`).
     pub h2_connections: AtomicU64,
     pub h2_streams: AtomicU64,
+    /// Requests that came in TLS 1.3 early data (0-RTT).
+    pub early_data_requests: AtomicU64,
     /// CPU clocks of the server's threads (they live as long as the server).
     threads: std::sync::Mutex<Vec<crate::cpu::ThreadClock>>,
 }
@@ -112,6 +118,7 @@ pub struct StatsSnapshot {
     pub rejected_connections: u64,
     pub h2_connections: u64,
     pub h2_streams: u64,
+    pub early_data_requests: u64,
 }
 
 impl ServerStats {
@@ -125,6 +132,7 @@ impl ServerStats {
             rejected_connections: self.rejected_connections.load(Ordering::Relaxed),
             h2_connections: self.h2_connections.load(Ordering::Relaxed),
             h2_streams: self.h2_streams.load(Ordering::Relaxed),
+            early_data_requests: self.early_data_requests.load(Ordering::Relaxed),
         }
     }
 }
@@ -227,8 +235,7 @@ async fn bind_all(
     if let Some(addr) = cfg.tls_listen {
         let l = listen(addr).with_context(|| format!("binding {addr}"))?;
         https_addr = Some(l.local_addr()?);
-        let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);
-        tokio::spawn(accept_loop(l, shared.clone(), Some(acceptor)));
+        tokio::spawn(accept_loop(l, shared.clone(), Some(tls_config)));
     }
     Ok((http_addr, https_addr))
 }
@@ -238,7 +245,8 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     if cfg.listen.is_none() && cfg.tls_listen.is_none() {
         anyhow::bail!("the server needs at least one listener");
     }
-    let certs = tls::generate(cfg.h2).context("generating the server certificate")?;
+    let certs =
+        tls::generate(cfg.h2, cfg.early_data).context("generating the server certificate")?;
     let stats = Arc::new(ServerStats::default());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
@@ -276,7 +284,7 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     })
 }
 
-async fn accept_loop(l: TcpListener, shared: Arc<Shared>, tls: Option<tokio_rustls::TlsAcceptor>) {
+async fn accept_loop(l: TcpListener, shared: Arc<Shared>, tls: Option<Arc<rustls::ServerConfig>>) {
     loop {
         let (sock, _peer) = match l.accept().await {
             Ok(x) => x,

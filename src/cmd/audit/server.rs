@@ -47,7 +47,7 @@ impl RunningAudit {
 }
 
 pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
-    let certs = crate::server::tls::generate(true)?;
+    let certs = crate::server::tls::generate(true, false)?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));
     let tls = cfg.tls;
     let acceptor = tls.then(|| tokio_rustls::TlsAcceptor::from(certs.server_config.clone()));

@@ -101,7 +101,17 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     for spec in specs {
         let embedded = path
             .as_ref()
-            .map(|_| Embedded::start(spec, ServerConfig::default()))
+            .map(|_| {
+                // Early data is on when a strategy sends it (as for bench).
+                let early = chosen
+                    .as_ref()
+                    .is_some_and(|c| c.iter().any(|s| s.early_data()));
+                let cfg = ServerConfig {
+                    early_data: early,
+                    ..ServerConfig::default()
+                };
+                Embedded::start(spec, cfg)
+            })
             .transpose()?;
         let prefix = spec
             .filter(|_| sweep)
