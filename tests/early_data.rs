@@ -1,8 +1,10 @@
-//! TLS 1.3 early data over TCP (`--strategy close-0rtt`): against real nginx with
-//! `ssl_early_data on`, whose access log says per request whether it came in early data
-//! (`$ssl_early_data`) on a resumed session (`$ssl_session_reused`): the report's
-//! accepted early-data requests and resumed handshakes equal nginx's counts; with early
-//! data off, none is attempted; bad input is refused.
+//! TLS 1.3 early data over TCP (`--strategy close-0rtt`): against the embedded server
+//! (its own count of requests that came in early data equals the report's accepted ones,
+//! and two servers that do not share tickets reject each other's early data), and against
+//! real nginx with `ssl_early_data on`, whose access log says per request whether it took
+//! it in early data (`$ssl_early_data`) on a resumed session (`$ssl_session_reused`); with
+//! early data off, none is attempted; `doctor` says whether a server takes it; bad input
+//! is refused.
 
 mod common;
 
@@ -32,10 +34,12 @@ fn certs(dir: &std::path::Path) {
 }
 
 /// nginx over TLS 1.2 and 1.3 with early data on or off, logging per request
-/// `$ssl_early_data $ssl_session_reused`.
+/// `$ssl_early_data $ssl_session_reused`. `$ssl_early_data` says "1" only while the
+/// handshake is not complete, so it is read when the request is processed (`set`), not
+/// at log time, when the client's Finished may have come.
 fn nginx(early: bool) -> Option<Nginx> {
     Nginx::start_servers(
-        "log_format ed '$ssl_early_data $ssl_session_reused';",
+        "log_format ed '$early_seen $ssl_session_reused';",
         1,
         |p, dir| {
             certs(dir);
@@ -44,7 +48,7 @@ fn nginx(early: bool) -> Option<Nginx> {
                 "server {{ listen 127.0.0.1:{} ssl; ssl_protocols TLSv1.2 TLSv1.3; \
                  ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
                  ssl_early_data {}; access_log {d}/early.log ed; \
-                 location / {{ return 200 \"hello\\n\"; }} }}",
+                 location / {{ set $early_seen $ssl_early_data; return 200 \"hello\\n\"; }} }}",
                 p[0],
                 if early { "on" } else { "off" }
             )
@@ -83,7 +87,7 @@ fn run_0rtt(ng: &Nginx, n: &str) -> Value {
 }
 
 #[test]
-fn early_data_accepted_by_nginx_equals_its_own_log() {
+fn early_data_to_nginx_on_loopback_is_resumed_and_answered() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(ng) = nginx(true) else { return };
     let s = run_0rtt(&ng, "30");
@@ -93,10 +97,14 @@ fn early_data_accepted_by_nginx_equals_its_own_log() {
     assert_eq!(u(&s["requests"]["ok"]), 30);
     assert_eq!(requests, 30, "nginx served every request");
     assert_eq!(u(&c["opened"]), 30, "a new connection per request");
-    assert_eq!(
-        u(&ed["accepted"]),
-        early,
-        "accepted = nginx's $ssl_early_data: {ed}"
+    // nginx's "1" marks a request it processed before the client's Finished. On
+    // loopback the Finished is only tens of µs behind, so nginx often gets to an accepted
+    // early request after it: its count is a floor here (never above what was
+    // accepted). Across the lab's link it is exact (tests/lab.rs,
+    // nginx_takes_early_data_across_the_link).
+    assert!(
+        early <= u(&ed["accepted"]),
+        "nginx took {early} in early data, the report says {ed}"
     );
     assert_eq!(
         u(&c["tls_handshakes"]["resumed"]),
@@ -105,7 +113,7 @@ fn early_data_accepted_by_nginx_equals_its_own_log() {
     );
     assert_eq!(u(&ed["attempted"]), u(&ed["accepted"]) + u(&ed["rejected"]));
     // The first connection has no ticket; most of the others go in early data.
-    assert!(early >= 10, "{early} of 30 in early data: {c}");
+    assert!(u(&ed["accepted"]) >= 10, "{c}");
     assert_eq!(u(&ed["rejected"]), 0, "{ed}");
     // Early data is resumption: every request in it was on a resumed session.
     assert!(u(&ed["attempted"]) <= u(&c["tls_handshakes"]["resumed"]));
@@ -243,4 +251,40 @@ fn early_data_rejected_by_a_server_that_does_not_know_the_ticket_is_resent_and_c
     assert_eq!(u(&ed["attempted"]), u(&ed["accepted"]) + u(&ed["rejected"]));
     a.stop();
     b.stop();
+}
+
+fn doctor_early(url: &str, ca: &str) -> Value {
+    let out = run(&["doctor", url, "--cacert", ca, "--max-idle", "1s", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    v["tls"]["early_data"].clone()
+}
+
+#[test]
+fn doctor_says_whether_the_server_takes_early_data() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for early in [true, false] {
+        let srv = start(ServerConfig {
+            early_data: early,
+            ..ServerConfig::default()
+        });
+        let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+        let before = srv.snapshot().early_data_requests;
+        let ed = doctor_early(&srv.https_url().unwrap(), ca.s());
+        assert_eq!(ed["offered"], early, "{ed}");
+        assert_eq!(ed["accepted"], early, "{ed}");
+        // The server's own count: one request came in early data, or none.
+        assert_eq!(
+            srv.snapshot().early_data_requests - before,
+            u64::from(early)
+        );
+        srv.stop();
+    }
+    let Some(ng) = nginx(true) else { return };
+    let url = format!("https://127.0.0.1:{}/", ng.port);
+    let ed = doctor_early(&url, ng.dir.join("ca.pem").to_str().unwrap());
+    assert_eq!(ed["accepted"], true, "{ed}");
+    let (_, early, resumed) = nginx_log(&ng);
+    assert!(early <= 1, "at most the one early request: {early}");
+    assert!(resumed >= 1, "the early request was on a resumed session");
 }

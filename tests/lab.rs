@@ -189,6 +189,94 @@ fn early_data_takes_two_round_trips_where_resumption_takes_three() {
     assert!(f(&s["phases_ms"]["new"]["wait"]["p50"]) < rtt / 2.0, "{s}");
 }
 
+/// Real nginx with `ssl_early_data on` across the link (`--server-cmd`): 20 ms between
+/// its reading of a 0-RTT request and the client's Finished, so nginx's
+/// `$ssl_early_data` (read when the request is processed) says exactly which requests it
+/// took in early data; they equal the report's accepted ones, and each takes 2 RTT.
+#[test]
+fn nginx_takes_early_data_across_the_link() {
+    let Some(_g) = lab_test("nginx early data") else {
+        return;
+    };
+    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        assert!(
+            std::env::var_os("HANDSHAKE_SKIP_NGINX").is_some(),
+            "nginx is needed (or HANDSHAKE_SKIP_NGINX=1)"
+        );
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("handshake-lab-nginx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The lab's server side is 10.200.0.2; nginx's certificate names it.
+    {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let leaf = CertificateParams::new(vec!["10.200.0.2".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
+        std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
+        std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+    }
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 256; }}\nhttp {{\n\
+         client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;\n\
+         uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+         log_format ed '$early_seen $ssl_session_reused';\n\
+         server {{ listen 10.200.0.2:8443 ssl; ssl_protocols TLSv1.2 TLSv1.3; ssl_early_data on;\n\
+         ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; access_log {d}/early.log ed;\n\
+         location / {{ set $early_seen $ssl_early_data; return 200 \"hello\\n\"; }} }}\n}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let server_cmd = format!("exec {nginx} -c {d}/nginx.conf -p {d} -g 'daemon off;'");
+    let client = format!(
+        "{} bench https://10.200.0.2:8443/ -s close-0rtt -n 8 -c 1 --cacert {d}/ca.pem --json --no-progress",
+        bin()
+    );
+    let (code, out, err) = run_lab(&[
+        "lab",
+        "--rtt",
+        "20ms",
+        "--port",
+        "8443",
+        "--server-cmd",
+        &server_cmd,
+        "--",
+        "sh",
+        "-c",
+        &client,
+    ]);
+    let log = std::fs::read_to_string(dir.join("early.log")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, 0, "{err}");
+    let rep: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let s = scenario(&rep);
+    check_accounting(s);
+    let ed = &s["connections"]["early_data"];
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 8, "nginx served all: {log}");
+    let early = lines.iter().filter(|l| l.starts_with("1 ")).count() as u64;
+    assert_eq!(u(&ed["accepted"]), early, "{ed} vs nginx: {log}");
+    assert!(early >= 4, "{log}");
+    assert_eq!(
+        u(&s["connections"]["tls_handshakes"]["resumed"]),
+        lines.iter().filter(|l| l.ends_with(" r")).count() as u64
+    );
+    let total = &s["phases_ms"]["new"]["total"];
+    assert_not_below("close-0rtt to nginx", f(&total["min"]), 40.0);
+}
+
 /// `bench --rtt RTT -n N -c 1 EXTRA...`, its counts checked against the server's.
 fn one_at_a_time(rtt: &str, n: u32, extra: &[&str]) -> Value {
     let n = n.to_string();

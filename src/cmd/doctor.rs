@@ -84,6 +84,16 @@ pub struct TlsFindings {
     /// Medians of five handshakes each.
     pub full_handshake_ms: f64,
     pub resumed_handshake_ms: Option<f64>,
+    /// TLS 1.3 early data (0-RTT) on a resumed session (absent without resumption).
+    pub early_data: Option<EarlyDataFinding>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EarlyDataFinding {
+    /// The server's ticket allowed early data, so the request went in it.
+    pub offered: bool,
+    /// The server took the request in early data.
+    pub accepted: bool,
 }
 
 /// HTTP/2: streams sent at once on one connection.
@@ -393,6 +403,40 @@ async fn tls_findings(
         // Read the response so any new ticket is stored for the next one.
         let _ = probe::exchange(&mut o.conn, &t.request, t.template.is_head(), sc.timeout).await;
     }
+    // Early data: a connection for a ticket that may allow it, then one that uses it.
+    let early_data = if any_resumed {
+        let cfg = {
+            let opts = tls::TlsOptions {
+                alpn: vec![b"http/1.1".to_vec()],
+                early_data: true,
+                ..req.tls.clone()
+            };
+            tls::client_config(&opts, true)
+                .map_err(|e| bad(config::UsageError(format!("{e:#}"))))?
+        };
+        let mut prime = probe::open(origin, Some(&cfg), sc.timeout, &sc.dns).await?;
+        probe::exchange(
+            &mut prime.conn,
+            &t.request,
+            t.template.is_head(),
+            sc.timeout,
+        )
+        .await?;
+        // Tickets may come after the response: read until the server's close.
+        let _ = probe::server_closes_within(&mut prime.conn, CLOSE_WATCH / 5).await;
+        drop(prime);
+        let mut o = probe::open(origin, Some(&cfg), sc.timeout, &sc.dns).await?;
+        let offered = o.early;
+        probe::exchange(&mut o.conn, &t.request, t.template.is_head(), sc.timeout).await?;
+        let accepted = offered
+            && o.conn
+                .stream
+                .tls_session()
+                .is_some_and(|s| s.is_early_data_accepted());
+        Some(EarlyDataFinding { offered, accepted })
+    } else {
+        None
+    };
     // The median of the samples: one handshake delayed by the scheduler says nothing
     // about the server.
     let median = |v: &[f64]| {
@@ -412,6 +456,7 @@ async fn tls_findings(
         resumption: any_resumed,
         full_handshake_ms: median(&full),
         resumed_handshake_ms: any_resumed.then(|| median(&resumed)),
+        early_data,
     })
 }
 
@@ -771,6 +816,18 @@ pub async fn execute(
                 "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
                 fmt_ms(t.full_handshake_ms)
             )),
+        }
+        match t.early_data {
+            Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
+                "TLS 1.3 early data (0-RTT): accepted; a client's first request on a resumed connection can go with its ClientHello, a round trip sooner (idempotent requests only: early data can be replayed).".to_string(),
+            ),
+            Some(EarlyDataFinding { offered: true, .. }) => findings.push(
+                "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
+            ),
+            Some(_) => findings.push(
+                "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it (nginx: ssl_early_data on).".to_string(),
+            ),
+            None => {}
         }
     }
     if let Some(h) = &h2 {

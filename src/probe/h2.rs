@@ -71,6 +71,7 @@ pub async fn open(
         connect,
         tls: tls_time,
         tls_info,
+        ..
     } = open_stream(origin, tls, timeout, dns).await?;
     if origin.tls && tls_info.as_ref().and_then(|t| t.alpn.as_deref()) != Some("h2") {
         return Err(err(

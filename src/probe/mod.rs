@@ -35,6 +35,10 @@ pub struct Opened {
     pub connect: Duration,
     pub tls: Option<Duration>,
     pub tls_info: Option<TlsInfo>,
+    /// TLS 1.3 early data: the handshake has only begun; the first request written goes
+    /// in early data and its flush completes the handshake (`tls` and `tls_info` are
+    /// then absent).
+    pub early: bool,
 }
 
 /// Why a probe step failed: the category and a message for people.
@@ -93,13 +97,24 @@ pub async fn open(
     let (stream, tls_time, tls_info) = match tls {
         Some(cfg) if origin.tls => {
             let t = Instant::now();
-            let s = tokio::time::timeout(
-                timeout,
-                TlsConnector::from(cfg.clone()).connect(origin.server_name.clone(), tcp),
-            )
-            .await
-            .map_err(limit(ErrorKind::TimeoutTls))?
-            .map_err(|e| err(classify_tls_error(&e).kind, e.to_string()))?;
+            let connector = TlsConnector::from(cfg.clone()).early_data(cfg.enable_early_data);
+            let s =
+                tokio::time::timeout(timeout, connector.connect(origin.server_name.clone(), tcp))
+                    .await
+                    .map_err(limit(ErrorKind::TimeoutTls))?
+                    .map_err(|e| err(classify_tls_error(&e).kind, e.to_string()))?;
+            if s.get_ref().1.is_handshaking() {
+                let mut conn = Conn::new(Stream::Tls(Box::new(s)), None);
+                conn.keep_head = true;
+                return Ok(Opened {
+                    conn,
+                    dns,
+                    connect,
+                    tls: None,
+                    tls_info: None,
+                    early: true,
+                });
+            }
             let elapsed = t.elapsed();
             let c = s.get_ref().1;
             let info = TlsInfo {
@@ -130,6 +145,7 @@ pub async fn open(
         connect,
         tls: tls_time,
         tls_info,
+        early: false,
     })
 }
 
