@@ -23,7 +23,7 @@ fn usage_error(args: &[&str], expect: &str) {
 fn bad_input_exits_2_and_names_it() {
     usage_error(
         &["bench", "http://127.0.0.1:1/", "--strategy", "turbo"],
-        "known strategies: close, close-resumed, http10, http10-keepalive, keepalive",
+        "known strategies: close, close-resumed, close-0rtt, http10, http10-keepalive, keepalive, h2",
     );
     usage_error(
         &["bench", "http://127.0.0.1:1/", "-c", "0"],

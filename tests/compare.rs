@@ -339,7 +339,9 @@ fn unknown_strategy_exits_2_and_names_the_known_ones() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("\"warp\"")
-            && err.contains("close, close-resumed, http10, http10-keepalive, keepalive"),
+            && err.contains(
+                "close, close-resumed, close-0rtt, http10, http10-keepalive, keepalive, h2"
+            ),
         "{err}"
     );
     let out = run(&["compare", "http://127.0.0.1:1/", "--rounds", "0"]);

@@ -216,8 +216,11 @@ fn trace_shows_setup_only_on_new_connections_and_phases_add_up() {
         .filter_map(|k| s[*k].as_f64())
         .sum();
         let total = s["total_ms"].as_f64().unwrap();
+        // Between phases only a few clock reads, unless the loaded machine preempts the
+        // client there: 0.1 ms or 5 %, far below any phase left out (a TLS handshake
+        // here is ~0.5 ms of a ~3 ms first step).
         assert!(
-            sum <= total + 1e-6 && total - sum < 0.1,
+            sum <= total + 1e-6 && total - sum < (0.05 * total).max(0.1),
             "phases {sum} ms vs total {total} ms"
         );
     }
