@@ -15,24 +15,6 @@ use serde_json::Value;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// A self-signed CA and a certificate for 127.0.0.1 signed by it, as PEM files.
-fn certs(dir: &std::path::Path) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
-    std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
-    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
-}
-
 /// nginx over TLS 1.2 and 1.3 with early data on or off, logging per request
 /// `$ssl_early_data $ssl_session_reused`. `$ssl_early_data` says "1" only while the
 /// handshake is not complete, so it is read when the request is processed (`set`), not
@@ -42,7 +24,7 @@ fn nginx(early: bool) -> Option<Nginx> {
         "log_format ed '$early_seen $ssl_session_reused';",
         1,
         |p, dir| {
-            certs(dir);
+            write_certs(dir, &["127.0.0.1"]);
             let d = dir.display();
             format!(
                 "server {{ listen 127.0.0.1:{} ssl; ssl_protocols TLSv1.2 TLSv1.3; \

@@ -149,24 +149,6 @@ fn idle_timeout_goaway_is_counted_and_the_next_request_reconnects() {
     srv.stop();
 }
 
-/// A self-signed CA and a certificate for 127.0.0.1 signed by it, as PEM files.
-fn nginx_certs(dir: &std::path::Path) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
-    std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
-    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
-}
-
 /// nginx's own count of accepted connections and requests (`stub_status`, read over
 /// HTTP/1.0 on its status port; the counts include this status request).
 fn stub_status(port: u16) -> (u64, u64) {
@@ -191,7 +173,7 @@ fn stub_status(port: u16) -> (u64, u64) {
 fn against_nginx_over_h2c_and_tls_counts_equal_stub_status() {
     let _g = serial();
     let Some(ng) = Nginx::start_servers("keepalive_requests 100;", 3, |p, dir| {
-        nginx_certs(dir);
+        write_certs(dir, &["127.0.0.1", "localhost"]);
         let d = dir.display();
         format!(
             "server {{ listen 127.0.0.1:{} http2; location / {{ return 200 \"hello\\n\"; }} }}\n\
@@ -451,7 +433,7 @@ fn doctor_over_h2_against_nginx() {
         "keepalive_requests 300; keepalive_timeout 1s;",
         1,
         |p, dir| {
-            nginx_certs(dir);
+            write_certs(dir, &["127.0.0.1", "localhost"]);
             let d = dir.display();
             format!(
                 "server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; \

@@ -211,22 +211,7 @@ fn nginx_takes_early_data_across_the_link() {
     let dir = std::env::temp_dir().join(format!("handshake-lab-nginx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // The lab's server side is 10.200.0.2; nginx's certificate names it.
-    {
-        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_cert = ca.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca, ca_key);
-        let key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["10.200.0.2".to_string()])
-            .unwrap()
-            .signed_by(&key, &issuer)
-            .unwrap();
-        std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
-        std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
-    }
+    write_certs(&dir, &["10.200.0.2"]);
     let d = dir.display();
     let conf = format!(
         "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
