@@ -270,3 +270,47 @@ fn doctor_says_whether_the_server_takes_early_data() {
     assert!(early <= 1, "at most the one early request: {early}");
     assert!(resumed >= 1, "the early request was on a resumed session");
 }
+
+#[test]
+fn trace_shows_the_request_going_in_early_data() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = start(ServerConfig {
+        early_data: true,
+        ..ServerConfig::default()
+    });
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    let out = run(&[
+        "trace",
+        &srv.https_url().unwrap(),
+        "-s",
+        "close-0rtt",
+        "--count",
+        "3",
+        "--cacert",
+        ca.s(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = t["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    // The first connection has no ticket: a full handshake, no early data.
+    assert!(steps[0]["early_data"].is_null(), "{}", steps[0]);
+    assert_eq!(steps[0]["tls"]["resumed"], false);
+    for s in &steps[1..] {
+        assert_eq!(s["early_data"], "accepted", "{s}");
+        assert_eq!(s["tls"]["resumed"], true);
+        assert!(
+            s["tls_ms"].as_f64().unwrap() > 0.0,
+            "the handshake is timed: {s}"
+        );
+    }
+    let snap = srv.snapshot();
+    assert_eq!(snap.early_data_requests, 2, "the server's own count");
+    assert_eq!(snap.connections_accepted, 3);
+    srv.stop();
+}

@@ -878,7 +878,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     }
     let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
     let (url, roots, embedded) =
-        single_target(a.url.as_deref(), &a.link, &a.request, a.embedded_tls)?;
+        single_target(a.url.as_deref(), &a.link, &a.request, a.embedded_tls, false)?;
     let sc = single_url_scenario(
         &a.request,
         &url,

@@ -213,12 +213,14 @@ pub(crate) fn current_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime
 }
 
 /// The target of `trace` and `doctor`: the URL given, or the embedded server (on
-/// loopback or across the lab's link) with the path given.
+/// loopback or across the lab's link, taking TLS early data when `early_data`) with the
+/// path given.
 pub(crate) fn single_target(
     url: Option<&str>,
     link: &LinkArgs,
     request: &RequestArgs,
     tls: bool,
+    early_data: bool,
 ) -> anyhow::Result<(
     String,
     Vec<rustls::pki_types::CertificateDer<'static>>,
@@ -228,7 +230,11 @@ pub(crate) fn single_target(
     let path = embedded_path(url, link, request.urls_from_file.is_some())?;
     match (path, url) {
         (Some(p), _) => {
-            let e = Embedded::start(spec, ServerConfig::default())?;
+            let cfg = ServerConfig {
+                early_data,
+                ..ServerConfig::default()
+            };
+            let e = Embedded::start(spec, cfg)?;
             Ok((e.url(tls, &p), vec![e.srv.ca_der.clone()], Some(e)))
         }
         (None, Some(u)) => Ok((u.to_string(), Vec::new(), None)),

@@ -31,6 +31,10 @@ pub struct TraceStep {
     /// HTTP/2: the stream that carried the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_id: Option<u32>,
+    /// TLS 1.3 early data: the request went with the ClientHello, and the server
+    /// `accepted` it or `rejected` it (then it was sent again after the handshake).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_data: Option<&'static str>,
     pub send_ms: f64,
     pub wait_ms: f64,
     pub receive_ms: f64,
@@ -106,6 +110,25 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             }
         };
         let total = start.elapsed();
+        // Early data: the request's write was the first flight; its flush was the
+        // handshake. The handshake is `tls`, the write `send` (about nothing).
+        let (mut tls_ms, mut send_ms, mut early_data) = (
+            (!reused).then_some(opened.tls).flatten().map(ms),
+            ms(ex.send),
+            None,
+        );
+        if opened.early && !reused {
+            tls_ms = Some(ms(ex.send));
+            send_ms = 0.0;
+            if let Some(session) = opened.conn.stream.tls_session() {
+                opened.tls_info = Some(TlsInfo::of(session));
+                early_data = Some(if session.is_early_data_accepted() {
+                    "accepted"
+                } else {
+                    "rejected"
+                });
+            }
+        }
         let last = index == count;
         let after = if !ex.persistent || !sc.strategy.persistent() || last {
             match probe::server_closes_within(
@@ -135,10 +158,11 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             reused,
             dns_ms: (!reused).then_some(opened.dns).flatten().map(ms),
             connect_ms: (!reused).then(|| ms(opened.connect)),
-            tls_ms: (!reused).then_some(opened.tls).flatten().map(ms),
+            tls_ms,
             h2_setup_ms: None,
             stream_id: None,
-            send_ms: ms(ex.send),
+            early_data,
+            send_ms,
             wait_ms: ms(ex.wait),
             receive_ms: ms(ex.receive),
             total_ms: ms(total),
@@ -238,6 +262,7 @@ pub async fn execute_h2(sc: &Scenario, count: u64) -> TraceReport {
             tls_ms: (!reused).then_some(c.tls).flatten().map(ms),
             h2_setup_ms: (!reused).then(|| ms(c.h2_setup)),
             stream_id: Some(ex.stream_id),
+            early_data: None,
             send_ms: ms(ex.send),
             wait_ms: ms(ex.wait),
             receive_ms: ms(ex.receive),
@@ -347,11 +372,16 @@ pub fn render(t: &TraceReport) -> String {
         if let Some(tls) = &s.tls {
             let _ = writeln!(
                 out,
-                "  TLS         {} {}, ALPN {}, {} handshake",
+                "  TLS         {} {}, ALPN {}, {} handshake{}",
                 tls.version,
                 tls.cipher_suite,
                 tls.alpn.as_deref().unwrap_or("none"),
-                if tls.resumed { "resumed" } else { "full" }
+                if tls.resumed { "resumed" } else { "full" },
+                match s.early_data {
+                    Some("accepted") => "; the request went in early data (0-RTT), accepted: it was on its way during the handshake",
+                    Some(_) => "; the request went in early data (0-RTT), rejected: sent again after the handshake",
+                    None => "",
+                }
             );
         }
         if s.stream_id.is_some() {
@@ -394,8 +424,13 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     } else {
         config::parse_strategy("--strategy", &a.strategy)?
     };
-    let (url, roots, embedded) =
-        single_target(a.url.as_deref(), &a.link, &a.request, a.embedded_tls)?;
+    let (url, roots, embedded) = single_target(
+        a.url.as_deref(),
+        &a.link,
+        &a.request,
+        a.embedded_tls || strategy.needs_tls(),
+        strategy.early_data(),
+    )?;
     let sc = single_url_scenario(&a.request, &url, roots, strategy, a.count, &a.timeout)?;
     let run = || -> anyhow::Result<TraceReport> {
         let rt = current_thread_runtime()?;

@@ -28,6 +28,28 @@ pub struct TlsInfo {
     pub resumed: bool,
 }
 
+impl TlsInfo {
+    /// What a finished handshake agreed on.
+    pub fn of(c: &rustls::ClientConnection) -> TlsInfo {
+        TlsInfo {
+            version: match c.protocol_version() {
+                Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
+                Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
+                Some(v) => format!("{v:?}"),
+                None => "unknown".into(),
+            },
+            cipher_suite: c
+                .negotiated_cipher_suite()
+                .map(|s| format!("{:?}", s.suite()))
+                .unwrap_or_default(),
+            alpn: c
+                .alpn_protocol()
+                .map(|p| String::from_utf8_lossy(p).into_owned()),
+            resumed: c.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+        }
+    }
+}
+
 /// A freshly opened connection and what opening it cost.
 pub struct Opened {
     pub conn: Conn,
@@ -116,23 +138,7 @@ pub async fn open(
                 });
             }
             let elapsed = t.elapsed();
-            let c = s.get_ref().1;
-            let info = TlsInfo {
-                version: match c.protocol_version() {
-                    Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
-                    Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
-                    Some(v) => format!("{v:?}"),
-                    None => "unknown".into(),
-                },
-                cipher_suite: c
-                    .negotiated_cipher_suite()
-                    .map(|s| format!("{:?}", s.suite()))
-                    .unwrap_or_default(),
-                alpn: c
-                    .alpn_protocol()
-                    .map(|p| String::from_utf8_lossy(p).into_owned()),
-                resumed: c.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
-            };
+            let info = TlsInfo::of(s.get_ref().1);
             (Stream::Tls(Box::new(s)), Some(elapsed), Some(info))
         }
         _ => (Stream::Tcp(tcp), None, None),
