@@ -314,3 +314,47 @@ fn trace_shows_the_request_going_in_early_data() {
     assert_eq!(snap.connections_accepted, 3);
     srv.stop();
 }
+
+#[test]
+fn compare_says_how_many_requests_went_in_early_data() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = run(&[
+        "compare",
+        "--strategies",
+        "close-resumed,close-0rtt,keepalive",
+        "-n",
+        "40",
+        "-c",
+        "1",
+        "--rounds",
+        "6",
+        "--json",
+        "--no-progress",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = r["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "https close-0rtt")
+        .unwrap();
+    let accepted = u(&s["connections"]["early_data"]["accepted"]);
+    // The embedded server's own count of early requests, all from this row.
+    assert_eq!(accepted, u(&r["server"]["early_data_requests"]));
+    assert!(
+        accepted >= 6 * 38,
+        "tickets carry over between rounds: {accepted}"
+    );
+    let why = r["comparison"]["explanations"].to_string();
+    assert!(
+        why.contains(&format!(
+            "{accepted} of 240 requests went in TLS 1.3 early data (0-RTT)"
+        )),
+        "{why}"
+    );
+}

@@ -452,6 +452,27 @@ fn explain(
             .to_string();
         }
     }
+    // TLS early data: how many requests went in it, and what that saved.
+    let ed = rs.connections.early_data;
+    if ed.attempted > 0 {
+        let rejected = if ed.rejected > 0 {
+            format!(
+                " ({} more were rejected and sent again after the handshake)",
+                ed.rejected
+            )
+        } else {
+            String::new()
+        };
+        let effect = if rtt.is_some() {
+            "each of those was on its way during the handshake, its response a round trip sooner; the others (full handshakes, or no ticket allowing it: tickets are used once) waited for the handshake"
+        } else {
+            "each of those was on its way during the handshake; the others (full handshakes, or no ticket allowing it: tickets are used once) waited for it"
+        };
+        note = format!(
+            " {} of {} requests went in TLS 1.3 early data (0-RTT){rejected}: {effect}.",
+            ed.accepted, rs.requests.ok
+        );
+    }
     if often.is_none() {
         often = how_often(tls_rate);
     }
