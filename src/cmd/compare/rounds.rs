@@ -368,6 +368,32 @@ fn extra_with_ci(r: &ComparisonRow) -> String {
     }
 }
 
+/// TLS early data: how many requests went in it, and what that saved (a fact of the
+/// run, said whether or not the row differs from the best).
+fn early_note(rs: &ScenarioReport, rtt: Option<f64>) -> Option<String> {
+    let ed = rs.connections.early_data;
+    if ed.attempted == 0 {
+        return None;
+    }
+    let rejected = if ed.rejected > 0 {
+        format!(
+            " ({} more were rejected and sent again after the handshake)",
+            ed.rejected
+        )
+    } else {
+        String::new()
+    };
+    let effect = if rtt.is_some() {
+        "each of those was on its way during the handshake, its response a round trip sooner; the others (full handshakes, or no ticket allowing it: tickets are used once) waited for the handshake"
+    } else {
+        "each of those was on its way during the handshake; the others (full handshakes, or no ticket allowing it: tickets are used once) waited for it"
+    };
+    Some(format!(
+        " {} of {} requests went in TLS 1.3 early data (0-RTT){rejected}: {effect}.",
+        ed.accepted, rs.requests.ok
+    ))
+}
+
 /// One short sentence (two at most): what `r` pays per request that `best` does not,
 /// in connections and handshakes (ms each; round trips only on a real link), what that
 /// costs per request with its interval, and the extra CPU. A difference within the noise
@@ -394,10 +420,11 @@ fn explain(
             }
         };
         return format!(
-            "{}: no measurable difference from {} ({}; {why}).",
+            "{}: no measurable difference from {} ({}; {why}).{}",
             r.name,
             best.name,
-            ratio_with_ci(r)
+            ratio_with_ci(r),
+            early_note(rs, rtt).unwrap_or_default()
         );
     }
     let per = |s: &ScenarioReport, n: u64| n as f64 / s.requests.ok.max(1) as f64;
@@ -452,26 +479,8 @@ fn explain(
             .to_string();
         }
     }
-    // TLS early data: how many requests went in it, and what that saved.
-    let ed = rs.connections.early_data;
-    if ed.attempted > 0 {
-        let rejected = if ed.rejected > 0 {
-            format!(
-                " ({} more were rejected and sent again after the handshake)",
-                ed.rejected
-            )
-        } else {
-            String::new()
-        };
-        let effect = if rtt.is_some() {
-            "each of those was on its way during the handshake, its response a round trip sooner; the others (full handshakes, or no ticket allowing it: tickets are used once) waited for the handshake"
-        } else {
-            "each of those was on its way during the handshake; the others (full handshakes, or no ticket allowing it: tickets are used once) waited for it"
-        };
-        note = format!(
-            " {} of {} requests went in TLS 1.3 early data (0-RTT){rejected}: {effect}.",
-            ed.accepted, rs.requests.ok
-        );
+    if let Some(early) = early_note(rs, rtt) {
+        note = early;
     }
     if often.is_none() {
         often = how_often(tls_rate);
