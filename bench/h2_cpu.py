@@ -27,30 +27,12 @@ import sys
 import tempfile
 
 from loopback import free_port, run_measured, stop, wait_port
-from cpu_per_request import children, proc_cpu
+from cpu_per_request import NGINX_CONF as CPU_NGINX_CONF, children, proc_cpu
 
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    keepalive_requests 100000000;
-    keepalive_timeout 75s;
-    http2_max_requests 100000000;
-    server {{
-        listen 127.0.0.1:{port} http2 backlog=4096;
-        location / {{ return 200 "Hello, world\\n"; }}
-    }}
-}}
-"""
+# The HTTP/1 benchmark's nginx, its listener speaking h2c (nginx 1.22: `listen ... http2`;
+# keepalive_requests bounds HTTP/2 streams per connection too).
+NGINX_CONF = CPU_NGINX_CONF.replace("listen 127.0.0.1:{port} backlog", "listen 127.0.0.1:{port} http2 backlog")
+assert "http2 backlog" in NGINX_CONF
 
 CONNS = 4
 STREAMS = 16

@@ -198,35 +198,45 @@ async fn max_requests(sc: &Scenario, limit: u64) -> Result<MaxRequests, ProbeErr
     let t = &sc.targets[0];
     let mut opened = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
     for i in 1..=limit {
-        match probe::exchange(
+        let ended = probe::exchange(
             &mut opened.conn,
             &t.request,
             t.template.is_head(),
             sc.timeout,
         )
         .await
-        {
-            Ok(ex) if !ex.persistent => {
-                return Ok(MaxRequests {
-                    limit: Some(i),
-                    probed: i,
-                })
-            }
-            Ok(_) => {}
-            // Closed without saying so: it served i - 1.
-            Err(_) if i > 1 => {
-                return Ok(MaxRequests {
-                    limit: Some(i - 1),
-                    probed: i,
-                })
-            }
-            Err(e) => return Err(e),
+        .map(|ex| !ex.persistent);
+        if let Some(found) = MaxRequests::after(i, ended) {
+            return found;
         }
     }
-    Ok(MaxRequests {
-        limit: None,
-        probed: limit,
-    })
+    Ok(MaxRequests::none_within(limit))
+}
+
+impl MaxRequests {
+    /// Request `i` on one connection ended it (`Ok(true)`), left it open, or failed:
+    /// the finding, once there is one. A failure after the first means the server
+    /// closed without saying so (or refused past a GOAWAY): it served `i - 1`.
+    fn after(i: u64, ended: Result<bool, ProbeError>) -> Option<Result<MaxRequests, ProbeError>> {
+        let limit = match ended {
+            Ok(false) => return None,
+            Ok(true) => i,
+            Err(_) if i > 1 => i - 1,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(MaxRequests {
+            limit: Some(limit),
+            probed: i,
+        }))
+    }
+
+    /// No limit met within `probed` requests.
+    fn none_within(probed: u64) -> MaxRequests {
+        MaxRequests {
+            limit: None,
+            probed,
+        }
+    }
 }
 
 /// What one idle probe saw.
@@ -468,28 +478,13 @@ async fn max_requests_h2(sc: &Scenario, limit: u64) -> Result<MaxRequests, Probe
         .expect("h2 scenarios carry an HTTP/2 request head");
     let c = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
     for i in 1..=limit {
-        match c.exchange(head, sc.timeout).await {
-            Ok(_) if !c.usable() => {
-                return Ok(MaxRequests {
-                    limit: Some(i),
-                    probed: i,
-                })
-            }
-            Ok(_) => {}
-            // Refused or cut after a GOAWAY that came with the last response.
-            Err(_) if i > 1 => {
-                return Ok(MaxRequests {
-                    limit: Some(i - 1),
-                    probed: i,
-                })
-            }
-            Err(e) => return Err(e),
+        // A GOAWAY ends the connection for new streams.
+        let ended = c.exchange(head, sc.timeout).await.map(|_| !c.usable());
+        if let Some(found) = MaxRequests::after(i, ended) {
+            return found;
         }
     }
-    Ok(MaxRequests {
-        limit: None,
-        probed: limit,
-    })
+    Ok(MaxRequests::none_within(limit))
 }
 
 /// Streams sent at once on one connection: does the server take as many as it says?

@@ -71,6 +71,28 @@ pub struct TraceReport {
     pub error: Option<String>,
 }
 
+impl TraceReport {
+    fn new(
+        sc: &Scenario,
+        steps: Vec<TraceStep>,
+        error: Option<String>,
+        h2_settings: Option<crate::proto::h2::wire::ServerSettings>,
+    ) -> TraceReport {
+        TraceReport {
+            schema_version: crate::report::SCHEMA_VERSION,
+            tool: "handshake",
+            version: env!("CARGO_PKG_VERSION"),
+            url: sc.targets[0].url.clone(),
+            strategy: sc.strategy.name().to_string(),
+            protocol: sc.strategy.protocol().to_string(),
+            h2_settings,
+            link: None,
+            steps,
+            error,
+        }
+    }
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -183,18 +205,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             conn = None;
         }
     }
-    TraceReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: "handshake",
-        version: env!("CARGO_PKG_VERSION"),
-        url: target.url.clone(),
-        strategy: sc.strategy.name().to_string(),
-        protocol: sc.strategy.protocol().to_string(),
-        h2_settings: None,
-        link: None,
-        steps,
-        error,
-    }
+    TraceReport::new(sc, steps, error, None)
 }
 
 /// HTTP/2: `count` requests one after another on the streams of one connection (a new
@@ -277,18 +288,7 @@ pub async fn execute_h2(sc: &Scenario, count: u64) -> TraceReport {
             after_response: after,
         });
     }
-    TraceReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: "handshake",
-        version: env!("CARGO_PKG_VERSION"),
-        url: target.url.clone(),
-        strategy: sc.strategy.name().to_string(),
-        protocol: sc.strategy.protocol().to_string(),
-        h2_settings: settings,
-        link: None,
-        steps,
-        error,
-    }
+    TraceReport::new(sc, steps, error, settings)
 }
 
 /// The waterfall and details, as text.

@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Sleep;
 
-use super::open::Opener;
+use super::open::{connect_deadline, Opener};
 use super::worker::{attempt_deadline, ns, Driver, Fail, LATE_AFTER};
 use crate::net::Stream;
 use crate::plan::{Scenario, Target};
@@ -471,10 +471,7 @@ impl H2 {
                 ErrorDetail::AlpnMismatch,
             )));
         }
-        let by = match sc.limits.connect {
-            Some(c) => self.deadline.min(Instant::now() + c),
-            None => self.deadline,
-        };
+        let by = connect_deadline(self.deadline, sc.limits.connect);
         let watched = Watched::new(opened.stream);
         let seen = watched.seen.clone();
         let settings_came = watched.settings_came.clone();

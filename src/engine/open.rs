@@ -52,10 +52,7 @@ impl Opener {
         mut sleep: Pin<&mut Sleep>,
         phases: &mut Phases,
     ) -> Result<Opened, Fail> {
-        let by = match connect_limit {
-            Some(c) => deadline.min(Instant::now() + c),
-            None => deadline,
-        };
+        let by = connect_deadline(deadline, connect_limit);
         let resolved;
         let addrs: &[std::net::SocketAddr] = match &origin.fixed_addrs {
             Some(a) => a,
@@ -166,4 +163,16 @@ pub(super) fn handshake_of(session: &rustls::ClientConnection) -> (HandshakeKind
     };
     let tls13 = session.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
     (kind, tls13)
+}
+
+/// Opening a connection is bounded by the attempt's deadline and by `--connect-timeout`
+/// from now.
+pub(super) fn connect_deadline(
+    deadline: Instant,
+    connect_limit: Option<std::time::Duration>,
+) -> Instant {
+    match connect_limit {
+        Some(c) => deadline.min(Instant::now() + c),
+        None => deadline,
+    }
 }
