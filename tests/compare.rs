@@ -284,9 +284,10 @@ fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
     let ca = ca.to_str().unwrap();
     let (mut false_alarms, mut runs) = (0, 0);
     for _ in 0..20 {
-        // 600 requests per round: a round of keep-alive requests lasts ~50 ms, long
+        // 2000 requests per round: a round of keep-alive requests lasts ~100 ms, long
         // enough that one scheduling mode of the busy test machine (client and server
-        // threads on one core or on two) does not decide it. Two workers keep both
+        // threads on one core or on two) does not decide it (with 600, ~30 ms, two
+        // same-cost rows in 60 were called different in 2 of ~8 CI runs). Two workers keep both
         // vCPUs busy: one request at a time leaves them idle between requests, and on a
         // VM whose idle vCPUs halt (no halt-polling) each wake-up then costs the host's
         // scheduling, ~50 µs in some rounds and not in others, more than a loopback
@@ -296,7 +297,7 @@ fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
             "--cacert",
             ca,
             "-n",
-            "600",
+            "2000",
             "-c",
             "2",
             "--strategies",
