@@ -2,6 +2,7 @@
 //! names the flag or value that was wrong (and leads to exit status 2).
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::{LoadArgs, RequestArgs};
@@ -493,6 +494,12 @@ pub fn scenario(
             "--strategy close-resumed needs an https:// URL (it is about TLS session resumption)",
         );
     }
+    if strategy.quic() && req.urls.iter().any(|(_, u)| !u.tls) {
+        return usage(format!(
+            "--strategy {} needs https:// URLs (HTTP/3 runs over QUIC, which is always encrypted)",
+            strategy.name()
+        ));
+    }
     if strategy.early_data() {
         if !any_tls {
             return usage(format!(
@@ -543,10 +550,13 @@ pub fn scenario(
             strategy.version(),
             crate::proto::h1::ConnectionHeader::Close,
         );
-        let h2_request = (strategy == Strategy::H2)
+        let mut h2_request = (strategy == Strategy::H2 || strategy.quic())
             .then(|| crate::proto::h2::request_head(&template, u.tls))
             .transpose()
             .map_err(|e| UsageError(format!("{raw}: {e}")))?;
+        if let (Some(head), true) = (h2_request.as_mut(), strategy.quic()) {
+            *head.version_mut() = http::Version::HTTP_3;
+        }
         targets.push(Target {
             url: raw.clone(),
             origin: idx,
@@ -562,19 +572,42 @@ pub fn scenario(
             alpn: vec![b"h2".to_vec()],
             ..req.tls.clone()
         }
+    } else if strategy.quic() {
+        // QUIC carries TLS 1.3 only (RFC 9001), and HTTP/3 is agreed by ALPN.
+        if req.tls.versions == tls::TlsVersions::Only12 {
+            return usage(format!(
+                "--strategy {}: QUIC uses TLS 1.3 only, so --tls-version 1.2 cannot apply",
+                strategy.name()
+            ));
+        }
+        tls::TlsOptions {
+            alpn: vec![b"h3".to_vec()],
+            versions: tls::TlsVersions::Only13,
+            early_data: strategy.early_data(),
+            ..req.tls.clone()
+        }
     } else {
         tls::TlsOptions {
             early_data: strategy.early_data(),
             ..req.tls.clone()
         }
     };
-    let tls = if any_tls {
-        Some(
-            tls::client_config(&tls_options, strategy.tls_resumption())
-                .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?,
+    let (tls, quic_tls) = if strategy.quic() {
+        let base = tls::client_config(&tls_options, strategy.tls_resumption())
+            .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?;
+        let q = crate::net::quic::QuicTls::new(base.clone())
+            .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?;
+        (Some(base), Some(Arc::new(q)))
+    } else if any_tls {
+        (
+            Some(
+                tls::client_config(&tls_options, strategy.tls_resumption())
+                    .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?,
+            ),
+            None,
         )
     } else {
-        None
+        (None, None)
     };
     Ok(Scenario {
         name: name.to_string(),
@@ -590,6 +623,7 @@ pub fn scenario(
         requests_per_connection,
         connections: 1,
         tls,
+        quic_tls,
         dns: req.dns.clone(),
     })
 }

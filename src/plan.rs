@@ -30,10 +30,18 @@ pub enum Strategy {
     /// HTTP/2 (ALPN over TLS, prior knowledge over cleartext): the workers share
     /// `--connections` multiplexed connections per origin.
     H2,
+    /// HTTP/3 over QUIC: the workers share `--connections` connections per origin.
+    H3,
+    /// HTTP/3, a new QUIC connection per request with a full TLS handshake.
+    H3Close,
+    /// HTTP/3, a new QUIC connection per request resuming a TLS session.
+    H3Resumed,
+    /// HTTP/3, a new QUIC connection per request, resumed, with the request in 0-RTT.
+    H3ZeroRtt,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 7] = [
+    pub const ALL: [Strategy; 11] = [
         Strategy::Close,
         Strategy::CloseResumed,
         Strategy::Close0Rtt,
@@ -41,6 +49,10 @@ impl Strategy {
         Strategy::Http10KeepAlive,
         Strategy::KeepAlive,
         Strategy::H2,
+        Strategy::H3Close,
+        Strategy::H3Resumed,
+        Strategy::H3ZeroRtt,
+        Strategy::H3,
     ];
 
     pub fn name(self) -> &'static str {
@@ -52,6 +64,10 @@ impl Strategy {
             Strategy::Http10 => "http10",
             Strategy::Http10KeepAlive => "http10-keepalive",
             Strategy::H2 => "h2",
+            Strategy::H3 => "h3",
+            Strategy::H3Close => "h3-close",
+            Strategy::H3Resumed => "h3-resumed",
+            Strategy::H3ZeroRtt => "h3-0rtt",
         }
     }
 
@@ -65,6 +81,10 @@ impl Strategy {
             "http10" | "http1.0" | "1.0" => Strategy::Http10,
             "http10-keepalive" | "http10-ka" | "1.0-ka" => Strategy::Http10KeepAlive,
             "h2" | "http2" | "h2c" => Strategy::H2,
+            "h3" | "http3" | "quic" => Strategy::H3,
+            "h3-close" | "http3-close" => Strategy::H3Close,
+            "h3-resumed" | "http3-resumed" => Strategy::H3Resumed,
+            "h3-0rtt" | "http3-0rtt" => Strategy::H3ZeroRtt,
             _ => return None,
         })
     }
@@ -88,6 +108,7 @@ impl Strategy {
     pub fn protocol(self) -> &'static str {
         match self {
             Strategy::H2 => "h2",
+            s if s.quic() => "h3",
             Strategy::Http10 | Strategy::Http10KeepAlive => "http/1.0",
             _ => "http/1.1",
         }
@@ -95,12 +116,26 @@ impl Strategy {
 
     /// Whether connections are multiplexed (shared by the workers).
     pub fn multiplexed(self) -> bool {
-        self == Strategy::H2
+        matches!(self, Strategy::H2 | Strategy::H3)
+    }
+
+    /// HTTP/3 over QUIC.
+    pub fn quic(self) -> bool {
+        matches!(
+            self,
+            Strategy::H3 | Strategy::H3Close | Strategy::H3Resumed | Strategy::H3ZeroRtt
+        )
     }
 
     pub fn connection_header(self) -> ConnectionHeader {
         match self {
-            Strategy::KeepAlive | Strategy::Http10 | Strategy::H2 => ConnectionHeader::Default,
+            Strategy::KeepAlive
+            | Strategy::Http10
+            | Strategy::H2
+            | Strategy::H3
+            | Strategy::H3Close
+            | Strategy::H3Resumed
+            | Strategy::H3ZeroRtt => ConnectionHeader::Default,
             Strategy::Close | Strategy::CloseResumed | Strategy::Close0Rtt => {
                 ConnectionHeader::Close
             }
@@ -112,23 +147,24 @@ impl Strategy {
     pub fn persistent(self) -> bool {
         matches!(
             self,
-            Strategy::KeepAlive | Strategy::Http10KeepAlive | Strategy::H2
+            Strategy::KeepAlive | Strategy::Http10KeepAlive | Strategy::H2 | Strategy::H3
         )
     }
 
-    /// Whether the strategy is about TLS (resumption, early data): https only.
+    /// Whether the strategy is about TLS (resumption, early data) or runs over QUIC
+    /// (TLS 1.3 inside): https only.
     pub fn needs_tls(self) -> bool {
-        matches!(self, Strategy::CloseResumed | Strategy::Close0Rtt)
+        matches!(self, Strategy::CloseResumed | Strategy::Close0Rtt) || self.quic()
     }
 
     /// Whether the request goes in TLS 1.3 early data where the session allows it.
     pub fn early_data(self) -> bool {
-        self == Strategy::Close0Rtt
+        matches!(self, Strategy::Close0Rtt | Strategy::H3ZeroRtt)
     }
 
     /// Whether TLS session resumption is offered on new connections.
     pub fn tls_resumption(self) -> bool {
-        !matches!(self, Strategy::Close | Strategy::Http10)
+        !matches!(self, Strategy::Close | Strategy::Http10 | Strategy::H3Close)
     }
 }
 
@@ -144,7 +180,7 @@ pub struct Target {
     /// The request sent as the last one on a connection (`--requests-per-connection`):
     /// it carries `Connection: close` so the server closes first.
     pub request_last: Vec<u8>,
-    /// The request head for HTTP/2 (strategy `h2` only).
+    /// The request head for HTTP/2 and HTTP/3 (strategies `h2` and `h3*` only).
     pub h2_request: Option<http::Request<()>>,
 }
 
@@ -193,6 +229,8 @@ pub struct Scenario {
     pub connections: usize,
     /// Client TLS configuration for this strategy (None when no origin uses TLS).
     pub tls: Option<Arc<ClientConfig>>,
+    /// HTTP/3: TLS for QUIC connections (strategies `h3*` only).
+    pub quic_tls: Option<Arc<crate::net::quic::QuicTls>>,
     /// How host names are resolved (cache, name servers).
     pub dns: DnsSettings,
 }
@@ -235,6 +273,7 @@ mod tests {
                 requests_per_connection: None,
                 connections: 1,
                 tls: None,
+                quic_tls: None,
                 dns: Default::default(),
             };
             let sum: u64 = (0..c).map(|w| s.worker_quota(w).unwrap()).sum();

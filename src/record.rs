@@ -12,6 +12,8 @@ pub struct Phases {
     pub tls: Option<u64>,
     /// HTTP/2: the client's preface sent to the server's SETTINGS received.
     pub h2_setup: Option<u64>,
+    /// HTTP/3: the QUIC handshake, the first Initial sent to the handshake complete.
+    pub quic_handshake: Option<u64>,
     pub send: Option<u64>,
     pub wait: Option<u64>,
     pub receive: Option<u64>,
@@ -19,18 +21,28 @@ pub struct Phases {
 }
 
 /// Index of each phase in per-phase tables, in report order.
-pub const PHASE_NAMES: [&str; 9] = [
-    "blocked", "dns", "connect", "tls", "h2_setup", "send", "wait", "receive", "total",
+pub const PHASE_NAMES: [&str; 10] = [
+    "blocked",
+    "dns",
+    "connect",
+    "tls",
+    "h2_setup",
+    "quic_handshake",
+    "send",
+    "wait",
+    "receive",
+    "total",
 ];
 
 impl Phases {
-    pub fn as_array(&self) -> [Option<u64>; 9] {
+    pub fn as_array(&self) -> [Option<u64>; 10] {
         [
             self.blocked,
             self.dns,
             self.connect,
             self.tls,
             self.h2_setup,
+            self.quic_handshake,
             self.send,
             self.wait,
             self.receive,
@@ -46,6 +58,7 @@ pub enum Stage {
     Connect,
     Tls,
     H2Setup,
+    QuicHandshake,
     Send,
     Wait,
     Receive,
@@ -62,6 +75,11 @@ pub enum ErrorKind {
     TimeoutConnect,
     TimeoutTls,
     TimeoutH2Setup,
+    /// No QUIC handshake within the timeout (a server that drops UDP, say).
+    QuicTimeout,
+    /// The QUIC connection failed: version mismatch, a transport or application close,
+    /// a stateless reset.
+    Quic,
     TimeoutSend,
     TimeoutWait,
     TimeoutReceive,
@@ -74,7 +92,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::Dns,
         ErrorKind::Connect,
         ErrorKind::Tls,
@@ -82,6 +100,8 @@ impl ErrorKind {
         ErrorKind::TimeoutConnect,
         ErrorKind::TimeoutTls,
         ErrorKind::TimeoutH2Setup,
+        ErrorKind::QuicTimeout,
+        ErrorKind::Quic,
         ErrorKind::TimeoutSend,
         ErrorKind::TimeoutWait,
         ErrorKind::TimeoutReceive,
@@ -102,6 +122,8 @@ impl ErrorKind {
             ErrorKind::TimeoutConnect => "timeout_connect",
             ErrorKind::TimeoutTls => "timeout_tls",
             ErrorKind::TimeoutH2Setup => "timeout_h2_setup",
+            ErrorKind::QuicTimeout => "quic_timeout",
+            ErrorKind::Quic => "quic",
             ErrorKind::TimeoutSend => "timeout_send",
             ErrorKind::TimeoutWait => "timeout_wait",
             ErrorKind::TimeoutReceive => "timeout_receive",
@@ -125,6 +147,7 @@ impl ErrorKind {
             Stage::Connect => ErrorKind::TimeoutConnect,
             Stage::Tls => ErrorKind::TimeoutTls,
             Stage::H2Setup => ErrorKind::TimeoutH2Setup,
+            Stage::QuicHandshake => ErrorKind::QuicTimeout,
             Stage::Send => ErrorKind::TimeoutSend,
             Stage::Wait => ErrorKind::TimeoutWait,
             Stage::Receive => ErrorKind::TimeoutReceive,
@@ -149,6 +172,8 @@ pub enum ErrorDetail {
     H2Protocol,
     /// HTTP/2: the server allows no concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS 0).
     ZeroConcurrentStreams,
+    /// HTTP/3: the server broke the protocol (a bad frame, QPACK, a missing SETTINGS...).
+    H3Protocol,
     // too_large
     TooManyHeaders,
     HeadTooLong,
@@ -201,10 +226,19 @@ pub enum ErrorDetail {
     DnsNoAnswer,
     DnsUnreachable,
     DnsOther,
+    // quic
+    /// The server answered with a Version Negotiation listing no version the client speaks.
+    QuicVersionMismatch,
+    /// The server closed the connection with a QUIC transport error.
+    QuicTransportError,
+    /// The server closed the connection with an application (HTTP/3) error code.
+    QuicApplicationClose,
+    /// A stateless reset ended the connection.
+    QuicStatelessReset,
 }
 
 impl ErrorDetail {
-    pub const ALL: [ErrorDetail; 46] = [
+    pub const ALL: [ErrorDetail; 51] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -215,6 +249,7 @@ impl ErrorDetail {
         ErrorDetail::UnrequestedUpgrade,
         ErrorDetail::H2Protocol,
         ErrorDetail::ZeroConcurrentStreams,
+        ErrorDetail::H3Protocol,
         ErrorDetail::TooManyHeaders,
         ErrorDetail::HeadTooLong,
         ErrorDetail::ChunkTooLarge,
@@ -251,6 +286,10 @@ impl ErrorDetail {
         ErrorDetail::DnsNoAnswer,
         ErrorDetail::DnsUnreachable,
         ErrorDetail::DnsOther,
+        ErrorDetail::QuicVersionMismatch,
+        ErrorDetail::QuicTransportError,
+        ErrorDetail::QuicApplicationClose,
+        ErrorDetail::QuicStatelessReset,
     ];
 
     /// The name used in JSON (`requests.error_details`) and text.
@@ -268,6 +307,7 @@ impl ErrorDetail {
             ErrorDetail::UnrequestedUpgrade => "unrequested_upgrade",
             ErrorDetail::H2Protocol => "h2_protocol_error",
             ErrorDetail::ZeroConcurrentStreams => "zero_concurrent_streams",
+            ErrorDetail::H3Protocol => "h3_protocol_error",
             ErrorDetail::TooManyHeaders => "too_many_headers",
             ErrorDetail::HeadTooLong => "head_too_long",
             ErrorDetail::ChunkTooLarge => "chunk_too_large",
@@ -304,6 +344,10 @@ impl ErrorDetail {
             ErrorDetail::DnsNoAnswer => "dns_no_answer",
             ErrorDetail::DnsUnreachable => "dns_unreachable",
             ErrorDetail::DnsOther => "dns_other",
+            ErrorDetail::QuicVersionMismatch => "quic_version_mismatch",
+            ErrorDetail::QuicTransportError => "quic_transport_error",
+            ErrorDetail::QuicApplicationClose => "quic_application_close",
+            ErrorDetail::QuicStatelessReset => "quic_stateless_reset",
         }
     }
 

@@ -5,6 +5,7 @@
 
 mod h1;
 mod h2;
+mod h3;
 mod open;
 mod worker;
 
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::cpu::{self, CpuTime};
 use crate::net::dns::{DnsCache, Resolver};
 use crate::net::local_ports::LocalPorts;
-use crate::plan::Scenario;
+use crate::plan::{Scenario, Strategy};
 use crate::record::ErrorDetail;
 use crate::stats::Recorder;
 
@@ -94,12 +95,13 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                 let local = tokio::task::LocalSet::new();
                 let _guard = rt.enter();
                 let workers: Vec<usize> = (t..sc.concurrency).step_by(threads).collect();
-                let pool = sc.strategy.multiplexed().then(|| {
-                    let share =
-                        sc.connections / threads + usize::from(t < sc.connections % threads);
-                    h2::Pool::new(&sc, share, workers.len(), rec.clone())
-                });
-                for w in workers {
+                let share = sc.connections / threads + usize::from(t < sc.connections % threads);
+                let pool = (sc.strategy == Strategy::H2)
+                    .then(|| h2::Pool::new(&sc, share, workers.len(), rec.clone()));
+                let endpoints = sc.strategy.quic().then(h3::Endpoints::new);
+                let h3_pool = (sc.strategy == Strategy::H3)
+                    .then(|| h3::Pool::new(&sc, share, workers.len(), rec.clone()));
+                for (i, w) in workers.iter().copied().enumerate() {
                     let seat = worker::Seat {
                         id: w,
                         rec: rec.clone(),
@@ -115,12 +117,17 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                         run_deadline,
                         next_local: w,
                     };
-                    match &pool {
-                        Some(pool) => {
+                    match (&pool, &endpoints) {
+                        (_, Some(endpoints)) => {
+                            let driver =
+                                h3::H3::new(endpoints.clone(), h3_pool.clone(), i, opener, start);
+                            local.spawn_local(worker::run(sc.clone(), seat, driver));
+                        }
+                        (Some(pool), None) => {
                             let driver = h2::H2::new(pool.clone(), opener, start);
                             local.spawn_local(worker::run(sc.clone(), seat, driver));
                         }
-                        None => {
+                        (None, None) => {
                             let driver = h1::H1::new(&sc, opener, start);
                             local.spawn_local(worker::run(sc.clone(), seat, driver));
                         }
@@ -130,6 +137,9 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                 let cpu_start = cpu::thread();
                 rt.block_on(local);
                 let cpu = cpu::thread() - cpu_start;
+                if let Some(e) = &endpoints {
+                    rt.block_on(e.close_all());
+                }
                 drop(_guard);
                 drop(rt);
                 let recorder = rec.borrow().clone();

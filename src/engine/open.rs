@@ -1,7 +1,9 @@
 //! Opening a connection for any protocol over TCP: dns, connect and tls, each timed into
 //! the attempt's phases and counted in the recorder.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -41,6 +43,42 @@ pub(super) struct Opened {
 }
 
 impl Opener {
+    /// The origin's addresses: fixed (`--resolve`, an IP) or looked up by `by`, the
+    /// lookup timed into `dns` (a cache hit costs nothing and is not a phase).
+    pub async fn resolve<'o>(
+        &mut self,
+        origin: &'o Origin,
+        by: Instant,
+        mut sleep: Pin<&mut Sleep>,
+        phases: &mut Phases,
+    ) -> Result<Cow<'o, [SocketAddr]>, Fail> {
+        if let Some(a) = &origin.fixed_addrs {
+            return Ok(Cow::Borrowed(a));
+        }
+        let t = Instant::now();
+        let dns = self.dns.clone();
+        let lookup = async {
+            match &dns.cache {
+                Some(cache) => cache.resolve(&origin.host, &dns.resolver).await,
+                None => (
+                    dns.resolver.lookup(&origin.host).await.map(|a| a.addrs),
+                    Resolution::Lookup,
+                ),
+            }
+        };
+        let Some((answer, how)) = within(sleep.as_mut(), by, lookup).await else {
+            return Err(Fail::timed_out(Stage::Dns, self.run_deadline));
+        };
+        self.rec.borrow_mut().dns(how);
+        if how != Resolution::CacheHit {
+            phases.dns = Some(ns(t, Instant::now()));
+        }
+        match answer {
+            Ok(ips) => Ok(Cow::Owned(dns::with_port(&ips, origin.port))),
+            Err(failure) => Err(Fail::new(failure)),
+        }
+    }
+
     /// Open a new connection to `origin`: dns, connect, tls, each timed, all by
     /// `deadline` (and `connect_limit` for the three together).
     pub async fn open(
@@ -53,35 +91,8 @@ impl Opener {
         phases: &mut Phases,
     ) -> Result<Opened, Fail> {
         let by = connect_deadline(deadline, connect_limit);
-        let resolved;
-        let addrs: &[std::net::SocketAddr] = match &origin.fixed_addrs {
-            Some(a) => a,
-            None => {
-                let t = Instant::now();
-                let dns = self.dns.clone();
-                let lookup = async {
-                    match &dns.cache {
-                        Some(cache) => cache.resolve(&origin.host, &dns.resolver).await,
-                        None => (
-                            dns.resolver.lookup(&origin.host).await.map(|a| a.addrs),
-                            Resolution::Lookup,
-                        ),
-                    }
-                };
-                let Some((answer, how)) = within(sleep.as_mut(), by, lookup).await else {
-                    return Err(Fail::timed_out(Stage::Dns, self.run_deadline));
-                };
-                self.rec.borrow_mut().dns(how);
-                if how != Resolution::CacheHit {
-                    phases.dns = Some(ns(t, Instant::now()));
-                }
-                match answer {
-                    Ok(ips) => resolved = dns::with_port(&ips, origin.port),
-                    Err(failure) => return Err(Fail::new(failure)),
-                }
-                &resolved
-            }
-        };
+        let addrs = self.resolve(origin, by, sleep.as_mut(), phases).await?;
+        let addrs: &[SocketAddr] = &addrs;
         let t = Instant::now();
         self.next_local = self.next_local.wrapping_add(1);
         let tcp = match within(

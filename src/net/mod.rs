@@ -4,6 +4,7 @@
 pub mod dial;
 pub mod dns;
 pub mod local_ports;
+pub mod quic;
 pub mod stream;
 pub mod tls;
 

@@ -3,4 +3,5 @@
 
 pub mod h1;
 pub mod h2;
+pub mod h3;
 pub mod pace;

@@ -15,7 +15,7 @@ struct Entry<'a> {
     /// Time per request (one worker's view), ms: the comparison's median when there is one.
     time_ms: f64,
     /// Mean per-request time of each phase, ms.
-    phases: [(&'static str, f64); 7],
+    phases: [(&'static str, f64); 8],
     /// `[percentile, ms]` pairs.
     percentiles: &'a [[f64; 2]],
     connections: u64,
@@ -183,7 +183,7 @@ const TEMPLATE: &str = r##"<!doctype html>
 (function () {
   const data = JSON.parse(document.getElementById("handshake-data").textContent);
   const NS = "http://www.w3.org/2000/svg";
-  const COLORS = { dns: "#8e6bbf", connect: "#e07b39", tls: "#d64545", h2_setup: "#b8860b", send: "#6aa84f", wait: "#3d85c6", receive: "#45b5aa" };
+  const COLORS = { dns: "#8e6bbf", connect: "#e07b39", tls: "#d64545", h2_setup: "#b8860b", quic_handshake: "#c0392b", send: "#6aa84f", wait: "#3d85c6", receive: "#45b5aa" };
   const LINE_COLORS = ["#3d85c6", "#d64545", "#6aa84f", "#e07b39", "#8e6bbf", "#45b5aa", "#999", "#c27ba0", "#f1c232", "#222"];
   function el(name, attrs, parent) {
     const e = document.createElementNS(NS, name);

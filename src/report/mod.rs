@@ -145,6 +145,47 @@ pub struct ConnectionsReport {
     /// HTTP/2 only: streams and the server's SETTINGS.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h2: Option<H2Report>,
+    /// HTTP/3 only: what quinn said about the QUIC connections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicReport>,
+}
+
+/// HTTP/3's QUIC connections, from quinn's own figures. The handshakes' kinds (full or
+/// resumed) are `tls_handshakes`: QUIC carries TLS 1.3.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuicReport {
+    /// Strategy `h3`: shared connections per origin (per-request strategies: absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_per_origin: Option<usize>,
+    /// Strategy `h3`: the most streams one connection carried at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_concurrent_streams: Option<PeakReport>,
+    /// First Initial sent to the handshake complete, over the connections that
+    /// completed one.
+    pub handshake_ms: Spread,
+    /// 0-RTT requests the server took: how long before the handshake completed each had
+    /// left (absent without any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_request_lead_ms: Option<Spread>,
+    /// quinn's smoothed RTT estimate at each connection's end.
+    pub rtt_ms: Spread,
+    /// Over the connections that ended: packets sent, declared lost, their bytes, and
+    /// congestion events.
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub bytes_lost: u64,
+    pub congestion_events: u64,
+    /// Connections whose figures are above.
+    pub connections_ended: u64,
+}
+
+/// count, min, mean and max of a duration, in ms.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Spread {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -226,6 +267,7 @@ pub struct PhaseMeans {
     pub connect: f64,
     pub tls: f64,
     pub h2_setup: f64,
+    pub quic_handshake: f64,
     pub send: f64,
     pub wait: f64,
     pub receive: f64,
@@ -233,12 +275,13 @@ pub struct PhaseMeans {
 
 impl PhaseMeans {
     /// (name, ms) in phase order, without `blocked`.
-    pub fn parts(&self) -> [(&'static str, f64); 7] {
+    pub fn parts(&self) -> [(&'static str, f64); 8] {
         [
             ("dns", self.dns),
             ("connect", self.connect),
             ("tls", self.tls),
             ("h2_setup", self.h2_setup),
+            ("quic_handshake", self.quic_handshake),
             ("send", self.send),
             ("wait", self.wait),
             ("receive", self.receive),
@@ -255,6 +298,7 @@ pub struct PhaseGroup {
     pub connect: PhaseSummary,
     pub tls: PhaseSummary,
     pub h2_setup: PhaseSummary,
+    pub quic_handshake: PhaseSummary,
     pub send: PhaseSummary,
     pub wait: PhaseSummary,
     pub receive: PhaseSummary,
@@ -269,6 +313,7 @@ impl PhaseGroup {
             "connect" => &self.connect,
             "tls" => &self.tls,
             "h2_setup" => &self.h2_setup,
+            "quic_handshake" => &self.quic_handshake,
             "send" => &self.send,
             "wait" => &self.wait,
             "receive" => &self.receive,

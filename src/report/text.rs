@@ -32,17 +32,18 @@ pub fn fmt_ms(v: f64) -> String {
     }
 }
 
-fn row(out: &mut String, name: &str, p: &PhaseSummary) {
+/// One phase's row; `w`: the width of the names' column.
+fn row(out: &mut String, name: &str, p: &PhaseSummary, w: usize) {
     if p.count == 0 {
         let _ = writeln!(
             out,
-            "  {name:<8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "  {name:<w$} {:>8} {:>8} {:>8} {:>8} {:>8}",
             "-", "-", "-", "-", "-"
         );
     } else {
         let _ = writeln!(
             out,
-            "  {name:<8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "  {name:<w$} {:>8} {:>8} {:>8} {:>8} {:>8}",
             fmt_ms(p.min),
             fmt_ms(p.mean),
             fmt_ms(p.stdev),
@@ -62,19 +63,31 @@ fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked:
         let _ = writeln!(out, "  (none)");
         return;
     }
+    let w = if g.quic_handshake.count > 0 { 14 } else { 8 };
     let _ = writeln!(
         out,
-        "  {:<8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "  {:<w$} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "", "min", "mean", "[+/-sd]", "median", "max"
     );
     if with_blocked {
-        row(out, "blocked", &g.blocked);
+        row(out, "blocked", &g.blocked, w);
     }
     for name in [
-        "dns", "connect", "tls", "h2_setup", "send", "wait", "receive", "total",
+        "dns",
+        "connect",
+        "tls",
+        "h2_setup",
+        "quic_handshake",
+        "send",
+        "wait",
+        "receive",
+        "total",
     ] {
-        if let Some(p) = g.get(name).filter(|p| name != "h2_setup" || p.count > 0) {
-            row(out, name, p);
+        if let Some(p) = g
+            .get(name)
+            .filter(|p| !matches!(name, "h2_setup" | "quic_handshake") || p.count > 0)
+        {
+            row(out, name, p, w);
         }
     }
 }
@@ -85,13 +98,23 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     if s.urls > 1 {
         let _ = writeln!(out, "  ({} URLs, in turn)", s.urls);
     }
-    let mut load = match &s.connections.h2 {
-        Some(h) => format!(
+    let shared = s
+        .connections
+        .h2
+        .as_ref()
+        .map(|h| h.connections_per_origin)
+        .or(s
+            .connections
+            .quic
+            .as_ref()
+            .and_then(|q| q.connections_per_origin));
+    let mut load = match shared {
+        Some(n) => format!(
             "  strategy {} ({}), {} workers sharing {} per origin",
             s.strategy,
             s.protocol,
             s.concurrency,
-            plural(h.connections_per_origin as u64, "connection", "connections")
+            plural(n as u64, "connection", "connections")
         ),
         None => format!(
             "  strategy {} ({}), {} connections/workers",
@@ -255,6 +278,32 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
                 .collect();
             let _ = writeln!(out, "  GOAWAY codes          {}", codes.join(", "));
         }
+    }
+    if let Some(q) = &c.quic {
+        if let Some(p) = &q.peak_concurrent_streams {
+            let _ = writeln!(
+                out,
+                "  concurrent streams    peak {} on one connection (mean peak {:.1})",
+                p.max, p.mean
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  QUIC handshake        min {:.3}  mean {:.3}  max {:.3} ms ({} connections)",
+            q.handshake_ms.min, q.handshake_ms.mean, q.handshake_ms.max, q.handshake_ms.count
+        );
+        if let Some(l) = &q.early_request_lead_ms {
+            let _ = writeln!(
+                out,
+                "  0-RTT lead            requests left {:.3} ms (mean) before the handshake completed",
+                l.mean
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  QUIC path             RTT estimate mean {:.3} ms; {} packets sent, {} lost ({} bytes), {} congestion events",
+            q.rtt_ms.mean, q.packets_sent, q.packets_lost, q.bytes_lost, q.congestion_events
+        );
     }
     let reasons: Vec<String> = c
         .close_reasons

@@ -132,6 +132,87 @@ pub struct Recorder {
     pub server_settings: Option<ServerSettings>,
     /// Taken at the end of a run in which connects found no free local port.
     pub local_ports: Option<LocalPorts>,
+    /// HTTP/3: what quinn said about the QUIC connections.
+    pub quic: QuicStats,
+}
+
+/// Exact count, sum, min and max of durations (ns).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Span {
+    pub count: u64,
+    pub sum_ns: u128,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Span {
+    pub fn add(&mut self, ns: u64) {
+        self.min_ns = if self.count == 0 {
+            ns
+        } else {
+            self.min_ns.min(ns)
+        };
+        self.max_ns = self.max_ns.max(ns);
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+    }
+
+    pub fn mean_ns(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64
+        }
+    }
+}
+
+impl AddAssign<&Span> for Span {
+    fn add_assign(&mut self, o: &Span) {
+        if o.count == 0 {
+            return;
+        }
+        self.min_ns = if self.count == 0 {
+            o.min_ns
+        } else {
+            self.min_ns.min(o.min_ns)
+        };
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.count += o.count;
+        self.sum_ns += o.sum_ns;
+    }
+}
+
+/// HTTP/3 connections as quinn saw them: handshake times, the path's RTT estimate and
+/// loss at each connection's end.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QuicStats {
+    /// First Initial sent to handshake complete, per connection that completed one.
+    pub handshake: Span,
+    /// 0-RTT requests: how long before the handshake completed the request had left.
+    pub early_lead: Span,
+    /// The smoothed RTT estimate and the least RTT seen, at each connection's end.
+    pub rtt: Span,
+    pub min_rtt: Span,
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub bytes_lost: u64,
+    pub congestion_events: u64,
+    /// Connections that ended (their stats are in the figures above).
+    pub connections: u64,
+}
+
+impl AddAssign<&QuicStats> for QuicStats {
+    fn add_assign(&mut self, o: &QuicStats) {
+        self.handshake += &o.handshake;
+        self.early_lead += &o.early_lead;
+        self.rtt += &o.rtt;
+        self.min_rtt += &o.min_rtt;
+        self.packets_sent += o.packets_sent;
+        self.packets_lost += o.packets_lost;
+        self.bytes_lost += o.bytes_lost;
+        self.congestion_events += o.congestion_events;
+        self.connections += o.connections;
+    }
 }
 
 impl Default for Recorder {
@@ -178,6 +259,7 @@ impl Recorder {
             dns_lookups: 0,
             dns_cache_hits: 0,
             dns_joined: 0,
+            quic: QuicStats::default(),
         }
     }
 
@@ -339,5 +421,6 @@ impl AddAssign<&Recorder> for Recorder {
         self.dns_lookups += o.dns_lookups;
         self.dns_cache_hits += o.dns_cache_hits;
         self.dns_joined += o.dns_joined;
+        self.quic += &o.quic;
     }
 }

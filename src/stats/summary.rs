@@ -12,8 +12,9 @@ use crate::proto::h2::wire::error_code_name;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
     ConnectionsReport, CpuReport, DnsReport, EarlyDataReport, H2Report, LatencyReport, LoadReport,
-    LocalPortsReport, PeakReport, PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport,
-    RequestsReport, RetriesReport, RpcReport, ScenarioReport, ThroughputReport, TlsHandshakes,
+    LocalPortsReport, PeakReport, PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport, QuicReport,
+    RequestsReport, RetriesReport, RpcReport, ScenarioReport, Spread, ThroughputReport,
+    TlsHandshakes,
 };
 
 const NS_PER_MS: f64 = 1e6;
@@ -50,10 +51,11 @@ fn group(set: &[PhaseStat], requests: u64) -> PhaseGroup {
         connect: s(2),
         tls: s(3),
         h2_setup: s(4),
-        send: s(5),
-        wait: s(6),
-        receive: s(7),
-        total: s(8),
+        quic_handshake: s(5),
+        send: s(6),
+        wait: s(7),
+        receive: s(8),
+        total: s(9),
     }
 }
 
@@ -72,9 +74,10 @@ fn phase_means(rec: &Recorder) -> PhaseMeans {
         connect: mean(2),
         tls: mean(3),
         h2_setup: mean(4),
-        send: mean(5),
-        wait: mean(6),
-        receive: mean(7),
+        quic_handshake: mean(5),
+        send: mean(6),
+        wait: mean(7),
+        receive: mean(8),
     }
 }
 
@@ -121,8 +124,42 @@ fn h2_report(sc: &Scenario, rec: &Recorder) -> H2Report {
     }
 }
 
+fn spread(s: &crate::stats::recorder::Span) -> Spread {
+    Spread {
+        count: s.count,
+        min: ms(s.min_ns),
+        mean: s.mean_ns() / NS_PER_MS,
+        max: ms(s.max_ns),
+    }
+}
+
+fn quic_report(sc: &Scenario, rec: &Recorder) -> QuicReport {
+    let q = &rec.quic;
+    let shared = sc.strategy == Strategy::H3;
+    let closed = rec.connections_closed;
+    QuicReport {
+        connections_per_origin: shared.then_some(sc.connections),
+        peak_concurrent_streams: shared.then(|| PeakReport {
+            max: rec.peak_streams_max,
+            mean: if closed > 0 {
+                rec.peak_streams_sum as f64 / closed as f64
+            } else {
+                0.0
+            },
+        }),
+        handshake_ms: spread(&q.handshake),
+        early_request_lead_ms: (q.early_lead.count > 0).then(|| spread(&q.early_lead)),
+        rtt_ms: spread(&q.rtt),
+        packets_sent: q.packets_sent,
+        packets_lost: q.packets_lost,
+        bytes_lost: q.bytes_lost,
+        congestion_events: q.congestion_events,
+        connections_ended: q.connections,
+    }
+}
+
 /// Index of `total` in the phase sets.
-const TOTAL: usize = 8;
+const TOTAL: usize = crate::record::PHASE_NAMES.len() - 1;
 
 pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) -> ScenarioReport {
     let mut latency = rec.phases_new[TOTAL].clone();
@@ -223,7 +260,8 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
                 accepted: rec.early_accepted,
                 rejected: rec.early_rejected,
             },
-            h2: sc.strategy.multiplexed().then(|| h2_report(sc, rec)),
+            h2: (sc.strategy == Strategy::H2).then(|| h2_report(sc, rec)),
+            quic: sc.strategy.quic().then(|| quic_report(sc, rec)),
         },
         throughput: ThroughputReport {
             requests_per_s: if wall_s > 0.0 {

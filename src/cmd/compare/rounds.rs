@@ -61,6 +61,7 @@ fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> R
             + new.connect.mean
             + new.tls.mean
             + new.h2_setup.mean
+            + new.quic_handshake.mean
     } else {
         0.0
     };

@@ -1,0 +1,799 @@
+//! The HTTP/3 driver, over quinn (QUIC with rustls) and the `h3` crate. `h3-close`,
+//! `h3-resumed` and `h3-0rtt` open a QUIC connection per request (full handshake,
+//! resumed session, request in 0-RTT); `h3` shares a thread's `--connections` share per
+//! origin among its workers, each request on its own stream.
+//!
+//! Phases: dns, `quic_handshake` (first Initial sent to the handshake complete; with
+//! 0-RTT, to the moment the request left, which is before the handshake completes),
+//! send, wait, receive. Per connection, quinn's own figures (handshake time, RTT
+//! estimate, packets lost) go to the recorder when it ends.
+
+use std::cell::{Cell, RefCell};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+use tokio::time::Sleep;
+
+use super::open::{connect_deadline, Opener};
+use super::worker::{attempt_deadline, ns, Driver, Fail, LATE_AFTER};
+use crate::net::quic::Seen;
+use crate::plan::{Scenario, Strategy, Target};
+use crate::proto::h3::{classify_connection, classify_stream, close_reason, refused, H3_NO_ERROR};
+use crate::record::{
+    CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Outcome, Phases, RequestRecord,
+    Stage,
+};
+use crate::stats::Recorder;
+use crate::timer::within;
+
+/// How long a retired connection waits for the server's session ticket: three of its
+/// round trips and this much more, at most `TICKET_WAIT_MAX`.
+const TICKET_WAIT_MIN: Duration = Duration::from_millis(10);
+const TICKET_WAIT_MAX: Duration = Duration::from_secs(1);
+
+type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// A thread's QUIC endpoints (one UDP socket per address family, made on first use)
+/// and the transport settings of its connections.
+pub(super) struct Endpoints {
+    sockets: RefCell<[Option<quinn::Endpoint>; 2]>,
+    transport: Arc<quinn::TransportConfig>,
+}
+
+impl Endpoints {
+    pub fn new() -> Rc<Endpoints> {
+        let mut t = quinn::TransportConfig::default();
+        // Windows large enough that a response is never held up by the client's flow
+        // control across a long round trip.
+        t.stream_receive_window(quinn::VarInt::from_u32(16 << 20));
+        t.receive_window(quinn::VarInt::from_u32(64 << 20));
+        Rc::new(Endpoints {
+            sockets: RefCell::new([None, None]),
+            transport: Arc::new(t),
+        })
+    }
+
+    /// Wait (briefly) for the connections' closes to go out before the runtime ends.
+    pub async fn close_all(&self) {
+        let sockets: Vec<quinn::Endpoint> =
+            self.sockets.borrow().iter().flatten().cloned().collect();
+        for e in sockets {
+            let _ = tokio::time::timeout(Duration::from_millis(250), e.wait_idle()).await;
+        }
+    }
+
+    fn get(&self, remote: SocketAddr, local: &[IpAddr]) -> std::io::Result<quinn::Endpoint> {
+        let i = usize::from(remote.is_ipv6());
+        if let Some(e) = &self.sockets.borrow()[i] {
+            return Ok(e.clone());
+        }
+        let ip = local
+            .iter()
+            .copied()
+            .find(|ip| ip.is_ipv6() == remote.is_ipv6())
+            .unwrap_or(if remote.is_ipv6() {
+                IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+            } else {
+                IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+            });
+        let e = quinn::Endpoint::client(SocketAddr::new(ip, 0))?;
+        self.sockets.borrow_mut()[i] = Some(e.clone());
+        Ok(e)
+    }
+}
+
+/// One QUIC connection carrying HTTP/3.
+struct Live {
+    conn: quinn::Connection,
+    send: SendRequest,
+    /// The task polling h3's connection (its control streams).
+    driver: AbortHandle,
+}
+
+impl Live {
+    /// Start HTTP/3 on `conn` (its control stream and SETTINGS; with 0-RTT, in early
+    /// data).
+    async fn start(conn: quinn::Connection) -> Result<Live, Failure> {
+        let (mut driver, send) =
+            match h3::client::new(h3_quinn::Connection::new(conn.clone())).await {
+                Ok(x) => x,
+                Err(_) => {
+                    return Err(match conn.close_reason() {
+                        Some(e) => classify_connection(&e, false),
+                        None => Failure::new(ErrorKind::Protocol, ErrorDetail::H3Protocol),
+                    })
+                }
+            };
+        let driver = tokio::task::spawn_local(async move {
+            let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        })
+        .abort_handle();
+        Ok(Live { conn, send, driver })
+    }
+
+    /// Close a connection whose handshake never completed (nothing is counted).
+    fn abandon(&self) {
+        self.conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
+        self.driver.abort();
+    }
+
+    /// Close it (H3_NO_ERROR) and count quinn's figures for it.
+    fn end(&self, rec: &mut Recorder) {
+        self.conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
+        self.driver.abort();
+        quic_ended(&self.conn, rec);
+    }
+}
+
+/// quinn's figures for a connection that ended.
+fn quic_ended(conn: &quinn::Connection, rec: &mut Recorder) {
+    let s = conn.stats();
+    let q = &mut rec.quic;
+    q.connections += 1;
+    q.rtt.add(s.path.rtt.as_nanos() as u64);
+    q.packets_sent += s.path.sent_packets;
+    q.packets_lost += s.path.lost_packets;
+    q.bytes_lost += s.path.lost_bytes;
+    q.congestion_events += s.path.congestion_events;
+}
+
+/// A response read to its end.
+struct Got {
+    status: u16,
+    bytes: u64,
+    body_bytes: u64,
+    end: Instant,
+}
+
+/// Where a request's exchange stopped, and why.
+struct Broke {
+    error: h3::error::StreamError,
+    stage: Stage,
+}
+
+/// Send the request on a new stream and read the response to its end, timing send,
+/// wait and receive.
+async fn exchange(
+    send: &mut SendRequest,
+    target: &Target,
+    phases: &mut Phases,
+    stage: &Cell<Stage>,
+    got_body: &Cell<u64>,
+) -> Result<Got, Broke> {
+    let head = target
+        .h2_request
+        .clone()
+        .expect("h3 scenarios carry a request head");
+    let broke = |error, stage| Broke { error, stage };
+    stage.set(Stage::Send);
+    let t_send = Instant::now();
+    let mut stream = send
+        .send_request(head)
+        .await
+        .map_err(|e| broke(e, Stage::Send))?;
+    if let Some(body) = &target.template.body {
+        stream
+            .send_data(Bytes::from(body.clone()))
+            .await
+            .map_err(|e| broke(e, Stage::Send))?;
+    }
+    stream.finish().await.map_err(|e| broke(e, Stage::Send))?;
+    let t_sent = Instant::now();
+    phases.send = Some(ns(t_send, t_sent));
+    stage.set(Stage::Wait);
+    let resp = stream
+        .recv_response()
+        .await
+        .map_err(|e| broke(e, Stage::Wait))?;
+    let t_head = Instant::now();
+    phases.wait = Some(ns(t_sent, t_head));
+    stage.set(Stage::Receive);
+    // The head as decoded (QPACK hides the bytes on the wire): status line and fields.
+    let head_bytes = 3 + resp
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().len() + v.len() + 4) as u64)
+        .sum::<u64>();
+    let mut body_bytes = 0u64;
+    while let Some(chunk) = stream
+        .recv_data()
+        .await
+        .map_err(|e| broke(e, Stage::Receive))?
+    {
+        body_bytes += chunk.remaining() as u64;
+        got_body.set(body_bytes);
+    }
+    let end = Instant::now();
+    phases.receive = Some(ns(t_head, end));
+    Ok(Got {
+        status: resp.status().as_u16(),
+        bytes: head_bytes + body_bytes,
+        body_bytes,
+        end,
+    })
+}
+
+/// One connection shared by the workers of a thread (strategy `h3`).
+struct Shared {
+    live: Live,
+    requests: Cell<u64>,
+    in_flight: Cell<u64>,
+    peak: Cell<u64>,
+    /// No new streams (`--requests-per-connection` reached, or the server's GOAWAY).
+    draining: Cell<bool>,
+    ended: Cell<bool>,
+}
+
+impl Shared {
+    fn usable(&self) -> bool {
+        !self.draining.get() && !self.ended.get() && self.live.conn.close_reason().is_none()
+    }
+
+    /// Account for its end once: `reason`, its requests and quinn's figures.
+    fn end(&self, reason: CloseReason, rec: &mut Recorder) {
+        if self.ended.replace(true) {
+            return;
+        }
+        self.live.end(rec);
+        rec.connection_closed(reason, self.requests.get());
+        rec.h2_connection_ended(self.peak.get(), None);
+    }
+}
+
+enum Slot {
+    Empty,
+    Opening,
+    Open(Rc<Shared>),
+}
+
+/// A thread's shared HTTP/3 connections, per origin.
+pub(super) struct Pool {
+    slots: RefCell<Vec<Vec<Slot>>>,
+    notify: Notify,
+    rec: Rc<RefCell<Recorder>>,
+    workers_left: Cell<usize>,
+}
+
+impl Pool {
+    pub fn new(
+        sc: &Scenario,
+        connections: usize,
+        workers: usize,
+        rec: Rc<RefCell<Recorder>>,
+    ) -> Rc<Pool> {
+        Rc::new(Pool {
+            slots: RefCell::new(
+                (0..sc.origins.len())
+                    .map(|_| (0..connections.max(1)).map(|_| Slot::Empty).collect())
+                    .collect(),
+            ),
+            notify: Notify::new(),
+            rec,
+            workers_left: Cell::new(workers),
+        })
+    }
+}
+
+/// One worker's HTTP/3 requests.
+pub(super) struct H3 {
+    endpoints: Rc<Endpoints>,
+    pool: Option<Rc<Pool>>,
+    /// Which of the pool's connections this worker uses.
+    seat: usize,
+    rec: Rc<RefCell<Recorder>>,
+    sleep: Pin<Box<Sleep>>,
+    deadline: Instant,
+    run_deadline: Option<Instant>,
+    opener: Opener,
+}
+
+impl H3 {
+    pub fn new(
+        endpoints: Rc<Endpoints>,
+        pool: Option<Rc<Pool>>,
+        seat: usize,
+        opener: Opener,
+        start: Instant,
+    ) -> H3 {
+        H3 {
+            endpoints,
+            pool,
+            seat,
+            rec: opener.rec.clone(),
+            sleep: Box::pin(tokio::time::sleep_until(start.into())),
+            deadline: start,
+            run_deadline: opener.run_deadline,
+            opener,
+        }
+    }
+
+    fn timed_out(&self, stage: Stage) -> Fail {
+        Fail::timed_out(stage, self.run_deadline)
+    }
+
+    /// dns, then a new QUIC connection. With `early`, and a session that allows it,
+    /// returns as soon as 0-RTT data may be sent, with the future that says whether the
+    /// server took it.
+    async fn connect(
+        &mut self,
+        sc: &Scenario,
+        origin: usize,
+        early: bool,
+        phases: &mut Phases,
+    ) -> Result<
+        (
+            quinn::Connection,
+            Arc<Seen>,
+            Instant,
+            Option<quinn::ZeroRttAccepted>,
+        ),
+        Fail,
+    > {
+        let o = &sc.origins[origin];
+        let by = connect_deadline(self.deadline, sc.limits.connect);
+        let addrs = self
+            .opener
+            .resolve(o, by, self.sleep.as_mut(), phases)
+            .await?;
+        let Some(&addr) = addrs.first() else {
+            return Err(Fail::new(Failure::new(
+                ErrorKind::Dns,
+                ErrorDetail::NoAddress,
+            )));
+        };
+        let quic_tls = sc.quic_tls.as_ref().expect("h3 scenarios carry QUIC TLS");
+        let (crypto, full) = quic_tls.for_connection();
+        let mut cfg = quinn::ClientConfig::new(crypto);
+        cfg.transport_config(self.endpoints.transport.clone());
+        let endpoint = self
+            .endpoints
+            .get(addr, &o.local_addrs)
+            .map_err(|e| Fail::new(crate::net::classify_connect_error(&e)))?;
+        let started = Instant::now();
+        let connecting = endpoint
+            .connect_with(cfg, addr, &o.host)
+            .map_err(|_| Fail::new(Failure::new(ErrorKind::Connect, ErrorDetail::Unreachable)))?;
+        let connecting = if early {
+            match connecting.into_0rtt() {
+                Ok((conn, accepted)) => return Ok((conn, full, started, Some(accepted))),
+                Err(c) => c,
+            }
+        } else {
+            connecting
+        };
+        let conn = match within(self.sleep.as_mut(), by, connecting).await {
+            None => return Err(self.timed_out(Stage::QuicHandshake)),
+            Some(Err(e)) => return Err(Fail::new(classify_connection(&e, false))),
+            Some(Ok(c)) => c,
+        };
+        let done = Instant::now();
+        phases.quic_handshake = Some(ns(started, done));
+        self.handshake_done(&full, started, done);
+        Ok((conn, full, started, None))
+    }
+
+    /// A handshake completed: count the connection, its kind and its duration.
+    fn handshake_done(&self, seen: &Seen, started: Instant, done: Instant) {
+        let mut rec = self.rec.borrow_mut();
+        rec.connection_opened();
+        let kind = if seen.full() {
+            HandshakeKind::Full
+        } else {
+            HandshakeKind::Resumed
+        };
+        rec.tls_handshake(kind, true);
+        rec.quic.handshake.add(ns(started, done));
+    }
+
+    /// A failed exchange on `conn`: classified, a timeout named by its stage.
+    fn broke(&self, b: Option<Broke>, stage: Stage, conn: &quinn::Connection, got: u64) -> Fail {
+        match b {
+            None => self.timed_out(stage),
+            Some(b) => {
+                let closed = conn.close_reason();
+                let mut f = Fail::new(classify_stream(
+                    &b.error,
+                    closed.as_ref(),
+                    got > 0 || b.stage == Stage::Receive,
+                ));
+                f.retry = closed.is_none() && refused(&b.error);
+                f
+            }
+        }
+    }
+
+    /// One request on a connection of its own (`h3-close`, `h3-resumed`, `h3-0rtt`).
+    async fn fresh(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        phases: &mut Phases,
+    ) -> Result<Got, Fail> {
+        let early = sc.strategy == Strategy::H3ZeroRtt;
+        let (conn, full, started, accepted) =
+            self.connect(sc, target.origin, early, phases).await?;
+        let stage = Cell::new(Stage::QuicHandshake);
+        let got_body = Cell::new(0);
+        let Some(accepted) = accepted else {
+            // The handshake is done: the request goes in 1-RTT.
+            return self
+                .on_new(sc, target, conn, &full, phases, &stage, &got_body)
+                .await;
+        };
+        // 0-RTT: HTTP/3's SETTINGS and the request go before the handshake completes.
+        let deadline = self.deadline;
+        let mut live = match within(self.sleep.as_mut(), deadline, Live::start(conn.clone())).await
+        {
+            None => return Err(self.timed_out(Stage::QuicHandshake)),
+            Some(Err(f)) => return Err(Fail::new(f)),
+            Some(Ok(l)) => l,
+        };
+        let left = Instant::now();
+        phases.quic_handshake = Some(ns(started, left));
+        let mut accepted = std::pin::pin!(accepted);
+        let mut verdict: Option<(bool, Instant)> = None;
+        let outcome = {
+            let ex = exchange(&mut live.send, target, phases, &stage, &got_body);
+            let mut ex = std::pin::pin!(ex);
+            let both = async {
+                loop {
+                    tokio::select! {
+                        a = &mut accepted, if verdict.is_none() => {
+                            verdict = Some((a, Instant::now()));
+                            if !a {
+                                break None;
+                            }
+                        }
+                        r = &mut ex => break Some(r),
+                    }
+                }
+            };
+            within(self.sleep.as_mut(), deadline, both).await
+        };
+        let result = match outcome {
+            None => {
+                // Cut before the handshake was known to complete: never counted open.
+                live.abandon();
+                return Err(self.timed_out(stage.get()));
+            }
+            // Rejected: the server dropped what came in 0-RTT.
+            Some(None) => None,
+            Some(Some(r)) => Some(r),
+        };
+        // The server's verdict on the early data comes with the handshake's end.
+        let verdict = match verdict {
+            Some(v) => Some(v),
+            None => within(self.sleep.as_mut(), deadline, &mut accepted)
+                .await
+                .map(|a| (a, Instant::now())),
+        };
+        let Some((taken, done)) = verdict else {
+            live.abandon();
+            return Err(self.timed_out(Stage::QuicHandshake));
+        };
+        if !taken {
+            if let Some(e) = conn.close_reason() {
+                // Not a rejection: the connection failed before its handshake completed.
+                live.abandon();
+                return Err(Fail::new(classify_connection(&e, false)));
+            }
+        }
+        self.handshake_done(&full, started, done);
+        self.rec.borrow_mut().early_data(taken);
+        if taken {
+            let lead = done.saturating_duration_since(left);
+            self.rec
+                .borrow_mut()
+                .quic
+                .early_lead
+                .add(lead.as_nanos() as u64);
+            let res = match result {
+                Some(Ok(g)) => Ok(g),
+                Some(Err(b)) => Err(self.broke(Some(b), stage.get(), &conn, got_body.get())),
+                None => unreachable!("an accepted 0-RTT exchange has a result"),
+            };
+            self.retire(sc, live, &full, &res);
+            return res;
+        }
+        // Rejected: the request goes again now that the handshake is done, on a new
+        // HTTP/3 session over the same connection (the first one's streams are gone).
+        live.driver.abort();
+        phases.quic_handshake = Some(ns(started, done));
+        phases.send = None;
+        phases.wait = None;
+        phases.receive = None;
+        self.on_new(sc, target, conn, &full, phases, &stage, &got_body)
+            .await
+    }
+
+    /// The request on a new connection whose handshake is done; then close it.
+    #[allow(clippy::too_many_arguments)]
+    async fn on_new(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        conn: quinn::Connection,
+        seen: &Arc<Seen>,
+        phases: &mut Phases,
+        stage: &Cell<Stage>,
+        got_body: &Cell<u64>,
+    ) -> Result<Got, Fail> {
+        let deadline = self.deadline;
+        let rec = self.rec.clone();
+        let mut live = match within(self.sleep.as_mut(), deadline, Live::start(conn.clone())).await
+        {
+            None => {
+                conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
+                quic_ended(&conn, &mut rec.borrow_mut());
+                let f = self.timed_out(Stage::Send);
+                rec.borrow_mut().connection_closed(reason_of(&f), 0);
+                return Err(f);
+            }
+            Some(Err(f)) => {
+                quic_ended(&conn, &mut rec.borrow_mut());
+                rec.borrow_mut().connection_closed(CloseReason::Error, 0);
+                return Err(Fail::new(f));
+            }
+            Some(Ok(l)) => l,
+        };
+        let out = within(
+            self.sleep.as_mut(),
+            deadline,
+            exchange(&mut live.send, target, phases, stage, got_body),
+        )
+        .await;
+        let res = match out {
+            Some(Ok(g)) => Ok(g),
+            Some(Err(b)) => Err(self.broke(Some(b), stage.get(), &conn, got_body.get())),
+            None => Err(self.broke(None, stage.get(), &conn, got_body.get())),
+        };
+        self.retire(sc, live, seen, &res);
+        res
+    }
+
+    /// Close a connection that carried one request. With resumption, a connection whose
+    /// server has not sent its session ticket yet stays open a little in the background
+    /// for it (a server sends it after the handshake, which with 0-RTT is after the
+    /// response), so that the next connections can resume.
+    fn retire(&self, sc: &Scenario, live: Live, seen: &Arc<Seen>, res: &Result<Got, Fail>) {
+        let (reason, requests) = match res {
+            Ok(_) => (CloseReason::ClientPolicy, 1),
+            Err(f) => (reason_of(f), 0),
+        };
+        let rec = self.rec.clone();
+        let linger =
+            sc.strategy.tls_resumption() && !seen.ticket() && live.conn.close_reason().is_none();
+        if !linger {
+            let mut r = rec.borrow_mut();
+            live.end(&mut r);
+            r.connection_closed(reason, requests);
+            return;
+        }
+        let seen = seen.clone();
+        let wait = (live.conn.rtt() * 3 + TICKET_WAIT_MIN).min(TICKET_WAIT_MAX);
+        tokio::task::spawn_local(async move {
+            let _ = tokio::time::timeout(wait, seen.ticket_came.notified()).await;
+            let mut r = rec.borrow_mut();
+            live.end(&mut r);
+            r.connection_closed(reason, requests);
+        });
+    }
+
+    /// One request on the worker's shared connection (strategy `h3`), opening it when
+    /// there is none. Returns whether the request went on a connection it did not open.
+    async fn shared(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        phases: &mut Phases,
+    ) -> (bool, Result<Got, Fail>) {
+        let pool = self.pool.clone().expect("strategy h3 has a pool");
+        let o = target.origin;
+        let seat = self.seat % pool.slots.borrow()[o].len();
+        let t_blocked = Instant::now();
+        let mut waited = false;
+        let (conn, reused) = loop {
+            let slot = std::mem::replace(&mut pool.slots.borrow_mut()[o][seat], Slot::Opening);
+            match slot {
+                Slot::Open(c) if c.usable() => {
+                    pool.slots.borrow_mut()[o][seat] = Slot::Open(c.clone());
+                    break (c, true);
+                }
+                Slot::Open(c) => {
+                    // Found ended: say why once its streams are done.
+                    if c.in_flight.get() == 0 {
+                        let reason = match c.live.conn.close_reason() {
+                            Some(e) => close_reason(&e),
+                            None => CloseReason::ClientPolicy,
+                        };
+                        c.end(reason, &mut self.rec.borrow_mut());
+                    }
+                    pool.slots.borrow_mut()[o][seat] = Slot::Empty;
+                }
+                Slot::Opening => {
+                    // Another worker is opening it: wait.
+                    waited = true;
+                    let notified = pool.notify.notified();
+                    if within(self.sleep.as_mut(), self.deadline, notified)
+                        .await
+                        .is_none()
+                    {
+                        return (false, Err(self.timed_out(Stage::QuicHandshake)));
+                    }
+                }
+                Slot::Empty => {
+                    // This worker opens it (the slot says Opening meanwhile).
+                    let opened = self.connect(sc, o, false, phases).await;
+                    let opened = match opened {
+                        Ok((conn, _, _, _)) => Live::start(conn).await.map_err(Fail::new),
+                        Err(f) => Err(f),
+                    };
+                    match opened {
+                        Ok(live) => {
+                            let c = Rc::new(Shared {
+                                live,
+                                requests: Cell::new(0),
+                                in_flight: Cell::new(0),
+                                peak: Cell::new(0),
+                                draining: Cell::new(false),
+                                ended: Cell::new(false),
+                            });
+                            pool.slots.borrow_mut()[o][seat] = Slot::Open(c.clone());
+                            pool.notify.notify_waiters();
+                            break (c, false);
+                        }
+                        Err(f) => {
+                            pool.slots.borrow_mut()[o][seat] = Slot::Empty;
+                            pool.notify.notify_waiters();
+                            return (false, Err(f));
+                        }
+                    }
+                }
+            }
+        };
+        if waited {
+            phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(t_blocked, Instant::now()));
+        }
+        let n = conn.in_flight.get() + 1;
+        conn.in_flight.set(n);
+        conn.peak.set(conn.peak.get().max(n));
+        conn.requests.set(conn.requests.get() + 1);
+        if sc
+            .requests_per_connection
+            .is_some_and(|max| conn.requests.get() >= max)
+        {
+            conn.draining.set(true);
+        }
+        let stage = Cell::new(Stage::Send);
+        let got_body = Cell::new(0);
+        let mut send = conn.live.send.clone();
+        let out = within(
+            self.sleep.as_mut(),
+            self.deadline,
+            exchange(&mut send, target, phases, &stage, &got_body),
+        )
+        .await;
+        conn.in_flight.set(conn.in_flight.get() - 1);
+        let res = match out {
+            Some(Ok(g)) => Ok(g),
+            Some(Err(b)) => {
+                if matches!(b.error, h3::error::StreamError::RemoteClosing { .. }) {
+                    conn.draining.set(true);
+                }
+                Err(self.broke(Some(b), stage.get(), &conn.live.conn, got_body.get()))
+            }
+            None => Err(self.broke(None, stage.get(), &conn.live.conn, got_body.get())),
+        };
+        if res.is_err() {
+            conn.requests.set(conn.requests.get() - 1);
+        }
+        if conn.in_flight.get() == 0 && !conn.usable() {
+            let reason = match conn.live.conn.close_reason() {
+                Some(e) => close_reason(&e),
+                None if res.is_err() => CloseReason::Error,
+                None => CloseReason::ClientPolicy,
+            };
+            conn.end(reason, &mut self.rec.borrow_mut());
+            let mut slots = pool.slots.borrow_mut();
+            if matches!(&slots[o][seat], Slot::Open(c) if Rc::ptr_eq(c, &conn)) {
+                slots[o][seat] = Slot::Empty;
+            }
+        }
+        (reused, res)
+    }
+}
+
+/// A failed per-request connection's close reason.
+fn reason_of(f: &Fail) -> CloseReason {
+    if f.at_deadline {
+        CloseReason::EndOfRun
+    } else {
+        CloseReason::Error
+    }
+}
+
+impl Driver for H3 {
+    async fn request(
+        &mut self,
+        sc: &Scenario,
+        target: &Target,
+        t0: Instant,
+        blocked: Option<Duration>,
+    ) -> Option<RequestRecord> {
+        self.deadline = attempt_deadline(sc, t0, blocked, self.run_deadline);
+        let mut refused_retry = false;
+        loop {
+            let mut phases = Phases {
+                blocked: blocked.map(|b| b.as_nanos() as u64),
+                ..Phases::default()
+            };
+            let (reused, res) = if self.pool.is_some() {
+                self.shared(sc, target, &mut phases).await
+            } else {
+                (false, self.fresh(sc, target, &mut phases).await)
+            };
+            let late = blocked.is_some_and(|b| b >= LATE_AFTER);
+            match res {
+                Ok(g) => {
+                    phases.total = Some(ns(t0, g.end));
+                    return Some(RequestRecord {
+                        reused,
+                        phases,
+                        outcome: Outcome::Ok { status: g.status },
+                        bytes_received: g.bytes,
+                        body_bytes: g.body_bytes,
+                        stale_retry: false,
+                        refused_retry,
+                        late,
+                    });
+                }
+                Err(f) if f.at_deadline => return None,
+                Err(f) => {
+                    if f.retry && !refused_retry && target.template.is_idempotent() {
+                        refused_retry = true;
+                        continue;
+                    }
+                    return Some(RequestRecord {
+                        reused,
+                        phases,
+                        outcome: Outcome::Error(f.failure),
+                        bytes_received: 0,
+                        body_bytes: 0,
+                        stale_retry: false,
+                        refused_retry,
+                        late,
+                    });
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        let Some(pool) = &self.pool else {
+            return;
+        };
+        let left = pool.workers_left.get().saturating_sub(1);
+        pool.workers_left.set(left);
+        if left > 0 {
+            return;
+        }
+        let mut rec = pool.rec.borrow_mut();
+        for slots in pool.slots.borrow_mut().iter_mut() {
+            for slot in slots.iter_mut() {
+                if let Slot::Open(c) = std::mem::replace(slot, Slot::Empty) {
+                    let reason = match c.live.conn.close_reason() {
+                        Some(e) => close_reason(&e),
+                        None => CloseReason::EndOfRun,
+                    };
+                    c.end(reason, &mut rec);
+                }
+            }
+        }
+    }
+}

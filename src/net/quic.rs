@@ -1,0 +1,237 @@
+//! QUIC's TLS, watched: quinn keeps each connection's rustls session to itself, so
+//! whether a handshake was full or resumed is read off the handshake messages the
+//! server sends. A full TLS 1.3 handshake carries the server's Certificate (or
+//! CompressedCertificate); a resumed one (a PSK) never does. Only the messages' 4-byte
+//! headers are read; rustls parses and checks everything.
+//!
+//! The verifier cannot say it instead: rustls resumes a session only under the very
+//! verifier that made it, so every connection must share one.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use quinn::crypto::rustls::QuicClientConfig;
+use quinn::crypto::{self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, Session};
+use quinn::{ConnectError, ConnectionId, Side};
+use quinn_proto::transport_parameters::TransportParameters;
+use quinn_proto::TransportError;
+
+/// TLS handshake message types (RFC 8446 4, RFC 8879).
+const NEW_SESSION_TICKET: u8 = 4;
+const CERTIFICATE: u8 = 11;
+const COMPRESSED_CERTIFICATE: u8 = 25;
+
+/// The QUIC client crypto of a scenario: one rustls configuration (one session store,
+/// one verifier), watched per connection.
+pub struct QuicTls {
+    inner: Arc<QuicClientConfig>,
+}
+
+impl std::fmt::Debug for QuicTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuicTls").finish_non_exhaustive()
+    }
+}
+
+impl QuicTls {
+    pub fn new(config: Arc<rustls::ClientConfig>) -> anyhow::Result<QuicTls> {
+        let inner = QuicClientConfig::try_from(config)
+            .map_err(|e| anyhow::anyhow!("QUIC needs TLS 1.3 with an AES-128-GCM suite: {e}"))?;
+        Ok(QuicTls {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The crypto for one new connection, and what it will see.
+    pub fn for_connection(&self) -> (Arc<dyn crypto::ClientConfig>, Arc<Seen>) {
+        let seen = Arc::new(Seen::default());
+        let cfg = Watching {
+            inner: self.inner.clone(),
+            seen: seen.clone(),
+        };
+        (Arc::new(cfg), seen)
+    }
+}
+
+/// What one connection's server sent in its handshake messages.
+#[derive(Default)]
+pub struct Seen {
+    /// Its certificate: the handshake is a full one.
+    pub full: AtomicBool,
+    /// A session ticket (for the next connection to resume).
+    pub ticket: AtomicBool,
+    /// Woken when a ticket comes.
+    pub ticket_came: tokio::sync::Notify,
+}
+
+impl Seen {
+    pub fn full(&self) -> bool {
+        self.full.load(Ordering::Relaxed)
+    }
+
+    pub fn ticket(&self) -> bool {
+        self.ticket.load(Ordering::Relaxed)
+    }
+}
+
+struct Watching {
+    inner: Arc<QuicClientConfig>,
+    seen: Arc<Seen>,
+}
+
+impl crypto::ClientConfig for Watching {
+    fn start_session(
+        self: Arc<Self>,
+        version: u32,
+        server_name: &str,
+        params: &TransportParameters,
+    ) -> Result<Box<dyn Session>, ConnectError> {
+        let inner = self
+            .inner
+            .clone()
+            .start_session(version, server_name, params)?;
+        Ok(Box::new(Watched {
+            inner,
+            seen: self.seen.clone(),
+            scan: Scan::default(),
+        }))
+    }
+}
+
+/// Where the scan of the server's handshake stream is: inside a message's body (bytes
+/// left to skip) or gathering the next header.
+#[derive(Default)]
+struct Scan {
+    skip: usize,
+    header: Vec<u8>,
+}
+
+impl Scan {
+    /// Feed the next bytes of the server's handshake messages (in order, across
+    /// encryption levels: messages never straddle a level change); the types of the
+    /// messages that begin in them.
+    fn feed(&mut self, mut buf: &[u8]) -> Vec<u8> {
+        let mut types = Vec::new();
+        while !buf.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(buf.len());
+                self.skip -= n;
+                buf = &buf[n..];
+                continue;
+            }
+            let n = (4 - self.header.len()).min(buf.len());
+            self.header.extend_from_slice(&buf[..n]);
+            buf = &buf[n..];
+            if self.header.len() == 4 {
+                let h = &self.header;
+                types.push(h[0]);
+                self.skip =
+                    (usize::from(h[1]) << 16) | (usize::from(h[2]) << 8) | usize::from(h[3]);
+                self.header.clear();
+            }
+        }
+        types
+    }
+}
+
+struct Watched {
+    inner: Box<dyn Session>,
+    seen: Arc<Seen>,
+    scan: Scan,
+}
+
+impl Session for Watched {
+    fn initial_keys(&self, dst_cid: &ConnectionId, side: Side) -> Keys {
+        self.inner.initial_keys(dst_cid, side)
+    }
+
+    fn handshake_data(&self) -> Option<Box<dyn Any>> {
+        self.inner.handshake_data()
+    }
+
+    fn peer_identity(&self) -> Option<Box<dyn Any>> {
+        self.inner.peer_identity()
+    }
+
+    fn early_crypto(&self) -> Option<(Box<dyn crypto::HeaderKey>, Box<dyn PacketKey>)> {
+        self.inner.early_crypto()
+    }
+
+    fn early_data_accepted(&self) -> Option<bool> {
+        self.inner.early_data_accepted()
+    }
+
+    fn is_handshaking(&self) -> bool {
+        self.inner.is_handshaking()
+    }
+
+    fn read_handshake(&mut self, buf: &[u8]) -> Result<bool, TransportError> {
+        for t in self.scan.feed(buf) {
+            match t {
+                CERTIFICATE | COMPRESSED_CERTIFICATE => {
+                    self.seen.full.store(true, Ordering::Relaxed)
+                }
+                NEW_SESSION_TICKET => {
+                    self.seen.ticket.store(true, Ordering::Relaxed);
+                    self.seen.ticket_came.notify_one();
+                }
+                _ => {}
+            }
+        }
+        self.inner.read_handshake(buf)
+    }
+
+    fn transport_parameters(&self) -> Result<Option<TransportParameters>, TransportError> {
+        self.inner.transport_parameters()
+    }
+
+    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
+        self.inner.write_handshake(buf)
+    }
+
+    fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
+        self.inner.next_1rtt_keys()
+    }
+
+    fn is_valid_retry(&self, orig_dst_cid: &ConnectionId, header: &[u8], payload: &[u8]) -> bool {
+        self.inner.is_valid_retry(orig_dst_cid, header, payload)
+    }
+
+    fn export_keying_material(
+        &self,
+        output: &mut [u8],
+        label: &[u8],
+        context: &[u8],
+    ) -> Result<(), ExportKeyingMaterialError> {
+        self.inner.export_keying_material(output, label, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scan;
+
+    #[test]
+    fn finds_a_certificate_message_across_splits() {
+        // ServerHello (2), EncryptedExtensions (8), Certificate (11), Finished (20).
+        let mut stream = Vec::new();
+        for (t, len) in [(2u8, 5usize), (8, 3), (11, 300), (20, 32)] {
+            stream.extend_from_slice(&[t, 0, (len >> 8) as u8, len as u8]);
+            stream.extend(std::iter::repeat_n(0xAB, len));
+        }
+        for split in 1..stream.len() {
+            let mut s = Scan::default();
+            let mut types = s.feed(&stream[..split]);
+            types.extend(s.feed(&stream[split..]));
+            assert_eq!(types, [2, 8, 11, 20], "split at {split}");
+        }
+        // A resumed handshake: no certificate, whatever bytes the bodies hold.
+        let mut resumed = Vec::new();
+        for (t, len) in [(2u8, 11usize), (8, 4), (20, 32), (4, 9)] {
+            resumed.extend_from_slice(&[t, 0, 0, len as u8]);
+            resumed.extend(std::iter::repeat_n(11u8, len));
+        }
+        assert_eq!(Scan::default().feed(&resumed), [2, 8, 20, 4]);
+    }
+}

@@ -1,0 +1,334 @@
+//! HTTP/3 over QUIC (strategies h3, h3-close, h3-resumed, h3-0rtt) against a server
+//! that is not handshake's own: `tests/h3_server.py`, on Python's aioquic (PyPI), which
+//! counts the QUIC connections it created, the handshakes that resumed a session, and
+//! the requests that arrived in 0-RTT (before the handshake completed). The report's
+//! connections, resumed handshakes and accepted early-data requests must equal them.
+//! Bad input: a server that drops all UDP, one that answers with a version negotiation,
+//! one that closes with an application error, one that rejects 0-RTT.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+use common::*;
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The aioquic server, stopped by its PID and its directory removed on drop.
+struct AioQuic {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl AioQuic {
+    fn start(args: &[&str]) -> AioQuic {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("handshake-h3-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_certs(&dir, &["127.0.0.1", "localhost"]);
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h3_server.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg("--cert")
+            .arg(dir.join("cert.pem"))
+            .arg("--key")
+            .arg(dir.join("key.pem"))
+            .arg("--stats")
+            .arg(dir.join("stats.json"))
+            .args(["--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs (scripts/test installs aioquic)");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                panic!("tests/h3_server.py did not say its port (is aioquic installed?): {line:?}")
+            });
+        AioQuic { child, port, dir }
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.port)
+    }
+
+    fn ca(&self) -> String {
+        self.dir.join("ca.pem").to_str().unwrap().to_string()
+    }
+
+    /// The server's own counts.
+    fn stats(&self) -> Value {
+        let text = std::fs::read_to_string(self.dir.join("stats.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// `bench` against it; the report must match the JSON schema.
+    fn bench(&self, strategy: &str, extra: &[&str]) -> Value {
+        let (url, ca) = (self.url(), self.ca());
+        let mut args = vec![url.as_str(), "--cacert", &ca, "--strategy", strategy];
+        args.extend_from_slice(extra);
+        let r = bench_json(&args);
+        let schema: Value = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/docs/report.schema.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let v = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{strategy}: schema: {errors:?}");
+        r
+    }
+}
+
+impl Drop for AioQuic {
+    fn drop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn n(v: &Value) -> u64 {
+    u(v)
+}
+
+#[test]
+fn per_request_connections_equal_the_servers_counts() {
+    let _s = serial();
+    // h3-close: a full handshake per request.
+    let srv = AioQuic::start(&[]);
+    let r = srv.bench("h3-close", &["-n", "20", "-c", "2"]);
+    let s = scenario(&r);
+    check_accounting(s);
+    let st = srv.stats();
+    let c = &s["connections"];
+    assert_eq!(s["protocol"], "h3");
+    assert_eq!(n(&s["requests"]["ok"]), 20, "{s}");
+    assert_eq!(n(&c["opened"]), n(&st["connections"]), "{st}");
+    assert_eq!(n(&c["opened"]), 20);
+    assert_eq!(n(&c["tls_handshakes"]["full"]), 20);
+    assert_eq!(n(&c["tls_handshakes"]["resumed"]), n(&st["resumed"]));
+    assert_eq!(n(&st["resumed"]), 0);
+    assert_eq!(n(&st["requests"]), 20);
+    assert_eq!(n(&c["reused_requests"]), 0);
+    assert_eq!(close_reason(s, "client_policy"), 20);
+    let q = &c["quic"];
+    assert_eq!(n(&q["handshake_ms"]["count"]), 20, "{q}");
+    assert!(q["handshake_ms"]["mean"].as_f64().unwrap() > 0.0);
+    assert_eq!(n(&q["connections_ended"]), 20);
+    assert!(n(&q["packets_sent"]) >= 20 * 3, "{q}");
+    let hs = &s["phases_ms"]["new"]["quic_handshake"];
+    assert_eq!(n(&hs["count"]), 20);
+    drop(srv);
+
+    // h3-resumed: all but the first connections of each worker resume; the server's
+    // count of resumed handshakes is the report's.
+    let srv = AioQuic::start(&[]);
+    let r = srv.bench("h3-resumed", &["-n", "30", "-c", "2"]);
+    let s = scenario(&r);
+    check_accounting(s);
+    let st = srv.stats();
+    let hs = &s["connections"]["tls_handshakes"];
+    assert_eq!(n(&s["requests"]["ok"]), 30);
+    assert_eq!(n(&s["connections"]["opened"]), n(&st["connections"]));
+    assert_eq!(n(&hs["resumed"]), n(&st["resumed"]), "{hs} vs {st}");
+    assert_eq!(n(&hs["full"]) + n(&hs["resumed"]), 30);
+    assert!(n(&hs["resumed"]) >= 24, "most connections resume: {hs}");
+    assert_eq!(n(&s["connections"]["early_data"]["attempted"]), 0);
+    assert_eq!(n(&st["early_requests"]), 0);
+    drop(srv);
+
+    // h3-0rtt: the requests the server saw before the handshake completed are the
+    // report's accepted early data.
+    let srv = AioQuic::start(&[]);
+    let r = srv.bench("h3-0rtt", &["-n", "30", "-c", "2"]);
+    let s = scenario(&r);
+    check_accounting(s);
+    let st = srv.stats();
+    let c = &s["connections"];
+    let ed = &c["early_data"];
+    assert_eq!(n(&s["requests"]["ok"]), 30);
+    assert_eq!(n(&c["opened"]), n(&st["connections"]));
+    assert_eq!(n(&ed["accepted"]), n(&st["early_requests"]), "{ed} vs {st}");
+    assert_eq!(n(&ed["rejected"]), 0);
+    assert_eq!(n(&ed["attempted"]), n(&ed["accepted"]));
+    assert!(n(&ed["accepted"]) >= 20, "most requests go in 0-RTT: {ed}");
+    assert_eq!(n(&c["tls_handshakes"]["resumed"]), n(&st["resumed"]));
+    let lead = &c["quic"]["early_request_lead_ms"];
+    assert_eq!(n(&lead["count"]), n(&ed["accepted"]), "{lead}");
+}
+
+#[test]
+fn shared_connections_carry_every_request() {
+    let _s = serial();
+    let srv = AioQuic::start(&[]);
+    let r = srv.bench("h3", &["-n", "60", "-c", "4", "--connections", "2"]);
+    let s = scenario(&r);
+    check_accounting(s);
+    let st = srv.stats();
+    let c = &s["connections"];
+    assert_eq!(n(&s["requests"]["ok"]), 60);
+    assert_eq!(n(&st["requests"]), 60);
+    assert_eq!(n(&c["opened"]), 2);
+    assert_eq!(n(&st["connections"]), 2, "{st}");
+    assert_eq!(n(&c["reused_requests"]), 58);
+    assert_eq!(n(&c["quic"]["connections_per_origin"]), 2);
+    assert!(n(&c["quic"]["peak_concurrent_streams"]["max"]) >= 2, "{c}");
+    assert_eq!(close_reason(s, "end_of_run"), 2);
+
+    // --requests-per-connection ends each connection after 10 streams.
+    let before = n(&srv.stats()["connections"]);
+    let r = srv.bench(
+        "h3",
+        &["-n", "40", "-c", "1", "--requests-per-connection", "10"],
+    );
+    let s = scenario(&r);
+    check_accounting(s);
+    assert_eq!(n(&s["connections"]["opened"]), 4);
+    assert_eq!(n(&srv.stats()["connections"]) - before, 4);
+    assert_eq!(close_reason(s, "client_policy"), 4);
+}
+
+#[test]
+fn rejected_early_data_is_counted_and_the_request_still_answered() {
+    let _s = serial();
+    let srv = AioQuic::start(&["--early-data", "off"]);
+    let r = srv.bench("h3-0rtt", &["-n", "12", "-c", "1"]);
+    let s = scenario(&r);
+    check_accounting(s);
+    let st = srv.stats();
+    let ed = &s["connections"]["early_data"];
+    assert_eq!(n(&s["requests"]["ok"]), 12, "{s}");
+    assert_eq!(
+        n(&st["requests"]),
+        12,
+        "every request reached the server once: {st}"
+    );
+    assert_eq!(n(&st["early_requests"]), 0);
+    assert_eq!(n(&ed["accepted"]), 0);
+    assert!(n(&ed["rejected"]) >= 6, "{ed}");
+    assert_eq!(n(&ed["attempted"]), n(&ed["rejected"]));
+    assert_eq!(
+        n(&s["connections"]["tls_handshakes"]["resumed"]),
+        n(&st["resumed"])
+    );
+}
+
+/// A server that answers badly: every attempt is counted under an error with its
+/// detail, nothing hangs, and the accounting holds.
+#[test]
+fn bad_quic_servers_are_counted_not_hung() {
+    let _s = serial();
+    let cases = [
+        ("drop", "quic_timeout", None),
+        ("version-negotiation", "quic", Some("quic_version_mismatch")),
+        ("app-error", "quic", Some("quic_application_close")),
+    ];
+    for (mode, kind, detail) in cases {
+        let srv = AioQuic::start(&["--mode", mode]);
+        let t = std::time::Instant::now();
+        let (url, ca) = (srv.url(), srv.ca());
+        let out = run(&[
+            "bench",
+            &url,
+            "--cacert",
+            &ca,
+            "--strategy",
+            "h3-close",
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--timeout",
+            "1s",
+            "--json",
+            "--no-progress",
+        ]);
+        assert!(t.elapsed().as_secs() < 20, "{mode}: bounded");
+        let r: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{mode}: {}", String::from_utf8_lossy(&out.stderr)));
+        let s = scenario(&r);
+        check_accounting(s);
+        assert_eq!(n(&s["requests"]["attempted"]), 3, "{mode}: {s}");
+        assert_eq!(
+            n(&s["requests"]["errors"][kind]),
+            3,
+            "{mode}: {}",
+            s["requests"]
+        );
+        if let Some(d) = detail {
+            assert_eq!(
+                n(&s["requests"]["error_details"][d]),
+                3,
+                "{mode}: {}",
+                s["requests"]
+            );
+        }
+    }
+}
+
+#[test]
+fn usage_errors() {
+    for (args, says) in [
+        (vec!["bench", "http://127.0.0.1:1/", "-s", "h3"], "https://"),
+        (
+            vec![
+                "bench",
+                "https://127.0.0.1:1/",
+                "-s",
+                "h3-close",
+                "--tls-version",
+                "1.2",
+            ],
+            "TLS 1.3",
+        ),
+        (
+            vec![
+                "bench",
+                "https://127.0.0.1:1/",
+                "-s",
+                "h3-0rtt",
+                "-m",
+                "POST",
+            ],
+            "idempotent",
+        ),
+        (
+            vec![
+                "bench",
+                "https://127.0.0.1:1/",
+                "-s",
+                "h3-close",
+                "--connections",
+                "2",
+            ],
+            "--connections",
+        ),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
