@@ -492,7 +492,11 @@ pub struct ServeArgs {
     #[arg(long, default_value = "on")]
     pub h2: String,
 
-    /// HTTP/2: streams a client may have open at once on one connection
+    /// Answer HTTP/3 (QUIC) on UDP at the HTTPS listener's port: on or off
+    #[arg(long, default_value = "on")]
+    pub h3: String,
+
+    /// HTTP/2 and HTTP/3: streams a client may have open at once on one connection
     #[arg(long, default_value_t = 128, value_name = "N")]
     pub max_concurrent_streams: u32,
 

@@ -332,3 +332,55 @@ fn usage_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// The embedded server answers HTTP/3 at its HTTPS port; its own counts of QUIC
+/// connections, resumed handshakes and requests equal the report's.
+#[test]
+fn embedded_server_counts_equal_the_report() {
+    let _s = serial();
+    for (strategy, n_req) in [
+        ("h3-close", 20),
+        ("h3-resumed", 30),
+        ("h3-0rtt", 30),
+        ("h3", 40),
+    ] {
+        let r = bench_json(&["--strategy", strategy, "-n", &n_req.to_string(), "-c", "2"]);
+        let s = scenario(&r);
+        check_accounting(s);
+        let srv = &r["server"];
+        let c = &s["connections"];
+        assert_eq!(n(&s["requests"]["ok"]), n_req, "{strategy}: {s}");
+        assert_eq!(n(&srv["h3_requests"]), n_req, "{strategy}: {srv}");
+        assert_eq!(
+            n(&c["opened"]),
+            n(&srv["h3_connections"]),
+            "{strategy}: {srv}"
+        );
+        assert_eq!(
+            n(&c["opened"]),
+            n(&srv["connections_accepted"]),
+            "{strategy}"
+        );
+        let hs = &c["tls_handshakes"];
+        assert_eq!(
+            n(&hs["full"]),
+            n(&srv["tls_handshakes_full"]),
+            "{strategy}: {srv}"
+        );
+        assert_eq!(
+            n(&hs["resumed"]),
+            n(&srv["tls_handshakes_resumed"]),
+            "{strategy}: {srv}"
+        );
+        match strategy {
+            "h3-close" => assert_eq!(n(&hs["resumed"]), 0),
+            "h3" => assert_eq!(n(&c["opened"]), 1),
+            _ => assert!(n(&hs["resumed"]) >= n_req - 6, "{strategy}: {hs}"),
+        }
+        if strategy == "h3-0rtt" {
+            let ed = &c["early_data"];
+            assert_eq!(n(&ed["attempted"]), n(&hs["resumed"]), "{ed}");
+            assert_eq!(n(&ed["accepted"]), n(&ed["attempted"]), "{ed}");
+        }
+    }
+}

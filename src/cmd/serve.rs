@@ -31,6 +31,7 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
         h2: on_off("--h2", &a.h2)?,
         max_concurrent_streams: a.max_concurrent_streams,
         early_data: on_off("--early-data", &a.early_data)?,
+        h3: on_off("--h3", &a.h3)?,
     };
     if cfg.max_requests_per_connection == Some(0) {
         return Err(UsageError(
@@ -56,6 +57,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|d| parse_duration("--duration", d))
         .transpose()?;
+    let cfg_h3 = cfg.h3;
     let srv = server::start(cfg)?;
     if let Some(path) = &a.cacert_out {
         std::fs::write(path, &srv.ca_pem)
@@ -68,6 +70,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         if let Some(u) = srv.https_url() {
             let _ = writeln!(out, "listening {u}");
+            if cfg_h3 {
+                let _ = writeln!(out, "listening {u} (HTTP/3, UDP)");
+            }
         }
         let _ = out.flush();
     }
@@ -89,11 +94,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     });
     let s = srv.snapshot();
     eprintln!(
-        "handshake serve: {} connections accepted ({} HTTP/2), {} requests ({} HTTP/2 streams), TLS handshakes full {} resumed {}",
+        "handshake serve: {} connections accepted ({} HTTP/2, {} HTTP/3), {} requests ({} HTTP/2 streams, {} HTTP/3), TLS handshakes full {} resumed {}",
         s.connections_accepted,
         s.h2_connections,
+        s.h3_connections,
         s.requests,
         s.h2_streams,
+        s.h3_requests,
         s.tls_handshakes_full,
         s.tls_handshakes_resumed
     );

@@ -95,7 +95,55 @@ impl crypto::ClientConfig for Watching {
             inner,
             seen: self.seen.clone(),
             scan: Scan::default(),
+            server: false,
         }))
+    }
+}
+
+/// The server side: the embedded server's QUIC crypto, each session watched for the
+/// certificate it sends (a full handshake; none: a resumed one). A connection's
+/// `handshake_data()` is then a [`ServerSeen`].
+pub struct WatchingServer {
+    inner: Arc<quinn::crypto::rustls::QuicServerConfig>,
+}
+
+impl WatchingServer {
+    pub fn new(config: Arc<rustls::ServerConfig>) -> anyhow::Result<WatchingServer> {
+        let inner = quinn::crypto::rustls::QuicServerConfig::try_from(config)
+            .map_err(|e| anyhow::anyhow!("QUIC needs TLS 1.3 with an AES-128-GCM suite: {e}"))?;
+        Ok(WatchingServer {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+/// What a server connection's `handshake_data()` holds.
+pub struct ServerSeen(pub Arc<Seen>);
+
+impl crypto::ServerConfig for WatchingServer {
+    fn initial_keys(
+        &self,
+        version: u32,
+        dst_cid: &ConnectionId,
+    ) -> Result<Keys, quinn::crypto::UnsupportedVersion> {
+        self.inner.initial_keys(version, dst_cid)
+    }
+
+    fn retry_tag(&self, version: u32, orig_dst_cid: &ConnectionId, packet: &[u8]) -> [u8; 16] {
+        self.inner.retry_tag(version, orig_dst_cid, packet)
+    }
+
+    fn start_session(
+        self: Arc<Self>,
+        version: u32,
+        params: &TransportParameters,
+    ) -> Box<dyn Session> {
+        Box::new(Watched {
+            inner: self.inner.clone().start_session(version, params),
+            seen: Arc::new(Seen::default()),
+            scan: Scan::default(),
+            server: true,
+        })
     }
 }
 
@@ -135,10 +183,30 @@ impl Scan {
     }
 }
 
+/// A session whose handshake messages are watched: the server's, as read by a client
+/// or as written by a server.
 struct Watched {
     inner: Box<dyn Session>,
     seen: Arc<Seen>,
     scan: Scan,
+    server: bool,
+}
+
+impl Watched {
+    fn saw(&mut self, bytes: &[u8]) {
+        for t in self.scan.feed(bytes) {
+            match t {
+                CERTIFICATE | COMPRESSED_CERTIFICATE => {
+                    self.seen.full.store(true, Ordering::Relaxed)
+                }
+                NEW_SESSION_TICKET => {
+                    self.seen.ticket.store(true, Ordering::Relaxed);
+                    self.seen.ticket_came.notify_one();
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Session for Watched {
@@ -147,6 +215,10 @@ impl Session for Watched {
     }
 
     fn handshake_data(&self) -> Option<Box<dyn Any>> {
+        if self.server {
+            let _ = self.inner.handshake_data()?;
+            return Some(Box::new(ServerSeen(self.seen.clone())));
+        }
         self.inner.handshake_data()
     }
 
@@ -167,17 +239,8 @@ impl Session for Watched {
     }
 
     fn read_handshake(&mut self, buf: &[u8]) -> Result<bool, TransportError> {
-        for t in self.scan.feed(buf) {
-            match t {
-                CERTIFICATE | COMPRESSED_CERTIFICATE => {
-                    self.seen.full.store(true, Ordering::Relaxed)
-                }
-                NEW_SESSION_TICKET => {
-                    self.seen.ticket.store(true, Ordering::Relaxed);
-                    self.seen.ticket_came.notify_one();
-                }
-                _ => {}
-            }
+        if !self.server {
+            self.saw(buf);
         }
         self.inner.read_handshake(buf)
     }
@@ -187,7 +250,13 @@ impl Session for Watched {
     }
 
     fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
-        self.inner.write_handshake(buf)
+        let from = buf.len();
+        let keys = self.inner.write_handshake(buf);
+        if self.server {
+            let written = buf[from..].to_vec();
+            self.saw(&written);
+        }
+        keys
     }
 
     fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {

@@ -5,6 +5,7 @@
 pub(crate) mod conn;
 mod early;
 mod h2;
+mod h3;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -48,6 +49,8 @@ pub struct ServerConfig {
     pub max_concurrent_streams: u32,
     /// Accept TLS 1.3 early data (0-RTT) on resumed sessions, and answer it at once.
     pub early_data: bool,
+    /// Answer HTTP/3 on UDP at the HTTPS listener's port.
+    pub h3: bool,
 }
 
 impl Default for ServerConfig {
@@ -69,6 +72,7 @@ impl Default for ServerConfig {
             h2: true,
             max_concurrent_streams: 128,
             early_data: false,
+            h3: true,
         }
     }
 }
@@ -87,6 +91,11 @@ pub struct ServerStats {
     pub h2_streams: AtomicU64,
     /// Requests that came in TLS 1.3 early data (0-RTT).
     pub early_data_requests: AtomicU64,
+    /// HTTP/3: QUIC connections whose handshake completed (also counted in
+    /// `connections_accepted`, their handshakes in `tls_handshakes_*`), and their
+    /// requests (also in `requests`).
+    pub h3_connections: AtomicU64,
+    pub h3_requests: AtomicU64,
     /// CPU clocks of the server's threads (they live as long as the server).
     threads: std::sync::Mutex<Vec<crate::cpu::ThreadClock>>,
 }
@@ -119,6 +128,8 @@ pub struct StatsSnapshot {
     pub h2_connections: u64,
     pub h2_streams: u64,
     pub early_data_requests: u64,
+    pub h3_connections: u64,
+    pub h3_requests: u64,
 }
 
 impl ServerStats {
@@ -133,6 +144,8 @@ impl ServerStats {
             h2_connections: self.h2_connections.load(Ordering::Relaxed),
             h2_streams: self.h2_streams.load(Ordering::Relaxed),
             early_data_requests: self.early_data_requests.load(Ordering::Relaxed),
+            h3_connections: self.h3_connections.load(Ordering::Relaxed),
+            h3_requests: self.h3_requests.load(Ordering::Relaxed),
         }
     }
 }
@@ -223,6 +236,7 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 async fn bind_all(
     shared: Arc<Shared>,
     tls_config: Arc<rustls::ServerConfig>,
+    quic_config: Arc<rustls::ServerConfig>,
 ) -> anyhow::Result<Bound> {
     let cfg = &shared.cfg;
     let mut http_addr = None;
@@ -234,8 +248,12 @@ async fn bind_all(
     }
     if let Some(addr) = cfg.tls_listen {
         let l = listen(addr).with_context(|| format!("binding {addr}"))?;
-        https_addr = Some(l.local_addr()?);
+        let bound = l.local_addr()?;
+        https_addr = Some(bound);
         tokio::spawn(accept_loop(l, shared.clone(), Some(tls_config)));
+        if cfg.h3 {
+            h3::bind(bound, quic_config, shared.clone())?;
+        }
     }
     Ok((http_addr, https_addr))
 }
@@ -254,12 +272,13 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         default_responses: conn::default_responses(&cfg),
     });
     let tls_config = certs.server_config.clone();
+    let quic_config = certs.quic_config.clone();
     let ((http_addr, https_addr), exec) = if cfg.threads <= 1 {
         let st = stats.clone();
         let (bound, thread) = crate::runtime_thread::RuntimeThread::spawn(
             "handshake-server",
             move || st.register_current_thread(),
-            move || bind_all(shared, tls_config),
+            move || bind_all(shared, tls_config, quic_config),
         )?;
         (bound, Exec::Single(thread))
     } else {
@@ -271,7 +290,7 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
             .enable_all()
             .build()
             .context("starting the server runtime")?;
-        let bound = rt.block_on(bind_all(shared, tls_config))?;
+        let bound = rt.block_on(bind_all(shared, tls_config, quic_config))?;
         (bound, Exec::Multi(Some(rt)))
     };
     Ok(RunningServer {

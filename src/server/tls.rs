@@ -11,6 +11,9 @@ pub struct Certs {
     pub ca_pem: String,
     pub ca_der: CertificateDer<'static>,
     pub server_config: Arc<ServerConfig>,
+    /// For QUIC (HTTP/3): ALPN h3, its own session cache; early data (then without
+    /// limit, as QUIC requires) when asked.
+    pub quic_config: Arc<ServerConfig>,
 }
 
 /// A fresh CA and server certificate; `h2`: offer HTTP/2 by ALPN; `early_data`: issue
@@ -58,9 +61,15 @@ pub fn generate(h2: bool, early_data: bool) -> anyhow::Result<Certs> {
     } else {
         config.ticketer = rustls::crypto::ring::Ticketer::new()?;
     }
+    let mut quic = config.clone();
+    quic.alpn_protocols = vec![b"h3".to_vec()];
+    quic.session_storage = rustls::server::ServerSessionMemoryCache::new(4096);
+    quic.max_early_data_size = if early_data { u32::MAX } else { 0 };
+    quic.send_half_rtt_data = false;
     Ok(Certs {
         ca_pem: ca_cert.pem(),
         ca_der: ca_cert.der().clone(),
         server_config: Arc::new(config),
+        quic_config: Arc::new(quic),
     })
 }

@@ -1,0 +1,166 @@
+//! The embedded server's HTTP/3 (quinn + h3) on UDP at the HTTPS listener's port: the
+//! same routes as HTTP/1 and HTTP/2; session tickets (stateful, each used once), 0-RTT
+//! requests taken with `--early-data on` and answered at once (0.5-RTT). Counts its QUIC
+//! connections once their handshake completes, full or resumed (read off the handshake
+//! messages it sends: a resumed handshake carries no certificate), and their requests.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::Context;
+use bytes::Bytes;
+
+use super::conn::{answer as answer_for, route_of, Answer, FILL};
+use super::Shared;
+use crate::net::quic::{ServerSeen, WatchingServer};
+
+type Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// Bind UDP `addr` and answer HTTP/3 there, on the current runtime.
+pub(crate) fn bind(
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    shared: Arc<Shared>,
+) -> anyhow::Result<SocketAddr> {
+    let crypto = WatchingServer::new(tls)?;
+    let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(shared.cfg.max_concurrent_streams));
+    if let Ok(idle) = quinn::IdleTimeout::try_from(shared.cfg.idle_timeout) {
+        t.max_idle_timeout(Some(idle));
+    }
+    cfg.transport_config(Arc::new(t));
+    let ep = quinn::Endpoint::server(cfg, addr)
+        .with_context(|| format!("binding UDP {addr} for HTTP/3"))?;
+    let bound = ep.local_addr()?;
+    tokio::spawn(accept_loop(ep, shared));
+    Ok(bound)
+}
+
+async fn accept_loop(ep: quinn::Endpoint, shared: Arc<Shared>) {
+    while let Some(incoming) = ep.accept().await {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            serve(incoming, &shared).await;
+        });
+    }
+}
+
+/// One QUIC connection: its handshake (answering 0-RTT requests meanwhile), then its
+/// requests until the client leaves or the idle timeout.
+async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
+    let Ok(connecting) = incoming.accept() else {
+        return;
+    };
+    // A server's into_0rtt always succeeds: requests in 0-RTT are answered before the
+    // handshake completes.
+    let Ok((conn, established)) = connecting.into_0rtt() else {
+        return;
+    };
+    let st = &shared.stats;
+    let counted = {
+        let conn = conn.clone();
+        let shared = shared.clone();
+        async move {
+            let done = tokio::time::timeout(shared.cfg.header_timeout, established).await;
+            if done.is_err() || conn.close_reason().is_some() {
+                return false;
+            }
+            let st = &shared.stats;
+            let full = conn
+                .handshake_data()
+                .and_then(|d| d.downcast::<ServerSeen>().ok())
+                .map_or(true, |s| s.0.full());
+            st.connections_accepted.fetch_add(1, Ordering::Relaxed);
+            st.h3_connections.fetch_add(1, Ordering::Relaxed);
+            if full {
+                st.tls_handshakes_full.fetch_add(1, Ordering::Relaxed);
+            } else {
+                st.tls_handshakes_resumed.fetch_add(1, Ordering::Relaxed);
+            }
+            true
+        }
+    };
+    let counted = tokio::spawn(counted);
+    st.open_connections.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut h3c) = h3::server::builder()
+        .build::<_, Bytes>(h3_quinn::Connection::new(conn.clone()))
+        .await
+    {
+        while let Ok(Some(resolver)) = h3c.accept().await {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                if let Ok((req, stream)) = resolver.resolve_request().await {
+                    shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+                    shared.stats.h3_requests.fetch_add(1, Ordering::Relaxed);
+                    let _ = answer(req, stream, &shared).await;
+                }
+            });
+        }
+    }
+    let _ = counted.await;
+    st.open_connections.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Read (and drop) the request body, then answer by route.
+async fn answer(
+    req: http::Request<()>,
+    mut stream: Stream,
+    shared: &Shared,
+) -> Result<(), h3::error::StreamError> {
+    use bytes::Buf;
+    let cfg = &shared.cfg;
+    let mut got: u64 = 0;
+    while let Some(chunk) = stream.recv_data().await? {
+        got += chunk.remaining() as u64;
+        if got > cfg.max_body_bytes {
+            return send_empty(&mut stream, 413).await;
+        }
+    }
+    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let Answer {
+        status,
+        body_len,
+        stats_body,
+    } = answer_for(route_of(target), shared).await;
+    let no_body = req.method() == http::Method::HEAD || status == 204 || status == 304;
+    let mut head = http::Response::builder().status(status).header(
+        "content-type",
+        if stats_body.is_some() {
+            "application/json"
+        } else {
+            "text/plain"
+        },
+    );
+    if status != 204 && status != 304 {
+        head = head.header("content-length", body_len);
+    }
+    let Ok(head) = head.body(()) else {
+        return send_empty(&mut stream, 500).await;
+    };
+    stream.send_response(head).await?;
+    if !no_body {
+        if let Some(b) = stats_body {
+            stream.send_data(Bytes::from(b)).await?;
+        } else {
+            let mut left = body_len;
+            while left > 0 {
+                let n = left.min(FILL.len());
+                stream.send_data(Bytes::from_static(&FILL[..n])).await?;
+                left -= n;
+            }
+        }
+    }
+    stream.finish().await
+}
+
+async fn send_empty(stream: &mut Stream, status: u16) -> Result<(), h3::error::StreamError> {
+    let head = http::Response::builder()
+        .status(status)
+        .header("content-length", 0)
+        .body(())
+        .unwrap_or_default();
+    stream.send_response(head).await?;
+    stream.finish().await
+}
