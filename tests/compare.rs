@@ -103,8 +103,14 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
     let _serial = serial();
     let r = compare_json(&["-n", "20", "--rounds", "6"]);
     let rs = rows(&r);
-    assert_eq!(rs.len(), 10, "4 http and 6 https strategies (h2 over ALPN)");
+    assert_eq!(
+        rs.len(),
+        12,
+        "4 http and 8 https strategies (h2 over ALPN, h3-close and h3 over QUIC)"
+    );
     assert!(rs.iter().any(|r| r["name"] == "https h2"));
+    assert!(rs.iter().any(|r| r["name"] == "https h3-close"));
+    assert!(rs.iter().any(|r| r["name"] == "https h3"));
     let mut total = 0;
     for (row, s) in rs.iter().zip(r["scenarios"].as_array().unwrap()) {
         check_accounting(s);
@@ -121,7 +127,9 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
         let full = u(&s["connections"]["tls_handshakes"]["full"]);
         let resumed = u(&s["connections"]["tls_handshakes"]["resumed"]);
         match row["name"].as_str().unwrap() {
-            "https close" | "https http10" => assert_eq!((full, resumed), (120, 0)),
+            "https close" | "https http10" | "https h3-close" => {
+                assert_eq!((full, resumed), (120, 0))
+            }
             "https close-resumed" => {
                 assert!(resumed >= 114 && full + resumed == 120, "{full}/{resumed}")
             }

@@ -384,3 +384,131 @@ fn embedded_server_counts_equal_the_report() {
         }
     }
 }
+
+/// compare sets the HTTP/3 strategies beside the TCP ones (https group only); the
+/// embedded server's count of QUIC connections equals the h3 rows' connections, and the
+/// "Why" lines name the QUIC handshake and the requests that went in 0-RTT.
+#[test]
+fn compare_sets_h3_beside_tcp() {
+    let _s = serial();
+    let out = run(&[
+        "compare",
+        "--strategies",
+        "keepalive,h3-close,h3-0rtt,h3",
+        "-n",
+        "200",
+        "--rounds",
+        "6",
+        "--json",
+        "--no-progress",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scenarios = r["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = scenarios
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "http keepalive",
+            "https keepalive",
+            "https h3-close",
+            "https h3-0rtt",
+            "https h3"
+        ]
+    );
+    let h3_opened: u64 = scenarios
+        .iter()
+        .filter(|s| s["protocol"] == "h3")
+        .map(|s| n(&s["connections"]["opened"]))
+        .sum();
+    let h3_ok: u64 = scenarios
+        .iter()
+        .filter(|s| s["protocol"] == "h3")
+        .map(|s| n(&s["requests"]["ok"]))
+        .sum();
+    assert_eq!(
+        n(&r["server"]["h3_connections"]),
+        h3_opened,
+        "{}",
+        r["server"]
+    );
+    assert_eq!(n(&r["server"]["h3_requests"]), h3_ok);
+    let early: u64 = n(&scenarios[3]["connections"]["early_data"]["accepted"]);
+    let why = r["comparison"]["explanations"].to_string();
+    assert!(
+        why.contains("QUIC handshake with a full TLS 1.3 inside"),
+        "{why}"
+    );
+    assert!(
+        why.contains(&format!(
+            "{early} of 1200 requests went in TLS 1.3 early data"
+        )),
+        "{why}"
+    );
+    let close = r["comparison"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "https h3-close")
+        .unwrap();
+    assert_eq!(close["significant"], true, "{close}");
+}
+
+/// For an https:// URL compare probes HTTP/3 (one request on a QUIC connection): the h3
+/// strategies are in its default set when the server answers it, and not otherwise.
+#[test]
+fn compare_includes_h3_where_the_server_answers_it() {
+    let _s = serial();
+    for offer in [true, false] {
+        let srv = start(handshake::server::ServerConfig {
+            h3: offer,
+            ..Default::default()
+        });
+        let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+        let url = srv.https_url().unwrap();
+        let out = run(&[
+            "compare",
+            &url,
+            "--cacert",
+            ca.s(),
+            "-n",
+            "40",
+            "--rounds",
+            "2",
+            "--json",
+            "--no-progress",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names: Vec<String> = r["comparison"]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["strategy"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names.contains(&"h3-close".to_string()), offer, "{names:?}");
+        assert_eq!(names.contains(&"h3".to_string()), offer, "{names:?}");
+        let s = srv.snapshot();
+        // The probe's connection and request, then the h3 rows' own.
+        let rows_h3: u64 = r["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["protocol"] == "h3")
+            .map(|s| n(&s["connections"]["opened"]))
+            .sum();
+        assert_eq!(s.h3_connections, rows_h3 + u64::from(offer), "{s:?}");
+        srv.stop();
+    }
+}

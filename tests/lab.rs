@@ -189,6 +189,61 @@ fn early_data_takes_two_round_trips_where_resumption_takes_three() {
     assert!(f(&s["phases_ms"]["new"]["wait"]["p50"]) < rtt / 2.0, "{s}");
 }
 
+/// QUIC sets up transport and TLS in one round trip: at 40 ms a new QUIC connection per
+/// request takes 2 RTT (the handshake, then the request), its `quic_handshake` phase 1;
+/// with 0-RTT on a resumed session, 1 RTT in all (the request goes with the first flight
+/// and the server answers at once). Within 10 % + 1 ms; the embedded server counts the
+/// QUIC connections and their handshakes.
+#[test]
+fn quic_takes_two_round_trips_and_0rtt_one() {
+    let Some(_g) = lab_test("quic") else {
+        return;
+    };
+    let near = |what: &str, got: f64, expected: f64| {
+        let tol = expected * 0.10 + 1.0;
+        assert!(
+            (got - expected).abs() <= tol,
+            "{what}: {got:.3} ms, expected {expected:.1} ms ± {tol:.2}"
+        );
+    };
+    let rtt = 40.0;
+    let r = format!("{rtt}ms");
+    let rep = one_at_a_time(&r, 6, &["--strategy", "h3-close"]);
+    assert_schema(&rep);
+    let s = scenario(&rep);
+    assert_eq!(u(&rep["server"]["h3_connections"]), 6);
+    assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 6);
+    let new = &s["phases_ms"]["new"];
+    near("h3-close (median)", f(&new["total"]["p50"]), 2.0 * rtt);
+    assert_not_below("h3-close", f(&new["total"]["min"]) / 2.0, rtt);
+    near(
+        "quic_handshake (median)",
+        f(&new["quic_handshake"]["p50"]),
+        rtt,
+    );
+    assert_not_below("quic_handshake", f(&new["quic_handshake"]["min"]), rtt);
+
+    let rep = one_at_a_time(&r, 8, &["--strategy", "h3-0rtt"]);
+    let s = scenario(&rep);
+    let c = &s["connections"];
+    let ed = &c["early_data"];
+    // The first connection has no ticket; the others go in 0-RTT.
+    assert!(u(&ed["accepted"]) >= 6, "{ed}");
+    assert_eq!(u(&ed["rejected"]), 0, "{ed}");
+    assert_eq!(
+        u(&c["tls_handshakes"]["resumed"]),
+        u(&rep["server"]["tls_handshakes_resumed"])
+    );
+    let new = &s["phases_ms"]["new"];
+    near("h3-0rtt (median)", f(&new["total"]["p50"]), rtt);
+    assert_not_below("h3-0rtt", f(&new["total"]["min"]), rtt);
+    near(
+        "its handshake (mean)",
+        f(&c["quic"]["handshake_ms"]["mean"]),
+        rtt,
+    );
+}
+
 /// Real nginx with `ssl_early_data on` across the link (`--server-cmd`): 20 ms between
 /// its reading of a 0-RTT request and the client's Finished, so nginx's
 /// `$ssl_early_data` (read when the request is processed) says exactly which requests it

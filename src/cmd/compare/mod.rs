@@ -13,8 +13,9 @@ use crate::plan::Strategy;
 use crate::report::Report;
 use crate::server::ServerConfig;
 
-/// The strategies compare runs for a URL's scheme (and h2 where the server speaks it).
-fn default_strategies(tls: bool, h2: bool) -> Vec<Strategy> {
+/// The strategies compare runs for a URL's scheme (and h2, h3 where the server speaks
+/// them).
+fn default_strategies(tls: bool, h2: bool, h3: bool) -> Vec<Strategy> {
     let mut v = vec![Strategy::Close];
     if tls {
         v.push(Strategy::CloseResumed);
@@ -27,7 +28,30 @@ fn default_strategies(tls: bool, h2: bool) -> Vec<Strategy> {
     if h2 {
         v.push(Strategy::H2);
     }
+    if h3 {
+        v.extend([Strategy::H3Close, Strategy::H3]);
+    }
     v
+}
+
+/// Whether the server of an https:// target answers HTTP/3 on UDP at its port: one
+/// request on a new QUIC connection within 2 s. Any failure counts as no.
+fn offers_h3(req: &config::RequestConfig, load: &config::LoadConfig) -> bool {
+    let probe_load = config::LoadConfig {
+        concurrency: 1,
+        threads: 1,
+        stop: crate::plan::StopWhen {
+            requests: Some(1),
+            duration: None,
+        },
+        load: crate::plan::LoadShape::Closed,
+        timeout: std::time::Duration::from_secs(2),
+        limits: load.limits,
+    };
+    let Ok(sc) = config::scenario("probe", Strategy::H3Close, None, req, &probe_load) else {
+        return false;
+    };
+    crate::engine::run(Arc::new(sc), false).is_ok_and(|r| r.recorder.ok == 1)
 }
 
 /// Whether the server of an https:// target chooses h2 when offered h2 and http/1.1
@@ -215,7 +239,8 @@ fn compare_arms(
                     let probe = config::scenario("probe", Strategy::KeepAlive, None, &req, load)?;
                     offers_h2(&req, &probe)
                 };
-                default_strategies(tls, h2)
+                let h3 = tls && (embedded.is_some() || offers_h3(&req, load));
+                default_strategies(tls, h2, h3)
             }
         };
         for (k, st) in strategies.iter().copied().enumerate() {

@@ -454,12 +454,27 @@ fn explain(
     let mut parts = Vec::new();
     let mut note = String::new();
     let mut often = None;
+    // QUIC: transport and TLS 1.3 in one handshake of 1 round trip (with 0-RTT, the
+    // request does not wait for it).
+    let quic = rs.protocol == "h3";
     if let Some(o) = how_often(d_tcp) {
-        parts.push(cost("TCP connect".into(), new.connect.mean, 1.0));
+        if quic {
+            let kind = if d_full >= d_res { "full" } else { "resumed" };
+            let early = rs.connections.early_data.accepted > 0;
+            parts.push(cost(
+                format!("QUIC handshake with a {kind} TLS 1.3 inside"),
+                new.quic_handshake.mean,
+                if early { 0.0 } else { 1.0 },
+            ));
+        } else {
+            parts.push(cost("TCP connect".into(), new.connect.mean, 1.0));
+        }
         often = Some(o);
     }
     let tls_rate = d_full.max(d_res);
-    if d_full >= 0.005 && d_full >= d_res {
+    if quic {
+        // Counted with the QUIC handshake above.
+    } else if d_full >= 0.005 && d_full >= d_res {
         parts.push(cost(
             format!("full {version} handshake"),
             new.tls.mean,
