@@ -512,3 +512,60 @@ fn compare_includes_h3_where_the_server_answers_it() {
         srv.stop();
     }
 }
+
+/// The embedded server advertises HTTP/3 (`Alt-Svc: h3=":PORT"`) on its HTTP/1.1 and
+/// HTTP/2 responses over TLS, as real curl sees them, and not over plain HTTP.
+#[test]
+fn embedded_server_advertises_h3_by_alt_svc() {
+    let _s = serial();
+    if !have("curl") {
+        return;
+    }
+    let srv = start(handshake::server::ServerConfig::default());
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    let https = srv.https_url().unwrap();
+    let port = srv.https_addr.unwrap().port();
+    let want = format!("h3=\":{port}\"; ma=86400");
+    let headers = |args: &[&str]| -> String {
+        let out = Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "-D", "-", "--cacert", ca.s()])
+            .args(args)
+            .output()
+            .expect("curl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_ascii_lowercase()
+    };
+    for (args, what) in [
+        (vec!["--http1.1", https.as_str()], "HTTP/1.1"),
+        (
+            vec!["--http1.1", &format!("{https}bytes/100000")],
+            "HTTP/1.1, not the default route",
+        ),
+        (vec!["--http2", https.as_str()], "HTTP/2"),
+    ] {
+        let h = headers(&args);
+        assert!(h.contains(&format!("alt-svc: {want}")), "{what}: {h}");
+    }
+    let h = headers(&[srv.http_url().unwrap().as_str()]);
+    assert!(!h.contains("alt-svc"), "plain HTTP: {h}");
+    // With HTTP/3 off, no advertisement.
+    let off = start(handshake::server::ServerConfig {
+        h3: false,
+        ..Default::default()
+    });
+    let ca_off = TempFile::new("ca.pem", off.ca_pem.as_bytes());
+    let out = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "-D", "-", "--cacert", ca_off.s()])
+        .arg(off.https_url().unwrap())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout)
+        .to_ascii_lowercase()
+        .contains("alt-svc"));
+    off.stop();
+    srv.stop();
+}

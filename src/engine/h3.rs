@@ -631,7 +631,17 @@ impl H3 {
                     // This worker opens it (the slot says Opening meanwhile).
                     let opened = self.connect(sc, o, false, phases).await;
                     let opened = match opened {
-                        Ok((conn, _, _, _)) => Live::start(conn).await.map_err(Fail::new),
+                        Ok((conn, _, _, _)) => match Live::start(conn.clone()).await {
+                            Ok(live) => Ok(live),
+                            Err(f) => {
+                                // Opened (its handshake counted), then HTTP/3 failed.
+                                let mut rec = self.rec.borrow_mut();
+                                conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
+                                quic_ended(&conn, &mut rec);
+                                rec.connection_closed(CloseReason::Error, 0);
+                                Err(Fail::new(f))
+                            }
+                        },
                         Err(f) => Err(f),
                     };
                     match opened {

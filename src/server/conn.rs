@@ -58,7 +58,7 @@ async fn handle_early(
     };
     counter.fetch_add(1, Ordering::Relaxed);
     if s.session().alpn_protocol() == Some(b"h2".as_slice()) {
-        return super::h2::serve(s, shared.clone()).await;
+        return super::h2::serve(s, shared.clone(), true).await;
     }
     serve(s, shared, over_limit, true).await
 }
@@ -79,7 +79,7 @@ async fn handle_tls(
     counter.fetch_add(1, Ordering::Relaxed);
     let _ = s.get_ref().0.set_nodelay(true);
     if s.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
-        return super::h2::serve(s, shared.clone()).await;
+        return super::h2::serve(s, shared.clone(), true).await;
     }
     serve(s, shared, over_limit, true).await
 }
@@ -344,7 +344,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
                         s.set_nodelay();
                         let read = buf.pending().to_vec();
                         let io = super::h2::Rewind::new(read, s);
-                        return Box::pin(super::h2::serve(io, shared.clone())).await;
+                        return Box::pin(super::h2::serve(io, shared.clone(), false)).await;
                     }
                     ParseOutcome::Reject(code) => {
                         let _ = respond_error(&mut s, &mut out, code).await;
@@ -470,11 +470,16 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
             if body_left <= INLINE_BODY {
                 body_left = 0;
             }
-            &shared.default_responses[conn as usize]
+            let defaults = match shared.tls_default_responses.get() {
+                Some(d) if tls => d,
+                _ => &shared.default_responses,
+            };
+            &defaults[conn as usize]
         } else {
             out.clear();
             let json = stats_body.is_some();
-            write_head(&mut out, cfg, status, body_len, json, conn);
+            let alt_svc = shared.alt_svc(tls);
+            write_head(&mut out, cfg, status, body_len, json, conn, alt_svc);
             if let Some(b) = &stats_body {
                 if !no_body {
                     out.extend_from_slice(b);
@@ -531,6 +536,7 @@ pub(crate) fn write_head(
     body_len: usize,
     json: bool,
     conn: ConnHeader,
+    alt_svc: Option<&str>,
 ) {
     let version = if cfg.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
     let _ = write!(out, "{version} {status} {}\r\n", reason(status));
@@ -541,6 +547,9 @@ pub(crate) fn write_head(
         out.extend_from_slice(b"Content-Type: application/json\r\n");
     } else {
         out.extend_from_slice(b"Content-Type: text/plain\r\n");
+    }
+    if let Some(v) = alt_svc {
+        let _ = write!(out, "Alt-Svc: {v}\r\n");
     }
     match conn {
         ConnHeader::None => {}
@@ -557,10 +566,11 @@ pub(crate) fn write_head(
 }
 
 /// The default route's full responses (head and, if small, body) for each `ConnHeader`.
-pub(crate) fn default_responses(cfg: &ServerConfig) -> [Vec<u8>; 3] {
+/// `alt_svc`: the HTTP/3 advertisement (responses over TLS).
+pub(crate) fn default_responses(cfg: &ServerConfig, alt_svc: Option<&str>) -> [Vec<u8>; 3] {
     [ConnHeader::None, ConnHeader::Close, ConnHeader::KeepAlive].map(|conn| {
         let mut out = Vec::new();
-        write_head(&mut out, cfg, 200, cfg.body_size, false, conn);
+        write_head(&mut out, cfg, 200, cfg.body_size, false, conn, alt_svc);
         if cfg.body_size <= INLINE_BODY {
             out.extend_from_slice(&FILL[..cfg.body_size]);
         }

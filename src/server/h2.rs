@@ -19,8 +19,8 @@ use super::conn::{answer as answer_for, route_of, Answer, FILL};
 use super::Shared;
 
 /// Serve one HTTP/2 connection until the client leaves, an error, the idle timeout
-/// or the request limit.
-pub(crate) async fn serve<S>(io: S, shared: Arc<Shared>)
+/// or the request limit. `tls`: over TLS (its responses advertise HTTP/3).
+pub(crate) async fn serve<S>(io: S, shared: Arc<Shared>, tls: bool)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -78,7 +78,7 @@ where
                 let shared = shared.clone();
                 let active = active.clone();
                 tokio::spawn(async move {
-                    let _ = answer(req, respond, &shared).await;
+                    let _ = answer(req, respond, &shared, tls).await;
                     active.fetch_sub(1, Ordering::Relaxed);
                 });
             }
@@ -91,6 +91,7 @@ async fn answer(
     req: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
     shared: &Shared,
+    tls: bool,
 ) -> Result<(), h2::Error> {
     let cfg = &shared.cfg;
     let (parts, mut body) = req.into_parts();
@@ -120,6 +121,9 @@ async fn answer(
     );
     if status != 204 && status != 304 {
         head = head.header("content-length", body_len);
+    }
+    if let Some(v) = shared.alt_svc(tls) {
+        head = head.header("alt-svc", v);
     }
     let Ok(head) = head.body(()) else {
         return send_empty(&mut respond, 500);

@@ -212,6 +212,17 @@ pub(crate) struct Shared {
     pub stats: Arc<ServerStats>,
     /// The default route's responses, built once (see `conn::default_responses`).
     pub default_responses: [Vec<u8>; 3],
+    /// HTTP/3's advertisement (`h3=":PORT"; ma=86400`) for responses over TLS, once
+    /// HTTP/3 is bound, and the default responses over TLS that carry it.
+    pub alt_svc: std::sync::OnceLock<String>,
+    pub tls_default_responses: std::sync::OnceLock<[Vec<u8>; 3]>,
+}
+
+impl Shared {
+    /// The `Alt-Svc` value for a response over TLS (`tls`), if HTTP/3 is served.
+    pub fn alt_svc(&self, tls: bool) -> Option<&str> {
+        self.alt_svc.get().filter(|_| tls).map(String::as_str)
+    }
 }
 
 type Bound = (Option<SocketAddr>, Option<SocketAddr>);
@@ -250,10 +261,15 @@ async fn bind_all(
         let l = listen(addr).with_context(|| format!("binding {addr}"))?;
         let bound = l.local_addr()?;
         https_addr = Some(bound);
-        tokio::spawn(accept_loop(l, shared.clone(), Some(tls_config)));
         if cfg.h3 {
             h3::bind(bound, quic_config, shared.clone())?;
+            let v = format!("h3=\":{}\"; ma=86400", bound.port());
+            let _ = shared
+                .tls_default_responses
+                .set(conn::default_responses(cfg, Some(&v)));
+            let _ = shared.alt_svc.set(v);
         }
+        tokio::spawn(accept_loop(l, shared.clone(), Some(tls_config)));
     }
     Ok((http_addr, https_addr))
 }
@@ -269,7 +285,9 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         stats: stats.clone(),
-        default_responses: conn::default_responses(&cfg),
+        default_responses: conn::default_responses(&cfg, None),
+        alt_svc: std::sync::OnceLock::new(),
+        tls_default_responses: std::sync::OnceLock::new(),
     });
     let tls_config = certs.server_config.clone();
     let quic_config = certs.quic_config.clone();

@@ -479,7 +479,7 @@ pub(super) async fn local_response(
     }
     let no_body = info.method == "HEAD" || status == 204 || status == 304;
     let mut out = Vec::with_capacity(256);
-    write_head(&mut out, cfg, status, body_len, false, conn);
+    write_head(&mut out, cfg, status, body_len, false, conn, None);
     let body = if no_body { 0 } else { body_len as u64 };
     (out, body, body)
 }
