@@ -72,17 +72,8 @@ fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked:
     if with_blocked {
         row(out, "blocked", &g.blocked, w);
     }
-    for name in [
-        "dns",
-        "connect",
-        "tls",
-        "h2_setup",
-        "quic_handshake",
-        "send",
-        "wait",
-        "receive",
-        "total",
-    ] {
+    // Every phase after `blocked`, in report order.
+    for name in crate::record::PHASE_NAMES[1..].iter().copied() {
         if let Some(p) = g
             .get(name)
             .filter(|p| !matches!(name, "h2_setup" | "quic_handshake") || p.count > 0)

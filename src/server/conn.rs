@@ -117,12 +117,48 @@ pub(crate) fn route_of(target: &str) -> Route {
     }
 }
 
-/// What a route answers (HTTP/1 and HTTP/2 alike).
+/// What a route answers (HTTP/1, HTTP/2 and HTTP/3 alike).
 pub(crate) struct Answer {
     pub status: u16,
     pub body_len: usize,
     /// `/__handshake/stats`: the JSON body.
     pub stats_body: Option<Vec<u8>>,
+}
+
+impl Answer {
+    /// Whether a body follows the head (not for HEAD, 204 or 304).
+    pub fn has_body(&self, method: &http::Method) -> bool {
+        *method != http::Method::HEAD && self.status != 204 && self.status != 304
+    }
+
+    /// The response head for HTTP/2 and HTTP/3 (`alt_svc`: the HTTP/3 advertisement);
+    /// None if it cannot be built.
+    pub fn head(&self, alt_svc: Option<&str>) -> Option<http::Response<()>> {
+        let mut head = http::Response::builder().status(self.status).header(
+            "content-type",
+            if self.stats_body.is_some() {
+                "application/json"
+            } else {
+                "text/plain"
+            },
+        );
+        if self.status != 204 && self.status != 304 {
+            head = head.header("content-length", self.body_len);
+        }
+        if let Some(v) = alt_svc {
+            head = head.header("alt-svc", v);
+        }
+        head.body(()).ok()
+    }
+}
+
+/// A head with no body (HTTP/2 and HTTP/3): an error status.
+pub(crate) fn empty_head(status: u16) -> http::Response<()> {
+    http::Response::builder()
+        .status(status)
+        .header("content-length", 0)
+        .body(())
+        .unwrap_or_default()
 }
 
 /// The answer to `route`, after its delay (`/delay/MS`, or the server's `--delay`).

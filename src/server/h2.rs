@@ -15,7 +15,7 @@ use h2::server::SendResponse;
 use h2::RecvStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::conn::{answer as answer_for, route_of, Answer, FILL};
+use super::conn::{answer as answer_for, empty_head, route_of, FILL};
 use super::Shared;
 
 /// Serve one HTTP/2 connection until the client leaves, an error, the idle timeout
@@ -105,35 +105,20 @@ async fn answer(
         }
     }
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let Answer {
-        status,
-        body_len,
-        stats_body,
-    } = answer_for(route_of(target), shared).await;
-    let no_body = parts.method == http::Method::HEAD || status == 204 || status == 304;
-    let mut head = http::Response::builder().status(status).header(
-        "content-type",
-        if stats_body.is_some() {
-            "application/json"
-        } else {
-            "text/plain"
-        },
-    );
-    if status != 204 && status != 304 {
-        head = head.header("content-length", body_len);
-    }
-    if let Some(v) = shared.alt_svc(tls) {
-        head = head.header("alt-svc", v);
-    }
-    let Ok(head) = head.body(()) else {
+    let a = answer_for(route_of(target), shared).await;
+    let Some(head) = a.head(shared.alt_svc(tls)) else {
         return send_empty(&mut respond, 500);
     };
-    let left = if no_body { 0 } else { body_len };
+    let left = if a.has_body(&parts.method) {
+        a.body_len
+    } else {
+        0
+    };
     let mut stream = respond.send_response(head, left == 0)?;
     if left == 0 {
         return Ok(());
     }
-    if let Some(b) = stats_body {
+    if let Some(b) = a.stats_body {
         return stream.send_data(Bytes::from(b), true);
     }
     let mut left = left;
@@ -155,12 +140,7 @@ async fn answer(
 }
 
 fn send_empty(respond: &mut SendResponse<Bytes>, status: u16) -> Result<(), h2::Error> {
-    let head = http::Response::builder()
-        .status(status)
-        .header("content-length", 0)
-        .body(())
-        .unwrap_or_default();
-    respond.send_response(head, true).map(|_| ())
+    respond.send_response(empty_head(status), true).map(|_| ())
 }
 
 /// A stream with bytes already read from it put back in front (the HTTP/1 reader had

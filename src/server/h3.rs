@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use bytes::Bytes;
 
-use super::conn::{answer as answer_for, route_of, Answer, FILL};
+use super::conn::{answer as answer_for, empty_head, route_of, FILL};
 use super::Shared;
 use crate::net::quic::{ServerSeen, WatchingServer};
 
@@ -119,32 +119,16 @@ async fn answer(
         }
     }
     let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let Answer {
-        status,
-        body_len,
-        stats_body,
-    } = answer_for(route_of(target), shared).await;
-    let no_body = req.method() == http::Method::HEAD || status == 204 || status == 304;
-    let mut head = http::Response::builder().status(status).header(
-        "content-type",
-        if stats_body.is_some() {
-            "application/json"
-        } else {
-            "text/plain"
-        },
-    );
-    if status != 204 && status != 304 {
-        head = head.header("content-length", body_len);
-    }
-    let Ok(head) = head.body(()) else {
+    let a = answer_for(route_of(target), shared).await;
+    let Some(head) = a.head(None) else {
         return send_empty(&mut stream, 500).await;
     };
     stream.send_response(head).await?;
-    if !no_body {
-        if let Some(b) = stats_body {
+    if a.has_body(req.method()) {
+        if let Some(b) = a.stats_body {
             stream.send_data(Bytes::from(b)).await?;
         } else {
-            let mut left = body_len;
+            let mut left = a.body_len;
             while left > 0 {
                 let n = left.min(FILL.len());
                 stream.send_data(Bytes::from_static(&FILL[..n])).await?;
@@ -156,11 +140,6 @@ async fn answer(
 }
 
 async fn send_empty(stream: &mut Stream, status: u16) -> Result<(), h3::error::StreamError> {
-    let head = http::Response::builder()
-        .status(status)
-        .header("content-length", 0)
-        .body(())
-        .unwrap_or_default();
-    stream.send_response(head).await?;
+    stream.send_response(empty_head(status)).await?;
     stream.finish().await
 }
