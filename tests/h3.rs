@@ -334,7 +334,7 @@ fn usage_errors() {
 }
 
 /// The embedded server answers HTTP/3 at its HTTPS port; its own counts of QUIC
-/// connections, resumed handshakes and requests equal the report's.
+/// connections, resumed handshakes, requests and requests in 0-RTT equal the report's.
 #[test]
 fn embedded_server_counts_equal_the_report() {
     let _s = serial();
@@ -381,8 +381,35 @@ fn embedded_server_counts_equal_the_report() {
             let ed = &c["early_data"];
             assert_eq!(n(&ed["attempted"]), n(&hs["resumed"]), "{ed}");
             assert_eq!(n(&ed["accepted"]), n(&ed["attempted"]), "{ed}");
+            // The server's own counts: connections that read 0-RTT packets, and
+            // requests that came in them.
+            assert_eq!(
+                n(&ed["accepted"]),
+                n(&srv["h3_early_data_connections"]),
+                "{srv}"
+            );
+            assert_eq!(n(&ed["accepted"]), n(&srv["early_data_requests"]), "{srv}");
+        } else {
+            assert_eq!(n(&srv["early_data_requests"]), 0, "{strategy}: {srv}");
+            assert_eq!(n(&srv["h3_early_data_connections"]), 0, "{strategy}: {srv}");
         }
     }
+    // Busier: the connections that read 0-RTT stay exact; the per-request count is a
+    // lower bound (a stream taken after the client's Finished counts as 1-RTT).
+    let r = bench_json(&["--strategy", "h3-0rtt", "-n", "300", "-c", "16"]);
+    let s = scenario(&r);
+    check_accounting(s);
+    let (ed, srv) = (&s["connections"]["early_data"], &r["server"]);
+    assert!(n(&ed["accepted"]) > 0, "{ed}");
+    assert_eq!(
+        n(&ed["accepted"]),
+        n(&srv["h3_early_data_connections"]),
+        "{srv}"
+    );
+    assert!(
+        n(&srv["early_data_requests"]) <= n(&ed["accepted"]),
+        "{srv}"
+    );
 }
 
 /// compare sets the HTTP/3 strategies beside the TCP ones (https group only); the

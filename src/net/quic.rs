@@ -8,7 +8,7 @@
 //! verifier that made it, so every connection must share one.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use quinn::crypto::rustls::QuicClientConfig;
@@ -63,6 +63,11 @@ pub struct Seen {
     pub ticket: AtomicBool,
     /// Woken when a ticket comes.
     pub ticket_came: tokio::sync::Notify,
+    /// (Server side) the handshake has completed: set the moment rustls says so, as
+    /// quinn reads the client's Finished, before any 1-RTT packet is read.
+    pub handshaken: AtomicBool,
+    /// (Server side) packets read under the 0-RTT keys.
+    pub early_packets: AtomicU64,
 }
 
 impl Seen {
@@ -72,6 +77,14 @@ impl Seen {
 
     pub fn ticket(&self) -> bool {
         self.ticket.load(Ordering::Relaxed)
+    }
+
+    pub fn handshaken(&self) -> bool {
+        self.handshaken.load(Ordering::Acquire)
+    }
+
+    pub fn early_packets(&self) -> u64 {
+        self.early_packets.load(Ordering::Relaxed)
     }
 }
 
@@ -227,7 +240,15 @@ impl Session for Watched {
     }
 
     fn early_crypto(&self) -> Option<(Box<dyn crypto::HeaderKey>, Box<dyn PacketKey>)> {
-        self.inner.early_crypto()
+        let (header, packet) = self.inner.early_crypto()?;
+        if !self.server {
+            return Some((header, packet));
+        }
+        let packet = Box::new(CountingKey {
+            inner: packet,
+            seen: self.seen.clone(),
+        });
+        Some((header, packet))
     }
 
     fn early_data_accepted(&self) -> Option<bool> {
@@ -235,7 +256,11 @@ impl Session for Watched {
     }
 
     fn is_handshaking(&self) -> bool {
-        self.inner.is_handshaking()
+        let handshaking = self.inner.is_handshaking();
+        if self.server && !handshaking {
+            self.seen.handshaken.store(true, Ordering::Release);
+        }
+        handshaking
     }
 
     fn read_handshake(&mut self, buf: &[u8]) -> Result<bool, TransportError> {
@@ -274,6 +299,41 @@ impl Session for Watched {
         context: &[u8],
     ) -> Result<(), ExportKeyingMaterialError> {
         self.inner.export_keying_material(output, label, context)
+    }
+}
+
+/// The server's 0-RTT packet key, counting the packets it opens.
+struct CountingKey {
+    inner: Box<dyn PacketKey>,
+    seen: Arc<Seen>,
+}
+
+impl PacketKey for CountingKey {
+    fn encrypt(&self, packet: u64, buf: &mut [u8], header_len: usize) {
+        self.inner.encrypt(packet, buf, header_len)
+    }
+
+    fn decrypt(
+        &self,
+        packet: u64,
+        header: &[u8],
+        payload: &mut bytes::BytesMut,
+    ) -> Result<(), crypto::CryptoError> {
+        self.inner.decrypt(packet, header, payload)?;
+        self.seen.early_packets.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn tag_len(&self) -> usize {
+        self.inner.tag_len()
+    }
+
+    fn confidentiality_limit(&self) -> u64 {
+        self.inner.confidentiality_limit()
+    }
+
+    fn integrity_limit(&self) -> u64 {
+        self.inner.integrity_limit()
     }
 }
 

@@ -2,13 +2,21 @@
 //! same routes as HTTP/1 and HTTP/2; session tickets (stateful, each used once), 0-RTT
 //! requests taken with `--early-data on` and answered at once (0.5-RTT). Counts its QUIC
 //! connections once their handshake completes, full or resumed (read off the handshake
-//! messages it sends: a resumed handshake carries no certificate), and their requests.
+//! messages it sends: a resumed handshake carries no certificate), their requests, and
+//! 0-RTT: connections that read 0-RTT packets (exact: counted as the 0-RTT key opens
+//! them), and requests whose stream was taken while the handshake was still under way
+//! (quinn's own `is_0rtt` rule; h3-quinn hides quinn's streams, so the connection is
+//! wrapped to see each stream as it comes). The second is exact while the server keeps
+//! up; a server so busy that it takes a 0-RTT request's stream only after the client's
+//! Finished (a round trip later) counts it as a 1-RTT one, so it is a lower bound.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
-use anyhow::Context;
+use anyhow::Context as _;
 use bytes::Bytes;
 
 use super::conn::{answer as answer_for, empty_head, route_of, FILL};
@@ -16,6 +24,69 @@ use super::Shared;
 use crate::net::quic::{ServerSeen, WatchingServer};
 
 type Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// A QUIC connection for h3 that notes which request streams came in 0-RTT.
+struct Marking {
+    inner: h3_quinn::Connection,
+    seen: Option<Arc<crate::net::quic::Seen>>,
+    early: Arc<Mutex<HashSet<h3::quic::StreamId>>>,
+}
+
+impl<B: bytes::Buf> h3::quic::OpenStreams<B> for Marking {
+    type BidiStream = h3_quinn::BidiStream<B>;
+    type SendStream = h3_quinn::SendStream<B>;
+
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::BidiStream, h3::quic::StreamErrorIncoming>> {
+        h3::quic::OpenStreams::<B>::poll_open_bidi(&mut self.inner, cx)
+    }
+
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::SendStream, h3::quic::StreamErrorIncoming>> {
+        h3::quic::OpenStreams::<B>::poll_open_send(&mut self.inner, cx)
+    }
+
+    fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
+        h3::quic::OpenStreams::<B>::close(&mut self.inner, code, reason)
+    }
+}
+
+impl<B: bytes::Buf> h3::quic::Connection<B> for Marking {
+    type RecvStream = h3_quinn::RecvStream;
+    type OpenStreams = h3_quinn::OpenStreams;
+
+    fn poll_accept_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::RecvStream, h3::quic::ConnectionErrorIncoming>> {
+        h3::quic::Connection::<B>::poll_accept_recv(&mut self.inner, cx)
+    }
+
+    fn poll_accept_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::BidiStream, h3::quic::ConnectionErrorIncoming>> {
+        let got = h3::quic::Connection::<B>::poll_accept_bidi(&mut self.inner, cx);
+        if let (Poll::Ready(Ok(stream)), Some(seen)) = (&got, &self.seen) {
+            if !seen.handshaken() && seen.early_packets() > 0 {
+                let id = h3::quic::RecvStream::recv_id(stream);
+                self.early
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id);
+            }
+        }
+        got
+    }
+
+    fn opener(&self) -> Self::OpenStreams {
+        h3::quic::Connection::<B>::opener(&self.inner)
+    }
+}
 
 /// Bind UDP `addr` and answer HTTP/3 there, on the current runtime.
 pub(crate) fn bind(
@@ -68,12 +139,15 @@ async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
                 return false;
             }
             let st = &shared.stats;
-            let full = conn
+            let seen = conn
                 .handshake_data()
-                .and_then(|d| d.downcast::<ServerSeen>().ok())
-                .map_or(true, |s| s.0.full());
+                .and_then(|d| d.downcast::<ServerSeen>().ok());
+            let full = seen.as_ref().map_or(true, |s| s.0.full());
             st.connections_accepted.fetch_add(1, Ordering::Relaxed);
             st.h3_connections.fetch_add(1, Ordering::Relaxed);
+            if seen.is_some_and(|s| s.0.early_packets() > 0) {
+                st.h3_early_data_connections.fetch_add(1, Ordering::Relaxed);
+            }
             if full {
                 st.tls_handshakes_full.fetch_add(1, Ordering::Relaxed);
             } else {
@@ -84,16 +158,30 @@ async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
     };
     let counted = tokio::spawn(counted);
     st.open_connections.fetch_add(1, Ordering::Relaxed);
-    if let Ok(mut h3c) = h3::server::builder()
-        .build::<_, Bytes>(h3_quinn::Connection::new(conn.clone()))
-        .await
-    {
+    let early = Arc::new(Mutex::new(HashSet::new()));
+    let marking = Marking {
+        inner: h3_quinn::Connection::new(conn.clone()),
+        seen: conn
+            .handshake_data()
+            .and_then(|d| d.downcast::<ServerSeen>().ok())
+            .map(|s| s.0.clone()),
+        early: early.clone(),
+    };
+    if let Ok(mut h3c) = h3::server::builder().build::<_, Bytes>(marking).await {
         while let Ok(Some(resolver)) = h3c.accept().await {
             let shared = shared.clone();
+            let early = early.clone();
             tokio::spawn(async move {
                 if let Ok((req, stream)) = resolver.resolve_request().await {
                     shared.stats.requests.fetch_add(1, Ordering::Relaxed);
                     shared.stats.h3_requests.fetch_add(1, Ordering::Relaxed);
+                    let id = stream.id();
+                    if early.lock().unwrap_or_else(|e| e.into_inner()).remove(&id) {
+                        shared
+                            .stats
+                            .early_data_requests
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
                     let _ = answer(req, stream, &shared).await;
                 }
             });

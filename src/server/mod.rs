@@ -89,13 +89,15 @@ pub struct ServerStats {
     /// Connections that spoke HTTP/2, and their streams (also counted in `requests`).
     pub h2_connections: AtomicU64,
     pub h2_streams: AtomicU64,
-    /// Requests that came in TLS 1.3 early data (0-RTT).
+    /// Requests that came in TLS 1.3 early data (0-RTT), over TCP or QUIC.
     pub early_data_requests: AtomicU64,
     /// HTTP/3: QUIC connections whose handshake completed (also counted in
     /// `connections_accepted`, their handshakes in `tls_handshakes_*`), and their
     /// requests (also in `requests`).
     pub h3_connections: AtomicU64,
     pub h3_requests: AtomicU64,
+    /// QUIC connections that read 0-RTT packets (early data accepted and sent).
+    pub h3_early_data_connections: AtomicU64,
     /// CPU clocks of the server's threads (they live as long as the server).
     threads: std::sync::Mutex<Vec<crate::cpu::ThreadClock>>,
 }
@@ -130,6 +132,7 @@ pub struct StatsSnapshot {
     pub early_data_requests: u64,
     pub h3_connections: u64,
     pub h3_requests: u64,
+    pub h3_early_data_connections: u64,
 }
 
 impl ServerStats {
@@ -146,6 +149,7 @@ impl ServerStats {
             early_data_requests: self.early_data_requests.load(Ordering::Relaxed),
             h3_connections: self.h3_connections.load(Ordering::Relaxed),
             h3_requests: self.h3_requests.load(Ordering::Relaxed),
+            h3_early_data_connections: self.h3_early_data_connections.load(Ordering::Relaxed),
         }
     }
 }
