@@ -596,3 +596,149 @@ fn embedded_server_advertises_h3_by_alt_svc() {
     off.stop();
     srv.stop();
 }
+
+fn doctor(args: &[&str]) -> (Option<i32>, Value) {
+    let mut all = vec![
+        "doctor",
+        "--json",
+        "--max-requests",
+        "20",
+        "--max-idle",
+        "1s",
+    ];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("doctor {args:?}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), v)
+}
+
+fn texts(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// doctor against aioquic (with an HTTPS/1.1 origin on TCP at the same port that
+/// advertises it by Alt-Svc): HTTP/3 found, QUIC sessions resumed, 0-RTT taken or not
+/// as the server is set; the QUIC connections, resumed handshakes and 0-RTT requests
+/// doctor made equal the server's own counts.
+#[test]
+fn doctor_finds_h3_resumption_and_0rtt_as_aioquic_counts_them() {
+    let _s = serial();
+    for early in ["on", "off"] {
+        let srv = AioQuic::start(&["--tcp", "on", "--early-data", early]);
+        let (url, ca) = (srv.url(), srv.ca());
+        let (_, v) = doctor(&[&url, "--cacert", &ca]);
+        let h = &v["h3"];
+        assert_eq!(h["advertised"], true, "{h}");
+        assert_eq!(h["answered"], true, "{h}");
+        assert_eq!(n(&h["port"]), u64::from(srv.port));
+        assert_eq!(h["resumption"], true, "{h}");
+        assert!(h["full_handshake_ms"].as_f64().unwrap() > 0.0, "{h}");
+        assert!(h["resumed_handshake_ms"].as_f64().unwrap() > 0.0, "{h}");
+        assert_eq!(h["early_data"]["accepted"], early == "on", "{h}");
+        let st = srv.stats();
+        assert_eq!(
+            n(&h["connections_opened"]),
+            n(&st["handshakes"]),
+            "{h} {st}"
+        );
+        assert_eq!(n(&h["handshakes_resumed"]), n(&st["resumed"]), "{h} {st}");
+        assert_eq!(
+            n(&h["early_data_accepted"]),
+            n(&st["early_requests"]),
+            "{h} {st}"
+        );
+        let f = texts(&v["findings"]);
+        assert!(f.iter().any(|s| s.contains("HTTP/3: advertised")), "{f:?}");
+        let zero_rtt = if early == "on" {
+            "QUIC 0-RTT: accepted"
+        } else {
+            "rejected the request sent in it"
+        };
+        assert!(f.iter().any(|s| s.contains(zero_rtt)), "{f:?}");
+        assert!(
+            !texts(&v["problems"]).iter().any(|p| p.contains("QUIC")),
+            "{v}"
+        );
+    }
+}
+
+/// A server that advertises HTTP/3 but drops UDP: a problem naming the error, found
+/// within the timeout; one that neither advertises nor answers it (the embedded server
+/// with --h3 off): a finding, no problem.
+#[test]
+fn doctor_flags_advertised_h3_that_does_not_answer() {
+    let _s = serial();
+    let srv = AioQuic::start(&["--tcp", "on", "--mode", "drop"]);
+    let (url, ca) = (srv.url(), srv.ca());
+    let started = std::time::Instant::now();
+    let (code, v) = doctor(&[&url, "--cacert", &ca, "--timeout", "2s"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(code, Some(1), "{v}");
+    let h = &v["h3"];
+    assert_eq!(h["advertised"], true);
+    assert_eq!(h["answered"], false);
+    assert!(h["error"].as_str().unwrap().contains("quic_timeout"), "{h}");
+    assert_eq!(n(&h["connections_opened"]), 0);
+    let p = texts(&v["problems"]);
+    assert!(
+        p.iter()
+            .any(|s| s.contains("advertises HTTP/3") && s.contains("quic_timeout")),
+        "{p:?}"
+    );
+    drop(srv);
+
+    let srv = start(ServerConfig {
+        h3: false,
+        ..Default::default()
+    });
+    let dir = std::env::temp_dir().join(format!("handshake-h3-doc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &srv.ca_pem).unwrap();
+    let (code, v) = doctor(&[&srv.https_url().unwrap(), "--cacert", ca.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    srv.stop();
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["h3"]["advertised"], false);
+    assert_eq!(v["h3"]["answered"], false);
+    assert!(v["h3"]["alt_svc"].is_null());
+    let f = texts(&v["findings"]);
+    assert!(f.iter().any(|s| s.contains("HTTP/3: not offered")), "{f:?}");
+}
+
+/// doctor against the embedded server with early data on: HTTP/3 advertised and
+/// answered, QUIC resumed, 0-RTT accepted; its QUIC connections and those that read
+/// 0-RTT packets equal the server's counts.
+#[test]
+fn doctor_on_the_embedded_server_matches_its_quic_counts() {
+    let _s = serial();
+    let srv = start(ServerConfig {
+        early_data: true,
+        ..Default::default()
+    });
+    let dir = std::env::temp_dir().join(format!("handshake-h3-doce-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &srv.ca_pem).unwrap();
+    let (code, v) = doctor(&[&srv.https_url().unwrap(), "--cacert", ca.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let st = srv.snapshot();
+    srv.stop();
+    assert_eq!(code, Some(0), "{v}");
+    let h = &v["h3"];
+    assert_eq!(h["advertised"], true, "{h}");
+    assert_eq!(h["answered"], true, "{h}");
+    assert_eq!(h["resumption"], true, "{h}");
+    assert_eq!(h["early_data"]["accepted"], true, "{h}");
+    assert_eq!(n(&h["connections_opened"]), st.h3_connections, "{h} {st:?}");
+    assert_eq!(
+        n(&h["early_data_accepted"]),
+        st.h3_early_data_connections,
+        "{h} {st:?}"
+    );
+}

@@ -8,7 +8,13 @@ Usage:
     python3 tests/h3_server.py --cert CERT.pem --key KEY.pem --stats STATS.json
         [--host 127.0.0.1] [--port 0] [--early-data on|off]
         [--mode normal|app-error|drop|version-negotiation] [--max-streams N]
-        [--ticket-reuse on|off]
+        [--ticket-reuse on|off] [--tcp on|off]
+
+With --tcp on it also answers HTTP/1.1 over TLS on TCP at the same port number
+(keep-alive; HTTP/1.0 closes unless it asks for keep-alive; Python's ssl
+module, the same certificate), with an `Alt-Svc: h3=":<port>"` header, so that
+`handshake doctor` has a TCP origin that points at this HTTP/3 server. Its
+requests are not counted in the stats.
 
 After binding it prints exactly one line "PORT <n>" to stdout, then serves
 until SIGTERM/SIGINT and exits with status 0. Only loopback addresses may be
@@ -51,6 +57,7 @@ import ipaddress
 import json
 import os
 import signal
+import ssl
 import sys
 from urllib.parse import parse_qs, urlsplit
 
@@ -320,6 +327,7 @@ def parse_args():
         default="off",
         help="let one ticket resume several connections (default: single use)",
     )
+    p.add_argument("--tcp", choices=["on", "off"], default="off")
     opts = p.parse_args()
     try:
         loopback = ipaddress.ip_address(opts.host).is_loopback
@@ -333,7 +341,43 @@ def parse_args():
         p.error("--max-streams must be >= 0")
     opts.early_data = opts.early_data == "on"
     opts.ticket_reuse = opts.ticket_reuse == "on"
+    opts.tcp = opts.tcp == "on"
     return opts
+
+
+async def serve_http1(reader, writer, port):
+    """HTTP/1.x over TLS on TCP, answering every request with 200 and Alt-Svc."""
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            version = lines[0].rsplit(" ", 1)[-1]
+            headers = {}
+            for line in lines[1:]:
+                if ":" in line:
+                    k, v = line.split(":", 1)
+                    headers[k.strip().lower()] = v.strip().lower()
+            length = int(headers.get("content-length", "0") or 0)
+            if length:
+                await reader.readexactly(length)
+            conn = headers.get("connection", "")
+            keep = (version == "HTTP/1.1" and conn != "close") or (
+                version == "HTTP/1.0" and conn == "keep-alive"
+            )
+            body = b"ok\n"
+            out = (
+                f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n"
+                f'Alt-Svc: h3=":{port}"; ma=60\r\n'
+                f"Connection: {'keep-alive' if keep else 'close'}\r\n\r\n"
+            ).encode() + body
+            writer.write(out)
+            await writer.drain()
+            if not keep:
+                break
+    except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError, ValueError):
+        pass
+    finally:
+        writer.close()
 
 
 async def main(opts):
@@ -372,9 +416,19 @@ async def main(opts):
         loop.add_signal_handler(sig, stop.set)
 
     port = transport.get_extra_info("sockname")[1]
+    tcp = None
+    if opts.tcp:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(opts.cert, opts.key)
+        ctx.set_alpn_protocols(["http/1.1"])
+        tcp = await asyncio.start_server(
+            lambda r, w: serve_http1(r, w, port), opts.host, port, ssl=ctx
+        )
     print(f"PORT {port}", flush=True)
     await stop.wait()
 
+    if tcp is not None:
+        tcp.close()
     if server is not None:
         server.close()  # sends CONNECTION_CLOSE to open connections
     else:

@@ -4,7 +4,8 @@
 //! different idle waits, narrowed down), and over TLS: version, ALPN, resumption and
 //! what a full and a resumed handshake cost. Where the server speaks HTTP/2 (ALPN h2,
 //! or `--h2c`): its SETTINGS, the streams it serves on one connection (GOAWAY after N),
-//! its idle timeout, and whether it takes many concurrent streams.
+//! its idle timeout, and whether it takes many concurrent streams. Over https, HTTP/3
+//! (doctor_h3): Alt-Svc, a QUIC handshake, QUIC resumption and 0-RTT.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -138,6 +139,9 @@ pub struct DoctorReport {
     pub tls: Option<TlsFindings>,
     /// Present when the server speaks HTTP/2 (ALPN h2, or `--h2c`).
     pub h2: Option<H2Findings>,
+    /// https:// URLs: whether the server offers HTTP/3, resumes QUIC sessions and takes
+    /// 0-RTT on QUIC.
+    pub h3: Option<super::doctor_h3::H3Findings>,
     /// What was seen, in plain sentences.
     pub findings: Vec<String>,
     /// Each problem with a concrete fix. Empty: exit status 0.
@@ -692,6 +696,15 @@ pub async fn execute(
         Some(s) => Some(h2_findings(s, max_req, max_idle).await),
         None => None,
     };
+    // HTTP/3 at the port its Alt-Svc names (else the URL's); the engine's own threads
+    // run the probes, this one waits.
+    let h3 = sc.origins[0].tls.then(|| {
+        let alt_svc = ex11
+            .as_ref()
+            .and_then(|e| e.header("alt-svc"))
+            .map(str::to_string);
+        super::doctor_h3::probe(&t.url, alt_svc, request, roots, sc.timeout)
+    });
 
     let mut findings = Vec::new();
     let mut problems = Vec::new();
@@ -828,6 +841,9 @@ pub async fn execute(
     if let Some(h) = &h2 {
         judge_h2(h, &mut findings, &mut problems);
     }
+    if let Some(h) = &h3 {
+        super::doctor_h3::judge(h, &mut findings, &mut problems);
+    }
     Ok(DoctorReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "handshake",
@@ -841,6 +857,7 @@ pub async fn execute(
         idle_timeout: idle,
         tls,
         h2,
+        h3,
         findings,
         problems,
     })

@@ -1,0 +1,283 @@
+//! `doctor` over HTTP/3: whether an https:// server offers it (an `Alt-Svc: h3`
+//! header on its HTTP/1.1 response, and a QUIC handshake that answers a request), what
+//! a full and a resumed QUIC handshake cost, whether it resumes QUIC sessions, and
+//! whether it takes a request in 0-RTT. Each probe is a short run of the HTTP/3 engine
+//! (one request at a time), so what doctor reports is what `bench -s h3-*` measures.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::doctor::EarlyDataFinding;
+use crate::cli::RequestArgs;
+use crate::config;
+use crate::plan::Strategy;
+use crate::record::{ErrorDetail, ErrorKind, PHASE_NAMES};
+use crate::report::text::fmt_ms;
+use crate::stats::recorder::Recorder;
+
+/// A server that does not advertise HTTP/3 gets this long to answer a QUIC Initial.
+const UNADVERTISED_WAIT: Duration = Duration::from_secs(2);
+/// Handshakes per kind, for medians.
+const SAMPLES: u64 = 5;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct H3Findings {
+    /// The `Alt-Svc` header of the server's HTTP/1.1 response.
+    pub alt_svc: Option<String>,
+    /// `Alt-Svc` names HTTP/3 (`h3`).
+    pub advertised: bool,
+    /// The UDP port HTTP/3 was tried at: the one `Alt-Svc` names, else the URL's.
+    pub port: u16,
+    /// A request on a new QUIC connection was answered.
+    pub answered: bool,
+    /// Why not, when it was not: the error category (and detail).
+    pub error: Option<String>,
+    /// Medians of `quic_handshake` (first Initial to handshake complete) over new
+    /// connections: full handshakes, and resumed ones.
+    pub full_handshake_ms: Option<f64>,
+    pub resumed_handshake_ms: Option<f64>,
+    /// New QUIC connections resumed the TLS session of an earlier one.
+    pub resumption: bool,
+    /// Of the connections that offered a session ticket: how many resumed.
+    pub resumed: u64,
+    pub resume_tries: u64,
+    /// A request in 0-RTT on a resumed QUIC connection (absent without resumption).
+    pub early_data: Option<EarlyDataFinding>,
+    /// What all the probes did on the wire: QUIC connections opened (handshake
+    /// completed), of them resumed, and requests the server took in 0-RTT.
+    pub connections_opened: u64,
+    pub handshakes_resumed: u64,
+    pub early_data_accepted: u64,
+}
+
+/// The port of the `h3` alternative in an `Alt-Svc` value (`h3=":443"`,
+/// `h3="host:443"`; quoted, as RFC 7838 says), if it names one.
+pub fn alt_svc_h3_port(value: &str) -> Option<u16> {
+    value.split(',').find_map(|alt| {
+        let (proto, rest) = alt.trim().split_once('=')?;
+        if proto.trim() != "h3" {
+            return None;
+        }
+        let authority = rest.split(';').next()?.trim().trim_matches('"');
+        authority.rsplit_once(':')?.1.parse().ok()
+    })
+}
+
+/// The median of a run's `quic_handshake` phase over its new connections.
+fn handshake_median_ms(r: &Recorder) -> Option<f64> {
+    let i = PHASE_NAMES.iter().position(|p| *p == "quic_handshake")?;
+    let p = &r.phases_new[i];
+    (p.count > 0).then(|| p.hist.value_at_quantile(0.5) as f64 / 1e6)
+}
+
+/// The most frequent error of a run, by category and detail.
+fn main_error(r: &Recorder) -> Option<String> {
+    let (kind, n) = ErrorKind::ALL
+        .iter()
+        .zip(r.errors.iter())
+        .max_by_key(|(_, n)| **n)?;
+    if *n == 0 {
+        return None;
+    }
+    let detail = ErrorDetail::ALL
+        .iter()
+        .zip(r.error_details.iter())
+        .filter(|(_, n)| **n > 0)
+        .max_by_key(|(_, n)| **n)
+        .map(|(d, _)| format!(" ({})", d.name()))
+        .unwrap_or_default();
+    Some(format!("{}{detail}", kind.name()))
+}
+
+/// Probe HTTP/3 at `url`'s host. Runs the engine on threads of its own (it blocks).
+pub fn probe(
+    url: &str,
+    alt_svc: Option<String>,
+    request: &RequestArgs,
+    roots: &[rustls::pki_types::CertificateDer<'static>],
+    timeout: Duration,
+) -> H3Findings {
+    let advertised_port = alt_svc.as_deref().and_then(alt_svc_h3_port);
+    let parsed = config::parse_url(url);
+    let port = match &parsed {
+        Ok(p) => advertised_port.unwrap_or(p.port),
+        Err(_) => 0,
+    };
+    let target = match &parsed {
+        Ok(p) if p.host.contains(':') => format!("https://[{}]:{port}{}", p.host, p.target),
+        Ok(p) => format!("https://{}:{port}{}", p.host, p.target),
+        Err(e) => e.0.clone(),
+    };
+    let mut f = H3Findings {
+        alt_svc,
+        advertised: advertised_port.is_some(),
+        port,
+        answered: false,
+        error: None,
+        full_handshake_ms: None,
+        resumed_handshake_ms: None,
+        resumption: false,
+        resumed: 0,
+        resume_tries: 0,
+        early_data: None,
+        connections_opened: 0,
+        handshakes_resumed: 0,
+        early_data_accepted: 0,
+    };
+    let mut totals = (0, 0, 0);
+    if let Err(e) = parsed {
+        f.error = Some(e.0);
+        return f;
+    }
+    let mut run = |strategy: Strategy, n: u64, wait: Duration| -> Result<Recorder, String> {
+        let req = config::request_config(request, Some(target.as_str()), roots.to_vec())
+            .map_err(|e| e.0)?;
+        let load = config::LoadConfig {
+            concurrency: 1,
+            threads: 1,
+            load: crate::plan::LoadShape::Closed,
+            stop: crate::plan::StopWhen {
+                requests: Some(n),
+                duration: None,
+            },
+            timeout: wait,
+            limits: Default::default(),
+        };
+        let sc = config::scenario(strategy.name(), strategy, None, &req, &load).map_err(|e| e.0)?;
+        let r = crate::engine::run(Arc::new(sc), false)
+            .map(|r| r.recorder)
+            .map_err(|e| format!("{e:#}"))?;
+        totals.0 += r.connections_opened;
+        totals.1 += r.tls_resumed;
+        totals.2 += r.early_accepted;
+        Ok(r)
+    };
+    'probes: {
+        // Full handshakes; the first tells whether HTTP/3 is there at all.
+        let first_wait = if f.advertised {
+            timeout
+        } else {
+            timeout.min(UNADVERTISED_WAIT)
+        };
+        match run(Strategy::H3Close, 1, first_wait) {
+            Ok(r) if r.ok == 1 => f.answered = true,
+            Ok(r) => {
+                f.error = main_error(&r).or(Some("no answer".into()));
+                break 'probes;
+            }
+            Err(e) => {
+                f.error = Some(e);
+                break 'probes;
+            }
+        }
+        if let Ok(r) = run(Strategy::H3Close, SAMPLES, timeout) {
+            f.full_handshake_ms = handshake_median_ms(&r);
+        }
+        // Resumption: the first connection gets a ticket, the others offer one. The one full
+        // handshake among them is the slowest, so the median is a resumed one's.
+        if let Ok(r) = run(Strategy::H3Resumed, SAMPLES + 2, timeout) {
+            f.resume_tries = r.connections_opened.saturating_sub(1);
+            f.resumed = r.tls_resumed;
+            f.resumption = r.tls_resumed > 0;
+            if 2 * r.tls_resumed > r.connections_opened {
+                f.resumed_handshake_ms = handshake_median_ms(&r);
+            }
+        }
+        // 0-RTT: the first connection gets a ticket, the next sends its request in 0-RTT
+        // if the ticket allows it.
+        if f.resumption {
+            if let Ok(r) = run(Strategy::H3ZeroRtt, 3, timeout) {
+                f.early_data = Some(EarlyDataFinding {
+                    offered: r.early_attempted > 0,
+                    accepted: r.early_accepted > 0,
+                });
+            }
+        }
+    }
+    (
+        f.connections_opened,
+        f.handshakes_resumed,
+        f.early_data_accepted,
+    ) = totals;
+    f
+}
+
+/// The plain sentences about HTTP/3, and its problems with their fixes.
+pub fn judge(h: &H3Findings, findings: &mut Vec<String>, problems: &mut Vec<String>) {
+    let port = h.port;
+    match (h.advertised, h.answered) {
+        (true, true) => findings.push(format!(
+            "HTTP/3: advertised (Alt-Svc: {}) and answered over QUIC at UDP port {port}.",
+            h.alt_svc.as_deref().unwrap_or_default()
+        )),
+        (false, true) => findings.push(format!(
+            "HTTP/3: answered over QUIC at UDP port {port}, but not advertised: without an `Alt-Svc: h3=\":{port}\"` header (or an HTTPS DNS record) browsers and curl never try it."
+        )),
+        (true, false) => problems.push(format!(
+            "The server advertises HTTP/3 (Alt-Svc: {}) but no QUIC handshake completed at UDP port {port}: {}. Clients that follow Alt-Svc try QUIC first and fall back to TCP after a delay; open UDP {port} (firewall, load balancer) or stop advertising h3.",
+            h.alt_svc.as_deref().unwrap_or_default(),
+            h.error.as_deref().unwrap_or("no answer")
+        )),
+        (false, false) => findings.push(format!(
+            "HTTP/3: not offered (no Alt-Svc h3; no QUIC answer at UDP port {port}: {}).",
+            h.error.as_deref().unwrap_or("no answer")
+        )),
+    }
+    if !h.answered {
+        return;
+    }
+    if let Some(full) = h.full_handshake_ms {
+        findings.push(format!(
+            "QUIC handshake (transport and TLS 1.3 in one round trip): {} ms full{}.",
+            fmt_ms(full),
+            h.resumed_handshake_ms
+                .map(|r| format!(", {} ms resumed", fmt_ms(r)))
+                .unwrap_or_default()
+        ));
+    }
+    if h.resumption {
+        findings.push(format!(
+            "QUIC session resumption works: {} of {} new connections resumed the TLS session.",
+            h.resumed, h.resume_tries
+        ));
+    } else {
+        problems.push(format!(
+            "QUIC sessions are not resumed ({} new connections offered a ticket, none resumed): every new HTTP/3 connection pays a full TLS handshake{}. Enable session tickets for QUIC on the server.",
+            h.resume_tries,
+            h.full_handshake_ms
+                .map(|f| format!(" ({} ms here)", fmt_ms(f)))
+                .unwrap_or_default()
+        ));
+    }
+    match h.early_data {
+        Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
+            "QUIC 0-RTT: accepted; a client's first request on a resumed QUIC connection goes with its Initial, with no round trip before it (idempotent requests only: 0-RTT can be replayed).".to_string(),
+        ),
+        Some(EarlyDataFinding { offered: true, .. }) => findings.push(
+            "QUIC 0-RTT: the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
+        ),
+        Some(_) => findings.push(
+            "QUIC 0-RTT: not offered; the server's session tickets do not allow early data (nginx: ssl_early_data on).".to_string(),
+        ),
+        None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::alt_svc_h3_port;
+
+    #[test]
+    fn reads_the_h3_port_of_alt_svc() {
+        assert_eq!(alt_svc_h3_port(r#"h3=":8443"; ma=86400"#), Some(8443));
+        assert_eq!(
+            alt_svc_h3_port(r#"h3-29=":1", h3="example.com:443"; ma=60, h2=":2""#),
+            Some(443)
+        );
+        assert_eq!(alt_svc_h3_port(r#"h2=":443""#), None);
+        assert_eq!(alt_svc_h3_port("clear"), None);
+        assert_eq!(alt_svc_h3_port(r#"h3=":notaport""#), None);
+    }
+}
