@@ -696,12 +696,8 @@ fn doctor_flags_advertised_h3_that_does_not_answer() {
         h3: false,
         ..Default::default()
     });
-    let dir = std::env::temp_dir().join(format!("handshake-h3-doc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = dir.join("ca.pem");
-    std::fs::write(&ca, &srv.ca_pem).unwrap();
-    let (code, v) = doctor(&[&srv.https_url().unwrap(), "--cacert", ca.to_str().unwrap()]);
-    let _ = std::fs::remove_dir_all(&dir);
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    let (code, v) = doctor(&[&srv.https_url().unwrap(), "--cacert", ca.s()]);
     srv.stop();
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["h3"]["advertised"], false);
@@ -721,12 +717,8 @@ fn doctor_on_the_embedded_server_matches_its_quic_counts() {
         early_data: true,
         ..Default::default()
     });
-    let dir = std::env::temp_dir().join(format!("handshake-h3-doce-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = dir.join("ca.pem");
-    std::fs::write(&ca, &srv.ca_pem).unwrap();
-    let (code, v) = doctor(&[&srv.https_url().unwrap(), "--cacert", ca.to_str().unwrap()]);
-    let _ = std::fs::remove_dir_all(&dir);
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    let (code, v) = doctor(&[&srv.https_url().unwrap(), "--cacert", ca.s()]);
     let st = srv.snapshot();
     srv.stop();
     assert_eq!(code, Some(0), "{v}");

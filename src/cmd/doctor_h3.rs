@@ -126,14 +126,16 @@ pub fn probe(
         handshakes_resumed: 0,
         early_data_accepted: 0,
     };
+    let req = parsed.and_then(|_| config::request_config(request, Some(&target), roots.to_vec()));
+    let req = match req {
+        Ok(r) => r,
+        Err(e) => {
+            f.error = Some(e.0);
+            return f;
+        }
+    };
     let mut totals = (0, 0, 0);
-    if let Err(e) = parsed {
-        f.error = Some(e.0);
-        return f;
-    }
     let mut run = |strategy: Strategy, n: u64, wait: Duration| -> Result<Recorder, String> {
-        let req = config::request_config(request, Some(target.as_str()), roots.to_vec())
-            .map_err(|e| e.0)?;
         let load = config::LoadConfig {
             concurrency: 1,
             threads: 1,

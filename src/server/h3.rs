@@ -130,22 +130,25 @@ async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
         return;
     };
     let st = &shared.stats;
+    // What the connection's TLS session sees (there from the ClientHello on).
+    let seen = conn
+        .handshake_data()
+        .and_then(|d| d.downcast::<ServerSeen>().ok())
+        .map(|s| s.0.clone());
     let counted = {
         let conn = conn.clone();
         let shared = shared.clone();
+        let seen = seen.clone();
         async move {
             let done = tokio::time::timeout(shared.cfg.header_timeout, established).await;
             if done.is_err() || conn.close_reason().is_some() {
                 return false;
             }
             let st = &shared.stats;
-            let seen = conn
-                .handshake_data()
-                .and_then(|d| d.downcast::<ServerSeen>().ok());
-            let full = seen.as_ref().map_or(true, |s| s.0.full());
+            let full = seen.as_ref().map_or(true, |s| s.full());
             st.connections_accepted.fetch_add(1, Ordering::Relaxed);
             st.h3_connections.fetch_add(1, Ordering::Relaxed);
-            if seen.is_some_and(|s| s.0.early_packets() > 0) {
+            if seen.is_some_and(|s| s.early_packets() > 0) {
                 st.h3_early_data_connections.fetch_add(1, Ordering::Relaxed);
             }
             if full {
@@ -161,10 +164,7 @@ async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
     let early = Arc::new(Mutex::new(HashSet::new()));
     let marking = Marking {
         inner: h3_quinn::Connection::new(conn.clone()),
-        seen: conn
-            .handshake_data()
-            .and_then(|d| d.downcast::<ServerSeen>().ok())
-            .map(|s| s.0.clone()),
+        seen,
         early: early.clone(),
     };
     if let Ok(mut h3c) = h3::server::builder().build::<_, Bytes>(marking).await {
