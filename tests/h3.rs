@@ -389,6 +389,11 @@ fn embedded_server_counts_equal_the_report() {
                 "{srv}"
             );
             assert_eq!(n(&ed["accepted"]), n(&srv["early_data_requests"]), "{srv}");
+            assert_eq!(
+                n(&ed["accepted"]),
+                n(&srv["h3_early_data_requests"]),
+                "{srv}"
+            );
         } else {
             assert_eq!(n(&srv["early_data_requests"]), 0, "{strategy}: {srv}");
             assert_eq!(n(&srv["h3_early_data_connections"]), 0, "{strategy}: {srv}");
@@ -408,6 +413,11 @@ fn embedded_server_counts_equal_the_report() {
     );
     assert!(
         n(&srv["early_data_requests"]) <= n(&ed["accepted"]),
+        "{srv}"
+    );
+    assert_eq!(
+        n(&srv["early_data_requests"]),
+        n(&srv["h3_early_data_requests"]),
         "{srv}"
     );
 }

@@ -177,10 +177,9 @@ async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
                     shared.stats.h3_requests.fetch_add(1, Ordering::Relaxed);
                     let id = stream.id();
                     if early.lock().unwrap_or_else(|e| e.into_inner()).remove(&id) {
-                        shared
-                            .stats
-                            .early_data_requests
-                            .fetch_add(1, Ordering::Relaxed);
+                        let st = &shared.stats;
+                        st.early_data_requests.fetch_add(1, Ordering::Relaxed);
+                        st.h3_early_data_requests.fetch_add(1, Ordering::Relaxed);
                     }
                     let _ = answer(req, stream, &shared).await;
                 }

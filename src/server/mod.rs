@@ -96,8 +96,10 @@ pub struct ServerStats {
     /// requests (also in `requests`).
     pub h3_connections: AtomicU64,
     pub h3_requests: AtomicU64,
-    /// QUIC connections that read 0-RTT packets (early data accepted and sent).
+    /// QUIC connections that read 0-RTT packets (early data accepted and sent), and the
+    /// requests that came in 0-RTT (also in `early_data_requests`).
     pub h3_early_data_connections: AtomicU64,
+    pub h3_early_data_requests: AtomicU64,
     /// CPU clocks of the server's threads (they live as long as the server).
     threads: std::sync::Mutex<Vec<crate::cpu::ThreadClock>>,
 }
@@ -133,6 +135,7 @@ pub struct StatsSnapshot {
     pub h3_connections: u64,
     pub h3_requests: u64,
     pub h3_early_data_connections: u64,
+    pub h3_early_data_requests: u64,
 }
 
 impl ServerStats {
@@ -150,6 +153,7 @@ impl ServerStats {
             h3_connections: self.h3_connections.load(Ordering::Relaxed),
             h3_requests: self.h3_requests.load(Ordering::Relaxed),
             h3_early_data_connections: self.h3_early_data_connections.load(Ordering::Relaxed),
+            h3_early_data_requests: self.h3_early_data_requests.load(Ordering::Relaxed),
         }
     }
 }
