@@ -383,15 +383,16 @@ async def serve_http1(reader, writer, port):
 async def main(opts):
     loop = asyncio.get_running_loop()
     stats = Stats(opts.stats)  # initial all-zero file
-    server = None
 
-    if opts.mode in ("drop", "version-negotiation"):
-        # No QUIC stack at all: a bare UDP socket.
-        factory = Dropper if opts.mode == "drop" else VersionNegotiator
-        transport, _ = await loop.create_datagram_endpoint(
-            factory, local_addr=(opts.host, opts.port)
-        )
-    else:
+    async def bind_udp(port):
+        """The UDP side: (aioquic server or None, its transport)."""
+        if opts.mode in ("drop", "version-negotiation"):
+            # No QUIC stack at all: a bare UDP socket.
+            factory = Dropper if opts.mode == "drop" else VersionNegotiator
+            transport, _ = await loop.create_datagram_endpoint(
+                factory, local_addr=(opts.host, port)
+            )
+            return None, transport
         config = QuicConfiguration(
             alpn_protocols=H3_ALPN,  # ["h3"]
             is_client=False,
@@ -400,7 +401,7 @@ async def main(opts):
         tickets = TicketStore(stats, opts.ticket_reuse)
         server = await serve(
             opts.host,
-            opts.port,
+            port,
             configuration=config,
             create_protocol=lambda quic, **kw: H3Server(
                 quic, opts=opts, stats=stats, **kw
@@ -408,22 +409,36 @@ async def main(opts):
             session_ticket_fetcher=tickets.get,
             session_ticket_handler=tickets.add,
         )
-        transport = server._transport
+        return server, server._transport
+
+    # With --tcp on, TCP binds first and UDP takes the same port number; with port 0
+    # a number free on TCP may be taken on UDP, so try again with another.
+    tcp = None
+    port = opts.port
+    for attempt in range(50):
+        if opts.tcp:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(opts.cert, opts.key)
+            ctx.set_alpn_protocols(["http/1.1"])
+            tcp = await asyncio.start_server(
+                lambda r, w: serve_http1(r, w, port), opts.host, opts.port, ssl=ctx
+            )
+            port = tcp.sockets[0].getsockname()[1]
+        try:
+            server, transport = await bind_udp(port)
+            break
+        except OSError:
+            if tcp is None or opts.port != 0 or attempt == 49:
+                raise
+            tcp.close()
+            await tcp.wait_closed()
+    port = transport.get_extra_info("sockname")[1]
 
     # Handlers first, so a SIGTERM sent right after "PORT" is seen exits 0.
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
-    port = transport.get_extra_info("sockname")[1]
-    tcp = None
-    if opts.tcp:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(opts.cert, opts.key)
-        ctx.set_alpn_protocols(["http/1.1"])
-        tcp = await asyncio.start_server(
-            lambda r, w: serve_http1(r, w, port), opts.host, port, ssl=ctx
-        )
     print(f"PORT {port}", flush=True)
     await stop.wait()
 
