@@ -179,8 +179,15 @@ pub struct TraceArgs {
     #[arg(long, conflicts_with = "strategy")]
     pub http2: bool,
 
-    /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive,
-    /// h2 (HTTP/2: ALPN on https, prior knowledge on http)
+    /// HTTP/3 (same as --strategy h3; https only): one QUIC connection's setup (dns,
+    /// the QUIC handshake, its TLS), then each request's stream, with quinn's RTT
+    /// estimate and packet counts
+    #[arg(long, conflicts_with_all = ["strategy", "http2"])]
+    pub http3: bool,
+
+    /// Connection strategy: keepalive, close, close-resumed, close-0rtt, http10,
+    /// http10-keepalive, h2 (HTTP/2: ALPN on https, prior knowledge on http), h3,
+    /// h3-close, h3-resumed, h3-0rtt (HTTP/3 over QUIC: https only)
     #[arg(long, short = 's', default_value = "keepalive")]
     pub strategy: String,
 

@@ -744,3 +744,153 @@ fn doctor_on_the_embedded_server_matches_its_quic_counts() {
         "{h} {st:?}"
     );
 }
+
+/// `trace` against aioquic, as JSON; the exit status too.
+fn trace(srv: &AioQuic, args: &[&str]) -> (Option<i32>, Value) {
+    let (url, ca) = (srv.url(), srv.ca());
+    let mut all = vec!["trace", url.as_str(), "--cacert", &ca, "--json"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), v)
+}
+
+/// `trace --http3` lays out one QUIC connection: its handshake on the first step, each
+/// request on a new stream of it; per-request strategies open one per step, resume,
+/// and send in 0-RTT. Every connection, resumed handshake and 0-RTT request it shows
+/// is one aioquic counted.
+#[test]
+fn trace_http3_shows_what_aioquic_counts() {
+    let _s = serial();
+    let srv = AioQuic::start(&[]);
+    let (code, t) = trace(&srv, &["--http3", "--count", "3"]);
+    assert_eq!(code, Some(0), "{t}");
+    assert_eq!(t["protocol"], "h3");
+    let steps = t["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    let st = srv.stats();
+    assert_eq!(n(&st["connections"]), 1, "{st}");
+    assert_eq!(n(&st["requests"]), 3, "{st}");
+    for (i, s) in steps.iter().enumerate() {
+        assert_eq!(s["status"], 200, "{s}");
+        assert_eq!(s["http_version"], "HTTP/3");
+        assert_eq!(
+            n(&s["stream_id"]),
+            4 * i as u64,
+            "client streams 0, 4, 8: {s}"
+        );
+        assert_eq!(s["reused"], i > 0, "{s}");
+        let q = &s["quic"];
+        assert!(q["rtt_ms"].as_f64().unwrap() > 0.0, "{q}");
+        assert!(n(&q["packets_sent"]) >= 3, "{q}");
+        assert!(n(&q["datagrams_received"]) >= 2, "{q}");
+    }
+    let first = &steps[0];
+    assert!(
+        first["quic_handshake_ms"].as_f64().unwrap() > 0.0,
+        "{first}"
+    );
+    assert!(first["connect_ms"].is_null() && first["tls_ms"].is_null());
+    assert_eq!(first["tls"]["alpn"], "h3");
+    assert_eq!(first["tls"]["resumed"], false);
+    assert!(steps[1]["quic_handshake_ms"].is_null());
+    // The same connection throughout: quinn's packet count only grows.
+    assert!(n(&steps[2]["quic"]["packets_sent"]) > n(&steps[0]["quic"]["packets_sent"]));
+    drop(srv);
+
+    // h3-0rtt: the first connection is full (no session yet); the next ones resume and
+    // their request goes before the handshake's end, as aioquic saw it.
+    let srv = AioQuic::start(&[]);
+    let (code, t) = trace(&srv, &["-s", "h3-0rtt", "--count", "3"]);
+    assert_eq!(code, Some(0), "{t}");
+    let steps = t["steps"].as_array().unwrap();
+    let st = srv.stats();
+    assert_eq!(n(&st["connections"]), 3, "{st}");
+    assert_eq!(n(&st["requests"]), 3, "{st}");
+    let accepted = steps
+        .iter()
+        .filter(|s| s["early_data"] == "accepted")
+        .count() as u64;
+    let resumed = steps.iter().filter(|s| s["tls"]["resumed"] == true).count() as u64;
+    assert_eq!(accepted, n(&st["early_requests"]), "{st}");
+    assert_eq!(accepted, 2, "{t}");
+    assert_eq!(resumed, n(&st["resumed"]), "{st}");
+    assert_eq!(steps[0]["early_data"], "unavailable", "no session yet");
+    assert!(steps[0]["request_left_ms"].is_null());
+    assert_eq!(steps[0]["session_ticket"], true, "{}", steps[0]);
+    for s in &steps[1..] {
+        assert_eq!(s["reused"], false);
+        assert_eq!(
+            n(&s["stream_id"]),
+            0,
+            "a new connection's first stream: {s}"
+        );
+        let left = s["request_left_ms"].as_f64().unwrap();
+        let hs = s["quic_handshake_ms"].as_f64().unwrap();
+        assert!(
+            left < hs,
+            "the request left before the handshake's end: {s}"
+        );
+    }
+    drop(srv);
+
+    // 0-RTT refused: shown as rejected, the request answered after the handshake.
+    let srv = AioQuic::start(&["--early-data", "off"]);
+    let (code, t) = trace(&srv, &["-s", "h3-0rtt", "--count", "2"]);
+    assert_eq!(code, Some(0), "{t}");
+    let st = srv.stats();
+    let second = &t["steps"][1];
+    assert_eq!(second["early_data"], "rejected", "{second}");
+    assert_eq!(second["status"], 200);
+    assert!(second["request_left_ms"].is_null());
+    assert_eq!(n(&st["early_requests"]), 0);
+    assert_eq!(n(&st["requests"]), 2, "{st}");
+    assert_eq!(n(&st["connections"]), 2);
+    drop(srv);
+
+    // A server that drops all UDP: a quic_timeout within the step's limit.
+    let srv = AioQuic::start(&["--mode", "drop"]);
+    let started = std::time::Instant::now();
+    let (code, t) = trace(&srv, &["--http3", "--timeout", "1s"]);
+    assert!(started.elapsed().as_secs() < 10);
+    assert_eq!(code, Some(1), "{t}");
+    let e = t["error"].as_str().unwrap();
+    assert!(e.contains("quic_timeout"), "{e}");
+    assert!(t["steps"].as_array().unwrap().is_empty());
+}
+
+/// Text: the waterfall names the QUIC handshake and quinn's figures; `--http3` with
+/// `--strategy` or on http:// is a usage error.
+#[test]
+fn trace_http3_text_and_usage() {
+    let out = run(&["trace", "-s", "h3-0rtt", "--count", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for says in [
+        "quic_hs",
+        "h3_setup",
+        "TLSv1.3 inside QUIC, ALPN h3",
+        "RTT estimate",
+        "resumed handshake; the request went in early data (0-RTT), accepted",
+        "0-RTT       the request left",
+        "the server sent a session ticket",
+    ] {
+        assert!(text.contains(says), "{says:?} in:\n{text}");
+    }
+    for (args, says) in [
+        (vec!["trace", "--http3", "-s", "h3"], "--strategy"),
+        (vec!["trace", "--http3", "--http2"], "--http2"),
+        (vec!["trace", "http://127.0.0.1:1/", "--http3"], "https://"),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

@@ -28,11 +28,32 @@ pub struct TraceStep {
     /// HTTP/2: the preface sent to the server's SETTINGS received (new connections).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h2_setup_ms: Option<f64>,
-    /// HTTP/2: the stream that carried the request.
+    /// HTTP/2 and HTTP/3: the stream that carried the request.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stream_id: Option<u32>,
+    pub stream_id: Option<u64>,
+    /// HTTP/3 (new connections): the first Initial sent to the QUIC handshake's end
+    /// (transport and TLS together; `connect_ms` and `tls_ms` are then absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quic_handshake_ms: Option<f64>,
+    /// HTTP/3 (new connections, not 0-RTT): after the handshake, HTTP/3's control
+    /// stream opened and its SETTINGS sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h3_setup_ms: Option<f64>,
+    /// 0-RTT over QUIC: the request left this long after the first Initial, before
+    /// the handshake's end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_left_ms: Option<f64>,
+    /// HTTP/3: quinn's figures for the connection after this response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quic: Option<crate::probe::h3::QuicInfo>,
+    /// HTTP/3 with session resumption: the server's session ticket came on this
+    /// connection before it was closed (the next connection can resume).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_ticket: Option<bool>,
     /// TLS 1.3 early data: the request went with the ClientHello, and the server
-    /// `accepted` it or `rejected` it (then it was sent again after the handshake).
+    /// `accepted` it or `rejected` it (then it was sent again after the handshake);
+    /// over QUIC, `unavailable` when 0-RTT was asked for but no session to resume
+    /// allowed it (none yet, or the server's tickets allow no early data).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub early_data: Option<&'static str>,
     pub send_ms: f64,
@@ -58,7 +79,7 @@ pub struct TraceReport {
     pub version: &'static str,
     pub url: String,
     pub strategy: String,
-    /// The protocol on the wire: `http/1.1`, `http/1.0`, `h2`.
+    /// The protocol on the wire: `http/1.1`, `http/1.0`, `h2`, `h3`.
     pub protocol: String,
     /// HTTP/2: the server's SETTINGS (from the first connection).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,6 +204,11 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             tls_ms,
             h2_setup_ms: None,
             stream_id: None,
+            quic_handshake_ms: None,
+            h3_setup_ms: None,
+            request_left_ms: None,
+            quic: None,
+            session_ticket: None,
             early_data,
             send_ms,
             wait_ms: ms(ex.wait),
@@ -272,7 +298,12 @@ pub async fn execute_h2(sc: &Scenario, count: u64) -> TraceReport {
             connect_ms: (!reused).then(|| ms(c.connect)),
             tls_ms: (!reused).then_some(c.tls).flatten().map(ms),
             h2_setup_ms: (!reused).then(|| ms(c.h2_setup)),
-            stream_id: Some(ex.stream_id),
+            stream_id: Some(u64::from(ex.stream_id)),
+            quic_handshake_ms: None,
+            h3_setup_ms: None,
+            request_left_ms: None,
+            quic: None,
+            session_ticket: None,
             early_data: None,
             send_ms: ms(ex.send),
             wait_ms: ms(ex.wait),
@@ -289,6 +320,112 @@ pub async fn execute_h2(sc: &Scenario, count: u64) -> TraceReport {
         });
     }
     TraceReport::new(sc, steps, error, settings)
+}
+
+/// HTTP/3: `count` requests one after another, on the streams of one QUIC connection
+/// (`h3`; a new one when the server ends it) or each on a new connection (`h3-close`,
+/// `h3-resumed`, `h3-0rtt`), each step with its stream id, the connection's setup
+/// (dns, quic_handshake; with 0-RTT when the request left) on the step that opened it,
+/// and quinn's figures after the response. Runs in a `LocalSet`.
+pub async fn execute_h3(sc: &Scenario, count: u64) -> TraceReport {
+    let target = &sc.targets[0];
+    let origin = &sc.origins[target.origin];
+    let quic_tls = sc.quic_tls.as_ref().expect("h3 scenarios carry QUIC TLS");
+    let endpoints = crate::engine::h3::Endpoints::new();
+    let (persistent, early) = (sc.strategy.persistent(), sc.strategy.early_data());
+    let mut steps = Vec::new();
+    let mut error = None;
+    let mut conn: Option<probe::h3::H3Probe> = None;
+    for index in 1..=count {
+        let start = Instant::now();
+        if conn.as_ref().is_some_and(|c| !c.usable()) {
+            conn = None;
+        }
+        let reused = conn.is_some();
+        if conn.is_none() {
+            match probe::h3::open(origin, quic_tls, &endpoints, sc.timeout, &sc.dns, early).await {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    error = Some(format!("request {index}: {e}"));
+                    break;
+                }
+            }
+        }
+        let c = conn.as_mut().expect("connection");
+        let ex = match c.exchange(target, sc.timeout).await {
+            Ok(ex) => ex,
+            Err(e) => {
+                error = Some(format!("request {index}: {e}"));
+                break;
+            }
+        };
+        let total = start.elapsed();
+        let quic = c.quic_info();
+        let mut session_ticket = None;
+        let after = if !persistent {
+            // One request per connection: the client closes it, once the server's
+            // session ticket has come when the next connection is to resume.
+            if sc.strategy.tls_resumption() {
+                let wait =
+                    Duration::from_secs_f64(quic.rtt_ms * 3.0 / 1000.0) + Duration::from_millis(10);
+                session_ticket = Some(c.wait_ticket(wait.min(Duration::from_secs(1))).await);
+            }
+            c.close();
+            "closed by the client (H3_NO_ERROR): one request per connection".to_string()
+        } else if index == count {
+            match c.server_ends_within(WATCH_AFTER).await {
+                Some((t, why)) => format!("{why} {} ms after the response", fmt_ms(ms(t))),
+                None => format!("open ({} ms later, still open)", WATCH_AFTER.as_millis()),
+            }
+        } else if c.usable() {
+            "open: the next request takes a new stream on it".to_string()
+        } else {
+            "ended by the server: the next request opens a new connection".to_string()
+        };
+        let (request_left_ms, early_data) = match ex.early {
+            Some((left, taken)) => (
+                taken.then(|| ms(left)),
+                Some(if taken { "accepted" } else { "rejected" }),
+            ),
+            None if !reused && c.early_unavailable => (None, Some("unavailable")),
+            None => (None, None),
+        };
+        steps.push(TraceStep {
+            index,
+            reused,
+            dns_ms: (!reused).then_some(c.dns).flatten().map(ms),
+            connect_ms: None,
+            tls_ms: None,
+            h2_setup_ms: None,
+            stream_id: Some(ex.stream_id),
+            quic_handshake_ms: (!reused).then_some(c.handshake).flatten().map(ms),
+            h3_setup_ms: (!reused).then_some(c.h3_setup).flatten().map(ms),
+            request_left_ms,
+            quic: Some(quic),
+            session_ticket,
+            early_data,
+            send_ms: ms(ex.send),
+            wait_ms: ms(ex.wait),
+            receive_ms: ms(ex.receive),
+            total_ms: ms(total),
+            tls: (!reused).then(|| c.tls_info()),
+            status: ex.status,
+            http_version: "HTTP/3".to_string(),
+            connection_header: None,
+            keep_alive_header: None,
+            body_bytes: ex.body_bytes,
+            persistent: persistent && c.usable(),
+            after_response: after,
+        });
+        if !persistent {
+            conn = None;
+        }
+    }
+    if let Some(c) = conn {
+        c.close();
+    }
+    endpoints.close_all().await;
+    TraceReport::new(sc, steps, error, None)
 }
 
 /// The waterfall and details, as text.
@@ -324,18 +461,29 @@ pub fn render(t: &TraceReport) -> String {
                 .map(|id| format!(", stream {id}"))
                 .unwrap_or_default()
         );
-        let mut phases = vec![
-            ("dns", s.dns_ms),
-            ("connect", s.connect_ms),
-            ("tls", s.tls_ms),
-        ];
-        if s.stream_id.is_some() {
-            phases.push(("h2_setup", s.h2_setup_ms));
+        // Each phase with where its bar starts (None: where the one before it ended).
+        // With 0-RTT the request leaves during the QUIC handshake: its bars overlap.
+        let mut phases: Vec<(&str, Option<f64>, Option<f64>)> = vec![("dns", s.dns_ms, None)];
+        if s.quic.is_some() {
+            let from = s.dns_ms.unwrap_or(0.0);
+            phases.push(("quic_hs", s.quic_handshake_ms, None));
+            if let Some(left) = s.request_left_ms {
+                phases.push(("send", Some(s.send_ms), Some(from + left)));
+            } else {
+                phases.push(("h3_setup", s.h3_setup_ms, None));
+                phases.push(("send", Some(s.send_ms), None));
+            }
+        } else {
+            phases.push(("connect", s.connect_ms, None));
+            phases.push(("tls", s.tls_ms, None));
+            if s.stream_id.is_some() {
+                phases.push(("h2_setup", s.h2_setup_ms, None));
+            }
+            phases.push(("send", Some(s.send_ms), None));
         }
         phases.extend([
-            ("send", Some(s.send_ms)),
-            ("wait", Some(s.wait_ms)),
-            ("receive", Some(s.receive_ms)),
+            ("wait", Some(s.wait_ms), None),
+            ("receive", Some(s.receive_ms), None),
         ]);
         let width = 50.0;
         let scale = if s.total_ms > 0.0 {
@@ -344,13 +492,16 @@ pub fn render(t: &TraceReport) -> String {
             0.0
         };
         let mut at = 0.0;
-        for (name, v) in phases {
+        for (name, v, from) in phases {
             match v {
                 None => {
                     let _ = writeln!(out, "  {name:<8} {:>10}", "-");
                 }
                 Some(v) => {
-                    let pad = (at * scale).round() as usize;
+                    if let Some(f) = from {
+                        at = f;
+                    }
+                    let pad = ((at * scale).round() as usize).min(width as usize);
                     let len = ((v * scale).round() as usize).max(1);
                     let _ = writeln!(
                         out,
@@ -372,15 +523,51 @@ pub fn render(t: &TraceReport) -> String {
         if let Some(tls) = &s.tls {
             let _ = writeln!(
                 out,
-                "  TLS         {} {}, ALPN {}, {} handshake{}",
+                "  TLS         {}{}, ALPN {}, {} handshake{}",
                 tls.version,
-                tls.cipher_suite,
+                if s.quic.is_some() {
+                    " inside QUIC".to_string()
+                } else {
+                    format!(" {}", tls.cipher_suite)
+                },
                 tls.alpn.as_deref().unwrap_or("none"),
                 if tls.resumed { "resumed" } else { "full" },
                 match s.early_data {
                     Some("accepted") => "; the request went in early data (0-RTT), accepted: it was on its way during the handshake",
-                    Some(_) => "; the request went in early data (0-RTT), rejected: sent again after the handshake",
+                    Some("rejected") => "; the request went in early data (0-RTT), rejected: sent again after the handshake",
+                    Some(_) => "; no 0-RTT: no session to resume allows early data (none yet, or the server's tickets allow none)",
                     None => "",
+                }
+            );
+        }
+        if let (Some(left), Some(hs)) = (s.request_left_ms, s.quic_handshake_ms) {
+            let _ = writeln!(
+                out,
+                "  0-RTT       the request left {} ms after the first Initial, {} ms before the handshake's end",
+                fmt_ms(left),
+                fmt_ms((hs - left).max(0.0))
+            );
+        }
+        if let Some(q) = &s.quic {
+            let _ = writeln!(
+                out,
+                "  QUIC        {}, RTT estimate {} ms, {} packets sent ({} lost), {} datagrams sent, {} received",
+                q.remote,
+                fmt_ms(q.rtt_ms),
+                q.packets_sent,
+                q.packets_lost,
+                q.datagrams_sent,
+                q.datagrams_received
+            );
+        }
+        if let Some(t) = s.session_ticket {
+            let _ = writeln!(
+                out,
+                "  Ticket      {}",
+                if t {
+                    "the server sent a session ticket: the next connection can resume"
+                } else {
+                    "no session ticket came before the close: the next connection cannot resume"
                 }
             );
         }
@@ -421,6 +608,8 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     }
     let strategy = if a.http2 {
         crate::plan::Strategy::H2
+    } else if a.http3 {
+        crate::plan::Strategy::H3
     } else {
         config::parse_strategy("--strategy", &a.strategy)?
     };
@@ -434,7 +623,10 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let sc = single_url_scenario(&a.request, &url, roots, strategy, a.count, &a.timeout)?;
     let run = || -> anyhow::Result<TraceReport> {
         let rt = current_thread_runtime()?;
-        Ok(if strategy.multiplexed() {
+        Ok(if strategy.quic() {
+            let local = tokio::task::LocalSet::new();
+            rt.block_on(local.run_until(execute_h3(&sc, a.count)))
+        } else if strategy.multiplexed() {
             let local = tokio::task::LocalSet::new();
             rt.block_on(local.run_until(execute_h2(&sc, a.count)))
         } else {

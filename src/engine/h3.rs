@@ -41,9 +41,9 @@ type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// A thread's QUIC endpoints (one UDP socket per address family, made on first use)
 /// and the transport settings of its connections.
-pub(super) struct Endpoints {
+pub(crate) struct Endpoints {
     sockets: RefCell<[Option<quinn::Endpoint>; 2]>,
-    transport: Arc<quinn::TransportConfig>,
+    pub transport: Arc<quinn::TransportConfig>,
 }
 
 impl Endpoints {
@@ -68,7 +68,11 @@ impl Endpoints {
         }
     }
 
-    fn get(&self, remote: SocketAddr, local: &[IpAddr]) -> std::io::Result<quinn::Endpoint> {
+    pub(crate) fn get(
+        &self,
+        remote: SocketAddr,
+        local: &[IpAddr],
+    ) -> std::io::Result<quinn::Endpoint> {
         let i = usize::from(remote.is_ipv6());
         if let Some(e) = &self.sockets.borrow()[i] {
             return Ok(e.clone());
@@ -89,17 +93,17 @@ impl Endpoints {
 }
 
 /// One QUIC connection carrying HTTP/3.
-struct Live {
-    conn: quinn::Connection,
-    send: SendRequest,
+pub(crate) struct Live {
+    pub conn: quinn::Connection,
+    pub send: SendRequest,
     /// The task polling h3's connection (its control streams).
-    driver: AbortHandle,
+    pub driver: AbortHandle,
 }
 
 impl Live {
     /// Start HTTP/3 on `conn` (its control stream and SETTINGS; with 0-RTT, in early
     /// data).
-    async fn start(conn: quinn::Connection) -> Result<Live, Failure> {
+    pub async fn start(conn: quinn::Connection) -> Result<Live, Failure> {
         let (mut driver, send) =
             match h3::client::new(h3_quinn::Connection::new(conn.clone())).await {
                 Ok(x) => x,
@@ -118,7 +122,7 @@ impl Live {
     }
 
     /// Close a connection whose handshake never completed (nothing is counted).
-    fn abandon(&self) {
+    pub fn abandon(&self) {
         self.conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
         self.driver.abort();
     }
@@ -144,22 +148,23 @@ fn quic_ended(conn: &quinn::Connection, rec: &mut Recorder) {
 }
 
 /// A response read to its end.
-struct Got {
-    status: u16,
-    bytes: u64,
-    body_bytes: u64,
-    end: Instant,
+pub(crate) struct Got {
+    pub stream_id: u64,
+    pub status: u16,
+    pub bytes: u64,
+    pub body_bytes: u64,
+    pub end: Instant,
 }
 
 /// Where a request's exchange stopped, and why.
-struct Broke {
-    error: h3::error::StreamError,
-    stage: Stage,
+pub(crate) struct Broke {
+    pub error: h3::error::StreamError,
+    pub stage: Stage,
 }
 
 /// Send the request on a new stream and read the response to its end, timing send,
 /// wait and receive.
-async fn exchange(
+pub(crate) async fn exchange(
     send: &mut SendRequest,
     target: &Target,
     phases: &mut Phases,
@@ -212,6 +217,7 @@ async fn exchange(
     let end = Instant::now();
     phases.receive = Some(ns(t_head, end));
     Ok(Got {
+        stream_id: stream.id().into_inner(),
         status: resp.status().as_u16(),
         bytes: head_bytes + body_bytes,
         body_bytes,

@@ -5,7 +5,7 @@
 
 mod h1;
 mod h2;
-mod h3;
+pub(crate) mod h3;
 mod open;
 mod worker;
 

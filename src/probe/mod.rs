@@ -4,6 +4,7 @@
 //! `h2` does the same over HTTP/2.
 
 pub mod h2;
+pub mod h3;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +24,8 @@ use crate::record::ErrorKind;
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TlsInfo {
     pub version: String,
+    /// Empty over QUIC: quinn does not expose the suite its TLS session agreed on.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub cipher_suite: String,
     pub alpn: Option<String>,
     pub resumed: bool,
@@ -85,6 +88,37 @@ fn err(kind: ErrorKind, message: impl Into<String>) -> ProbeError {
     }
 }
 
+/// The origin's addresses, and how long looking them up took (none when they were
+/// given).
+pub async fn resolve(
+    origin: &Origin,
+    timeout: Duration,
+    dns: &DnsSettings,
+) -> Result<(Vec<std::net::SocketAddr>, Option<Duration>), ProbeError> {
+    match &origin.fixed_addrs {
+        Some(a) => Ok((a.clone(), None)),
+        None => {
+            // A lookup of its own for every probe connection, reading the resolver's
+            // configuration as a new process would: what it costs is the point.
+            let t = Instant::now();
+            let resolver = Resolver::new(dns);
+            let a = tokio::time::timeout(timeout, resolver.lookup(&origin.host))
+                .await
+                .map_err(|_| {
+                    err(
+                        ErrorKind::TimeoutDns,
+                        format!("no answer within {timeout:?}"),
+                    )
+                })?
+                .map_err(|f| {
+                    let why = f.detail.map_or("lookup failed", |d| d.name());
+                    err(ErrorKind::Dns, format!("{}: {why}", origin.host))
+                })?;
+            Ok((with_port(&a.addrs, origin.port), Some(t.elapsed())))
+        }
+    }
+}
+
 /// Open a connection to `origin` (TLS when `tls` is given).
 pub async fn open(
     origin: &Origin,
@@ -93,23 +127,7 @@ pub async fn open(
     dns: &DnsSettings,
 ) -> Result<Opened, ProbeError> {
     let limit = |kind| move |_| err(kind, format!("no answer within {timeout:?}"));
-    let (addrs, dns) = match &origin.fixed_addrs {
-        Some(a) => (a.clone(), None),
-        None => {
-            // A lookup of its own for every probe connection, reading the resolver's
-            // configuration as a new process would: what it costs is the point.
-            let t = Instant::now();
-            let resolver = Resolver::new(dns);
-            let a = tokio::time::timeout(timeout, resolver.lookup(&origin.host))
-                .await
-                .map_err(limit(ErrorKind::TimeoutDns))?
-                .map_err(|f| {
-                    let why = f.detail.map_or("lookup failed", |d| d.name());
-                    err(ErrorKind::Dns, format!("{}: {why}", origin.host))
-                })?;
-            (with_port(&a.addrs, origin.port), Some(t.elapsed()))
-        }
-    };
+    let (addrs, dns) = resolve(origin, timeout, dns).await?;
     let t = Instant::now();
     let tcp = tokio::time::timeout(timeout, net::dial::connect(&addrs, &origin.local_addrs, 0))
         .await
