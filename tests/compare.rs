@@ -105,8 +105,8 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
     let rs = rows(&r);
     assert_eq!(
         rs.len(),
-        12,
-        "4 http and 8 https strategies (h2 over ALPN, h3-close and h3 over QUIC)"
+        14,
+        "4 http and 10 https strategies (close-0rtt, h2 over ALPN, h3-close, h3-0rtt and h3 over QUIC)"
     );
     assert!(rs.iter().any(|r| r["name"] == "https h2"));
     assert!(rs.iter().any(|r| r["name"] == "https h3-close"));
@@ -133,11 +133,37 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
             "https close-resumed" => {
                 assert!(resumed >= 114 && full + resumed == 120, "{full}/{resumed}")
             }
+            "https close-0rtt" | "https h3-0rtt" => {
+                assert_eq!(full + resumed, 120);
+                let accepted = u(&s["connections"]["early_data"]["accepted"]);
+                assert!(accepted >= 60, "{}: {accepted} in 0-RTT", row["name"]);
+            }
             n if n.starts_with("http ") => assert_eq!(full + resumed, 0),
             _ => assert_eq!(full + resumed, 6),
         }
     }
     assert_eq!(total, u(&r["server"]["connections_accepted"]));
+    // The 0-RTT requests of each row are the ones the server took in early data.
+    let early = |name: &str| {
+        let s = r["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap();
+        u(&s["connections"]["early_data"]["accepted"])
+    };
+    let srv = &r["server"];
+    assert_eq!(
+        early("https close-0rtt"),
+        u(&srv["early_data_requests"]) - u(&srv["h3_early_data_requests"]),
+        "{srv}"
+    );
+    assert_eq!(
+        early("https h3-0rtt"),
+        u(&srv["h3_early_data_connections"]),
+        "{srv}"
+    );
     assert!(
         schema().is_valid(&r),
         "{:?}",
@@ -161,7 +187,9 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
     );
     for e in why {
         let e = e.as_str().unwrap();
-        assert!(!e.contains("RTT") && !e.contains("round trip"), "{e}");
+        // ("0-RTT" names early data, not a round trip of this link.)
+        let link = e.replace("0-RTT", "");
+        assert!(!link.contains("RTT") && !link.contains("round trip"), "{e}");
         assert!(!e.contains("every 1 "), "{e}");
     }
     for g in r["comparison"]["rtt_ms"].as_array().unwrap() {

@@ -498,14 +498,17 @@ fn compare_sets_h3_beside_tcp() {
     assert_eq!(close["significant"], true, "{close}");
 }
 
-/// For an https:// URL compare probes HTTP/3 (one request on a QUIC connection): the h3
-/// strategies are in its default set when the server answers it, and not otherwise.
+/// For an https:// URL compare probes HTTP/3 (one request on a QUIC connection) and
+/// 0-RTT (two requests on new connections, over TCP and over QUIC): the h3 strategies
+/// are in its default set when the server answers HTTP/3, close-0rtt and h3-0rtt when
+/// it takes early data, and not otherwise.
 #[test]
-fn compare_includes_h3_where_the_server_answers_it() {
+fn compare_includes_h3_and_0rtt_where_the_server_offers_them() {
     let _s = serial();
-    for offer in [true, false] {
+    for (h3, early) in [(true, false), (false, false), (true, true)] {
         let srv = start(handshake::server::ServerConfig {
-            h3: offer,
+            h3,
+            early_data: early,
             ..Default::default()
         });
         let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
@@ -534,10 +537,14 @@ fn compare_includes_h3_where_the_server_answers_it() {
             .iter()
             .map(|x| x["strategy"].as_str().unwrap().to_string())
             .collect();
-        assert_eq!(names.contains(&"h3-close".to_string()), offer, "{names:?}");
-        assert_eq!(names.contains(&"h3".to_string()), offer, "{names:?}");
+        let has = |s: &str| names.contains(&s.to_string());
+        assert_eq!(has("h3-close"), h3, "{names:?}");
+        assert_eq!(has("h3"), h3, "{names:?}");
+        assert_eq!(has("close-0rtt"), early, "{names:?}");
+        assert_eq!(has("h3-0rtt"), h3 && early, "{names:?}");
         let s = srv.snapshot();
-        // The probe's connection and request, then the h3 rows' own.
+        // The probes' connections (1 for HTTP/3, then 2 for its 0-RTT), then the h3
+        // rows' own.
         let rows_h3: u64 = r["scenarios"]
             .as_array()
             .unwrap()
@@ -545,7 +552,8 @@ fn compare_includes_h3_where_the_server_answers_it() {
             .filter(|s| s["protocol"] == "h3")
             .map(|s| n(&s["connections"]["opened"]))
             .sum();
-        assert_eq!(s.h3_connections, rows_h3 + u64::from(offer), "{s:?}");
+        let probes = if h3 { 3 } else { 0 };
+        assert_eq!(s.h3_connections, rows_h3 + probes, "{s:?}");
         srv.stop();
     }
 }

@@ -544,6 +544,111 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
     assert_eq!(opened, u(&rep["server"]["connections_accepted"]));
 }
 
+/// compare at 40 ms with the 0-RTT and HTTP/3 rows: per request, https close takes 3
+/// round trips, close-0rtt 2, h3-close 2, h3-0rtt 1 (plus its first, full handshakes)
+/// and h3 1, as counted from each row's handshakes, and the time per request measured
+/// is within 10 % + 1 ms of that count; the Why lines say what each saves against
+/// close. The server's own counts of QUIC connections and 0-RTT requests equal the
+/// rows'.
+#[test]
+fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
+    let Some(_g) = lab_test("compare --rtt with h3") else {
+        return;
+    };
+    let out = run(&[
+        "compare",
+        "--rtt",
+        "40ms",
+        "--strategies",
+        "close,close-0rtt,h3-close,h3-0rtt,h3",
+        "--rounds",
+        "6",
+        "-n",
+        "60",
+        "-c",
+        "6",
+        "--json",
+        "--no-progress",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&rep);
+    let rows = rep["comparison"]["rows"].as_array().unwrap();
+    let rtt = 40.0;
+    for (name, lo, hi) in [
+        ("https close", 3.0, 3.0),
+        ("https close-0rtt", 2.0, 2.1),
+        ("https h3-close", 2.0, 2.0),
+        ("https h3-0rtt", 1.0, 1.15),
+        ("https h3", 1.0, 1.05),
+        ("http close", 2.0, 2.0),
+    ] {
+        let r = rows.iter().find(|r| r["name"] == name).unwrap();
+        let rt = &r["round_trips"];
+        let counted = f(&rt["counted"]);
+        assert!(
+            counted >= lo - 1e-9 && counted <= hi + 1e-9,
+            "{name}: counted {counted:.3}, expected {lo}..{hi}"
+        );
+        let measured_ms = f(&r["time_per_request_ms"]["median"]);
+        assert!((f(&rt["measured"]) - measured_ms / rtt).abs() < 1e-6);
+        let expected_ms = counted * rtt;
+        assert!(
+            (measured_ms - expected_ms).abs() <= expected_ms * 0.10 + 1.0,
+            "{name}: {measured_ms:.2} ms per request, counted {counted:.2} round trips ({expected_ms:.1} ms)"
+        );
+    }
+    let why: Vec<&str> = rep["comparison"]["explanations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    let line = why
+        .iter()
+        .find(|e| e.starts_with("Round trips per request over https at 40.0 ms"))
+        .unwrap_or_else(|| panic!("{why:?}"));
+    for says in [
+        "https close 3.00 [",
+        "Against https close: https close-0rtt saves 0.9",
+        "https h3-close saves 1.00 [",
+        "https h3-0rtt saves 1.",
+    ] {
+        assert!(line.contains(says), "{says:?} in {line}");
+    }
+    // Ground truth from the server: QUIC connections, and 0-RTT requests by transport.
+    let scen = |name: &str| {
+        rep["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let srv = &rep["server"];
+    let quic: u64 = ["https h3-close", "https h3-0rtt", "https h3"]
+        .iter()
+        .map(|n| u(&scen(n)["connections"]["opened"]))
+        .sum();
+    assert_eq!(quic, u(&srv["h3_connections"]), "{srv}");
+    let early = |n: &str| u(&scen(n)["connections"]["early_data"]["accepted"]);
+    assert_eq!(
+        early("https h3-0rtt"),
+        u(&srv["h3_early_data_connections"]),
+        "{srv}"
+    );
+    assert_eq!(
+        early("https close-0rtt"),
+        u(&srv["early_data_requests"]) - u(&srv["h3_early_data_requests"]),
+        "{srv}"
+    );
+}
+
 #[test]
 fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
     let Some(_g) = lab_test("compare sweep") else {

@@ -273,19 +273,28 @@ impl H1 {
         } else {
             CloseReason::ServerCloseHeader
         };
-        if server_ends {
-            // Let the server close first so TIME_WAIT stays on its side.
-            if !resp.eof {
-                let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
-                let _ = within(self.sleep.as_mut(), grace, conn.await_server_close()).await;
-            }
-        } else if reason == CloseReason::ClientPolicy {
+        if !server_ends && reason == CloseReason::ClientPolicy {
             // The client asked to close but the server kept the connection open.
             self.rec.borrow_mut().server_ignored_close += 1;
         }
         self.rec
             .borrow_mut()
             .connection_closed(reason, conn.requests);
+        if server_ends && !resp.eof {
+            // Let the server close first so TIME_WAIT stays on its side.
+            let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
+            if early_since.is_some() {
+                // After 0-RTT the server ends the connection only once the client's
+                // Finished has reached it, a round trip after the response: no client
+                // waits for that, so the worker goes on and the wait (which also reads
+                // the session tickets that come with it) happens in the background.
+                tokio::task::spawn_local(async move {
+                    let _ = tokio::time::timeout_at(grace.into(), conn.await_server_close()).await;
+                });
+                return Ok(resp);
+            }
+            let _ = within(self.sleep.as_mut(), grace, conn.await_server_close()).await;
+        }
         self.spare_buf = Some(conn.into_buf());
         Ok(resp)
     }

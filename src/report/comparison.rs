@@ -78,6 +78,23 @@ pub struct ComparisonRow {
     pub best: bool,
     /// Set when this strategy already ran in the group under another row (an A/A run).
     pub repeat_of: Option<String>,
+    /// Where the group's round trip is real (`--rtt`, or a distant server): the round
+    /// trips a request costs, counted from the run's handshakes and measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_trips: Option<RoundTrips>,
+}
+
+/// Round trips per request, two ways.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RoundTrips {
+    /// From what the run did: the request 1, and before it on each new connection a
+    /// TCP connect 1, a TLS 1.3 handshake 1 (TLS 1.2: full 2, resumed 1), a QUIC
+    /// handshake 1 (its TLS inside), less 1 for every connection whose request went
+    /// in 0-RTT (it did not wait for the TLS or QUIC handshake); summed and divided by
+    /// the requests answered.
+    pub counted: f64,
+    /// The median time per request over the rounds divided by the round trip.
+    pub measured: f64,
 }
 
 /// The comparison block of the JSON report.

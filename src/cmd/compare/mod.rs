@@ -13,45 +13,84 @@ use crate::plan::Strategy;
 use crate::report::Report;
 use crate::server::ServerConfig;
 
-/// The strategies compare runs for a URL's scheme (and h2, h3 where the server speaks
-/// them).
-fn default_strategies(tls: bool, h2: bool, h3: bool) -> Vec<Strategy> {
+/// What an https:// target's server offers beyond HTTP/1.1 over TLS.
+#[derive(Debug, Clone, Copy, Default)]
+struct Offers {
+    h2: bool,
+    h3: bool,
+    /// TLS 1.3 early data over TCP (0-RTT) on a resumed session.
+    early_tcp: bool,
+    /// 0-RTT over QUIC.
+    early_quic: bool,
+}
+
+/// The strategies compare runs for a URL's scheme (and h2, h3 and 0-RTT where the
+/// server offers them): close / close-resumed / close-0rtt / http10 /
+/// http10-keepalive / keepalive / h2 / h3-close / h3-0rtt / h3.
+fn default_strategies(tls: bool, o: Offers) -> Vec<Strategy> {
     let mut v = vec![Strategy::Close];
     if tls {
         v.push(Strategy::CloseResumed);
+    }
+    if tls && o.early_tcp {
+        v.push(Strategy::Close0Rtt);
     }
     v.extend([
         Strategy::Http10,
         Strategy::Http10KeepAlive,
         Strategy::KeepAlive,
     ]);
-    if h2 {
+    if o.h2 {
         v.push(Strategy::H2);
     }
-    if h3 {
-        v.extend([Strategy::H3Close, Strategy::H3]);
+    if o.h3 {
+        v.push(Strategy::H3Close);
+        if o.early_quic {
+            v.push(Strategy::H3ZeroRtt);
+        }
+        v.push(Strategy::H3);
     }
     v
 }
 
-/// Whether the server of an https:// target answers HTTP/3 on UDP at its port: one
-/// request on a new QUIC connection within 2 s. Any failure counts as no.
-fn offers_h3(req: &config::RequestConfig, load: &config::LoadConfig) -> bool {
+/// A short one-at-a-time run of `strategy` against the target, for a probe: `requests`
+/// requests within 2 s each.
+fn probe_run(
+    strategy: Strategy,
+    requests: u64,
+    req: &config::RequestConfig,
+    load: &config::LoadConfig,
+) -> Option<crate::engine::RunResult> {
     let probe_load = config::LoadConfig {
         concurrency: 1,
         threads: 1,
         stop: crate::plan::StopWhen {
-            requests: Some(1),
+            requests: Some(requests),
             duration: None,
         },
         load: crate::plan::LoadShape::Closed,
         timeout: std::time::Duration::from_secs(2),
         limits: load.limits,
     };
-    let Ok(sc) = config::scenario("probe", Strategy::H3Close, None, req, &probe_load) else {
-        return false;
-    };
-    crate::engine::run(Arc::new(sc), false).is_ok_and(|r| r.recorder.ok == 1)
+    let sc = config::scenario("probe", strategy, None, req, &probe_load).ok()?;
+    crate::engine::run(Arc::new(sc), false).ok()
+}
+
+/// Whether the server takes 0-RTT (`close-0rtt` over TCP, `h3-0rtt` over QUIC): two
+/// requests on new connections, the second on the first one's session, in early data
+/// when its ticket allows. Accepted at least once: yes. Any failure counts as no.
+fn accepts_early_data(
+    strategy: Strategy,
+    req: &config::RequestConfig,
+    load: &config::LoadConfig,
+) -> bool {
+    probe_run(strategy, 2, req, load).is_some_and(|r| r.recorder.early_accepted > 0)
+}
+
+/// Whether the server of an https:// target answers HTTP/3 on UDP at its port: one
+/// request on a new QUIC connection within 2 s. Any failure counts as no.
+fn offers_h3(req: &config::RequestConfig, load: &config::LoadConfig) -> bool {
+    probe_run(Strategy::H3Close, 1, req, load).is_some_and(|r| r.recorder.ok == 1)
 }
 
 /// Whether the server of an https:// target chooses h2 when offered h2 and http/1.1
@@ -126,10 +165,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         let embedded = path
             .as_ref()
             .map(|_| {
-                // Early data is on when a strategy sends it (as for bench).
+                // Early data is on when a strategy sends it (as for bench), and for the
+                // default set, which has close-0rtt and h3-0rtt.
                 let early = chosen
                     .as_ref()
-                    .is_some_and(|c| c.iter().any(|s| s.early_data()));
+                    .map_or(true, |c| c.iter().any(|s| s.early_data()));
                 let cfg = ServerConfig {
                     early_data: early,
                     ..ServerConfig::default()
@@ -231,16 +271,30 @@ fn compare_arms(
                 .collect(),
             Some(c) => c.to_vec(),
             None => {
-                let h2 = if !tls {
-                    a.h2c
+                let offers = if !tls {
+                    Offers {
+                        h2: a.h2c,
+                        ..Offers::default()
+                    }
                 } else if embedded.is_some() {
-                    true
+                    // The embedded server offers all of them (early data on for compare).
+                    Offers {
+                        h2: true,
+                        h3: true,
+                        early_tcp: true,
+                        early_quic: true,
+                    }
                 } else {
                     let probe = config::scenario("probe", Strategy::KeepAlive, None, &req, load)?;
-                    offers_h2(&req, &probe)
+                    let h3 = offers_h3(&req, load);
+                    Offers {
+                        h2: offers_h2(&req, &probe),
+                        h3,
+                        early_tcp: accepts_early_data(Strategy::Close0Rtt, &req, load),
+                        early_quic: h3 && accepts_early_data(Strategy::H3ZeroRtt, &req, load),
+                    }
                 };
-                let h3 = tls && (embedded.is_some() || offers_h3(&req, load));
-                default_strategies(tls, h2, h3)
+                default_strategies(tls, offers)
             }
         };
         for (k, st) in strategies.iter().copied().enumerate() {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::engine;
 use crate::plan::Scenario;
 pub use crate::report::comparison::{
-    Comparison, ComparisonRow, GroupRtt, RttPoint, RttSeries, RttSweep, Spread,
+    Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSeries, RttSweep, Spread,
 };
 use crate::report::ScenarioReport;
 use crate::server::RunningServer;
@@ -189,6 +189,7 @@ pub fn run(
                 .iter()
                 .find(|a| a.group == arm.group && a.scenario.strategy == arm.scenario.strategy)
                 .map(|a| a.name.clone()),
+            round_trips: None,
         })
         .collect();
 
@@ -242,6 +243,17 @@ pub fn run(
             rtt_ms: rtt,
             round_trips,
         });
+        if let Some(rtt) = counted.filter(|_| round_trips) {
+            for &i in &idx {
+                rows[i].round_trips = counted_round_trips(&scenarios[i]).map(|c| RoundTrips {
+                    counted: c,
+                    measured: rows[i].time_per_request_ms.median / rtt,
+                });
+            }
+            if let Some(line) = round_trips_line(g, &rows, &idx, rtt) {
+                explanations.push(line);
+            }
+        }
         for &i in &idx {
             if i != best {
                 explanations.push(explain(
@@ -270,6 +282,69 @@ pub fn run(
             explanations,
         },
     })
+}
+
+/// Round trips per request, counted from what the run did (see [`RoundTrips`]).
+fn counted_round_trips(s: &ScenarioReport) -> Option<f64> {
+    let ok = s.requests.ok;
+    if ok == 0 {
+        return None;
+    }
+    let c = &s.connections;
+    let hs = &c.tls_handshakes;
+    let tls = if s.protocol == "h3" {
+        // Counted with the QUIC handshake, one per connection opened.
+        0
+    } else if hs.tls13 > 0 {
+        hs.full + hs.resumed
+    } else {
+        2 * hs.full + hs.resumed
+    };
+    let before = (c.opened + tls).saturating_sub(c.early_data.accepted);
+    Some(1.0 + before as f64 / ok as f64)
+}
+
+/// One sentence per group on a real link: each row's round trips per request, counted
+/// and measured, and how many each saves against the row that spends the most.
+fn round_trips_line(
+    group: &str,
+    rows: &[ComparisonRow],
+    idx: &[usize],
+    rtt: f64,
+) -> Option<String> {
+    let with: Vec<(&ComparisonRow, RoundTrips)> = idx
+        .iter()
+        .filter_map(|&i| rows[i].round_trips.map(|r| (&rows[i], r)))
+        .collect();
+    let (most, top) = with
+        .iter()
+        .max_by(|a, b| a.1.counted.total_cmp(&b.1.counted))
+        .copied()?;
+    let each: Vec<String> = with
+        .iter()
+        .map(|(r, t)| format!("{} {:.2} [{:.2}]", r.name, t.counted, t.measured))
+        .collect();
+    let saves: Vec<String> = with
+        .iter()
+        .filter(|(r, t)| r.name != most.name && top.counted - t.counted >= 0.05)
+        .map(|(r, t)| {
+            format!(
+                "{} saves {:.2} [{:.2}]",
+                r.name,
+                top.counted - t.counted,
+                top.measured - t.measured
+            )
+        })
+        .collect();
+    let mut line = format!(
+        "Round trips per request over {group} at {} ms, counted from the handshakes [measured: time per request / RTT]: {} (a request takes 1; before it, on a new connection, a TCP connect 1, a TLS 1.3 handshake 1 (TLS 1.2: 2, resumed 1), a QUIC handshake 1 with its TLS inside, and none that a request sent in 0-RTT waits for).",
+        fmt_ms(rtt),
+        each.join(", ")
+    );
+    if !saves.is_empty() {
+        line.push_str(&format!(" Against {}: {}.", most.name, saves.join(", ")));
+    }
+    Some(line)
 }
 
 /// Set row `i` against row `best`: rounds are paired by index (they ran next to each
@@ -457,15 +532,26 @@ fn explain(
     // QUIC: transport and TLS 1.3 in one handshake of 1 round trip (with 0-RTT, the
     // request does not wait for it).
     let quic = rs.protocol == "h3";
+    // Connections whose request went in 0-RTT: it did not wait for their handshake.
+    let early = rs.connections.early_data.accepted;
+    let in_0rtt = format!(
+        "the request sent in 0-RTT without waiting for it on {early} of {} connections",
+        rs.connections.opened
+    );
     if let Some(o) = how_often(d_tcp) {
         if quic {
             let kind = if d_full >= d_res { "full" } else { "resumed" };
-            let early = rs.connections.early_data.accepted > 0;
-            parts.push(cost(
-                format!("QUIC handshake with a {kind} TLS 1.3 inside"),
-                new.quic_handshake.mean,
-                if early { 0.0 } else { 1.0 },
-            ));
+            if early > 0 {
+                parts.push(format!(
+                    "QUIC handshake with a {kind} TLS 1.3 inside, {in_0rtt}"
+                ));
+            } else {
+                parts.push(cost(
+                    format!("QUIC handshake with a {kind} TLS 1.3 inside"),
+                    new.quic_handshake.mean,
+                    1.0,
+                ));
+            }
         } else {
             parts.push(cost("TCP connect".into(), new.connect.mean, 1.0));
         }
@@ -480,6 +566,8 @@ fn explain(
             new.tls.mean,
             if tls13 { 1.0 } else { 2.0 },
         ));
+    } else if d_res >= 0.005 && early > 0 {
+        parts.push(format!("resumed {version} handshake, {in_0rtt}"));
     } else if d_res >= 0.005 {
         parts.push(cost(
             format!("resumed {version} handshake"),
