@@ -86,7 +86,7 @@ impl Endpoints {
             } else {
                 IpAddr::V4(Ipv4Addr::UNSPECIFIED)
             });
-        let e = quinn::Endpoint::client(SocketAddr::new(ip, 0))?;
+        let e = crate::net::quic::endpoint(SocketAddr::new(ip, 0), None)?;
         self.sockets.borrow_mut()[i] = Some(e.clone());
         Ok(e)
     }

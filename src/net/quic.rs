@@ -8,6 +8,7 @@
 //! verifier that made it, so every connection must share one.
 
 use std::any::Any;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -16,6 +17,37 @@ use quinn::crypto::{self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, S
 use quinn::{ConnectError, ConnectionId, Side};
 use quinn_proto::transport_parameters::TransportParameters;
 use quinn_proto::TransportError;
+
+/// Socket buffers asked for on QUIC's UDP sockets (the kernel caps them at
+/// `net.core.rmem_max` / `wmem_max`): one socket carries every connection of a client
+/// thread or of the server, and a burst of new connections' Initials overflows the
+/// default (~208 KiB here), each drop costing a loss timeout (1 s for an Initial).
+const UDP_BUFFER: usize = 4 << 20;
+
+/// A UDP socket bound to `addr` with large buffers (best effort), for a quinn endpoint;
+/// `dual_stack` (a client's wildcard IPv6 socket) takes IPv4 too.
+fn udp_socket(addr: SocketAddr, dual_stack: bool) -> std::io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() && dual_stack {
+        let _ = socket.set_only_v6(false);
+    }
+    let _ = socket.set_recv_buffer_size(UDP_BUFFER);
+    let _ = socket.set_send_buffer_size(UDP_BUFFER);
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
+/// A quinn endpoint on such a socket: a client's (`server` None) or a server's.
+pub fn endpoint(
+    addr: SocketAddr,
+    server: Option<quinn::ServerConfig>,
+) -> std::io::Result<quinn::Endpoint> {
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| std::io::Error::other("no async runtime for QUIC"))?;
+    let socket = udp_socket(addr, server.is_none())?;
+    quinn::Endpoint::new(quinn::EndpointConfig::default(), server, socket, runtime)
+}
 
 /// TLS handshake message types (RFC 8446 4, RFC 8879).
 const NEW_SESSION_TICKET: u8 = 4;

@@ -102,7 +102,7 @@ pub(crate) fn bind(
         t.max_idle_timeout(Some(idle));
     }
     cfg.transport_config(Arc::new(t));
-    let ep = quinn::Endpoint::server(cfg, addr)
+    let ep = crate::net::quic::endpoint(addr, Some(cfg))
         .with_context(|| format!("binding UDP {addr} for HTTP/3"))?;
     let bound = ep.local_addr()?;
     tokio::spawn(accept_loop(ep, shared));
