@@ -32,6 +32,24 @@ pub enum Command {
     /// A distant server on this machine: run a command against a server across an
     /// emulated link (round-trip time, jitter, loss, bandwidth) between two network namespaces
     Lab(LabArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one per command into a directory
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write handshake.1 and handshake-COMMAND.1 for every command into DIR instead
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 impl Command {
@@ -43,7 +61,9 @@ impl Command {
             Command::Compare(a) => a.link.any(),
             Command::Trace(a) => a.link.any(),
             Command::Doctor(a) => a.link.any(),
-            Command::Audit(_) | Command::Serve(_) => false,
+            Command::Audit(_) | Command::Serve(_) | Command::Completions(_) | Command::Man(_) => {
+                false
+            }
         }
     }
 }
@@ -151,6 +171,12 @@ pub struct AuditArgs {
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
+
+    /// Fail (exit 1, unless the command failed: then its status) when EXPR holds:
+    /// 'reuse_ratio<0.9', 'connections>10', 'tls_full>1', 'requests_per_connection<2',
+    /// or any figure by its dotted path in the JSON report; repeatable
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 
     /// The client to audit, with {url} standing for the audit's URL (also in $HANDSHAKE_URL)
     #[arg(last = true, value_name = "COMMAND")]
@@ -442,6 +468,13 @@ pub struct OutputArgs {
     /// Also write a self-contained HTML report (charts, no network fetches) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+
+    /// Fail (exit 1) when EXPR holds: 'error_rate>1%', 'p99>200ms', 'reuse_ratio<0.9',
+    /// 'connections>10', 'tls_full>1', 'stale_retries>0', or any figure by its dotted path
+    /// in the JSON report ('connections.close_reasons.server_idle_close>0'); compare checks
+    /// every strategy, or those named first ('keepalive:reuse_ratio<0.9'); repeatable
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 }
 
 /// What a client of the embedded server or the audit may cost it.

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use super::{embedded_path, emit, on_client, one_link, Embedded};
+use super::{embedded_path, emit_checked, on_client, one_link, Embedded};
 use crate::cli::BenchArgs;
 use crate::config::{self};
 use crate::engine;
 use crate::plan::{Scenario, Strategy};
-use crate::report::Report;
+use crate::report::{thresholds, Report};
 use crate::server::ServerConfig;
 use crate::stats::summary;
 
@@ -18,6 +18,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     } else {
         config::parse_strategy("--strategy", &a.strategy)?
     };
+    let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
     let load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
     let spec = one_link(&a.link)?;
     let path = embedded_path(
@@ -70,6 +71,5 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         rep.server = Some(server);
         rep.link = link;
     }
-    emit(&rep, &a.output)?;
-    Ok(0)
+    emit_checked(&mut rep, &a.output, &thresholds)
 }

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod doctor;
 pub mod doctor_h3;
 pub mod lab;
+pub mod packaging;
 pub mod serve;
 pub mod trace;
 
@@ -31,6 +32,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Audit(a) => audit::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Completions(a) => packaging::completions(a),
+        Command::Man(a) => packaging::man(a),
     }
 }
 
@@ -143,6 +146,50 @@ pub(crate) fn on_client<T: Send>(
         Some(e) => e.client(f),
         None => Ok(f()),
     }
+}
+
+/// Check `--fail-if` on the report's scenarios (each with its comparison row, if any),
+/// print the report, then a line per failed threshold on stderr: the exit status (1
+/// when one failed).
+pub(crate) fn emit_checked(
+    rep: &mut Report,
+    output: &OutputArgs,
+    thresholds: &[report::thresholds::Threshold],
+) -> anyhow::Result<i32> {
+    if thresholds.is_empty() {
+        emit(rep, output)?;
+        return Ok(0);
+    }
+    let rows: Vec<&report::comparison::ComparisonRow> = rep
+        .comparison
+        .iter()
+        .chain(
+            rep.rtt_sweep
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| &p.comparison)),
+        )
+        .flat_map(|c| c.rows.iter())
+        .collect();
+    let subjects: Vec<(Option<String>, String, serde_json::Value)> = rep
+        .scenarios
+        .iter()
+        .map(|s| {
+            let mut v = serde_json::to_value(s).expect("a scenario serializes");
+            if let Some(row) = rows.iter().find(|r| r.name == s.name) {
+                v["comparison"] = serde_json::to_value(row).expect("a row serializes");
+            }
+            (Some(s.name.clone()), s.strategy.clone(), v)
+        })
+        .collect();
+    let results = report::thresholds::check(thresholds, &subjects)?;
+    let failed = results.iter().any(|r| r.failed);
+    let lines = report::thresholds::describe(&results, thresholds);
+    rep.thresholds = Some(results);
+    emit(rep, output)?;
+    for l in lines {
+        eprintln!("{l}");
+    }
+    Ok(i32::from(failed))
 }
 
 /// Print the report (text or JSON) and write the HTML file if asked.

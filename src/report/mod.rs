@@ -4,6 +4,7 @@
 pub mod comparison;
 pub mod html;
 pub mod text;
+pub mod thresholds;
 
 use std::collections::BTreeMap;
 
@@ -29,6 +30,9 @@ pub struct Report {
     /// `compare --rtt A,B,...`: the comparison at each round-trip time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_sweep: Option<comparison::RttSweep>,
+    /// `--fail-if`: each expression checked on each scenario.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<thresholds::ThresholdResult>>,
 }
 
 impl Report {
@@ -42,6 +46,7 @@ impl Report {
             comparison: None,
             link: None,
             rtt_sweep: None,
+            thresholds: None,
         }
     }
 }

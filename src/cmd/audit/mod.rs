@@ -28,9 +28,11 @@ use crate::config::{self, parse_duration, parse_positive_duration, UsageError};
 
 use anyhow::Context;
 
+use crate::report::thresholds;
 use crate::server::ServerConfig;
 
 pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
+    let thresholds = thresholds::parse_all(&a.fail_if, thresholds::Subject::Audit)?;
     let listen = parse_addr("--listen", &a.listen)?;
     let idle_timeout = parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?;
     let header_timeout = parse_positive_duration("--header-timeout", &a.limits.header_timeout)?;
@@ -116,12 +118,28 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
         });
         (Some(args), Some(code))
     };
-    let report = running.finish(command, status);
+    let mut report = running.finish(command, status);
+    let mut lines = Vec::new();
+    let mut failed = false;
+    if !thresholds.is_empty() {
+        let v = serde_json::to_value(&report).expect("audit report serializes");
+        let results = thresholds::check(&thresholds, &[(None, String::new(), v)])?;
+        failed = results.iter().any(|r| r.failed);
+        lines = thresholds::describe(&results, &thresholds);
+        report.thresholds = Some(results);
+    }
     let out = if a.json {
         serde_json::to_string_pretty(&report).expect("audit report serializes")
     } else {
         render(&report)
     };
     println!("{out}");
-    Ok(status.unwrap_or(0))
+    for l in lines {
+        eprintln!("{l}");
+    }
+    // The command's failure comes first; then the thresholds'.
+    Ok(match status {
+        Some(code) if code != 0 => code,
+        _ => i32::from(failed),
+    })
 }

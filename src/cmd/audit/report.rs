@@ -74,6 +74,9 @@ pub struct AuditReport {
     pub total: ClientSummary,
     pub clients: Vec<ClientSummary>,
     pub verdict: Vec<String>,
+    /// `--fail-if`: each expression checked on the report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<crate::report::thresholds::ThresholdResult>>,
 }
 
 pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
@@ -186,6 +189,7 @@ pub(super) fn report(
         total,
         clients,
         verdict,
+        thresholds: None,
     }
 }
 

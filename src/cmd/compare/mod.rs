@@ -5,12 +5,12 @@ pub mod rounds;
 
 use std::sync::Arc;
 
-use super::{embedded_path, emit, on_client, Embedded};
+use super::{embedded_path, emit_checked, on_client, Embedded};
 use crate::cli::CompareArgs;
 use crate::config::{self, parse_percent, UsageError};
 use crate::lab::LinkSpec;
 use crate::plan::Strategy;
-use crate::report::Report;
+use crate::report::{thresholds, Report};
 use crate::server::ServerConfig;
 
 /// What an https:// target's server offers beyond HTTP/1.1 over TLS.
@@ -136,6 +136,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         return Err(UsageError("--strategies: name at least one strategy".into()).into());
     }
     let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
+    let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
     let path = embedded_path(
         a.url.as_deref(),
         &a.link,
@@ -227,8 +228,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     if sweep {
         rep.rtt_sweep = Some(rounds::RttSweep::new(points, &names));
     }
-    emit(&rep, &a.output)?;
-    Ok(0)
+    emit_checked(&mut rep, &a.output, &thresholds)
 }
 
 /// The rows of a comparison: each strategy against each target (with the embedded server,

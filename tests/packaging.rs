@@ -1,0 +1,130 @@
+//! `handshake completions SHELL` and `handshake man`: a real bash completes the commands
+//! and flags from the script, and man renders the pages.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+/// Ask bash's completion, as a user pressing Tab after `line` would, with the script
+/// `handshake completions bash` printed loaded.
+fn bash_complete(script: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let line = words.join(" ");
+    let prog = format!(
+        "source '{}'\nCOMP_WORDS=({})\nCOMP_CWORD={}\nCOMP_LINE='{line}'\nCOMP_POINT=${{#COMP_LINE}}\n_handshake handshake '{}' '{}'\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+        script.display(),
+        quoted.join(" "),
+        words.len() - 1,
+        words[words.len() - 1],
+        words[words.len() - 2],
+    );
+    let out = Command::new("bash")
+        .args(["-c", &prog])
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn bash_completes_commands_and_flags_from_the_script() {
+    let out = run(&["completions", "bash"]);
+    assert_eq!(out.status.code(), Some(0));
+    let script = TempFile::new("handshake.bash", &out.stdout);
+    let got = bash_complete(&script.0, &["handshake", "co"]);
+    assert!(
+        got.contains(&"compare".to_string()) && got.contains(&"completions".to_string()),
+        "{got:?}"
+    );
+    assert!(!got.contains(&"bench".to_string()), "{got:?}");
+    let got = bash_complete(&script.0, &["handshake", "bench", "--fail"]);
+    assert_eq!(got, ["--fail-if"], "{got:?}");
+    let got = bash_complete(&script.0, &["handshake", "completions", "z"]);
+    assert_eq!(got, ["zsh"], "{got:?}");
+
+    for (shell, says) in [
+        ("zsh", "#compdef handshake"),
+        ("fish", "complete -c handshake"),
+        ("elvish", "handshake"),
+        ("powershell", "handshake"),
+    ] {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(says) && text.contains("fail-if"), "{shell}");
+    }
+    let out = run(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tcsh"));
+}
+
+#[test]
+fn man_pages_render() {
+    let out = run(&["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(page.contains(".TH handshake 1"), "{page:.200}");
+    for says in ["bench", "compare", "audit", "completions"] {
+        assert!(page.contains(says), "{says} in the main page");
+    }
+
+    /// The pages' directory, removed also when an assertion fails.
+    struct Dir(std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let guard = Dir(std::env::temp_dir().join(format!("handshake-man-{}", std::process::id())));
+    let dir = &guard.0;
+    let out = run(&["man", "--out", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for n in [
+        "handshake.1",
+        "handshake-bench.1",
+        "handshake-audit.1",
+        "handshake-man.1",
+    ] {
+        assert!(names.contains(&n.to_string()), "{n} in {names:?}");
+        assert!(listed.contains(n), "{listed}");
+    }
+    let bench = std::fs::read_to_string(dir.join("handshake-bench.1")).unwrap();
+    let th = format!(".TH handshake-bench 1  \"handshake-bench {}\"", env!("CARGO_PKG_VERSION"));
+    assert!(bench.contains(&th), "{th} in {bench:.300}");
+    assert!(bench.contains("fail\\-if"), "the flags are in it");
+    // Rendered by man itself where the machine has it.
+    if have("man") {
+        let out = Command::new("man")
+            .args(["-l", dir.join("handshake-bench.1").to_str().unwrap()])
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "100")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("--fail-if") && text.contains("handshake-bench"),
+            "{text:.500}"
+        );
+    }
+}
