@@ -105,7 +105,10 @@ fn man_pages_render() {
         assert!(listed.contains(n), "{listed}");
     }
     let bench = std::fs::read_to_string(dir.join("handshake-bench.1")).unwrap();
-    let th = format!(".TH handshake-bench 1  \"handshake-bench {}\"", env!("CARGO_PKG_VERSION"));
+    let th = format!(
+        ".TH handshake-bench 1  \"handshake-bench {}\"",
+        env!("CARGO_PKG_VERSION")
+    );
     assert!(bench.contains(&th), "{th} in {bench:.300}");
     assert!(bench.contains("fail\\-if"), "the flags are in it");
     // Rendered by man itself where the machine has it.
