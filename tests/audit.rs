@@ -464,3 +464,31 @@ fn chunked_bodies_are_forwarded_both_ways() {
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The audit's timeline: two curl processes 2.2 s apart each open a connection in the
+/// second they ran; the buckets add up to the totals.
+#[test]
+fn timeline_puts_each_connection_in_its_second() {
+    let (code, v) = audit(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "curl -sf -o /dev/null \"${HANDSHAKE_URL}a\" && sleep 2.2 && curl -sf -o /dev/null -o /dev/null \"${HANDSHAKE_URL}b\" \"${HANDSHAKE_URL}c\"",
+        ],
+    );
+    assert_eq!(code, Some(0));
+    check(&v);
+    let t = v["timeline"].as_array().unwrap();
+    let col = |k: &str| t.iter().map(|b| u(&b[k])).collect::<Vec<_>>();
+    assert_eq!(&col("new_connections")[..3], &[1, 0, 1], "{t:?}");
+    assert_eq!(&col("requests")[..3], &[1, 0, 2], "{t:?}");
+    let tot = total(&v);
+    assert_eq!(
+        col("new_connections").iter().sum::<u64>(),
+        u(&tot["connections"])
+    );
+    assert_eq!(col("requests").iter().sum::<u64>(), u(&tot["requests"]));
+    assert_eq!(col("closed_connections").iter().sum::<u64>(), 2);
+    assert!(t.iter().all(|b| b["width_s"].as_f64() == Some(1.0)));
+}

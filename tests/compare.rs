@@ -396,3 +396,31 @@ fn bench_html_report_draws_the_reports_numbers_in_chromium() {
     let _serial = serial();
     common::check_html(&["bench", "-n", "300", "-c", "3"], "bench");
 }
+
+/// A 2.5 s run where every other request times out (`/delay/400` against a 150 ms
+/// timeout): its timeline is drawn with the buckets' rates, latencies and an error
+/// marker on every second with errors, as the JSON has them.
+#[test]
+fn bench_html_timeline_draws_rates_latency_and_error_markers() {
+    let _serial = serial();
+    let srv = start(ServerConfig::default());
+    let base = srv.http_url().unwrap();
+    let urls = common::TempFile::new("urls.txt", format!("{base}\n{base}delay/400\n").as_bytes());
+    common::check_html(
+        &[
+            "bench",
+            "--urls-from-file",
+            urls.s(),
+            "--rate",
+            "10",
+            "-d",
+            "2.5s",
+            "-c",
+            "8",
+            "--timeout",
+            "150ms",
+        ],
+        "timeline",
+    );
+    srv.stop();
+}

@@ -91,6 +91,7 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                 let (rt, dns) = setup?;
                 let run_deadline = sc.stop.duration.map(|d| start + d);
                 let rec = Rc::new(RefCell::new(Recorder::new()));
+                rec.borrow_mut().timeline.begin(start);
                 let last_end = Rc::new(RefCell::new(start));
                 let local = tokio::task::LocalSet::new();
                 let _guard = rt.enter();

@@ -1,7 +1,9 @@
 //! Self-contained HTML report for `bench` and `compare`: one file, no network fetches.
 //! The numbers are embedded as JSON and drawn as SVG by a small inline script: a bar
 //! chart of time per request, a stacked bar per strategy of where a mean request's time
-//! goes (dns, connect, tls, send, wait, receive), and the latency distributions.
+//! goes (dns, connect, tls, send, wait, receive), the latency distributions, and each
+//! scenario's timeline (requests/s and new connections/s with error markers on one time
+//! axis, p50 and p99 latency on another).
 
 use serde::Serialize;
 
@@ -20,6 +22,8 @@ struct Entry<'a> {
     percentiles: &'a [[f64; 2]],
     connections: u64,
     ok: u64,
+    /// Second by second (compare: the strategy's rounds end to end).
+    timeline: &'a [super::TimelineBucket],
 }
 
 #[derive(Debug, Serialize)]
@@ -72,6 +76,7 @@ fn data(report: &Report) -> Data<'_> {
                 percentiles: &s.latency_ms.percentiles,
                 connections: s.connections.opened,
                 ok: s.requests.ok,
+                timeline: &s.timeline,
             }
         })
         .collect();
@@ -173,6 +178,10 @@ const TEMPLATE: &str = r##"<!doctype html>
 <svg id="stacked" role="img" aria-label="phases per request"></svg>
 <h2>Latency distribution (ms by percentile, tail stretched)</h2>
 <svg id="latency" role="img" aria-label="latency distribution"></svg>
+<div id="timeline-section" hidden>
+<h2>Timeline: requests/s and new connections/s (errors marked), then p50 and p99 latency</h2>
+<div id="timelines"></div>
+</div>
 <h2>Numbers</h2>
 <table id="numbers"><thead><tr><th>strategy</th><th>ms/request</th><th>connections</th><th>ok</th><th>p50 ms</th><th>p99 ms</th></tr></thead><tbody></tbody></table>
 <ul id="explanations"></ul>
@@ -282,6 +291,64 @@ const TEMPLATE: &str = r##"<!doctype html>
       text(sw, left + W + 32, top + i * 18 + 11, name);
     });
   }
+  // 5. Timelines: per scenario with two buckets or more (open when there is one).
+  const withTimeline = entries.filter(e => e.timeline.length >= 2);
+  if (withTimeline.length) document.getElementById("timeline-section").hidden = false;
+  withTimeline.forEach(e => {
+    const box = document.createElement("details");
+    box.open = withTimeline.length === 1;
+    const summary = document.createElement("summary");
+    summary.textContent = e.name;
+    box.appendChild(summary);
+    document.getElementById("timelines").appendChild(box);
+    const tl = e.timeline;
+    const end = Math.max(...tl.map(b => b.t_s + b.width_s), 1e-9);
+    const xT = t => left + t / end * W;
+    const mid = b => b.t_s + b.width_s / 2;
+    function chart(cls, series, unit, markers) {
+      const svg = document.createElementNS(NS, "svg");
+      svg.setAttribute("class", cls);
+      svg.setAttribute("data-name", e.name);
+      svg.setAttribute("width", left + W + 200);
+      svg.setAttribute("height", H / 2 + 50);
+      box.appendChild(svg);
+      const h = H / 2;
+      const maxY = Math.max(...series.flatMap(s => s.values.filter(v => v !== null)), 1e-9);
+      el("line", { x1: left, y1: top + h, x2: left + W, y2: top + h, stroke: "#999" }, svg);
+      el("line", { x1: left, y1: top, x2: left, y2: top + h, stroke: "#999" }, svg);
+      for (let k = 0; k <= 4; k++) text(svg, xT(end * k / 4), top + h + 16, fmt(end * k / 4) + " s", "middle");
+      for (let k = 0; k <= 2; k++) text(svg, left - 6, top + h - k / 2 * h + 4, fmt(maxY * k / 2) + unit, "end");
+      series.forEach((s, i) => {
+        const pts = [];
+        s.values.forEach((v, j) => { if (v !== null) pts.push(xT(mid(tl[j])).toFixed(1) + "," + (top + h - v / maxY * h).toFixed(1)); });
+        el("polyline", { class: s.cls, points: pts.join(" "), fill: "none", stroke: s.color, "stroke-width": 2, "data-name": e.name, "data-values": s.values.map(v => v === null ? "" : v).join(",") }, svg);
+        el("rect", { x: left + W + 14, y: top + i * 18, width: 12, height: 12, fill: s.color }, svg);
+        text(svg, left + W + 32, top + i * 18 + 11, s.label);
+      });
+      if (markers) {
+        tl.forEach(b => {
+          if (b.errors > 0) {
+            const m = el("path", { class: "error-marker", d: "M" + xT(mid(b)).toFixed(1) + "," + (top + 2) + " l5,9 l-10,0 z", fill: "#d64545", "data-name": e.name, "data-t": b.t_s, "data-errors": b.errors }, svg);
+            const title = el("title", {}, m);
+            title.textContent = b.errors + " errors at " + fmt(b.t_s) + " s: " + Object.entries(b.errors_by_kind).map(([k, n]) => k + " " + n).join(", ");
+          }
+        });
+        if (tl.some(b => b.errors > 0)) {
+          el("path", { d: "M" + (left + W + 20) + "," + (top + 2 * 18) + " l5,9 l-10,0 z", fill: "#d64545" }, svg);
+          text(svg, left + W + 32, top + 2 * 18 + 11, "errors");
+        }
+      }
+    }
+    chart("timeline-rates", [
+      { cls: "rate-requests", label: "requests/s", color: "#3d85c6", values: tl.map(b => b.width_s > 0 ? b.requests / b.width_s : 0) },
+      { cls: "rate-new", label: "new connections/s", color: "#e07b39", values: tl.map(b => b.width_s > 0 ? b.new_connections / b.width_s : 0) },
+    ], "", true);
+    chart("timeline-latency", [
+      { cls: "lat-p50", label: "p50", color: "#6aa84f", values: tl.map(b => b.p50_ms) },
+      { cls: "lat-p99", label: "p99", color: "#d64545", values: tl.map(b => b.p99_ms) },
+    ], " ms", false);
+  });
+
   const links = document.getElementById("links");
   for (const s of data.links) {
     const li = document.createElement("li");

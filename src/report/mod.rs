@@ -76,6 +76,32 @@ pub struct ScenarioReport {
     pub local_ports: Option<LocalPortsReport>,
     /// Plain sentences: why reuse did not happen, what went wrong.
     pub diagnosis: Vec<String>,
+    /// What happened second by second (compare: the strategy's rounds end to end).
+    pub timeline: Vec<TimelineBucket>,
+}
+
+/// One bucket of the timeline: `width_s` seconds from `t_s` after the run's start (1 s,
+/// doubling past an hour so that a run keeps at most 3600; the last one ends with the
+/// run).
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineBucket {
+    pub t_s: f64,
+    pub width_s: f64,
+    /// Attempts that ended in it, the ok ones and the failed ones.
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    /// The failed ones by category (non-zero only).
+    pub errors_by_kind: BTreeMap<String, u64>,
+    pub new_connections: u64,
+    pub closed_connections: u64,
+    /// The closed ones by reason (non-zero only).
+    pub close_reasons: BTreeMap<String, u64>,
+    pub tls_full: u64,
+    pub tls_resumed: u64,
+    /// Latency of the bucket's ok requests (to within ~6 %); null without any.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
 }
 
 /// How new connections got their addresses (origins given as IP addresses or with

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::comparison::{Comparison, ComparisonRow, RttSweep, Spread};
-use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport};
+use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport, TimelineBucket};
 
 fn bytes(n: u64) -> String {
     let f = n as f64;
@@ -338,6 +338,7 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
             }
         );
     }
+    timeline(&mut out, &s.timeline);
     if !s.diagnosis.is_empty() {
         let _ = writeln!(out, "\nDiagnosis");
         for d in &s.diagnosis {
@@ -345,6 +346,79 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         }
     }
     out
+}
+
+/// Runs of 3 buckets or more: one line per series, a character per bucket (at most 60;
+/// more buckets are drawn in groups), scaled to the series' maximum.
+fn timeline(out: &mut String, t: &[TimelineBucket]) {
+    if t.len() < 3 {
+        return;
+    }
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let per = t.len().div_ceil(60);
+    let groups: Vec<&[TimelineBucket]> = t.chunks(per).collect();
+    let span: f64 = t.iter().map(|b| b.width_s).sum();
+    let _ = writeln!(
+        out,
+        "\nTimeline ({} s per character, 0 to {} s; each line scaled to its own maximum)",
+        crate::lab::fmt_num(t[0].width_s.max(1.0) * per as f64),
+        fmt_ms(span)
+    );
+    let line = |out: &mut String, name: &str, unit: &str, v: Vec<f64>| {
+        let max = v.iter().copied().fold(0.0_f64, f64::max);
+        let bars: String = v
+            .iter()
+            .map(|&x| {
+                if x <= 0.0 || max <= 0.0 {
+                    ' '
+                } else {
+                    BARS[((x / max * 7.0).round() as usize).min(7)]
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "  {name:<16}|{bars}| max {}{unit}", fmt_ms(max));
+    };
+    let rate = |g: &[TimelineBucket], f: fn(&TimelineBucket) -> u64| {
+        let w: f64 = g.iter().map(|b| b.width_s).sum();
+        let n: u64 = g.iter().map(f).sum();
+        if w > 0.0 {
+            n as f64 / w
+        } else {
+            0.0
+        }
+    };
+    line(
+        out,
+        "requests/s",
+        "",
+        groups.iter().map(|g| rate(g, |b| b.requests)).collect(),
+    );
+    line(
+        out,
+        "new conns/s",
+        "",
+        groups
+            .iter()
+            .map(|g| rate(g, |b| b.new_connections))
+            .collect(),
+    );
+    if t.iter().any(|b| b.errors > 0) {
+        line(
+            out,
+            "errors/s",
+            "",
+            groups.iter().map(|g| rate(g, |b| b.errors)).collect(),
+        );
+    }
+    line(
+        out,
+        "p99",
+        " ms",
+        groups
+            .iter()
+            .map(|g| g.iter().filter_map(|b| b.p99_ms).fold(0.0, f64::max))
+            .collect(),
+    );
 }
 
 fn spread(s: &Spread) -> String {

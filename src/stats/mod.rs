@@ -4,5 +4,6 @@
 pub mod paired;
 pub mod recorder;
 pub mod summary;
+pub mod timeline;
 
 pub use recorder::{PhaseStat, Recorder};

@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use crate::net::dns::Resolution;
 use crate::net::local_ports::LocalPorts;
 use crate::proto::h2::wire::ServerSettings;
+use crate::stats::timeline::Timeline;
 
 use crate::record::{
     CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, PHASE_NAMES,
@@ -134,6 +135,8 @@ pub struct Recorder {
     pub local_ports: Option<LocalPorts>,
     /// HTTP/3: what quinn said about the QUIC connections.
     pub quic: QuicStats,
+    /// Per-second buckets of the run (bounded).
+    pub timeline: Timeline,
 }
 
 /// Exact count, sum, min and max of durations (ns).
@@ -260,6 +263,7 @@ impl Recorder {
             dns_cache_hits: 0,
             dns_joined: 0,
             quic: QuicStats::default(),
+            timeline: Timeline::default(),
         }
     }
 
@@ -278,6 +282,10 @@ impl Recorder {
         }
         if r.late {
             self.late_sends += 1;
+        }
+        match r.outcome {
+            Outcome::Ok { .. } => self.timeline.request(r.phases.total, None),
+            Outcome::Error(f) => self.timeline.request(None, Some(f.kind)),
         }
         match r.outcome {
             Outcome::Ok { status } => {
@@ -323,9 +331,11 @@ impl Recorder {
     /// A TCP connection was established (the server accepted it).
     pub fn connection_opened(&mut self) {
         self.connections_opened += 1;
+        self.timeline.connection_opened();
     }
 
     pub fn tls_handshake(&mut self, kind: HandshakeKind, tls13: bool) {
+        self.timeline.tls_handshake(kind);
         match kind {
             HandshakeKind::Full => self.tls_full += 1,
             HandshakeKind::Resumed => self.tls_resumed += 1,
@@ -347,6 +357,7 @@ impl Recorder {
 
     /// A connection ended after carrying `requests` responses.
     pub fn connection_closed(&mut self, reason: CloseReason, requests: u64) {
+        self.timeline.connection_closed(reason);
         self.close_reasons[reason.index()] += 1;
         self.connections_closed += 1;
         self.rpc_min = self.rpc_min.min(requests);
@@ -369,8 +380,20 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// Add `o`, a later run of the same scenario (compare's next round), its timeline
+    /// laid after this one's first `offset`.
+    pub fn add_after(&mut self, o: &Recorder, offset: std::time::Duration) {
+        let mine = std::mem::take(&mut self.timeline);
+        *self += o;
+        self.timeline = mine;
+        self.timeline.append(&o.timeline, offset);
+    }
+}
+
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, o: &Recorder) {
+        self.timeline += &o.timeline;
         for (a, b) in self.phases_new.iter_mut().zip(&o.phases_new) {
             *a += b;
         }

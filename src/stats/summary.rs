@@ -14,7 +14,7 @@ use crate::report::{
     ConnectionsReport, CpuReport, DnsReport, EarlyDataReport, H2Report, LatencyReport, LoadReport,
     LocalPortsReport, PeakReport, PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport, QuicReport,
     RequestsReport, RetriesReport, RpcReport, ScenarioReport, Spread, ThroughputReport,
-    TlsHandshakes,
+    TimelineBucket, TlsHandshakes,
 };
 
 const NS_PER_MS: f64 = 1e6;
@@ -306,7 +306,53 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
             port_range: p.range.map(|(lo, hi)| [lo, hi]),
         }),
         diagnosis: diagnose(sc, rec),
+        timeline: timeline(&rec.timeline, wall_s),
     }
+}
+
+/// The timeline's buckets as reported; the last one ends with the run.
+pub fn timeline(t: &crate::stats::timeline::Timeline, wall_s: f64) -> Vec<TimelineBucket> {
+    let width = t.width_s() as f64;
+    t.trimmed()
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let t_s = i as f64 * width;
+            let q = |p: f64| {
+                b.latency
+                    .as_ref()
+                    .filter(|h| !h.is_empty())
+                    .map(|h| h.value_at_quantile(p) as f64 / 1000.0)
+            };
+            TimelineBucket {
+                t_s,
+                width_s: if wall_s > t_s && wall_s < t_s + width {
+                    wall_s - t_s
+                } else {
+                    width
+                },
+                requests: b.requests,
+                ok: b.ok,
+                errors: b.errors_total(),
+                errors_by_kind: ErrorKind::ALL
+                    .iter()
+                    .filter(|k| b.errors[k.index()] > 0)
+                    .map(|k| (k.name().to_string(), u64::from(b.errors[k.index()])))
+                    .collect(),
+                new_connections: b.new_connections,
+                closed_connections: b.closed_total(),
+                close_reasons: CloseReason::ALL
+                    .iter()
+                    .filter(|r| b.closed[r.index()] > 0)
+                    .map(|r| (r.name().to_string(), u64::from(b.closed[r.index()])))
+                    .collect(),
+                tls_full: b.tls_full,
+                tls_resumed: b.tls_resumed,
+                p50_ms: q(0.5),
+                p99_ms: q(0.99),
+            }
+        })
+        .collect()
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {

@@ -67,6 +67,37 @@ try {
       s.time_per_request_ms.forEach((v, i) => { if (!close(l.values[i], v)) failures.push(`RTT line ${s.name} point ${i}: ${l.values[i]} != ${v}`); });
     }
   }
+  // Timelines: per scenario with 2 buckets or more, requests/s and new connections/s
+  // from the buckets, a marker on each bucket with errors, p50 and p99.
+  const tlines = await page.$$eval("polyline.rate-requests, polyline.rate-new, polyline.lat-p50, polyline.lat-p99", (ls) => ls.map((l) => ({ cls: l.getAttribute("class"), name: l.dataset.name, values: l.dataset.values.split(",").map((v) => (v === "" ? null : Number(v))) })));
+  const markers = await page.$$eval("path.error-marker", (ms) => ms.map((m) => ({ name: m.dataset.name, t: Number(m.dataset.t), errors: Number(m.dataset.errors) })));
+  for (const s of report.scenarios) {
+    const tl = s.timeline;
+    const mine = tlines.filter((l) => l.name === s.name);
+    if (tl.length < 2) {
+      if (mine.length) failures.push(`${s.name}: timeline drawn for ${tl.length} bucket`);
+      continue;
+    }
+    const want = {
+      "rate-requests": tl.map((b) => b.requests / b.width_s),
+      "rate-new": tl.map((b) => b.new_connections / b.width_s),
+      "lat-p50": tl.map((b) => b.p50_ms),
+      "lat-p99": tl.map((b) => b.p99_ms),
+    };
+    for (const [cls, values] of Object.entries(want)) {
+      const l = mine.find((x) => x.cls === cls);
+      if (!l) { failures.push(`${s.name}: no ${cls} line`); continue; }
+      if (l.values.length !== values.length) { failures.push(`${s.name} ${cls}: ${l.values.length} values for ${values.length} buckets`); continue; }
+      values.forEach((v, i) => {
+        const got = l.values[i];
+        if (v === null ? got !== null : got === null || !close(got, v)) failures.push(`${s.name} ${cls}[${i}]: ${got} != ${v}`);
+      });
+    }
+    const withErrors = tl.filter((b) => b.errors > 0);
+    const mk = markers.filter((m) => m.name === s.name);
+    if (mk.length !== withErrors.length) failures.push(`${s.name}: ${mk.length} error markers for ${withErrors.length} buckets with errors`);
+    withErrors.forEach((b) => { if (!mk.some((m) => close(m.t, b.t_s) && m.errors === b.errors)) failures.push(`${s.name}: no marker for ${b.errors} errors at ${b.t_s} s`); });
+  }
   const rows = await page.$$eval("#numbers tbody tr", (t) => t.length);
   if (rows !== report.scenarios.length) failures.push(`${rows} table rows`);
   if (shot) await page.screenshot({ path: shot, fullPage: true });

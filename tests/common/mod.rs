@@ -90,6 +90,63 @@ pub fn check_accounting(s: &Value) {
     let reused = u(&s["phases_ms"]["reused"]["requests"]);
     assert_eq!(new + reused, u(&req["ok"]));
     assert_eq!(reused, u(&c["reused_requests"]));
+    check_timeline(s);
+}
+
+/// The timeline's buckets add up to the scenario's totals.
+pub fn check_timeline(s: &Value) {
+    let buckets = s["timeline"].as_array().expect("a timeline");
+    let sum = |k: &str| buckets.iter().map(|b| u(&b[k])).sum::<u64>();
+    let req = &s["requests"];
+    let c = &s["connections"];
+    assert_eq!(sum("requests"), u(&req["attempted"]), "timeline requests");
+    assert_eq!(sum("ok"), u(&req["ok"]), "timeline ok");
+    let errors: u64 = req["errors"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(sum("errors"), errors, "timeline errors");
+    assert_eq!(
+        sum("new_connections"),
+        u(&c["opened"]),
+        "timeline new connections"
+    );
+    let closed: u64 = c["close_reasons"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(sum("closed_connections"), closed, "timeline closes");
+    assert_eq!(
+        sum("tls_full"),
+        u(&c["tls_handshakes"]["full"]),
+        "timeline TLS full"
+    );
+    assert_eq!(
+        sum("tls_resumed"),
+        u(&c["tls_handshakes"]["resumed"]),
+        "timeline TLS resumed"
+    );
+    for (i, b) in buckets.iter().enumerate() {
+        let by_kind: u64 = b["errors_by_kind"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(u)
+            .sum();
+        assert_eq!(by_kind, u(&b["errors"]), "bucket {i}: {b}");
+        let by_reason: u64 = b["close_reasons"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(u)
+            .sum();
+        assert_eq!(by_reason, u(&b["closed_connections"]), "bucket {i}: {b}");
+        assert_eq!(
+            u(&b["ok"]) + u(&b["errors"]),
+            u(&b["requests"]),
+            "bucket {i}: {b}"
+        );
+        assert_eq!(b["p50_ms"].is_null(), u(&b["ok"]) == 0, "bucket {i}: {b}");
+    }
 }
 
 pub fn close_reason(s: &Value, r: &str) -> u64 {

@@ -102,6 +102,8 @@ pub(super) struct Log {
     pub(super) conns: Vec<ConnLog>,
     pub(super) open: u64,
     pub(super) peak_open: u64,
+    /// Connections, requests and handshakes second by second since the audit started.
+    pub(super) timeline: crate::stats::timeline::Timeline,
 }
 
 pub(super) type SharedLog = Arc<Mutex<Log>>;

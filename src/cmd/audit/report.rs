@@ -7,6 +7,19 @@ use serde::Serialize;
 use super::log::*;
 use super::verdict::*;
 
+/// One bucket of the audit's timeline: `width_s` seconds from `t_s` after its start.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditBucket {
+    pub t_s: f64,
+    pub width_s: f64,
+    pub new_connections: u64,
+    /// Requests whose head arrived in it.
+    pub requests: u64,
+    pub closed_connections: u64,
+    pub tls_full: u64,
+    pub tls_resumed: u64,
+}
+
 /// Figures for one client address, or for all.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClientSummary {
@@ -74,6 +87,9 @@ pub struct AuditReport {
     pub total: ClientSummary,
     pub clients: Vec<ClientSummary>,
     pub verdict: Vec<String>,
+    /// Second by second since the audit started: connections opened and ended, requests,
+    /// TLS handshakes.
+    pub timeline: Vec<AuditBucket>,
     /// `--fail-if`: each expression checked on the report.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Vec<crate::report::thresholds::ThresholdResult>>,
@@ -167,7 +183,23 @@ pub(super) fn report(
     command: Option<Vec<String>>,
     exit_status: Option<i32>,
 ) -> AuditReport {
-    let (conns, peak) = with_log(log, |g| (g.conns.clone(), g.peak_open));
+    let (conns, peak, timeline) =
+        with_log(log, |g| (g.conns.clone(), g.peak_open, g.timeline.clone()));
+    let width = timeline.width_s() as f64;
+    let timeline = timeline
+        .trimmed()
+        .iter()
+        .enumerate()
+        .map(|(i, b)| AuditBucket {
+            t_s: i as f64 * width,
+            width_s: width,
+            new_connections: b.new_connections,
+            requests: b.requests,
+            closed_connections: b.ended,
+            tls_full: b.tls_full,
+            tls_resumed: b.tls_resumed,
+        })
+        .collect();
     let all: Vec<&ConnLog> = conns.iter().collect();
     let total = summarize("all".into(), &all);
     let mut by: BTreeMap<String, Vec<&ConnLog>> = BTreeMap::new();
@@ -189,6 +221,7 @@ pub(super) fn report(
         total,
         clients,
         verdict,
+        timeline,
         thresholds: None,
     }
 }

@@ -49,6 +49,7 @@ impl RunningAudit {
 pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
     let certs = crate::server::tls::generate(true, false)?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));
+    with_log(&log, |g| g.timeline.begin(std::time::Instant::now()));
     let tls = cfg.tls;
     let acceptor = tls.then(|| tokio_rustls::TlsAcceptor::from(certs.server_config.clone()));
     let shared = Arc::new((cfg, log.clone()));
@@ -87,6 +88,7 @@ pub(super) async fn accept_loop(
         let (idx, over_limit) = with_log(&shared.1, |g| {
             g.open += 1;
             g.peak_open = g.peak_open.max(g.open);
+            g.timeline.connection_opened();
             g.conns.push(ConnLog {
                 client: Some(peer.ip()),
                 ..ConnLog::default()
@@ -109,7 +111,14 @@ pub(super) async fn accept_loop(
                         Ok(Ok(s)) => {
                             let resumed = s.get_ref().1.handshake_kind()
                                 == Some(rustls::HandshakeKind::Resumed);
-                            with_log(&shared.1, |g| g.conns[idx].tls_resumed = Some(resumed));
+                            with_log(&shared.1, |g| {
+                                g.conns[idx].tls_resumed = Some(resumed);
+                                g.timeline.tls_handshake(if resumed {
+                                    crate::record::HandshakeKind::Resumed
+                                } else {
+                                    crate::record::HandshakeKind::Full
+                                });
+                            });
                             if s.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
                                 super::h2::serve(s, shared.clone(), idx).await
                             } else {
@@ -124,6 +133,7 @@ pub(super) async fn accept_loop(
             with_log(&shared.1, |g| {
                 g.open -= 1;
                 g.conns[idx].end = Some(end);
+                g.timeline.connection_ended();
             });
         });
     }
@@ -242,6 +252,7 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         let gap = last_response_end
             .map(|t| head_started.map_or(t.elapsed(), |h| h.saturating_duration_since(t)));
         with_log(log, |g| {
+            g.timeline.request(None, None);
             let c = &mut g.conns[idx];
             c.requests += 1;
             *c.versions

@@ -135,7 +135,8 @@ pub fn run(
             }
             runs[i].push(figures(&arm.scenario, &rep, srv));
             let m = &mut merged[i];
-            m.0 += &result.recorder;
+            // The strategy's rounds laid end to end on its timeline.
+            m.0.add_after(&result.recorder, m.1);
             m.1 += result.wall;
             m.2 = m.2 + result.cpu;
         }
