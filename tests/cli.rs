@@ -238,3 +238,44 @@ fn local_addr_must_be_an_address_of_this_machine() {
         assert!(err.contains("--local-addr") && err.contains(words), "{err}");
     }
 }
+
+/// The progress line: on a terminal's stderr (a pseudo-terminal from `script`) for runs
+/// over a second, with requests/s, new connections/s, errors and the time; never with
+/// --json, never when stderr is not a terminal.
+#[test]
+fn progress_line_only_on_a_terminal_and_never_with_json() {
+    let srv = start(handshake::server::ServerConfig::default());
+    let url = srv.http_url().unwrap();
+    let in_pty = |args: &str| {
+        let out = std::process::Command::new("script")
+            .args([
+                "-qec",
+                &format!("{} bench {url} {args}", bin()),
+                "/dev/null",
+            ])
+            .output()
+            .expect("script (util-linux) runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = in_pty("-d 2.5s -c 2 -s close");
+    for says in ["req/s", "new conn/s", "0 errors", "s of 2.5 s"] {
+        assert!(shown.contains(says), "{says:?} in {shown}");
+    }
+    // Under close every request opens a connection: the rates shown are not 0.
+    let rates: Vec<u64> = shown
+        .split(" new conn/s")
+        .filter_map(|before| before.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert!(rates.iter().any(|&r| r > 0), "{rates:?} in {shown}");
+    let json = in_pty("-d 1.5s -c 2 --json");
+    assert!(!json.contains("req/s"), "{json}");
+    serde_json::from_str::<serde_json::Value>(json.trim()).expect("only the JSON report");
+    let out = run(&["bench", &url, "-d", "1.5s", "-c", "2"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("req/s"));
+    srv.stop();
+}

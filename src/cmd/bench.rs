@@ -57,7 +57,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         connections: config::connections(a.connections, strategy)?,
         ..sc
     });
-    let progress = !a.output.no_progress;
+    // Progress on a terminal's stderr only, and never beside JSON output.
+    let progress = !a.output.no_progress && !a.output.json;
     let run = || engine::run(sc.clone(), progress);
     let result = on_client(embedded.as_ref(), run)??;
     let mut rep = Report::new(vec![summary::summarize(

@@ -46,7 +46,8 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
         // Each thread owns its share of the shared connections.
         threads = threads.min(sc.connections.max(1));
     }
-    let counters: Arc<Vec<AtomicU64>> = Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect());
+    let counters: Arc<Vec<worker::Progress>> =
+        Arc::new((0..threads).map(|_| worker::Progress::default()).collect());
     let done = Arc::new(AtomicBool::new(false));
     let show_progress = show_progress && std::io::stderr().is_terminal();
     let progress = show_progress.then(|| spawn_progress(&sc, counters.clone(), done.clone()));
@@ -210,7 +211,7 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
 /// A progress bar on stderr, shown only once the run has lasted a second.
 fn spawn_progress(
     sc: &Scenario,
-    counters: Arc<Vec<AtomicU64>>,
+    counters: Arc<Vec<worker::Progress>>,
     done: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     let total = sc.stop.requests;
@@ -231,23 +232,52 @@ fn spawn_progress(
         };
         bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
         let style = if total.is_some() {
-            "{prefix} [{bar:40}] {pos}/{len} requests {msg} eta {eta}"
+            "{prefix} [{bar:30}] {pos}/{len} requests, {msg}, eta {eta}"
         } else {
-            "{prefix} [{bar:40}] {elapsed}/{len}ms"
+            "{prefix} [{bar:30}] {msg}"
         };
         if let Ok(s) = indicatif::ProgressStyle::with_template(style) {
             bar.set_style(s.progress_chars("=> "));
         }
         bar.set_prefix(name);
+        let sum = |f: fn(&worker::Progress) -> &AtomicU64| -> u64 {
+            counters.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
+        };
+        // Rates over the last second: samples every 100 ms.
+        let mut window: std::collections::VecDeque<(Instant, u64, u64)> =
+            std::collections::VecDeque::new();
         while !done.load(Ordering::Relaxed) {
-            let n: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            let now = Instant::now();
+            let (n, new, errors) = (
+                sum(|c| &c.requests),
+                sum(|c| &c.new_connections),
+                sum(|c| &c.errors),
+            );
+            window.push_back((now, n, new));
+            while window
+                .front()
+                .is_some_and(|f| now.duration_since(f.0) > Duration::from_secs(1))
+            {
+                window.pop_front();
+            }
+            let (t0, n0, new0) = window.front().copied().unwrap_or((now, n, new));
+            let dt = now.duration_since(t0).as_secs_f64().max(0.1);
+            let rates = format!(
+                "{:.0} req/s, {:.0} new conn/s, {errors} errors",
+                (n - n0) as f64 / dt,
+                (new - new0) as f64 / dt
+            );
             if total.is_some() {
                 bar.set_position(n);
-                // The rate since the run started (the bar itself starts a second late).
-                let rate = n as f64 / started.elapsed().as_secs_f64();
-                bar.set_message(format!("{rate:.0}/s"));
+                bar.set_message(rates);
             } else {
-                bar.set_position(started.elapsed().as_millis() as u64);
+                let elapsed = started.elapsed();
+                bar.set_position(elapsed.as_millis() as u64);
+                bar.set_message(format!(
+                    "{rates}, {:.1} s of {:.1} s",
+                    elapsed.as_secs_f64(),
+                    duration.map_or(0.0, |d| d.as_secs_f64())
+                ));
             }
             std::thread::sleep(Duration::from_millis(100));
         }

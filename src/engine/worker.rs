@@ -39,6 +39,14 @@ pub struct Dns {
     pub cache: Option<Arc<DnsCache>>,
 }
 
+/// A thread's running totals, for the progress line (kept only when it is shown).
+#[derive(Default)]
+pub struct Progress {
+    pub requests: AtomicU64,
+    pub new_connections: AtomicU64,
+    pub errors: AtomicU64,
+}
+
 /// What a worker shares with its thread: the recorder, the latest end seen, the clock.
 pub(super) struct Seat {
     pub id: usize,
@@ -46,7 +54,7 @@ pub(super) struct Seat {
     pub last_end: Rc<RefCell<Instant>>,
     pub start: Instant,
     pub run_deadline: Option<Instant>,
-    pub counters: Option<Arc<Vec<AtomicU64>>>,
+    pub counters: Option<Arc<Vec<Progress>>>,
     pub thread: usize,
 }
 
@@ -149,7 +157,12 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
             }
         }
         if let Some(c) = &seat.counters {
-            c[seat.thread].fetch_add(1, Ordering::Relaxed);
+            let p = &c[seat.thread];
+            let rec = seat.rec.borrow();
+            p.requests.store(rec.attempted, Ordering::Relaxed);
+            p.new_connections
+                .store(rec.connections_opened, Ordering::Relaxed);
+            p.errors.store(rec.errors_total(), Ordering::Relaxed);
         }
     }
     driver.finish();
