@@ -161,13 +161,8 @@ pub(crate) fn emit_checked(
         return Ok(0);
     }
     let rows: Vec<&report::comparison::ComparisonRow> = rep
-        .comparison
-        .iter()
-        .chain(
-            rep.rtt_sweep
-                .iter()
-                .flat_map(|s| s.points.iter().map(|p| &p.comparison)),
-        )
+        .comparisons()
+        .into_iter()
         .flat_map(|c| c.rows.iter())
         .collect();
     let subjects: Vec<(Option<String>, String, serde_json::Value)> = rep

@@ -225,6 +225,29 @@ pub(crate) async fn exchange(
     })
 }
 
+/// 0-RTT: a request's exchange raced against the server's verdict on the early data
+/// (it comes with the handshake's end). Returns the exchange's result, unless the server
+/// rejected the early data before it ended, and the verdict with when it came, if it
+/// came first.
+pub(crate) async fn race_verdict<R>(
+    ex: impl std::future::Future<Output = R>,
+    accepted: &mut Pin<&mut quinn::ZeroRttAccepted>,
+) -> (Option<R>, Option<(bool, Instant)>) {
+    let mut ex = std::pin::pin!(ex);
+    let mut verdict = None;
+    loop {
+        tokio::select! {
+            a = &mut *accepted, if verdict.is_none() => {
+                verdict = Some((a, Instant::now()));
+                if !a {
+                    return (None, verdict);
+                }
+            }
+            r = &mut ex => return (Some(r), verdict),
+        }
+    }
+}
+
 /// One connection shared by the workers of a thread (strategy `h3`).
 struct Shared {
     live: Live,
@@ -443,34 +466,18 @@ impl H3 {
         let left = Instant::now();
         phases.quic_handshake = Some(ns(started, left));
         let mut accepted = std::pin::pin!(accepted);
-        let mut verdict: Option<(bool, Instant)> = None;
-        let outcome = {
-            let ex = exchange(&mut live.send, target, phases, &stage, &got_body);
-            let mut ex = std::pin::pin!(ex);
-            let both = async {
-                loop {
-                    tokio::select! {
-                        a = &mut accepted, if verdict.is_none() => {
-                            verdict = Some((a, Instant::now()));
-                            if !a {
-                                break None;
-                            }
-                        }
-                        r = &mut ex => break Some(r),
-                    }
-                }
-            };
-            within(self.sleep.as_mut(), deadline, both).await
-        };
-        let result = match outcome {
-            None => {
-                // Cut before the handshake was known to complete: never counted open.
-                live.abandon();
-                return Err(self.timed_out(stage.get()));
-            }
-            // Rejected: the server dropped what came in 0-RTT.
-            Some(None) => None,
-            Some(Some(r)) => Some(r),
+        let ex = exchange(&mut live.send, target, phases, &stage, &got_body);
+        let raced = within(
+            self.sleep.as_mut(),
+            deadline,
+            race_verdict(ex, &mut accepted),
+        )
+        .await;
+        // `result` is None when the server rejected what came in 0-RTT.
+        let Some((result, verdict)) = raced else {
+            // Cut before the handshake was known to complete: never counted open.
+            live.abandon();
+            return Err(self.timed_out(stage.get()));
         };
         // The server's verdict on the early data comes with the handshake's end.
         let verdict = match verdict {

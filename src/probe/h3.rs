@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::{err, resolve, ProbeError, TlsInfo};
-use crate::engine::h3::{exchange, Endpoints, Live};
+use crate::engine::h3::{exchange, race_verdict, Endpoints, Live};
 use crate::net::dns::DnsSettings;
 use crate::net::quic::{QuicTls, Seen};
 use crate::net::{classify_connect_error, Origin};
@@ -227,26 +227,9 @@ impl H3Probe {
         let mut phases = Phases::default();
         let (stage, got) = (Cell::new(Stage::Send), Cell::new(0));
         let mut accepted = std::pin::pin!(accepted);
-        let mut verdict: Option<(bool, Instant)> = None;
-        let outcome = {
-            let ex = exchange(&mut self.live.send, target, &mut phases, &stage, &got);
-            let mut ex = std::pin::pin!(ex);
-            let both = async {
-                loop {
-                    tokio::select! {
-                        a = &mut accepted, if verdict.is_none() => {
-                            verdict = Some((a, Instant::now()));
-                            if !a {
-                                break None;
-                            }
-                        }
-                        r = &mut ex => break Some(r),
-                    }
-                }
-            };
-            tokio::time::timeout_at(by, both).await
-        };
-        let Ok(outcome) = outcome else {
+        let ex = exchange(&mut self.live.send, target, &mut phases, &stage, &got);
+        let raced = tokio::time::timeout_at(by, race_verdict(ex, &mut accepted)).await;
+        let Ok((outcome, verdict)) = raced else {
             return Err(self.timed_out(stage.get(), timeout));
         };
         let verdict = match verdict {

@@ -45,17 +45,7 @@ struct Sweep<'a> {
 }
 
 fn data(report: &Report) -> Data<'_> {
-    // The comparisons: the one of a run, or one per RTT of a sweep.
-    let comparisons: Vec<&super::comparison::Comparison> = report
-        .comparison
-        .iter()
-        .chain(
-            report
-                .rtt_sweep
-                .iter()
-                .flat_map(|sw| sw.points.iter().map(|p| &p.comparison)),
-        )
-        .collect();
+    let comparisons = report.comparisons();
     let entries = report
         .scenarios
         .iter()

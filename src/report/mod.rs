@@ -36,6 +36,18 @@ pub struct Report {
 }
 
 impl Report {
+    /// The comparisons: compare's one, or one per RTT of a sweep.
+    pub fn comparisons(&self) -> Vec<&comparison::Comparison> {
+        self.comparison
+            .iter()
+            .chain(
+                self.rtt_sweep
+                    .iter()
+                    .flat_map(|sw| sw.points.iter().map(|p| &p.comparison)),
+            )
+            .collect()
+    }
+
     pub fn new(scenarios: Vec<ScenarioReport>) -> Report {
         Report {
             schema_version: SCHEMA_VERSION,

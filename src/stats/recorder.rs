@@ -284,11 +284,8 @@ impl Recorder {
             self.late_sends += 1;
         }
         match r.outcome {
-            Outcome::Ok { .. } => self.timeline.request(r.phases.total, None),
-            Outcome::Error(f) => self.timeline.request(None, Some(f.kind)),
-        }
-        match r.outcome {
             Outcome::Ok { status } => {
+                self.timeline.request(r.phases.total, None);
                 self.ok += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
                 if r.reused {
@@ -306,6 +303,7 @@ impl Recorder {
                 }
             }
             Outcome::Error(f) => {
+                self.timeline.request(None, Some(f.kind));
                 self.errors[f.kind.index()] += 1;
                 if let Some(d) = f.detail {
                     self.error_details[d.index()] += 1;
