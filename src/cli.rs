@@ -172,6 +172,11 @@ pub struct AuditArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Also write the report as one self-contained HTML file (charts and tables, works
+    /// offline)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
     /// Fail (exit 1, unless the command failed: then its status) when EXPR holds:
     /// 'reuse_ratio<0.9', 'connections>10', 'tls_full>1', 'requests_per_connection<2',
     /// or any figure by its dotted path in the JSON report; repeatable

@@ -492,3 +492,73 @@ fn timeline_puts_each_connection_in_its_second() {
     assert_eq!(col("closed_connections").iter().sum::<u64>(), 2);
     assert!(t.iter().all(|b| b["width_s"].as_f64() == Some(1.0)));
 }
+
+/// `audit --tls --html`: curl (HTTP/1.1) fetches three URLs over one connection, then, 2.2 s later,
+/// two with `Connection: close` (two connections). The HTML report, opened in headless
+/// Chromium, shows the JSON's figures (connections, reuse, TLS handshakes, endings, the
+/// timeline); the connections are curl's own `num_connects`; the text report draws the
+/// timeline.
+#[test]
+fn audit_html_report_draws_the_reports_numbers_in_chromium() {
+    let dir = std::env::temp_dir().join(format!("handshake-audit-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    let counts = dir.join("connects");
+    let (ca_s, counts_s) = (ca.to_str().unwrap(), counts.to_str().unwrap());
+    let curl = format!("curl -sf --http1.1 --cacert {ca_s} -w '%{{num_connects}}\\n'");
+    let script = format!(
+        "{curl} -o /dev/null -o /dev/null -o /dev/null \"${{HANDSHAKE_URL}}a\" \"${{HANDSHAKE_URL}}b\" \"${{HANDSHAKE_URL}}c\" >> {counts_s} \
+         && sleep 2.2 && {curl} -H 'Connection: close' -o /dev/null -o /dev/null \"${{HANDSHAKE_URL}}d\" \"${{HANDSHAKE_URL}}e\" >> {counts_s}"
+    );
+    let args = [
+        "audit",
+        "--tls",
+        "--cacert-out",
+        ca_s,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ];
+    let Some(v) = check_html(&args, "audit") else {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
+    check(&v);
+    let connects: u64 = std::fs::read_to_string(&counts)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse::<u64>().unwrap())
+        .sum();
+    let t = total(&v);
+    assert_eq!(connects, 3, "curl's own count");
+    assert_eq!(u(&t["connections"]), connects, "{t}");
+    assert_eq!(u(&t["requests"]), 5);
+    assert_eq!(
+        u(&t["tls_handshakes"]["full"]) + u(&t["tls_handshakes"]["resumed"]),
+        connects
+    );
+    // The text report: the timeline, a line per series.
+    std::fs::remove_file(&counts).unwrap();
+    let out = run(&[
+        "audit",
+        "--tls",
+        "--cacert-out",
+        ca_s,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Timeline (1 s per character"), "{text}");
+    for line in ["new conns/s", "requests/s", "full TLS/s"] {
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(line) && l.contains('█')),
+            "{line}: {text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -348,23 +348,48 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
     out
 }
 
-/// Runs of 3 buckets or more: one line per series, a character per bucket (at most 60;
-/// more buckets are drawn in groups), scaled to the series' maximum.
-fn timeline(out: &mut String, t: &[TimelineBucket]) {
-    if t.len() < 3 {
+/// One line of a timeline: a value per bucket. `per_second`: counts, drawn as their rate
+/// over the bucket; otherwise the highest value of a group of buckets is drawn.
+pub struct Series<'a> {
+    pub name: &'a str,
+    pub unit: &'a str,
+    pub values: Vec<f64>,
+    pub per_second: bool,
+}
+
+/// Timelines of 3 buckets or more (widths in s): one line per series, a character per
+/// bucket (at most 60; more buckets are drawn in groups), scaled to the series' maximum.
+pub fn sparklines(out: &mut String, widths: &[f64], series: &[Series]) {
+    if widths.len() < 3 {
         return;
     }
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let per = t.len().div_ceil(60);
-    let groups: Vec<&[TimelineBucket]> = t.chunks(per).collect();
-    let span: f64 = t.iter().map(|b| b.width_s).sum();
+    let per = widths.len().div_ceil(60);
+    let span: f64 = widths.iter().sum();
     let _ = writeln!(
         out,
         "\nTimeline ({} s per character, 0 to {} s; each line scaled to its own maximum)",
-        crate::lab::fmt_num(t[0].width_s.max(1.0) * per as f64),
+        crate::lab::fmt_num(widths[0].max(1.0) * per as f64),
         fmt_ms(span)
     );
-    let line = |out: &mut String, name: &str, unit: &str, v: Vec<f64>| {
+    for s in series {
+        let v: Vec<f64> = s
+            .values
+            .chunks(per)
+            .zip(widths.chunks(per))
+            .map(|(v, w)| {
+                if s.per_second {
+                    let w: f64 = w.iter().sum();
+                    if w > 0.0 {
+                        v.iter().sum::<f64>() / w
+                    } else {
+                        0.0
+                    }
+                } else {
+                    v.iter().copied().fold(0.0, f64::max)
+                }
+            })
+            .collect();
         let max = v.iter().copied().fold(0.0_f64, f64::max);
         let bars: String = v
             .iter()
@@ -376,49 +401,48 @@ fn timeline(out: &mut String, t: &[TimelineBucket]) {
                 }
             })
             .collect();
-        let _ = writeln!(out, "  {name:<16}|{bars}| max {}{unit}", fmt_ms(max));
-    };
-    let rate = |g: &[TimelineBucket], f: fn(&TimelineBucket) -> u64| {
-        let w: f64 = g.iter().map(|b| b.width_s).sum();
-        let n: u64 = g.iter().map(f).sum();
-        if w > 0.0 {
-            n as f64 / w
-        } else {
-            0.0
-        }
-    };
-    line(
-        out,
-        "requests/s",
-        "",
-        groups.iter().map(|g| rate(g, |b| b.requests)).collect(),
-    );
-    line(
-        out,
-        "new conns/s",
-        "",
-        groups
-            .iter()
-            .map(|g| rate(g, |b| b.new_connections))
-            .collect(),
-    );
-    if t.iter().any(|b| b.errors > 0) {
-        line(
+        let _ = writeln!(
             out,
-            "errors/s",
-            "",
-            groups.iter().map(|g| rate(g, |b| b.errors)).collect(),
+            "  {:<16}|{bars}| max {}{}",
+            s.name,
+            fmt_ms(max),
+            s.unit
         );
     }
-    line(
-        out,
-        "p99",
-        " ms",
-        groups
-            .iter()
-            .map(|g| g.iter().filter_map(|b| b.p99_ms).fold(0.0, f64::max))
-            .collect(),
-    );
+}
+
+fn timeline(out: &mut String, t: &[TimelineBucket]) {
+    let count = |f: fn(&TimelineBucket) -> u64| t.iter().map(|b| f(b) as f64).collect();
+    let mut series = vec![
+        Series {
+            name: "requests/s",
+            unit: "",
+            values: count(|b| b.requests),
+            per_second: true,
+        },
+        Series {
+            name: "new conns/s",
+            unit: "",
+            values: count(|b| b.new_connections),
+            per_second: true,
+        },
+    ];
+    if t.iter().any(|b| b.errors > 0) {
+        series.push(Series {
+            name: "errors/s",
+            unit: "",
+            values: count(|b| b.errors),
+            per_second: true,
+        });
+    }
+    series.push(Series {
+        name: "p99",
+        unit: " ms",
+        values: t.iter().map(|b| b.p99_ms.unwrap_or(0.0)).collect(),
+        per_second: false,
+    });
+    let widths: Vec<f64> = t.iter().map(|b| b.width_s).collect();
+    sparklines(out, &widths, &series);
 }
 
 fn spread(s: &Spread) -> String {

@@ -349,21 +349,27 @@ pub fn browser_check() -> Option<PathBuf> {
     );
 }
 
-/// Run handshake with `args` plus --json and --html, then open the HTML in headless
-/// Chromium and check it against the JSON (tests/browser/check_report.mjs).
-pub fn check_html(args: &[&str], tag: &str) {
-    let Some(dir) = browser_check() else { return };
+/// Run handshake with `args` plus --json and --html (before a `--` and the command it
+/// runs, if any), then open the HTML in headless Chromium and check it against the JSON
+/// (tests/browser/check_report.mjs). Returns the JSON report (`None` when the browser
+/// check is skipped). The run must exit 0.
+pub fn check_html(args: &[&str], tag: &str) -> Option<Value> {
+    let dir = browser_check()?;
     let tmp = std::env::temp_dir().join(format!("handshake-html-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let html = tmp.join("report.html");
     let json = tmp.join("report.json");
-    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    let mut all: Vec<String> = args[..split].iter().map(|s| s.to_string()).collect();
     all.extend([
         "--json".into(),
-        "--no-progress".into(),
         "--html".into(),
         html.to_str().unwrap().into(),
     ]);
+    if args[0] != "audit" {
+        all.push("--no-progress".into());
+    }
+    all.extend(args[split..].iter().map(|s| s.to_string()));
     let out = Command::new(bin()).args(&all).output().unwrap();
     assert!(
         out.status.success(),
@@ -388,6 +394,7 @@ pub fn check_html(args: &[&str], tag: &str) {
         "a real screenshot was taken"
     );
     let _ = std::fs::remove_dir_all(&tmp);
+    Some(serde_json::from_slice(&out.stdout).unwrap())
 }
 
 /// A file in the temp dir with the given contents, removed on drop.

@@ -128,6 +128,10 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
         lines = thresholds::describe(&results, &thresholds);
         report.thresholds = Some(results);
     }
+    if let Some(path) = &a.html {
+        std::fs::write(path, crate::report::html::render_audit(&report))
+            .with_context(|| format!("--html {}", path.display()))?;
+    }
     let out = if a.json {
         serde_json::to_string_pretty(&report).expect("audit report serializes")
     } else {

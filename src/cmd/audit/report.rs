@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::log::*;
 use super::verdict::*;
+use crate::report::text::Series;
 
 /// One bucket of the audit's timeline: `width_s` seconds from `t_s` after its start.
 #[derive(Debug, Clone, Serialize)]
@@ -325,6 +326,38 @@ pub fn render(r: &AuditReport) -> String {
             );
         }
     }
+    let t = &r.timeline;
+    let count = |f: fn(&AuditBucket) -> u64| t.iter().map(|b| f(b) as f64).collect();
+    let mut series = vec![
+        Series {
+            name: "new conns/s",
+            unit: "",
+            values: count(|b| b.new_connections),
+            per_second: true,
+        },
+        Series {
+            name: "requests/s",
+            unit: "",
+            values: count(|b| b.requests),
+            per_second: true,
+        },
+    ];
+    if t.iter().any(|b| b.tls_full + b.tls_resumed > 0) {
+        series.push(Series {
+            name: "full TLS/s",
+            unit: "",
+            values: count(|b| b.tls_full),
+            per_second: true,
+        });
+        series.push(Series {
+            name: "resumed TLS/s",
+            unit: "",
+            values: count(|b| b.tls_resumed),
+            per_second: true,
+        });
+    }
+    let widths: Vec<f64> = t.iter().map(|b| b.width_s).collect();
+    crate::report::text::sparklines(&mut out, &widths, &series);
     let _ = writeln!(out, "\nVerdict");
     for v in &r.verdict {
         let _ = writeln!(out, "  {v}");
