@@ -11,6 +11,15 @@ fn main() {
     }
     let code = match handshake::cmd::run(cli) {
         Ok(code) => code,
+        // A reader that stopped reading (`handshake man | head`) is not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            0
+        }
         Err(e) => {
             eprintln!("handshake: {e:#}");
             2
