@@ -32,10 +32,30 @@ pub enum Command {
     /// A distant server on this machine: run a command against a server across an
     /// emulated link (round-trip time, jitter, loss, bandwidth) between two network namespaces
     Lab(LabArgs),
+    /// Merge the JSON reports of several agents (bench --segment I/N) into the report of
+    /// one run: counts summed, percentiles from the merged histograms, a row per agent
+    Merge(MergeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one per command into a directory
     Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// JSON reports of `handshake bench --json` (or of an earlier merge); `-` reads
+    /// standard input; a file or the input may hold several reports one after another
+    /// (as `kubectl logs` of the agents gives them)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<String>,
+
+    /// Merge even runs of different targets, strategies or protocols, or overlapping
+    /// segments (scenarios are then matched by name)
+    #[arg(long)]
+    pub allow_mismatch: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -61,9 +81,11 @@ impl Command {
             Command::Compare(a) => a.link.any(),
             Command::Trace(a) => a.link.any(),
             Command::Doctor(a) => a.link.any(),
-            Command::Audit(_) | Command::Serve(_) | Command::Completions(_) | Command::Man(_) => {
-                false
-            }
+            Command::Audit(_)
+            | Command::Serve(_)
+            | Command::Merge(_)
+            | Command::Completions(_)
+            | Command::Man(_) => false,
         }
     }
 }
@@ -358,6 +380,22 @@ pub struct BenchArgs {
     /// With no URL: target the embedded server's HTTPS listener instead of HTTP
     #[arg(long)]
     pub embedded_tls: bool,
+
+    /// Run share I of N of the workload (1 <= I <= N), as one of N agents: -n, -c and
+    /// --rate are split so that the shares sum to them exactly (remainders go to the lowest
+    /// segments); -d is unchanged. `handshake merge` adds the agents' reports up
+    #[arg(long, value_name = "I/N", conflicts_with = "segments")]
+    pub segment: Option<String>,
+
+    /// Run share JOB_COMPLETION_INDEX+1 of N (a Kubernetes Indexed Job sets
+    /// JOB_COMPLETION_INDEX to 0..N-1 in its pods)
+    #[arg(long, value_name = "N")]
+    pub segments: Option<u64>,
+
+    /// Start the load at this wall-clock time (RFC 3339, e.g. 2026-11-24T10:00:00Z, at
+    /// most a day ahead), so that agents on several machines start together
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
 }
 
 #[derive(Debug, Args)]

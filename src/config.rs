@@ -244,6 +244,93 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
     })
 }
 
+/// `--segment I/N`, or `--segments N` with the index from `$JOB_COMPLETION_INDEX`
+/// (0-based, as a Kubernetes Indexed Job sets it).
+pub fn parse_segment(
+    segment: Option<&str>,
+    segments: Option<u64>,
+) -> Result<Option<crate::report::Segment>, UsageError> {
+    use crate::report::Segment;
+    let seg = match (segment, segments) {
+        (Some(s), _) => {
+            let parsed = s.split_once('/').and_then(|(i, n)| {
+                Some((i.trim().parse::<u64>().ok()?, n.trim().parse::<u64>().ok()?))
+            });
+            match parsed {
+                Some((index, count)) => Segment { index, count },
+                None => return usage(format!("--segment {s:?}: expected I/N, like 2/4")),
+            }
+        }
+        (None, Some(count)) => {
+            let Ok(v) = std::env::var("JOB_COMPLETION_INDEX") else {
+                return usage("--segments N takes this agent's index from $JOB_COMPLETION_INDEX (0..N-1), which is not set; use --segment I/N elsewhere");
+            };
+            let Ok(i) = v.trim().parse::<u64>() else {
+                return usage(format!("$JOB_COMPLETION_INDEX {v:?} is not a number"));
+            };
+            Segment {
+                index: i + 1,
+                count,
+            }
+        }
+        (None, None) => return Ok(None),
+    };
+    if seg.count == 0 || seg.index == 0 || seg.index > seg.count {
+        return usage(format!(
+            "segment {seg}: needs 1 <= I <= N (with --segments N, $JOB_COMPLETION_INDEX in 0..N-1)"
+        ));
+    }
+    Ok(Some(seg))
+}
+
+/// Share `seg` of `total`: `total / N`, plus one for the first `total % N` segments.
+pub fn segment_share(total: u64, seg: crate::report::Segment) -> u64 {
+    total / seg.count + u64::from(seg.index - 1 < total % seg.count)
+}
+
+/// This agent's share of the load: -n, -c and --rate split, -d unchanged.
+pub fn apply_segment(load: &mut LoadConfig, seg: crate::report::Segment) -> Result<(), UsageError> {
+    if let Some(n) = load.stop.requests {
+        let share = segment_share(n, seg);
+        if share == 0 {
+            return usage(format!(
+                "-n {n} over {} segments leaves segment {seg} no requests",
+                seg.count
+            ));
+        }
+        load.stop.requests = Some(share);
+    }
+    let c = segment_share(load.concurrency as u64, seg);
+    if c == 0 {
+        return usage(format!(
+            "-c {} over {} segments leaves segment {seg} no workers: give at least one worker per segment",
+            load.concurrency, seg.count
+        ));
+    }
+    load.concurrency = c as usize;
+    load.threads = load.threads.min(load.concurrency);
+    if let LoadShape::Open { rate } = &mut load.load {
+        *rate /= seg.count as f64;
+    }
+    Ok(())
+}
+
+/// `--start-at`: RFC 3339, at most a day ahead. Returns how long to wait (zero when the
+/// time has passed; the caller says so).
+pub fn parse_start_at(s: &str) -> Result<(time::OffsetDateTime, Duration), UsageError> {
+    let at = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| {
+            UsageError(format!(
+                "--start-at {s:?}: expected an RFC 3339 time like 2026-11-24T10:00:00Z ({e})"
+            ))
+        })?;
+    let ahead = at - time::OffsetDateTime::now_utc();
+    if ahead > time::Duration::days(1) {
+        return usage(format!("--start-at {s:?} is more than a day ahead"));
+    }
+    Ok((at, Duration::try_from(ahead).unwrap_or(Duration::ZERO)))
+}
+
 /// `--connect-timeout`, `--wait-timeout`, `--min-speed` and its window.
 fn phase_limits(a: &LoadArgs) -> Result<PhaseLimits, UsageError> {
     let optional = |flag: &str, v: &Option<String>| {

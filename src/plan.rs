@@ -168,6 +168,24 @@ impl Strategy {
     }
 }
 
+impl serde::Serialize for Strategy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Strategy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Strategy, D::Error> {
+        let s = String::deserialize(d)?;
+        Strategy::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown strategy {s:?} (known: {})",
+                Strategy::known_names()
+            ))
+        })
+    }
+}
+
 /// One URL of a scenario with its request bytes, built once.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -236,6 +254,33 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// What the summary needs of the plan.
+    pub fn shape(&self) -> crate::stats::raw::ScenarioShape {
+        crate::stats::raw::ScenarioShape {
+            name: self.name.clone(),
+            url: self
+                .targets
+                .first()
+                .map(|t| t.url.clone())
+                .unwrap_or_default(),
+            urls: self.targets.len(),
+            origins: self.origins.len(),
+            strategy: self.strategy,
+            concurrency: self.concurrency,
+            threads: self.threads,
+            requests: self.stop.requests,
+            duration_s: self.stop.duration.map(|d| d.as_secs_f64()),
+            rate: match self.load {
+                LoadShape::Open { rate } => Some(rate),
+                LoadShape::Closed => None,
+            },
+            timeout_s: self.timeout.as_secs_f64(),
+            requests_per_connection: self.requests_per_connection,
+            connections_per_origin: self.connections,
+            dns_cache: !self.dns.no_cache,
+        }
+    }
+
     /// Requests worker `w` sends when the run is bounded by a count: tickets
     /// w, w+c, w+2c, ... below n, so `-n` not divisible by `-c` still sends exactly n.
     pub fn worker_quota(&self, w: usize) -> Option<u64> {

@@ -8,7 +8,7 @@ use crate::cli::BenchArgs;
 use crate::config::{self};
 use crate::engine;
 use crate::plan::{Scenario, Strategy};
-use crate::report::{thresholds, Report};
+use crate::report::{thresholds, Report, RunInfo};
 use crate::server::ServerConfig;
 use crate::stats::summary;
 
@@ -19,7 +19,16 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         config::parse_strategy("--strategy", &a.strategy)?
     };
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
-    let load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
+    let mut load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
+    let segment = config::parse_segment(a.segment.as_deref(), a.segments)?;
+    if let Some(seg) = segment {
+        config::apply_segment(&mut load, seg)?;
+    }
+    let start_at = a
+        .start_at
+        .as_deref()
+        .map(config::parse_start_at)
+        .transpose()?;
     let spec = one_link(&a.link)?;
     let path = embedded_path(
         a.url.as_deref(),
@@ -59,14 +68,34 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     });
     // Progress on a terminal's stderr only, and never beside JSON output.
     let progress = !a.output.no_progress && !a.output.json;
+    if let Some((at, wait)) = start_at {
+        if wait.is_zero() {
+            // With --json the report says it (run.started_at after run.scheduled_at):
+            // standard error may be mixed into the JSON stream (`kubectl logs`).
+            if !a.output.json {
+                let late = (time::OffsetDateTime::now_utc() - at).as_seconds_f64();
+                eprintln!("handshake: --start-at passed {late:.3} s ago; starting now");
+            }
+        } else {
+            std::thread::sleep(wait);
+        }
+    }
+    let started_at = super::now_rfc3339();
     let run = || engine::run(sc.clone(), progress);
     let result = on_client(embedded.as_ref(), run)??;
-    let mut rep = Report::new(vec![summary::summarize(
-        &sc,
+    let mut rep = Report::new(vec![summary::summarize_with_raw(
+        &sc.shape(),
         &result.recorder,
         result.wall,
         result.cpu,
     )]);
+    rep.run = Some(RunInfo {
+        command: "bench".into(),
+        started_at,
+        scheduled_at: a.start_at.clone(),
+        host: super::host_name(),
+        segment,
+    });
     if let Some(e) = embedded {
         let (server, link) = e.finish();
         rep.server = Some(server);

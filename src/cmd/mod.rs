@@ -8,6 +8,7 @@ pub mod compare;
 pub mod doctor;
 pub mod doctor_h3;
 pub mod lab;
+pub mod merge;
 pub mod packaging;
 pub mod serve;
 pub mod trace;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Audit(a) => audit::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Merge(a) => merge::run(a),
         Command::Completions(a) => packaging::completions(a),
         Command::Man(a) => packaging::man(a),
     }
@@ -201,6 +203,29 @@ pub(crate) fn emit(rep: &Report, output: &OutputArgs) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{out}");
     Ok(())
+}
+
+/// Now, RFC 3339 in UTC.
+pub(crate) fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    // To the millisecond: agents' clocks agree to no better.
+    now.replace_nanosecond(now.nanosecond() / 1_000_000 * 1_000_000)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// This machine's host name (gethostname), or "unknown".
+pub(crate) fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it
+    // (or truncates, which the search for NUL below handles).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 pub(crate) fn on_off(flag: &str, s: &str) -> Result<bool, UsageError> {

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::comparison::ComparisonRow;
 use super::thresholds::ThresholdResult;
-use super::{ConnectionsReport, PhaseGroup, Report, RequestsReport, TimelineBucket};
+use super::{AgentReport, ConnectionsReport, PhaseGroup, Report, RequestsReport, TimelineBucket};
 use crate::cmd::audit::AuditReport;
 
 /// One scenario of a bench or compare report.
@@ -70,6 +70,8 @@ struct Data<'a> {
     /// compare: the comparison's sentences (why the rows differ).
     verdict: Vec<&'a str>,
     thresholds: Option<&'a [ThresholdResult]>,
+    /// `merge`: the agents, each with why it stands out (if it does).
+    agents: Option<Vec<(&'a AgentReport, Vec<String>)>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -167,6 +169,11 @@ fn data(report: &Report) -> Data<'_> {
             .flat_map(|c| c.explanations.iter().map(String::as_str))
             .collect(),
         thresholds: report.thresholds.as_deref(),
+        agents: report.agents.as_ref().map(|all| {
+            all.iter()
+                .map(|a| (a, super::text::agent_flags(a, all)))
+                .collect()
+        }),
     }
 }
 
@@ -353,6 +360,7 @@ const TEMPLATE: &str = r##"<!doctype html>
 const BENCH_BODY: &str = r##"<ul id="links"></ul>
 <section id="verdict-section" hidden><h2>Verdict</h2><ul class="sentences" id="verdict"></ul></section>
 <section id="thresholds-section" hidden><h2>Thresholds (--fail-if)</h2><ul id="thresholds"></ul></section>
+<section id="agents-section" hidden><h2>Agents: the report is their sum</h2><div id="agents"></div></section>
 <section id="sweep-section" hidden>
 <h2>Time per request (ms) against round-trip time</h2>
 <svg id="sweep" role="img" aria-label="time per request against round-trip time"></svg>
@@ -398,6 +406,21 @@ const BENCH_SCRIPT: &str = r##"
     sentences(document.getElementById("verdict"), data.verdict, "verdict");
   }
   thresholdsList(data.thresholds);
+
+  // merge: a row per agent; one that stands out says why.
+  if (data.agents) {
+    document.getElementById("agents-section").hidden = false;
+    const tb = table(document.getElementById("agents"), "agents-table", ["segment", "host", "started", "requests", "ok", "errors", "connections", "p99 ms", "wall s", "CPU µs/request", ""]);
+    data.agents.forEach(([a, flags], i) => {
+      const n = "agent " + i, tr = h("tr", { class: "agent" + (flags.length ? " failed" : ""), "data-name": n }, tb);
+      h("td", {}, tr, a.segment ? a.segment.index + "/" + a.segment.count : "all");
+      h("td", {}, tr, a.host);
+      h("td", {}, tr, a.started_at);
+      for (const k of ["requests", "ok", "errors", "connections"]) fig(h("td", {}, tr), "span", n, [k], a[k]);
+      for (const k of ["p99_ms", "wall_s", "client_cpu_us_per_request"]) fig(h("td", {}, tr), "span", n, [k], a[k], "num");
+      h("td", { class: "agent-flags" }, tr, flags.join(", "));
+    });
+  }
 
   // Bars of time per request.
   document.getElementById("bars-title").textContent = data.time_label;

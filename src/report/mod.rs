@@ -8,7 +8,7 @@ pub mod thresholds;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -33,6 +33,68 @@ pub struct Report {
     /// `--fail-if`: each expression checked on each scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Vec<thresholds::ThresholdResult>>,
+    /// Who ran it, when, on which host, and which share of the workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunInfo>,
+    /// `merge`: the agents whose runs make up this report, one row each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<AgentReport>>,
+}
+
+/// A run's identity.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunInfo {
+    /// `bench` or `compare`.
+    pub command: String,
+    /// When the load started, RFC 3339 in UTC.
+    pub started_at: String,
+    /// `--start-at` as given: the time the load was to start (a late agent's
+    /// `started_at` is later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_at: Option<String>,
+    pub host: String,
+    /// `--segment I/N` (or `--segments N`): this run's share of a larger workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<Segment>,
+}
+
+/// Share `index` (1-based) of `count` equal shares of a workload.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Segment {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Segment {
+    /// Whether the two cover a common part of the workload: [(i-1)/n, i/n) intervals.
+    pub fn overlaps(self, o: Segment) -> bool {
+        // a.lo < b.hi && b.lo < a.hi, cross-multiplied.
+        (self.index - 1) * o.count < o.index * self.count
+            && (o.index - 1) * self.count < self.index * o.count
+    }
+}
+
+impl std::fmt::Display for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// One agent of a merged report: its identity and its own figures over its scenarios.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AgentReport {
+    pub host: String,
+    pub started_at: String,
+    /// Absent: the agent ran the whole workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<Segment>,
+    pub wall_s: f64,
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub connections: u64,
+    pub p99_ms: f64,
+    pub client_cpu_us_per_request: f64,
 }
 
 impl Report {
@@ -59,6 +121,8 @@ impl Report {
             link: None,
             rtt_sweep: None,
             thresholds: None,
+            run: None,
+            agents: None,
         }
     }
 }
@@ -90,6 +154,10 @@ pub struct ScenarioReport {
     pub diagnosis: Vec<String>,
     /// What happened second by second (compare: the strategy's rounds end to end).
     pub timeline: Vec<TimelineBucket>,
+    /// The scenario losslessly: its shape, every counter and every histogram (HdrHistogram
+    /// V2, base64), from which `merge` rebuilds it exactly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<crate::stats::raw::RawScenario>,
 }
 
 /// One bucket of the timeline: `width_s` seconds from `t_s` after the run's start (1 s,

@@ -634,9 +634,82 @@ pub fn render(report: &Report) -> String {
         }
         out.push_str(&render_scenario(s));
     }
+    if let Some(agents) = &report.agents {
+        render_agents(&mut out, agents);
+    }
     server_line(&mut out, report.server.as_ref());
     link_line(&mut out, report.link.as_ref());
     out
+}
+
+/// Why an agent stands out among the others, if it does: errors, or a p99 or CPU per
+/// request well above the agents' median.
+pub fn agent_flags(a: &super::AgentReport, all: &[super::AgentReport]) -> Vec<String> {
+    let median = |f: fn(&super::AgentReport) -> f64| {
+        let mut v: Vec<f64> = all.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let mut flags = Vec::new();
+    if a.errors > 0 {
+        flags.push(format!("{} errors", a.errors));
+    }
+    if all.len() >= 2 {
+        let p99 = median(|a| a.p99_ms);
+        if p99 > 0.0 && a.p99_ms > 1.5 * p99 {
+            flags.push(format!("p99 {:.1}x the median", a.p99_ms / p99));
+        }
+        let cpu = median(|a| a.client_cpu_us_per_request);
+        if cpu > 0.0 && a.client_cpu_us_per_request > 1.5 * cpu {
+            flags.push(format!(
+                "CPU per request {:.1}x the median",
+                a.client_cpu_us_per_request / cpu
+            ));
+        }
+    }
+    flags
+}
+
+fn render_agents(out: &mut String, agents: &[super::AgentReport]) {
+    let _ = writeln!(
+        out,
+        "\nAgents ({}; the report above is their sum)",
+        agents.len()
+    );
+    let _ = writeln!(
+        out,
+        "  {:<8} {:<20} {:<24} {:>9} {:>7} {:>7} {:>9} {:>8} {:>11}",
+        "segment",
+        "host",
+        "started",
+        "requests",
+        "errors",
+        "conns",
+        "p99 ms",
+        "wall s",
+        "CPU µs/req"
+    );
+    for a in agents {
+        let flags = agent_flags(a, agents);
+        let _ = writeln!(
+            out,
+            "  {:<8} {:<20} {:<24} {:>9} {:>7} {:>7} {:>9} {:>8.3} {:>11.1}{}",
+            a.segment.map_or("all".to_string(), |s| s.to_string()),
+            a.host,
+            a.started_at,
+            a.requests,
+            a.errors,
+            a.connections,
+            fmt_ms(a.p99_ms),
+            a.wall_s,
+            a.client_cpu_us_per_request,
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  <- {}", flags.join(", "))
+            }
+        );
+    }
 }
 
 fn server_line(out: &mut String, srv: Option<&crate::server::StatsSnapshot>) {

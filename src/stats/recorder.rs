@@ -28,7 +28,8 @@ pub struct PhaseStat {
     pub hist: Histogram<u64>,
     pub count: u64,
     pub sum_ns: u128,
-    pub sum_sq: f64,
+    /// Sum of the squares (ns²), exact: sums merge in any order to the same value.
+    pub sum_sq: u128,
     pub min_ns: u64,
     pub max_ns: u64,
 }
@@ -43,7 +44,7 @@ impl PhaseStat {
             hist,
             count: 0,
             sum_ns: 0,
-            sum_sq: 0.0,
+            sum_sq: 0,
             min_ns: u64::MAX,
             max_ns: 0,
         }
@@ -56,8 +57,7 @@ impl PhaseStat {
         let _ = self.hist.record(v);
         self.count += 1;
         self.sum_ns += u128::from(ns);
-        let f = ns as f64;
-        self.sum_sq += f * f;
+        self.sum_sq += u128::from(ns) * u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
     }
@@ -418,6 +418,9 @@ impl AddAssign<&Recorder> for Recorder {
         self.peak_streams_sum += o.peak_streams_sum;
         if self.server_settings.is_none() {
             self.server_settings = o.server_settings;
+        }
+        if self.local_ports.is_none() {
+            self.local_ports = o.local_ports;
         }
         self.late_sends += o.late_sends;
         self.aborted_at_deadline += o.aborted_at_deadline;

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::raw::{RawScenario, ScenarioShape};
 use super::recorder::{PhaseStat, Recorder};
 use crate::cpu::CpuTime;
 use crate::net::local_ports::LocalPorts;
-use crate::plan::{LoadShape, Scenario, Strategy};
+use crate::plan::Strategy;
 use crate::proto::h2::wire::error_code_name;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
@@ -29,7 +30,7 @@ pub fn phase_summary(p: &PhaseStat) -> PhaseSummary {
     }
     let n = p.count as f64;
     let mean = p.sum_ns as f64 / n;
-    let var = (p.sum_sq / n - mean * mean).max(0.0);
+    let var = (p.sum_sq as f64 / n - mean * mean).max(0.0);
     PhaseSummary {
         count: p.count,
         min: ms(p.min_ns),
@@ -101,10 +102,10 @@ fn distribution(p: &PhaseStat) -> Vec<[f64; 2]> {
         .collect()
 }
 
-fn h2_report(sc: &Scenario, rec: &Recorder) -> H2Report {
+fn h2_report(sc: &ScenarioShape, rec: &Recorder) -> H2Report {
     let closed = rec.connections_closed;
     H2Report {
-        connections_per_origin: sc.connections,
+        connections_per_origin: sc.connections_per_origin,
         peak_concurrent_streams: PeakReport {
             max: rec.peak_streams_max,
             mean: if closed > 0 {
@@ -133,12 +134,12 @@ fn spread(s: &crate::stats::recorder::Span) -> Spread {
     }
 }
 
-fn quic_report(sc: &Scenario, rec: &Recorder) -> QuicReport {
+fn quic_report(sc: &ScenarioShape, rec: &Recorder) -> QuicReport {
     let q = &rec.quic;
     let shared = sc.strategy == Strategy::H3;
     let closed = rec.connections_closed;
     QuicReport {
-        connections_per_origin: shared.then_some(sc.connections),
+        connections_per_origin: shared.then_some(sc.connections_per_origin),
         peak_concurrent_streams: shared.then(|| PeakReport {
             max: rec.peak_streams_max,
             mean: if closed > 0 {
@@ -161,7 +162,25 @@ fn quic_report(sc: &Scenario, rec: &Recorder) -> QuicReport {
 /// Index of `total` in the phase sets.
 const TOTAL: usize = crate::record::PHASE_NAMES.len() - 1;
 
-pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) -> ScenarioReport {
+/// The report of a scenario with its lossless form (`raw`), for `--json` readers and
+/// `merge`.
+pub fn summarize_with_raw(
+    sc: &ScenarioShape,
+    rec: &Recorder,
+    wall: Duration,
+    cpu: CpuTime,
+) -> ScenarioReport {
+    let mut rep = summarize(sc, rec, wall, cpu);
+    rep.raw = Some(RawScenario::new(sc.clone(), rec, wall, cpu));
+    rep
+}
+
+pub fn summarize(
+    sc: &ScenarioShape,
+    rec: &Recorder,
+    wall: Duration,
+    cpu: CpuTime,
+) -> ScenarioReport {
     let mut latency = rec.phases_new[TOTAL].clone();
     latency += &rec.phases_reused[TOTAL];
     let lat = phase_summary(&latency);
@@ -193,29 +212,22 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
         .map(|r| (r.name().to_string(), rec.close_reasons[r.index()]))
         .collect();
     let closed = rec.connections_closed;
-    let url = sc
-        .targets
-        .first()
-        .map(|t| t.url.clone())
-        .unwrap_or_default();
+    let url = sc.url.clone();
     let cpu_us = cpu.total().as_secs_f64() * 1e6;
     ScenarioReport {
         name: sc.name.clone(),
         url,
-        urls: sc.targets.len(),
+        urls: sc.urls,
         strategy: sc.strategy.name().to_string(),
         protocol: sc.strategy.protocol().to_string(),
         concurrency: sc.concurrency,
         threads: sc.threads.clamp(1, sc.concurrency.max(1)),
         duration_s: wall_s,
         load: LoadReport {
-            requests: sc.stop.requests,
-            duration_s: sc.stop.duration.map(|d| d.as_secs_f64()),
-            rate: match sc.load {
-                LoadShape::Open { rate } => Some(rate),
-                LoadShape::Closed => None,
-            },
-            timeout_s: sc.timeout.as_secs_f64(),
+            requests: sc.requests,
+            duration_s: sc.duration_s,
+            rate: sc.rate,
+            timeout_s: sc.timeout_s,
             requests_per_connection: sc.requests_per_connection,
         },
         requests: RequestsReport {
@@ -296,7 +308,7 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
             },
         },
         dns: DnsReport {
-            cache: if sc.dns.no_cache { "off" } else { "on" },
+            cache: if sc.dns_cache { "on" } else { "off" },
             lookups: rec.dns_lookups,
             cache_hits: rec.dns_cache_hits,
             joined: rec.dns_joined,
@@ -307,6 +319,7 @@ pub fn summarize(sc: &Scenario, rec: &Recorder, wall: Duration, cpu: CpuTime) ->
         }),
         diagnosis: diagnose(sc, rec),
         timeline: timeline(&rec.timeline, wall_s),
+        raw: None,
     }
 }
 
@@ -360,7 +373,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 /// Plain sentences about reuse that was asked for and not obtained, and about errors.
-pub fn diagnose(sc: &Scenario, rec: &Recorder) -> Vec<String> {
+pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
     let mut out = Vec::new();
     let reasons = |r: CloseReason| rec.close_reasons[r.index()];
     let closed = rec.connections_closed.max(1);
@@ -378,7 +391,7 @@ pub fn diagnose(sc: &Scenario, rec: &Recorder) -> Vec<String> {
         1.0
     };
     // Reuse was asked for and each connection carried few requests.
-    let expected_rpc = rec.ok as f64 / (sc.concurrency as f64 * sc.origins.len() as f64);
+    let expected_rpc = rec.ok as f64 / (sc.concurrency as f64 * sc.origins.max(1) as f64);
     let mean_rpc = rec.rpc_sum as f64 / closed as f64;
     if asked_reuse && rec.ok > 0 && (reuse_ratio < 0.5 || mean_rpc < expected_rpc / 2.0) {
         let mut ranked: Vec<(CloseReason, u64)> = [

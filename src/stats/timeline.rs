@@ -123,6 +123,16 @@ impl Timeline {
         self.start_ns = coarse_now_ns().saturating_sub(since).max(1);
     }
 
+    /// A timeline of finished buckets (`merge`: an agent's, read from its report).
+    pub fn from_buckets(width_s: u64, buckets: Vec<Bucket>) -> Timeline {
+        Timeline {
+            start_ns: 0,
+            width_s,
+            buckets,
+            max: MAX_BUCKETS,
+        }
+    }
+
     pub fn width_s(&self) -> u64 {
         self.width_s
     }

@@ -42,7 +42,7 @@ async function checkFigures(page, subjects, required, maps) {
   }
   const has = (name, path) => figs.some((f) => f.name === name && JSON.stringify(f.path) === JSON.stringify(path));
   for (const [name, subject] of Object.entries(subjects)) {
-    for (const p of required(subject)) if (!has(name, p)) failures.push(`${name}: ${p.join(".")} not shown`);
+    for (const p of required(subject, name)) if (!has(name, p)) failures.push(`${name}: ${p.join(".")} not shown`);
     for (const m of maps) {
       for (const [k, v] of Object.entries(at(subject, m) || {})) if (v > 0 && !has(name, m.concat([k]))) failures.push(`${name}: ${m.join(".")}.${k} (${v}) not shown`);
     }
@@ -190,7 +190,12 @@ async function checkBench(page) {
   // JSON has it (a scenario's comparison row under "comparison", as --fail-if reads it).
   const subjects = {};
   for (const s of report.scenarios) subjects[s.name] = Object.assign({}, s, rowOf(s.name) ? { comparison: rowOf(s.name) } : {});
-  const figures = await checkFigures(page, subjects, (s) => {
+  // merge: a row per agent.
+  (report.agents || []).forEach((a, i) => { subjects["agent " + i] = a; });
+  const agentRows = await page.$$eval("tr.agent", (t) => t.length);
+  if (agentRows !== (report.agents || []).length) failures.push(`${agentRows} agent rows for ${(report.agents || []).length} agents`);
+  const figures = await checkFigures(page, subjects, (s, name) => {
+    if (name.startsWith("agent ")) return [["requests"], ["ok"], ["errors"], ["connections"], ["p99_ms"], ["wall_s"], ["client_cpu_us_per_request"]];
     const p = [["connections", "opened"], ["connections", "reused_requests"], ["connections", "reuse_ratio"],
       ["connections", "requests_per_connection", "min"], ["connections", "requests_per_connection", "mean"], ["connections", "requests_per_connection", "max"],
       ["connections", "tls_handshakes", "full"], ["connections", "tls_handshakes", "resumed"],

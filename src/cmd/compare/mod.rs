@@ -118,6 +118,7 @@ fn offers_h2(req: &config::RequestConfig, sc: &crate::plan::Scenario) -> bool {
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
+    let started_at = super::now_rfc3339();
     // Across a link every round costs round trips; 6 is the fewest that give an interval.
     let rounds = a.rounds.unwrap_or(if a.link.any() { 6 } else { 10 });
     if rounds == 0 || rounds > 1000 {
@@ -220,6 +221,13 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         }
     }
     let mut rep = Report::new(scenarios);
+    rep.run = Some(crate::report::RunInfo {
+        command: "compare".into(),
+        started_at,
+        scheduled_at: None,
+        host: super::host_name(),
+        segment: None,
+    });
     if let Some((comparison, server, link)) = single {
         rep.comparison = Some(comparison);
         rep.server = server;

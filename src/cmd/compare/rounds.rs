@@ -129,7 +129,12 @@ pub fn run(
                 }
                 _ => None,
             };
-            let rep = summary::summarize(&arm.scenario, &result.recorder, result.wall, result.cpu);
+            let rep = summary::summarize(
+                &arm.scenario.shape(),
+                &result.recorder,
+                result.wall,
+                result.cpu,
+            );
             if rep.phases_ms.new.connect.count > 0 {
                 connect_min[i].push(rep.phases_ms.new.connect.min);
             }
@@ -144,7 +149,9 @@ pub fn run(
     let scenarios: Vec<ScenarioReport> = arms
         .iter()
         .zip(&merged)
-        .map(|(arm, (rec, wall, cpu))| summary::summarize(&arm.scenario, rec, *wall, *cpu))
+        .map(|(arm, (rec, wall, cpu))| {
+            summary::summarize_with_raw(&arm.scenario.shape(), rec, *wall, *cpu)
+        })
         .collect();
 
     let col = |i: usize, f: fn(&RunFigures) -> f64| {

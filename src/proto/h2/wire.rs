@@ -24,7 +24,7 @@ const FLAG_ACK: u8 = 0x1;
 const MAX_SETTINGS_PAYLOAD: usize = 6 * 32;
 
 /// The server's SETTINGS (the values it sent; `None`: not sent, the default applies).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ServerSettings {
     pub header_table_size: Option<u32>,
     pub enable_push: Option<u32>,

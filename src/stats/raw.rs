@@ -1,0 +1,689 @@
+//! The lossless form of a scenario's figures, carried in `--json` beside the summaries:
+//! every counter, and every distribution as an HDR histogram in HdrHistogram's V2
+//! serialized form (base64), with the scenario's shape. From it `merge` rebuilds the
+//! recorder exactly, adds several agents' recorders and summarizes them as one run.
+//!
+//! Maps are keyed by name (phases, error kinds and details, close reasons, status and
+//! GOAWAY codes) and hold non-zero entries only, so that the form reads the same in any
+//! version that knows the names. Sums of nanoseconds are exact integers written as
+//! decimal strings (they can pass 2^64, where JSON readers lose digits).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
+use hdrhistogram::{Counter, Histogram};
+use serde::{Deserialize, Serialize};
+
+use super::recorder::{PhaseStat, QuicStats, Recorder, Span, GOAWAY_SLOTS};
+use super::timeline::{Bucket, Timeline};
+use crate::cpu::CpuTime;
+use crate::net::local_ports::LocalPorts;
+use crate::plan::Strategy;
+use crate::proto::h2::wire::ServerSettings;
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, PHASE_NAMES};
+
+/// What summarizing a scenario needs of its plan: serializable, and summable over agents.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioShape {
+    pub name: String,
+    /// The first URL, and how many the scenario cycles through.
+    pub url: String,
+    pub urls: usize,
+    pub origins: usize,
+    pub strategy: Strategy,
+    pub concurrency: usize,
+    pub threads: usize,
+    pub requests: Option<u64>,
+    pub duration_s: Option<f64>,
+    /// Open loop: requests per second.
+    pub rate: Option<f64>,
+    pub timeout_s: f64,
+    pub requests_per_connection: Option<u64>,
+    /// HTTP/2 and HTTP/3 (`h3`): connections per origin the workers share.
+    pub connections_per_origin: usize,
+    pub dns_cache: bool,
+}
+
+/// A scenario's figures, losslessly.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RawScenario {
+    pub shape: ScenarioShape,
+    pub wall_ns: u64,
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
+    pub recorder: RawRecorder,
+}
+
+impl RawScenario {
+    pub fn new(shape: ScenarioShape, rec: &Recorder, wall: Duration, cpu: CpuTime) -> Self {
+        RawScenario {
+            shape,
+            wall_ns: wall.as_nanos() as u64,
+            cpu_user_ns: cpu.user.as_nanos() as u64,
+            cpu_sys_ns: cpu.sys.as_nanos() as u64,
+            recorder: RawRecorder::from(rec),
+        }
+    }
+
+    pub fn wall(&self) -> Duration {
+        Duration::from_nanos(self.wall_ns)
+    }
+
+    pub fn cpu(&self) -> CpuTime {
+        CpuTime {
+            user: Duration::from_nanos(self.cpu_user_ns),
+            sys: Duration::from_nanos(self.cpu_sys_ns),
+        }
+    }
+}
+
+mod u128_string {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse()
+            .map_err(|_| D::Error::custom(format!("expected a decimal integer, not {s:?}")))
+    }
+}
+
+/// One phase's distribution.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RawPhase {
+    pub count: u64,
+    #[serde(with = "u128_string")]
+    pub sum_ns: u128,
+    /// Sum of the squares, ns².
+    #[serde(with = "u128_string")]
+    pub sum_sq: u128,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// HdrHistogram V2, base64.
+    pub histogram: String,
+}
+
+/// Exact count, sum, min and max of durations.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct RawSpan {
+    pub count: u64,
+    #[serde(with = "u128_string")]
+    pub sum_ns: u128,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RawQuic {
+    pub handshake: RawSpan,
+    pub early_lead: RawSpan,
+    pub rtt: RawSpan,
+    pub min_rtt: RawSpan,
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub bytes_lost: u64,
+    pub congestion_events: u64,
+    pub connections: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct RawLocalPorts {
+    pub time_wait: Option<u64>,
+    pub range: Option<[u32; 2]>,
+}
+
+/// The timeline's buckets (to the last non-empty one), `width_s` seconds each.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RawTimeline {
+    pub width_s: u64,
+    pub buckets: Vec<RawBucket>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RawBucket {
+    pub requests: u64,
+    pub ok: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, u64>,
+    pub new_connections: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub closed: BTreeMap<String, u64>,
+    pub tls_full: u64,
+    pub tls_resumed: u64,
+    /// Latency of the bucket's ok requests in µs (HdrHistogram V2, base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<String>,
+}
+
+/// Every counter of a recorder; see `Recorder` for their meaning.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RawRecorder {
+    /// By phase name (`PHASE_NAMES`), phases with samples only.
+    pub phases_new: BTreeMap<String, RawPhase>,
+    pub phases_reused: BTreeMap<String, RawPhase>,
+    pub attempted: u64,
+    pub ok: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub error_details: BTreeMap<String, u64>,
+    pub status_codes: BTreeMap<String, u64>,
+    pub stale_retries: u64,
+    pub refused_retries: u64,
+    pub late_sends: u64,
+    pub aborted_at_deadline: u64,
+    pub bytes_received: u64,
+    pub body_bytes: u64,
+    pub reused_requests: u64,
+    pub connections_opened: u64,
+    pub tls_full: u64,
+    pub tls_resumed: u64,
+    pub tls13: u64,
+    pub early_attempted: u64,
+    pub early_accepted: u64,
+    pub early_rejected: u64,
+    pub close_reasons: BTreeMap<String, u64>,
+    pub connections_closed: u64,
+    /// Requests per connection over the connections that ended (none: null).
+    pub rpc_min: Option<u64>,
+    pub rpc_max: u64,
+    pub rpc_sum: u64,
+    pub server_ignored_close: u64,
+    pub dns_lookups: u64,
+    pub dns_cache_hits: u64,
+    pub dns_joined: u64,
+    /// By GOAWAY error code (`14`: any code above 13).
+    pub goaway_codes: BTreeMap<String, u64>,
+    pub peak_streams_max: u64,
+    pub peak_streams_sum: u64,
+    pub server_settings: Option<ServerSettings>,
+    pub local_ports: Option<RawLocalPorts>,
+    pub quic: RawQuic,
+    pub timeline: RawTimeline,
+}
+
+/// A histogram in HdrHistogram's V2 form, base64.
+pub fn encode_histogram<T: Counter>(h: &Histogram<T>) -> String {
+    let mut buf = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut buf)
+        .expect("a histogram serializes into memory");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+pub fn decode_histogram<T: Counter>(s: &str) -> Result<Histogram<T>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .map_err(|e| format!("not base64: {e}"))?;
+    Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| format!("not an HdrHistogram V2 histogram: {e:?}"))
+}
+
+fn nonzero<'a>(pairs: impl Iterator<Item = (&'a str, u64)>) -> BTreeMap<String, u64> {
+    pairs
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| (k.to_string(), n))
+        .collect()
+}
+
+fn phases(set: &[PhaseStat]) -> BTreeMap<String, RawPhase> {
+    set.iter()
+        .zip(PHASE_NAMES)
+        .filter(|(p, _)| p.count > 0)
+        .map(|(p, name)| {
+            (
+                name.to_string(),
+                RawPhase {
+                    count: p.count,
+                    sum_ns: p.sum_ns,
+                    sum_sq: p.sum_sq,
+                    min_ns: p.min_ns,
+                    max_ns: p.max_ns,
+                    histogram: encode_histogram(&p.hist),
+                },
+            )
+        })
+        .collect()
+}
+
+fn span(s: &Span) -> RawSpan {
+    RawSpan {
+        count: s.count,
+        sum_ns: s.sum_ns,
+        min_ns: s.min_ns,
+        max_ns: s.max_ns,
+    }
+}
+
+impl From<&Recorder> for RawRecorder {
+    fn from(r: &Recorder) -> Self {
+        let q = &r.quic;
+        RawRecorder {
+            phases_new: phases(&r.phases_new),
+            phases_reused: phases(&r.phases_reused),
+            attempted: r.attempted,
+            ok: r.ok,
+            errors: nonzero(
+                ErrorKind::ALL
+                    .iter()
+                    .map(|k| (k.name(), r.errors[k.index()])),
+            ),
+            error_details: nonzero(
+                ErrorDetail::ALL
+                    .iter()
+                    .map(|d| (d.name(), r.error_details[d.index()])),
+            ),
+            status_codes: r
+                .status
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(code, n)| (code.to_string(), *n))
+                .collect(),
+            stale_retries: r.stale_retries,
+            refused_retries: r.refused_retries,
+            late_sends: r.late_sends,
+            aborted_at_deadline: r.aborted_at_deadline,
+            bytes_received: r.bytes_received,
+            body_bytes: r.body_bytes,
+            reused_requests: r.reused_requests,
+            connections_opened: r.connections_opened,
+            tls_full: r.tls_full,
+            tls_resumed: r.tls_resumed,
+            tls13: r.tls13,
+            early_attempted: r.early_attempted,
+            early_accepted: r.early_accepted,
+            early_rejected: r.early_rejected,
+            close_reasons: nonzero(
+                CloseReason::ALL
+                    .iter()
+                    .map(|c| (c.name(), r.close_reasons[c.index()])),
+            ),
+            connections_closed: r.connections_closed,
+            rpc_min: (r.connections_closed > 0).then_some(r.rpc_min),
+            rpc_max: r.rpc_max,
+            rpc_sum: r.rpc_sum,
+            server_ignored_close: r.server_ignored_close,
+            dns_lookups: r.dns_lookups,
+            dns_cache_hits: r.dns_cache_hits,
+            dns_joined: r.dns_joined,
+            goaway_codes: r
+                .goaway_codes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(code, n)| (code.to_string(), *n))
+                .collect(),
+            peak_streams_max: r.peak_streams_max,
+            peak_streams_sum: r.peak_streams_sum,
+            server_settings: r.server_settings,
+            local_ports: r.local_ports.map(|p| RawLocalPorts {
+                time_wait: p.time_wait,
+                range: p.range.map(|(lo, hi)| [lo, hi]),
+            }),
+            quic: RawQuic {
+                handshake: span(&q.handshake),
+                early_lead: span(&q.early_lead),
+                rtt: span(&q.rtt),
+                min_rtt: span(&q.min_rtt),
+                packets_sent: q.packets_sent,
+                packets_lost: q.packets_lost,
+                bytes_lost: q.bytes_lost,
+                congestion_events: q.congestion_events,
+                connections: q.connections,
+            },
+            timeline: RawTimeline {
+                width_s: r.timeline.width_s(),
+                buckets: r
+                    .timeline
+                    .trimmed()
+                    .iter()
+                    .map(|b| RawBucket {
+                        requests: b.requests,
+                        ok: b.ok,
+                        errors: nonzero(
+                            ErrorKind::ALL
+                                .iter()
+                                .map(|k| (k.name(), u64::from(b.errors[k.index()]))),
+                        ),
+                        new_connections: b.new_connections,
+                        closed: nonzero(
+                            CloseReason::ALL
+                                .iter()
+                                .map(|c| (c.name(), u64::from(b.closed[c.index()]))),
+                        ),
+                        tls_full: b.tls_full,
+                        tls_resumed: b.tls_resumed,
+                        latency_us: b.latency.as_ref().map(|h| encode_histogram(h.as_ref())),
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+/// Fill `slots` (indexed by `index_of(name)`) from a map by name; an unknown name is an
+/// error naming `what`.
+fn by_name(
+    map: &BTreeMap<String, u64>,
+    slots: &mut [u64],
+    what: &str,
+    index_of: impl Fn(&str) -> Option<usize>,
+) -> Result<(), String> {
+    for (k, v) in map {
+        let i = index_of(k).ok_or_else(|| format!("unknown {what} {k:?}"))?;
+        slots[i] += v;
+    }
+    Ok(())
+}
+
+fn kind_index(name: &str) -> Option<usize> {
+    ErrorKind::ALL
+        .iter()
+        .find(|k| k.name() == name)
+        .map(|k| k.index())
+}
+
+fn reason_index(name: &str) -> Option<usize> {
+    CloseReason::ALL
+        .iter()
+        .find(|k| k.name() == name)
+        .map(|k| k.index())
+}
+
+fn numeric_index(name: &str, slots: usize) -> Option<usize> {
+    name.parse::<usize>().ok().filter(|i| *i < slots)
+}
+
+fn phase_set(map: &BTreeMap<String, RawPhase>, set: &mut [PhaseStat]) -> Result<(), String> {
+    for (name, p) in map {
+        let i = PHASE_NAMES
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| format!("unknown phase {name:?}"))?;
+        let h = decode_histogram::<u64>(&p.histogram).map_err(|e| format!("phase {name}: {e}"))?;
+        if h.len() != p.count {
+            return Err(format!(
+                "phase {name}: the histogram holds {} samples, the count says {}",
+                h.len(),
+                p.count
+            ));
+        }
+        let s = &mut set[i];
+        s.hist.add(&h).map_err(|e| format!("phase {name}: {e:?}"))?;
+        s.count = p.count;
+        s.sum_ns = p.sum_ns;
+        s.sum_sq = p.sum_sq;
+        s.min_ns = p.min_ns;
+        s.max_ns = p.max_ns;
+    }
+    Ok(())
+}
+
+fn span_back(s: &RawSpan) -> Span {
+    Span {
+        count: s.count,
+        sum_ns: s.sum_ns,
+        min_ns: s.min_ns,
+        max_ns: s.max_ns,
+    }
+}
+
+impl TryFrom<&RawRecorder> for Recorder {
+    type Error = String;
+
+    fn try_from(r: &RawRecorder) -> Result<Self, String> {
+        let mut rec = Recorder::new();
+        phase_set(&r.phases_new, &mut rec.phases_new).map_err(|e| format!("new: {e}"))?;
+        phase_set(&r.phases_reused, &mut rec.phases_reused).map_err(|e| format!("reused: {e}"))?;
+        rec.attempted = r.attempted;
+        rec.ok = r.ok;
+        by_name(&r.errors, &mut rec.errors, "error kind", kind_index)?;
+        by_name(
+            &r.error_details,
+            &mut rec.error_details,
+            "error detail",
+            |n| {
+                ErrorDetail::ALL
+                    .iter()
+                    .find(|d| d.name() == n)
+                    .map(|d| d.index())
+            },
+        )?;
+        let slots = rec.status.len();
+        by_name(&r.status_codes, &mut rec.status[..], "status code", |n| {
+            numeric_index(n, slots)
+        })?;
+        rec.stale_retries = r.stale_retries;
+        rec.refused_retries = r.refused_retries;
+        rec.late_sends = r.late_sends;
+        rec.aborted_at_deadline = r.aborted_at_deadline;
+        rec.bytes_received = r.bytes_received;
+        rec.body_bytes = r.body_bytes;
+        rec.reused_requests = r.reused_requests;
+        rec.connections_opened = r.connections_opened;
+        rec.tls_full = r.tls_full;
+        rec.tls_resumed = r.tls_resumed;
+        rec.tls13 = r.tls13;
+        rec.early_attempted = r.early_attempted;
+        rec.early_accepted = r.early_accepted;
+        rec.early_rejected = r.early_rejected;
+        by_name(
+            &r.close_reasons,
+            &mut rec.close_reasons,
+            "close reason",
+            reason_index,
+        )?;
+        rec.connections_closed = r.connections_closed;
+        rec.rpc_min = r.rpc_min.unwrap_or(u64::MAX);
+        rec.rpc_max = r.rpc_max;
+        rec.rpc_sum = r.rpc_sum;
+        rec.server_ignored_close = r.server_ignored_close;
+        rec.dns_lookups = r.dns_lookups;
+        rec.dns_cache_hits = r.dns_cache_hits;
+        rec.dns_joined = r.dns_joined;
+        by_name(&r.goaway_codes, &mut rec.goaway_codes, "GOAWAY code", |n| {
+            numeric_index(n, GOAWAY_SLOTS)
+        })?;
+        rec.peak_streams_max = r.peak_streams_max;
+        rec.peak_streams_sum = r.peak_streams_sum;
+        rec.server_settings = r.server_settings;
+        rec.local_ports = r.local_ports.map(|p| LocalPorts {
+            time_wait: p.time_wait,
+            range: p.range.map(|[lo, hi]| (lo, hi)),
+        });
+        let q = &r.quic;
+        rec.quic = QuicStats {
+            handshake: span_back(&q.handshake),
+            early_lead: span_back(&q.early_lead),
+            rtt: span_back(&q.rtt),
+            min_rtt: span_back(&q.min_rtt),
+            packets_sent: q.packets_sent,
+            packets_lost: q.packets_lost,
+            bytes_lost: q.bytes_lost,
+            congestion_events: q.congestion_events,
+            connections: q.connections,
+        };
+        if r.timeline.width_s == 0 && !r.timeline.buckets.is_empty() {
+            return Err("timeline: width_s is 0".into());
+        }
+        let mut buckets = Vec::with_capacity(r.timeline.buckets.len());
+        for (i, b) in r.timeline.buckets.iter().enumerate() {
+            let mut out = Bucket {
+                requests: b.requests,
+                ok: b.ok,
+                new_connections: b.new_connections,
+                tls_full: b.tls_full,
+                tls_resumed: b.tls_resumed,
+                ..Bucket::default()
+            };
+            let mut errors = [0u64; ErrorKind::ALL.len()];
+            by_name(&b.errors, &mut errors, "error kind", kind_index)?;
+            for (a, n) in out.errors.iter_mut().zip(errors) {
+                *a = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+            let mut closed = [0u64; CloseReason::ALL.len()];
+            by_name(&b.closed, &mut closed, "close reason", reason_index)?;
+            for (a, n) in out.closed.iter_mut().zip(closed) {
+                *a = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+            if let Some(h) = &b.latency_us {
+                let h =
+                    decode_histogram::<u32>(h).map_err(|e| format!("timeline bucket {i}: {e}"))?;
+                out.latency = Some(Box::new(h));
+            }
+            buckets.push(out);
+        }
+        rec.timeline = Timeline::from_buckets(r.timeline.width_s.max(1), buckets);
+        Ok(rec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{CloseReason, ErrorKind, Outcome, RequestRecord};
+
+    /// A deterministic spread of latencies (ns) from 20 µs to ~3 s, with a long tail.
+    fn samples(seed: u64, n: usize) -> Vec<u64> {
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = (x >> 33) % 1_000_000;
+                20_000 + r * r / 330
+            })
+            .collect()
+    }
+
+    fn feed(rec: &mut Recorder, ns: &[u64], reused_every: usize) {
+        for (i, &v) in ns.iter().enumerate() {
+            let mut phases = crate::record::Phases {
+                total: Some(v),
+                wait: Some(v / 2),
+                ..Default::default()
+            };
+            let reused = i % reused_every != 0;
+            if !reused {
+                phases.connect = Some(v / 10);
+                rec.connection_opened();
+            }
+            let outcome = if i % 97 == 0 {
+                Outcome::Error(crate::record::Failure {
+                    kind: ErrorKind::Reset,
+                    detail: None,
+                })
+            } else {
+                Outcome::Ok { status: 200 }
+            };
+            let r = RequestRecord {
+                reused,
+                phases,
+                outcome,
+                bytes_received: 100,
+                body_bytes: 10,
+                stale_retry: false,
+                refused_retry: false,
+                late: false,
+            };
+            rec.record(&r);
+            if i % reused_every == reused_every - 1 {
+                rec.connection_closed(CloseReason::ServerIdleClose, reused_every as u64);
+            }
+        }
+    }
+
+    /// Three recorders, each written out and read back (V2, base64), then added, equal
+    /// one recorder fed all the samples: every percentile, every count, the exact sums.
+    #[test]
+    fn three_recorders_through_json_equal_one_fed_everything() {
+        let parts = [samples(1, 5000), samples(2, 3000), samples(3, 7000)];
+        let mut one = Recorder::new();
+        let mut merged: Option<Recorder> = None;
+        for p in &parts {
+            feed(&mut one, p, 7);
+            let mut r = Recorder::new();
+            feed(&mut r, p, 7);
+            let json = serde_json::to_string(&RawRecorder::from(&r)).unwrap();
+            let back: RawRecorder = serde_json::from_str(&json).unwrap();
+            let back = Recorder::try_from(&back).unwrap();
+            match &mut merged {
+                None => merged = Some(back),
+                Some(m) => *m += &back,
+            }
+        }
+        let merged = merged.unwrap();
+        for (a, b) in one
+            .phases_new
+            .iter()
+            .zip(&merged.phases_new)
+            .chain(one.phases_reused.iter().zip(&merged.phases_reused))
+        {
+            assert_eq!(a.count, b.count);
+            assert_eq!(
+                (a.sum_ns, a.sum_sq, a.min_ns, a.max_ns),
+                (b.sum_ns, b.sum_sq, b.min_ns, b.max_ns)
+            );
+            for q in 0..=1000 {
+                let q = f64::from(q) / 1000.0;
+                assert_eq!(
+                    a.hist.value_at_quantile(q),
+                    b.hist.value_at_quantile(q),
+                    "q {q}"
+                );
+            }
+        }
+        assert!(one.phases_new[9].count > 1000 && one.phases_reused[9].count > 1000);
+        assert_eq!(
+            (
+                one.attempted,
+                one.ok,
+                one.errors_total(),
+                one.connections_opened
+            ),
+            (
+                merged.attempted,
+                merged.ok,
+                merged.errors_total(),
+                merged.connections_opened
+            )
+        );
+        assert_eq!(one.close_reasons, merged.close_reasons);
+        assert_eq!(
+            (one.rpc_min, one.rpc_max, one.rpc_sum),
+            (merged.rpc_min, merged.rpc_max, merged.rpc_sum)
+        );
+        // And the lossless forms are the same, field for field.
+        assert_eq!(RawRecorder::from(&one), RawRecorder::from(&merged));
+    }
+
+    fn error_of(raw: &RawRecorder) -> String {
+        match Recorder::try_from(raw) {
+            Ok(_) => panic!("read without an error"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        let mut raw = RawRecorder::from(&Recorder::new());
+        raw.errors.insert("gremlins".into(), 1);
+        assert!(error_of(&raw).contains("unknown error kind \"gremlins\""));
+        let mut r = Recorder::new();
+        feed(&mut r, &samples(4, 10), 2);
+        let mut raw = RawRecorder::from(&r);
+        raw.phases_new.get_mut("total").unwrap().histogram = "!!".into();
+        assert!(error_of(&raw).contains("not base64"));
+        let mut raw = RawRecorder::from(&r);
+        raw.phases_new.get_mut("total").unwrap().count += 1;
+        assert!(error_of(&raw).contains("the count says"));
+    }
+}
