@@ -238,7 +238,7 @@ const TEMPLATE: &str = r##"<!doctype html>
   table { border-collapse: collapse; margin: 6px 0; } td, th { padding: 2px 10px; text-align: right; vertical-align: top; }
   td:first-child, th:first-child { text-align: left; }
   thead th { border-bottom: 1px solid #ccc; } th.sub { font-weight: normal; color: #555; }
-  td { white-space: nowrap; } th { font-size: 13px; }
+  td { white-space: nowrap; } th { font-size: 13px; } td.text { text-align: left; }
   td.list { text-align: left; max-width: 300px; white-space: normal; } .kv { display: inline-block; margin-right: 10px; white-space: nowrap; }
   .muted { color: #777; } .failed { color: #b00020; font-weight: 600; } .held { color: #2e7d32; }
   .legend span { display: inline-block; margin-right: 14px; }
@@ -414,8 +414,8 @@ const BENCH_SCRIPT: &str = r##"
     data.agents.forEach(([a, flags], i) => {
       const n = "agent " + i, tr = h("tr", { class: "agent" + (flags.length ? " failed" : ""), "data-name": n }, tb);
       h("td", {}, tr, a.segment ? a.segment.index + "/" + a.segment.count : "all");
-      h("td", {}, tr, a.host);
-      h("td", {}, tr, a.started_at);
+      h("td", { class: "text" }, tr, a.host);
+      h("td", { class: "text" }, tr, a.started_at);
       for (const k of ["requests", "ok", "errors", "connections"]) fig(h("td", {}, tr), "span", n, [k], a[k]);
       for (const k of ["p99_ms", "wall_s", "client_cpu_us_per_request"]) fig(h("td", {}, tr), "span", n, [k], a[k], "num");
       h("td", { class: "agent-flags" }, tr, flags.join(", "));
