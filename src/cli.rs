@@ -32,6 +32,10 @@ pub enum Command {
     /// A distant server on this machine: run a command against a server across an
     /// emulated link (round-trip time, jitter, loss, bandwidth) between two network namespaces
     Lab(LabArgs),
+    /// Observe how a running program (or every client of an endpoint) uses its TCP
+    /// connections, from the kernel (packet capture and socket diagnostics), without
+    /// touching it; needs root
+    Watch(WatchArgs),
     /// Merge the JSON reports of several agents (bench --segment I/N) into the report of
     /// one run: counts summed, percentiles from the merged histograms, a row per agent
     Merge(MergeArgs),
@@ -39,6 +43,39 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one per command into a directory
     Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Watch this running process and its children
+    #[arg(long, conflicts_with = "command")]
+    pub pid: Option<i32>,
+
+    /// Only connections to a server on this port
+    #[arg(long)]
+    pub port: Option<u16>,
+
+    /// Only connections to a server at this address
+    #[arg(long, value_name = "ADDR")]
+    pub host: Option<String>,
+
+    /// Stop after this long (default: when the command or process ends, or at Ctrl-C;
+    /// a command still running then is stopped)
+    #[arg(long, short = 'd')]
+    pub duration: Option<String>,
+
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+
+    /// Fail (exit 1, unless the command failed: then its status) when EXPR holds, as for
+    /// audit: 'reuse_ratio<0.9', 'connections>10', 'tls_full>1', or a dotted path
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
+
+    /// The command to start and watch (its process tree's connections only)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +121,7 @@ impl Command {
             Command::Audit(_)
             | Command::Serve(_)
             | Command::Merge(_)
+            | Command::Watch(_)
             | Command::Completions(_)
             | Command::Man(_) => false,
         }

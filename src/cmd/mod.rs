@@ -12,6 +12,7 @@ pub mod merge;
 pub mod packaging;
 pub mod serve;
 pub mod trace;
+pub mod watch;
 
 use std::io::Write;
 
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Serve(a) => serve::run(a),
         Command::Lab(a) => lab::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Watch(a) => watch::run(a),
         Command::Completions(a) => packaging::completions(a),
         Command::Man(a) => packaging::man(a),
     }

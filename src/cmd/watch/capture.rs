@@ -1,0 +1,182 @@
+//! The packet capture: one AF_PACKET socket (SOCK_DGRAM: every packet starts at its IP
+//! header, whatever the interface) on all interfaces, with a classic BPF filter that
+//! keeps IPv4 and IPv6 TCP and drops loopback's outgoing copy of each packet (loopback
+//! delivers every packet twice). The kernel's drop count is read with PACKET_STATISTICS.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
+use socket2::{Domain, Protocol, SockAddr, SockFilter, Socket, Type};
+
+use super::track::Segment;
+
+/// The largest packet kept: loopback's MTU is 64 KiB and offloaded segments reach it.
+const SNAPLEN: u32 = 65_535;
+
+/// IPv4 or IPv6 TCP, not the outgoing copy on loopback; each accepted packet cut to
+/// `snaplen`. Offsets count from the IP header (SOCK_DGRAM).
+fn tcp_filter(lo_ifindex: u32, snaplen: u32) -> Vec<SockFilter> {
+    use libc::{
+        BPF_ABS, BPF_B, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_RET, BPF_W, ETH_P_IP, ETH_P_IPV6,
+        IPPROTO_TCP, PACKET_OUTGOING, SKF_AD_IFINDEX, SKF_AD_OFF, SKF_AD_PKTTYPE, SKF_AD_PROTOCOL,
+    };
+    let ancillary = |off: i32| (SKF_AD_OFF + off) as u32;
+    let load_word = (BPF_LD | BPF_W | BPF_ABS) as u16;
+    let load_byte = (BPF_LD | BPF_B | BPF_ABS) as u16;
+    let jump_eq = (BPF_JMP | BPF_JEQ | BPF_K) as u16;
+    let ret = (BPF_RET | BPF_K) as u16;
+    // Jumps are relative: the target is the next instruction plus jt (true) or jf.
+    vec![
+        SockFilter::new(load_word, 0, 0, ancillary(SKF_AD_PKTTYPE)), // 0
+        SockFilter::new(jump_eq, 0, 2, PACKET_OUTGOING as u32),      // 1: outgoing? 2 : 4
+        SockFilter::new(load_word, 0, 0, ancillary(SKF_AD_IFINDEX)), // 2
+        SockFilter::new(jump_eq, 8, 0, lo_ifindex),                  // 3: on lo? drop : 4
+        SockFilter::new(load_word, 0, 0, ancillary(SKF_AD_PROTOCOL)), // 4: ethertype
+        SockFilter::new(jump_eq, 0, 2, ETH_P_IP as u32),             // 5: IPv4? 6 : 8
+        SockFilter::new(load_byte, 0, 0, 9),                         // 6: its protocol
+        SockFilter::new(jump_eq, 3, 4, IPPROTO_TCP as u32),          // 7: TCP? accept : drop
+        SockFilter::new(jump_eq, 0, 3, ETH_P_IPV6 as u32),           // 8: IPv6? 9 : drop
+        SockFilter::new(load_byte, 0, 0, 6),                         // 9: next header
+        SockFilter::new(jump_eq, 0, 1, IPPROTO_TCP as u32),          // 10: TCP? accept : drop
+        SockFilter::new(ret, 0, 0, snaplen),                         // 11: accept
+        SockFilter::new(ret, 0, 0, 0),                               // 12: drop
+    ]
+}
+
+pub struct Capture {
+    sock: Socket,
+    buf: Vec<MaybeUninit<u8>>,
+    /// PACKET_STATISTICS resets on each read: the sums so far.
+    pub packets: u64,
+    pub drops: u64,
+}
+
+/// Whether an error means the process lacks the privilege (CAP_NET_RAW / CAP_NET_ADMIN).
+pub fn is_permission(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+}
+
+impl Capture {
+    pub fn open() -> io::Result<Capture> {
+        // Protocol 0 receives nothing until bind: no packet gets in before the filter.
+        let sock = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(0)))?;
+        // SAFETY: a NUL-terminated name.
+        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+        sock.attach_filter(&tcp_filter(lo, SNAPLEN))?;
+        // As large a buffer as the kernel gives root (SO_RCVBUFFORCE passes rmem_max).
+        let size: libc::c_int = 32 << 20;
+        // SAFETY: a valid socket and an int option.
+        let forced = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if forced != 0 {
+            let _ = sock.set_recv_buffer_size(size as usize);
+        }
+        sock.set_read_timeout(Some(Duration::from_millis(50)))?;
+        // SAFETY: sockaddr_ll is plain data; zeroed is a valid start.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        sll.sll_ifindex = 0;
+        // SAFETY: the storage is large enough for a sockaddr_ll, whose bytes are copied in.
+        let (_, addr) = unsafe {
+            SockAddr::try_init(|storage, len| {
+                std::ptr::copy_nonoverlapping(
+                    (&sll as *const libc::sockaddr_ll).cast::<u8>(),
+                    storage.cast::<u8>(),
+                    std::mem::size_of::<libc::sockaddr_ll>(),
+                );
+                *len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+                Ok(())
+            })?
+        };
+        sock.bind(&addr)?;
+        Ok(Capture {
+            sock,
+            buf: vec![MaybeUninit::uninit(); SNAPLEN as usize + 1],
+            packets: 0,
+            drops: 0,
+        })
+    }
+
+    /// The next packet's TCP segment (None after the read timeout, or for a packet that
+    /// is not a parsable TCP segment).
+    pub fn next(&mut self, f: &mut dyn FnMut(&Segment)) -> io::Result<bool> {
+        let n = match self.sock.recv(&mut self.buf) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                return Ok(false)
+            }
+            Err(e) => return Err(e),
+        };
+        let at = Instant::now();
+        // SAFETY: recv initialized the first n bytes.
+        let data = unsafe { std::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), n) };
+        let Ok(p) = LaxSlicedPacket::from_ip(data) else {
+            return Ok(true);
+        };
+        let (src, dst): (IpAddr, IpAddr) = match &p.net {
+            Some(LaxNetSlice::Ipv4(v4)) => (
+                v4.header().source_addr().into(),
+                v4.header().destination_addr().into(),
+            ),
+            Some(LaxNetSlice::Ipv6(v6)) => (
+                v6.header().source_addr().into(),
+                v6.header().destination_addr().into(),
+            ),
+            _ => return Ok(true),
+        };
+        if let Some(TransportSlice::Tcp(t)) = &p.transport {
+            f(&Segment {
+                src: SocketAddr::new(src, t.source_port()),
+                dst: SocketAddr::new(dst, t.destination_port()),
+                seq: t.sequence_number(),
+                syn: t.syn(),
+                ack: t.ack(),
+                fin: t.fin(),
+                rst: t.rst(),
+                payload: t.payload(),
+                at,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Add the kernel's counts since the last read (packets it passed the filter, and of
+    /// them those dropped for want of buffer room).
+    pub fn read_stats(&mut self) {
+        // SAFETY: tpacket_stats is plain data; getsockopt writes at most its size.
+        let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        let r = unsafe {
+            libc::getsockopt(
+                self.sock.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            self.packets += u64::from(st.tp_packets);
+            self.drops += u64::from(st.tp_drops);
+        }
+    }
+}

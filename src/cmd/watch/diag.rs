@@ -1,0 +1,232 @@
+//! This machine's TCP sockets from the kernel (sock_diag over netlink: endpoints, state,
+//! owner inode), and which process owns which socket (its file descriptors in /proc).
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::net::SocketAddr;
+
+use netlink_packet_core::{
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
+};
+use netlink_packet_sock_diag::{
+    constants::{AF_INET, AF_INET6, IPPROTO_TCP},
+    inet::{ExtensionFlags, InetRequest, SocketId, StateFlags},
+    SockDiagMessage,
+};
+use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket as NlSocket, SocketAddr as NlAddr};
+
+pub const TCP_ESTABLISHED: u8 = 1;
+pub const TCP_TIME_WAIT: u8 = 6;
+pub const TCP_LISTEN: u8 = 10;
+
+#[derive(Debug, Clone, Copy)]
+pub struct SockEntry {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub state: u8,
+    pub inode: u32,
+}
+
+fn invalid(e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+/// Every TCP socket of this network namespace, IPv4 and IPv6.
+pub fn dump() -> io::Result<Vec<SockEntry>> {
+    let mut out = Vec::new();
+    for family in [AF_INET, AF_INET6] {
+        dump_family(family, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn dump_family(family: u8, out: &mut Vec<SockEntry>) -> io::Result<()> {
+    let mut sock = NlSocket::new(NETLINK_SOCK_DIAG)?;
+    sock.bind_auto()?;
+    sock.connect(&NlAddr::new(0, 0))?;
+    let mut header = NetlinkHeader::default();
+    header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+    let socket_id = if family == AF_INET {
+        SocketId::new_v4()
+    } else {
+        SocketId::new_v6()
+    };
+    let mut msg = NetlinkMessage::new(
+        header,
+        SockDiagMessage::InetRequest(InetRequest {
+            family,
+            protocol: IPPROTO_TCP,
+            extensions: ExtensionFlags::empty(),
+            states: StateFlags::all(),
+            socket_id,
+        })
+        .into(),
+    );
+    msg.finalize();
+    let mut buf = vec![0u8; msg.buffer_len()];
+    msg.serialize(&mut buf);
+    sock.send(&buf, 0)?;
+    loop {
+        let (data, _) = sock.recv_from_full()?;
+        let mut off = 0;
+        while off < data.len() {
+            let m =
+                NetlinkMessage::<SockDiagMessage>::deserialize(&data[off..]).map_err(invalid)?;
+            let len = m.header.length as usize;
+            match m.payload {
+                NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(r)) => {
+                    let id = &r.header.socket_id;
+                    out.push(SockEntry {
+                        local: SocketAddr::new(id.source_address, id.source_port),
+                        remote: SocketAddr::new(id.destination_address, id.destination_port),
+                        state: r.header.state,
+                        inode: r.header.inode,
+                    });
+                }
+                NetlinkPayload::Done(_) => return Ok(()),
+                NetlinkPayload::Error(e) => return Err(e.to_io()),
+                _ => {}
+            }
+            if len == 0 {
+                break;
+            }
+            off += (len + 3) & !3;
+        }
+    }
+}
+
+/// A netlink socket for `lookup`, kept open between lookups.
+pub fn lookup_socket() -> io::Result<NlSocket> {
+    let mut sock = NlSocket::new(NETLINK_SOCK_DIAG)?;
+    sock.bind_auto()?;
+    sock.connect(&NlAddr::new(0, 0))?;
+    Ok(sock)
+}
+
+/// The inode of the socket with these endpoints (0: none, or no owner any more).
+pub fn lookup(sock: &mut NlSocket, local: SocketAddr, remote: SocketAddr) -> io::Result<u32> {
+    let mut header = NetlinkHeader::default();
+    header.flags = NLM_F_REQUEST;
+    let family = if local.is_ipv4() { AF_INET } else { AF_INET6 };
+    let mut socket_id = if family == AF_INET {
+        SocketId::new_v4()
+    } else {
+        SocketId::new_v6()
+    };
+    socket_id.source_address = local.ip();
+    socket_id.source_port = local.port();
+    socket_id.destination_address = remote.ip();
+    socket_id.destination_port = remote.port();
+    // INET_DIAG_NOCOOKIE: any socket with these endpoints.
+    socket_id.cookie = [0xff; 8];
+    let mut msg = NetlinkMessage::new(
+        header,
+        SockDiagMessage::InetRequest(InetRequest {
+            family,
+            protocol: IPPROTO_TCP,
+            extensions: ExtensionFlags::empty(),
+            states: StateFlags::all(),
+            socket_id,
+        })
+        .into(),
+    );
+    msg.finalize();
+    let mut buf = vec![0u8; msg.buffer_len()];
+    msg.serialize(&mut buf);
+    sock.send(&buf, 0)?;
+    let (data, _) = sock.recv_from_full()?;
+    let m = NetlinkMessage::<SockDiagMessage>::deserialize(&data).map_err(invalid)?;
+    Ok(match m.payload {
+        NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(r)) => r.header.inode,
+        _ => 0,
+    })
+}
+
+/// The local endpoints that listen (a connection to one of them is served here).
+pub fn listening(entries: &[SockEntry]) -> HashSet<SocketAddr> {
+    entries
+        .iter()
+        .filter(|e| e.state == TCP_LISTEN)
+        .map(|e| e.local)
+        .collect()
+}
+
+/// `root` and its descendants, from /proc/PID/task/TID/children (fast); where the
+/// kernel has no such file, from every process's parent in /proc/PID/stat.
+pub fn process_tree(root: i32) -> Vec<i32> {
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", tree[i])) else {
+            i += 1;
+            continue;
+        };
+        for t in tasks.flatten() {
+            match std::fs::read_to_string(t.path().join("children")) {
+                Ok(list) => tree.extend(
+                    list.split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok()),
+                ),
+                Err(_) => return process_tree_by_stat(root),
+            }
+        }
+        i += 1;
+    }
+    tree
+}
+
+fn process_tree_by_stat(root: i32) -> Vec<i32> {
+    let mut parent: HashMap<i32, i32> = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+                parent.insert(pid, ppid);
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parent.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    tree
+}
+
+/// Whether a process runs: it exists and is not a zombie (ended, not yet reaped).
+pub fn alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next())
+        .is_some_and(|state| state != "Z" && state != "X")
+}
+
+/// The socket inodes a process holds open.
+pub fn socket_inodes(pid: i32) -> Vec<u32> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|t| {
+            t.to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect()
+}

@@ -1,0 +1,464 @@
+//! `handshake watch`: how a running program uses its connections, seen from the kernel
+//! without touching the program. A packet capture (AF_PACKET, all interfaces) gives the
+//! moments of each TCP connection (SYN, FIN, RST), the HTTP/1 heads on cleartext
+//! connections and the TLS hellos; socket diagnostics (sock_diag) and /proc give which
+//! process owns which socket. With a command (or `--pid`), only that process tree's
+//! connections count; with `--port`/`--host`, every connection to that endpoint.
+//!
+//! Needs CAP_NET_RAW and CAP_NET_ADMIN (root). Only this network namespace is seen.
+
+mod capture;
+mod diag;
+mod report;
+mod track;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::cli::WatchArgs;
+use crate::config::{parse_positive_duration, UsageError};
+use crate::report::thresholds;
+use report::{Acc, CaptureReport, WatchReport, Watched};
+use track::{Conn, Tracker};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Which connections count.
+#[derive(Clone)]
+struct Filter {
+    port: Option<u16>,
+    host: Option<IpAddr>,
+}
+
+impl Filter {
+    /// Whether either side could be the watched server endpoint (decided per packet,
+    /// before the client is known).
+    fn packet(&self, a: &SocketAddr, b: &SocketAddr) -> bool {
+        let side = |x: &SocketAddr| {
+            self.port.map_or(true, |p| p == x.port()) && self.host.map_or(true, |h| h == x.ip())
+        };
+        side(a) || side(b)
+    }
+
+    fn conn(&self, c: &Conn) -> bool {
+        self.port.map_or(true, |p| p == c.server.port())
+            && self.host.map_or(true, |h| h == c.server.ip())
+    }
+}
+
+/// (local, remote) endpoint pairs of the watched processes' sockets, with the pid and
+/// when they were last seen.
+type Owned = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), (i32, Instant)>>>;
+
+/// Look at the watched process tree's sockets now; returns how many of its TCP
+/// connections are established.
+fn poll_owners(root: i32, owned: &Owned) -> u64 {
+    let mut inodes: HashMap<u32, i32> = HashMap::new();
+    for pid in diag::process_tree(root) {
+        for i in diag::socket_inodes(pid) {
+            inodes.insert(i, pid);
+        }
+    }
+    if inodes.is_empty() {
+        return 0;
+    }
+    let Ok(entries) = diag::dump() else { return 0 };
+    let now = Instant::now();
+    let mut g = owned.lock().expect("owner map");
+    let mut established = 0;
+    for e in entries {
+        if let Some(pid) = inodes.get(&e.inode) {
+            if e.state == diag::TCP_ESTABLISHED {
+                established += 1;
+            }
+            g.insert((e.local, e.remote), (*pid, now));
+        }
+    }
+    // Keep memory flat: forget sockets not seen for a minute.
+    g.retain(|_, (_, seen)| now.duration_since(*seen) < Duration::from_secs(60));
+    established
+}
+
+/// The owner of the socket with these endpoints, if it is in the tree: asked as soon
+/// as its SYN is seen, while the socket is surely still open. `tree` is refreshed when
+/// the inode is not found in it (a new child process).
+fn resolve(
+    sock: &mut netlink_sys::Socket,
+    root: i32,
+    tree: &mut Vec<i32>,
+    local: SocketAddr,
+    remote: SocketAddr,
+    owned: &Owned,
+) {
+    let Ok(inode) = diag::lookup(sock, local, remote) else {
+        return;
+    };
+    if inode == 0 {
+        return;
+    }
+    for fresh in [false, true] {
+        if fresh {
+            *tree = diag::process_tree(root);
+        }
+        if let Some(pid) = tree
+            .iter()
+            .find(|p| diag::socket_inodes(**p).contains(&inode))
+        {
+            owned
+                .lock()
+                .expect("owner map")
+                .insert((local, remote), (*pid, Instant::now()));
+            return;
+        }
+    }
+}
+
+fn owner_of(owned: &Owned, c: &Conn) -> Option<i32> {
+    let g = owned.lock().expect("owner map");
+    g.get(&(c.client, c.server))
+        .or_else(|| g.get(&(c.server, c.client)))
+        .map(|(p, _)| *p)
+}
+
+/// What the capture thread hands back.
+struct Outcome {
+    total: Acc,
+    by_endpoint: BTreeMap<SocketAddr, Acc>,
+    other: u64,
+    packets: u64,
+    drops: u64,
+    segments: u64,
+    peak: u64,
+}
+
+pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
+    let thresholds = thresholds::parse_all(&a.fail_if, thresholds::Subject::Audit)?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| parse_positive_duration("-d/--duration", d))
+        .transpose()?;
+    let host = a
+        .host
+        .as_deref()
+        .map(|h| {
+            h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .map_err(|_| UsageError(format!("--host {h:?}: expected an IP address")))
+        })
+        .transpose()?;
+    if let Some(pid) = a.pid {
+        if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(UsageError(format!("--pid {pid}: no such process")).into());
+        }
+    }
+    let filter = Filter { port: a.port, host };
+    // The capture first: a command's first connection must not come before it.
+    let mut cap = capture::Capture::open().map_err(|e| -> anyhow::Error {
+        if capture::is_permission(&e) {
+            UsageError(format!(
+                "watch needs CAP_NET_RAW and CAP_NET_ADMIN to capture packets and read sockets (run it as root): {e}"
+            ))
+            .into()
+        } else {
+            anyhow::Error::new(e).context("opening the packet capture (AF_PACKET)")
+        }
+    })?;
+    let listening = diag::listening(&diag::dump().context("reading the TCP sockets (sock_diag)")?);
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+    }
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let owned: Owned = Arc::new(Mutex::new(HashMap::new()));
+    // The endpoints of each SYN seen, for the owner thread to look up at once.
+    let (syn_tx, syn_rx) = mpsc::sync_channel::<(SocketAddr, SocketAddr)>(4096);
+
+    // The command, started after the capture.
+    let mut child = None;
+    if !a.command.is_empty() {
+        let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
+        child = Some(
+            std::process::Command::new(&a.command[0])
+                .args(&a.command[1..])
+                .stdout(std::process::Stdio::from(to_stderr))
+                .spawn()
+                .map_err(|e| UsageError(format!("starting {}: {e}", a.command[0])))?,
+        );
+    }
+    let root = child.as_ref().map(|c| c.id() as i32).or(a.pid);
+
+    // Who owns which socket: each SYN's socket at once (a thread of its own, so that a
+    // short connection is looked up while it is surely open), and every socket of the
+    // tree every 10 ms (for connections it accepts, and those open before the watch).
+    // Watching a process, its peak of concurrent connections is sampled there.
+    let resolver_thread = root.map(|root| {
+        let owned = owned.clone();
+        std::thread::spawn(move || {
+            // Ahead of other work on a busy machine (best effort: root may raise it): a
+            // lookup that comes after the connection ended finds nothing. Not real-time:
+            // at thousands of connections a second it would starve the capture and the
+            // program watched.
+            // SAFETY: this thread's own priority (a thread id is a valid `who`).
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -10);
+            }
+            let mut tree = diag::process_tree(root);
+            let Ok(mut sock) = diag::lookup_socket() else {
+                return;
+            };
+            // Ends when the capture thread drops its sender.
+            while let Ok((src, dst)) = syn_rx.recv() {
+                resolve(&mut sock, root, &mut tree, src, dst, &owned);
+            }
+        })
+    });
+    let owner_thread = root.map(|root| {
+        let (stop, owned) = (stop.clone(), owned.clone());
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !stop.load(Ordering::Relaxed) {
+                peak = peak.max(poll_owners(root, &owned));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            peak
+        })
+    });
+
+    let capture_thread = {
+        let (stop, owned, filter) = (stop.clone(), owned.clone(), filter.clone());
+        let process_mode = root.is_some();
+        type Ended = (Outcome, Vec<Conn>, VecDeque<(Instant, Conn)>);
+        std::thread::spawn(move || -> std::io::Result<Ended> {
+            let mut tracker = Tracker::default();
+            let mut out = Outcome {
+                total: Acc::default(),
+                by_endpoint: BTreeMap::new(),
+                other: 0,
+                packets: 0,
+                drops: 0,
+                segments: 0,
+                peak: 0,
+            };
+            // Ended connections whose owner is not known yet (process mode).
+            let mut pending: VecDeque<(Instant, Conn)> = VecDeque::new();
+            let is_listening = |x: &SocketAddr| {
+                listening.contains(x)
+                    || listening.contains(&SocketAddr::new(
+                        if x.is_ipv4() {
+                            IpAddr::from([0u8; 4])
+                        } else {
+                            IpAddr::from([0u16; 8])
+                        },
+                        x.port(),
+                    ))
+            };
+            let account = |c: Conn,
+                           out: &mut Outcome,
+                           pending: &mut VecDeque<(Instant, Conn)>,
+                           last_chance: bool| {
+                if !filter.conn(&c) {
+                    return;
+                }
+                if process_mode && owner_of(&owned, &c).is_none() {
+                    if !last_chance {
+                        pending.push_back((Instant::now(), c));
+                    } else {
+                        out.other += 1;
+                    }
+                    return;
+                }
+                out.total.add(&c);
+                out.by_endpoint.entry(c.server).or_default().add(&c);
+            };
+            let mut last_stats = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let mut ended = None;
+                let got = cap.next(&mut |seg| {
+                    if !filter.packet(&seg.src, &seg.dst) {
+                        return;
+                    }
+                    if process_mode && seg.syn {
+                        // The SYN's sender is the client; the SYN-ACK's, the server.
+                        let _ = syn_tx.try_send((seg.src, seg.dst));
+                    }
+                    ended = tracker.segment(seg, &is_listening);
+                })?;
+                if let Some(c) = ended {
+                    account(c, &mut out, &mut pending, false);
+                }
+                // Owners found since: account the pending ones; give up after 2 s.
+                if !pending.is_empty() && (!got || pending.len() > 64) {
+                    let now = Instant::now();
+                    let mut keep = VecDeque::new();
+                    while let Some((t, c)) = pending.pop_front() {
+                        if owner_of(&owned, &c).is_some()
+                            || now.duration_since(t) > Duration::from_secs(2)
+                        {
+                            account(c, &mut out, &mut keep, true);
+                        } else {
+                            keep.push_back((t, c));
+                        }
+                    }
+                    pending = keep;
+                }
+                if last_stats.elapsed() > Duration::from_millis(500) {
+                    cap.read_stats();
+                    last_stats = Instant::now();
+                }
+            }
+            cap.read_stats();
+            out.peak = tracker.peak_open;
+            out.segments = tracker.segments;
+            (out.packets, out.drops) = (cap.packets, cap.drops);
+            Ok((out, tracker.finish(), pending))
+        })
+    };
+
+    // Until the command or process ends, -d passes, or Ctrl-C.
+    let mut status = None;
+    loop {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            break;
+        }
+        if duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        if let Some(c) = &mut child {
+            if let Some(st) = c.try_wait()? {
+                use std::os::unix::process::ExitStatusExt;
+                status = Some(st.code().unwrap_or(128 + st.signal().unwrap_or(0)));
+                break;
+            }
+        } else if let Some(pid) = a.pid {
+            if !diag::alive(pid) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let the last packets (closes, resets) arrive.
+    std::thread::sleep(Duration::from_millis(200));
+    if let Some(root) = root {
+        poll_owners(root, &owned);
+    }
+    stop.store(true, Ordering::SeqCst);
+    let (mut out, open, pending) = capture_thread
+        .join()
+        .map_err(|_| anyhow::anyhow!("the capture thread panicked"))?
+        .context("reading the packet capture")?;
+    if let Some(t) = owner_thread {
+        if let Ok(peak) = t.join() {
+            out.peak = peak;
+        }
+    }
+    if let Some(t) = resolver_thread {
+        let _ = t.join();
+    }
+    if let Some(c) = &mut child {
+        // -d or Ctrl-C ended the watch before the command ended: stop it (by its PID).
+        if status.is_none() {
+            match c.try_wait() {
+                Ok(Some(st)) => status = st.code(),
+                _ => {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+            }
+        }
+    }
+    for c in open.into_iter().chain(pending.into_iter().map(|(_, c)| c)) {
+        if !filter.conn(&c) {
+            continue;
+        }
+        if root.is_some() && owner_of(&owned, &c).is_none() {
+            out.other += 1;
+            continue;
+        }
+        out.total.add(&c);
+        out.by_endpoint.entry(c.server).or_default().add(&c);
+    }
+    // TIME_WAIT sockets left at the end, per endpoint and side.
+    let entries = diag::dump().unwrap_or_default();
+    let time_wait = |ep: Option<SocketAddr>| {
+        let mut m: BTreeMap<String, u64> = BTreeMap::new();
+        for e in entries.iter().filter(|e| e.state == diag::TCP_TIME_WAIT) {
+            let (server_side, client_side) = match ep {
+                Some(ep) => (e.local == ep, e.remote == ep),
+                None => (
+                    out.by_endpoint.contains_key(&e.local),
+                    out.by_endpoint.contains_key(&e.remote),
+                ),
+            };
+            if server_side {
+                *m.entry("server".into()).or_default() += 1;
+            } else if client_side {
+                *m.entry("client".into()).or_default() += 1;
+            }
+        }
+        m
+    };
+    let endpoints: Vec<_> = out
+        .by_endpoint
+        .iter()
+        .map(|(ep, acc)| acc.summary(ep.to_string(), time_wait(Some(*ep))))
+        .collect();
+    let mut rep = WatchReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        watched: Watched {
+            command: (!a.command.is_empty()).then(|| a.command.clone()),
+            pid: a.pid,
+            port: a.port,
+            host: a.host.clone(),
+            duration_s: started.elapsed().as_secs_f64(),
+        },
+        exit_status: status,
+        capture: CaptureReport {
+            packets: out.packets,
+            kernel_drops: out.drops,
+            segments: out.segments,
+        },
+        peak_concurrent_connections: out.peak,
+        total: out.total.summary("all".into(), time_wait(None)),
+        endpoints,
+        other_connections: root.map(|_| out.other),
+        verdict: Vec::new(),
+    };
+    rep.verdict = report::verdict(&rep);
+    let mut lines = Vec::new();
+    let mut failed = false;
+    if !thresholds.is_empty() {
+        let v = serde_json::to_value(&rep).expect("watch report serializes");
+        let results = thresholds::check(&thresholds, &[(None, String::new(), v)])?;
+        failed = results.iter().any(|r| r.failed);
+        lines = thresholds::describe(&results, &thresholds);
+    }
+    let text = if a.json {
+        serde_json::to_string_pretty(&rep).expect("watch report serializes")
+    } else {
+        report::render(&rep)
+    };
+    println!("{text}");
+    for l in lines {
+        eprintln!("{l}");
+    }
+    Ok(match status {
+        Some(code) if code != 0 => code,
+        _ => i32::from(failed),
+    })
+}

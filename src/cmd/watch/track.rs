@@ -1,0 +1,684 @@
+//! What the packets say about each TCP connection: who opened it (the SYN's sender is
+//! the client), HTTP/1 requests and responses on cleartext connections (a request line
+//! at the start of a client segment, a status line at the start of a server one, with
+//! Content-Length bodies skipped, so that several in one segment count), on TLS
+//! connections the ClientHello and ServerHello (SNI, version, ALPN, resumed or full) and
+//! bursts of application data as an estimate of requests, who closed first (FIN or RST),
+//! lifetimes and idle gaps. State is kept only while a connection lives; then it becomes
+//! a summary.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// A TCP segment as captured.
+pub struct Segment<'a> {
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub seq: u32,
+    pub syn: bool,
+    pub ack: bool,
+    pub fin: bool,
+    pub rst: bool,
+    pub payload: &'a [u8],
+    pub at: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// What a connection carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    #[default]
+    Unknown,
+    Http,
+    Tls,
+    Other,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TlsInfo {
+    pub sni: Option<String>,
+    /// The version the server selected: "1.3", "1.2", ...
+    pub version: Option<String>,
+    /// The protocol the server chose, where the ServerHello shows it (TLS 1.2; in 1.3 it
+    /// is in the encrypted extensions).
+    pub alpn: Option<String>,
+    /// The protocols the client offered, comma-separated.
+    pub alpn_offered: Option<String>,
+    /// None until the ServerHello is seen.
+    pub resumed: Option<bool>,
+    /// The client offered a session to resume (a PSK for 1.3, a session id or ticket
+    /// for 1.2).
+    pub offered_resumption: bool,
+}
+
+/// How a connection ended, as far as the watch saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    ClientFin,
+    ServerFin,
+    ClientReset,
+    ServerReset,
+    /// Still open when the watch ended.
+    OpenAtEnd,
+}
+
+/// One direction's stream.
+#[derive(Default)]
+struct Dir {
+    /// The next sequence number expected (after the SYN, or the first segment seen).
+    next: Option<u32>,
+    bytes: u64,
+    /// The first bytes, kept until the connection's kind is known (TLS hellos).
+    head: Vec<u8>,
+    /// Body bytes still to skip before the next HTTP head.
+    skip: u64,
+    fin: bool,
+    /// TLS: this direction's hello was read (or given up on).
+    hello_done: bool,
+    /// TLS records: bytes left of the current one, and a record header split over
+    /// segments.
+    rec_left: usize,
+    rec_head: Vec<u8>,
+}
+
+/// Keep at most this much of a direction's first bytes (a ClientHello is a few hundred
+/// bytes; with post-quantum key shares a couple of KiB).
+const HEAD_MAX: usize = 16 * 1024;
+
+pub struct Conn {
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    /// No SYN was seen: it began before the watch.
+    pub already_open: bool,
+    pub opened: Instant,
+    pub kind: Kind,
+    pub requests: u64,
+    pub responses: u64,
+    pub tls: Option<TlsInfo>,
+    client_session_id: Option<Vec<u8>>,
+    pub ending: Option<Ending>,
+    pub ended: Option<Instant>,
+    c2s: Dir,
+    s2c: Dir,
+    /// Who sent the last data (turn-taking).
+    last: Option<Side>,
+    /// The current client burst already counted as a request (TLS estimate).
+    burst_counted: bool,
+    /// TLS: a request was counted and its response not yet.
+    awaiting_response: bool,
+    /// TLS 1.3: the client's first application-data record (its Finished) was passed.
+    client_finished: bool,
+    last_response_end: Option<Instant>,
+    pub gaps: Vec<Duration>,
+}
+
+impl Conn {
+    fn new(client: SocketAddr, server: SocketAddr, already_open: bool, at: Instant) -> Conn {
+        Conn {
+            client,
+            server,
+            already_open,
+            opened: at,
+            kind: Kind::Unknown,
+            requests: 0,
+            responses: 0,
+            tls: None,
+            client_session_id: None,
+            ending: None,
+            ended: None,
+            c2s: Dir::default(),
+            s2c: Dir::default(),
+            last: None,
+            burst_counted: false,
+            awaiting_response: false,
+            client_finished: false,
+            last_response_end: None,
+            gaps: Vec::new(),
+        }
+    }
+
+    pub fn bytes(&self) -> (u64, u64) {
+        (self.c2s.bytes, self.s2c.bytes)
+    }
+}
+
+/// Where a new connection's client is when no SYN was seen: the side on a listening port.
+pub type IsListening<'a> = &'a dyn Fn(&SocketAddr) -> bool;
+
+#[derive(Default)]
+pub struct Tracker {
+    live: HashMap<(SocketAddr, SocketAddr), Conn>,
+    pub peak_open: u64,
+    pub segments: u64,
+}
+
+impl Tracker {
+    /// Feed one segment; `listening` tells which side of an already open connection is
+    /// the server. Returns the connection if the segment ended it.
+    pub fn segment(&mut self, s: &Segment, listening: IsListening) -> Option<Conn> {
+        self.segments += 1;
+        let fwd = (s.src, s.dst);
+        let rev = (s.dst, s.src);
+        // A SYN for endpoints still in the table: the old connection's end was not seen
+        // (a dropped packet); it ends here and the new one begins.
+        let mut replaced = None;
+        if s.syn && !s.ack {
+            if let Some(mut old) = self.live.remove(&fwd).or_else(|| self.live.remove(&rev)) {
+                if old.ending.is_none() {
+                    old.ending = Some(Ending::OpenAtEnd);
+                }
+                old.ended = Some(s.at);
+                replaced = Some(old);
+            }
+        }
+        let key = if self.live.contains_key(&fwd) {
+            fwd
+        } else if self.live.contains_key(&rev) {
+            rev
+        } else {
+            // A new connection: a SYN (without ACK) names the client; otherwise it was
+            // open before the watch (a lone RST or FIN of an unknown connection is not
+            // worth a record).
+            if s.syn && !s.ack {
+                self.live.insert(fwd, Conn::new(s.src, s.dst, false, s.at));
+                fwd
+            } else if s.rst || s.syn || s.payload.is_empty() {
+                // A bare ACK, FIN or RST of a connection not seen before (often the last
+                // packets of one that just ended): nothing to learn from it.
+                return None;
+            } else {
+                let src_server =
+                    listening(&s.src) || (!listening(&s.dst) && s.src.port() < s.dst.port());
+                let k = if src_server { rev } else { fwd };
+                self.live.insert(k, Conn::new(k.0, k.1, true, s.at));
+                k
+            }
+        };
+        self.peak_open = self.peak_open.max(self.live.len() as u64);
+        let c = self.live.get_mut(&key).expect("just found or inserted");
+        let side = if s.src == c.client {
+            Side::Client
+        } else {
+            Side::Server
+        };
+        feed(c, side, s);
+        if c.ended.is_some() {
+            return self.live.remove(&key);
+        }
+        replaced
+    }
+
+    /// The watch ended: the connections still open, reported as such.
+    pub fn finish(&mut self) -> Vec<Conn> {
+        self.live
+            .drain()
+            .map(|(_, mut c)| {
+                if c.ending.is_none() {
+                    c.ending = Some(Ending::OpenAtEnd);
+                }
+                c
+            })
+            .collect()
+    }
+}
+
+fn feed(c: &mut Conn, side: Side, s: &Segment) {
+    let dir = match side {
+        Side::Client => &mut c.c2s,
+        Side::Server => &mut c.s2c,
+    };
+    // Sequence numbers: a SYN takes one; new data is what starts at or after `next`.
+    let mut seq = s.seq;
+    if s.syn {
+        seq = seq.wrapping_add(1);
+        dir.next = Some(seq);
+    }
+    let mut data = s.payload;
+    if !data.is_empty() {
+        match dir.next {
+            None => dir.next = Some(seq),
+            Some(next) => {
+                let behind = next.wrapping_sub(seq);
+                if (behind as i32) > 0 {
+                    // A retransmission (wholly or partly of data already seen).
+                    if behind as usize >= data.len() {
+                        data = &[];
+                    } else {
+                        data = &data[behind as usize..];
+                    }
+                }
+            }
+        }
+        if !data.is_empty() {
+            let n = dir.next.unwrap_or(seq);
+            dir.next = Some(n.wrapping_add(data.len() as u32));
+            dir.bytes += data.len() as u64;
+        }
+    }
+    if !data.is_empty() {
+        data_in(c, side, data, s.at);
+    }
+    let dir = match side {
+        Side::Client => &mut c.c2s,
+        Side::Server => &mut c.s2c,
+    };
+    if s.rst {
+        if c.ending.is_none() {
+            c.ending = Some(match side {
+                Side::Client => Ending::ClientReset,
+                Side::Server => Ending::ServerReset,
+            });
+        }
+        c.ended = Some(s.at);
+        return;
+    }
+    if s.fin && !dir.fin {
+        dir.fin = true;
+        if c.ending.is_none() {
+            c.ending = Some(match side {
+                Side::Client => Ending::ClientFin,
+                Side::Server => Ending::ServerFin,
+            });
+        }
+        if c.c2s.fin && c.s2c.fin {
+            c.ended = Some(s.at);
+        }
+    }
+}
+
+fn data_in(c: &mut Conn, side: Side, data: &[u8], at: Instant) {
+    let new_burst = c.last != Some(side);
+    c.last = Some(side);
+    if new_burst && side == Side::Client {
+        c.burst_counted = false;
+        if let Some(end) = c.last_response_end {
+            c.gaps.push(at.saturating_duration_since(end));
+        }
+    }
+    if side == Side::Server {
+        c.last_response_end = Some(at);
+    }
+    let keep = |dir: &mut Dir| {
+        if dir.head.len() < HEAD_MAX {
+            let room = HEAD_MAX - dir.head.len();
+            dir.head.extend_from_slice(&data[..data.len().min(room)]);
+        }
+    };
+    if c.kind == Kind::Unknown {
+        keep(match side {
+            Side::Client => &mut c.c2s,
+            Side::Server => &mut c.s2c,
+        });
+        c.kind = classify(&c.c2s.head, &c.s2c.head);
+        match c.kind {
+            Kind::Http => {
+                // Count what the kept bytes hold, from the start of each stream.
+                let (ch, sh) = (
+                    std::mem::take(&mut c.c2s.head),
+                    std::mem::take(&mut c.s2c.head),
+                );
+                if !ch.is_empty() {
+                    http(c, Side::Client, &ch);
+                }
+                if !sh.is_empty() {
+                    http(c, Side::Server, &sh);
+                }
+                return;
+            }
+            Kind::Tls | Kind::Unknown => {}
+            Kind::Other => {
+                c.c2s.head = Vec::new();
+                c.s2c.head = Vec::new();
+                return;
+            }
+        }
+    } else if c.kind == Kind::Http {
+        http(c, side, data);
+        return;
+    } else if c.kind == Kind::Tls {
+        let dir = match side {
+            Side::Client => &mut c.c2s,
+            Side::Server => &mut c.s2c,
+        };
+        if !dir.hello_done {
+            keep(dir);
+        }
+    }
+    if c.kind == Kind::Tls {
+        tls(c, side, data);
+    }
+}
+
+/// HTTP/1 when the client's first bytes are a request line; TLS when they are a
+/// handshake record; other when neither (or the server spoke first with neither).
+fn classify(client: &[u8], server: &[u8]) -> Kind {
+    if client.len() >= 3 {
+        if client[0] == 0x16 && client[1] == 0x03 {
+            return Kind::Tls;
+        }
+        let mut h = [httparse::EMPTY_HEADER; 0];
+        let mut req = httparse::Request::new(&mut h);
+        return match req.parse(client) {
+            Ok(_) if req.method.is_some() => Kind::Http,
+            Err(httparse::Error::TooManyHeaders) => Kind::Http,
+            Ok(_) if client.len() < 16 => Kind::Unknown,
+            _ => Kind::Other,
+        };
+    }
+    if !server.is_empty() && client.is_empty() && server.len() >= 8 {
+        return Kind::Other;
+    }
+    Kind::Unknown
+}
+
+/// Count the HTTP/1 heads at the start of `data` (and after each Content-Length body
+/// that ends inside it).
+fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
+    loop {
+        let dir = match side {
+            Side::Client => &mut c.c2s,
+            Side::Server => &mut c.s2c,
+        };
+        if dir.skip > 0 {
+            let n = (dir.skip as usize).min(data.len());
+            dir.skip -= n as u64;
+            data = &data[n..];
+        }
+        if data.is_empty() {
+            return;
+        }
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let (started, complete, body) = match side {
+            Side::Client => {
+                let mut r = httparse::Request::new(&mut headers);
+                match r.parse(data) {
+                    Ok(httparse::Status::Complete(n)) => (true, Some(n), content_length(r.headers)),
+                    Ok(httparse::Status::Partial) => {
+                        (r.method.is_some() && r.path.is_some(), None, None)
+                    }
+                    Err(_) => (false, None, None),
+                }
+            }
+            Side::Server => {
+                let mut r = httparse::Response::new(&mut headers);
+                match r.parse(data) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        // 1xx and 204/304 have no body.
+                        let no_body = r.code.is_some_and(|c| c < 200 || c == 204 || c == 304);
+                        let informational = r.code.is_some_and(|c| c < 200);
+                        if informational {
+                            // Not the response itself: skip it, the final one follows.
+                            data = &data[n..];
+                            continue;
+                        }
+                        (
+                            true,
+                            Some(n),
+                            if no_body {
+                                Some(0)
+                            } else {
+                                content_length(r.headers)
+                            },
+                        )
+                    }
+                    Ok(httparse::Status::Partial) => (r.code.is_some(), None, None),
+                    Err(_) => (false, None, None),
+                }
+            }
+        };
+        if !started {
+            // Body bytes, or a head we lost: the next head starts a later segment.
+            return;
+        }
+        match side {
+            Side::Client => {
+                c.requests += 1;
+                c.burst_counted = true;
+            }
+            Side::Server => c.responses += 1,
+        }
+        let (Some(n), Some(len)) = (complete, body) else {
+            // A head split over segments, or a body of unknown length: the rest of this
+            // segment is not a head.
+            return;
+        };
+        let dir = match side {
+            Side::Client => &mut c.c2s,
+            Side::Server => &mut c.s2c,
+        };
+        dir.skip = len;
+        data = &data[n..];
+    }
+}
+
+fn content_length(headers: &[httparse::Header]) -> Option<u64> {
+    let mut len = Some(0);
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return None;
+        }
+        if h.name.eq_ignore_ascii_case("content-length") {
+            len = std::str::from_utf8(h.value).ok()?.trim().parse().ok();
+        }
+    }
+    len
+}
+
+fn tls(c: &mut Conn, side: Side, data: &[u8]) {
+    let info = c.tls.get_or_insert_with(TlsInfo::default);
+    let dir = match side {
+        Side::Client => &mut c.c2s,
+        Side::Server => &mut c.s2c,
+    };
+    // The hellos, from the kept first bytes of each direction.
+    if !dir.hello_done && !dir.head.is_empty() {
+        match hello(&dir.head) {
+            Hello::NeedMore if dir.head.len() < HEAD_MAX => {}
+            Hello::Client {
+                sni,
+                alpn,
+                session_id,
+                offered,
+            } => {
+                info.sni = sni;
+                info.alpn_offered = alpn;
+                info.offered_resumption = offered || !session_id.is_empty();
+                c.client_session_id = Some(session_id);
+                dir.head = Vec::new();
+                dir.hello_done = true;
+            }
+            Hello::Server {
+                version,
+                alpn,
+                psk,
+                session_id,
+            } => {
+                let v13 = version == "1.3";
+                info.resumed = Some(if v13 {
+                    psk
+                } else {
+                    !session_id.is_empty()
+                        && c.client_session_id.as_deref() == Some(session_id.as_slice())
+                });
+                info.version = Some(version);
+                info.alpn = alpn;
+                dir.head = Vec::new();
+                dir.hello_done = true;
+            }
+            _ => {
+                dir.head = Vec::new();
+                dir.hello_done = true;
+            }
+        }
+    }
+    // Requests, estimated: a client burst that carries an application-data record (in
+    // TLS 1.3, after the client's Finished, which travels as one); a response: the
+    // server's next application data.
+    let v13 = info.version.as_deref().map_or(true, |v| v == "1.3");
+    let mut records = Vec::new();
+    let dir = match side {
+        Side::Client => &mut c.c2s,
+        Side::Server => &mut c.s2c,
+    };
+    let mut i = 0;
+    while i < data.len() {
+        if dir.rec_left > 0 {
+            let n = dir.rec_left.min(data.len() - i);
+            dir.rec_left -= n;
+            i += n;
+            continue;
+        }
+        let take = (5 - dir.rec_head.len()).min(data.len() - i);
+        dir.rec_head.extend_from_slice(&data[i..i + take]);
+        i += take;
+        if dir.rec_head.len() == 5 {
+            let len = usize::from(u16::from_be_bytes([dir.rec_head[3], dir.rec_head[4]]));
+            records.push((dir.rec_head[0], len));
+            dir.rec_left = len;
+            dir.rec_head.clear();
+        }
+    }
+    // In TLS 1.3 alerts (close_notify) and key updates travel as application data too,
+    // in records of at most 22 bytes; an HTTP request or response is larger.
+    for _ in records
+        .into_iter()
+        .filter(|(t, len)| *t == 0x17 && *len >= 32)
+    {
+        match side {
+            Side::Client if v13 && !c.client_finished => c.client_finished = true,
+            Side::Client => {
+                if !c.burst_counted {
+                    c.burst_counted = true;
+                    c.requests += 1;
+                    c.awaiting_response = true;
+                }
+            }
+            Side::Server => {
+                if c.awaiting_response {
+                    c.awaiting_response = false;
+                    c.responses += 1;
+                }
+            }
+        }
+    }
+}
+
+enum Hello {
+    NeedMore,
+    Neither,
+    Client {
+        sni: Option<String>,
+        alpn: Option<String>,
+        session_id: Vec<u8>,
+        /// A pre_shared_key (1.3) or a non-empty session ticket (1.2) was offered.
+        offered: bool,
+    },
+    Server {
+        version: String,
+        alpn: Option<String>,
+        psk: bool,
+        session_id: Vec<u8>,
+    },
+}
+
+fn version_name(v: u16) -> String {
+    match v {
+        0x0304 => "1.3".into(),
+        0x0303 => "1.2".into(),
+        0x0302 => "1.1".into(),
+        0x0301 => "1.0".into(),
+        v => format!("0x{v:04x}"),
+    }
+}
+
+fn hello(buf: &[u8]) -> Hello {
+    use tls_parser::{
+        parse_tls_client_hello_extensions, parse_tls_message_handshake, parse_tls_record_header,
+        parse_tls_server_hello_extensions, TlsExtension, TlsMessage, TlsMessageHandshake,
+        TlsRecordType,
+    };
+    let (rest, hdr) = match parse_tls_record_header(buf) {
+        Ok(x) => x,
+        Err(tls_parser::Err::Incomplete(_)) => return Hello::NeedMore,
+        Err(_) => return Hello::Neither,
+    };
+    if hdr.record_type != TlsRecordType::Handshake {
+        return Hello::Neither;
+    }
+    let body = &rest[..rest.len().min(usize::from(hdr.len))];
+    match parse_tls_message_handshake(body) {
+        Ok((_, TlsMessage::Handshake(TlsMessageHandshake::ClientHello(ch)))) => {
+            let mut sni = None;
+            let mut alpn = None;
+            let mut offered = false;
+            if let Some(Ok((_, exts))) = ch.ext.map(parse_tls_client_hello_extensions) {
+                for e in exts {
+                    match e {
+                        TlsExtension::SNI(names) => {
+                            sni = names
+                                .first()
+                                .map(|(_, n)| String::from_utf8_lossy(n).into_owned());
+                        }
+                        TlsExtension::ALPN(p) => {
+                            alpn = Some(
+                                p.iter()
+                                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                                    .collect::<Vec<_>>()
+                                    .join(","),
+                            );
+                        }
+                        TlsExtension::PreSharedKey(_) => offered = true,
+                        TlsExtension::SessionTicket(t) if !t.is_empty() => offered = true,
+                        _ => {}
+                    }
+                }
+            }
+            Hello::Client {
+                sni,
+                alpn,
+                session_id: ch.session_id.map(<[u8]>::to_vec).unwrap_or_default(),
+                offered,
+            }
+        }
+        Ok((_, TlsMessage::Handshake(TlsMessageHandshake::ServerHello(sh)))) => {
+            let mut version = sh.version.0;
+            let mut alpn = None;
+            let mut psk = false;
+            if let Some(Ok((_, exts))) = sh.ext.map(parse_tls_server_hello_extensions) {
+                for e in exts {
+                    match e {
+                        TlsExtension::SupportedVersions(v) => {
+                            if let Some(v) = v.first() {
+                                version = v.0;
+                            }
+                        }
+                        TlsExtension::ALPN(p) => {
+                            alpn = p.first().map(|p| String::from_utf8_lossy(p).into_owned());
+                        }
+                        TlsExtension::PreSharedKey(_) => psk = true,
+                        _ => {}
+                    }
+                }
+            }
+            Hello::Server {
+                version: version_name(version),
+                alpn,
+                psk,
+                session_id: sh.session_id.map(<[u8]>::to_vec).unwrap_or_default(),
+            }
+        }
+        Err(tls_parser::Err::Incomplete(_)) if body.len() < usize::from(hdr.len) => Hello::NeedMore,
+        _ => Hello::Neither,
+    }
+}

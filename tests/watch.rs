@@ -1,0 +1,448 @@
+//! `handshake watch`: real clients (curl, Node, Python) watched from the kernel while they
+//! talk to a server that is not handshake's own (tests/count_server.py: Python's
+//! http.server, and OpenSSL through Python's ssl for TLS), which counts its connections,
+//! requests and full/resumed handshakes. The watched figures equal the server's counts;
+//! a second process talking to the same server at the same time is left out; `watch --
+//! CMD` and `audit -- CMD` agree; without privileges watch says so and exits 2.
+
+mod common;
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+/// One watch at a time: each captures every packet on the machine, and another test's
+/// processes are load on 2 cores.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// tests/count_server.py on a free loopback port; stopped by its PID on drop.
+struct CountServer {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl CountServer {
+    fn start(tag: &str, tls: bool) -> CountServer {
+        let dir =
+            std::env::temp_dir().join(format!("handshake-watch-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stats = dir.join("stats.json");
+        let mut cmd = Command::new("python3");
+        cmd.arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/count_server.py"
+        ))
+        .arg("--stats")
+        .arg(&stats);
+        if tls {
+            // A self-signed certificate for localhost, by OpenSSL's own tool, which Python's
+            // ssl (OpenSSL) takes as its own CA.
+            let st = Command::new("openssl")
+                .args([
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:P-256",
+                    "-nodes",
+                    "-days",
+                    "1",
+                    "-subj",
+                    "/CN=localhost",
+                    "-addext",
+                    "subjectAltName=DNS:localhost",
+                ])
+                .arg("-keyout")
+                .arg(dir.join("key.pem"))
+                .arg("-out")
+                .arg(dir.join("cert.pem"))
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl runs");
+            assert!(st.success());
+            std::fs::copy(dir.join("cert.pem"), dir.join("ca.pem")).unwrap();
+            cmd.arg("--cert")
+                .arg(dir.join("cert.pem"))
+                .arg("--key")
+                .arg(dir.join("key.pem"));
+        }
+        let mut child = cmd.stdout(Stdio::piped()).spawn().expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("count_server.py said {line:?}"));
+        CountServer { child, port, dir }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+
+    fn ca(&self) -> String {
+        self.dir.join("ca.pem").to_str().unwrap().to_string()
+    }
+
+    /// (connections, requests, tls_full, tls_resumed) so far.
+    fn counts(&self) -> [u64; 4] {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(self.dir.join("stats.json")).unwrap())
+                .unwrap();
+        ["connections", "requests", "tls_full", "tls_resumed"].map(|k| u(&v[k]))
+    }
+}
+
+impl Drop for CountServer {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let t = std::time::Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `handshake watch --json [opts] -- command...`: (exit code, report).
+fn watch(opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec!["watch", "--json"];
+    args.extend_from_slice(opts);
+    if !command.is_empty() {
+        args.push("--");
+        args.extend_from_slice(command);
+    }
+    let out = run(&args);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "watch {command:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), v)
+}
+
+/// The report matches docs/watch.schema.json.
+fn check_schema(v: &Value) {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/watch.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{v}");
+}
+
+/// The server's counts over a watched command, and the watch's report: every figure the
+/// watch gives for the command's connections must equal the server's.
+fn watched_against(srv: &CountServer, command: &[&str]) -> (Value, [u64; 4]) {
+    let before = srv.counts();
+    let (code, v) = watch(&[], command);
+    assert_eq!(code, Some(0), "{command:?}: {v}");
+    let after = srv.counts();
+    let delta = [0, 1, 2, 3].map(|i| after[i] - before[i]);
+    check_schema(&v);
+    let t = total(&v);
+    assert_eq!(u(&v["capture"]["kernel_drops"]), 0, "{v}");
+    assert_eq!(u(&t["connections"]), delta[0], "connections: {v}");
+    assert_eq!(u(&t["requests"]), delta[1], "requests: {v}");
+    assert_eq!(u(&t["responses"]), delta[1], "responses: {v}");
+    assert_eq!(u(&t["tls_handshakes"]["full"]), delta[2], "full TLS: {v}");
+    assert_eq!(
+        u(&t["tls_handshakes"]["resumed"]),
+        delta[3],
+        "resumed TLS: {v}"
+    );
+    (v, delta)
+}
+
+#[test]
+fn curl_several_urls_reuse_one_connection_and_close_opens_one_each() {
+    let _serial = serial();
+    let srv = CountServer::start("curl", false);
+    let url = srv.url();
+    let (a, b, c) = (format!("{url}a"), format!("{url}b"), format!("{url}c"));
+    let (v, d) = watched_against(
+        &srv,
+        &[
+            "curl",
+            "-sf",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            &a,
+            &b,
+            &c,
+        ],
+    );
+    assert_eq!(d[..2], [1, 3], "{v}");
+    assert!(verdict(&v).contains("reused"), "{v}");
+    let (v, d) = watched_against(
+        &srv,
+        &[
+            "curl",
+            "-sf",
+            "-H",
+            "Connection: close",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            &a,
+            &b,
+            &c,
+        ],
+    );
+    assert_eq!(d[..2], [3, 3], "{v}");
+    // Each connection ended with a FIN from one side or the other (Python closes after
+    // `Connection: close`; curl, knowing it, may close first).
+    let t = total(&v);
+    let fins = t["endings"]["server_fin"].as_u64().unwrap_or(0)
+        + t["endings"]["client_fin"].as_u64().unwrap_or(0);
+    assert_eq!(fins, 3, "{v}");
+    assert!(verdict(&v).contains("no reuse"), "{v}");
+}
+
+#[test]
+fn node_default_agent_reuses_and_agent_false_does_not() {
+    let _serial = serial();
+    assert!(have("node"), "node is needed for this test");
+    let srv = CountServer::start("node", false);
+    let script = |agent: &str| {
+        format!(
+            "const http = require('http'); let n = 0; const go = () => http.get(process.argv[1], {{ {agent} }}, r => {{ r.resume(); r.on('end', () => {{ if (++n < 4) setTimeout(go, 10); else process.exit(0); }}); }}); go();"
+        )
+    };
+    let url = srv.url();
+    let (v, d) = watched_against(&srv, &["node", "-e", &script(""), &url]);
+    assert_eq!(
+        d[..2],
+        [1, 4],
+        "Node's default agent keeps one connection alive: {v}"
+    );
+    let (v, d) = watched_against(&srv, &["node", "-e", &script("agent: false"), &url]);
+    assert_eq!(
+        d[..2],
+        [4, 4],
+        "agent: false opens a connection per request: {v}"
+    );
+}
+
+#[test]
+fn python_http_client_reuses_and_urllib_does_not() {
+    let _serial = serial();
+    let srv = CountServer::start("python", false);
+    let port = srv.port.to_string();
+    let reuse = "import http.client,sys\nc=http.client.HTTPConnection('127.0.0.1',int(sys.argv[1]))\nfor i in range(5):\n c.request('GET','/x');c.getresponse().read()\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", reuse, &port]);
+    assert_eq!(d[..2], [1, 5], "{v}");
+    let urllib = "import urllib.request,sys\nfor i in range(3):\n urllib.request.urlopen('http://127.0.0.1:%s/y' % sys.argv[1]).read()\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", urllib, &port]);
+    assert_eq!(d[..2], [3, 3], "urllib sends Connection: close: {v}");
+}
+
+/// TLS through Python's ssl (OpenSSL) on both sides: a full handshake, then one that
+/// resumes the session; and curl over TLS with two URLs on one connection.
+#[test]
+fn tls_full_and_resumed_handshakes_equal_the_servers() {
+    let _serial = serial();
+    let srv = CountServer::start("tls", true);
+    let port = srv.port.to_string();
+    let ca = srv.ca();
+    let client = "import socket,ssl,sys\nctx=ssl.create_default_context(cafile=sys.argv[2])\nsess=None\nfor i in range(2):\n s=ctx.wrap_socket(socket.create_connection(('127.0.0.1',int(sys.argv[1]))),server_hostname='localhost',session=sess)\n s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n')\n try:\n  while s.recv(65536): pass\n except (ssl.SSLError, OSError): pass\n sess=s.session\n s.close()\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca]);
+    assert_eq!(d, [2, 2, 1, 1], "{v}");
+    let t = total(&v);
+    assert_eq!(u(&t["tls_sni"]["localhost"]), 2, "{v}");
+    assert_eq!(u(&t["tls_versions"]["1.3"]), 2, "{v}");
+    assert_eq!(t["requests_estimated"], true);
+    let url = format!("https://localhost:{}/", srv.port);
+    let resolve = format!("localhost:{}:127.0.0.1", srv.port);
+    let (v, d) = watched_against(
+        &srv,
+        &[
+            "curl",
+            "-sf",
+            "--http1.1",
+            "--cacert",
+            &ca,
+            "--resolve",
+            &resolve,
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            &url,
+            &url,
+        ],
+    );
+    assert_eq!(d, [1, 2, 1, 0], "{v}");
+    // TLS 1.3 hides the server's ALPN choice; curl --http1.1 offered only http/1.1.
+    assert_eq!(u(&total(&v)["tls_alpn_offered"]["http/1.1"]), 1, "{v}");
+}
+
+/// A second process talks to the same server during the watch: its connections are
+/// seen but left out of the watched command's figures.
+#[test]
+fn another_process_on_the_same_server_is_not_counted() {
+    let _serial = serial();
+    let srv = CountServer::start("other", false);
+    let url = srv.url();
+    let mut noise = Command::new("sh")
+        .args([
+            "-c",
+            &format!("for i in $(seq 40); do curl -sf -o /dev/null -H 'Connection: close' {url}n; sleep 0.02; done"),
+        ])
+        .spawn()
+        .unwrap();
+    let port = srv.port.to_string();
+    let slow = "import http.client,sys,time\nc=http.client.HTTPConnection('127.0.0.1',int(sys.argv[1]))\nfor i in range(5):\n c.request('GET','/w');c.getresponse().read();time.sleep(0.1)\n";
+    let (code, v) = watch(&[], &["python3", "-c", slow, &port]);
+    noise.wait().unwrap();
+    assert_eq!(code, Some(0));
+    let t = total(&v);
+    assert_eq!(u(&t["connections"]), 1, "{v}");
+    assert_eq!(u(&t["requests"]), 5, "{v}");
+    assert!(
+        u(&v["other_connections"]) > 0,
+        "the other process's were seen: {v}"
+    );
+}
+
+/// `--port`: every connection to that server, from any process.
+#[test]
+fn port_mode_counts_every_client_of_the_endpoint() {
+    let _serial = serial();
+    let srv = CountServer::start("port", false);
+    let url = srv.url();
+    let port = srv.port.to_string();
+    let before = srv.counts();
+    let w = Command::new(bin())
+        .args(["watch", "--json", "--port", &port, "-d", "2s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..2 {
+        let st = Command::new("curl")
+            .args(["-sf", "-o", "/dev/null", "-o", "/dev/null", &url, &url])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let out = w.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_schema(&v);
+    let after = srv.counts();
+    let t = total(&v);
+    assert_eq!(u(&t["connections"]), after[0] - before[0], "{v}");
+    assert_eq!(u(&t["requests"]), after[1] - before[1], "{v}");
+    assert_eq!((u(&t["connections"]), u(&t["requests"])), (2, 4));
+    assert_eq!(v["endpoints"][0]["endpoint"], format!("127.0.0.1:{port}"));
+}
+
+/// The same client under `watch -- CMD` and `audit -- CMD`: the same connections and
+/// requests.
+#[test]
+fn watch_and_audit_agree_on_the_same_client() {
+    let _serial = serial();
+    let srv = CountServer::start("agree", false);
+    let url = srv.url();
+    let curl = |u: &str| {
+        vec![
+            "curl".to_string(),
+            "-sf".into(),
+            "-o".into(),
+            "/dev/null".into(),
+            "-o".into(),
+            "/dev/null".into(),
+            format!("{u}a"),
+            format!("{u}b"),
+        ]
+    };
+    let w = curl(&url);
+    let w: Vec<&str> = w.iter().map(String::as_str).collect();
+    let (_, wv) = watch(&[], &w);
+    let a = curl("{url}");
+    let mut args = vec!["audit", "--json", "--"];
+    args.extend(a.iter().map(String::as_str));
+    let out = run(&args);
+    let av: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in [
+        "connections",
+        "requests",
+        "reuse_ratio",
+        "unused_connections",
+    ] {
+        assert_eq!(total(&wv)[k], total(&av)[k], "{k}: watch {wv} audit {av}");
+    }
+    assert_eq!(
+        total(&wv)["requests_per_connection"],
+        total(&av)["requests_per_connection"]
+    );
+}
+
+/// Without CAP_NET_RAW: a message that says what is missing, and exit 2. Bad options
+/// are usage errors too.
+#[test]
+fn without_privileges_and_with_bad_options_it_says_so() {
+    let _serial = serial();
+    let copy = std::env::temp_dir().join(format!("handshake-watch-bin-{}", std::process::id()));
+    std::fs::copy(bin(), &copy).unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ])
+        .arg(&copy)
+        .args(["watch", "-d", "1s"])
+        .output()
+        .expect("setpriv runs");
+    let _ = std::fs::remove_file(&copy);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("CAP_NET_RAW"), "{err}");
+    for (args, says) in [
+        (vec!["watch", "--pid", "999999999"], "no such process"),
+        (vec!["watch", "--host", "not-an-ip", "-d", "1s"], "--host"),
+        (vec!["watch", "-d", "soon"], "duration"),
+    ] {
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
