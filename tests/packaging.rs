@@ -132,29 +132,32 @@ fn man_pages_render() {
     }
 }
 
-/// `handshake man | head`: a reader that stops early is no error. The page goes into a
-/// pipe whose reading end is already closed, so every write fails with EPIPE.
+/// `handshake man | head`, `handshake completions bash | grep -q ...`: a reader that stops
+/// early is no error. The output goes into a pipe whose reading end is already closed, so
+/// every write fails with EPIPE.
 #[test]
-fn man_into_a_closed_pipe_exits_quietly() {
+fn output_into_a_closed_pipe_exits_quietly() {
     use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    unsafe { libc::close(fds[0]) };
-    let write = unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) };
-    let out = std::process::Command::new(common::bin())
-        .arg("man")
-        .stdout(std::process::Stdio::from(write))
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for args in [vec!["man"], vec!["completions", "bash"]] {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        unsafe { libc::close(fds[0]) };
+        let write = unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) };
+        let out = std::process::Command::new(common::bin())
+            .args(&args)
+            .stdout(std::process::Stdio::from(write))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

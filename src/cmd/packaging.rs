@@ -10,8 +10,12 @@ use crate::cli::{Cli, CompletionsArgs, ManArgs};
 
 pub fn completions(a: CompletionsArgs) -> anyhow::Result<i32> {
     let mut cmd = Cli::command();
+    // Into memory first: clap_complete panics on a write error, and a reader that stops
+    // early (`| grep -q`) is not an error.
+    let mut buf = Vec::new();
+    clap_complete::generate(a.shell, &mut cmd, "handshake", &mut buf);
     let mut out = std::io::stdout().lock();
-    clap_complete::generate(a.shell, &mut cmd, "handshake", &mut out);
+    out.write_all(&buf)?;
     out.flush()?;
     Ok(0)
 }
