@@ -502,6 +502,14 @@ fn timeline_puts_each_connection_in_its_second() {
 fn audit_html_report_draws_the_reports_numbers_in_chromium() {
     let dir = std::env::temp_dir().join(format!("handshake-audit-html-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    // Removed when the test ends, also when it fails.
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(dir.clone());
     let ca = dir.join("ca.pem");
     let counts = dir.join("connects");
     let (ca_s, counts_s) = (ca.to_str().unwrap(), counts.to_str().unwrap());

@@ -34,15 +34,20 @@ fn nginx_counts(port: u16) -> (u64, u64) {
     (n[0], n[2])
 }
 
-/// A file in this test's own temporary directory (`tag`), removed by `cleanup(tag)`.
+/// A file in this test's own temporary directory (`tag`), removed by its `Cleanup`.
 fn tmp(tag: &str, name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("handshake-merge-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
 
-fn cleanup(tag: &str) {
-    let _ = std::fs::remove_dir_all(tmp(tag, "x").parent().unwrap());
+/// Removes a test's temporary directory when dropped: also when the test fails.
+struct Cleanup(&'static str);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(tmp(self.0, "x").parent().unwrap());
+    }
 }
 
 /// `handshake merge ARGS... --json`: must exit 0.
@@ -102,6 +107,7 @@ fn agents(
 /// merge(merge(a,b),c) = merge(a,merge(b,c)); the HTML of the merge holds every figure.
 #[test]
 fn three_segments_add_up_to_nginxs_counts_in_any_order() {
+    let _cleanup = Cleanup("segments");
     let Some(nginx) = Nginx::start(
         "keepalive_requests 1000;",
         "return 200 \"ok\\n\"; } location /status { stub_status;",
@@ -200,7 +206,6 @@ fn three_segments_add_up_to_nginxs_counts_in_any_order() {
     assert!(text.contains("Agents (3;"), "{text}");
     check_html(&["merge", a, b, c], "merge");
     drop(nginx);
-    cleanup("segments");
 }
 
 /// The Job's contract: agents started with JOB_COMPLETION_INDEX=0..2 and --segments 3 and
@@ -209,6 +214,7 @@ fn three_segments_add_up_to_nginxs_counts_in_any_order() {
 /// agents started together at the time given.
 #[test]
 fn indexed_job_agents_piped_to_merge_match_the_server() {
+    let _cleanup = Cleanup("job");
     let srv = start(handshake::server::ServerConfig::default());
     let url = srv.http_url().unwrap();
     let start = time::OffsetDateTime::now_utc() + time::Duration::seconds(2);
@@ -280,7 +286,6 @@ fn indexed_job_agents_piped_to_merge_match_the_server() {
         );
     }
     srv.stop();
-    cleanup("job");
 }
 
 /// Runs of different workloads, a segment run twice, text that is not a report, a
@@ -288,6 +293,7 @@ fn indexed_job_agents_piped_to_merge_match_the_server() {
 /// merges anyway. Bad segment options are usage errors.
 #[test]
 fn mismatches_and_bad_input_are_refused() {
+    let _cleanup = Cleanup("refused");
     let srv = start(handshake::server::ServerConfig::default());
     let url = srv.http_url().unwrap();
     let bench = |extra: &[&str], name: &str| {
@@ -365,5 +371,4 @@ fn mismatches_and_bad_input_are_refused() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
     srv.stop();
-    cleanup("refused");
 }
