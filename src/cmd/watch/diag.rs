@@ -41,31 +41,13 @@ pub fn dump() -> io::Result<Vec<SockEntry>> {
 }
 
 fn dump_family(family: u8, out: &mut Vec<SockEntry>) -> io::Result<()> {
-    let mut sock = NlSocket::new(NETLINK_SOCK_DIAG)?;
-    sock.bind_auto()?;
-    sock.connect(&NlAddr::new(0, 0))?;
-    let mut header = NetlinkHeader::default();
-    header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+    let mut sock = lookup_socket()?;
     let socket_id = if family == AF_INET {
         SocketId::new_v4()
     } else {
         SocketId::new_v6()
     };
-    let mut msg = NetlinkMessage::new(
-        header,
-        SockDiagMessage::InetRequest(InetRequest {
-            family,
-            protocol: IPPROTO_TCP,
-            extensions: ExtensionFlags::empty(),
-            states: StateFlags::all(),
-            socket_id,
-        })
-        .into(),
-    );
-    msg.finalize();
-    let mut buf = vec![0u8; msg.buffer_len()];
-    msg.serialize(&mut buf);
-    sock.send(&buf, 0)?;
+    send_request(&mut sock, NLM_F_REQUEST | NLM_F_DUMP, family, socket_id)?;
     loop {
         let (data, _) = sock.recv_from_full()?;
         let mut off = 0;
@@ -95,30 +77,16 @@ fn dump_family(family: u8, out: &mut Vec<SockEntry>) -> io::Result<()> {
     }
 }
 
-/// A netlink socket for `lookup`, kept open between lookups.
-pub fn lookup_socket() -> io::Result<NlSocket> {
-    let mut sock = NlSocket::new(NETLINK_SOCK_DIAG)?;
-    sock.bind_auto()?;
-    sock.connect(&NlAddr::new(0, 0))?;
-    Ok(sock)
-}
-
-/// The inode of the socket with these endpoints (0: none, or no owner any more).
-pub fn lookup(sock: &mut NlSocket, local: SocketAddr, remote: SocketAddr) -> io::Result<u32> {
+/// Ask for the TCP sockets of `family` matching `socket_id` (all of them with
+/// NLM_F_DUMP), in every state.
+fn send_request(
+    sock: &mut NlSocket,
+    flags: u16,
+    family: u8,
+    socket_id: SocketId,
+) -> io::Result<()> {
     let mut header = NetlinkHeader::default();
-    header.flags = NLM_F_REQUEST;
-    let family = if local.is_ipv4() { AF_INET } else { AF_INET6 };
-    let mut socket_id = if family == AF_INET {
-        SocketId::new_v4()
-    } else {
-        SocketId::new_v6()
-    };
-    socket_id.source_address = local.ip();
-    socket_id.source_port = local.port();
-    socket_id.destination_address = remote.ip();
-    socket_id.destination_port = remote.port();
-    // INET_DIAG_NOCOOKIE: any socket with these endpoints.
-    socket_id.cookie = [0xff; 8];
+    header.flags = flags;
     let mut msg = NetlinkMessage::new(
         header,
         SockDiagMessage::InetRequest(InetRequest {
@@ -134,6 +102,32 @@ pub fn lookup(sock: &mut NlSocket, local: SocketAddr, remote: SocketAddr) -> io:
     let mut buf = vec![0u8; msg.buffer_len()];
     msg.serialize(&mut buf);
     sock.send(&buf, 0)?;
+    Ok(())
+}
+
+/// A netlink socket for sock_diag requests (`lookup` keeps one open between lookups).
+pub fn lookup_socket() -> io::Result<NlSocket> {
+    let mut sock = NlSocket::new(NETLINK_SOCK_DIAG)?;
+    sock.bind_auto()?;
+    sock.connect(&NlAddr::new(0, 0))?;
+    Ok(sock)
+}
+
+/// The inode of the socket with these endpoints (0: none, or no owner any more).
+pub fn lookup(sock: &mut NlSocket, local: SocketAddr, remote: SocketAddr) -> io::Result<u32> {
+    let family = if local.is_ipv4() { AF_INET } else { AF_INET6 };
+    let mut socket_id = if family == AF_INET {
+        SocketId::new_v4()
+    } else {
+        SocketId::new_v6()
+    };
+    socket_id.source_address = local.ip();
+    socket_id.source_port = local.port();
+    socket_id.destination_address = remote.ip();
+    socket_id.destination_port = remote.port();
+    // INET_DIAG_NOCOOKIE: any socket with these endpoints.
+    socket_id.cookie = [0xff; 8];
+    send_request(sock, NLM_F_REQUEST, family, socket_id)?;
     let (data, _) = sock.recv_from_full()?;
     let m = NetlinkMessage::<SockDiagMessage>::deserialize(&data).map_err(invalid)?;
     Ok(match m.payload {
