@@ -8,6 +8,7 @@
 //! Needs CAP_NET_RAW and CAP_NET_ADMIN (root). Only this network namespace is seen.
 
 mod capture;
+mod cgroup;
 mod diag;
 mod report;
 mod track;
@@ -63,9 +64,15 @@ type Owned = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), (i32, Instant)>>>;
 
 /// Look at the watched process tree's sockets now; returns how many of its TCP
 /// connections are established.
-fn poll_owners(root: i32, owned: &Owned) -> u64 {
+fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -> u64 {
     let mut inodes: HashMap<u32, i32> = HashMap::new();
-    for pid in diag::process_tree(root) {
+    // In its own cgroup, the program's processes are the cgroup's (also those that left
+    // the tree, as a daemon does); else the tree of children.
+    let tree = match cgroup {
+        Some(dir) => cgroup::procs(dir),
+        None => diag::process_tree(root),
+    };
+    for pid in tree {
         for i in diag::socket_inodes(pid) {
             inodes.insert(i, pid);
         }
@@ -131,6 +138,37 @@ fn owner_of(owned: &Owned, c: &Conn) -> Option<i32> {
         .map(|(p, _)| *p)
 }
 
+/// Whether the connection is the watched program's; its entry is taken (each connection
+/// is accounted once, and its endpoints may be used again by a later one). With the
+/// kernel's record, what it recorded since is drained first.
+fn take_owned(owned: &Owned, rec: Option<&(cgroup::Recorder, i32)>, c: &Conn) -> bool {
+    let take = || {
+        let mut g = owned.lock().expect("owner map");
+        g.remove(&(c.client, c.server))
+            .or_else(|| g.remove(&(c.server, c.client)))
+            .is_some()
+    };
+    take()
+        || rec.is_some_and(|(r, root)| {
+            drain(r, *root, owned);
+            take()
+        })
+}
+
+/// The connections the kernel recorded for the program's cgroup since the last time,
+/// into the owner map.
+fn drain(rec: &cgroup::Recorder, root: i32, owned: &Owned) {
+    let mut got = Vec::new();
+    rec.drain(&mut got);
+    if !got.is_empty() {
+        let now = Instant::now();
+        let mut g = owned.lock().expect("owner map");
+        for k in got {
+            g.insert(k, (root, now));
+        }
+    }
+}
+
 /// What the capture thread hands back.
 struct Outcome {
     total: Acc,
@@ -187,25 +225,51 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     // The endpoints of each SYN seen, for the owner thread to look up at once.
     let (syn_tx, syn_rx) = mpsc::sync_channel::<(SocketAddr, SocketAddr)>(4096);
 
-    // The command, started after the capture.
+    // Which connections are the program's: recorded in the kernel for its cgroup (the
+    // command's own, or the process's when nothing else is in it); failing that, by
+    // looking up socket owners, and the report says so and why.
+    let mut attribution_note = None;
+    let recorder = if !a.command.is_empty() {
+        cgroup::Recorder::for_command()
+            .map_err(|e| attribution_note = Some(format!("no cgroup of its own: {e}")))
+            .ok()
+    } else if let Some(pid) = a.pid {
+        cgroup::Recorder::for_process(pid, &diag::process_tree(pid))
+            .map_err(|e| attribution_note = Some(format!("its cgroup is not its own: {e}")))
+            .ok()
+    } else {
+        None
+    };
+
+    // The command, started after the capture, in its cgroup from before it runs.
     let mut child = None;
     if !a.command.is_empty() {
         let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
+        let mut cmd = std::process::Command::new(&a.command[0]);
+        cmd.args(&a.command[1..])
+            .stdout(std::process::Stdio::from(to_stderr));
+        if let Some(r) = &recorder {
+            use std::os::unix::process::CommandExt;
+            let join = r.join_in_child()?;
+            // SAFETY: the hook only opens, writes and closes a file (async-signal-safe).
+            unsafe {
+                cmd.pre_exec(join);
+            }
+        }
         child = Some(
-            std::process::Command::new(&a.command[0])
-                .args(&a.command[1..])
-                .stdout(std::process::Stdio::from(to_stderr))
-                .spawn()
+            cmd.spawn()
                 .map_err(|e| UsageError(format!("starting {}: {e}", a.command[0])))?,
         );
     }
     let root = child.as_ref().map(|c| c.id() as i32).or(a.pid);
+    let rec = recorder.zip(root).map(Arc::new);
+    let cgroup_dir = rec.as_ref().map(|r| r.0.dir.clone());
 
     // Who owns which socket: each SYN's socket at once (a thread of its own, so that a
     // short connection is looked up while it is surely open), and every socket of the
     // tree every 10 ms (for connections it accepts, and those open before the watch).
     // Watching a process, its peak of concurrent connections is sampled there.
-    let resolver_thread = root.map(|root| {
+    let resolver_thread = root.filter(|_| rec.is_none()).map(|root| {
         let owned = owned.clone();
         std::thread::spawn(move || {
             // Ahead of other work on a busy machine (best effort: root may raise it): a
@@ -227,11 +291,11 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         })
     });
     let owner_thread = root.map(|root| {
-        let (stop, owned) = (stop.clone(), owned.clone());
+        let (stop, owned, dir) = (stop.clone(), owned.clone(), cgroup_dir.clone());
         std::thread::spawn(move || {
             let mut peak = 0;
             while !stop.load(Ordering::Relaxed) {
-                peak = peak.max(poll_owners(root, &owned));
+                peak = peak.max(poll_owners(root, dir.as_deref(), &owned));
                 std::thread::sleep(Duration::from_millis(10));
             }
             peak
@@ -239,7 +303,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     });
 
     let capture_thread = {
-        let (stop, owned, filter) = (stop.clone(), owned.clone(), filter.clone());
+        let (stop, owned, filter, rec) = (stop.clone(), owned.clone(), filter.clone(), rec.clone());
         let process_mode = root.is_some();
         type Ended = (Outcome, Vec<Conn>, VecDeque<(Instant, Conn)>);
         std::thread::spawn(move || -> std::io::Result<Ended> {
@@ -273,8 +337,10 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
                 if !filter.conn(&c) {
                     return;
                 }
-                if process_mode && owner_of(&owned, &c).is_none() {
-                    if !last_chance {
+                if process_mode && !take_owned(&owned, rec.as_deref(), &c) {
+                    // Looking up owners, one may come a little later; the kernel's
+                    // record has every connection of the cgroup already.
+                    if !last_chance && rec.is_none() {
                         pending.push_back((Instant::now(), c));
                     } else {
                         out.other += 1;
@@ -291,7 +357,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
                     if !filter.packet(&seg.src, &seg.dst) {
                         return;
                     }
-                    if process_mode && seg.syn {
+                    if process_mode && rec.is_none() && seg.syn {
                         // The SYN's sender is the client; the SYN-ACK's, the server.
                         let _ = syn_tx.try_send((seg.src, seg.dst));
                     }
@@ -353,7 +419,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     // Let the last packets (closes, resets) arrive.
     std::thread::sleep(Duration::from_millis(200));
     if let Some(root) = root {
-        poll_owners(root, &owned);
+        poll_owners(root, cgroup_dir.as_deref(), &owned);
     }
     stop.store(true, Ordering::SeqCst);
     let (mut out, open, pending) = capture_thread
@@ -384,7 +450,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         if !filter.conn(&c) {
             continue;
         }
-        if root.is_some() && owner_of(&owned, &c).is_none() {
+        if root.is_some() && !take_owned(&owned, rec.as_deref(), &c) {
             out.other += 1;
             continue;
         }
@@ -432,6 +498,13 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             packets: out.packets,
             kernel_drops: out.drops,
             segments: out.segments,
+            attribution: root.map(|_| if rec.is_some() { "cgroup" } else { "sockets" }),
+            attribution_note: if rec.is_some() {
+                None
+            } else {
+                attribution_note
+            },
+            attribution_lost: rec.as_ref().map(|r| r.0.lost()),
         },
         peak_concurrent_connections: out.peak,
         total: out.total.summary("all".into(), time_wait(None)),

@@ -70,6 +70,17 @@ pub struct CaptureReport {
     pub kernel_drops: u64,
     /// TCP segments read.
     pub segments: u64,
+    /// Watching a process: how its connections were told from others'. "cgroup": in the
+    /// kernel, as each was opened (none missed); "sockets": by looking up each socket's
+    /// owner in /proc after its SYN was seen (a connection shorter than the lookup can be
+    /// missed), with why the cgroup way was not open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution_note: Option<String>,
+    /// Connections the kernel could not record for the watch (its record was full).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution_lost: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -275,6 +286,18 @@ pub fn verdict(r: &WatchReport) -> Vec<String> {
             r.capture.kernel_drops, r.capture.packets
         ));
     }
+    if let Some(n) = r.capture.attribution_lost.filter(|n| *n > 0) {
+        v.push(format!(
+            "The kernel could not record {} of the program's connections (its record was full): they are counted as other connections.",
+            plural(n, "connection")
+        ));
+    }
+    if r.capture.attribution == Some("sockets") {
+        v.push(format!(
+            "The program's connections were told from others' by looking up each socket's owner after its SYN was seen ({}): a connection shorter than that lookup may be counted as another program's.",
+            r.capture.attribution_note.as_deref().unwrap_or("the cgroup way was not open")
+        ));
+    }
     if r.total.connections == 0 {
         v.push("No TCP connection was seen.".into());
         return v;
@@ -367,6 +390,17 @@ pub fn render(r: &WatchReport) -> String {
         "  capture: {} TCP packets, {} dropped by the kernel; peak concurrent connections {}",
         r.capture.packets, r.capture.kernel_drops, r.peak_concurrent_connections
     );
+    if let Some(a) = r.capture.attribution {
+        let _ = writeln!(
+            out,
+            "  the program's connections told from others' by {}",
+            if a == "cgroup" {
+                "its cgroup, in the kernel"
+            } else {
+                "looking up socket owners"
+            }
+        );
+    }
     if let Some(o) = r.other_connections {
         let _ = writeln!(
             out,
