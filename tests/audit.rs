@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use serde_json::Value;
 
@@ -177,37 +175,11 @@ fn go_client(read_body: bool) -> String {
 
 #[test]
 fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
-    assert!(
-        have("go") || std::path::Path::new("/usr/local/go/bin/go").exists(),
-        "go is needed for this test"
-    );
-    let go = if have("go") {
-        "go".to_string()
-    } else {
-        "/usr/local/go/bin/go".to_string()
-    };
-    let dir = std::env::temp_dir().join(format!("handshake-go-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for (read, name) in [(true, "read.go"), (false, "unread.go")] {
-        std::fs::write(dir.join(name), go_client(read)).unwrap();
-    }
-    // Build first so the audit measures the client, not the compiler.
-    for name in ["read", "unread"] {
-        let mut cmd = Command::new(&go);
-        cmd.args([
-            "build",
-            "-o",
-            dir.join(name).to_str().unwrap(),
-            dir.join(format!("{name}.go")).to_str().unwrap(),
-        ])
-        .env("GO111MODULE", "off");
-        if std::env::var_os("HOME").is_none() {
-            // Go needs a build cache and a GOPATH; without HOME, give it ours.
-            cmd.env("GOCACHE", dir.join("cache"))
-                .env("GOPATH", dir.join("gopath"));
-        }
-        let st = cmd.status().unwrap();
-        assert!(st.success(), "go build {name}");
+    let tmp = Dir::new("go");
+    let dir = tmp.0.clone();
+    // Built first so the audit measures the client, not the compiler.
+    for (read, name) in [(true, "read"), (false, "unread")] {
+        go_build(&dir, name, &go_client(read));
     }
     let (code, v) = audit(&[], &[dir.join("read").to_str().unwrap(), "{url}"]);
     assert_eq!(code, Some(0));
@@ -240,7 +212,6 @@ fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
         s.contains("with unread response bytes left") && s.contains("in Go: read the body to EOF"),
         "{s}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -500,16 +471,8 @@ fn timeline_puts_each_connection_in_its_second() {
 /// timeline.
 #[test]
 fn audit_html_report_draws_the_reports_numbers_in_chromium() {
-    let dir = std::env::temp_dir().join(format!("handshake-audit-html-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // Removed when the test ends, also when it fails.
-    struct Cleanup(std::path::PathBuf);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let _cleanup = Cleanup(dir.clone());
+    let tmp = Dir::new("audit-html");
+    let dir = tmp.0.clone();
     let ca = dir.join("ca.pem");
     let counts = dir.join("connects");
     let (ca_s, counts_s) = (ca.to_str().unwrap(), counts.to_str().unwrap());

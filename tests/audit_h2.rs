@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use serde_json::Value;
 
@@ -51,26 +49,6 @@ fn check(v: &Value) {
     );
     let endings: u64 = t["endings"].as_object().unwrap().values().map(u).sum();
     assert_eq!(endings, u(&t["connections"]), "one ending per connection");
-}
-
-/// A directory for one test's files, removed on drop.
-struct Dir(std::path::PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("handshake-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-    fn path(&self, f: &str) -> String {
-        self.0.join(f).to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[test]
@@ -140,13 +118,6 @@ fn curl_http2_several_urls_share_one_connection_in_turn_and_in_parallel() {
 
 #[test]
 fn go_default_https_client_uses_one_http2_connection() {
-    let go = if have("go") {
-        "go".to_string()
-    } else if std::path::Path::new("/usr/local/go/bin/go").exists() {
-        "/usr/local/go/bin/go".to_string()
-    } else {
-        panic!("go is needed for this test");
-    };
     let dir = Dir::new("audit-h2-go");
     // One request, then twenty from twenty goroutines; httptrace says which took a new
     // connection. (Twenty at once with no connection yet would make Go dial several and
@@ -197,25 +168,12 @@ func main() {
 	fmt.Println(proto.Load(), fresh)
 }
 "#;
-    std::fs::write(dir.path("main.go"), src).unwrap();
-    let mut cmd = Command::new(&go);
-    cmd.args(["build", "-o", &dir.path("client"), &dir.path("main.go")])
-        .env("GO111MODULE", "off");
-    if std::env::var_os("HOME").is_none() {
-        cmd.env("GOCACHE", dir.path("cache"))
-            .env("GOPATH", dir.path("gopath"));
-    }
-    assert!(cmd.status().unwrap().success(), "go build");
+    let client = go_build(&dir.0, "client", src);
     let ca = dir.path("ca.pem");
     let (out, v) = client_output(
         &["--tls", "--cacert-out", &ca],
         // The audit's CA, trusted the way Go reads it on Linux.
-        &[
-            "env",
-            &format!("SSL_CERT_FILE={ca}"),
-            &dir.path("client"),
-            "{url}",
-        ],
+        &["env", &format!("SSL_CERT_FILE={ca}"), &client, "{url}"],
     );
     check(&v);
     let mut p = out.split_whitespace();

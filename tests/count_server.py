@@ -3,7 +3,7 @@
 handshake's own (Python's http.server and, with --tls, its ssl module / OpenSSL).
 
 Usage:
-    python3 tests/count_server.py --stats STATS.json [--port 0]
+    python3 tests/count_server.py --stats STATS.json [--host 127.0.0.1] [--port 0]
         [--cert CERT.pem --key KEY.pem]
 
 It keeps connections alive (HTTP/1.1) unless the client asks to close, answers every
@@ -14,7 +14,7 @@ GET with a 13-byte body, and rewrites STATS.json atomically after every change:
     tls_full      TLS handshakes that were full (with --cert)
     tls_resumed   ... resumed (session_reused: a TLS 1.3 PSK or a 1.2 session)
 
-After binding 127.0.0.1 it prints one line "PORT <n>" and serves until SIGTERM/SIGINT,
+After binding (127.0.0.1 unless --host, which may be ::1) it prints one line "PORT <n>" and serves until SIGTERM/SIGINT,
 then exits 0.
 """
 
@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import socketserver
 import ssl
 import sys
@@ -74,6 +75,12 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     tls = None
 
+    def handle_error(self, request, client_address):
+        # A client that resets its connection (Go closing an unread body) is not the
+        # server's error; anything else is shown.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
     def get_request(self):
         sock, addr = super().get_request()
         if self.tls is not None:
@@ -85,12 +92,15 @@ def main():
     global stats_path
     p = argparse.ArgumentParser()
     p.add_argument("--stats", required=True)
+    p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--cert")
     p.add_argument("--key")
     a = p.parse_args()
     stats_path = a.stats
-    srv = Server(("127.0.0.1", a.port), Handler)
+    if ":" in a.host:
+        Server.address_family = socket.AF_INET6
+    srv = Server((a.host, a.port), Handler)
     if a.cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(a.cert, a.key)

@@ -26,22 +26,23 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 struct CountServer {
     child: Child,
     port: u16,
-    dir: std::path::PathBuf,
+    host: &'static str,
+    dir: Dir,
 }
 
 impl CountServer {
     fn start(tag: &str, tls: bool) -> CountServer {
-        let dir =
-            std::env::temp_dir().join(format!("handshake-watch-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let stats = dir.join("stats.json");
+        CountServer::start_on(tag, tls, "127.0.0.1")
+    }
+
+    fn start_on(tag: &str, tls: bool, host: &'static str) -> CountServer {
+        let dir = Dir::new(&format!("watch-{tag}"));
         let mut cmd = Command::new("python3");
         cmd.arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/count_server.py"
         ))
-        .arg("--stats")
-        .arg(&stats);
+        .args(["--host", host, "--stats", &dir.path("stats.json")]);
         if tls {
             // A self-signed certificate for localhost, by OpenSSL's own tool, which Python's
             // ssl (OpenSSL) takes as its own CA.
@@ -61,19 +62,23 @@ impl CountServer {
                     "-addext",
                     "subjectAltName=DNS:localhost",
                 ])
-                .arg("-keyout")
-                .arg(dir.join("key.pem"))
-                .arg("-out")
-                .arg(dir.join("cert.pem"))
+                .args([
+                    "-keyout",
+                    &dir.path("key.pem"),
+                    "-out",
+                    &dir.path("cert.pem"),
+                ])
                 .stderr(Stdio::null())
                 .status()
                 .expect("openssl runs");
             assert!(st.success());
-            std::fs::copy(dir.join("cert.pem"), dir.join("ca.pem")).unwrap();
-            cmd.arg("--cert")
-                .arg(dir.join("cert.pem"))
-                .arg("--key")
-                .arg(dir.join("key.pem"));
+            std::fs::copy(dir.path("cert.pem"), dir.path("ca.pem")).unwrap();
+            cmd.args([
+                "--cert",
+                &dir.path("cert.pem"),
+                "--key",
+                &dir.path("key.pem"),
+            ]);
         }
         let mut child = cmd.stdout(Stdio::piped()).spawn().expect("python3 runs");
         let mut line = String::new();
@@ -85,21 +90,30 @@ impl CountServer {
             .strip_prefix("PORT ")
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("count_server.py said {line:?}"));
-        CountServer { child, port, dir }
+        CountServer {
+            child,
+            port,
+            host,
+            dir,
+        }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
+        if self.host.contains(':') {
+            format!("http://[{}]:{}/", self.host, self.port)
+        } else {
+            format!("http://{}:{}/", self.host, self.port)
+        }
     }
 
     fn ca(&self) -> String {
-        self.dir.join("ca.pem").to_str().unwrap().to_string()
+        self.dir.path("ca.pem")
     }
 
     /// (connections, requests, tls_full, tls_resumed) so far.
     fn counts(&self) -> [u64; 4] {
         let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(self.dir.join("stats.json")).unwrap())
+            serde_json::from_str(&std::fs::read_to_string(self.dir.path("stats.json")).unwrap())
                 .unwrap();
         ["connections", "requests", "tls_full", "tls_resumed"].map(|k| u(&v[k]))
     }
@@ -107,17 +121,7 @@ impl CountServer {
 
 impl Drop for CountServer {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let t = std::time::Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5)
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        stop_child(&mut self.child, "-TERM");
     }
 }
 
@@ -444,5 +448,321 @@ fn without_privileges_and_with_bad_options_it_says_so() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// A program whose connections last well under a millisecond: handshake's own bench with
+/// a new connection per request, as the watched command (the server stays Python's).
+/// The kernel records each of its connections as it opens, so none is missed.
+#[test]
+fn every_short_connection_of_a_command_is_counted() {
+    let _serial = serial();
+    let srv = CountServer::start("short", false);
+    let url = srv.url();
+    let (v, d) = watched_against(
+        &srv,
+        &[
+            bin(),
+            "bench",
+            &url,
+            "-n",
+            "300",
+            "-c",
+            "4",
+            "--strategy",
+            "close",
+            "--no-progress",
+        ],
+    );
+    assert_eq!(d[..2], [300, 300], "{v}");
+    assert_eq!(v["capture"]["attribution"], "cgroup", "{v}");
+    assert_eq!(u(&v["capture"]["attribution_lost"]), 0, "{v}");
+    assert_eq!(u(&v["other_connections"]), 0, "{v}");
+    // The cgroup made for the command is gone.
+    let mine = "handshake-watch-";
+    let left: Vec<_> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            post.starts_with("cgroup2 ")
+                .then(|| pre.split(' ').nth(4).unwrap().to_string())
+        })
+        .flat_map(|m| std::fs::read_dir(m).unwrap().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(mine))
+        .collect();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
+}
+
+/// Go's net/http: a connection goes back to the pool only when the body was read to
+/// EOF; closing it unread ends the connection.
+#[test]
+fn go_reading_bodies_reuses_and_closing_them_unread_does_not() {
+    let _serial = serial();
+    let srv = CountServer::start("go", false);
+    let dir = Dir::new("watch-go");
+    let client = |read: bool| {
+        let body = if read {
+            "io.Copy(io.Discard, resp.Body)\n\t\tresp.Body.Close()"
+        } else {
+            "resp.Body.Close()\n\t\t_ = io.Discard"
+        };
+        format!(
+            "package main\n\nimport (\n\t\"io\"\n\t\"net/http\"\n\t\"os\"\n)\n\nfunc main() {{\n\tfor i := 0; i < 5; i++ {{\n\t\tresp, err := http.Get(os.Args[1])\n\t\tif err != nil {{\n\t\t\tpanic(err)\n\t\t}}\n\t\t{body}\n\t}}\n}}\n"
+        )
+    };
+    let read = go_build(&dir.0, "read", &client(true));
+    let unread = go_build(&dir.0, "unread", &client(false));
+    let url = srv.url();
+    let (v, d) = watched_against(&srv, &[&read, &url]);
+    assert_eq!(d[..2], [1, 5], "{v}");
+    let (v, d) = watched_against(&srv, &[&unread, &url]);
+    assert_eq!(d[..2], [5, 5], "{v}");
+    assert!(verdict(&v).contains("no reuse"), "{v}");
+}
+
+/// TLS clients that open a connection per request: with a session cache, every
+/// handshake after the first resumes; without, every one is full. Go (crypto/tls) and
+/// Node (its https agent caches sessions; `agent: false` does not), against OpenSSL.
+#[test]
+fn go_and_node_tls_resume_with_a_session_cache_and_not_without() {
+    let _serial = serial();
+    assert!(have("node"), "node is needed for this test");
+    let srv = CountServer::start("tls-resume", true);
+    let dir = Dir::new("watch-go-tls");
+    let go = |cache: &str| {
+        format!(
+            r#"package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"os"
+)
+
+func main() {{
+	pem, err := os.ReadFile(os.Args[2])
+	if err != nil {{
+		panic(err)
+	}}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	c := &http.Client{{Transport: &http.Transport{{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{{RootCAs: roots, ServerName: "localhost", ClientSessionCache: {cache}}},
+	}}}}
+	for i := 0; i < 3; i++ {{
+		resp, err := c.Get(os.Args[1])
+		if err != nil {{
+			panic(err)
+		}}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}}
+}}
+"#
+        )
+    };
+    let with = go_build(&dir.0, "cache", &go("tls.NewLRUClientSessionCache(8)"));
+    let without = go_build(&dir.0, "nocache", &go("nil"));
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let ca = srv.ca();
+    let (v, d) = watched_against(&srv, &[&with, &url, &ca]);
+    assert_eq!(d, [3, 3, 1, 2], "Go with a session cache: {v}");
+    let (v, d) = watched_against(&srv, &[&without, &url, &ca]);
+    assert_eq!(d, [3, 3, 3, 0], "Go without: {v}");
+    assert!(verdict(&v).contains("full"), "{v}");
+
+    let node = |agent: &str| {
+        format!(
+            "const https = require('https'), fs = require('fs'); const ca = fs.readFileSync(process.argv[2]); {agent}; let n = 0; const go = () => https.get({{ host: '127.0.0.1', port: +process.argv[1], servername: 'localhost', ca, agent, headers: {{ connection: 'close' }} }}, r => {{ r.resume(); r.on('end', () => {{ if (++n < 3) setTimeout(go, 50); else process.exit(0); }}); }}); go();"
+        )
+    };
+    let port = srv.port.to_string();
+    let (v, d) = watched_against(
+        &srv,
+        &[
+            "node",
+            "-e",
+            &node("const agent = new https.Agent({ keepAlive: false })"),
+            &port,
+            &ca,
+        ],
+    );
+    assert_eq!(d, [3, 3, 1, 2], "Node's agent caches sessions: {v}");
+    let (v, d) = watched_against(
+        &srv,
+        &["node", "-e", &node("const agent = false"), &port, &ca],
+    );
+    assert_eq!(d, [3, 3, 3, 0], "agent: false: {v}");
+}
+
+/// Python requests: a Session keeps one connection; `requests.get` makes a session,
+/// and so a connection, per call.
+#[test]
+fn python_requests_session_reuses_and_requests_get_does_not() {
+    let _serial = serial();
+    let srv = CountServer::start("requests", false);
+    let url = srv.url();
+    let session = "import requests,sys\ns=requests.Session()\nfor i in range(4):\n s.get(sys.argv[1]).content\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", session, &url]);
+    assert_eq!(d[..2], [1, 4], "{v}");
+    let get = "import requests,sys\nfor i in range(3):\n requests.get(sys.argv[1]).content\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", get, &url]);
+    assert_eq!(d[..2], [3, 3], "{v}");
+}
+
+/// IPv6: curl to [::1], two URLs over one connection.
+#[test]
+fn ipv6_connections_are_seen() {
+    let _serial = serial();
+    let srv = CountServer::start_on("ipv6", false, "::1");
+    let url = srv.url();
+    let (v, d) = watched_against(
+        &srv,
+        &[
+            "curl",
+            "-sf",
+            "-g",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            &format!("{url}a"),
+            &format!("{url}b"),
+        ],
+    );
+    assert_eq!(d[..2], [1, 2], "{v}");
+    assert_eq!(v["endpoints"][0]["endpoint"], format!("[::1]:{}", srv.port));
+}
+
+/// A command that ends early, or is killed: the watch ends with it and reports its
+/// status; the connection it had open is counted, closed by its kernel.
+#[test]
+fn a_command_that_exits_early_or_is_killed() {
+    let _serial = serial();
+    let srv = CountServer::start("early", false);
+    let url = srv.url();
+    let t = std::time::Instant::now();
+    let (code, v) = watch(
+        &["-d", "60s"],
+        &["sh", "-c", &format!("curl -sf -o /dev/null {url}; exit 3")],
+    );
+    assert_eq!(code, Some(3), "{v}");
+    assert_eq!(v["exit_status"], 3);
+    assert!(t.elapsed() < Duration::from_secs(30), "{v}");
+    assert_eq!(u(&total(&v)["connections"]), 1, "{v}");
+    let before = srv.counts();
+    let killed = "import http.client,os,sys\nc=http.client.HTTPConnection('127.0.0.1',int(sys.argv[1]))\nc.request('GET','/k');c.getresponse().read()\nos.kill(os.getpid(),9)\n";
+    let (code, v) = watch(&[], &["python3", "-c", killed, &srv.port.to_string()]);
+    let after = srv.counts();
+    assert_eq!(code, Some(128 + 9), "{v}");
+    check_schema(&v);
+    let t = total(&v);
+    assert_eq!(u(&t["connections"]), after[0] - before[0], "{v}");
+    assert_eq!(u(&t["requests"]), 1, "{v}");
+    let endings: u64 = t["endings"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(
+        endings, 1,
+        "the connection ended when its process died: {v}"
+    );
+}
+
+/// The cgroup v2 hierarchy's mount point.
+fn cgroup2_root() -> std::path::PathBuf {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            post.starts_with("cgroup2 ")
+                .then(|| pre.split(' ').nth(4).unwrap().into())
+        })
+        .expect("a cgroup v2 hierarchy is mounted")
+}
+
+/// `--pid` of a running Python client that already has a connection open: alone in a
+/// cgroup (made here), its connections are told from others' in the kernel; sharing
+/// the machine's cgroup, by socket owners, and the report says which. Either way the
+/// open connection is "already open", the requests after the watch began are counted,
+/// and another process on the same server at the same time is left out.
+#[test]
+fn pid_with_a_connection_already_open_and_another_process_beside_it() {
+    let _serial = serial();
+    let srv = CountServer::start("pid", false);
+    let url = srv.url();
+    let port = srv.port.to_string();
+    // One request, then "ready"; 1.5 s later three more on the same connection and two
+    // with urllib (a connection each); then it exits.
+    let client = "import http.client,sys,time,urllib.request\nc=http.client.HTTPConnection('127.0.0.1',int(sys.argv[1]))\nc.request('GET','/0');c.getresponse().read()\nprint('ready',flush=True)\ntime.sleep(1.5)\nfor i in range(3):\n c.request('GET','/p');c.getresponse().read();time.sleep(0.05)\nfor i in range(2):\n urllib.request.urlopen('http://127.0.0.1:%s/u' % sys.argv[1]).read()\nc.close()\n";
+    let cg = cgroup2_root().join(format!("handshake-test-{}", std::process::id()));
+    std::fs::create_dir_all(&cg).unwrap();
+    struct Rmdir(std::path::PathBuf);
+    impl Drop for Rmdir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _rmdir = Rmdir(cg.clone());
+    for own_cgroup in [true, false] {
+        let join = if own_cgroup {
+            format!("echo $$ > {}/cgroup.procs && ", cg.display())
+        } else {
+            String::new()
+        };
+        let mut c = Command::new("sh")
+            .args([
+                "-c",
+                &format!("{join}exec python3 -c \"$0\" \"$1\""),
+                client,
+                &port,
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(c.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "ready");
+        let before = srv.counts();
+        let mut noise = Command::new("sh")
+            .args([
+                "-c",
+                &format!("for i in $(seq 30); do curl -sf -o /dev/null -H 'Connection: close' {url}n; sleep 0.03; done"),
+            ])
+            .spawn()
+            .unwrap();
+        let pid = c.id().to_string();
+        let (code, v) = watch(&["--pid", &pid, "-d", "30s"], &[]);
+        let status = c.wait().unwrap();
+        noise.wait().unwrap();
+        assert!(status.success());
+        assert_eq!(code, Some(0), "{v}");
+        check_schema(&v);
+        let noise_conns = 30;
+        let after = srv.counts();
+        let t = total(&v);
+        let mode = if own_cgroup { "cgroup" } else { "sockets" };
+        assert_eq!(v["capture"]["attribution"], mode, "{v}");
+        assert_eq!(u(&t["already_open"]), 1, "{v}");
+        assert_eq!(
+            u(&t["connections"]),
+            after[0] - before[0] - noise_conns + 1,
+            "the new ones and the one already open: {v}"
+        );
+        assert_eq!(u(&t["connections"]), 3, "{v}");
+        assert_eq!(u(&t["requests"]), after[1] - before[1] - noise_conns, "{v}");
+        assert!(u(&v["other_connections"]) > 0, "{v}");
+        if !own_cgroup {
+            assert!(
+                v["capture"]["attribution_note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("not its own")),
+                "{v}"
+            );
+        }
     }
 }

@@ -316,18 +316,23 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-QUIT", &self.child.id().to_string()])
-            .status();
-        let t = std::time::Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5)
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_child(&mut self.child, "-QUIT");
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Stop a process the test started, by its PID: `signal` first (its orderly stop), then
+/// SIGKILL if it has not ended within 5 s.
+pub fn stop_child(child: &mut std::process::Child, signal: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status();
+    let t = std::time::Instant::now();
+    while child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Where the browser check lives, and whether it can run here.
@@ -475,4 +480,54 @@ pub fn write_certs(dir: &std::path::Path, names: &[&str]) {
     std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
     std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
     std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+}
+
+/// Build a one-file Go program (standard library only) into `dir/name`, so that a test
+/// measures the client and not the compiler. Panics when Go is missing: the tests that
+/// call it need a real Go client.
+pub fn go_build(dir: &std::path::Path, name: &str, src: &str) -> String {
+    let go = if have("go") {
+        "go".to_string()
+    } else if std::path::Path::new("/usr/local/go/bin/go").exists() {
+        "/usr/local/go/bin/go".to_string()
+    } else {
+        panic!("go is needed for this test");
+    };
+    let source = dir.join(format!("{name}.go"));
+    let out = dir.join(name);
+    std::fs::write(&source, src).unwrap();
+    let mut cmd = Command::new(go);
+    cmd.arg("build")
+        .arg("-o")
+        .arg(&out)
+        .arg(&source)
+        .env("GO111MODULE", "off");
+    if std::env::var_os("HOME").is_none() {
+        // Go needs a build cache and a GOPATH; without HOME, give it ours.
+        cmd.env("GOCACHE", dir.join("cache"))
+            .env("GOPATH", dir.join("gopath"));
+    }
+    assert!(cmd.status().unwrap().success(), "go build {name}");
+    out.to_str().unwrap().to_string()
+}
+
+/// A directory for one test's files, removed when the test ends, also when it fails.
+pub struct Dir(pub std::path::PathBuf);
+
+impl Dir {
+    pub fn new(name: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("handshake-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    pub fn path(&self, f: &str) -> String {
+        self.0.join(f).to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
