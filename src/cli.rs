@@ -64,6 +64,11 @@ pub struct WatchArgs {
     #[arg(long, short = 'd')]
     pub duration: Option<String>,
 
+    /// The capture's buffer in the kernel (like tcpdump -B): packets that arrive while
+    /// it is full are dropped, and counted in the report [default: 32MiB]
+    #[arg(long, value_name = "SIZE")]
+    pub buffer: Option<String>,
+
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,

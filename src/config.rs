@@ -74,6 +74,27 @@ pub fn parse_positive_duration(flag: &str, s: &str) -> Result<Duration, UsageErr
     Ok(d)
 }
 
+/// A size in bytes: `4096`, `64KiB`, `32MiB`, `1GiB` (K, KB, M, MB, G, GB are taken as
+/// the same powers of 1024); more than zero.
+pub fn parse_bytes(flag: &str, s: &str) -> Result<u64, UsageError> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => 0,
+    };
+    match num.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
+        Some(v) if v > 0 => Ok(v),
+        _ => usage(format!(
+            "{flag}: expected a size more than zero, like 4096, 64KiB or 32MiB, not {s:?}"
+        )),
+    }
+}
+
 /// A parsed http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedUrl {
@@ -733,6 +754,31 @@ mod tests {
         assert!(parse_url("ftp://x/").is_err());
         assert!(parse_url("http://h:99999/").is_err());
         assert!(parse_url("http:///").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        for (s, v) in [
+            ("4096", 4096),
+            ("64KiB", 64 << 10),
+            ("64k", 64 << 10),
+            ("32 MiB", 32 << 20),
+            ("1G", 1 << 30),
+        ] {
+            assert_eq!(parse_bytes("--buffer", s).unwrap(), v, "{s}");
+        }
+        for s in [
+            "",
+            "0",
+            "-1",
+            "4 KiBs",
+            "1.5M",
+            "MiB",
+            "99999999999999999999G",
+        ] {
+            let e = parse_bytes("--buffer", s).unwrap_err().0;
+            assert!(e.contains("--buffer"), "{s}: {e}");
+        }
     }
 
     #[test]

@@ -7,12 +7,16 @@ Usage:
         [--cert CERT.pem --key KEY.pem]
 
 It keeps connections alive (HTTP/1.1) unless the client asks to close, answers every
-GET with a 13-byte body, and rewrites STATS.json atomically after every change:
+GET with a 13-byte body (/chunked...: a chunked body, flushed in parts, whose first
+chunk looks like a response head, and a trailer), HEAD with the same length and no body,
+and rewrites STATS.json atomically after every change:
 
     connections   TCP connections accepted
     requests      requests answered
     tls_full      TLS handshakes that were full (with --cert)
     tls_resumed   ... resumed (session_reused: a TLS 1.3 PSK or a 1.2 session)
+    open          connections being served now
+    peak_open     the most served at once
 
 After binding (127.0.0.1 unless --host, which may be ::1) it prints one line "PORT <n>" and serves until SIGTERM/SIGINT,
 then exits 0.
@@ -30,7 +34,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 lock = threading.Lock()
-counts = {"connections": 0, "requests": 0, "tls_full": 0, "tls_resumed": 0}
+counts = {"connections": 0, "requests": 0, "tls_full": 0, "tls_resumed": 0, "open": 0, "peak_open": 0}
 stats_path = None
 
 
@@ -52,12 +56,45 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        with lock:
+            counts["open"] += 1
+            counts["peak_open"] = max(counts["peak_open"], counts["open"])
         bump("connections")
         if isinstance(self.connection, ssl.SSLSocket):
             self.connection.do_handshake()
             bump("tls_resumed" if self.connection.session_reused else "tls_full")
 
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            with lock:
+                counts["open"] -= 1
+                save()
+
+    def do_HEAD(self):
+        # The length a GET would have, and no body.
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", "13")
+        self.end_headers()
+        self.wfile.flush()
+        bump("requests")
+
     def do_GET(self):
+        if self.path.startswith("/chunked"):
+            # A chunked body whose data looks like a response head, with a trailer.
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Trailer", "X-Checksum")
+            self.end_headers()
+            for part in (b"HTTP/1.1 200 OK\r\n\r\n", b"hello, ", b"world\n"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\nX-Checksum: 1\r\n\r\n")
+            self.wfile.flush()
+            bump("requests")
+            return
         body = b"hello, world\n"
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")

@@ -443,6 +443,7 @@ fn without_privileges_and_with_bad_options_it_says_so() {
         (vec!["watch", "--pid", "999999999"], "no such process"),
         (vec!["watch", "--host", "not-an-ip", "-d", "1s"], "--host"),
         (vec!["watch", "-d", "soon"], "duration"),
+        (vec!["watch", "--buffer", "0", "-d", "1s"], "--buffer"),
     ] {
         let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -765,4 +766,117 @@ fn pid_with_a_connection_already_open_and_another_process_beside_it() {
             );
         }
     }
+}
+
+/// Three connections held open together, each used twice with 0.3 s between: the peak
+/// of concurrent connections is the server's own peak, the idle gaps and lifetimes are
+/// those of the client's schedule, and the client's sockets left in TIME_WAIT (it
+/// closed first) are those `ss` lists.
+#[test]
+fn peak_concurrency_idle_gaps_lifetimes_and_time_wait() {
+    let _serial = serial();
+    let srv = CountServer::start("peak", false);
+    let port = srv.port.to_string();
+    let client = "import http.client,sys,time\ncs=[http.client.HTTPConnection('127.0.0.1',int(sys.argv[1])) for i in range(3)]\nfor r in range(2):\n for c in cs:\n  c.request('GET','/g');c.getresponse().read()\n time.sleep(0.3)\nfor c in cs:\n c.close()\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port]);
+    assert_eq!(d[..2], [3, 6], "{v}");
+    let peak = {
+        let s: Value =
+            serde_json::from_str(&std::fs::read_to_string(srv.dir.path("stats.json")).unwrap())
+                .unwrap();
+        u(&s["peak_open"])
+    };
+    assert_eq!(peak, 3);
+    assert_eq!(u(&v["peak_concurrent_connections"]), peak, "{v}");
+    let t = total(&v);
+    let gaps = &t["idle_gaps"];
+    assert_eq!(u(&gaps["count"]), 3, "{v}");
+    let (min, max) = (
+        gaps["min_ms"].as_f64().unwrap(),
+        gaps["max_ms"].as_f64().unwrap(),
+    );
+    assert!((250.0..1500.0).contains(&min) && max < 1500.0, "{gaps}");
+    let life = t["lifetimes_ms"]["min"].as_f64().unwrap();
+    assert!(life >= 300.0, "{v}");
+    assert_eq!(u(&t["endings"]["client_fin"]), 3, "{v}");
+    let ss = Command::new("ss")
+        .args([
+            "-Htan",
+            "state",
+            "time-wait",
+            "dst",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .output()
+        .expect("ss runs");
+    let listed = String::from_utf8_lossy(&ss.stdout).lines().count() as u64;
+    assert_eq!(listed, 3, "{}", String::from_utf8_lossy(&ss.stdout));
+    assert_eq!(u(&t["time_wait"]["client"]), listed, "{v}");
+}
+
+/// A capture buffer too small for the traffic: the kernel drops packets, and the report
+/// says how many and that the figures may be short, rather than miss them silently.
+#[test]
+fn dropped_packets_are_counted_and_said() {
+    let _serial = serial();
+    let srv = CountServer::start("drops", false);
+    let url = srv.url();
+    let before = srv.counts();
+    let (code, v) = watch(
+        &["--buffer", "4096"],
+        &[
+            bin(),
+            "bench",
+            &url,
+            "-n",
+            "3000",
+            "-c",
+            "8",
+            "--strategy",
+            "close",
+            "--no-progress",
+        ],
+    );
+    let after = srv.counts();
+    assert_eq!(code, Some(0), "{v}");
+    check_schema(&v);
+    let c = &v["capture"];
+    let drops = u(&c["kernel_drops"]);
+    assert!(drops > 0, "a 4 KiB buffer cannot hold 36,000 packets: {c}");
+    assert_eq!(u(&c["packets"]) - drops, u(&c["segments"]), "{c}");
+    assert!(
+        verdict(&v).contains(&format!("The kernel dropped {drops} of")),
+        "{v}"
+    );
+    let t = total(&v);
+    assert!(u(&t["requests"]) <= after[1] - before[1], "{v}");
+}
+
+/// Pipelined requests on one connection: a chunked response (in parts, its first chunk
+/// looking like a response head, with a trailer), a HEAD (a length and no body) and a
+/// plain GET, sent at once by a raw-socket client; then curl fetching two chunked
+/// responses in turn. Every request and response is counted once, as the server counts.
+#[test]
+fn chunked_bodies_head_and_pipelined_requests_are_counted_once() {
+    let _serial = serial();
+    let srv = CountServer::start("chunked", false);
+    let port = srv.port.to_string();
+    let pipelined = "import socket,sys\ns=socket.create_connection(('127.0.0.1',int(sys.argv[1])))\ns.sendall(b'GET /chunked HTTP/1.1\\r\\nHost: x\\r\\n\\r\\nHEAD / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\nGET / HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n')\nwhile s.recv(65536): pass\ns.close()\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", pipelined, &port]);
+    assert_eq!(d[..2], [1, 3], "{v}");
+    let url = format!("{}chunked", srv.url());
+    let (v, d) = watched_against(
+        &srv,
+        &[
+            "curl",
+            "-sf",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            &url,
+            &url,
+        ],
+    );
+    assert_eq!(d[..2], [1, 2], "{v}");
 }

@@ -61,14 +61,16 @@ pub fn is_permission(e: &io::Error) -> bool {
 }
 
 impl Capture {
-    pub fn open() -> io::Result<Capture> {
+    /// `buffer`: the socket's receive buffer in bytes (the kernel holds packets there
+    /// until they are read).
+    pub fn open(buffer: u64) -> io::Result<Capture> {
         // Protocol 0 receives nothing until bind: no packet gets in before the filter.
         let sock = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(0)))?;
         // SAFETY: a NUL-terminated name.
         let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
         sock.attach_filter(&tcp_filter(lo, SNAPLEN))?;
-        // As large a buffer as the kernel gives root (SO_RCVBUFFORCE passes rmem_max).
-        let size: libc::c_int = 32 << 20;
+        // As large a buffer as asked (SO_RCVBUFFORCE passes rmem_max, for root).
+        let size = libc::c_int::try_from(buffer).unwrap_or(libc::c_int::MAX);
         // SAFETY: a valid socket and an int option.
         let forced = unsafe {
             libc::setsockopt(

@@ -202,9 +202,13 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             return Err(UsageError(format!("--pid {pid}: no such process")).into());
         }
     }
+    let buffer = match a.buffer.as_deref() {
+        Some(b) => crate::config::parse_bytes("--buffer", b)?,
+        None => 32 << 20,
+    };
     let filter = Filter { port: a.port, host };
     // The capture first: a command's first connection must not come before it.
-    let mut cap = capture::Capture::open().map_err(|e| -> anyhow::Error {
+    let mut cap = capture::Capture::open(buffer).map_err(|e| -> anyhow::Error {
         if capture::is_permission(&e) {
             UsageError(format!(
                 "watch needs CAP_NET_RAW and CAP_NET_ADMIN to capture packets and read sockets (run it as root): {e}"

@@ -81,8 +81,10 @@ struct Dir {
     bytes: u64,
     /// The first bytes, kept until the connection's kind is known (TLS hellos).
     head: Vec<u8>,
-    /// Body bytes still to skip before the next HTTP head.
+    /// Body bytes still to skip before the next HTTP head (u64::MAX: until the close).
     skip: u64,
+    /// In a chunked body: where.
+    chunk: Option<Chunk>,
     fin: bool,
     /// TLS: this direction's hello was read (or given up on).
     hello_done: bool,
@@ -90,6 +92,26 @@ struct Dir {
     /// segments.
     rec_left: usize,
     rec_head: Vec<u8>,
+}
+
+/// Where a chunked body is (RFC 9112 §7.1): a size line being read, chunk data (and its
+/// CRLF) to skip, or trailer lines after the last chunk.
+#[derive(Debug)]
+enum Chunk {
+    Size(Vec<u8>),
+    Data(u64),
+    Trailer(Vec<u8>),
+}
+
+/// A line longer than this in a chunked body is not one (the body is given up on: the
+/// next head starts a later segment).
+const CHUNK_LINE_MAX: usize = 4096;
+
+/// How an HTTP/1 message's body ends.
+enum Body {
+    Length(u64),
+    Chunked,
+    UntilClose,
 }
 
 /// Keep at most this much of a direction's first bytes (a ClientHello is a few hundred
@@ -101,6 +123,9 @@ pub struct Conn {
     pub server: SocketAddr,
     /// No SYN was seen: it began before the watch.
     pub already_open: bool,
+    /// The client's initial sequence number (from its SYN): a SYN sent again with the
+    /// same one is a retransmission, not a new connection.
+    client_isn: Option<u32>,
     pub opened: Instant,
     pub kind: Kind,
     pub requests: u64,
@@ -121,6 +146,9 @@ pub struct Conn {
     client_finished: bool,
     last_response_end: Option<Instant>,
     pub gaps: Vec<Duration>,
+    /// Requests whose responses have not begun: whether each was a HEAD (its response
+    /// has no body whatever its Content-Length says).
+    heads_pending: std::collections::VecDeque<bool>,
 }
 
 impl Conn {
@@ -129,6 +157,7 @@ impl Conn {
             client,
             server,
             already_open,
+            client_isn: None,
             opened: at,
             kind: Kind::Unknown,
             requests: 0,
@@ -145,6 +174,7 @@ impl Conn {
             client_finished: false,
             last_response_end: None,
             gaps: Vec::new(),
+            heads_pending: std::collections::VecDeque::new(),
         }
     }
 
@@ -170,10 +200,13 @@ impl Tracker {
         self.segments += 1;
         let fwd = (s.src, s.dst);
         let rev = (s.dst, s.src);
-        // A SYN for endpoints still in the table: the old connection's end was not seen
-        // (a dropped packet); it ends here and the new one begins.
+        // A SYN for endpoints still in the table, with a new initial sequence number: the
+        // old connection's end was not seen (a dropped packet); it ends here and the new
+        // one begins. With the same number it is the SYN sent again (the server's accept
+        // queue was full, or the SYN-ACK was lost): the same connection.
         let mut replaced = None;
-        if s.syn && !s.ack {
+        let resent = |c: &Conn| c.client == s.src && c.client_isn == Some(s.seq);
+        if s.syn && !s.ack && !self.live.get(&fwd).is_some_and(resent) {
             if let Some(mut old) = self.live.remove(&fwd).or_else(|| self.live.remove(&rev)) {
                 if old.ending.is_none() {
                     old.ending = Some(Ending::OpenAtEnd);
@@ -241,6 +274,9 @@ fn feed(c: &mut Conn, side: Side, s: &Segment) {
     // Sequence numbers: a SYN takes one; new data is what starts at or after `next`.
     let mut seq = s.seq;
     if s.syn {
+        if side == Side::Client {
+            c.client_isn = Some(s.seq);
+        }
         seq = seq.wrapping_add(1);
         dir.next = Some(seq);
     }
@@ -382,8 +418,68 @@ fn classify(client: &[u8], server: &[u8]) -> Kind {
     Kind::Unknown
 }
 
-/// Count the HTTP/1 heads at the start of `data` (and after each Content-Length body
-/// that ends inside it).
+/// Skip what is left of a chunked body at the start of `data`; returns the bytes used
+/// and whether the body ended. A malformed body is given up on (all of `data` used).
+fn skip_chunked(state: &mut Option<Chunk>, data: &[u8]) -> (usize, bool) {
+    let mut used = 0;
+    while used < data.len() {
+        let rest = &data[used..];
+        let Some(st) = state.as_mut() else {
+            return (used, true);
+        };
+        match st {
+            Chunk::Data(left) => {
+                let n = (*left).min(rest.len() as u64);
+                *left -= n;
+                used += n as usize;
+                if *left == 0 {
+                    *st = Chunk::Size(Vec::new());
+                }
+            }
+            Chunk::Size(line) | Chunk::Trailer(line) => {
+                let (take, done) = match rest.iter().position(|b| *b == b'\n') {
+                    Some(i) => (i + 1, true),
+                    None => (rest.len(), false),
+                };
+                line.extend_from_slice(&rest[..take]);
+                used += take;
+                if line.len() > CHUNK_LINE_MAX {
+                    *state = None;
+                    return (data.len(), false);
+                }
+                if !done {
+                    continue;
+                }
+                let is_size = matches!(st, Chunk::Size(_));
+                let line = match st {
+                    Chunk::Size(l) | Chunk::Trailer(l) => std::mem::take(l),
+                    Chunk::Data(_) => unreachable!(),
+                };
+                if is_size {
+                    match httparse::parse_chunk_size(&line) {
+                        Ok(httparse::Status::Complete((_, 0))) => *st = Chunk::Trailer(Vec::new()),
+                        // The data, then its CRLF.
+                        Ok(httparse::Status::Complete((_, n))) => {
+                            *st = Chunk::Data(n.saturating_add(2))
+                        }
+                        _ => {
+                            *state = None;
+                            return (data.len(), false);
+                        }
+                    }
+                } else if line == b"\r\n" || line == b"\n" {
+                    // The empty line after the trailers: the body ended.
+                    *state = None;
+                    return (used, true);
+                }
+            }
+        }
+    }
+    (used, state.is_none())
+}
+
+/// Count the HTTP/1 heads at the start of `data` (and after each body that ends inside
+/// it: by Content-Length, or chunked).
 fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
     loop {
         let dir = match side {
@@ -391,8 +487,14 @@ fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
             Side::Server => &mut c.s2c,
         };
         if dir.skip > 0 {
-            let n = (dir.skip as usize).min(data.len());
-            dir.skip -= n as u64;
+            let n = (dir.skip.min(data.len() as u64)) as usize;
+            if dir.skip != u64::MAX {
+                dir.skip -= n as u64;
+            }
+            data = &data[n..];
+        }
+        if dir.chunk.is_some() {
+            let (n, _) = skip_chunked(&mut dir.chunk, data);
             data = &data[n..];
         }
         if data.is_empty() {
@@ -403,9 +505,18 @@ fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
             Side::Client => {
                 let mut r = httparse::Request::new(&mut headers);
                 match r.parse(data) {
-                    Ok(httparse::Status::Complete(n)) => (true, Some(n), content_length(r.headers)),
+                    Ok(httparse::Status::Complete(n)) => {
+                        if c.heads_pending.len() < 1024 {
+                            c.heads_pending.push_back(r.method == Some("HEAD"));
+                        }
+                        (true, Some(n), Some(framing(r.headers, false)))
+                    }
                     Ok(httparse::Status::Partial) => {
-                        (r.method.is_some() && r.path.is_some(), None, None)
+                        let started = r.method.is_some() && r.path.is_some();
+                        if started && c.heads_pending.len() < 1024 {
+                            c.heads_pending.push_back(r.method == Some("HEAD"));
+                        }
+                        (started, None, None)
                     }
                     Err(_) => (false, None, None),
                 }
@@ -414,22 +525,23 @@ fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
                 let mut r = httparse::Response::new(&mut headers);
                 match r.parse(data) {
                     Ok(httparse::Status::Complete(n)) => {
-                        // 1xx and 204/304 have no body.
-                        let no_body = r.code.is_some_and(|c| c < 200 || c == 204 || c == 304);
                         let informational = r.code.is_some_and(|c| c < 200);
                         if informational {
                             // Not the response itself: skip it, the final one follows.
                             data = &data[n..];
                             continue;
                         }
+                        // Responses to HEAD, 204 and 304 have no body.
+                        let to_head = c.heads_pending.pop_front().unwrap_or(false);
+                        let no_body = to_head || r.code.is_some_and(|c| c == 204 || c == 304);
                         (
                             true,
                             Some(n),
-                            if no_body {
-                                Some(0)
+                            Some(if no_body {
+                                Body::Length(0)
                             } else {
-                                content_length(r.headers)
-                            },
+                                framing(r.headers, true)
+                            }),
                         )
                     }
                     Ok(httparse::Status::Partial) => (r.code.is_some(), None, None),
@@ -448,31 +560,46 @@ fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
             }
             Side::Server => c.responses += 1,
         }
-        let (Some(n), Some(len)) = (complete, body) else {
-            // A head split over segments, or a body of unknown length: the rest of this
-            // segment is not a head.
+        let (Some(n), Some(body)) = (complete, body) else {
+            // A head split over segments: the rest of this segment is not a head.
             return;
         };
         let dir = match side {
             Side::Client => &mut c.c2s,
             Side::Server => &mut c.s2c,
         };
-        dir.skip = len;
+        match body {
+            Body::Length(len) => dir.skip = len,
+            Body::Chunked => dir.chunk = Some(Chunk::Size(Vec::new())),
+            Body::UntilClose => dir.skip = u64::MAX,
+        }
         data = &data[n..];
     }
 }
 
-fn content_length(headers: &[httparse::Header]) -> Option<u64> {
-    let mut len = Some(0);
+/// How the body of a message with these headers ends (RFC 9112 §6.3): chunked when
+/// that is the last transfer coding; a response with another coding, or with neither
+/// that nor Content-Length, runs until the close; a request without either has none.
+fn framing(headers: &[httparse::Header], response: bool) -> Body {
+    let mut len = None;
+    let mut coding: Option<&[u8]> = None;
     for h in headers {
         if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            return None;
-        }
-        if h.name.eq_ignore_ascii_case("content-length") {
-            len = std::str::from_utf8(h.value).ok()?.trim().parse().ok();
+            coding = h.value.rsplit(|b| *b == b',').next();
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            len = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok());
         }
     }
-    len
+    match (coding, len) {
+        (Some(c), _) if c.trim_ascii().eq_ignore_ascii_case(b"chunked") => Body::Chunked,
+        (Some(_), _) if response => Body::UntilClose,
+        (Some(_), _) => Body::Length(0),
+        (None, Some(n)) => Body::Length(n),
+        (None, None) if response => Body::UntilClose,
+        (None, None) => Body::Length(0),
+    }
 }
 
 fn tls(c: &mut Conn, side: Side, data: &[u8]) {
@@ -680,5 +807,124 @@ fn hello(buf: &[u8]) -> Hello {
         }
         Err(tls_parser::Err::Incomplete(_)) if body.len() < usize::from(hdr.len) => Hello::NeedMore,
         _ => Hello::Neither,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(src: &str, dst: &str, seq: u32, flags: &str, at: Instant) -> Segment<'static> {
+        data(src, dst, seq, flags, b"", at)
+    }
+
+    fn data<'a>(
+        src: &str,
+        dst: &str,
+        seq: u32,
+        flags: &str,
+        payload: &'a [u8],
+        at: Instant,
+    ) -> Segment<'a> {
+        Segment {
+            src: src.parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            seq,
+            syn: flags.contains('S'),
+            ack: flags.contains('A'),
+            fin: flags.contains('F'),
+            rst: flags.contains('R'),
+            payload,
+            at,
+        }
+    }
+
+    /// One turn: the client's bytes and where they are cut into segments, then the
+    /// server's.
+    type Turn<'a> = (&'a [u8], &'a [usize], &'a [u8], &'a [usize]);
+
+    /// One keep-alive connection, fed turn by turn; (requests, responses).
+    fn exchange(turns: &[Turn]) -> (u64, u64) {
+        let (c, srv) = ("127.0.0.1:40001", "127.0.0.1:80");
+        let t = Instant::now();
+        let mut tr = Tracker::default();
+        let no = |_: &SocketAddr| false;
+        tr.segment(&seg(c, srv, 0, "S", t), &no);
+        tr.segment(&seg(srv, c, 0, "SA", t), &no);
+        let (mut cs, mut ss) = (1u32, 1u32);
+        let mut feed = |from: &str, to: &str, seq: &mut u32, bytes: &[u8], cuts: &[usize]| {
+            let mut start = 0;
+            for end in cuts.iter().copied().chain([bytes.len()]) {
+                if end > start {
+                    tr.segment(&data(from, to, *seq, "A", &bytes[start..end], t), &no);
+                    *seq += (end - start) as u32;
+                    start = end;
+                }
+            }
+        };
+        for (req, rcuts, resp, scuts) in turns {
+            feed(c, srv, &mut cs, req, rcuts);
+            feed(srv, c, &mut ss, resp, scuts);
+        }
+        let conn = tr.live.values().next().expect("the connection is open");
+        (conn.requests, conn.responses)
+    }
+
+    /// Chunked bodies (sizes, extensions, trailers, split anywhere), a HEAD whose
+    /// response names a length it does not send, and responses that arrive together:
+    /// every head is counted once, and no body byte is taken for a head.
+    #[test]
+    fn heads_after_chunked_bodies_and_head_requests_are_counted() {
+        let get = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nHTTP/\r\nA\r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\n";
+        let head = b"HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n";
+        let head_resp = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
+        let sized = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nabcd";
+        // The chunked response whole, then cut inside its size line, its data, its CRLF
+        // and its trailer.
+        assert_eq!(exchange(&[(get, &[], chunked, &[])]), (1, 1));
+        for cut in 46..chunked.len() {
+            assert_eq!(
+                exchange(&[(get, &[], chunked, &[cut]), (get, &[], sized, &[])]),
+                (2, 2),
+                "cut at {cut}"
+            );
+        }
+        // HEAD then GET: the HEAD response's length is not skipped.
+        assert_eq!(
+            exchange(&[(head, &[], head_resp, &[]), (get, &[], sized, &[])]),
+            (2, 2)
+        );
+        // Pipelined: two GETs in one segment, a chunked and a sized response in one.
+        let both_req = [&get[..], &get[..]].concat();
+        let both_resp = [&chunked[..], &sized[..]].concat();
+        assert_eq!(exchange(&[(&both_req, &[], &both_resp, &[])]), (2, 2));
+        // A chunked request body (a POST), then the next request.
+        let post = b"POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nGET\r\n0\r\n\r\n";
+        let posted = [&post[..], &get[..]].concat();
+        assert_eq!(
+            exchange(&[(&posted, &[], &[&sized[..], &sized[..]].concat(), &[])]),
+            (2, 2)
+        );
+    }
+
+    /// A SYN sent again (same initial sequence number) is the same connection; a SYN on
+    /// the same endpoints with a new one ends the old connection and begins a new one.
+    #[test]
+    fn a_resent_syn_is_not_a_new_connection() {
+        let (c, srv) = ("127.0.0.1:40000", "127.0.0.1:80");
+        let t = Instant::now();
+        let mut tr = Tracker::default();
+        let no = |_: &SocketAddr| false;
+        assert!(tr.segment(&seg(c, srv, 1000, "S", t), &no).is_none());
+        assert!(tr.segment(&seg(c, srv, 1000, "S", t), &no).is_none());
+        assert!(tr.segment(&seg(srv, c, 5000, "SA", t), &no).is_none());
+        assert_eq!(tr.live.len(), 1);
+        let old = tr
+            .segment(&seg(c, srv, 9000, "S", t), &no)
+            .expect("the old one ends");
+        assert_eq!(old.ending, Some(Ending::OpenAtEnd));
+        assert_eq!(tr.live.len(), 1);
+        assert_eq!(tr.finish().len(), 1);
     }
 }
