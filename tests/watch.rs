@@ -286,6 +286,8 @@ fn tls_full_and_resumed_handshakes_equal_the_servers() {
     let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca]);
     assert_eq!(d, [2, 2, 1, 1], "{v}");
     let t = total(&v);
+    // One request per connection: no idle gap (the handshake's turns are not gaps).
+    assert_eq!(u(&t["idle_gaps"]["count"]), 0, "{v}");
     assert_eq!(u(&t["tls_sni"]["localhost"]), 2, "{v}");
     assert_eq!(u(&t["tls_versions"]["1.3"]), 2, "{v}");
     assert_eq!(t["requests_estimated"], true);
@@ -414,6 +416,11 @@ fn watch_and_audit_agree_on_the_same_client() {
         total(&wv)["requests_per_connection"],
         total(&av)["requests_per_connection"]
     );
+    assert_eq!(
+        total(&wv)["idle_gaps"]["count"],
+        total(&av)["idle_gaps"]["count"],
+        "watch {wv} audit {av}"
+    );
 }
 
 /// Without CAP_NET_RAW: a message that says what is missing, and exit 2. Bad options
@@ -517,6 +524,8 @@ fn go_reading_bodies_reuses_and_closing_them_unread_does_not() {
     let url = srv.url();
     let (v, d) = watched_against(&srv, &[&read, &url]);
     assert_eq!(d[..2], [1, 5], "{v}");
+    // Between five requests in turn on one connection, four idle gaps.
+    assert_eq!(u(&total(&v)["idle_gaps"]["count"]), 4, "{v}");
     let (v, d) = watched_against(&srv, &[&unread, &url]);
     assert_eq!(d[..2], [5, 5], "{v}");
     assert!(verdict(&v).contains("no reuse"), "{v}");

@@ -145,6 +145,8 @@ pub struct Conn {
     /// TLS 1.3: the client's first application-data record (its Finished) was passed.
     client_finished: bool,
     last_response_end: Option<Instant>,
+    /// When the current client burst began.
+    burst_start: Option<Instant>,
     pub gaps: Vec<Duration>,
     /// Requests whose responses have not begun: whether each was a HEAD (its response
     /// has no body whatever its Content-Length says).
@@ -173,6 +175,7 @@ impl Conn {
             awaiting_response: false,
             client_finished: false,
             last_response_end: None,
+            burst_start: None,
             gaps: Vec::new(),
             heads_pending: std::collections::VecDeque::new(),
         }
@@ -333,16 +336,27 @@ fn feed(c: &mut Conn, side: Side, s: &Segment) {
     }
 }
 
+/// A request began. The first of a client burst ends an idle gap: from the end of the
+/// last response to this burst's start.
+fn request_seen(c: &mut Conn) {
+    if !c.burst_counted {
+        if let (Some(end), Some(start)) = (c.last_response_end, c.burst_start) {
+            c.gaps.push(start.saturating_duration_since(end));
+        }
+    }
+    c.burst_counted = true;
+    c.requests += 1;
+}
+
 fn data_in(c: &mut Conn, side: Side, data: &[u8], at: Instant) {
     let new_burst = c.last != Some(side);
     c.last = Some(side);
     if new_burst && side == Side::Client {
         c.burst_counted = false;
-        if let Some(end) = c.last_response_end {
-            c.gaps.push(at.saturating_duration_since(end));
-        }
+        c.burst_start = Some(at);
     }
-    if side == Side::Server {
+    // Server data once a request was made is a response (not a TLS handshake's).
+    if side == Side::Server && c.requests > 0 {
         c.last_response_end = Some(at);
     }
     let keep = |dir: &mut Dir| {
@@ -554,10 +568,7 @@ fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
             return;
         }
         match side {
-            Side::Client => {
-                c.requests += 1;
-                c.burst_counted = true;
-            }
+            Side::Client => request_seen(c),
             Side::Server => c.responses += 1,
         }
         let (Some(n), Some(body)) = (complete, body) else {
@@ -686,8 +697,7 @@ fn tls(c: &mut Conn, side: Side, data: &[u8]) {
             Side::Client if v13 && !c.client_finished => c.client_finished = true,
             Side::Client => {
                 if !c.burst_counted {
-                    c.burst_counted = true;
-                    c.requests += 1;
+                    request_seen(c);
                     c.awaiting_response = true;
                 }
             }
