@@ -889,3 +889,55 @@ fn chunked_bodies_head_and_pipelined_requests_are_counted_once() {
     );
     assert_eq!(d[..2], [1, 2], "{v}");
 }
+
+/// TLS 1.2 (the client caps the version): the resumed handshake is told by the session
+/// id the server echoes, and the ALPN choice, visible in 1.2, is shown.
+#[test]
+fn tls_1_2_resumption_and_alpn_choice_are_seen() {
+    let _serial = serial();
+    let srv = CountServer::start("tls12", true);
+    let port = srv.port.to_string();
+    let ca = srv.ca();
+    let client = "import socket,ssl,sys\nctx=ssl.create_default_context(cafile=sys.argv[2])\nctx.maximum_version=ssl.TLSVersion.TLSv1_2\nctx.set_alpn_protocols(['http/1.1'])\nsess=None\nfor i in range(2):\n s=ctx.wrap_socket(socket.create_connection(('127.0.0.1',int(sys.argv[1]))),server_hostname='localhost',session=sess)\n s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n')\n try:\n  while s.recv(65536): pass\n except (ssl.SSLError, OSError): pass\n sess=s.session\n s.close()\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca]);
+    assert_eq!(d, [2, 2, 1, 1], "{v}");
+    let t = total(&v);
+    assert_eq!(u(&t["tls_versions"]["1.2"]), 2, "{v}");
+    assert_eq!(u(&t["tls_alpn"]["http/1.1"]), 2, "{v}");
+}
+
+/// `--host`: connections to a server on 127.0.0.2 are counted, those to another on
+/// 127.0.0.1 during the same watch are not.
+#[test]
+fn host_mode_counts_only_that_address() {
+    let _serial = serial();
+    let there = CountServer::start_on("host-a", false, "127.0.0.2");
+    let elsewhere = CountServer::start("host-b", false);
+    let before = there.counts();
+    let w = Command::new(bin())
+        .args(["watch", "--json", "--host", "127.0.0.2", "-d", "2s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    for url in [there.url(), elsewhere.url(), there.url()] {
+        let st = Command::new("curl")
+            .args(["-sf", "-o", "/dev/null", &url])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let out = w.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_schema(&v);
+    let after = there.counts();
+    let t = total(&v);
+    assert_eq!(u(&t["connections"]), after[0] - before[0], "{v}");
+    assert_eq!((u(&t["connections"]), u(&t["requests"])), (2, 2), "{v}");
+    assert_eq!(v["endpoints"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(
+        v["endpoints"][0]["endpoint"],
+        format!("127.0.0.2:{}", there.port)
+    );
+}
