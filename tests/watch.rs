@@ -282,8 +282,11 @@ fn tls_full_and_resumed_handshakes_equal_the_servers() {
     let srv = CountServer::start("tls", true);
     let port = srv.port.to_string();
     let ca = srv.ca();
-    let client = "import socket,ssl,sys\nctx=ssl.create_default_context(cafile=sys.argv[2])\nsess=None\nfor i in range(2):\n s=ctx.wrap_socket(socket.create_connection(('127.0.0.1',int(sys.argv[1]))),server_hostname='localhost',session=sess)\n s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n')\n try:\n  while s.recv(65536): pass\n except (ssl.SSLError, OSError): pass\n sess=s.session\n s.close()\n";
-    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca]);
+    // Two connections; the second resumes the first's session unless argv[3] is "new".
+    let client = "import socket,ssl,sys\nctx=ssl.create_default_context(cafile=sys.argv[2])\nsess=None\nfor i in range(2):\n s=ctx.wrap_socket(socket.create_connection(('127.0.0.1',int(sys.argv[1]))),server_hostname='localhost',session=sess)\n s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n')\n try:\n  while s.recv(65536): pass\n except (ssl.SSLError, OSError): pass\n sess=None if sys.argv[3]=='new' else s.session\n s.close()\n";
+    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca, "new"]);
+    assert_eq!(d, [2, 2, 2, 0], "without the session: {v}");
+    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca, "resume"]);
     assert_eq!(d, [2, 2, 1, 1], "{v}");
     let t = total(&v);
     // One request per connection: no idle gap (the handshake's turns are not gaps).

@@ -77,10 +77,11 @@ fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -> u6
             inodes.insert(i, pid);
         }
     }
-    if inodes.is_empty() {
-        return 0;
-    }
-    let Ok(entries) = diag::dump() else { return 0 };
+    let entries = if inodes.is_empty() {
+        Vec::new()
+    } else {
+        diag::dump().unwrap_or_default()
+    };
     let now = Instant::now();
     let mut g = owned.lock().expect("owner map");
     let mut established = 0;
@@ -92,7 +93,8 @@ fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -> u6
             g.insert((e.local, e.remote), (*pid, now));
         }
     }
-    // Keep memory flat: forget sockets not seen for a minute.
+    // Keep memory flat: forget sockets not seen for a minute (an ended connection's
+    // entry is taken when it is accounted; this is for those never accounted).
     g.retain(|_, (_, seen)| now.duration_since(*seen) < Duration::from_secs(60));
     established
 }
@@ -157,15 +159,16 @@ fn take_owned(owned: &Owned, rec: Option<&(cgroup::Recorder, i32)>, c: &Conn) ->
 
 /// The connections the kernel recorded for the program's cgroup since the last time,
 /// into the owner map.
+/// The map's lock is held from before the record is read until its entries are in: a
+/// drain by another thread is never seen half done (taken from the kernel, not yet in
+/// the map).
 fn drain(rec: &cgroup::Recorder, root: i32, owned: &Owned) {
+    let mut g = owned.lock().expect("owner map");
     let mut got = Vec::new();
     rec.drain(&mut got);
-    if !got.is_empty() {
-        let now = Instant::now();
-        let mut g = owned.lock().expect("owner map");
-        for k in got {
-            g.insert(k, (root, now));
-        }
+    let now = Instant::now();
+    for k in got {
+        g.insert(k, (root, now));
     }
 }
 
@@ -295,10 +298,16 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         })
     });
     let owner_thread = root.map(|root| {
-        let (stop, owned, dir) = (stop.clone(), owned.clone(), cgroup_dir.clone());
+        let (stop, owned, dir, rec) =
+            (stop.clone(), owned.clone(), cgroup_dir.clone(), rec.clone());
         std::thread::spawn(move || {
             let mut peak = 0;
             while !stop.load(Ordering::Relaxed) {
+                // The kernel's record is drained here too, so that it never fills with
+                // connections the capture does not end (filtered out, or long-lived).
+                if let Some(r) = &rec {
+                    drain(&r.0, root, &owned);
+                }
                 peak = peak.max(poll_owners(root, dir.as_deref(), &owned));
                 std::thread::sleep(Duration::from_millis(10));
             }
