@@ -110,11 +110,15 @@ impl CountServer {
         self.dir.path("ca.pem")
     }
 
+    /// Everything the server has counted so far.
+    fn stats(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.dir.path("stats.json")).unwrap())
+            .unwrap()
+    }
+
     /// (connections, requests, tls_full, tls_resumed) so far.
     fn counts(&self) -> [u64; 4] {
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(self.dir.path("stats.json")).unwrap())
-                .unwrap();
+        let v = self.stats();
         ["connections", "requests", "tls_full", "tls_resumed"].map(|k| u(&v[k]))
     }
 }
@@ -792,12 +796,7 @@ fn peak_concurrency_idle_gaps_lifetimes_and_time_wait() {
     let client = "import http.client,sys,time\ncs=[http.client.HTTPConnection('127.0.0.1',int(sys.argv[1])) for i in range(3)]\nfor r in range(2):\n for c in cs:\n  c.request('GET','/g');c.getresponse().read()\n time.sleep(0.3)\nfor c in cs:\n c.close()\n";
     let (v, d) = watched_against(&srv, &["python3", "-c", client, &port]);
     assert_eq!(d[..2], [3, 6], "{v}");
-    let peak = {
-        let s: Value =
-            serde_json::from_str(&std::fs::read_to_string(srv.dir.path("stats.json")).unwrap())
-                .unwrap();
-        u(&s["peak_open"])
-    };
+    let peak = u(&srv.stats()["peak_open"]);
     assert_eq!(peak, 3);
     assert_eq!(u(&v["peak_concurrent_connections"]), peak, "{v}");
     let t = total(&v);
