@@ -491,6 +491,10 @@ fn every_short_connection_of_a_command_is_counted() {
     );
     assert_eq!(d[..2], [300, 300], "{v}");
     assert_eq!(v["capture"]["attribution"], "cgroup", "{v}");
+    // Four workers, each with one connection at a time (closed before the next opens):
+    // never more than four open, and they overlap.
+    let peak = u(&v["peak_concurrent_connections"]);
+    assert!((2..=4).contains(&peak), "{v}");
     assert_eq!(u(&v["capture"]["attribution_lost"]), 0, "{v}");
     assert_eq!(u(&v["other_connections"]), 0, "{v}");
     // The cgroup made for the command is gone.

@@ -13,7 +13,7 @@ mod diag;
 mod report;
 mod track;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,15 +46,16 @@ impl Filter {
     /// Whether either side could be the watched server endpoint (decided per packet,
     /// before the client is known).
     fn packet(&self, a: &SocketAddr, b: &SocketAddr) -> bool {
-        let side = |x: &SocketAddr| {
-            self.port.map_or(true, |p| p == x.port()) && self.host.map_or(true, |h| h == x.ip())
-        };
-        side(a) || side(b)
+        self.server(a) || self.server(b)
+    }
+
+    /// Whether `x`, a connection's server side, is the watched endpoint.
+    fn server(&self, x: &SocketAddr) -> bool {
+        self.port.map_or(true, |p| p == x.port()) && self.host.map_or(true, |h| h == x.ip())
     }
 
     fn conn(&self, c: &Conn) -> bool {
-        self.port.map_or(true, |p| p == c.server.port())
-            && self.host.map_or(true, |h| h == c.server.ip())
+        self.server(&c.server)
     }
 }
 
@@ -133,11 +134,10 @@ fn resolve(
     }
 }
 
-fn owner_of(owned: &Owned, c: &Conn) -> Option<i32> {
+/// Whether the connection between `a` and `b` is known to be the watched program's.
+fn owned_has(owned: &Owned, a: SocketAddr, b: SocketAddr) -> bool {
     let g = owned.lock().expect("owner map");
-    g.get(&(c.client, c.server))
-        .or_else(|| g.get(&(c.server, c.client)))
-        .map(|(p, _)| *p)
+    g.contains_key(&(a, b)) || g.contains_key(&(b, a))
 }
 
 /// Whether the connection is the watched program's; its entry is taken (each connection
@@ -363,9 +363,15 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
                 out.total.add(&c);
                 out.by_endpoint.entry(c.server).or_default().add(&c);
             };
+            // With the kernel's record, the program's connections open now, from their
+            // SYN to their first FIN or RST, for an exact peak (the 10 ms sampling of its
+            // established sockets can miss short ones).
+            let mut mine_open: HashSet<(SocketAddr, SocketAddr)> = HashSet::new();
             let mut last_stats = Instant::now();
             while !stop.load(Ordering::Relaxed) {
                 let mut ended = None;
+                let mut opened = None;
+                let mut closing = None;
                 let got = cap.next(&mut |seg| {
                     if !filter.packet(&seg.src, &seg.dst) {
                         return;
@@ -374,17 +380,41 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
                         // The SYN's sender is the client; the SYN-ACK's, the server.
                         let _ = syn_tx.try_send((seg.src, seg.dst));
                     }
+                    if seg.syn && !seg.ack && filter.server(&seg.dst) {
+                        opened = Some((seg.src, seg.dst));
+                    }
+                    if seg.fin || seg.rst {
+                        // No longer open for requests (as the tracker counts).
+                        closing = Some((seg.src, seg.dst));
+                    }
                     ended = tracker.segment(seg, &is_listening);
                 })?;
+                if let Some((a, b)) = closing {
+                    if !mine_open.remove(&(a, b)) {
+                        mine_open.remove(&(b, a));
+                    }
+                }
                 if let Some(c) = ended {
+                    mine_open.remove(&(c.client, c.server));
                     account(c, &mut out, &mut pending, false);
+                }
+                if let (Some((client, server)), Some(r)) = (opened, rec.as_deref()) {
+                    // Recorded before the SYN left, so a drain finds it if it is there.
+                    let mine = owned_has(&owned, client, server) || {
+                        drain(&r.0, r.1, &owned);
+                        owned_has(&owned, client, server)
+                    };
+                    if mine {
+                        mine_open.insert((client, server));
+                        out.peak = out.peak.max(mine_open.len() as u64);
+                    }
                 }
                 // Owners found since: account the pending ones; give up after 2 s.
                 if !pending.is_empty() && (!got || pending.len() > 64) {
                     let now = Instant::now();
                     let mut keep = VecDeque::new();
                     while let Some((t, c)) = pending.pop_front() {
-                        if owner_of(&owned, &c).is_some()
+                        if owned_has(&owned, c.client, c.server)
                             || now.duration_since(t) > Duration::from_secs(2)
                         {
                             account(c, &mut out, &mut keep, true);
@@ -400,7 +430,11 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
                 }
             }
             cap.read_stats();
-            out.peak = tracker.peak_open;
+            // Watching an endpoint, every connection the tracker holds counts; watching a
+            // program, only its own (exact with the kernel's record, else sampled).
+            if !process_mode {
+                out.peak = tracker.peak_open;
+            }
             out.segments = tracker.segments;
             (out.packets, out.drops) = (cap.packets, cap.drops);
             Ok((out, tracker.finish(), pending))
@@ -441,7 +475,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         .context("reading the packet capture")?;
     if let Some(t) = owner_thread {
         if let Ok(peak) = t.join() {
-            out.peak = peak;
+            out.peak = out.peak.max(peak);
         }
     }
     if let Some(t) = resolver_thread {

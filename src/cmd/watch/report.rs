@@ -104,6 +104,9 @@ pub struct WatchReport {
     pub watched: Watched,
     pub exit_status: Option<i32>,
     pub capture: CaptureReport,
+    /// The most connections open at once: from the SYN (or first packet seen) to the
+    /// first FIN or RST. Watching a program, its own: exact with the kernel's record,
+    /// else sampled from its established sockets every 10 ms.
     pub peak_concurrent_connections: u64,
     pub total: EndpointSummary,
     pub endpoints: Vec<EndpointSummary>,

@@ -192,6 +192,9 @@ pub type IsListening<'a> = &'a dyn Fn(&SocketAddr) -> bool;
 #[derive(Default)]
 pub struct Tracker {
     live: HashMap<(SocketAddr, SocketAddr), Conn>,
+    /// Connections open now: from the first packet seen until the first FIN or RST
+    /// (after that neither side sends requests on it), and the most at once.
+    open_now: u64,
     pub peak_open: u64,
     pub segments: u64,
 }
@@ -213,6 +216,7 @@ impl Tracker {
             if let Some(mut old) = self.live.remove(&fwd).or_else(|| self.live.remove(&rev)) {
                 if old.ending.is_none() {
                     old.ending = Some(Ending::OpenAtEnd);
+                    self.open_now -= 1;
                 }
                 old.ended = Some(s.at);
                 replaced = Some(old);
@@ -228,6 +232,8 @@ impl Tracker {
             // worth a record).
             if s.syn && !s.ack {
                 self.live.insert(fwd, Conn::new(s.src, s.dst, false, s.at));
+                self.open_now += 1;
+                self.peak_open = self.peak_open.max(self.open_now);
                 fwd
             } else if s.rst || s.syn || s.payload.is_empty() {
                 // A bare ACK, FIN or RST of a connection not seen before (often the last
@@ -238,17 +244,22 @@ impl Tracker {
                     listening(&s.src) || (!listening(&s.dst) && s.src.port() < s.dst.port());
                 let k = if src_server { rev } else { fwd };
                 self.live.insert(k, Conn::new(k.0, k.1, true, s.at));
+                self.open_now += 1;
+                self.peak_open = self.peak_open.max(self.open_now);
                 k
             }
         };
-        self.peak_open = self.peak_open.max(self.live.len() as u64);
         let c = self.live.get_mut(&key).expect("just found or inserted");
         let side = if s.src == c.client {
             Side::Client
         } else {
             Side::Server
         };
+        let was_open = c.ending.is_none();
         feed(c, side, s);
+        if was_open && c.ending.is_some() {
+            self.open_now -= 1;
+        }
         if c.ended.is_some() {
             return self.live.remove(&key);
         }
