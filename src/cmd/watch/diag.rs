@@ -8,16 +8,15 @@ use std::net::SocketAddr;
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
 };
+pub use netlink_packet_sock_diag::inet::StateFlags;
 use netlink_packet_sock_diag::{
     constants::{AF_INET, AF_INET6, IPPROTO_TCP},
-    inet::{ExtensionFlags, InetRequest, SocketId, StateFlags},
+    inet::{ExtensionFlags, InetRequest, SocketId},
     SockDiagMessage,
 };
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket as NlSocket, SocketAddr as NlAddr};
 
 pub const TCP_ESTABLISHED: u8 = 1;
-pub const TCP_TIME_WAIT: u8 = 6;
-pub const TCP_LISTEN: u8 = 10;
 
 #[derive(Debug, Clone, Copy)]
 pub struct SockEntry {
@@ -31,23 +30,36 @@ fn invalid(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }
 
-/// Every TCP socket of this network namespace, IPv4 and IPv6.
-pub fn dump() -> io::Result<Vec<SockEntry>> {
-    let mut out = Vec::new();
+/// Every TCP socket of this network namespace in `states`, IPv4 and IPv6, handed to
+/// `f` one by one (after many short connections there are tens of thousands in
+/// TIME_WAIT: none is kept here).
+pub fn each(states: StateFlags, mut f: impl FnMut(SockEntry)) -> io::Result<()> {
     for family in [AF_INET, AF_INET6] {
-        dump_family(family, &mut out)?;
+        each_of_family(family, states.clone(), &mut f)?;
     }
-    Ok(out)
+    Ok(())
 }
 
-fn dump_family(family: u8, out: &mut Vec<SockEntry>) -> io::Result<()> {
+/// The sockets that own a file (all but TIME_WAIT and half-open ones, which have no
+/// inode).
+pub fn with_owner() -> StateFlags {
+    StateFlags::all() - StateFlags::TIME_WAIT - StateFlags::SYN_RECV
+}
+
+fn each_of_family(family: u8, states: StateFlags, f: &mut impl FnMut(SockEntry)) -> io::Result<()> {
     let mut sock = lookup_socket()?;
     let socket_id = if family == AF_INET {
         SocketId::new_v4()
     } else {
         SocketId::new_v6()
     };
-    send_request(&mut sock, NLM_F_REQUEST | NLM_F_DUMP, family, socket_id)?;
+    send_request(
+        &mut sock,
+        NLM_F_REQUEST | NLM_F_DUMP,
+        family,
+        socket_id,
+        states,
+    )?;
     loop {
         let (data, _) = sock.recv_from_full()?;
         let mut off = 0;
@@ -58,7 +70,7 @@ fn dump_family(family: u8, out: &mut Vec<SockEntry>) -> io::Result<()> {
             match m.payload {
                 NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(r)) => {
                     let id = &r.header.socket_id;
-                    out.push(SockEntry {
+                    f(SockEntry {
                         local: SocketAddr::new(id.source_address, id.source_port),
                         remote: SocketAddr::new(id.destination_address, id.destination_port),
                         state: r.header.state,
@@ -78,12 +90,13 @@ fn dump_family(family: u8, out: &mut Vec<SockEntry>) -> io::Result<()> {
 }
 
 /// Ask for the TCP sockets of `family` matching `socket_id` (all of them with
-/// NLM_F_DUMP), in every state.
+/// NLM_F_DUMP) in `states`.
 fn send_request(
     sock: &mut NlSocket,
     flags: u16,
     family: u8,
     socket_id: SocketId,
+    states: StateFlags,
 ) -> io::Result<()> {
     let mut header = NetlinkHeader::default();
     header.flags = flags;
@@ -93,7 +106,7 @@ fn send_request(
             family,
             protocol: IPPROTO_TCP,
             extensions: ExtensionFlags::empty(),
-            states: StateFlags::all(),
+            states,
             socket_id,
         })
         .into(),
@@ -127,7 +140,7 @@ pub fn lookup(sock: &mut NlSocket, local: SocketAddr, remote: SocketAddr) -> io:
     socket_id.destination_port = remote.port();
     // INET_DIAG_NOCOOKIE: any socket with these endpoints.
     socket_id.cookie = [0xff; 8];
-    send_request(sock, NLM_F_REQUEST, family, socket_id)?;
+    send_request(sock, NLM_F_REQUEST, family, socket_id, StateFlags::all())?;
     let (data, _) = sock.recv_from_full()?;
     let m = NetlinkMessage::<SockDiagMessage>::deserialize(&data).map_err(invalid)?;
     Ok(match m.payload {
@@ -137,12 +150,12 @@ pub fn lookup(sock: &mut NlSocket, local: SocketAddr, remote: SocketAddr) -> io:
 }
 
 /// The local endpoints that listen (a connection to one of them is served here).
-pub fn listening(entries: &[SockEntry]) -> HashSet<SocketAddr> {
-    entries
-        .iter()
-        .filter(|e| e.state == TCP_LISTEN)
-        .map(|e| e.local)
-        .collect()
+pub fn listening() -> io::Result<HashSet<SocketAddr>> {
+    let mut out = HashSet::new();
+    each(StateFlags::LISTEN, |e| {
+        out.insert(e.local);
+    })?;
+    Ok(out)
 }
 
 /// `root` and its descendants, from /proc/PID/task/TID/children (fast); where the

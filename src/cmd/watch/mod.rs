@@ -78,21 +78,22 @@ fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -> u6
             inodes.insert(i, pid);
         }
     }
-    let entries = if inodes.is_empty() {
-        Vec::new()
-    } else {
-        diag::dump().unwrap_or_default()
-    };
+    let mut mine = Vec::new();
+    if !inodes.is_empty() {
+        let _ = diag::each(diag::with_owner(), |e| {
+            if let Some(pid) = inodes.get(&e.inode) {
+                mine.push((e, *pid));
+            }
+        });
+    }
     let now = Instant::now();
     let mut g = owned.lock().expect("owner map");
     let mut established = 0;
-    for e in entries {
-        if let Some(pid) = inodes.get(&e.inode) {
-            if e.state == diag::TCP_ESTABLISHED {
-                established += 1;
-            }
-            g.insert((e.local, e.remote), (*pid, now));
+    for (e, pid) in mine {
+        if e.state == diag::TCP_ESTABLISHED {
+            established += 1;
         }
+        g.insert((e.local, e.remote), (pid, now));
     }
     // Keep memory flat: forget sockets not seen for a minute (an ended connection's
     // entry is taken when it is accounted; this is for those never accounted).
@@ -221,7 +222,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             anyhow::Error::new(e).context("opening the packet capture (AF_PACKET)")
         }
     })?;
-    let listening = diag::listening(&diag::dump().context("reading the TCP sockets (sock_diag)")?);
+    let listening = diag::listening().context("reading the TCP sockets (sock_diag)")?;
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
@@ -504,25 +505,31 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         out.total.add(&c);
         out.by_endpoint.entry(c.server).or_default().add(&c);
     }
-    // TIME_WAIT sockets left at the end, per endpoint and side.
-    let entries = diag::dump().unwrap_or_default();
-    let time_wait = |ep: Option<SocketAddr>| {
-        let mut m: BTreeMap<String, u64> = BTreeMap::new();
-        for e in entries.iter().filter(|e| e.state == diag::TCP_TIME_WAIT) {
-            let (server_side, client_side) = match ep {
-                Some(ep) => (e.local == ep, e.remote == ep),
-                None => (
-                    out.by_endpoint.contains_key(&e.local),
-                    out.by_endpoint.contains_key(&e.remote),
-                ),
-            };
-            if server_side {
-                *m.entry("server".into()).or_default() += 1;
-            } else if client_side {
-                *m.entry("client".into()).or_default() += 1;
-            }
+    // TIME_WAIT sockets left at the end, per endpoint and side (the side that holds
+    // one closed first), counted as they are read.
+    let mut tw_total: BTreeMap<String, u64> = BTreeMap::new();
+    let mut tw: HashMap<SocketAddr, BTreeMap<String, u64>> = HashMap::new();
+    let _ = diag::each(diag::StateFlags::TIME_WAIT, |e| {
+        let bump = |m: &mut BTreeMap<String, u64>, side: &str| {
+            *m.entry(side.into()).or_default() += 1;
+        };
+        let (server, client) = (
+            out.by_endpoint.contains_key(&e.local),
+            out.by_endpoint.contains_key(&e.remote),
+        );
+        if server {
+            bump(tw.entry(e.local).or_default(), "server");
+            bump(&mut tw_total, "server");
+        } else if client {
+            bump(&mut tw_total, "client");
         }
-        m
+        if client && e.remote != e.local {
+            bump(tw.entry(e.remote).or_default(), "client");
+        }
+    });
+    let time_wait = |ep: Option<SocketAddr>| match ep {
+        Some(ep) => tw.get(&ep).cloned().unwrap_or_default(),
+        None => tw_total.clone(),
     };
     let endpoints: Vec<_> = out
         .by_endpoint
