@@ -728,6 +728,7 @@ fn pid_with_a_connection_already_open_and_another_process_beside_it() {
     }
     let _rmdir = Rmdir(cg.clone());
     for own_cgroup in [true, false] {
+        let base = srv.counts();
         let join = if own_cgroup {
             format!("echo $$ > {}/cgroup.procs && ", cg.display())
         } else {
@@ -748,6 +749,12 @@ fn pid_with_a_connection_already_open_and_another_process_beside_it() {
             .read_line(&mut line)
             .unwrap();
         assert_eq!(line.trim(), "ready");
+        // The server counts a request after sending its response, so the client can say
+        // "ready" first: wait for the count before taking it as the starting point.
+        let t = std::time::Instant::now();
+        while srv.counts()[1] < base[1] + 1 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let before = srv.counts();
         let mut noise = Command::new("sh")
             .args([
@@ -946,4 +953,67 @@ fn host_mode_counts_only_that_address() {
         v["endpoints"][0]["endpoint"],
         format!("127.0.0.2:{}", there.port)
     );
+}
+
+/// Cleartext HTTP/2 (prior knowledge) against Node's http2 server, which counts its
+/// sessions and streams: curl with one URL, and a Node client's four requests at once
+/// over one connection. Requests are the streams the client opens. (curl 7.88 fails on
+/// its second URL over a reused prior-knowledge connection, so it gets one.)
+#[test]
+fn cleartext_http2_streams_are_counted_as_requests() {
+    let _serial = serial();
+    assert!(have("node"), "node is needed for this test");
+    let dir = Dir::new("watch-h2c");
+    let stats = dir.path("stats.json");
+    let mut srv = Command::new("node")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h2c_server.js"))
+        .arg(&stats)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Stop(Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            stop_child(&mut self.0, "-TERM");
+        }
+    }
+    let mut line = String::new();
+    std::io::BufReader::new(srv.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _stop = Stop(srv);
+    let port: u16 = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+    let counts = || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        [u(&v["sessions"]), u(&v["streams"])]
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let node = "const http2 = require('http2'); const s = http2.connect(process.argv[1]); let n = 0; for (let i = 0; i < 4; i++) { const r = s.request({ ':path': '/' + i }); r.resume(); r.on('end', () => { if (++n === 4) s.close(); }); }";
+    for (client, expect) in [
+        (
+            vec![
+                "curl",
+                "-sf",
+                "--http2-prior-knowledge",
+                "-o",
+                "/dev/null",
+                &url,
+            ],
+            [1, 1],
+        ),
+        (vec!["node", "-e", node, &url], [1, 4]),
+    ] {
+        let before = counts();
+        let (code, v) = watch(&[], &client);
+        let after = counts();
+        assert_eq!(code, Some(0), "{v}");
+        check_schema(&v);
+        let delta = [after[0] - before[0], after[1] - before[1]];
+        assert_eq!(delta, expect, "{client:?}");
+        let t = total(&v);
+        assert_eq!(u(&t["connections"]), delta[0], "{v}");
+        assert_eq!(u(&t["kinds"]["http2"]), delta[0], "{v}");
+        assert_eq!(u(&t["requests"]), delta[1], "{v}");
+        assert_eq!(u(&t["responses"]), delta[1], "{v}");
+    }
 }

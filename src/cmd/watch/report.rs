@@ -130,6 +130,7 @@ fn ending_name(e: Ending) -> &'static str {
 fn kind_name(k: Kind) -> &'static str {
     match k {
         Kind::Http => "http",
+        Kind::Http2 => "http2",
         Kind::Tls => "tls",
         Kind::Other => "other",
         Kind::Unknown => "unknown",

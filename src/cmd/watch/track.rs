@@ -40,6 +40,8 @@ pub enum Kind {
     #[default]
     Unknown,
     Http,
+    /// Cleartext HTTP/2 with prior knowledge (its requests are streams: not counted).
+    Http2,
     Tls,
     Other,
 }
@@ -88,6 +90,11 @@ struct Dir {
     fin: bool,
     /// TLS: this direction's hello was read (or given up on).
     hello_done: bool,
+    /// Cleartext HTTP/2: bytes of the client's connection preface passed, a frame header
+    /// split over segments, and payload bytes left of the current frame.
+    h2_preface: usize,
+    h2_header: Vec<u8>,
+    h2_left: usize,
     /// TLS records: bytes left of the current one, and a record header split over
     /// segments.
     rec_left: usize,
@@ -151,6 +158,10 @@ pub struct Conn {
     /// Requests whose responses have not begun: whether each was a HEAD (its response
     /// has no body whatever its Content-Length says).
     heads_pending: std::collections::VecDeque<bool>,
+    /// Cleartext HTTP/2: the highest stream the client opened, and the streams whose
+    /// response has not begun.
+    h2_last_stream: u32,
+    h2_awaiting: std::collections::BTreeSet<u32>,
 }
 
 impl Conn {
@@ -178,6 +189,8 @@ impl Conn {
             burst_start: None,
             gaps: Vec::new(),
             heads_pending: std::collections::VecDeque::new(),
+            h2_last_stream: 0,
+            h2_awaiting: std::collections::BTreeSet::new(),
         }
     }
 
@@ -397,6 +410,15 @@ fn data_in(c: &mut Conn, side: Side, data: &[u8], at: Instant) {
                 }
                 return;
             }
+            Kind::Http2 => {
+                let (ch, sh) = (
+                    std::mem::take(&mut c.c2s.head),
+                    std::mem::take(&mut c.s2c.head),
+                );
+                h2(c, Side::Client, &ch);
+                h2(c, Side::Server, &sh);
+                return;
+            }
             Kind::Tls | Kind::Unknown => {}
             Kind::Other => {
                 c.c2s.head = Vec::new();
@@ -406,6 +428,9 @@ fn data_in(c: &mut Conn, side: Side, data: &[u8], at: Instant) {
         }
     } else if c.kind == Kind::Http {
         http(c, side, data);
+        return;
+    } else if c.kind == Kind::Http2 {
+        h2(c, side, data);
         return;
     } else if c.kind == Kind::Tls {
         let dir = match side {
@@ -428,6 +453,16 @@ fn classify(client: &[u8], server: &[u8]) -> Kind {
         if client[0] == 0x16 && client[1] == 0x03 {
             return Kind::Tls;
         }
+        // The HTTP/2 connection preface (RFC 9113 §3.4).
+        const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n";
+        let n = client.len().min(PREFACE.len());
+        if client[..n] == PREFACE[..n] {
+            return if n == PREFACE.len() {
+                Kind::Http2
+            } else {
+                Kind::Unknown
+            };
+        }
         let mut h = [httparse::EMPTY_HEADER; 0];
         let mut req = httparse::Request::new(&mut h);
         return match req.parse(client) {
@@ -437,10 +472,64 @@ fn classify(client: &[u8], server: &[u8]) -> Kind {
             _ => Kind::Other,
         };
     }
-    if !server.is_empty() && client.is_empty() && server.len() >= 8 {
+    // A server that speaks first: not HTTP/1 or TLS, unless it is an HTTP/2 server's
+    // SETTINGS frame (type 4 on stream 0), which may be seen before the client's preface.
+    let h2_settings = server.len() >= 9 && server[3] == 0x4 && server[5..9] == [0; 4];
+    if !server.is_empty() && client.is_empty() && server.len() >= 8 && !h2_settings {
         return Kind::Other;
     }
     Kind::Unknown
+}
+
+/// Cleartext HTTP/2 (prior knowledge): frame headers are read (RFC 9113 §4.1; the
+/// payloads are skipped, HPACK is not decoded). A HEADERS frame from the client on a
+/// stream above the last one it opened is a request; the server's first HEADERS on
+/// that stream, its response (trailers and 1xx heads are not told apart from it).
+fn h2(c: &mut Conn, side: Side, mut data: &[u8]) {
+    const PREFACE_LEN: usize = 24;
+    const HEADERS: u8 = 0x1;
+    let dir = match side {
+        Side::Client => &mut c.c2s,
+        Side::Server => &mut c.s2c,
+    };
+    if side == Side::Client && dir.h2_preface < PREFACE_LEN {
+        let n = (PREFACE_LEN - dir.h2_preface).min(data.len());
+        dir.h2_preface += n;
+        data = &data[n..];
+    }
+    let mut headers = Vec::new();
+    while !data.is_empty() {
+        if dir.h2_left > 0 {
+            let n = dir.h2_left.min(data.len());
+            dir.h2_left -= n;
+            data = &data[n..];
+            continue;
+        }
+        let n = (9 - dir.h2_header.len()).min(data.len());
+        dir.h2_header.extend_from_slice(&data[..n]);
+        data = &data[n..];
+        if dir.h2_header.len() < 9 {
+            break;
+        }
+        let h = std::mem::take(&mut dir.h2_header);
+        dir.h2_left = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
+        if h[3] == HEADERS {
+            headers.push(u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff);
+        }
+    }
+    for stream in headers {
+        match side {
+            Side::Client if stream > c.h2_last_stream => {
+                c.h2_last_stream = stream;
+                request_seen(c);
+                if c.h2_awaiting.len() < 4096 {
+                    c.h2_awaiting.insert(stream);
+                }
+            }
+            Side::Server if c.h2_awaiting.remove(&stream) => c.responses += 1,
+            _ => {}
+        }
+    }
 }
 
 /// Skip what is left of a chunked body at the start of `data`; returns the bytes used
@@ -889,6 +978,50 @@ mod tests {
         }
         let conn = tr.live.values().next().expect("the connection is open");
         (conn.requests, conn.responses)
+    }
+
+    /// Cleartext HTTP/2: the server's SETTINGS may come before the client's preface; the
+    /// client's HEADERS frames on new streams are requests, the server's first HEADERS
+    /// on each is its response, however the frames are cut into segments.
+    #[test]
+    fn cleartext_http2_streams_are_requests_whoever_speaks_first() {
+        let frame = |typ: u8, stream: u32, len: usize| {
+            let mut f = vec![0, 0, len as u8, typ, 0x4];
+            f.extend_from_slice(&stream.to_be_bytes());
+            f.extend(std::iter::repeat_n(0xaa, len));
+            f
+        };
+        let settings = frame(0x4, 0, 6);
+        let mut client = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        client.extend(frame(0x4, 0, 12));
+        for stream in [1, 3, 5] {
+            client.extend(frame(0x1, stream, 20));
+        }
+        // Trailers on stream 5: not a new request.
+        client.extend(frame(0x1, 5, 10));
+        let mut server = settings.clone();
+        for stream in [1, 3, 5] {
+            server.extend(frame(0x1, stream, 7));
+            server.extend(frame(0x0, stream, 13));
+        }
+        for cut in [1, 9, 20, 24, 30, 40, 57] {
+            let (c, srv) = ("127.0.0.1:40002", "127.0.0.1:80");
+            let t = Instant::now();
+            let mut tr = Tracker::default();
+            let no = |_: &SocketAddr| false;
+            tr.segment(&seg(c, srv, 0, "S", t), &no);
+            tr.segment(&seg(srv, c, 0, "SA", t), &no);
+            // The server's SETTINGS first, then the client's bytes cut at `cut`, then
+            // the rest of the server's.
+            let s1 = settings.len();
+            tr.segment(&data(srv, c, 1, "A", &server[..s1], t), &no);
+            tr.segment(&data(c, srv, 1, "A", &client[..cut], t), &no);
+            tr.segment(&data(c, srv, 1 + cut as u32, "A", &client[cut..], t), &no);
+            tr.segment(&data(srv, c, 1 + s1 as u32, "A", &server[s1..], t), &no);
+            let conn = tr.live.values().next().expect("open");
+            assert_eq!(conn.kind, Kind::Http2, "cut {cut}");
+            assert_eq!((conn.requests, conn.responses), (3, 3), "cut {cut}");
+        }
     }
 
     /// Chunked bodies (sizes, extensions, trailers, split anywhere), a HEAD whose
