@@ -9,18 +9,7 @@ use serde_json::Value;
 
 /// Run `handshake audit [opts] -- command...`; returns (exit code, report).
 fn audit(opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
-    let mut args = vec!["audit", "--json"];
-    args.extend_from_slice(opts);
-    args.push("--");
-    args.extend_from_slice(command);
-    let out = run(&args);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "audit {command:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code(), v)
+    json_command("audit", opts, command)
 }
 
 /// Requests seen = requests answered; the per-client figures add up to the total.

@@ -84,16 +84,7 @@ impl AioQuic {
         let mut args = vec![url.as_str(), "--cacert", &ca, "--strategy", strategy];
         args.extend_from_slice(extra);
         let r = bench_json(&args);
-        let schema: Value = serde_json::from_str(
-            &std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/docs/report.schema.json"
-            ))
-            .unwrap(),
-        )
-        .unwrap();
-        let v = jsonschema::validator_for(&schema).unwrap();
-        let errors: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
+        let errors = schema_violations("report.schema.json", &r);
         assert!(errors.is_empty(), "{strategy}: schema: {errors:?}");
         r
     }

@@ -131,37 +131,12 @@ impl Drop for CountServer {
 
 /// `handshake watch --json [opts] -- command...`: (exit code, report).
 fn watch(opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
-    let mut args = vec!["watch", "--json"];
-    args.extend_from_slice(opts);
-    if !command.is_empty() {
-        args.push("--");
-        args.extend_from_slice(command);
-    }
-    let out = run(&args);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "watch {command:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code(), v)
+    json_command("watch", opts, command)
 }
 
 /// The report matches docs/watch.schema.json.
 fn check_schema(v: &Value) {
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/docs/watch.schema.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(v)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
+    let errors = schema_violations("watch.schema.json", v);
     assert!(errors.is_empty(), "{errors:?}\n{v}");
 }
 
@@ -278,6 +253,11 @@ fn python_http_client_reuses_and_urllib_does_not() {
     assert_eq!(d[..2], [3, 3], "urllib sends Connection: close: {v}");
 }
 
+/// A TLS client through Python's ssl (OpenSSL): two connections, one request each.
+/// Arguments: port, CA file, "resume" (the second resumes the first's session) or "new",
+/// and "1.2" (at most TLS 1.2, offering ALPN http/1.1) or "any".
+const TLS_CLIENT: &str = "import socket,ssl,sys\nctx=ssl.create_default_context(cafile=sys.argv[2])\nif sys.argv[4]=='1.2':\n ctx.maximum_version=ssl.TLSVersion.TLSv1_2\n ctx.set_alpn_protocols(['http/1.1'])\nsess=None\nfor i in range(2):\n s=ctx.wrap_socket(socket.create_connection(('127.0.0.1',int(sys.argv[1]))),server_hostname='localhost',session=sess)\n s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n')\n try:\n  while s.recv(65536): pass\n except (ssl.SSLError, OSError): pass\n sess=None if sys.argv[3]=='new' else s.session\n s.close()\n";
+
 /// TLS through Python's ssl (OpenSSL) on both sides: a full handshake, then one that
 /// resumes the session; and curl over TLS with two URLs on one connection.
 #[test]
@@ -286,11 +266,15 @@ fn tls_full_and_resumed_handshakes_equal_the_servers() {
     let srv = CountServer::start("tls", true);
     let port = srv.port.to_string();
     let ca = srv.ca();
-    // Two connections; the second resumes the first's session unless argv[3] is "new".
-    let client = "import socket,ssl,sys\nctx=ssl.create_default_context(cafile=sys.argv[2])\nsess=None\nfor i in range(2):\n s=ctx.wrap_socket(socket.create_connection(('127.0.0.1',int(sys.argv[1]))),server_hostname='localhost',session=sess)\n s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n')\n try:\n  while s.recv(65536): pass\n except (ssl.SSLError, OSError): pass\n sess=None if sys.argv[3]=='new' else s.session\n s.close()\n";
-    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca, "new"]);
+    let (v, d) = watched_against(
+        &srv,
+        &["python3", "-c", TLS_CLIENT, &port, &ca, "new", "any"],
+    );
     assert_eq!(d, [2, 2, 2, 0], "without the session: {v}");
-    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca, "resume"]);
+    let (v, d) = watched_against(
+        &srv,
+        &["python3", "-c", TLS_CLIENT, &port, &ca, "resume", "any"],
+    );
     assert_eq!(d, [2, 2, 1, 1], "{v}");
     let t = total(&v);
     // One request per connection: no idle gap (the handshake's turns are not gaps).
@@ -911,8 +895,10 @@ fn tls_1_2_resumption_and_alpn_choice_are_seen() {
     let srv = CountServer::start("tls12", true);
     let port = srv.port.to_string();
     let ca = srv.ca();
-    let client = "import socket,ssl,sys\nctx=ssl.create_default_context(cafile=sys.argv[2])\nctx.maximum_version=ssl.TLSVersion.TLSv1_2\nctx.set_alpn_protocols(['http/1.1'])\nsess=None\nfor i in range(2):\n s=ctx.wrap_socket(socket.create_connection(('127.0.0.1',int(sys.argv[1]))),server_hostname='localhost',session=sess)\n s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n')\n try:\n  while s.recv(65536): pass\n except (ssl.SSLError, OSError): pass\n sess=s.session\n s.close()\n";
-    let (v, d) = watched_against(&srv, &["python3", "-c", client, &port, &ca]);
+    let (v, d) = watched_against(
+        &srv,
+        &["python3", "-c", TLS_CLIENT, &port, &ca, "resume", "1.2"],
+    );
     assert_eq!(d, [2, 2, 1, 1], "{v}");
     let t = total(&v);
     assert_eq!(u(&t["tls_versions"]["1.2"]), 2, "{v}");

@@ -531,3 +531,36 @@ impl Drop for Dir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Where `v` breaks the JSON schema `docs/NAME` (each violation with its path); empty
+/// when it conforms.
+pub fn schema_violations(name: &str, v: &Value) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs")
+        .join(name);
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect()
+}
+
+/// `handshake SUBCOMMAND --json [opts] [-- command...]` (audit, watch): the exit code and
+/// the report it printed.
+pub fn json_command(sub: &str, opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec![sub, "--json"];
+    args.extend_from_slice(opts);
+    if !command.is_empty() {
+        args.push("--");
+        args.extend_from_slice(command);
+    }
+    let out = run(&args);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{sub} {command:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), v)
+}
