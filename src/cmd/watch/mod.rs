@@ -59,14 +59,14 @@ impl Filter {
     }
 }
 
-/// (local, remote) endpoint pairs of the watched processes' sockets, with the pid and
-/// when they were last seen.
-type Owned = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), (i32, Instant)>>>;
+/// (local, remote) endpoint pairs of the watched program's sockets, with when they were
+/// last seen.
+type Owned = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), Instant>>>;
 
 /// Look at the watched process tree's sockets now; returns how many of its TCP
 /// connections are established.
 fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -> u64 {
-    let mut inodes: HashMap<u32, i32> = HashMap::new();
+    let mut inodes: HashSet<u32> = HashSet::new();
     // In its own cgroup, the program's processes are the cgroup's (also those that left
     // the tree, as a daemon does); else the tree of children.
     let tree = match cgroup {
@@ -75,29 +75,29 @@ fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -> u6
     };
     for pid in tree {
         for i in diag::socket_inodes(pid) {
-            inodes.insert(i, pid);
+            inodes.insert(i);
         }
     }
     let mut mine = Vec::new();
     if !inodes.is_empty() {
         let _ = diag::each(diag::with_owner(), |e| {
-            if let Some(pid) = inodes.get(&e.inode) {
-                mine.push((e, *pid));
+            if inodes.contains(&e.inode) {
+                mine.push(e);
             }
         });
     }
     let now = Instant::now();
     let mut g = owned.lock().expect("owner map");
     let mut established = 0;
-    for (e, pid) in mine {
+    for e in mine {
         if e.state == diag::TCP_ESTABLISHED {
             established += 1;
         }
-        g.insert((e.local, e.remote), (pid, now));
+        g.insert((e.local, e.remote), now);
     }
     // Keep memory flat: forget sockets not seen for a minute (an ended connection's
     // entry is taken when it is accounted; this is for those never accounted).
-    g.retain(|_, (_, seen)| now.duration_since(*seen) < Duration::from_secs(60));
+    g.retain(|_, seen| now.duration_since(*seen) < Duration::from_secs(60));
     established
 }
 
@@ -122,14 +122,14 @@ fn resolve(
         if fresh {
             *tree = diag::process_tree(root);
         }
-        if let Some(pid) = tree
+        if tree
             .iter()
-            .find(|p| diag::socket_inodes(**p).contains(&inode))
+            .any(|p| diag::socket_inodes(*p).contains(&inode))
         {
             owned
                 .lock()
                 .expect("owner map")
-                .insert((local, remote), (*pid, Instant::now()));
+                .insert((local, remote), Instant::now());
             return;
         }
     }
@@ -144,7 +144,7 @@ fn owned_has(owned: &Owned, a: SocketAddr, b: SocketAddr) -> bool {
 /// Whether the connection is the watched program's; its entry is taken (each connection
 /// is accounted once, and its endpoints may be used again by a later one). With the
 /// kernel's record, what it recorded since is drained first.
-fn take_owned(owned: &Owned, rec: Option<&(cgroup::Recorder, i32)>, c: &Conn) -> bool {
+fn take_owned(owned: &Owned, rec: Option<&cgroup::Recorder>, c: &Conn) -> bool {
     let take = || {
         let mut g = owned.lock().expect("owner map");
         g.remove(&(c.client, c.server))
@@ -152,24 +152,23 @@ fn take_owned(owned: &Owned, rec: Option<&(cgroup::Recorder, i32)>, c: &Conn) ->
             .is_some()
     };
     take()
-        || rec.is_some_and(|(r, root)| {
-            drain(r, *root, owned);
+        || rec.is_some_and(|r| {
+            drain(r, owned);
             take()
         })
 }
 
 /// The connections the kernel recorded for the program's cgroup since the last time,
-/// into the owner map.
-/// The map's lock is held from before the record is read until its entries are in: a
+/// into the owner map. The map's lock is held from before the record is read until its entries are in: a
 /// drain by another thread is never seen half done (taken from the kernel, not yet in
 /// the map).
-fn drain(rec: &cgroup::Recorder, root: i32, owned: &Owned) {
+fn drain(rec: &cgroup::Recorder, owned: &Owned) {
     let mut g = owned.lock().expect("owner map");
     let mut got = Vec::new();
     rec.drain(&mut got);
     let now = Instant::now();
     for k in got {
-        g.insert(k, (root, now));
+        g.insert(k, now);
     }
 }
 
@@ -270,8 +269,8 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         );
     }
     let root = child.as_ref().map(|c| c.id() as i32).or(a.pid);
-    let rec = recorder.zip(root).map(Arc::new);
-    let cgroup_dir = rec.as_ref().map(|r| r.0.dir.clone());
+    let rec = recorder.map(Arc::new);
+    let cgroup_dir = rec.as_ref().map(|r| r.dir.clone());
 
     // Who owns which socket: each SYN's socket at once (a thread of its own, so that a
     // short connection is looked up while it is surely open), and every socket of the
@@ -307,7 +306,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
                 // The kernel's record is drained here too, so that it never fills with
                 // connections the capture does not end (filtered out, or long-lived).
                 if let Some(r) = &rec {
-                    drain(&r.0, root, &owned);
+                    drain(r, &owned);
                 }
                 peak = peak.max(poll_owners(root, dir.as_deref(), &owned));
                 std::thread::sleep(Duration::from_millis(10));
@@ -402,7 +401,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
                 if let (Some((client, server)), Some(r)) = (opened, rec.as_deref()) {
                     // Recorded before the SYN left, so a drain finds it if it is there.
                     let mine = owned_has(&owned, client, server) || {
-                        drain(&r.0, r.1, &owned);
+                        drain(r, &owned);
                         owned_has(&owned, client, server)
                     };
                     if mine {
@@ -558,7 +557,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             } else {
                 attribution_note
             },
-            attribution_lost: rec.as_ref().map(|r| r.0.lost()),
+            attribution_lost: rec.as_ref().map(|r| r.lost()),
         },
         peak_concurrent_connections: out.peak,
         total: out.total.summary("all".into(), time_wait(None)),
