@@ -365,6 +365,8 @@ fn port_mode_counts_every_client_of_the_endpoint() {
     assert_eq!(u(&t["connections"]), after[0] - before[0], "{v}");
     assert_eq!(u(&t["requests"]), after[1] - before[1], "{v}");
     assert_eq!((u(&t["connections"]), u(&t["requests"])), (2, 4));
+    // One curl after the other, each with its one connection: never two open at once.
+    assert_eq!(u(&v["peak_concurrent_connections"]), 1, "{v}");
     assert_eq!(v["endpoints"][0]["endpoint"], format!("127.0.0.1:{port}"));
 }
 
