@@ -4,11 +4,21 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// The exit statuses of every command, shown by `--help` (and the README's "Exit status").
+pub const EXIT_STATUS: &str = "Exit status:
+  0  the run measured what it set out to, and no --fail-if expression held
+  1  a run or a check failed: no request succeeded (bench; compare: a row without
+     any), a --fail-if expression held, doctor found a problem
+  2  usage or setup error: a bad flag or value (the message names it), a server or
+     link that could not be set up
+  audit -- COMMAND and watch -- COMMAND pass on the command's own non-zero status";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "handshake",
     version,
-    about = "Measure what connection setup (DNS, TCP, TLS) costs HTTP traffic, and prove whether connections are reused"
+    about = "Measure what connection setup (DNS, TCP, TLS) costs HTTP traffic, and prove whether connections are reused",
+    after_help = EXIT_STATUS
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -18,30 +28,41 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load a URL (or the embedded server) with per-phase timings, split by new vs reused connections
+    #[command(after_help = EXIT_STATUS)]
     Bench(BenchArgs),
     /// Run one workload under several connection strategies, side by side
+    #[command(after_help = EXIT_STATUS)]
     Compare(CompareArgs),
     /// One request (or --count N on one connection) with a curl -w style phase breakdown
+    #[command(after_help = EXIT_STATUS)]
     Trace(TraceArgs),
     /// Probe a server's reuse policy (keep-alive, HTTP/1.0, max requests, idle timeout, TLS)
+    #[command(after_help = EXIT_STATUS)]
     Doctor(DoctorArgs),
     /// Stand where the server is and report how a client uses its connections
+    #[command(after_help = EXIT_STATUS)]
     Audit(AuditArgs),
     /// Run the embedded target server (HTTP and HTTPS) with a configurable reuse policy
+    #[command(after_help = EXIT_STATUS)]
     Serve(ServeArgs),
     /// A distant server on this machine: run a command against a server across an
     /// emulated link (round-trip time, jitter, loss, bandwidth) between two network namespaces
+    #[command(after_help = EXIT_STATUS)]
     Lab(LabArgs),
     /// Observe how a running program (or every client of an endpoint) uses its TCP
     /// connections, from the kernel (packet capture and socket diagnostics), without
     /// touching it; needs root
+    #[command(after_help = EXIT_STATUS)]
     Watch(WatchArgs),
     /// Merge the JSON reports of several agents (bench --segment I/N) into the report of
     /// one run: counts summed, percentiles from the merged histograms, a row per agent
+    #[command(after_help = EXIT_STATUS)]
     Merge(MergeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = EXIT_STATUS)]
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one per command into a directory
+    #[command(after_help = EXIT_STATUS)]
     Man(ManArgs),
 }
 

@@ -42,6 +42,12 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     } else if let Some(n) = t.strip_suffix('h') {
         (n, 3600.0)
     } else {
+        // A bare number has no unit: 5 could be 5 ms or 5 s. Only 0 needs none.
+        if t.parse::<f64>().is_ok_and(|v| v != 0.0) {
+            return usage(format!(
+                "{flag}: {s:?} has no unit: write {t}ms or {t}s (units: us, ms, s, m, h)"
+            ));
+        }
         (t, 1.0)
     };
     match num.trim().parse::<f64>() {
@@ -54,15 +60,33 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     }
 }
 
-/// A percentage from 0 up to (not including) 100: `5%` or `5`; returns the fraction.
+/// A share below 1: a percentage (`5%`) or a fraction (`0.05`); returns the fraction. A
+/// bare number above 1 is neither and is refused, naming both spellings.
 pub fn parse_percent(flag: &str, s: &str) -> Result<f64, UsageError> {
-    let t = s.trim().trim_end_matches('%').trim();
-    match t.parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => Ok(v / 100.0),
-        _ => usage(format!(
-            "{flag}: expected a percentage from 0 to 100, like 5%, not {s:?}"
-        )),
+    let t = s.trim();
+    let (num, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let v = match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => v,
+        _ => {
+            return usage(format!(
+                "{flag}: expected a percentage like 5% or a fraction like 0.05, not {s:?}"
+            ))
+        }
+    };
+    let fraction = if percent { v / 100.0 } else { v };
+    if !percent && v > 1.0 {
+        return usage(format!(
+            "{flag}: {s:?} is above 1: write {v}% for a percentage, or {} as a fraction",
+            v / 100.0
+        ));
     }
+    if fraction >= 1.0 {
+        return usage(format!("{flag}: {s:?} must be below 100% (1)"));
+    }
+    Ok(fraction)
 }
 
 /// A duration that must be more than zero (a timeout, a run length, a window).
@@ -788,10 +812,20 @@ mod tests {
             Duration::from_millis(500)
         );
         assert_eq!(parse_duration("x", "2m").unwrap(), Duration::from_secs(120));
+        // A bare number has no unit (only 0 needs none).
+        let err = parse_duration("--rtt", "5").unwrap_err().to_string();
+        assert!(err.contains("5ms or 5s"), "{err}");
+        assert_eq!(parse_duration("x", "0").unwrap(), Duration::ZERO);
         assert_eq!(
-            parse_duration("x", "1.5").unwrap(),
+            parse_duration("x", "1.5s").unwrap(),
             Duration::from_millis(1500)
         );
+        // A share: a percentage or a fraction; a bare number above 1 is neither.
+        assert_eq!(parse_percent("x", "5%").unwrap(), 0.05);
+        assert_eq!(parse_percent("x", "0.05").unwrap(), 0.05);
+        let err = parse_percent("--loss", "5").unwrap_err().to_string();
+        assert!(err.contains("5%") && err.contains("0.05"), "{err}");
+        assert!(parse_percent("x", "100%").is_err());
         assert!(parse_duration("x", "soon").is_err());
         assert!(parse_duration("x", "-1s").is_err());
     }

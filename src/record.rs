@@ -205,6 +205,8 @@ pub enum ErrorDetail {
     CertInvalid,
     AlpnMismatch,
     AlertReceived,
+    /// The server's answer to the ClientHello was not TLS (a plain-text port).
+    NotTls,
     Handshake,
     // timeout_receive
     BelowMinSpeed,
@@ -238,7 +240,7 @@ pub enum ErrorDetail {
 }
 
 impl ErrorDetail {
-    pub const ALL: [ErrorDetail; 51] = [
+    pub const ALL: [ErrorDetail; 52] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -271,6 +273,7 @@ impl ErrorDetail {
         ErrorDetail::CertInvalid,
         ErrorDetail::AlpnMismatch,
         ErrorDetail::AlertReceived,
+        ErrorDetail::NotTls,
         ErrorDetail::Handshake,
         ErrorDetail::BelowMinSpeed,
         ErrorDetail::NoFreeStream,
@@ -329,6 +332,7 @@ impl ErrorDetail {
             ErrorDetail::CertInvalid => "cert_invalid",
             ErrorDetail::AlpnMismatch => "alpn_mismatch",
             ErrorDetail::AlertReceived => "alert_received",
+            ErrorDetail::NotTls => "not_tls",
             ErrorDetail::Handshake => "handshake",
             ErrorDetail::BelowMinSpeed => "below_min_speed",
             ErrorDetail::NoFreeStream => "no_free_stream",
@@ -375,6 +379,93 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// The name its example message is kept under: the detail's, else the category's.
+    pub fn key(self) -> &'static str {
+        self.detail.map_or(self.kind.name(), ErrorDetail::name)
+    }
+}
+
+/// What a failure of this kind means, in plain words: the example kept when no error
+/// message came with it (a timeout, a parse error without one).
+pub fn describe(f: Failure) -> &'static str {
+    match f.detail {
+        Some(ErrorDetail::NoFreeStream) => {
+            return "every connection's streams were busy until the timeout"
+        }
+        Some(ErrorDetail::BelowMinSpeed) => return "the body came slower than the minimum speed",
+        Some(ErrorDetail::ShortBody) => {
+            return "the connection ended before the body's Content-Length was read"
+        }
+        Some(ErrorDetail::MissingLastChunk) => {
+            return "the connection ended before the chunked body's last chunk"
+        }
+        Some(ErrorDetail::EmptyReply) => {
+            return "the server closed the connection without sending a byte"
+        }
+        _ => {}
+    }
+    match f.kind {
+        ErrorKind::Dns => "the name could not be resolved",
+        ErrorKind::Connect => "the TCP connect failed",
+        ErrorKind::Tls => "the TLS handshake failed",
+        ErrorKind::TimeoutDns => "no answer from the resolver within the timeout",
+        ErrorKind::TimeoutConnect => "the TCP connect did not complete within the timeout",
+        ErrorKind::TimeoutTls => "the TLS handshake did not complete within the timeout",
+        ErrorKind::TimeoutH2Setup => "the server's HTTP/2 SETTINGS did not come within the timeout",
+        ErrorKind::QuicTimeout => "no QUIC handshake within the timeout",
+        ErrorKind::Quic => "the QUIC connection failed",
+        ErrorKind::TimeoutSend => "the request could not be written within the timeout",
+        ErrorKind::TimeoutWait => "no response within the timeout",
+        ErrorKind::TimeoutReceive => "the response body did not arrive within the timeout",
+        ErrorKind::Reset => "the server reset the connection",
+        ErrorKind::ClosedBeforeResponse => "the server closed the connection before responding",
+        ErrorKind::BodyIncomplete => "the connection ended before the whole body arrived",
+        ErrorKind::Protocol => "the server's answer broke the protocol",
+        ErrorKind::TooLarge => "the response head was too large",
+        ErrorKind::LocalResource => "the client ran out of a local resource",
+    }
+}
+
+/// Longest example message kept for an error (bytes; longer ones are cut).
+pub const EXAMPLE_MAX_BYTES: usize = 300;
+
+thread_local! {
+    /// The latest message of each kind of failure on this thread, waiting for the
+    /// recorder (at most one per detail or category: bounded).
+    static MESSAGES: std::cell::RefCell<Vec<(&'static str, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Keep `message` as what `f` said, for the recorder to take as the example of its kind
+/// ([`take_error_message`]). Failures are not the hot path; a message is formatted only
+/// for a failed attempt.
+pub fn note_error(f: Failure, message: impl std::fmt::Display) {
+    let mut m = message.to_string();
+    if m.len() > EXAMPLE_MAX_BYTES {
+        let mut cut = EXAMPLE_MAX_BYTES;
+        while !m.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        m.truncate(cut);
+        m.push('…');
+    }
+    let key = f.key();
+    MESSAGES.with_borrow_mut(|v| match v.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = m,
+        None => v.push((key, m)),
+    });
+}
+
+/// The message noted for a failure of `f`'s kind on this thread, if any.
+pub fn take_error_message(f: Failure) -> Option<String> {
+    let key = f.key();
+    MESSAGES.with_borrow_mut(|v| {
+        let at = v.iter().position(|(k, _)| *k == key)?;
+        Some(v.swap_remove(at).1)
+    })
+}
+
 impl From<ErrorKind> for Failure {
     fn from(kind: ErrorKind) -> Failure {
         Failure { kind, detail: None }
@@ -391,6 +482,9 @@ pub enum CloseReason {
     ServerCloseHeader,
     /// A 1.0 response without keep-alive.
     ServerHttp10,
+    /// The response's body had no length and was not chunked: it ended with the
+    /// server's close (RFC 9112 6.3), without any `Connection: close`.
+    ServerCloseDelimited,
     /// EOF or reset while the connection was idle (found on the next request).
     ServerIdleClose,
     /// The server sent `Connection: close` after more than one request: its limit.
@@ -405,10 +499,11 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
-    pub const ALL: [CloseReason; 8] = [
+    pub const ALL: [CloseReason; 9] = [
         CloseReason::ClientPolicy,
         CloseReason::ServerCloseHeader,
         CloseReason::ServerHttp10,
+        CloseReason::ServerCloseDelimited,
         CloseReason::ServerIdleClose,
         CloseReason::ServerMaxRequests,
         CloseReason::ServerGoaway,
@@ -421,6 +516,7 @@ impl CloseReason {
             CloseReason::ClientPolicy => "client_policy",
             CloseReason::ServerCloseHeader => "server_close_header",
             CloseReason::ServerHttp10 => "server_http10",
+            CloseReason::ServerCloseDelimited => "server_close_delimited",
             CloseReason::ServerIdleClose => "server_idle_close",
             CloseReason::ServerMaxRequests => "server_max_requests",
             CloseReason::ServerGoaway => "server_goaway",
@@ -447,7 +543,12 @@ pub enum HandshakeKind {
 /// The result of one attempt (after any stale-connection retry).
 #[derive(Debug, Clone, Copy)]
 pub enum Outcome {
-    Ok { status: u16 },
+    /// Answered, whatever the status; `retry_after_s`: a 429 or 503's `Retry-After` in
+    /// seconds, when it sent one.
+    Ok {
+        status: u16,
+        retry_after_s: Option<u32>,
+    },
     Error(Failure),
 }
 

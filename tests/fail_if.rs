@@ -108,8 +108,8 @@ fn bench_fails_when_connections_are_not_reused() {
 
 #[test]
 fn bench_fails_when_every_request_fails() {
-    // A port nothing listens on: every request is an error; without --fail-if the run
-    // still exits 0, with it 1.
+    // A port nothing listens on: every request is an error. The run measured nothing, so
+    // it has failed (exit 1) with or without --fail-if; the thresholds are still checked.
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -125,8 +125,9 @@ fn bench_fails_when_every_request_fails() {
         "--json",
         "--no-progress",
     ];
-    let (code, _, _) = checked(&args);
-    assert_eq!(code, Some(0));
+    let (code, _, err) = checked(&args);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no request succeeded"), "{err}");
     let mut with = args.to_vec();
     with.extend(["--fail-if", "error_rate>1%", "--fail-if", "p99>10s"]);
     let (code, v, err) = checked(&with);
@@ -291,6 +292,17 @@ fn malformed_expressions_are_usage_errors_before_the_run() {
         ("bench", "p99>fast", "cannot read the value 'fast'"),
         ("bench", "latency>1ms", "unknown figure 'latency'"),
         ("bench", "reuse_ratio<5ms", "a ratio takes %"),
+        // Units are explicit: a bare ratio from 1 up, a bare time.
+        ("bench", "reuse_ratio<90", "write 90% or 0.9"),
+        ("bench", "error_rate>1", "write 1% or 0.01"),
+        ("bench", "p99>200", "write 200ms or 200s"),
+        // A path that cannot exist is found before the run.
+        (
+            "bench",
+            "connections.nothing_here>0",
+            "'nothing_here' is not in the report",
+        ),
+        ("bench", "requests.status_codes.ok>0", "cannot be a key"),
         ("bench", "keepalive:p99>1", "only compare"),
         ("compare", "connections>2%", "plain number"),
         ("audit", "p99>1ms", "not a figure of this report"),
@@ -309,23 +321,34 @@ fn malformed_expressions_are_usage_errors_before_the_run() {
         );
         assert!(t.elapsed().as_secs() < 5);
     }
-    // A dotted path that is not in the report: exit 2 after the run, naming it.
+    // A key of a map that did not occur is 0: a status that never came fails the check
+    // (exit 1), it does not make the report "not have" it.
     let srv = start(ServerConfig::default());
-    let url = srv.http_url().unwrap();
-    let out = run(&[
+    let url = format!("{}status/401", srv.http_url().unwrap());
+    let (code, v, err) = checked(&[
         "bench",
         &url,
         "-n",
-        "3",
+        "20",
+        "-c",
+        "2",
+        "--json",
         "--no-progress",
         "--fail-if",
-        "connections.nothing_here>0",
+        "requests.status_codes.200<20",
+        "--fail-if",
+        "non_2xx>0",
+        "--fail-if",
+        "status_5xx>0",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("'connections.nothing_here' is not in this report"),
-        "{err}"
-    );
+    assert_eq!(code, Some(1), "{err}");
+    let r = results(&v);
+    assert_eq!(r[0]["value"].as_f64(), Some(0.0));
+    assert_eq!(r[0]["failed"], true);
+    // non_2xx and status_4xx are the server's count of requests, all answered 401.
+    assert_eq!(r[1]["value"].as_f64(), Some(srv.snapshot().requests as f64));
+    assert_eq!(r[1]["failed"], true);
+    assert_eq!(r[2]["value"].as_f64(), Some(0.0));
+    assert_eq!(r[2]["failed"], false);
     srv.stop();
 }

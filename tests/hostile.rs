@@ -352,8 +352,19 @@ fn check(case: &Case) -> Result<String, String> {
         args.extend_from_slice(&["--timeout", "5s"]);
     }
     let (stdout, stderr, code, rss) = run_watched(&args, Duration::from_secs(30))?;
-    if stderr.contains("panicked") || code != 0 {
-        return Err(format!("exit {code}: {stderr}"));
+    // A run in which no request succeeded has failed: exit 1 and one line naming the
+    // leading error (its detail, where the case names one).
+    let want_code = if case.ok == 0 { 1 } else { 0 };
+    if stderr.contains("panicked") || code != want_code {
+        return Err(format!("exit {code} (want {want_code}): {stderr}"));
+    }
+    if case.ok == 0 {
+        let named = case.detail.or(case.error).unwrap_or("attempts failed");
+        if !stderr.contains("no request succeeded") || !stderr.contains(named) {
+            return Err(format!(
+                "no line naming {named} for a run that measured nothing: {stderr}"
+            ));
+        }
     }
     let r: serde_json::Value =
         serde_json::from_slice(&stdout).map_err(|e| format!("bad JSON ({e}): {stderr}"))?;

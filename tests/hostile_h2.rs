@@ -171,8 +171,15 @@ fn bench_bounded(url: &str, args: &[&str]) -> Value {
                 .unwrap()
                 .read_to_string(&mut err)
                 .unwrap();
-            assert!(status.success(), "{all:?}: {status}\n{err}");
-            return serde_json::from_str(&out).unwrap();
+            let report: Value = serde_json::from_str(&out).unwrap();
+            // A run with no successful request exits 1 and says so.
+            if report["scenarios"][0]["requests"]["ok"] == 0 {
+                assert_eq!(status.code(), Some(1), "{all:?}: {status}\n{err}");
+                assert!(err.contains("no request succeeded"), "{all:?}: {err}");
+            } else {
+                assert!(status.success(), "{all:?}: {status}\n{err}");
+            }
+            return report;
         }
         if t.elapsed() > Duration::from_secs(30) {
             let _ = child.kill();

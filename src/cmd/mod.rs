@@ -191,6 +191,20 @@ pub(crate) fn emit_checked(
     Ok(i32::from(failed))
 }
 
+/// A run that measured nothing has failed: for each scenario without a successful
+/// request, one line on stderr saying why; 1 when there was one, else 0.
+pub(crate) fn no_success(rep: &Report) -> i32 {
+    let lines: Vec<String> = rep
+        .scenarios
+        .iter()
+        .filter_map(report::failure::no_success_line)
+        .collect();
+    for l in &lines {
+        eprintln!("handshake: {l}");
+    }
+    i32::from(!lines.is_empty())
+}
+
 /// Print the report (text or JSON) and write the HTML file if asked.
 pub(crate) fn emit(rep: &Report, output: &OutputArgs) -> anyhow::Result<()> {
     if let Some(path) = &output.html {

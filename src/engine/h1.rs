@@ -81,6 +81,7 @@ impl Driver for H1 {
                         phases,
                         outcome: Outcome::Ok {
                             status: resp.head.status,
+                            retry_after_s: resp.head.retry_after_s,
                         },
                         bytes_received: resp.bytes,
                         body_bytes: resp.body_bytes,
@@ -268,6 +269,8 @@ impl H1 {
             CloseReason::ClientPolicy
         } else if head.minor_version == 0 && !head.connection_keep_alive {
             CloseReason::ServerHttp10
+        } else if head.framing == Framing::UntilClose && !head.connection_close {
+            CloseReason::ServerCloseDelimited
         } else if head.connection_close && conn.requests > 1 {
             CloseReason::ServerMaxRequests
         } else {

@@ -326,12 +326,15 @@ impl Driver for H2 {
             self.got_body = 0;
             let mut reused = true;
             match self.try_once(sc, target, &mut phases, &mut reused).await {
-                Ok((status, end)) => {
+                Ok((status, retry_after_s, end)) => {
                     phases.total = Some(ns(t0, end));
                     return Some(RequestRecord {
                         reused,
                         phases,
-                        outcome: Outcome::Ok { status },
+                        outcome: Outcome::Ok {
+                            status,
+                            retry_after_s,
+                        },
                         bytes_received: self.got_body,
                         body_bytes: self.got_body,
                         stale_retry: false,
@@ -373,7 +376,7 @@ impl H2 {
         target: &Target,
         phases: &mut Phases,
         reused: &mut bool,
-    ) -> Result<(u16, Instant), Fail> {
+    ) -> Result<(u16, Option<u32>, Instant), Fail> {
         let origin = target.origin;
         let waiting_since = Instant::now();
         let conn = loop {
@@ -576,7 +579,7 @@ impl H2 {
         target: &Target,
         conn: &Rc<Conn>,
         phases: &mut Phases,
-    ) -> Result<(u16, Instant), Fail> {
+    ) -> Result<(u16, Option<u32>, Instant), Fail> {
         let fail = |sf: StreamFailure| Fail {
             failure: sf.failure,
             retry: sf.refused,
@@ -628,6 +631,10 @@ impl H2 {
         };
         let first_byte = Instant::now();
         let status = resp.status().as_u16();
+        let retry_after_s = resp
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| crate::proto::h1::response::retry_after_seconds(v.as_bytes()));
         let mut body = resp.into_body();
         let mut pace = Pace::new(ReadLimits {
             first_byte_by: None,
@@ -669,7 +676,7 @@ impl H2 {
         let end = Instant::now();
         phases.wait = Some(ns(t_sent, first_byte));
         phases.receive = Some(ns(first_byte, end));
-        Ok((status, end))
+        Ok((status, retry_after_s, end))
     }
 }
 

@@ -151,6 +151,7 @@ fn quic_ended(conn: &quinn::Connection, rec: &mut Recorder) {
 pub(crate) struct Got {
     pub stream_id: u64,
     pub status: u16,
+    pub retry_after_s: Option<u32>,
     pub bytes: u64,
     pub body_bytes: u64,
     pub end: Instant,
@@ -219,6 +220,10 @@ pub(crate) async fn exchange(
     Ok(Got {
         stream_id: stream.id().into_inner(),
         status: resp.status().as_u16(),
+        retry_after_s: resp
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| crate::proto::h1::response::retry_after_seconds(v.as_bytes())),
         bytes: head_bytes + body_bytes,
         body_bytes,
         end,
@@ -768,7 +773,10 @@ impl Driver for H3 {
                     return Some(RequestRecord {
                         reused,
                         phases,
-                        outcome: Outcome::Ok { status: g.status },
+                        outcome: Outcome::Ok {
+                            status: g.status,
+                            retry_after_s: g.retry_after_s,
+                        },
                         bytes_received: g.bytes,
                         body_bytes: g.body_bytes,
                         stale_retry: false,

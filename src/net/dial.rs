@@ -125,6 +125,12 @@ fn bind_address_no_port(_socket: &TcpSocket) {}
 /// Category of a failed TCP connect: running out of local ports or files is the
 /// client's own resource, not the server's fault.
 pub fn classify_connect_error(e: &io::Error) -> Failure {
+    let f = connect_failure(e);
+    crate::record::note_error(f, e);
+    f
+}
+
+fn connect_failure(e: &io::Error) -> Failure {
     match e.raw_os_error() {
         Some(libc::EADDRNOTAVAIL) => {
             Failure::new(ErrorKind::LocalResource, ErrorDetail::PortsExhausted)
@@ -161,15 +167,23 @@ pub fn classify_io_error(e: &io::Error) -> ErrorKind {
 /// Like [`classify_io_error`], naming where a reset happened (`reset_detail`: in the
 /// send, the head or the body).
 pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure {
-    match classify_io_error(e) {
+    let f = match classify_io_error(e) {
         ErrorKind::Reset => Failure::new(ErrorKind::Reset, reset_detail),
         kind => kind.into(),
-    }
+    };
+    crate::record::note_error(f, e);
+    f
 }
 
 /// Category and sub-reason of a failed TLS handshake: each certificate problem and an
 /// ALPN mismatch has its own detail.
 pub fn classify_tls_error(e: &io::Error) -> Failure {
+    let f = tls_failure(e);
+    crate::record::note_error(f, e);
+    f
+}
+
+fn tls_failure(e: &io::Error) -> Failure {
     use rustls::{AlertDescription, CertificateError, Error as TlsError};
     let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<TlsError>()) else {
         return match e.kind() {
@@ -198,6 +212,7 @@ pub fn classify_tls_error(e: &io::Error) -> Failure {
             ErrorDetail::AlpnMismatch
         }
         TlsError::AlertReceived(_) => ErrorDetail::AlertReceived,
+        TlsError::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => ErrorDetail::NotTls,
         _ => ErrorDetail::Handshake,
     };
     Failure::new(ErrorKind::Tls, detail)

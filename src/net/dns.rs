@@ -107,7 +107,21 @@ impl Resolver {
                     valid_until: l.valid_until(),
                 })
             }
-            Err(e) => Err(Failure::new(ErrorKind::Dns, classify(&e))),
+            Err(e) => {
+                let f = Failure::new(ErrorKind::Dns, classify(&e));
+                match f.detail {
+                    Some(ErrorDetail::NameNotFound) => crate::record::note_error(
+                        f,
+                        format_args!("{host}: no such name (NXDOMAIN)"),
+                    ),
+                    Some(ErrorDetail::NoAddress) => crate::record::note_error(
+                        f,
+                        format_args!("{host}: the name has no address (no A or AAAA record)"),
+                    ),
+                    _ => crate::record::note_error(f, format_args!("{host}: {e}")),
+                }
+                Err(f)
+            }
         }
     }
 }

@@ -16,6 +16,12 @@ const ALERT_NO_APPLICATION_PROTOCOL: u64 = 120;
 /// How a QUIC connection's end fails the request under way (`in_body`: its response
 /// head had arrived).
 pub fn classify_connection(e: &quinn::ConnectionError, in_body: bool) -> Failure {
+    let f = connection_failure(e, in_body);
+    crate::record::note_error(f, e);
+    f
+}
+
+fn connection_failure(e: &quinn::ConnectionError, in_body: bool) -> Failure {
     use quinn::ConnectionError as C;
     match e {
         C::VersionMismatch => Failure::new(ErrorKind::Quic, ErrorDetail::QuicVersionMismatch),

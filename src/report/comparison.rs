@@ -4,6 +4,11 @@
 
 use serde::Serialize;
 
+/// The fewest rounds that give a 95 % interval over paired rounds (the signed-rank
+/// test's smallest tail with 5 pairs is 1/32, over 2.5 %); with fewer a row is not
+/// judged.
+pub const MIN_ROUNDS_FOR_INTERVAL: usize = 6;
+
 /// Median and range of one figure over the rounds.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct Spread {
@@ -63,6 +68,9 @@ pub struct ComparisonRow {
     pub server_connections_accepted: Option<u64>,
     /// Time per request in each round, in the order the rounds ran (ms).
     pub rounds_ms: Vec<f64>,
+    /// Rounds in which no request succeeded: a row with any is failed and not ranked
+    /// (its time per request is undefined there).
+    pub failed_rounds: usize,
     /// Time per request relative to the best row of the group: the Hodges-Lehmann
     /// estimate of the per-round ratio (rounds paired), 1 for the best row.
     pub times_slower: f64,

@@ -459,7 +459,7 @@ const BENCH_SCRIPT: &str = r##"
       if (r.times_slower_ci) el("line", { class: "ci", x1: xR(r.times_slower_ci[0]), y1: y, x2: xR(r.times_slower_ci[1]), y2: y, stroke: "#3d85c6", "stroke-width": 3, "data-name": e.name, "data-lo": r.times_slower_ci[0], "data-hi": r.times_slower_ci[1] }, svg);
       el("circle", { class: "ci-estimate", cx: xR(r.times_slower), cy: y, r: 4, fill: r.significant ? "#d64545" : "#3d85c6", "data-name": e.name, "data-value": r.times_slower }, svg);
       const ci = r.times_slower_ci ? " [" + r.times_slower_ci[0].toFixed(2) + "–" + r.times_slower_ci[1].toFixed(2) + "]" : "";
-      text(svg, label + width + 10, y + 4, r.best ? "best" : r.times_slower.toFixed(2) + "x" + ci);
+      text(svg, label + width + 10, y + 4, r.failed_rounds > 0 ? "failed" : r.best ? "best" : r.times_slower.toFixed(2) + "x" + ci);
     });
     const box = document.getElementById("ci-tables");
     const groups = [...new Set(rows.map(e => e.group))];
@@ -473,12 +473,15 @@ const BENCH_SCRIPT: &str = r##"
         h("td", {}, tr, fmt(r.time_per_request_ms.min) + "–" + fmt(r.time_per_request_ms.max));
         const ts = h("td", {}, tr);
         fig(ts, "span", e.name, ["comparison", "times_slower"], r.times_slower, "num");
-        h("span", { class: "muted" }, ts, r.times_slower_ci ? " [" + r.times_slower_ci.map(v => v.toFixed(2)).join("–") + "]" : " (no interval: fewer than 6 rounds)");
+        h("span", { class: "muted" }, ts, r.times_slower_ci ? " [" + r.times_slower_ci.map(v => v.toFixed(2)).join("–") + "]" : " (no interval: " + r.rounds_ms.length + " rounds, 6 needed)");
         const ex = h("td", {}, tr);
         fig(ex, "span", e.name, ["comparison", "extra_ms_per_request"], r.extra_ms_per_request, "num");
         h("span", { class: "muted" }, ex, r.extra_ms_per_request_ci ? " [" + r.extra_ms_per_request_ci.map(fmt).join(" – ") + "]" : "");
-        const verdict = r.repeat_of && !r.significant ? "no difference from " + r.repeat_of + " (the same strategy again)"
-          : r.best ? "best" : r.significant ? (r.times_slower >= 1 ? "slower" : "faster") : "no difference (within the noise)";
+        const verdict = r.failed_rounds > 0 ? "failed: no request succeeded in " + r.failed_rounds + " of " + r.rounds_ms.length + " rounds"
+          : r.best ? "best"
+          : !r.times_slower_ci ? "not enough rounds to judge (" + r.rounds_ms.length + " of 6)"
+          : r.repeat_of && !r.significant ? "no difference from " + r.repeat_of + " (the same strategy again)"
+          : r.significant ? (r.times_slower >= 1 ? "slower" : "faster") : "no difference (within the noise)";
         h("td", { class: "ci-verdict", "data-name": e.name }, tr, verdict);
       }
     }
@@ -692,6 +695,8 @@ const BENCH_SCRIPT: &str = r##"
 
   // Numbers.
   const tbody = document.querySelector("#numbers tbody");
+  // compare: a scenario's counts are over all its rounds (the table of rows above has them per round).
+  if (data.confidence) document.querySelector("#numbers thead th:nth-child(3)").textContent = "connections (all " + data.confidence.rounds + " rounds)";
   const pct = (e, q) => { const p = e.percentiles.find(p => p[0] === q); return p ? fmt(p[1]) : "-"; };
   for (const e of entries) {
     const tr = h("tr", {}, tbody);

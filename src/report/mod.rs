@@ -2,6 +2,7 @@
 //! Only this layer (and `main`) prints.
 
 pub mod comparison;
+pub mod failure;
 pub mod html;
 pub mod text;
 pub mod thresholds;
@@ -223,8 +224,18 @@ pub struct RequestsReport {
     pub errors: BTreeMap<String, u64>,
     /// Errors by sub-reason (`reset_in_body`, `cert_expired`, ...): non-zero entries only.
     pub error_details: BTreeMap<String, u64>,
+    /// One full message per detail (or category, without a detail): the first seen.
+    pub error_examples: BTreeMap<String, String>,
     pub retries: RetriesReport,
     pub status_codes: BTreeMap<String, u64>,
+    /// Responses by status class: `1xx` to `5xx`, each always present.
+    pub status_classes: BTreeMap<String, u64>,
+    /// Responses whose status was not 2xx (answered, so counted in `ok`, but not a
+    /// success for the application).
+    pub non_2xx: u64,
+    /// The `Retry-After` (seconds) of a 429 or 503 response, when one carried it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u32>,
     /// Requests in flight when `-d` ended: not in `attempted`, not lost.
     pub aborted_at_deadline: u64,
     /// Open loop: sends that started 2 ms or more after their intended time.

@@ -155,9 +155,22 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         .iter()
         .map(|(k, v)| format!("{k}: {v}"))
         .collect();
+    let classes = if r.ok == 0 {
+        String::new()
+    } else if r.non_2xx == 0 {
+        " (all 2xx)".to_string()
+    } else {
+        let by: Vec<String> = r
+            .status_classes
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        format!(" ({}; non-2xx {} of {})", by.join(", "), r.non_2xx, r.ok)
+    };
     let _ = writeln!(
         out,
-        "  Status codes  {}",
+        "  Status codes  {}{classes}",
         if codes.is_empty() {
             "-".into()
         } else {
@@ -187,6 +200,24 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         s.cpu.client_us_per_request
     );
 
+    if r.ok == 0 {
+        // Nothing was measured: no table of zeros.
+        let _ = writeln!(out, "\nLatency       none measured: no request succeeded");
+    } else {
+        latency_tables(&mut out, s);
+    }
+    connections_block(&mut out, s);
+    timeline(&mut out, &s.timeline);
+    if !s.diagnosis.is_empty() {
+        let _ = writeln!(out, "\nDiagnosis");
+        for d in &s.diagnosis {
+            let _ = writeln!(out, "  {d}");
+        }
+    }
+    out
+}
+
+fn latency_tables(out: &mut String, s: &ScenarioReport) {
     let l = &s.latency_ms;
     let _ = writeln!(out, "\nLatency (ms)");
     let _ = writeln!(
@@ -202,14 +233,12 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
 
     // blocked: late sends in an open loop; for HTTP/2 also the wait for a stream slot.
     let open_loop = s.load.rate.is_some() || s.connections.h2.is_some();
-    connection_times(&mut out, "new connections", &s.phases_ms.new, open_loop);
-    connection_times(
-        &mut out,
-        "reused connections",
-        &s.phases_ms.reused,
-        open_loop,
-    );
+    connection_times(out, "new connections", &s.phases_ms.new, open_loop);
+    connection_times(out, "reused connections", &s.phases_ms.reused, open_loop);
+}
 
+fn connections_block(out: &mut String, s: &ScenarioReport) {
+    let r = &s.requests;
     let c = &s.connections;
     let _ = writeln!(out, "\nConnections");
     let _ = writeln!(out, "  opened                {}", c.opened);
@@ -338,14 +367,6 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
             }
         );
     }
-    timeline(&mut out, &s.timeline);
-    if !s.diagnosis.is_empty() {
-        let _ = writeln!(out, "\nDiagnosis");
-        for d in &s.diagnosis {
-            let _ = writeln!(out, "  {d}");
-        }
-    }
-    out
 }
 
 /// One line of a timeline: a value per bucket. `per_second`: counts, drawn as their rate
@@ -453,6 +474,16 @@ fn spread(s: &Spread) -> String {
     }
 }
 
+/// A figure of a row that only means something where requests succeeded: "-" for a
+/// failed row.
+fn measured(r: &ComparisonRow, figure: String) -> String {
+    if r.failed_rounds > 0 {
+        "-".into()
+    } else {
+        figure
+    }
+}
+
 fn count(s: &Spread) -> String {
     format!("{:.0}", s.median)
 }
@@ -513,14 +544,14 @@ pub fn render_comparison(c: &Comparison) -> String {
         );
         let _ = writeln!(
             out,
-            "  {:<22} {:>8} {:>20} {:>9} {:>8} {:>8} {:>6} {:>9} {:>8} {:>15}  vs best",
+            "  {:<22} {:>8} {:>20} {:>9} {:>8} {:>8} {:>11} {:>9} {:>8} {:>15}  vs best",
             "strategy",
             "wall s",
             "ms/request",
             "req/s",
             "mean ms",
             "p99 ms",
-            "conns",
+            "conns/round",
             "TLS f/r",
             "setup ms",
             "CPU µs cli/srv"
@@ -530,8 +561,21 @@ pub fn render_comparison(c: &Comparison) -> String {
                 Some(s) => format!("{:.1}/{:.1}", r.client_cpu_us_per_request.median, s.median),
                 None => format!("{:.1}/-", r.client_cpu_us_per_request.median),
             };
-            let vs = if r.best {
+            let vs = if r.failed_rounds > 0 {
+                format!(
+                    "failed: no request succeeded in {} of {} rounds",
+                    r.failed_rounds,
+                    r.rounds_ms.len()
+                )
+            } else if r.best {
                 "best".to_string()
+            } else if r.times_slower_ci.is_none() {
+                format!(
+                    "not enough rounds to judge ({} of {}; {:.2}x)",
+                    r.rounds_ms.len(),
+                    super::comparison::MIN_ROUNDS_FOR_INTERVAL,
+                    r.times_slower
+                )
             } else {
                 let ci = r
                     .times_slower_ci
@@ -554,13 +598,13 @@ pub fn render_comparison(c: &Comparison) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {:<22} {:>8.3} {:>20} {:>9.0} {:>8} {:>8} {:>6} {:>9} {:>8} {:>15}  {vs}",
+                "  {:<22} {:>8.3} {:>20} {:>9} {:>8} {:>8} {:>11} {:>9} {:>8} {:>15}  {vs}",
                 r.name,
                 r.wall_s.median,
-                spread(&r.time_per_request_ms),
-                r.requests_per_s.median,
-                fmt_ms(r.latency_mean_ms.median),
-                fmt_ms(r.latency_p99_ms.median),
+                measured(r, spread(&r.time_per_request_ms)),
+                measured(r, format!("{:.0}", r.requests_per_s.median)),
+                measured(r, fmt_ms(r.latency_mean_ms.median)),
+                measured(r, fmt_ms(r.latency_p99_ms.median)),
                 count(&r.connections_opened),
                 format!("{}/{}", count(&r.tls_full), count(&r.tls_resumed)),
                 if r.connections_opened.median > 0.0 {
@@ -574,10 +618,15 @@ pub fn render_comparison(c: &Comparison) -> String {
         // Horizontal bars of time per request, like the field reports' charts.
         let max = rows
             .iter()
+            .filter(|r| r.failed_rounds == 0)
             .map(|r| r.time_per_request_ms.median)
             .fold(0.0, f64::max);
         let _ = writeln!(out);
         for r in &rows {
+            if r.failed_rounds > 0 {
+                let _ = writeln!(out, "  {:<22} failed", r.name);
+                continue;
+            }
             let width = if max > 0.0 {
                 (r.time_per_request_ms.median / max * 50.0).round() as usize
             } else {

@@ -3,8 +3,8 @@
 //! `reuse_ratio<0.9`, `connections>10`, `tls_full>1`, `stale_retries>0`. The figure is a
 //! short name (see [`ALIASES`]) or a dotted path into the report's JSON
 //! (`connections.close_reasons.server_idle_close`, `phases_ms.new.tls.mean`); the value
-//! takes a unit where the figure has one (`%` for a ratio or a rate, `ms`, `s`, `us` for
-//! a time; a bare number is a fraction or milliseconds). The run fails (exit 1) when an
+//! takes a unit where the figure has one (`%` or a fraction up to 1 for a ratio or a
+//! rate; `ms`, `s` or `us` for a time, which needs its unit). The run fails (exit 1) when an
 //! expression holds. `compare` checks each expression on every strategy, or on those
 //! named before a colon: `keepalive:reuse_ratio<0.9`, `https h3:p99>5ms`.
 
@@ -63,6 +63,19 @@ const ALIASES: &[Alias] = &[
         Some("total.responses"),
     ),
     alias("errors", Kind::Number, Some("=errors"), None),
+    alias("non_2xx", Kind::Number, Some("requests.non_2xx"), None),
+    alias(
+        "status_4xx",
+        Kind::Number,
+        Some("requests.status_classes.4xx"),
+        None,
+    ),
+    alias(
+        "status_5xx",
+        Kind::Number,
+        Some("requests.status_classes.5xx"),
+        None,
+    ),
     alias("error_rate", Kind::Ratio, Some("=error_rate"), None),
     alias("rps", Kind::Number, Some("throughput.requests_per_s"), None),
     alias("mean", Kind::Millis, Some("latency_ms.mean"), None),
@@ -197,6 +210,9 @@ pub struct Threshold {
     scope: Option<String>,
     /// The figure's dotted path (or `=error_rate`, `=errors`).
     path: String,
+    /// The path ends in a key of a map (status codes, close reasons, error kinds and
+    /// details, GOAWAY codes): a key that did not occur is 0.
+    in_map: bool,
     kind: Kind,
     op: Op,
     value: f64,
@@ -295,7 +311,12 @@ fn parse(text: &str, subject: Subject) -> anyhow::Result<Threshold> {
             };
             (path.to_string(), a.kind)
         }
-        None if name.contains('.') => (name.to_string(), path_kind(name)),
+        None if name.contains('.') => {
+            if subject != Subject::Audit {
+                schema::check_path(name).map_err(|why| usage(text, why))?;
+            }
+            (name.to_string(), path_kind(name))
+        }
         None => {
             let known: Vec<&str> = ALIASES
                 .iter()
@@ -316,9 +337,11 @@ fn parse(text: &str, subject: Subject) -> anyhow::Result<Threshold> {
         }
     };
     let value = parse_value(raw, kind).map_err(|why| usage(text, why))?;
+    let in_map = subject != Subject::Audit && schema::ends_in_map(&path);
     Ok(Threshold {
         text: text.to_string(),
         scope: scope.map(String::from),
+        in_map,
         path,
         kind,
         op,
@@ -351,6 +374,14 @@ fn parse_value(raw: &str, kind: Kind) -> Result<f64, String> {
         .ok_or_else(|| format!("cannot read the value '{raw}' as a number"))?;
     let unit = unit.trim();
     match (kind, unit) {
+        // 1 could be 1 % or 100 %: from 1 up, only a percentage says which.
+        (Kind::Ratio, "") if n >= 1.0 => Err(format!(
+            "'{raw}' is ambiguous: a ratio is a fraction below 1 or a percentage: write {n}% or {}",
+            n / 100.0
+        )),
+        (Kind::Millis, "") if n != 0.0 => {
+            Err(format!("'{raw}' has no unit: write {n}ms or {n}s (or us)"))
+        }
         (_, "") => Ok(n),
         (Kind::Ratio, "%") => Ok(n / 100.0),
         (Kind::Millis, "ms") => Ok(n),
@@ -405,7 +436,7 @@ pub fn check(
                 }
             }
             applied = true;
-            let Some(value) = figure(&t.path, v) else {
+            let Some(value) = figure(&t.path, v).or(t.in_map.then_some(0.0)) else {
                 continue;
             };
             out.push(ThresholdResult {
@@ -490,6 +521,108 @@ fn fmt(v: f64) -> String {
     }
 }
 
+/// Which dotted paths a scenario of the report can have, read from its JSON schema
+/// (docs/report.schema.json, built in): a path that cannot exist is refused before the
+/// run, and a key of a map that did not occur reads as 0.
+mod schema {
+    use serde_json::Value;
+
+    const SCHEMA: &str = include_str!("../../docs/report.schema.json");
+
+    fn root() -> Value {
+        serde_json::from_str(SCHEMA).expect("the built-in schema is JSON")
+    }
+
+    /// Follow `$ref`s to the node they name.
+    fn resolve<'a>(root: &'a Value, mut node: &'a Value) -> &'a Value {
+        while let Some(r) = node.get("$ref").and_then(Value::as_str) {
+            let Some(p) = r.strip_prefix("#/") else { break };
+            node = p.split('/').fold(root, |n, k| &n[k]);
+        }
+        node
+    }
+
+    /// Whether `key` may name an entry of the map `node` (its `propertyNames`: an enum,
+    /// or the three-digit pattern of status codes).
+    fn map_takes(node: &Value, key: &str) -> bool {
+        match node.get("propertyNames") {
+            Some(p) if p.get("enum").is_some() => p["enum"]
+                .as_array()
+                .is_some_and(|e| e.iter().any(|v| v == key)),
+            Some(p) if p.get("pattern").is_some() => {
+                key.len() == 3 && key.bytes().all(|b| b.is_ascii_digit()) && !key.starts_with('0')
+            }
+            _ => true,
+        }
+    }
+
+    /// Where each step of `path` leads from a scenario (`comparison.` from a compare row):
+    /// the node of the last step and whether it is a map's value. `Err` names the first
+    /// step that cannot be.
+    fn walk(path: &str) -> Result<bool, String> {
+        let root = root();
+        let defs = &root["$defs"];
+        let (mut node, rest) = match path.strip_prefix("comparison.") {
+            Some(r) => (&defs["comparison"]["properties"]["rows"]["items"], r),
+            None => (&defs["scenario"], path),
+        };
+        let mut in_map = false;
+        let mut seen = Vec::new();
+        for key in rest.split('.') {
+            node = resolve(&root, node);
+            // A figure that may be null (oneOf [X, null]): look into X.
+            if let Some(one) = node.get("oneOf").and_then(Value::as_array) {
+                if let Some(x) = one.iter().find(|b| b.get("type") != Some(&"null".into())) {
+                    node = resolve(&root, x);
+                }
+            }
+            if let Some(next) = node.get("properties").and_then(|p| p.get(key)) {
+                node = next;
+                in_map = false;
+            } else if let Some(values) = node.get("additionalProperties").filter(|a| a.is_object())
+            {
+                if !map_takes(node, key) {
+                    return Err(format!("'{key}' cannot be a key of '{}'", seen.join(".")));
+                }
+                node = values;
+                in_map = true;
+            } else {
+                let here = seen.join(".");
+                let known: Vec<String> = node
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                return Err(if known.is_empty() {
+                    format!("'{here}' has no part '{key}': it is a single figure")
+                } else {
+                    format!(
+                        "'{key}' is not in the report{}: one of {}",
+                        if here.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" under '{here}'")
+                        },
+                        known.join(", ")
+                    )
+                });
+            }
+            seen.push(key);
+        }
+        Ok(in_map)
+    }
+
+    /// A usage error unless `path` can exist in a scenario's report.
+    pub fn check_path(path: &str) -> Result<(), String> {
+        walk(path).map(|_| ())
+    }
+
+    /// Whether `path` names an entry of a map (absent: 0).
+    pub fn ends_in_map(path: &str) -> bool {
+        !path.starts_with('=') && walk(path).unwrap_or(false)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -528,6 +661,9 @@ mod tests {
             ("p99", "no comparison"),
             (">5", "no figure"),
             ("p99>fast", "cannot read the value"),
+            ("reuse_ratio<90", "write 90% or 0.9"),
+            ("error_rate>1", "write 1% or 0.01"),
+            ("p99>200", "write 200ms or 200s"),
             ("reuse_ratio<0.9ms", "a ratio takes %"),
             ("connections>10%", "plain number"),
             ("p99>2x", "a time takes ms"),
@@ -580,14 +716,36 @@ mod tests {
             lines.last().unwrap(),
             "fail-if: 3 of 4 checks failed (4 expressions)"
         );
-        // A figure absent from the report, a scope naming no row: usage errors.
-        let missing = parse_all(
-            &["connections.h2.goaway_codes.no_error>0".into()],
+        // A key of a map that did not occur is 0; a path that cannot exist is refused
+        // when parsed; a scope naming no row is a usage error.
+        let absent = parse_all(
+            &[
+                "connections.h2.goaway_codes.no_error>0".into(),
+                "requests.status_codes.200<20".into(),
+                "requests.error_details.refused>0".into(),
+            ],
             Subject::Compare,
         )
         .unwrap();
-        assert!(check(&missing, &subjects).is_err());
-        let nobody = parse_all(&["h2:p99>1".into()], Subject::Compare).unwrap();
+        let r = check(&absent, &subjects).unwrap();
+        let got: Vec<(f64, bool)> = r.iter().map(|r| (r.value, r.failed)).collect();
+        assert_eq!(got, [(0.0, false), (0.0, true), (0.0, false)]);
+        for (bad, says) in [
+            ("requests.status_codes.abc>0", "cannot be a key"),
+            ("requests.error_details.nonsense>0", "cannot be a key"),
+            (
+                "connections.nope>0",
+                "not in the report under 'connections'",
+            ),
+            ("latency_ms.p99.x>1ms", "single figure"),
+        ] {
+            let err = parse(bad, Subject::Bench).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        let t = p("non_2xx>0");
+        assert_eq!(t.path, "requests.non_2xx");
+        assert_eq!(p("status_4xx>0").path, "requests.status_classes.4xx");
+        let nobody = parse_all(&["h2:p99>1ms".into()], Subject::Compare).unwrap();
         assert!(check(&nobody, &subjects)
             .unwrap_err()
             .to_string()

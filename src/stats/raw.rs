@@ -170,7 +170,12 @@ pub struct RawRecorder {
     pub ok: u64,
     pub errors: BTreeMap<String, u64>,
     pub error_details: BTreeMap<String, u64>,
+    /// One message per error detail (or category): the first seen.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_examples: BTreeMap<String, String>,
     pub status_codes: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u32>,
     pub stale_retries: u64,
     pub refused_retries: u64,
     pub late_sends: u64,
@@ -277,6 +282,11 @@ impl From<&Recorder> for RawRecorder {
                     .iter()
                     .map(|d| (d.name(), r.error_details[d.index()])),
             ),
+            error_examples: r
+                .error_examples
+                .iter()
+                .map(|(k, m)| (k.to_string(), m.clone()))
+                .collect(),
             status_codes: r
                 .status
                 .iter()
@@ -284,6 +294,7 @@ impl From<&Recorder> for RawRecorder {
                 .filter(|(_, n)| **n > 0)
                 .map(|(code, n)| (code.to_string(), *n))
                 .collect(),
+            retry_after_s: r.retry_after_s,
             stale_retries: r.stale_retries,
             refused_retries: r.refused_retries,
             late_sends: r.late_sends,
@@ -454,10 +465,20 @@ impl TryFrom<&RawRecorder> for Recorder {
                     .map(|d| d.index())
             },
         )?;
+        for (k, m) in &r.error_examples {
+            let key = ErrorDetail::ALL
+                .iter()
+                .map(|d| d.name())
+                .chain(ErrorKind::ALL.iter().map(|k| k.name()))
+                .find(|n| n == k)
+                .ok_or_else(|| format!("unknown error example {k:?}"))?;
+            rec.error_examples.insert(key, m.clone());
+        }
         let slots = rec.status.len();
         by_name(&r.status_codes, &mut rec.status[..], "status code", |n| {
             numeric_index(n, slots)
         })?;
+        rec.retry_after_s = r.retry_after_s;
         rec.stale_retries = r.stale_retries;
         rec.refused_retries = r.refused_retries;
         rec.late_sends = r.late_sends;
@@ -582,7 +603,10 @@ mod tests {
                     detail: None,
                 })
             } else {
-                Outcome::Ok { status: 200 }
+                Outcome::Ok {
+                    status: 200,
+                    retry_after_s: None,
+                }
             };
             let r = RequestRecord {
                 reused,

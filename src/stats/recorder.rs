@@ -91,7 +91,12 @@ pub struct Recorder {
     pub errors: [u64; ErrorKind::ALL.len()],
     /// Errors by sub-reason (where one is known).
     pub error_details: [u64; ErrorDetail::ALL.len()],
+    /// One full message per error detail (or category, without a detail): the first
+    /// seen. Bounded by the number of details.
+    pub error_examples: std::collections::BTreeMap<&'static str, String>,
     pub status: Box<[u64; STATUS_SLOTS]>,
+    /// The last `Retry-After` (seconds) a 429 or 503 carried.
+    pub retry_after_s: Option<u32>,
     pub stale_retries: u64,
     /// HTTP/2 requests sent again after the server refused their stream.
     pub refused_retries: u64,
@@ -233,7 +238,9 @@ impl Recorder {
             ok: 0,
             errors: [0; ErrorKind::ALL.len()],
             error_details: [0; ErrorDetail::ALL.len()],
+            error_examples: std::collections::BTreeMap::new(),
             status: Box::new([0; STATUS_SLOTS]),
+            retry_after_s: None,
             stale_retries: 0,
             refused_retries: 0,
             goaway_codes: [0; GOAWAY_SLOTS],
@@ -284,7 +291,13 @@ impl Recorder {
             self.late_sends += 1;
         }
         match r.outcome {
-            Outcome::Ok { status } => {
+            Outcome::Ok {
+                status,
+                retry_after_s,
+            } => {
+                if retry_after_s.is_some() && matches!(status, 429 | 503) {
+                    self.retry_after_s = retry_after_s;
+                }
                 self.timeline.request(r.phases.total, None);
                 self.ok += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
@@ -307,6 +320,11 @@ impl Recorder {
                 self.errors[f.kind.index()] += 1;
                 if let Some(d) = f.detail {
                     self.error_details[d.index()] += 1;
+                }
+                let message = crate::record::take_error_message(f);
+                if !self.error_examples.contains_key(f.key()) {
+                    let m = message.unwrap_or_else(|| crate::record::describe(f).to_string());
+                    self.error_examples.insert(f.key(), m);
                 }
             }
         }
@@ -406,9 +424,13 @@ impl AddAssign<&Recorder> for Recorder {
         for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
             *a += b;
         }
+        for (k, m) in &o.error_examples {
+            self.error_examples.entry(k).or_insert_with(|| m.clone());
+        }
         for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
             *a += b;
         }
+        self.retry_after_s = self.retry_after_s.max(o.retry_after_s);
         self.stale_retries += o.stale_retries;
         self.refused_retries += o.refused_retries;
         for (a, b) in self.goaway_codes.iter_mut().zip(o.goaway_codes.iter()) {

@@ -181,6 +181,25 @@ pub fn summarize(
     wall: Duration,
     cpu: CpuTime,
 ) -> ScenarioReport {
+    let mut rep = summarize_counts(sc, rec, wall, cpu);
+    if let Some(line) = crate::report::failure::example_sentence(&rep) {
+        // Right after the sentence counting the errors by category.
+        let at = rep
+            .diagnosis
+            .iter()
+            .position(|d| d.contains(" attempts failed: "))
+            .map_or(rep.diagnosis.len(), |i| i + 1);
+        rep.diagnosis.insert(at, line);
+    }
+    rep
+}
+
+fn summarize_counts(
+    sc: &ScenarioShape,
+    rec: &Recorder,
+    wall: Duration,
+    cpu: CpuTime,
+) -> ScenarioReport {
     let mut latency = rec.phases_new[TOTAL].clone();
     latency += &rec.phases_reused[TOTAL];
     let lat = phase_summary(&latency);
@@ -207,6 +226,13 @@ pub fn summarize(
         .filter(|(_, n)| **n > 0)
         .map(|(code, n)| (code.to_string(), *n))
         .collect();
+    let status_classes: BTreeMap<String, u64> = (1..=5)
+        .map(|c| {
+            let n: u64 = rec.status[c * 100..(c + 1) * 100].iter().sum();
+            (format!("{c}xx"), n)
+        })
+        .collect();
+    let non_2xx = rec.ok - status_classes["2xx"];
     let close_reasons: BTreeMap<String, u64> = CloseReason::ALL
         .iter()
         .map(|r| (r.name().to_string(), rec.close_reasons[r.index()]))
@@ -235,11 +261,19 @@ pub fn summarize(
             ok: rec.ok,
             errors,
             error_details,
+            error_examples: rec
+                .error_examples
+                .iter()
+                .map(|(k, m)| (k.to_string(), m.clone()))
+                .collect(),
             retries: RetriesReport {
                 stale_connection: rec.stale_retries,
                 refused_stream: rec.refused_retries,
             },
             status_codes,
+            status_classes,
+            non_2xx,
+            retry_after_s: rec.retry_after_s,
             aborted_at_deadline: rec.aborted_at_deadline,
             late_sends: rec.late_sends,
         },
@@ -374,7 +408,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 
 /// Plain sentences about reuse that was asked for and not obtained, and about errors.
 pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = status_sentence(rec).into_iter().collect();
     let reasons = |r: CloseReason| rec.close_reasons[r.index()];
     let closed = rec.connections_closed.max(1);
     let every = |n: u64| {
@@ -397,6 +431,7 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
         let mut ranked: Vec<(CloseReason, u64)> = [
             CloseReason::ServerHttp10,
             CloseReason::ServerCloseHeader,
+            CloseReason::ServerCloseDelimited,
             CloseReason::ServerMaxRequests,
             CloseReason::ServerIdleClose,
             CloseReason::ClientPolicy,
@@ -417,6 +452,11 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
                 ),
                 CloseReason::ServerCloseHeader => format!(
                     "Connections were not reused: the server sent `Connection: close` on its first response on {} connection{} (its keep-alive is off).",
+                    every(n),
+                    if n == 1 { "" } else { "s" }
+                ),
+                CloseReason::ServerCloseDelimited => format!(
+                    "Connections were not reused: the server sent its responses without a length (no Content-Length, not chunked) and ended each body by closing the connection, on {} connection{}; a response that states its length (Content-Length or chunked) lets the connection be reused.",
                     every(n),
                     if n == 1 { "" } else { "s" }
                 ),
@@ -487,6 +527,63 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
         }
     }
     out
+}
+
+/// When most responses were 4xx or 5xx: which status, and its likely cause (said first:
+/// a run answered with errors measured the server's error path).
+fn status_sentence(rec: &Recorder) -> Option<String> {
+    let sum = |lo: usize, hi: usize| rec.status[lo..hi].iter().sum::<u64>();
+    let failing = sum(400, 600);
+    if rec.ok == 0 || failing * 2 <= rec.ok {
+        return None;
+    }
+    let (code, n) = (400..600)
+        .map(|c| (c, rec.status[c]))
+        .max_by_key(|(c, n)| (*n, std::cmp::Reverse(*c)))?;
+    let retry = match rec.retry_after_s {
+        Some(s) if matches!(code, 429 | 503) => format!(" (it sent Retry-After: {s} s)"),
+        _ => String::new(),
+    };
+    let cause = match code {
+        401 | 407 => "the server wants credentials: send them with -H 'Authorization: ...'".to_string(),
+        403 => "the server refuses this client or these credentials: check -H 'Authorization: ...' and what the path allows".to_string(),
+        404 | 410 => "the path does not exist on this server: check the URL's path".to_string(),
+        405 => "the method is not allowed on this path: check -m/--method".to_string(),
+        400 | 411 | 413 | 415 | 422 => "the server would not take the request as sent: check the method, -H headers and the body".to_string(),
+        429 => format!("the server is shedding load (rate limiting){retry}: lower --rate or -c"),
+        503 => format!("the server is shedding load or unavailable{retry}: lower --rate or -c, or check the server"),
+        500..=599 => "the server failed: its own log says why".to_string(),
+        _ => "the server refused the requests".to_string(),
+    };
+    Some(format!(
+        "Most responses were errors: {} of {} were {code}{}, {} were 4xx or 5xx in all: {cause}. The latencies are those of the error responses.",
+        n,
+        rec.ok,
+        reason_phrase(code).map(|r| format!(" ({r})")).unwrap_or_default(),
+        failing
+    ))
+}
+
+fn reason_phrase(code: usize) -> Option<&'static str> {
+    Some(match code {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        407 => "Proxy Authentication Required",
+        410 => "Gone",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        422 => "Unprocessable Content",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => return None,
+    })
 }
 
 /// Why connects failed with `EADDRNOTAVAIL`, with the figures that show it, and the fixes.

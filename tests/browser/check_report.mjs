@@ -161,7 +161,12 @@ async function checkBench(page) {
     if (r.times_slower_ci) { if (!c || !close(c.lo, r.times_slower_ci[0]) || !close(c.hi, r.times_slower_ci[1])) failures.push(`${s.name}: interval shown ${JSON.stringify(c)}, JSON ${r.times_slower_ci}`); }
     else if (c) failures.push(`${s.name}: an interval drawn where the JSON has none`);
     const v = verdicts.find((x) => x.name === s.name);
-    const want = r.best ? /^best$/ : r.significant ? (r.times_slower >= 1 ? /^slower$/ : /^faster$/) : /^no difference/;
+    // The same words as the text and the JSON: a failed row is failed, a row without an
+    // interval is not judged, "slower" only where the interval says so.
+    const want = r.failed_rounds > 0 ? /^failed: no request succeeded/
+      : r.best ? /^best$/
+      : !r.times_slower_ci ? new RegExp("^not enough rounds to judge \\(" + r.rounds_ms.length + " of 6\\)$")
+      : r.significant ? (r.times_slower >= 1 ? /^slower$/ : /^faster$/) : /^no difference/;
     if (!v || !want.test(v.text)) failures.push(`${s.name}: verdict "${v && v.text}" (best ${r.best}, significant ${r.significant})`);
   }
   if (est.length !== rows) failures.push(`${est.length} rows against the best for ${rows}`);

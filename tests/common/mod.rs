@@ -35,18 +35,41 @@ pub fn run(args: &[&str]) -> Output {
         .expect("handshake runs")
 }
 
-/// Run `handshake bench ... --json` and return the parsed report; the run must exit 0.
+/// Run `handshake bench ... --json` and return the parsed report. The run must exit 0,
+/// or 1 when no request succeeded (a run that measured nothing has failed), saying so
+/// on stderr.
 pub fn bench_json(args: &[&str]) -> Value {
     let mut all = vec!["bench", "--json", "--no-progress"];
     all.extend_from_slice(args);
     let out = run(&all);
-    assert!(
-        out.status.success(),
-        "handshake {all:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON report")
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "handshake {all:?}: no JSON report ({e}), exit {:?}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    check_exit(&all, &out, &report);
+    report
+}
+
+/// A bench or compare run exits 1, with a line on stderr, when a scenario had no
+/// successful request, and 0 otherwise (no --fail-if given).
+pub fn check_exit(args: &[&str], out: &Output, report: &Value) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let nothing = report["scenarios"]
+        .as_array()
+        .is_some_and(|s| s.iter().any(|s| s["requests"]["ok"] == 0));
+    if nothing {
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("no request succeeded"), "{args:?}: {err}");
+    } else {
+        assert!(
+            out.status.success(),
+            "handshake {args:?} failed: {err}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
 
 pub fn scenario(report: &Value) -> &Value {
@@ -377,10 +400,21 @@ pub fn check_html(args: &[&str], tag: &str) -> Option<Value> {
     all.extend(args[split..].iter().map(|s| s.to_string()));
     let out = Command::new(bin()).args(&all).output().unwrap();
     assert!(
-        out.status.success(),
+        out.status.success() || out.status.code() == Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    if args[0] == "bench" || args[0] == "compare" {
+        let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        check_exit(&all, &out, &report);
+    } else {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     std::fs::write(&json, &out.stdout).unwrap();
     let shot = tmp.join("report.png");
     let check = Command::new("node")

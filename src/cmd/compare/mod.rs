@@ -236,7 +236,9 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     if sweep {
         rep.rtt_sweep = Some(rounds::RttSweep::new(points, &names));
     }
-    emit_checked(&mut rep, &a.output, &thresholds)
+    let code = emit_checked(&mut rep, &a.output, &thresholds)?;
+    // A row in which no request succeeded at all fails the run.
+    Ok(code.max(super::no_success(&rep)))
 }
 
 /// The rows of a comparison: each strategy against each target (with the embedded server,

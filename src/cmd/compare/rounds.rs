@@ -45,6 +45,8 @@ struct RunFigures {
     client_cpu_us: f64,
     server_cpu_us: Option<f64>,
     server_accepted: Option<u64>,
+    /// Requests answered in the round: without any, its figures mean nothing.
+    ok: u64,
 }
 
 /// The result: one merged scenario report per arm, and the comparison.
@@ -78,6 +80,7 @@ fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> R
         client_cpu_us: rep.cpu.client_us_per_request,
         server_cpu_us: server.map(|(cpu_s, _)| cpu_s * 1e6 / ok),
         server_accepted: server.map(|(_, n)| n),
+        ok: rep.requests.ok,
     }
 }
 
@@ -187,6 +190,7 @@ pub fn run(
                 .map(|v| Spread::of(&v)),
             server_connections_accepted: runs[i].iter().map(|r| r.server_accepted).sum(),
             rounds_ms: runs[i].iter().map(|r| r.time_per_request_ms).collect(),
+            failed_rounds: runs[i].iter().filter(|r| r.ok == 0).count(),
             times_slower: 1.0,
             times_slower_ci: None,
             extra_ms_per_request: 0.0,
@@ -211,7 +215,17 @@ pub fn run(
     let mut explanations = Vec::new();
     for g in &groups {
         let idx: Vec<usize> = (0..rows.len()).filter(|i| &rows[*i].group == g).collect();
-        let Some(best) = idx.iter().copied().min_by(|a, b| {
+        // A row with a round in which no request succeeded is not ranked: its time per
+        // request is undefined there.
+        for &i in idx.iter().filter(|i| rows[**i].failed_rounds > 0) {
+            explanations.push(failed_explanation(&rows[i], &scenarios[i], rounds));
+        }
+        let ranked: Vec<usize> = idx
+            .iter()
+            .copied()
+            .filter(|i| rows[*i].failed_rounds == 0)
+            .collect();
+        let Some(best) = ranked.iter().copied().min_by(|a, b| {
             rows[*a]
                 .time_per_request_ms
                 .median
@@ -219,7 +233,7 @@ pub fn run(
         }) else {
             continue;
         };
-        for &i in &idx {
+        for &i in &ranked {
             versus_best(&mut rows, i, best, noise_threshold);
         }
         let all_connects: Vec<f64> = idx
@@ -262,7 +276,7 @@ pub fn run(
                 explanations.push(line);
             }
         }
-        for &i in &idx {
+        for &i in &ranked {
             if i != best {
                 explanations.push(explain(
                     &rows[i],
@@ -290,6 +304,23 @@ pub fn run(
             explanations,
         },
     })
+}
+
+/// A row that did not succeed in every round: in how many no request succeeded, and the
+/// leading error with its message and hint.
+fn failed_explanation(r: &ComparisonRow, rs: &ScenarioReport, rounds: usize) -> String {
+    let when = if r.failed_rounds == rounds {
+        "no request succeeded in any round".to_string()
+    } else {
+        format!(
+            "no request succeeded in {} of {rounds} rounds",
+            r.failed_rounds
+        )
+    };
+    let why = crate::report::failure::leading_sentence(rs)
+        .map(|s| format!(" {s}"))
+        .unwrap_or_default();
+    format!("{}: failed, not ranked: {when}.{why}", r.name)
 }
 
 /// Round trips per request, counted from what the run did (see [`RoundTrips`]).
@@ -385,9 +416,18 @@ fn versus_best(rows: &mut [ComparisonRow], i: usize, best: usize, noise_threshol
         row.extra_ms_per_request = e.center;
         row.extra_ms_per_request_ci = e.interval.map(|(lo, hi)| [lo, hi]);
     }
-    row.significant = row
+    // A verdict needs both intervals: the ratio's beyond the noise threshold and the
+    // difference's clear of 0, on the same side (the two estimates can disagree near
+    // the edge).
+    let slower = row
         .times_slower_ci
-        .is_some_and(|[lo, hi]| lo > 1.0 + noise_threshold || hi < 1.0 / (1.0 + noise_threshold));
+        .is_some_and(|[lo, _]| lo > 1.0 + noise_threshold)
+        && row.extra_ms_per_request_ci.is_some_and(|[lo, _]| lo > 0.0);
+    let faster = row
+        .times_slower_ci
+        .is_some_and(|[_, hi]| hi < 1.0 / (1.0 + noise_threshold))
+        && row.extra_ms_per_request_ci.is_some_and(|[_, hi]| hi < 0.0);
+    row.significant = slower || faster;
 }
 
 /// How often something happens per request: "for every request", "2 per request",
@@ -490,18 +530,31 @@ fn explain(
     rtt: Option<f64>,
     noise_threshold: f64,
 ) -> String {
+    if r.times_slower_ci.is_none() {
+        return format!(
+            "{}: not enough rounds to judge against {} ({} of the {} a 95 % interval needs; {}).{}",
+            r.name,
+            best.name,
+            r.rounds_ms.len(),
+            crate::report::comparison::MIN_ROUNDS_FOR_INTERVAL,
+            ratio_with_ci(r),
+            early_note(rs, rtt).unwrap_or_default()
+        );
+    }
     if !r.significant {
-        let why = match (r.times_slower_ci, &r.repeat_of) {
-            (None, _) => "too few rounds for a 95 % interval (6 needed)".to_string(),
-            (Some(_), Some(first)) => {
+        let [lo, hi] = r.times_slower_ci.unwrap_or([1.0, 1.0]);
+        let why = match &r.repeat_of {
+            Some(first) => {
                 format!("an A/A run of {first}: the spread between the two is the machine's noise")
             }
-            (Some([lo, hi]), None) if lo <= 1.0 && hi >= 1.0 => {
-                "the interval contains 1".to_string()
+            None if lo <= 1.0 && hi >= 1.0 => "the interval contains 1".to_string(),
+            None if r
+                .extra_ms_per_request_ci
+                .is_some_and(|[lo, hi]| lo <= 0.0 && hi >= 0.0) =>
+            {
+                "the interval of the difference in ms contains 0".to_string()
             }
-            (Some(_), None) => {
-                format!("under the {:.0} % noise threshold", noise_threshold * 100.0)
-            }
+            None => format!("under the {:.0} % noise threshold", noise_threshold * 100.0),
         };
         return format!(
             "{}: no measurable difference from {} ({}; {why}).{}",

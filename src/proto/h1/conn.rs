@@ -204,10 +204,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     }
                     Ok(None) => {}
                     Err(e) => {
+                        crate::record::note_error(e.failure(), e.message());
                         return Err(ReadFail {
                             failure: e.failure(),
                             any_byte: true,
-                        })
+                        });
                     }
                 }
             }

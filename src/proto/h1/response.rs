@@ -34,6 +34,8 @@ pub struct ResponseHead {
     pub persistent: bool,
     /// Length of the head in bytes.
     pub head_len: usize,
+    /// `Retry-After` in seconds (delta-seconds; an HTTP-date is not read).
+    pub retry_after_s: Option<u32>,
 }
 
 impl ResponseHead {
@@ -58,6 +60,19 @@ impl HeadError {
             HeadError::TooLarge(d, _) => Failure::new(ErrorKind::TooLarge, *d),
         }
     }
+
+    /// What was wrong, in words.
+    pub fn message(&self) -> &str {
+        match self {
+            HeadError::Protocol(_, m) | HeadError::TooLarge(_, m) => m,
+        }
+    }
+}
+
+/// The server's first bytes as a TLS record (content type 20-23, version 3.x): a TLS
+/// port answering a plain-text request.
+pub fn looks_like_tls(buf: &[u8]) -> bool {
+    matches!(buf, [20..=23, 3, 0..=4, ..])
 }
 
 /// Whether a comma-separated header value (e.g. `Connection`) contains `token`.
@@ -100,10 +115,18 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
                 httparse::Error::Status => ErrorDetail::BadStatusCode,
                 _ => ErrorDetail::BadHeader,
             };
-            return Err(HeadError::Protocol(
-                detail,
-                format!("invalid response head: {e}"),
-            ));
+            let shown: String = buf
+                .iter()
+                .take(8)
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let message = if looks_like_tls(buf) {
+                format!("the server answered with a TLS record (bytes {shown}), not HTTP: this port speaks TLS")
+            } else {
+                format!("invalid response head: {e} (first bytes {shown})")
+            };
+            return Err(HeadError::Protocol(detail, message));
         }
     };
     if head_len > MAX_HEAD_BYTES {
@@ -125,6 +148,7 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
     let mut transfer_encoding = false;
     let mut connection_close = false;
     let mut connection_keep_alive = false;
+    let mut retry_after_s = None;
     for h in resp.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
@@ -171,6 +195,8 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
                 .unwrap_or(b"")
                 .trim_ascii();
             chunked = last.eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case("retry-after") {
+            retry_after_s = retry_after_seconds(h.value);
         } else if name.eq_ignore_ascii_case("connection") {
             connection_close |= has_token(h.value, "close");
             connection_keep_alive |= has_token(h.value, "keep-alive");
@@ -209,7 +235,17 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
         connection_keep_alive,
         persistent,
         head_len,
+        retry_after_s,
     }))
+}
+
+/// A `Retry-After` value in delta-seconds (`120`); `None` for an HTTP-date or garbage.
+pub fn retry_after_seconds(value: &[u8]) -> Option<u32> {
+    let v = value.trim_ascii();
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
 }
 
 #[cfg(test)]

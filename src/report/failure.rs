@@ -1,0 +1,196 @@
+//! Why attempts failed, in words a user acts on: the leading error with one full
+//! example message, a hint for the common mistakes (http:// to a TLS port, https:// to a
+//! plain one, an untrusted or misnamed certificate, a name that does not resolve), and
+//! the one line that says a run measured nothing. Pure: reads the report.
+
+use super::ScenarioReport;
+
+/// The error that failed the most attempts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Leading<'a> {
+    /// Its category (`connect`, `tls`, ...).
+    pub kind: &'a str,
+    /// Its detail (`refused`, `cert_unknown_issuer`, ...), or the category without one.
+    pub key: &'a str,
+    /// Attempts that failed so.
+    pub count: u64,
+    /// One full message of it, if one was kept.
+    pub example: Option<&'a str>,
+}
+
+/// The leading error of a scenario: its most frequent category, and within it the most
+/// frequent detail (a detail more frequent than the category belongs to another one).
+pub fn leading(s: &ScenarioReport) -> Option<Leading<'_>> {
+    let r = &s.requests;
+    let (kind, kind_count) = r
+        .errors
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .max_by_key(|(_, n)| **n)?;
+    let detail = r
+        .error_details
+        .iter()
+        .filter(|(_, n)| **n > 0 && **n <= *kind_count)
+        .max_by_key(|(_, n)| **n);
+    let key = detail.map_or(kind.as_str(), |d| d.0.as_str());
+    Some(Leading {
+        kind,
+        key,
+        count: detail.map_or(*kind_count, |d| *d.1),
+        example: r
+            .error_examples
+            .get(key)
+            .or_else(|| r.error_examples.get(kind))
+            .map(String::as_str),
+    })
+}
+
+/// `host:port` of a URL, for sentences.
+fn authority(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?', '#']).next().unwrap_or(rest)
+}
+
+/// The host of an authority (`[::1]:8443` -> `[::1]`).
+fn host(authority: &str) -> &str {
+    match authority.rsplit_once(':') {
+        Some((h, port)) if !h.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => authority,
+    }
+}
+
+/// Close a sentence unless it ends in its own mark.
+fn end(s: &mut String) {
+    if !s.ends_with(['.', '?', '!']) {
+        s.push('.');
+    }
+}
+
+/// What to do about the error `key` (with its `example`) against `url`, for the common
+/// mistakes; `None` where there is nothing better to say than the message.
+pub fn hint(url: &str, key: &str, example: &str) -> Option<String> {
+    let https = url.starts_with("https://");
+    let at = authority(url);
+    Some(match key {
+        "refused" => format!(
+            "nothing accepts connections at {at}: is the server running, and on this port?"
+        ),
+        "not_tls" => format!(
+            "the server at {at} does not speak TLS: try http:// instead of https://"
+        ),
+        "bad_version" if example.contains("TLS record") => format!(
+            "the server at {at} speaks TLS: try https:// instead of http://"
+        ),
+        "empty_reply" | "eof_in_head" if !https => format!(
+            "the server at {at} closed without answering: if it speaks TLS, try https://"
+        ),
+        "cert_unknown_issuer" => "the server's certificate is not signed by a CA this client trusts: give its CA with --cacert FILE, or skip verification with --insecure".into(),
+        "cert_wrong_name" => format!(
+            "the certificate does not name {}: use a name it covers (with --resolve NAME:PORT:ADDR to reach this address by it), or skip verification with --insecure",
+            host(at)
+        ),
+        "cert_expired" | "cert_not_yet_valid" => "the certificate is outside its validity period (or this machine's clock is wrong); --insecure skips verification".into(),
+        "cert_invalid" => "the certificate was refused; --insecure skips verification".into(),
+        "alpn_mismatch" => "the server takes none of the protocols offered by ALPN: try another --strategy (h2 needs a server that offers h2)".into(),
+        "name_not_found" | "no_address" => format!(
+            "the name {} does not resolve: check its spelling, or give its address with --resolve NAME:PORT:ADDR",
+            host(at)
+        ),
+        "timeout_connect" => format!(
+            "nothing answered the connection attempts to {at} in time: a filtered port or a wrong address (--timeout, --connect-timeout)"
+        ),
+        "quic_timeout" => format!(
+            "nothing answered QUIC at {at} (UDP): does the server speak HTTP/3 on this port?"
+        ),
+        "ports_exhausted" => "the client ran out of local ports: keep connections alive, or spread them over --local-addr ADDR,ADDR...".into(),
+        "too_many_open_files" => "the client ran out of file descriptors: raise ulimit -n, or use fewer connections".into(),
+        _ => return None,
+    })
+}
+
+/// One sentence on the leading error: how many attempts it failed, its example
+/// message and a hint. `None` without errors.
+pub fn leading_sentence(s: &ScenarioReport) -> Option<String> {
+    let l = leading(s)?;
+    let name = if l.key == l.kind {
+        l.kind.to_string()
+    } else {
+        format!("{} ({})", l.kind, l.key)
+    };
+    let mut line = format!(
+        "{} of {} attempts failed with {name}",
+        l.count, s.requests.attempted
+    );
+    if let Some(m) = l.example {
+        line.push_str(&format!(": {m}"));
+    }
+    end(&mut line);
+    if let Some(h) = hint(&s.url, l.key, l.example.unwrap_or("")) {
+        line.push_str(&format!(" Hint: {h}"));
+        end(&mut line);
+    }
+    Some(line)
+}
+
+/// For the diagnosis, beside the count of errors by category: the leading error's
+/// message and hint ("Leading: connect (refused): Connection refused (os error 111).
+/// Hint: ...").
+pub fn example_sentence(s: &ScenarioReport) -> Option<String> {
+    let l = leading(s)?;
+    let name = if l.key == l.kind {
+        l.kind.to_string()
+    } else {
+        format!("{} ({})", l.kind, l.key)
+    };
+    let mut line = format!("Leading error: {name}");
+    if let Some(m) = l.example {
+        line.push_str(&format!(": {m}"));
+    }
+    end(&mut line);
+    if let Some(h) = hint(&s.url, l.key, l.example.unwrap_or("")) {
+        line.push_str(&format!(" Hint: {h}"));
+        end(&mut line);
+    }
+    Some(line)
+}
+
+/// A run that measured nothing has failed: the line to print when no request
+/// succeeded, naming the leading error. `None` when some request did.
+pub fn no_success_line(s: &ScenarioReport) -> Option<String> {
+    if s.requests.ok > 0 {
+        return None;
+    }
+    Some(match leading_sentence(s) {
+        Some(why) => format!("{}: no request succeeded: {why}", s.name),
+        None if s.requests.attempted == 0 => format!(
+            "{}: no request succeeded: none was attempted (the run ended before the first)",
+            s.name
+        ),
+        None => format!("{}: no request succeeded", s.name),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_name_the_common_mistakes() {
+        let h = |url, key, ex| hint(url, key, ex).unwrap_or_default();
+        assert!(h("http://127.0.0.1:1/", "refused", "").contains("127.0.0.1:1"));
+        assert!(h("https://127.0.0.1:8080/", "not_tls", "").contains("http://"));
+        assert!(h(
+            "http://127.0.0.1:8443/",
+            "bad_version",
+            "the server answered with a TLS record"
+        )
+        .contains("https://"));
+        assert_eq!(
+            hint("http://x/", "bad_version", "invalid response head"),
+            None
+        );
+        assert!(h("https://a:1/", "cert_unknown_issuer", "").contains("--cacert"));
+        assert!(h("https://localhost:8443/x", "cert_wrong_name", "").contains("name localhost"));
+        assert!(h("http://nosuch.invalid/", "name_not_found", "").contains("--resolve"));
+    }
+}
