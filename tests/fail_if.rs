@@ -188,12 +188,7 @@ fn compare_checks_every_strategy_or_the_ones_named() {
         .clone();
     assert_eq!(r[1]["value"], row["times_slower"]);
     // Every connection the rows opened, the server accepted.
-    let opened: u64 = v["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| u(&s["connections"]["opened"]))
-        .sum();
+    let opened = opened_in_all(&v);
     assert!(opened <= srv.snapshot().connections_accepted);
     // A strategy not in the comparison: a usage error naming the rows.
     let (code, _, err) = {

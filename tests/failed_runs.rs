@@ -200,12 +200,7 @@ fn compare_never_ranks_a_row_without_successful_requests() {
     assert!(!err.contains("keepalive: no request"), "{err}");
     // Ground truth: the server accepted a connection per request for http10 (each
     // reset) and close, and one per round for keepalive.
-    let opened: u64 = v["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| u(&s["connections"]["opened"]))
-        .sum();
+    let opened = opened_in_all(&v);
     assert_eq!(accepted.load(Ordering::SeqCst), opened);
 }
 

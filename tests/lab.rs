@@ -535,12 +535,7 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
     assert_eq!(f(&group["rtt_set_ms"]), 40.0);
     assert_eq!(group["round_trips"], true);
     // Ground truth: the server accepted every connection the rows opened.
-    let opened: u64 = rep["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| u(&s["connections"]["opened"]))
-        .sum();
+    let opened = opened_in_all(&rep);
     assert_eq!(opened, u(&rep["server"]["connections_accepted"]));
 }
 

@@ -108,50 +108,49 @@ pub fn hint(url: &str, key: &str, example: &str) -> Option<String> {
     })
 }
 
+/// `head` then the leading error's message and hint, as sentences.
+fn with_message_and_hint(s: &ScenarioReport, l: &Leading<'_>, head: String) -> String {
+    let mut line = head;
+    if let Some(m) = l.example {
+        line.push_str(&format!(": {m}"));
+    }
+    end(&mut line);
+    if let Some(h) = hint(&s.url, l.key, l.example.unwrap_or("")) {
+        line.push_str(&format!(" Hint: {h}"));
+        end(&mut line);
+    }
+    line
+}
+
+/// `connect (refused)`, or the category alone where it has no detail.
+fn name(l: &Leading<'_>) -> String {
+    if l.key == l.kind {
+        l.kind.to_string()
+    } else {
+        format!("{} ({})", l.kind, l.key)
+    }
+}
+
 /// One sentence on the leading error: how many attempts it failed, its example
 /// message and a hint. `None` without errors.
 pub fn leading_sentence(s: &ScenarioReport) -> Option<String> {
     let l = leading(s)?;
-    let name = if l.key == l.kind {
-        l.kind.to_string()
-    } else {
-        format!("{} ({})", l.kind, l.key)
-    };
-    let mut line = format!(
-        "{} of {} attempts failed with {name}",
-        l.count, s.requests.attempted
+    let head = format!(
+        "{} of {} attempts failed with {}",
+        l.count,
+        s.requests.attempted,
+        name(&l)
     );
-    if let Some(m) = l.example {
-        line.push_str(&format!(": {m}"));
-    }
-    end(&mut line);
-    if let Some(h) = hint(&s.url, l.key, l.example.unwrap_or("")) {
-        line.push_str(&format!(" Hint: {h}"));
-        end(&mut line);
-    }
-    Some(line)
+    Some(with_message_and_hint(s, &l, head))
 }
 
 /// For the diagnosis, beside the count of errors by category: the leading error's
-/// message and hint ("Leading: connect (refused): Connection refused (os error 111).
-/// Hint: ...").
+/// message and hint ("Leading error: connect (refused): Connection refused (os error
+/// 111). Hint: ...").
 pub fn example_sentence(s: &ScenarioReport) -> Option<String> {
     let l = leading(s)?;
-    let name = if l.key == l.kind {
-        l.kind.to_string()
-    } else {
-        format!("{} ({})", l.kind, l.key)
-    };
-    let mut line = format!("Leading error: {name}");
-    if let Some(m) = l.example {
-        line.push_str(&format!(": {m}"));
-    }
-    end(&mut line);
-    if let Some(h) = hint(&s.url, l.key, l.example.unwrap_or("")) {
-        line.push_str(&format!(" Hint: {h}"));
-        end(&mut line);
-    }
-    Some(line)
+    let head = format!("Leading error: {}", name(&l));
+    Some(with_message_and_hint(s, &l, head))
 }
 
 /// A run that measured nothing has failed: the line to print when no request

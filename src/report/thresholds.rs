@@ -296,7 +296,7 @@ fn parse(text: &str, subject: Subject) -> anyhow::Result<Threshold> {
             format!("'{name}' is not a figure's name (lower case, digits, _ and . only)"),
         ));
     }
-    let (path, kind) = match ALIASES.iter().find(|a| a.name == name) {
+    let (path, kind, in_map) = match ALIASES.iter().find(|a| a.name == name) {
         Some(a) => {
             let path = match subject {
                 Subject::Audit => a.audit,
@@ -309,13 +309,17 @@ fn parse(text: &str, subject: Subject) -> anyhow::Result<Threshold> {
                     format!("'{name}' is not a figure of this report"),
                 ));
             };
-            (path.to_string(), a.kind)
+            let in_map = subject != Subject::Audit
+                && !path.starts_with('=')
+                && schema::lookup(path).unwrap_or(false);
+            (path.to_string(), a.kind, in_map)
         }
         None if name.contains('.') => {
-            if subject != Subject::Audit {
-                schema::check_path(name).map_err(|why| usage(text, why))?;
-            }
-            (name.to_string(), path_kind(name))
+            let in_map = match subject {
+                Subject::Audit => false,
+                _ => schema::lookup(name).map_err(|why| usage(text, why))?,
+            };
+            (name.to_string(), path_kind(name), in_map)
         }
         None => {
             let known: Vec<&str> = ALIASES
@@ -337,7 +341,6 @@ fn parse(text: &str, subject: Subject) -> anyhow::Result<Threshold> {
         }
     };
     let value = parse_value(raw, kind).map_err(|why| usage(text, why))?;
-    let in_map = subject != Subject::Audit && schema::ends_in_map(&path);
     Ok(Threshold {
         text: text.to_string(),
         scope: scope.map(String::from),
@@ -556,10 +559,10 @@ mod schema {
         }
     }
 
-    /// Where each step of `path` leads from a scenario (`comparison.` from a compare row):
-    /// the node of the last step and whether it is a map's value. `Err` names the first
-    /// step that cannot be.
-    fn walk(path: &str) -> Result<bool, String> {
+    /// Follow `path` from a scenario (`comparison.` from a compare row): whether its last
+    /// step is a key of a map (absent: 0). `Err` names the first step that cannot be, a
+    /// usage error before the run.
+    pub fn lookup(path: &str) -> Result<bool, String> {
         let root = root();
         let defs = &root["$defs"];
         let (mut node, rest) = match path.strip_prefix("comparison.") {
@@ -610,16 +613,6 @@ mod schema {
             seen.push(key);
         }
         Ok(in_map)
-    }
-
-    /// A usage error unless `path` can exist in a scenario's report.
-    pub fn check_path(path: &str) -> Result<(), String> {
-        walk(path).map(|_| ())
-    }
-
-    /// Whether `path` names an entry of a map (absent: 0).
-    pub fn ends_in_map(path: &str) -> bool {
-        !path.starts_with('=') && walk(path).unwrap_or(false)
     }
 }
 

@@ -76,6 +76,16 @@ pub fn scenario(report: &Value) -> &Value {
     &report["scenarios"][0]
 }
 
+/// Connections opened over every scenario of a report (compare: all rows, all rounds).
+pub fn opened_in_all(report: &Value) -> u64 {
+    report["scenarios"]
+        .as_array()
+        .expect("scenarios")
+        .iter()
+        .map(|s| u(&s["connections"]["opened"]))
+        .sum()
+}
+
 pub fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
