@@ -72,3 +72,33 @@ fn buckets_cover_the_run() {
     }
     srv.stop();
 }
+
+/// A run whose last response ends just past a second's boundary: requests at 0, 2 and
+/// 4 s, the last one answered a fraction of a millisecond into the fifth second. The text
+/// timeline draws that sliver with the second before (4 characters, a rate of 1/s), not
+/// as a fifth second at one request per fraction of a millisecond (thousands per second).
+#[test]
+fn a_last_sliver_of_a_second_is_no_rate_of_its_own() {
+    let srv = start(ServerConfig::default());
+    let url = srv.http_url().unwrap();
+    let out = run(&[
+        "bench",
+        &url,
+        "--rate",
+        "0.5",
+        "-d",
+        "4.5s",
+        "-c",
+        "1",
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(srv.snapshot().requests, 3, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("requests/s ") && l.contains('|'))
+        .unwrap_or_else(|| panic!("no requests/s timeline line in\n{text}"));
+    assert_eq!(line.trim(), "requests/s      |█ ██| max 1.00", "{text}");
+    srv.stop();
+}

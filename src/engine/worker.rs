@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::pace::Pacer;
 use crate::net::dns::{DnsCache, Resolver};
 use crate::plan::{LoadShape, Scenario, Target};
 use crate::record::{ErrorKind, Failure, Outcome, RequestRecord, Stage};
@@ -116,6 +117,7 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
     let quota = sc.worker_quota(seat.id);
     let c = sc.concurrency as u64;
     let mut k: u64 = 0;
+    let pacer = matches!(sc.load, LoadShape::Open { .. }).then(Pacer::new);
     loop {
         if quota.is_some_and(|q| k >= q) {
             break;
@@ -133,8 +135,8 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
                 if seat.run_deadline.is_some_and(|d| intended >= d) {
                     break;
                 }
-                if intended > now {
-                    tokio::time::sleep_until(intended.into()).await;
+                if let Some(pacer) = &pacer {
+                    pacer.until(intended).await;
                 }
                 let late = Instant::now().saturating_duration_since(intended);
                 (intended, Some(late))
