@@ -376,6 +376,50 @@ fn tls_audit_shows_whether_the_client_resumes_sessions() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Node's https client without keep-alive (an agent with `keepAlive: false`, asking for a
+/// kept-alive connection) closes each connection itself after its answer, over TLS with a
+/// FIN and no `close_notify`: that is `client_closed`, as the same client is over plain
+/// HTTP, not a disconnect in the middle of a request.
+#[test]
+fn node_https_without_keepalive_closes_after_each_answer() {
+    assert!(have("node"), "node is needed for this test");
+    let dir = std::env::temp_dir().join(format!("handshake-audit-node-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    let ca_s = ca.to_str().unwrap();
+    let script = |module: &str| {
+        format!(
+            "const m = require('{module}'); const url = process.argv[1];\n\
+             (async () => {{ for (let i = 0; i < 5; i++) {{ await new Promise((ok, bad) => {{\n\
+               const agent = new m.Agent({{ keepAlive: false }});\n\
+               m.get(url, {{ agent, headers: {{ Connection: 'keep-alive' }} }}, (res) => {{ res.resume(); res.on('end', ok); }}).on('error', bad); }}); }}\n\
+             }})().then(() => process.exit(0), (e) => {{ console.error(e); process.exit(1); }});"
+        )
+    };
+    let tls_cmd = format!("NODE_EXTRA_CA_CERTS={ca_s} node -e \"$0\" \"$HANDSHAKE_URL\"");
+    let runs = [
+        audit(&[], &["node", "-e", &script("http"), "{url}"]),
+        audit(
+            &["--tls", "--cacert-out", ca_s],
+            &["sh", "-c", &tls_cmd, &script("https")],
+        ),
+    ];
+    let _ = std::fs::remove_dir_all(&dir);
+    for (code, v) in runs {
+        assert_eq!(code, Some(0), "{v}");
+        check(&v);
+        let t = total(&v);
+        assert_eq!(u(&t["connections"]), 5, "{t}");
+        assert_eq!(u(&t["responses"]), 5, "{t}");
+        assert_eq!(u(&t["endings"]["client_closed"]), 5, "{t}");
+        assert!(
+            !verdict(&v).contains("middle of a request"),
+            "{}",
+            verdict(&v)
+        );
+    }
+}
+
 #[test]
 fn chunked_bodies_are_forwarded_both_ways() {
     // The upstream checks the forwarded request (chunked by the client, re-framed with a

@@ -10,7 +10,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Ending {
-    /// The client closed it (FIN) after complete responses.
+    /// The client closed it (FIN) after complete responses; over TLS with or without a
+    /// `close_notify` alert before the FIN.
     ClientClosed,
     /// The client reset it (RST) with no response outstanding.
     ClientReset,

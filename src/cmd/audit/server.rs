@@ -233,6 +233,11 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     return Ending::Stalled;
                 }
                 Ok(Ok(0)) if buf.is_empty() => return Ending::ClientClosed,
+                // Over TLS, a FIN without a `close_notify` alert (Node, most clients that
+                // destroy their socket): between requests it is a close like any other.
+                Ok(Err(e)) if buf.is_empty() && e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    return Ending::ClientClosed
+                }
                 Ok(Ok(0)) => return Ending::ClientClosedMidRequest,
                 Ok(Err(e)) if buf.is_empty() && is_reset(&e) => {
                     let unread = with_log(log, |g| g.conns[idx].last_body > 0);
