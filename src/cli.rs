@@ -465,11 +465,12 @@ pub struct BenchArgs {
 #[derive(Debug, Args)]
 pub struct LoadArgs {
     /// Concurrent workers, each with its own connection(s) (closed loop; default: bench 10,
-    /// compare 1)
+    /// compare 1, compare over a link 10, with --rtt or another link option)
     #[arg(long, short = 'c')]
     pub concurrency: Option<usize>,
 
-    /// Total requests (default when no --duration is given: bench 10000, compare 500)
+    /// Total requests (default when no --duration is given: bench 10000, compare 500,
+    /// compare over a link 100)
     #[arg(long, short = 'n')]
     pub requests: Option<u64>,
 

@@ -764,6 +764,33 @@ pub fn scenario(
 mod tests {
     use super::*;
 
+    /// `-c` and `-n` say the defaults each command really runs with, `compare` over a link
+    /// included (it runs 10 workers, not compare's 1).
+    #[test]
+    fn load_help_states_the_real_defaults() {
+        use clap::CommandFactory;
+        let mut cmd = crate::cli::Cli::command();
+        let compare = cmd.find_subcommand_mut("compare").expect("compare");
+        let help = |id: &str| {
+            let arg = compare
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .expect(id);
+            arg.get_help().expect("help").to_string()
+        };
+        let (c, n) = (help("concurrency"), help("requests"));
+        for (what, d) in [
+            ("bench", BENCH_DEFAULTS),
+            ("compare", COMPARE_DEFAULTS),
+            ("compare over a link", COMPARE_LAB_DEFAULTS),
+        ] {
+            let c_says = format!("{what} {}", d.concurrency);
+            assert!(c.contains(&c_says), "-c help {c:?} lacks {c_says:?}");
+            let n_says = format!("{what} {}", d.requests);
+            assert!(n.contains(&n_says), "-n help {n:?} lacks {n_says:?}");
+        }
+    }
+
     #[test]
     fn urls() {
         let u = parse_url("https://Example.com:8443/a/b?x=1#frag").unwrap();

@@ -179,8 +179,20 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
         .map(|e| e.as_str().unwrap())
         .find(|e| e.starts_with("https close opens"))
         .unwrap_or_else(|| panic!("{why:?}"));
+    let own = r["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "https close")
+        .unwrap();
+    let counts = format!(
+        "https close opens a new connection for every request ({} connections for {} requests; ",
+        u(&own["connections"]["opened"]),
+        u(&own["requests"]["ok"])
+    );
     assert!(
-        close.starts_with("https close opens a new connection for every request (TCP connect ")
+        close.starts_with(&counts)
+            && close.contains("; TCP connect ")
             && close.contains("full TLS 1.3 handshake")
             && close.contains("the time of https "),
         "{close}"

@@ -644,6 +644,69 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
     );
 }
 
+/// The field report's command: `compare --rtt 40ms` over close, close-resumed and
+/// keep-alive with `-n 20`. It runs compare-over-a-link's 10 workers (its help says so),
+/// and each Why line gives the row's own connections per request, counted as its table and
+/// the server count them: close opens one for every request (not "1 in 2", the excess over
+/// keep-alive's one per worker).
+#[test]
+fn compare_over_a_link_explains_each_row_from_its_own_connections() {
+    let Some(_g) = lab_test("compare --rtt sentences") else {
+        return;
+    };
+    let out = run(&[
+        "compare",
+        "--rtt",
+        "40ms",
+        "--strategies",
+        "close,close-resumed,keepalive",
+        "-n",
+        "20",
+        "--rounds",
+        "6",
+        "--json",
+        "--no-progress",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scenarios = rep["scenarios"].as_array().unwrap();
+    let opened: u64 = scenarios
+        .iter()
+        .map(|s| u(&s["connections"]["opened"]))
+        .sum();
+    assert_eq!(opened, u(&rep["server"]["connections_accepted"]));
+    let why: Vec<&str> = rep["comparison"]["explanations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    for s in scenarios {
+        let name = s["name"].as_str().unwrap();
+        assert_eq!(u(&s["concurrency"]), 10, "{name}");
+        let (own, ok) = (u(&s["connections"]["opened"]), u(&s["requests"]["ok"]));
+        if name.ends_with(" keepalive") {
+            assert_eq!(own, 10 * 6, "{name}: one connection per worker per round");
+            continue;
+        }
+        assert_eq!(own, ok, "{name}: a connection per request");
+        let scheme = name.split(' ').next().unwrap();
+        let line = why
+            .iter()
+            .find(|e| e.starts_with(&format!("{name} opens")))
+            .unwrap_or_else(|| panic!("no Why line for {name}: {why:?}"));
+        let says = format!(
+            "{name} opens a new connection for every request ({own} connections for {ok} requests; \
+             {scheme} keepalive 60, one per worker per round; TCP connect "
+        );
+        assert!(line.starts_with(&says), "{line}\nwanted {says}");
+    }
+}
+
 #[test]
 fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
     let Some(_g) = lab_test("compare sweep") else {

@@ -616,7 +616,9 @@ fn explain(
         } else {
             parts.push(cost("TCP connect".into(), new.connect.mean, 1.0));
         }
-        often = Some(o);
+        // The row's own rate, not its excess over the best's (close opens one for every
+        // request even where keep-alive's 10 workers open one for every other).
+        often = how_often(per(rs, rs.connections.opened)).or(Some(o));
     }
     let tls_rate = d_full.max(d_res);
     if quic {
@@ -647,8 +649,9 @@ fn explain(
     if let Some(early) = early_note(rs, rtt) {
         note = early;
     }
-    if often.is_none() {
-        often = how_often(tls_rate);
+    if often.is_none() && how_often(tls_rate).is_some() {
+        // Its connections cost more than the best's, not more of them.
+        often = how_often(per(rs, rs.connections.opened));
     }
     let costs = format!(
         "{}, {} the time of {}",
@@ -676,8 +679,9 @@ fn explain(
     };
     match often {
         Some(often) => format!(
-            "{} opens a new connection {often} ({}): {costs}.{note}{cpu}",
+            "{} opens a new connection {often} ({}; {}): {costs}.{note}{cpu}",
             r.name,
+            connection_counts(rs, best, bs),
             parts.join(", ")
         ),
         None => format!(
@@ -685,6 +689,26 @@ fn explain(
             r.name, best.name
         ),
     }
+}
+
+/// "120 connections for 120 requests; keepalive 60, one per worker per round": the row's
+/// own connections and the best's, both over all rounds, from which the sentence's rate
+/// comes.
+fn connection_counts(rs: &ScenarioReport, best: &ComparisonRow, bs: &ScenarioReport) -> String {
+    let opened = bs.connections.opened;
+    let per_round = bs.concurrency as u64 * best.rounds_ms.len().max(1) as u64;
+    let per_worker = if opened == per_round && bs.concurrency > 1 {
+        ", one per worker per round"
+    } else {
+        ""
+    };
+    let own = rs.connections.opened;
+    format!(
+        "{own} connection{} for {} requests; {} {opened}{per_worker}",
+        if own == 1 { "" } else { "s" },
+        rs.requests.ok,
+        best.name
+    )
 }
 
 #[cfg(test)]
