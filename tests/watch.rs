@@ -370,6 +370,78 @@ fn port_mode_counts_every_client_of_the_endpoint() {
     assert_eq!(v["endpoints"][0]["endpoint"], format!("127.0.0.1:{port}"));
 }
 
+/// `--port` while a client holds its one connection open past the watch's end, after
+/// two curls left their sockets in TIME_WAIT to the same server before the watch began:
+/// no watched connection ended, so there are no lifetimes ("none ended", count 0) and no
+/// TIME_WAIT of theirs; the earlier sockets, which `ss` lists, are not counted.
+#[test]
+fn time_wait_and_lifetimes_are_only_the_watched_connections() {
+    let _serial = serial();
+    let srv = CountServer::start("tw-earlier", false);
+    let url = srv.url();
+    let port = srv.port.to_string();
+    for _ in 0..2 {
+        let st = Command::new("curl")
+            .args(["-sf", "-o", "/dev/null", &url])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let ss = Command::new("ss")
+        .args([
+            "-Htan",
+            "state",
+            "time-wait",
+            "dst",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .output()
+        .expect("ss runs");
+    let earlier = String::from_utf8_lossy(&ss.stdout).lines().count();
+    assert!(earlier >= 2, "the curls' sockets in TIME_WAIT: {earlier}");
+    let holder = "import http.client,sys,time\nc=http.client.HTTPConnection('127.0.0.1',int(sys.argv[1]))\nc.request('GET','/g');c.getresponse().read()\ntime.sleep(30)\n";
+    let watched = |json: bool| -> String {
+        let before = srv.counts();
+        let mut args = vec!["watch", "--port", &port, "-d", "2s"];
+        if json {
+            args.insert(1, "--json");
+        }
+        let w = Command::new(bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let mut client = Command::new("python3")
+            .args(["-c", holder, &port])
+            .spawn()
+            .unwrap();
+        let out = w.wait_with_output().unwrap();
+        stop_child(&mut client, "-TERM");
+        assert!(out.status.success(), "{out:?}");
+        let after = srv.counts();
+        assert_eq!(
+            after[0] - before[0],
+            1,
+            "the server accepted the one connection"
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v: Value = serde_json::from_str(&watched(true)).unwrap();
+    check_schema(&v);
+    let t = total(&v);
+    assert_eq!(u(&t["connections"]), 1, "{v}");
+    assert_eq!(u(&t["endings"]["open_at_end"]), 1, "{v}");
+    assert_eq!(u(&t["lifetimes_ms"]["count"]), 0, "{v}");
+    assert_eq!(t["time_wait"], serde_json::json!({}), "{v}");
+    let text = watched(false);
+    assert!(
+        text.contains("  lifetimes             none ended\n"),
+        "{text}"
+    );
+    assert!(!text.contains("TIME_WAIT"), "{text}");
+}
+
 /// The same client under `watch -- CMD` and `audit -- CMD`: the same connections and
 /// requests.
 #[test]

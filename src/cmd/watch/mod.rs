@@ -176,11 +176,25 @@ fn drain(rec: &cgroup::Recorder, owned: &Owned) {
 struct Outcome {
     total: Acc,
     by_endpoint: BTreeMap<SocketAddr, Acc>,
+    /// The watched connections that ended, as (client, server): only their sockets are
+    /// counted in TIME_WAIT at the end.
+    ended: HashSet<(SocketAddr, SocketAddr)>,
     other: u64,
     packets: u64,
     drops: u64,
     segments: u64,
     peak: u64,
+}
+
+impl Outcome {
+    /// Count a watched connection.
+    fn add(&mut self, c: &Conn) {
+        self.total.add(c);
+        self.by_endpoint.entry(c.server).or_default().add(c);
+        if c.ended.is_some() {
+            self.ended.insert((c.client, c.server));
+        }
+    }
 }
 
 pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
@@ -324,6 +338,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             let mut out = Outcome {
                 total: Acc::default(),
                 by_endpoint: BTreeMap::new(),
+                ended: HashSet::new(),
                 other: 0,
                 packets: 0,
                 drops: 0,
@@ -360,8 +375,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
                     }
                     return;
                 }
-                out.total.add(&c);
-                out.by_endpoint.entry(c.server).or_default().add(&c);
+                out.add(&c);
             };
             // With the kernel's record, the program's connections open now, from their
             // SYN to their first FIN or RST, for an exact peak (the 10 ms sampling of its
@@ -501,30 +515,26 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             out.other += 1;
             continue;
         }
-        out.total.add(&c);
-        out.by_endpoint.entry(c.server).or_default().add(&c);
+        out.add(&c);
     }
-    // TIME_WAIT sockets left at the end, per endpoint and side (the side that holds
-    // one closed first), counted as they are read.
+    // The watched connections' sockets left in TIME_WAIT at the end, per endpoint and
+    // side (the side that closed first holds one); others' (an earlier run's, another
+    // program's) are not theirs to count.
     let mut tw_total: BTreeMap<String, u64> = BTreeMap::new();
     let mut tw: HashMap<SocketAddr, BTreeMap<String, u64>> = HashMap::new();
     let _ = diag::each(diag::StateFlags::TIME_WAIT, |e| {
-        let bump = |m: &mut BTreeMap<String, u64>, side: &str| {
-            *m.entry(side.into()).or_default() += 1;
+        let (endpoint, side) = if out.ended.contains(&(e.local, e.remote)) {
+            (e.remote, "client")
+        } else if out.ended.contains(&(e.remote, e.local)) {
+            (e.local, "server")
+        } else {
+            return;
         };
-        let (server, client) = (
-            out.by_endpoint.contains_key(&e.local),
-            out.by_endpoint.contains_key(&e.remote),
-        );
-        if server {
-            bump(tw.entry(e.local).or_default(), "server");
-            bump(&mut tw_total, "server");
-        } else if client {
-            bump(&mut tw_total, "client");
-        }
-        if client && e.remote != e.local {
-            bump(tw.entry(e.remote).or_default(), "client");
-        }
+        *tw.entry(endpoint)
+            .or_default()
+            .entry(side.into())
+            .or_default() += 1;
+        *tw_total.entry(side.into()).or_default() += 1;
     });
     let time_wait = |ep: Option<SocketAddr>| match ep {
         Some(ep) => tw.get(&ep).cloned().unwrap_or_default(),

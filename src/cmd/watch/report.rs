@@ -13,6 +13,8 @@ use crate::cmd::audit::{GapStats, RpcStats, TlsCounts};
 
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Spread {
+    /// How many: the connections that ended (0: none did, and the figures are 0).
+    pub count: u64,
     pub min: f64,
     pub mean: f64,
     pub max: f64,
@@ -256,6 +258,7 @@ impl Acc {
             endings: self.endings.clone(),
             time_wait,
             lifetimes_ms: Spread {
+                count: self.lifetimes.0,
                 min: self.lifetimes.1,
                 mean: mean(&self.lifetimes),
                 max: self.lifetimes.3,
@@ -478,12 +481,16 @@ pub fn render(r: &WatchReport) -> String {
             );
         }
         let _ = writeln!(out, "  who closed first      {}", map(&e.endings));
-        let _ = writeln!(out, "  TIME_WAIT at the end  {}", map(&e.time_wait));
-        let _ = writeln!(
-            out,
-            "  lifetimes (ms)        min {:.2}  mean {:.2}  max {:.2}",
-            e.lifetimes_ms.min, e.lifetimes_ms.mean, e.lifetimes_ms.max
-        );
+        if e.lifetimes_ms.count == 0 {
+            let _ = writeln!(out, "  lifetimes             none ended");
+        } else {
+            let _ = writeln!(out, "  TIME_WAIT at the end  {}", map(&e.time_wait));
+            let _ = writeln!(
+                out,
+                "  lifetimes (ms)        min {:.2}  mean {:.2}  max {:.2}  ({} ended)",
+                e.lifetimes_ms.min, e.lifetimes_ms.mean, e.lifetimes_ms.max, e.lifetimes_ms.count
+            );
+        }
         if e.idle_gaps.count > 0 {
             let _ = writeln!(
                 out,
