@@ -90,6 +90,33 @@ fn curl_with_connection_close_opens_one_connection_per_request() {
     );
 }
 
+/// One curl request: one request cannot show reuse, and the verdict says so (it was
+/// empty), with how to see it; with `Connection: close` it also says that.
+#[test]
+fn a_single_request_gets_a_verdict() {
+    for close in [false, true] {
+        let mut cmd = vec!["curl", "-sf", "-o", "/dev/null", "{url}"];
+        if close {
+            cmd.splice(1..1, ["-H", "Connection: close"]);
+        }
+        let (code, v) = audit(&[], &cmd);
+        assert_eq!(code, Some(0), "{v}");
+        check(&v);
+        let t = total(&v);
+        assert_eq!((u(&t["requests"]), u(&t["connections"])), (1, 1), "{t}");
+        let s = verdict(&v);
+        assert!(
+            s.starts_with("1 request over 1 connection: one request cannot show reuse."),
+            "{s}"
+        );
+        assert_eq!(
+            s.contains("The client sent `Connection: close`"),
+            close,
+            "{s}"
+        );
+    }
+}
+
 #[test]
 fn audit_exits_with_the_commands_status() {
     let (code, v) = audit(
@@ -274,23 +301,28 @@ fn forwarding_to_an_upstream_over_persistent_connections() {
 
 #[test]
 fn nginx_as_a_proxy_without_and_with_upstream_keepalive() {
-    for keepalive in [false, true] {
+    // nginx's default (HTTP/1.0 and `Connection: close` upstream), upstream keep-alive
+    // set up in full, and HTTP/1.1 with X-Forwarded-For but `Connection: close` kept.
+    for variant in ["default", "keepalive", "http11-close"] {
         let audit_port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
         let listen = format!("127.0.0.1:{audit_port}");
-        let (http, location) = if keepalive {
-            (
+        let (http, location) = match variant {
+            "keepalive" => (
                 format!("upstream audited {{ server {listen}; keepalive 16; }}"),
                 "proxy_pass http://audited; proxy_http_version 1.1; proxy_set_header Connection \"\";",
-            )
-        } else {
-            (
+            ),
+            "http11-close" => (
+                format!("upstream audited {{ server {listen}; }}"),
+                "proxy_pass http://audited; proxy_http_version 1.1; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+            ),
+            _ => (
                 format!("upstream audited {{ server {listen}; }}"),
                 "proxy_pass http://audited;",
-            )
+            ),
         };
         let Some(ng) = Nginx::start(&http, location) else {
             return;
@@ -313,25 +345,41 @@ fn nginx_as_a_proxy_without_and_with_upstream_keepalive() {
         check(&v);
         let t = total(&v);
         assert_eq!(u(&t["requests"]), 60);
-        if keepalive {
+        let says = verdict(&v);
+        if variant == "keepalive" {
             assert!(u(&t["connections"]) <= 4, "upstream keep-alive reuses: {t}");
-            assert!(
-                verdict(&v).contains("connections are reused"),
-                "{}",
-                verdict(&v)
-            );
-        } else {
-            assert_eq!(
-                u(&t["connections"]),
-                60,
-                "a new upstream connection per request: {t}"
-            );
+            assert!(says.contains("connections are reused"), "{says}");
+            assert_eq!(u(&t["forwarded_requests"]), 0, "{t}");
+            continue;
+        }
+        assert_eq!(
+            u(&t["connections"]),
+            60,
+            "a new upstream connection per request: {t}"
+        );
+        assert!(says.contains("no reuse"), "{says}");
+        assert_eq!(u(&t["connection_headers"]["close"]), 60, "{t}");
+        for fix in [
+            "`proxy_http_version 1.1;`",
+            "`proxy_set_header Connection \"\";`",
+            "`keepalive 16;` in its `upstream` block",
+        ] {
+            assert!(says.contains(fix), "{fix} in {says}");
+        }
+        if variant == "default" {
             assert_eq!(
                 u(&t["http_versions"]["HTTP/1.0"]),
                 60,
                 "nginx speaks HTTP/1.0 upstream by default"
             );
-            assert!(verdict(&v).contains("no reuse"), "{}", verdict(&v));
+            assert!(
+                says.contains("what nginx sends to an upstream by default"),
+                "{says}"
+            );
+        } else {
+            assert_eq!(u(&t["http_versions"]["HTTP/1.1"]), 60, "{t}");
+            assert_eq!(u(&t["forwarded_requests"]), 60, "{t}");
+            assert!(says.contains("carry a proxy's headers"), "{says}");
         }
     }
 }

@@ -45,6 +45,8 @@ pub(super) struct ConnLog {
     pub(super) responses: u64,
     pub(super) versions: BTreeMap<String, u64>,
     pub(super) connection_headers: BTreeMap<String, u64>,
+    /// Requests with a header a proxy adds (Via, Forwarded, X-Forwarded-For, X-Real-IP).
+    pub(super) forwarded: u64,
     pub(super) gaps: GapStats,
     pub(super) end: Option<Ending>,
     /// With `--tls`: whether the handshake resumed a session.

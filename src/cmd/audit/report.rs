@@ -33,6 +33,9 @@ pub struct ClientSummary {
     pub reuse_ratio: f64,
     pub http_versions: BTreeMap<String, u64>,
     pub connection_headers: BTreeMap<String, u64>,
+    /// Requests carrying a header a proxy adds (Via, Forwarded, X-Forwarded-For,
+    /// X-Real-IP): the client is likely a proxy.
+    pub forwarded_requests: u64,
     pub idle_gaps: GapStats,
     pub endings: BTreeMap<Ending, u64>,
     /// With `--tls`: handshakes that were full and resumed.
@@ -110,6 +113,7 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         reuse_ratio: 0.0,
         http_versions: BTreeMap::new(),
         connection_headers: BTreeMap::new(),
+        forwarded_requests: 0,
         idle_gaps: GapStats::default(),
         endings: BTreeMap::new(),
         tls_handshakes: TlsCounts::default(),
@@ -130,6 +134,7 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         for (k, v) in &c.connection_headers {
             *s.connection_headers.entry(k.clone()).or_default() += v;
         }
+        s.forwarded_requests += c.forwarded;
         s.idle_gaps.merge(&c.gaps);
         if let Some((written, total)) = c.cut {
             s.cut_responses.count += 1;
@@ -284,6 +289,13 @@ pub fn render(r: &AuditReport) -> String {
             "  Connection headers    {}",
             fmt_map(&s.connection_headers)
         );
+        if s.forwarded_requests > 0 {
+            let _ = writeln!(
+                out,
+                "  via a proxy           {} requests with Via, Forwarded, X-Forwarded-For or X-Real-IP",
+                s.forwarded_requests
+            );
+        }
         if s.idle_gaps.count > 0 {
             let g = &s.idle_gaps;
             let _ = writeln!(

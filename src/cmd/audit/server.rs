@@ -266,6 +266,7 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             *c.connection_headers
                 .entry(info.connection.clone())
                 .or_default() += 1;
+            c.forwarded += u64::from(info.forwarded);
             if let Some(gap) = gap {
                 c.gaps.add(gap.as_secs_f64() * 1000.0);
             }
@@ -354,9 +355,14 @@ pub(super) struct RequestLine {
     pub(super) keep_alive: bool,
     pub(super) content_length: Option<u64>,
     pub(super) chunked: bool,
+    /// It carries a header a proxy adds (Via, Forwarded, X-Forwarded-For, X-Real-IP).
+    pub(super) forwarded: bool,
     /// End-to-end headers, to forward.
     pub(super) headers: Vec<(String, Vec<u8>)>,
 }
+
+/// Headers a proxy adds to the requests it passes on.
+pub(super) const PROXY_HEADERS: [&str; 4] = ["via", "forwarded", "x-forwarded-for", "x-real-ip"];
 
 /// Hop-by-hop headers (RFC 9110 7.6.1), never forwarded.
 pub(super) const HOP_BY_HOP: [&str; 9] = [
@@ -382,6 +388,7 @@ impl RequestLine {
             keep_alive: false,
             content_length: None,
             chunked: false,
+            forwarded: false,
             headers: Vec::new(),
         };
         let mut listed: Vec<String> = Vec::new();
@@ -403,6 +410,7 @@ impl RequestLine {
                         .and_then(|v| v.trim().parse().ok())
                 }
                 "transfer-encoding" => r.chunked = has_token(h.value, "chunked"),
+                n if PROXY_HEADERS.contains(&n) => r.forwarded = true,
                 _ => {}
             }
             if !HOP_BY_HOP.contains(&name.as_str()) && name != "host" && name != "content-length" {

@@ -3,6 +3,10 @@
 use super::log::*;
 use super::report::*;
 
+/// The fix for nginx as a reverse proxy that opens an upstream connection per request:
+/// it speaks HTTP/1.0 upstream and sends `Connection: close` unless told otherwise.
+const NGINX_UPSTREAM_FIX: &str = "If the client is nginx (its default is `proxy_http_version 1.0` with `Connection: close`), set `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` where it proxies, and `keepalive 16;` in its `upstream` block.";
+
 /// Plain sentences: what the client does with connections, the likely cause, the fix.
 /// `peak_open`: the most client connections open at once.
 pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
@@ -23,7 +27,11 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
         let v10 = count(&t.http_versions, &"HTTP/1.0".to_string());
         let ka = count(&t.connection_headers, &"keep-alive".to_string());
         let unread = count(&t.endings, &Ending::ClientClosedUnread);
-        if close == t.requests {
+        if close == t.requests && v10 == t.requests {
+            v.push(format!("The client sent HTTP/1.0 requests with `Connection: close` on every request: what nginx sends to an upstream by default. {NGINX_UPSTREAM_FIX}"));
+        } else if close == t.requests && t.forwarded_requests > 0 {
+            v.push(format!("The client sent `Connection: close` on every request, and its requests carry a proxy's headers (Via, Forwarded, X-Forwarded-For or X-Real-IP): a proxy that closes its upstream connections. {NGINX_UPSTREAM_FIX} In HAProxy, drop `option httpclose` and `option http-server-close`."));
+        } else if close == t.requests {
             v.push("The client sent `Connection: close` on every request.".into());
         } else if v10 == t.requests && ka == 0 {
             v.push("The client sent HTTP/1.0 requests without `Connection: keep-alive`.".into());
@@ -32,6 +40,16 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
         } else if count(&t.endings, &Ending::ClientClosed) * 2 >= t.connections {
             v.push(
                 "The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into(),
+            );
+        }
+    } else if t.requests == 1 {
+        v.push(format!(
+            "1 request over {}: one request cannot show reuse. Run the client with two or more requests in one process (for example `curl URL URL`) to see whether it keeps its connection.",
+            plural(t.connections, "connection")
+        ));
+        if count(&t.connection_headers, &"close".to_string()) == 1 {
+            v.push(
+                "The client sent `Connection: close`: it would not reuse the connection.".into(),
             );
         }
     } else if t.connections < t.requests {
