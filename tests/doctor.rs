@@ -76,6 +76,41 @@ fn doctor_finds_idle_timeout_and_max_requests() {
     srv.stop();
 }
 
+/// A server that claims `Keep-Alive: timeout=60` probed for only 2 s: the claim is
+/// neither confirmed nor contradicted, and doctor says the bound it reached ("at least
+/// 2 s"), never that the header "matches".
+#[test]
+fn a_claim_beyond_the_probe_is_a_bound_not_a_match() {
+    let srv = start(ServerConfig {
+        idle_timeout: Duration::from_secs(60),
+        ..ServerConfig::default()
+    });
+    let (_, v) = doctor(&[
+        &srv.http_url().unwrap(),
+        "--max-idle",
+        "2s",
+        "--max-requests",
+        "20",
+    ]);
+    srv.stop();
+    assert_eq!(v["idle_timeout"]["claimed_s"], 60.0, "{v}");
+    assert!(v["idle_timeout"]["at_most_s"].is_null(), "{v}");
+    let found: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(!found.iter().any(|f| f.contains("matches")), "{found:?}");
+    assert!(
+        found.iter().any(
+            |f| f.contains("`Keep-Alive: timeout=60` header is not contradicted")
+                && f.contains("at least 2.00 s")
+        ),
+        "{found:?}"
+    );
+}
+
 #[test]
 fn doctor_on_an_http10_server() {
     // Honours Connection: keep-alive on HTTP/1.0 ...
@@ -270,4 +305,117 @@ fn trace_text_draws_a_waterfall() {
         "a failed request is a failed check"
     );
     srv.stop();
+}
+
+/// Apache (not handshake's own server), in the foreground with its own config and
+/// directory, on a free loopback port; stopped by its PID when dropped.
+struct Apache {
+    child: std::process::Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Apache {
+    /// None (with a message) only when Apache is missing and HANDSHAKE_SKIP_APACHE is set.
+    fn start(settings: &str) -> Option<Apache> {
+        let bin = "/usr/sbin/apache2";
+        if !std::path::Path::new(bin).exists() {
+            if std::env::var_os("HANDSHAKE_SKIP_APACHE").is_some() {
+                eprintln!("skipping: Apache is not installed (HANDSHAKE_SKIP_APACHE set)");
+                return None;
+            }
+            panic!("Apache is needed (Debian package apache2; scripts/test installs it). Set HANDSHAKE_SKIP_APACHE=1 to skip.");
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = std::env::temp_dir().join(format!("handshake-apache-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("www")).unwrap();
+        std::fs::write(dir.join("www/index.html"), "hello\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for d in [dir.clone(), dir.join("www")] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let d = dir.display();
+        let m = "/usr/lib/apache2/modules";
+        let conf = format!(
+            "ServerRoot {d}\nLoadModule mpm_event_module {m}/mod_mpm_event.so\n\
+             LoadModule authz_core_module {m}/mod_authz_core.so\n\
+             Listen 127.0.0.1:{port}\nPidFile {d}/httpd.pid\nErrorLog {d}/error.log\n\
+             LogFormat \"%k %r\" keepalives\nCustomLog {d}/access.log keepalives\n\
+             DocumentRoot {d}/www\nServerName localhost\nUser www-data\nGroup www-data\n{settings}\n"
+        );
+        std::fs::write(dir.join("httpd.conf"), conf).unwrap();
+        let child = std::process::Command::new(bin)
+            .args(["-X", "-f", dir.join("httpd.conf").to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
+            .spawn()
+            .unwrap();
+        // Dropped (stopped, its directory removed) also when it fails to start.
+        let mut ap = Apache { child, port, dir };
+        let t = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            let ended = ap.child.try_wait().ok().flatten().is_some();
+            if ended || t.elapsed() > Duration::from_secs(10) {
+                let why = ["stderr.log", "error.log"]
+                    .map(|f| std::fs::read_to_string(ap.dir.join(f)).unwrap_or_default());
+                panic!("Apache did not start: {}{}", why[0], why[1]);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(ap)
+    }
+
+    /// The most keep-alive requests Apache logged on one connection (`%k`: the requests
+    /// before this one on its connection).
+    fn most_keepalives_logged(&self) -> u64 {
+        std::fs::read_to_string(self.dir.join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split(' ').next()?.parse().ok())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Apache {
+    fn drop(&mut self) {
+        stop_child(&mut self.child, "-TERM");
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Apache with a short request limit and idle timeout: doctor recognises it by its
+/// `Server` header and names Apache's own directives in its fixes (it named nginx's
+/// `keepalive_requests` before); the limit it finds is the one Apache's own log shows
+/// (the most requests on one connection).
+#[test]
+fn doctor_names_apaches_own_settings() {
+    let Some(ap) = Apache::start("KeepAlive On\nMaxKeepAliveRequests 5\nKeepAliveTimeout 2") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", ap.port);
+    let (code, v) = doctor(&[&url, "--max-idle", "4s", "--max-requests", "50"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(v["server"].as_str().unwrap().starts_with("Apache/"), "{v}");
+    assert_eq!(v["server_kind"], "apache");
+    let limit = u(&v["max_requests"]["limit"]);
+    assert_eq!(limit, ap.most_keepalives_logged() + 1, "{v}");
+    assert_idle(&v, 2.0);
+    let p = problems(&v);
+    assert!(
+        p.iter()
+            .any(|x| x.contains(&format!("after {limit} requests"))
+                && x.ends_with("(Apache: MaxKeepAliveRequests, default 100).")),
+        "{p:?}"
+    );
+    assert!(
+        p.iter()
+            .any(|x| x.ends_with("(Apache: KeepAliveTimeout, default 5).")),
+        "{p:?}"
+    );
+    assert!(!p.iter().any(|x| x.contains("nginx")), "{p:?}");
 }

@@ -7,6 +7,7 @@
 //! its idle timeout, and whether it takes many concurrent streams. Over https, HTTP/3
 //! (doctor_h3): Alt-Svc, a QUIC handshake, QUIC resumption and 0-RTT.
 
+use super::doctor_fixes::{fix, ServerKind, Setting};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -128,6 +129,10 @@ pub struct DoctorReport {
     pub tool: &'static str,
     pub version: &'static str,
     pub url: String,
+    /// The `Server` header of the first answer, if any.
+    pub server: Option<String>,
+    /// The server it names, when doctor knows its settings: its fixes name its own.
+    pub server_kind: Option<ServerKind>,
     /// With `--rtt`: the emulated link to the embedded server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<crate::lab::LinkReport>,
@@ -570,7 +575,12 @@ async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration) -> H2Findi
 }
 
 /// Findings and problems from the HTTP/2 probes.
-fn judge_h2(h: &H2Findings, findings: &mut Vec<String>, problems: &mut Vec<String>) {
+fn judge_h2(
+    h: &H2Findings,
+    server: Option<ServerKind>,
+    findings: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
     if let Some(e) = &h.error {
         findings.push(format!("HTTP/2 probes failed: {e}"));
     }
@@ -588,7 +598,8 @@ fn judge_h2(h: &H2Findings, findings: &mut Vec<String>, problems: &mut Vec<Strin
         .filter(|m| *m < LOW_CONCURRENT_STREAMS)
     {
         problems.push(format!(
-            "The server allows only {m} concurrent HTTP/2 streams per connection: a client multiplexing more requests waits for a stream or opens more connections (browsers and gRPC expect about 100). Raise it (nginx: http2_max_concurrent_streams, default 128)."
+            "The server allows only {m} concurrent HTTP/2 streams per connection: a client multiplexing more requests waits for a stream or opens more connections (browsers and gRPC expect about 100). Raise it {}.",
+            fix(Setting::H2Streams, server)
         ));
     }
     if let Some(c) = &h.concurrency {
@@ -611,7 +622,8 @@ fn judge_h2(h: &H2Findings, findings: &mut Vec<String>, problems: &mut Vec<Strin
                 ));
                 if n < LOW_MAX_REQUESTS {
                     problems.push(format!(
-                        "The server sends GOAWAY after {n} HTTP/2 streams: a busy client sets up a new connection (and TLS handshake) every {n} requests. Raise the limit (nginx: keepalive_requests, default 1000)."
+                        "The server sends GOAWAY after {n} HTTP/2 streams: a busy client sets up a new connection (and TLS handshake) every {n} requests. Raise the limit {}.",
+                        fix(Setting::H2MaxRequests, server)
                     ));
                 }
             }
@@ -633,7 +645,8 @@ fn judge_h2(h: &H2Findings, findings: &mut Vec<String>, problems: &mut Vec<Strin
                 if hi < SHORT_IDLE_S {
                     let x = fmt_ms(i.at_least_s);
                     problems.push(format!(
-                        "The server ends idle HTTP/2 connections after {x} s: a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {x} s, or raise the server's (nginx: keepalive_timeout)."
+                        "The server ends idle HTTP/2 connections after {x} s: a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {x} s, or raise the server's {}.",
+                        fix(Setting::H2IdleTimeout, server)
                     ));
                 }
             }
@@ -708,6 +721,21 @@ pub async fn execute(
 
     let mut findings = Vec::new();
     let mut problems = Vec::new();
+    let server_header = ex11
+        .as_ref()
+        .and_then(|e| e.header("server"))
+        .map(str::to_string);
+    let server = ServerKind::recognise(server_header.as_deref());
+    if let Some(h) = &server_header {
+        findings.push(format!(
+            "The server says it is `{h}`{}.",
+            if server.is_some() {
+                ": fixes below name its own settings"
+            } else {
+                ""
+            }
+        ));
+    }
     let version = http11.http_version.clone().unwrap_or_default();
     if keeps {
         findings.push(format!(
@@ -718,9 +746,10 @@ pub async fn execute(
             "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
             http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
         ));
-        problems.push(
-            "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on (nginx: keepalive_timeout above 0; Apache: KeepAlive On).".to_string(),
-        );
+        problems.push(format!(
+            "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
+            fix(Setting::KeepAlive, server)
+        ));
     }
     findings.push(if http10.persistent {
         "HTTP/1.0 without a keep-alive header: the server keeps the connection open anyway."
@@ -755,7 +784,8 @@ pub async fn execute(
                 ));
                 if n < LOW_MAX_REQUESTS {
                     problems.push(format!(
-                        "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit (nginx: keepalive_requests, default 1000)."
+                        "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
+                        fix(Setting::MaxRequests, server)
                     ));
                 }
             }
@@ -777,7 +807,8 @@ pub async fn execute(
                 if hi < SHORT_IDLE_S {
                     let x = fmt_ms(i.at_least_s);
                     problems.push(format!(
-                        "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's."
+                        "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
+                        fix(Setting::IdleTimeout, server)
                     ));
                 }
             }
@@ -793,6 +824,13 @@ pub async fn execute(
                     "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
                     fmt_ms(i.at_least_s),
                     i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
+                ));
+            } else if i.at_most_s.is_none() {
+                // Open at the probe's limit: the claim is not contradicted, not confirmed.
+                findings.push(format!(
+                    "Its `Keep-Alive: timeout={c}` header is not contradicted: idle connections stayed open for at least {} s, the probe's limit (--max-idle {}s would check it).",
+                    fmt_ms(i.at_least_s),
+                    (c + 5.0).ceil()
                 ));
             } else {
                 findings.push(format!(
@@ -832,17 +870,18 @@ pub async fn execute(
             Some(EarlyDataFinding { offered: true, .. }) => findings.push(
                 "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
             ),
-            Some(_) => findings.push(
-                "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it (nginx: ssl_early_data on).".to_string(),
-            ),
+            Some(_) => findings.push(format!(
+                "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
+                fix(Setting::EarlyData, server)
+            )),
             None => {}
         }
     }
     if let Some(h) = &h2 {
-        judge_h2(h, &mut findings, &mut problems);
+        judge_h2(h, server, &mut findings, &mut problems);
     }
     if let Some(h) = &h3 {
-        super::doctor_h3::judge(h, &mut findings, &mut problems);
+        super::doctor_h3::judge(h, server, &mut findings, &mut problems);
     }
     Ok(DoctorReport {
         schema_version: crate::report::SCHEMA_VERSION,
@@ -850,6 +889,8 @@ pub async fn execute(
         version: env!("CARGO_PKG_VERSION"),
         url: t.url.clone(),
         link: None,
+        server: server_header,
+        server_kind: server,
         http11,
         http10,
         http10_keep_alive,

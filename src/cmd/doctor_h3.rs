@@ -4,6 +4,7 @@
 //! whether it takes a request in 0-RTT. Each probe is a short run of the HTTP/3 engine
 //! (one request at a time), so what doctor reports is what `bench -s h3-*` measures.
 
+use super::doctor_fixes::{fix, ServerKind, Setting};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -207,7 +208,12 @@ pub fn probe(
 }
 
 /// The plain sentences about HTTP/3, and its problems with their fixes.
-pub fn judge(h: &H3Findings, findings: &mut Vec<String>, problems: &mut Vec<String>) {
+pub fn judge(
+    h: &H3Findings,
+    server: Option<ServerKind>,
+    findings: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
     let port = h.port;
     match (h.advertised, h.answered) {
         (true, true) => findings.push(format!(
@@ -260,9 +266,10 @@ pub fn judge(h: &H3Findings, findings: &mut Vec<String>, problems: &mut Vec<Stri
         Some(EarlyDataFinding { offered: true, .. }) => findings.push(
             "QUIC 0-RTT: the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
         ),
-        Some(_) => findings.push(
-            "QUIC 0-RTT: not offered; the server's session tickets do not allow early data (nginx: ssl_early_data on).".to_string(),
-        ),
+        Some(_) => findings.push(format!(
+            "QUIC 0-RTT: not offered; the server's session tickets do not allow early data {}.",
+            fix(Setting::EarlyData, server)
+        )),
         None => {}
     }
 }

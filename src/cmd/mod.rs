@@ -6,6 +6,7 @@ pub mod audit;
 pub mod bench;
 pub mod compare;
 pub mod doctor;
+pub mod doctor_fixes;
 pub mod doctor_h3;
 pub mod lab;
 pub mod merge;

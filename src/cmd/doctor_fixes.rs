@@ -1,0 +1,158 @@
+//! Where each of doctor's fixes is set, in the server's own words: the directive of the
+//! server it recognises from its `Server` header (nginx, Apache, Caddy, HAProxy), or
+//! those of all of them when it does not.
+
+use serde::Serialize;
+
+/// A server doctor knows the directives of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    Nginx,
+    Apache,
+    Caddy,
+    Haproxy,
+}
+
+impl ServerKind {
+    /// From a `Server` header: "nginx/1.22.1", "Apache/2.4.62 (Debian)", "Caddy",
+    /// "openresty" (nginx's), "HAProxy".
+    pub fn recognise(server: Option<&str>) -> Option<ServerKind> {
+        let s = server?.trim().to_ascii_lowercase();
+        let starts = |p: &str| s.starts_with(p);
+        if starts("nginx") || starts("openresty") {
+            Some(ServerKind::Nginx)
+        } else if starts("apache") {
+            Some(ServerKind::Apache)
+        } else if starts("caddy") {
+            Some(ServerKind::Caddy)
+        } else if starts("haproxy") {
+            Some(ServerKind::Haproxy)
+        } else {
+            None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ServerKind::Nginx => "nginx",
+            ServerKind::Apache => "Apache",
+            ServerKind::Caddy => "Caddy",
+            ServerKind::Haproxy => "HAProxy",
+        }
+    }
+}
+
+/// A server setting doctor may tell the user to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// HTTP/1.1 keep-alive on at all.
+    KeepAlive,
+    /// Requests per HTTP/1.1 connection.
+    MaxRequests,
+    /// Idle time before an HTTP/1.1 connection is closed.
+    IdleTimeout,
+    /// Concurrent HTTP/2 streams per connection.
+    H2Streams,
+    /// Streams per HTTP/2 connection before GOAWAY.
+    H2MaxRequests,
+    /// Idle time before an HTTP/2 connection gets GOAWAY.
+    H2IdleTimeout,
+    /// TLS 1.3 early data (0-RTT), over TCP or QUIC.
+    EarlyData,
+}
+
+/// Each server's directive for `setting`; a server missing from the list has none doctor
+/// can name with confidence.
+fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
+    use ServerKind::*;
+    match setting {
+        Setting::KeepAlive => &[
+            (Nginx, "keepalive_timeout above 0"),
+            (Apache, "KeepAlive On"),
+            (Haproxy, "option http-keep-alive, not option httpclose"),
+            (Caddy, "on by default; look for a proxy in front of it"),
+        ],
+        Setting::MaxRequests => &[
+            (Nginx, "keepalive_requests, default 1000"),
+            (Apache, "MaxKeepAliveRequests, default 100"),
+            (
+                Caddy,
+                "no such limit of its own; look for a proxy in front of it",
+            ),
+        ],
+        Setting::IdleTimeout => &[
+            (Nginx, "keepalive_timeout, default 75s"),
+            (Apache, "KeepAliveTimeout, default 5"),
+            (
+                Caddy,
+                "idle_timeout in the global servers options, default 5m",
+            ),
+            (Haproxy, "timeout http-keep-alive"),
+        ],
+        Setting::H2Streams => &[
+            (Nginx, "http2_max_concurrent_streams, default 128"),
+            (Apache, "H2MaxSessionStreams, default 100"),
+            (Haproxy, "tune.h2.max-concurrent-streams, default 100"),
+        ],
+        Setting::H2MaxRequests => &[(Nginx, "keepalive_requests, default 1000")],
+        Setting::H2IdleTimeout => &[
+            (Nginx, "keepalive_timeout, default 75s"),
+            (
+                Caddy,
+                "idle_timeout in the global servers options, default 5m",
+            ),
+            (Haproxy, "timeout http-keep-alive"),
+        ],
+        Setting::EarlyData => &[
+            (Nginx, "ssl_early_data on"),
+            (Haproxy, "allow-0rtt on the bind line"),
+        ],
+    }
+}
+
+/// "(Apache: MaxKeepAliveRequests, default 100)" for a recognised server; for another
+/// (or one without that directive), every server's: "(nginx: ...; Apache: ...)".
+pub fn fix(setting: Setting, server: Option<ServerKind>) -> String {
+    let all = directives(setting);
+    let chosen: Vec<&(ServerKind, &str)> = match all.iter().find(|(k, _)| Some(*k) == server) {
+        Some(own) => vec![own],
+        None => all.iter().collect(),
+    };
+    let parts: Vec<String> = chosen
+        .iter()
+        .map(|(k, d)| format!("{}: {d}", k.name()))
+        .collect();
+    format!("({})", parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_are_recognised_by_their_server_header() {
+        for (header, kind) in [
+            ("nginx/1.22.1", Some(ServerKind::Nginx)),
+            ("openresty/1.21.4.1", Some(ServerKind::Nginx)),
+            ("Apache/2.4.62 (Debian)", Some(ServerKind::Apache)),
+            ("Caddy", Some(ServerKind::Caddy)),
+            ("HAProxy", Some(ServerKind::Haproxy)),
+            ("handshake", None),
+        ] {
+            assert_eq!(ServerKind::recognise(Some(header)), kind, "{header}");
+        }
+        assert_eq!(ServerKind::recognise(None), None);
+    }
+
+    #[test]
+    fn a_recognised_server_gets_its_own_directive_only() {
+        let apache = fix(Setting::MaxRequests, Some(ServerKind::Apache));
+        assert_eq!(apache, "(Apache: MaxKeepAliveRequests, default 100)");
+        let unknown = fix(Setting::MaxRequests, None);
+        assert!(unknown.contains("nginx: keepalive_requests") && unknown.contains("Apache: "));
+        // HAProxy has no per-connection request limit doctor can name: all of them.
+        let haproxy = fix(Setting::MaxRequests, Some(ServerKind::Haproxy));
+        assert_eq!(haproxy, unknown);
+    }
+}
