@@ -355,6 +355,10 @@ pub struct DoctorArgs {
     /// Print the findings as JSON
     #[arg(long)]
     pub json: bool,
+
+    /// No progress lines on stderr (each probe, the time so far and its bound)
+    #[arg(long)]
+    pub no_progress: bool,
 }
 
 #[derive(Debug, Args)]

@@ -448,3 +448,48 @@ fn bench_html_timeline_draws_rates_latency_and_error_markers() {
     );
     srv.stop();
 }
+
+/// compare says each round on stderr with the time so far and, from the second, an
+/// estimate of the time to go; `--no-progress` silences it.
+#[test]
+fn compare_says_each_round_on_stderr() {
+    let _s = serial();
+    let srv = start(ServerConfig::default());
+    let url = srv.http_url().unwrap();
+    let args = [
+        "compare",
+        &url,
+        "--strategies",
+        "close,keepalive",
+        "-n",
+        "20",
+        "--rounds",
+        "3",
+        "--json",
+    ];
+    let out = run(&args);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(
+        lines[0].starts_with("compare [") && lines[0].ends_with("] round 1 of 3: 2 strategies"),
+        "{err}"
+    );
+    for (i, l) in lines.iter().enumerate().skip(1) {
+        assert!(
+            l.contains(&format!("] round {} of 3: 2 strategies, about ", i + 1))
+                && l.ends_with(" s to go"),
+            "{err}"
+        );
+    }
+    let mut quiet = args.to_vec();
+    quiet.push("--no-progress");
+    let out = run(&quiet);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    srv.stop();
+}

@@ -419,3 +419,60 @@ fn doctor_names_apaches_own_settings() {
     );
     assert!(!p.iter().any(|x| x.contains("nginx")), "{p:?}");
 }
+
+/// doctor says each probe on stderr, with the time so far and the probe's bound; a
+/// probe still running after 15 s says so with its bound; `--no-progress` silences it.
+/// (The server's idle timeout is 60 s: the 16 s idle probe runs to its limit.)
+#[test]
+fn doctor_says_what_it_probes_and_for_how_long() {
+    let srv = start(ServerConfig {
+        idle_timeout: Duration::from_secs(60),
+        ..ServerConfig::default()
+    });
+    let url = srv.http_url().unwrap();
+    let out = run(&[
+        "doctor",
+        &url,
+        "--max-idle",
+        "16s",
+        "--max-requests",
+        "20",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the report on stdout");
+    assert!(v["idle_timeout"]["at_most_s"].is_null(), "{v}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for says in [
+        "does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections, at most 30.0 s)",
+        "requests per connection: up to 20 on one connection (--max-requests)",
+        "idle timeout: connections held idle up to 16.0 s (--max-idle), then narrowed; at most 80.0 s",
+        "idle timeout: 15 s so far, at most 80 s",
+    ] {
+        assert!(err.contains(says), "{says:?} in\n{err}");
+    }
+    let times: Vec<f64> = err
+        .lines()
+        .map(|l| {
+            let t = l.strip_prefix("doctor [").unwrap_or_else(|| panic!("{l}"));
+            t.split(" s]").next().unwrap().trim().parse().unwrap()
+        })
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{err}");
+    assert!(times.iter().any(|t| *t >= 15.0), "{err}");
+    let quiet = run(&[
+        "doctor",
+        &url,
+        "--max-idle",
+        "1s",
+        "--max-requests",
+        "5",
+        "--json",
+        "--no-progress",
+    ]);
+    assert!(
+        quiet.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+    srv.stop();
+}

@@ -8,6 +8,7 @@
 //! (doctor_h3): Alt-Svc, a QUIC handshake, QUIC resumption and 0-RTT.
 
 use super::doctor_fixes::{fix, ServerKind, Setting};
+use super::steps::Steps;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -338,7 +339,12 @@ async fn idle_round(sc: &Arc<Scenario>, waits: &[f64], lo: &mut f64, hi: &mut Op
     n
 }
 
-async fn idle_timeout(sc: &Arc<Scenario>, max_idle: Duration, claimed: Option<f64>) -> IdleTimeout {
+async fn idle_timeout(
+    sc: &Arc<Scenario>,
+    max_idle: Duration,
+    claimed: Option<f64>,
+    steps: &Steps,
+) -> IdleTimeout {
     let max = secs(max_idle);
     let mut waits: Vec<f64> = std::iter::successors(Some(0.25), |w| Some(w * 2.0))
         .take_while(|w| *w < max)
@@ -347,10 +353,18 @@ async fn idle_timeout(sc: &Arc<Scenario>, max_idle: Duration, claimed: Option<f6
     let mut lo = 0.0;
     let mut hi = None;
     let mut probes = idle_round(sc, &waits, &mut lo, &mut hi).await;
-    for _ in 0..4 {
+    for round in 0..4 {
         let Some(h) = hi else { break };
         if h - lo <= IDLE_RESOLUTION_S.max(0.1 * h) {
             break;
+        }
+        if round == 0 {
+            steps.say(&format!(
+                "idle timeout between {} and {} s: narrowing it, at most {} s more",
+                fmt_ms(lo),
+                fmt_ms(h),
+                fmt_ms(4.0 * h)
+            ));
         }
         // Eight waits evenly inside (lo, hi).
         let step = (h - lo) / 9.0;
@@ -530,7 +544,7 @@ async fn concurrency_h2(sc: &Scenario, max: Option<u32>) -> Result<Concurrency, 
 }
 
 /// The HTTP/2 probes, each on connections of its own.
-async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration) -> H2Findings {
+async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration, steps: &Steps) -> H2Findings {
     let first = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await;
     let c = match first {
         Ok(c) => c,
@@ -563,7 +577,7 @@ async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration) -> H2Findi
             None
         }
     };
-    let idle = Some(idle_timeout(&Arc::new(sc.clone()), max_idle, None).await);
+    let idle = Some(idle_probes(&Arc::new(sc.clone()), max_idle, None, steps, "HTTP/2 ").await);
     H2Findings {
         settings,
         h2_setup_ms,
@@ -575,6 +589,30 @@ async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration) -> H2Findi
 }
 
 /// Findings and problems from the HTTP/2 probes.
+/// The idle-timeout probes, said on stderr with their bound: a first round of at most
+/// `max_idle`, then up to four narrowing rounds, each no longer than the close seen.
+async fn idle_probes(
+    sc: &Arc<Scenario>,
+    max_idle: Duration,
+    claimed: Option<f64>,
+    steps: &Steps,
+    proto: &str,
+) -> IdleTimeout {
+    let what = format!("{proto}idle timeout");
+    steps.say(&format!(
+        "{what}: connections held idle up to {} s (--max-idle), then narrowed; at most {} s",
+        fmt_ms(secs(max_idle)),
+        fmt_ms(5.0 * secs(max_idle))
+    ));
+    steps
+        .ticking(
+            &what,
+            max_idle * 5,
+            idle_timeout(sc, max_idle, claimed, steps),
+        )
+        .await
+}
+
 fn judge_h2(
     h: &H2Findings,
     server: Option<ServerKind>,
@@ -666,8 +704,14 @@ pub async fn execute(
     roots: &[rustls::pki_types::CertificateDer<'static>],
     max_req: u64,
     max_idle: Duration,
+    steps: &Steps,
 ) -> anyhow::Result<DoctorReport> {
     let t = &sc.targets[0];
+    steps.say(&format!(
+        "{}: does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections, at most {} s)",
+        t.url,
+        fmt_ms(3.0 * secs(sc.timeout))
+    ));
     let (http11, ex11) = persist_probe(sc, &t.request).await;
     if let (Some(e), None) = (&http11.error, &ex11) {
         anyhow::bail!("the first request to {} failed: {e}", t.url);
@@ -687,17 +731,21 @@ pub async fn execute(
 
     let keeps = http11.persistent && http11.reused;
     let max_requests = if keeps {
+        steps.say(&format!(
+            "requests per connection: up to {max_req} on one connection (--max-requests)"
+        ));
         Some(max_requests(sc, max_req).await?)
     } else {
         None
     };
     let arc = Arc::new(sc.clone());
     let idle = if keeps {
-        Some(idle_timeout(&arc, max_idle, claimed).await)
+        Some(idle_probes(&arc, max_idle, claimed, steps, "").await)
     } else {
         None
     };
     let tls = if sc.origins[0].tls {
+        steps.say("TLS: full and resumed handshakes, early data");
         Some(tls_findings(sc, request, roots).await?)
     } else {
         None
@@ -706,12 +754,21 @@ pub async fn execute(
     // HTTP/2 where the server offers it (or --h2c asked for it on http://).
     let speaks_h2 = tls.as_ref().map_or(true, |t| t.offers_h2);
     let h2 = match h2_sc.filter(|_| speaks_h2) {
-        Some(s) => Some(h2_findings(s, max_req, max_idle).await),
+        Some(s) => {
+            steps.say(&format!(
+                "HTTP/2: SETTINGS, up to {max_req} streams on one connection, streams at once"
+            ));
+            Some(h2_findings(s, max_req, max_idle, steps).await)
+        }
         None => None,
     };
     // HTTP/3 at the port its Alt-Svc names (else the URL's); the engine's own threads
     // run the probes, this one waits.
     let h3 = sc.origins[0].tls.then(|| {
+        steps.say(&format!(
+            "HTTP/3: QUIC handshake, resumption, 0-RTT (at most {} s)",
+            fmt_ms(4.0 * secs(sc.timeout))
+        ));
         let alt_svc = ex11
             .as_ref()
             .and_then(|e| e.header("alt-svc"))
@@ -962,6 +1019,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             &roots,
             a.max_requests,
             max_idle,
+            &Steps::new("doctor", !a.no_progress),
         )))
     };
     let mut d = on_client(embedded.as_ref(), run)??;

@@ -12,6 +12,7 @@ pub mod lab;
 pub mod merge;
 pub mod packaging;
 pub mod serve;
+pub mod steps;
 pub mod trace;
 pub mod watch;
 

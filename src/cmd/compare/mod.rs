@@ -159,6 +159,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     };
     let load = config::load_config(&a.load, defaults)?;
     let sweep = specs.len() > 1;
+    let steps = super::steps::Steps::new("compare", !a.output.no_progress);
     let mut scenarios = Vec::new();
     let mut points = Vec::new();
     let mut names = Vec::new();
@@ -199,6 +200,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
                 embedded.as_ref().map(|e| &e.srv),
                 noise_threshold,
                 embedded.as_ref().and_then(Embedded::rtt_set_ms),
+                &steps,
             )
         };
         let result = on_client(embedded.as_ref(), run)??;

@@ -4,6 +4,7 @@
 //! confidence interval, a difference within the noise is called none, and a real one is
 //! explained in handshakes, milliseconds, CPU and (on a real link) round trips.
 
+use crate::cmd::steps::Steps;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -84,14 +85,24 @@ fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> R
     }
 }
 
-/// Run every arm `rounds` times, in turn, in a new random order every round.
+/// "at 20 ms RTT: " when the rounds run across an emulated link.
+fn steps_label(rtt_set_ms: Option<f64>) -> String {
+    rtt_set_ms
+        .map(|r| format!("at {} ms RTT: ", crate::lab::fmt_num(r)))
+        .unwrap_or_default()
+}
+
+/// Run every arm `rounds` times, in turn, in a new random order every round; each round
+/// said on stderr (`steps`) with an estimate of the time to go.
 pub fn run(
     arms: &[Arm],
     rounds: usize,
     server: Option<&RunningServer>,
     noise_threshold: f64,
     rtt_set_ms: Option<f64>,
+    steps: &Steps,
 ) -> anyhow::Result<CompareResult> {
+    let began = std::time::Instant::now();
     let mut runs: Vec<Vec<RunFigures>> = vec![Vec::new(); arms.len()];
     let mut merged: Vec<(Recorder, Duration, crate::cpu::CpuTime)> = arms
         .iter()
@@ -114,7 +125,21 @@ pub fn run(
         .map_or(0x9e37_79b9_7f4a_7c15, |d| d.as_nanos() as u64)
         | 1;
     let mut order: Vec<usize> = (0..arms.len()).collect();
-    for _ in 0..rounds {
+    for round in 0..rounds {
+        // The time to go is an estimate from the rounds so far; the first has none.
+        let to_go = match round {
+            0 => String::new(),
+            r => format!(
+                ", about {} s to go",
+                fmt_ms(began.elapsed().as_secs_f64() / r as f64 * (rounds - r) as f64)
+            ),
+        };
+        steps.say(&format!(
+            "{}round {} of {rounds}: {} strategies{to_go}",
+            steps_label(rtt_set_ms),
+            round + 1,
+            arms.len()
+        ));
         for k in (1..order.len()).rev() {
             seed ^= seed << 13;
             seed ^= seed >> 7;

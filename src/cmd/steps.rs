@@ -1,0 +1,59 @@
+//! Progress lines on stderr for commands that run for minutes (doctor's probes,
+//! compare's rounds): what runs now, how long the command has run, and how long the step
+//! can take at most, so a long wait is never silent.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// How often a long step says it is still running.
+const TICK: Duration = Duration::from_secs(15);
+
+pub struct Steps {
+    name: &'static str,
+    start: Instant,
+    on: bool,
+}
+
+impl Steps {
+    /// `on`: false with `--no-progress`.
+    pub fn new(name: &'static str, on: bool) -> Steps {
+        Steps {
+            name,
+            start: Instant::now(),
+            on,
+        }
+    }
+
+    /// One line: "doctor [  12.3 s] what".
+    pub fn say(&self, what: &str) {
+        if self.on {
+            eprintln!(
+                "{} [{:>6.1} s] {what}",
+                self.name,
+                self.start.elapsed().as_secs_f64()
+            );
+        }
+    }
+
+    /// Run `step`, saying every 15 s that `what` is still running, for how long, and its
+    /// bound.
+    pub async fn ticking<F: Future>(&self, what: &str, bound: Duration, step: F) -> F::Output {
+        let began = Instant::now();
+        let step = std::pin::pin!(step);
+        if !self.on {
+            return step.await;
+        }
+        let mut step = step;
+        let mut tick = tokio::time::interval_at((began + TICK).into(), TICK);
+        loop {
+            tokio::select! {
+                out = &mut step => return out,
+                _ = tick.tick() => self.say(&format!(
+                    "{what}: {:.0} s so far, at most {:.0} s",
+                    began.elapsed().as_secs_f64(),
+                    bound.as_secs_f64()
+                )),
+            }
+        }
+    }
+}
