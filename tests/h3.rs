@@ -676,6 +676,52 @@ fn doctor_finds_h3_resumption_and_0rtt_as_aioquic_counts_them() {
     }
 }
 
+/// doctor against an HTTP/3-only server (aioquic with no TCP listener): TCP is refused,
+/// so it probes QUIC at the same port first-hand and reports it, rather than exit 2;
+/// the QUIC connections and resumed handshakes it made equal aioquic's own counts.
+#[test]
+fn doctor_examines_an_http3_only_server() {
+    let _s = serial();
+    let srv = AioQuic::start(&["--tcp", "off"]);
+    let (url, ca) = (srv.url(), srv.ca());
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", srv.port)).is_err(),
+        "no TCP listener"
+    );
+    let (code, v) = doctor(&[&url, "--cacert", &ca]);
+    assert_eq!(code, Some(0), "{v}");
+    let h = &v["h3"];
+    assert_eq!(h["answered"], true, "{h}");
+    assert_eq!(h["advertised"], false, "{h}");
+    assert_eq!(h["resumption"], true, "{h}");
+    let st = srv.stats();
+    assert_eq!(
+        n(&h["connections_opened"]),
+        n(&st["handshakes"]),
+        "{h} {st}"
+    );
+    assert_eq!(n(&h["handshakes_resumed"]), n(&st["resumed"]), "{h} {st}");
+    assert!(
+        v["http10"].is_null() && v["tls"].is_null() && v["h2"].is_null(),
+        "{v}"
+    );
+    assert!(
+        v["http11"]["error"].as_str().unwrap().contains("refused"),
+        "{v}"
+    );
+    let f = texts(&v["findings"]);
+    assert!(
+        f[0].starts_with("TCP: no connection (")
+            && f[0].contains("answers only over QUIC (HTTP/3)"),
+        "{f:?}"
+    );
+    assert!(
+        f.iter()
+            .any(|s| s.contains("answered over QUIC at UDP port")),
+        "{f:?}"
+    );
+}
+
 /// A server that advertises HTTP/3 but drops UDP: a problem naming the error, found
 /// within the timeout; one that neither advertises nor answers it (the embedded server
 /// with --h3 off): a finding, no problem.

@@ -54,6 +54,9 @@ pub struct PersistProbe {
     /// The server closed the connection after the response (within 1 s).
     pub server_closed: bool,
     pub error: Option<String>,
+    /// No TCP connection could be made (refused, unreachable, or no answer in time).
+    #[serde(skip)]
+    pub tcp_unreachable: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -138,8 +141,10 @@ pub struct DoctorReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<crate::lab::LinkReport>,
     pub http11: PersistProbe,
-    pub http10: PersistProbe,
-    pub http10_keep_alive: PersistProbe,
+    /// HTTP/1.0 without and with `Connection: keep-alive`; null when TCP could not be
+    /// reached (an HTTP/3-only server).
+    pub http10: Option<PersistProbe>,
+    pub http10_keep_alive: Option<PersistProbe>,
     pub max_requests: Option<MaxRequests>,
     pub idle_timeout: Option<IdleTimeout>,
     pub tls: Option<TlsFindings>,
@@ -171,10 +176,15 @@ async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<E
         reused: false,
         server_closed: false,
         error: None,
+        tcp_unreachable: false,
     };
     let mut opened = match probe::open(origin, sc.tls.as_ref(), sc.timeout, &sc.dns).await {
         Ok(o) => o,
         Err(e) => {
+            p.tcp_unreachable = matches!(
+                e.kind,
+                crate::record::ErrorKind::Connect | crate::record::ErrorKind::TimeoutConnect
+            );
             p.error = Some(e.to_string());
             return (p, None);
         }
@@ -714,6 +724,9 @@ pub async fn execute(
     ));
     let (http11, ex11) = persist_probe(sc, &t.request).await;
     if let (Some(e), None) = (&http11.error, &ex11) {
+        if sc.origins[0].tls && http11.tcp_unreachable {
+            return h3_only(sc, http11, request, roots, steps);
+        }
         anyhow::bail!("the first request to {} failed: {e}", t.url);
     }
     let req10 = t
@@ -949,13 +962,62 @@ pub async fn execute(
         server: server_header,
         server_kind: server,
         http11,
-        http10,
-        http10_keep_alive,
+        http10: Some(http10),
+        http10_keep_alive: Some(http10_keep_alive),
         max_requests,
         idle_timeout: idle,
         tls,
         h2,
         h3,
+        findings,
+        problems,
+    })
+}
+
+/// No TCP connection to an https:// URL: the server may speak only HTTP/3. QUIC is
+/// probed at the same port; what needs TCP (HTTP/1.x, HTTP/2, TLS over TCP) is not.
+fn h3_only(
+    sc: &Scenario,
+    tcp: PersistProbe,
+    request: &RequestArgs,
+    roots: &[rustls::pki_types::CertificateDer<'static>],
+    steps: &Steps,
+) -> anyhow::Result<DoctorReport> {
+    let url = &sc.targets[0].url;
+    let why = tcp.error.clone().unwrap_or_default();
+    steps.say(&format!(
+        "no TCP connection ({why}): trying HTTP/3 over QUIC at the same port (at most {} s)",
+        fmt_ms(4.0 * secs(sc.timeout))
+    ));
+    let h3 = super::doctor_h3::probe(url, None, request, roots, sc.timeout);
+    if !h3.answered {
+        anyhow::bail!(
+            "the first request to {url} failed: {why}; HTTP/3 at UDP port {} did not answer either: {}",
+            h3.port,
+            h3.error.as_deref().unwrap_or("no answer")
+        );
+    }
+    let mut findings = vec![format!(
+        "TCP: no connection ({why}); the server answers only over QUIC (HTTP/3). HTTP/1.x, HTTP/2 and TLS over TCP were not probed, and clients without HTTP/3 (most load tools, networks that block UDP) cannot reach it."
+    )];
+    let mut problems = Vec::new();
+    super::doctor_h3::judge(&h3, None, &mut findings, &mut problems);
+    Ok(DoctorReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: url.clone(),
+        server: None,
+        server_kind: None,
+        link: None,
+        http11: tcp,
+        http10: None,
+        http10_keep_alive: None,
+        max_requests: None,
+        idle_timeout: None,
+        tls: None,
+        h2: None,
+        h3: Some(h3),
         findings,
         problems,
     })
