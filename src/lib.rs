@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod engine;
 pub mod lab;
 pub mod net;
+pub mod parse;
 pub mod plan;
 pub mod probe;
 pub mod proto;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::ClientConfig;
+use serde::{Deserialize, Serialize};
 
 use crate::net::dns::DnsSettings;
 use crate::net::Origin;
@@ -255,8 +256,8 @@ pub struct Scenario {
 
 impl Scenario {
     /// What the summary needs of the plan.
-    pub fn shape(&self) -> crate::stats::raw::ScenarioShape {
-        crate::stats::raw::ScenarioShape {
+    pub fn shape(&self) -> ScenarioShape {
+        ScenarioShape {
             name: self.name.clone(),
             url: self
                 .targets
@@ -325,4 +326,26 @@ mod tests {
             assert_eq!(sum, n);
         }
     }
+}
+
+/// What summarizing a scenario needs of its plan: serializable, and summable over agents.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioShape {
+    pub name: String,
+    /// The first URL, and how many the scenario cycles through.
+    pub url: String,
+    pub urls: usize,
+    pub origins: usize,
+    pub strategy: Strategy,
+    pub concurrency: usize,
+    pub threads: usize,
+    pub requests: Option<u64>,
+    pub duration_s: Option<f64>,
+    /// Open loop: requests per second.
+    pub rate: Option<f64>,
+    pub timeout_s: f64,
+    pub requests_per_connection: Option<u64>,
+    /// HTTP/2 and HTTP/3 (`h3`): connections per origin the workers share.
+    pub connections_per_origin: usize,
+    pub dns_cache: bool,
 }

@@ -1,10 +1,18 @@
-//! Deadlines without a timer-wheel update per request: one `Sleep` per worker or
-//! connection, re-armed lazily.
+//! Time for the engine and the server: deadlines without a timer-wheel update per
+//! request (one `Sleep` per worker or connection, re-armed lazily), and the open loop's
+//! paced waits on a timer of each worker's own (a Linux `timerfd`, which the kernel fires
+//! with a high-resolution timer) rather than on tokio's timer wheel, whose millisecond
+//! ticks would make every paced send leave up to a millisecond late and add that to its
+//! `blocked` phase and its latency.
 
 use std::future::Future;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::pin::Pin;
 use std::time::Instant;
 
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio::time::Sleep;
 
 /// Await `fut` unless `deadline` comes first (`None` then). The sleep is moved only when
@@ -33,5 +41,126 @@ pub async fn within<F: Future>(
                 sleep.as_mut().reset(deadline);
             }
         }
+    }
+}
+
+/// One worker's pacing timer. Without a `timerfd` (an old kernel, or out of file
+/// descriptors) it falls back to tokio's timer, coarser but correct.
+pub struct Pacer {
+    timer: Option<AsyncFd<OwnedFd>>,
+}
+
+impl Default for Pacer {
+    fn default() -> Self {
+        Pacer::new()
+    }
+}
+
+impl Pacer {
+    /// Must be called inside the runtime that will wait on it.
+    pub fn new() -> Pacer {
+        // SAFETY: timerfd_create takes no pointers; a non-negative result is a new file
+        // descriptor that nothing else owns.
+        let raw = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        let timer = (raw >= 0)
+            .then(|| unsafe { OwnedFd::from_raw_fd(raw) })
+            // SAFETY: the `OwnedFd` stays open, unreplaced, while the `AsyncFd` owns it.
+            .and_then(|fd| unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok());
+        Pacer { timer }
+    }
+
+    /// Return at `at` (at once if it has passed).
+    pub async fn until(&self, at: Instant) {
+        let wait = at.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            return;
+        }
+        let fired = match &self.timer {
+            Some(timer) => arm(timer, wait).is_ok() && expiry(timer).await.is_ok(),
+            None => false,
+        };
+        if !fired {
+            tokio::time::sleep_until(at.into()).await;
+        }
+    }
+}
+
+/// Set the timer to fire once, `wait` from now.
+fn arm(timer: &AsyncFd<OwnedFd>, wait: std::time::Duration) -> io::Result<()> {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: wait.as_secs() as libc::time_t,
+            tv_nsec: wait.subsec_nanos() as libc::c_long,
+        },
+    };
+    // SAFETY: the descriptor is open for the timer's lifetime and `spec` outlives the call;
+    // the old value is not asked for (null).
+    let r = unsafe { libc::timerfd_settime(timer.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Wait until the armed timer has fired, and consume its expiry count.
+async fn expiry(timer: &AsyncFd<OwnedFd>) -> io::Result<()> {
+    loop {
+        let mut guard = timer.readable().await?;
+        let read = guard.try_io(|fd| {
+            let mut count = [0u8; 8];
+            // SAFETY: reads at most 8 bytes into an 8-byte buffer we own.
+            let n = unsafe { libc::read(fd.as_raw_fd(), count.as_mut_ptr().cast(), count.len()) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        });
+        match read {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(Err(e)) => return Err(e),
+            // Not fired yet (a stale readiness): wait again.
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Paced waits, on the timerfd and on the fallback, never return before the intended
+    /// time.
+    #[test]
+    fn waits_until_the_intended_time() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let hires = Pacer::new();
+            assert!(hires.timer.is_some(), "timerfd_create failed on Linux");
+            let fallback = Pacer { timer: None };
+            for pacer in [&hires, &fallback] {
+                let start = Instant::now();
+                for i in 1..=20u32 {
+                    let at = start + Duration::from_micros(700) * i;
+                    pacer.until(at).await;
+                    assert!(Instant::now() >= at, "returned before send {i}'s time");
+                }
+            }
+        });
     }
 }

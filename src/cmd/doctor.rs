@@ -7,8 +7,6 @@
 //! its idle timeout, and whether it takes many concurrent streams. Over https, HTTP/3
 //! (doctor_h3): Alt-Svc, a QUIC handshake, QUIC resumption and 0-RTT.
 
-use super::doctor_fixes::{fix, ServerKind, Setting};
-use super::steps::Steps;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +21,10 @@ use crate::plan::Strategy;
 use crate::probe::{self, Exchange, ProbeError};
 use crate::proto::h1::{ConnectionHeader, HttpVersion};
 use crate::report::text::fmt_ms;
+
+use super::doctor_fixes::{fix, ServerKind, Setting};
+pub use super::doctor_h3::EarlyDataFinding;
+use super::steps::Steps;
 
 /// How long to wait for a server to close a connection it said it would end.
 const CLOSE_WATCH: Duration = Duration::from_secs(1);
@@ -92,14 +94,6 @@ pub struct TlsFindings {
     pub resumed_handshake_ms: Option<f64>,
     /// TLS 1.3 early data (0-RTT) on a resumed session (absent without resumption).
     pub early_data: Option<EarlyDataFinding>,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct EarlyDataFinding {
-    /// The server's ticket allowed early data, so the request went in it.
-    pub offered: bool,
-    /// The server took the request in early data.
-    pub accepted: bool,
 }
 
 /// HTTP/2: streams sent at once on one connection.

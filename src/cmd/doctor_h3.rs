@@ -4,13 +4,11 @@
 //! whether it takes a request in 0-RTT. Each probe is a short run of the HTTP/3 engine
 //! (one request at a time), so what doctor reports is what `bench -s h3-*` measures.
 
-use super::doctor_fixes::{fix, ServerKind, Setting};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::doctor::EarlyDataFinding;
 use crate::cli::RequestArgs;
 use crate::config;
 use crate::plan::Strategy;
@@ -18,10 +16,21 @@ use crate::record::{ErrorDetail, ErrorKind, PHASE_NAMES};
 use crate::report::text::fmt_ms;
 use crate::stats::recorder::Recorder;
 
+use super::doctor_fixes::{fix, ServerKind, Setting};
+
 /// A server that does not advertise HTTP/3 gets this long to answer a QUIC Initial.
 const UNADVERTISED_WAIT: Duration = Duration::from_secs(2);
 /// Handshakes per kind, for medians.
 const SAMPLES: u64 = 5;
+
+/// TLS 1.3 early data on a resumed connection (over TCP, or QUIC's 0-RTT).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EarlyDataFinding {
+    /// The server's ticket allowed early data, so the request went in it.
+    pub offered: bool,
+    /// The server took the request in early data.
+    pub accepted: bool,
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct H3Findings {

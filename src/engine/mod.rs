@@ -7,7 +7,6 @@ mod h1;
 mod h2;
 pub(crate) mod h3;
 mod open;
-mod pace;
 mod worker;
 
 use std::cell::RefCell;

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::pace::Pacer;
 use crate::net::dns::{DnsCache, Resolver};
 use crate::plan::{LoadShape, Scenario, Target};
 use crate::record::{ErrorKind, Failure, Outcome, RequestRecord, Stage};
 use crate::stats::Recorder;
+use crate::timer::Pacer;
 
 /// Open loop: a send that starts this much later than intended counts as late.
 pub(super) const LATE_AFTER: Duration = Duration::from_millis(2);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::cli::LinkArgs;
-use crate::config::{parse_duration, parse_percent, UsageError};
+use crate::parse::{parse_duration, parse_percent, UsageError};
 pub use delay::{LineStats, Shape};
 
 /// The client side's address.

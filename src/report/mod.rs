@@ -1,6 +1,7 @@
 //! The versioned report (serde) and its renderers: human text and JSON.
 //! Only this layer (and `main`) prints.
 
+pub mod audit;
 pub mod comparison;
 pub mod failure;
 pub mod html;

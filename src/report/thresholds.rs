@@ -11,7 +11,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::UsageError;
+use crate::parse::UsageError;
 
 /// How a figure's values are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

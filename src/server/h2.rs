@@ -15,7 +15,7 @@ use h2::server::SendResponse;
 use h2::RecvStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::conn::{answer as answer_for, empty_head, route_of, FILL};
+use super::routes::{answer as answer_for, empty_head, route_of, FILL};
 use super::Shared;
 
 /// Serve one HTTP/2 connection until the client leaves, an error, the idle timeout

@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 use anyhow::Context as _;
 use bytes::Bytes;
 
-use super::conn::{answer as answer_for, empty_head, route_of, FILL};
+use super::routes::{answer as answer_for, empty_head, route_of, FILL};
 use super::Shared;
 use crate::net::quic::{ServerSeen, WatchingServer};
 

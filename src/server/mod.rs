@@ -6,6 +6,7 @@ pub(crate) mod conn;
 mod early;
 mod h2;
 mod h3;
+pub(crate) mod routes;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -218,7 +219,7 @@ impl Drop for RunningServer {
 pub(crate) struct Shared {
     pub cfg: ServerConfig,
     pub stats: Arc<ServerStats>,
-    /// The default route's responses, built once (see `conn::default_responses`).
+    /// The default route's responses, built once (see `routes::default_responses`).
     pub default_responses: [Vec<u8>; 3],
     /// HTTP/3's advertisement (`h3=":PORT"; ma=86400`) for responses over TLS, once
     /// HTTP/3 is bound, and the default responses over TLS that carry it.
@@ -274,7 +275,7 @@ async fn bind_all(
             let v = format!("h3=\":{}\"; ma=86400", bound.port());
             let _ = shared
                 .tls_default_responses
-                .set(conn::default_responses(cfg, Some(&v)));
+                .set(routes::default_responses(cfg, Some(&v)));
             let _ = shared.alt_svc.set(v);
         }
         tokio::spawn(accept_loop(l, shared.clone(), Some(tls_config)));
@@ -287,13 +288,19 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     if cfg.listen.is_none() && cfg.tls_listen.is_none() {
         anyhow::bail!("the server needs at least one listener");
     }
-    let certs =
-        tls::generate(cfg.h2, cfg.early_data).context("generating the server certificate")?;
+    // The certificate names loopback, and the address the TLS listener is bound to
+    // when it is another one (the lab's server side).
+    let bound = cfg
+        .tls_listen
+        .map(|a| a.ip())
+        .filter(|ip| !ip.is_unspecified());
+    let certs = tls::generate(cfg.h2, cfg.early_data, bound)
+        .context("generating the server certificate")?;
     let stats = Arc::new(ServerStats::default());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         stats: stats.clone(),
-        default_responses: conn::default_responses(&cfg, None),
+        default_responses: routes::default_responses(&cfg, None),
         alt_svc: std::sync::OnceLock::new(),
         tls_default_responses: std::sync::OnceLock::new(),
     });

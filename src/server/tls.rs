@@ -16,9 +16,15 @@ pub struct Certs {
     pub quic_config: Arc<ServerConfig>,
 }
 
-/// A fresh CA and server certificate; `h2`: offer HTTP/2 by ALPN; `early_data`: issue
-/// tickets that allow 16 KiB of TLS 1.3 early data, and answer it as 0.5-RTT data.
-pub fn generate(h2: bool, early_data: bool) -> anyhow::Result<Certs> {
+/// A fresh CA and server certificate for localhost, 127.0.0.1, ::1 and `also` (the
+/// address the server is bound to, when it is not loopback); `h2`: offer HTTP/2 by
+/// ALPN; `early_data`: issue tickets that allow 16 KiB of TLS 1.3 early data, and
+/// answer it as 0.5-RTT data.
+pub fn generate(
+    h2: bool,
+    early_data: bool,
+    also: Option<std::net::IpAddr>,
+) -> anyhow::Result<Certs> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
@@ -30,12 +36,13 @@ pub fn generate(h2: bool, early_data: bool) -> anyhow::Result<Certs> {
     let issuer = Issuer::new(ca_params, ca_key);
 
     let leaf_key = KeyPair::generate()?;
-    let mut leaf_params = CertificateParams::new(vec![
+    let mut names = vec![
         "localhost".to_string(),
         "127.0.0.1".to_string(),
         "::1".to_string(),
-        crate::lab::SERVER_ADDR.to_string(),
-    ])?;
+    ];
+    names.extend(also.filter(|ip| !ip.is_loopback()).map(|ip| ip.to_string()));
+    let mut leaf_params = CertificateParams::new(names)?;
     leaf_params
         .distinguished_name
         .push(DnType::CommonName, "localhost");

@@ -20,31 +20,9 @@ use super::recorder::{PhaseStat, QuicStats, Recorder, Span, GOAWAY_SLOTS};
 use super::timeline::{Bucket, Timeline};
 use crate::cpu::CpuTime;
 use crate::net::local_ports::LocalPorts;
-use crate::plan::Strategy;
+pub use crate::plan::ScenarioShape;
 use crate::proto::h2::wire::ServerSettings;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, PHASE_NAMES};
-
-/// What summarizing a scenario needs of its plan: serializable, and summable over agents.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ScenarioShape {
-    pub name: String,
-    /// The first URL, and how many the scenario cycles through.
-    pub url: String,
-    pub urls: usize,
-    pub origins: usize,
-    pub strategy: Strategy,
-    pub concurrency: usize,
-    pub threads: usize,
-    pub requests: Option<u64>,
-    pub duration_s: Option<f64>,
-    /// Open loop: requests per second.
-    pub rate: Option<f64>,
-    pub timeout_s: f64,
-    pub requests_per_connection: Option<u64>,
-    /// HTTP/2 and HTTP/3 (`h3`): connections per origin the workers share.
-    pub connections_per_origin: usize,
-    pub dns_cache: bool,
-}
 
 /// A scenario's figures, losslessly.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

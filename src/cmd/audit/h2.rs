@@ -12,10 +12,10 @@ use h2::server::SendResponse;
 use h2::RecvStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::answer::*;
 use super::log::*;
 use super::proxy::*;
-use super::server::*;
-use crate::server::conn::{ConnHeader, FILL};
+use crate::server::routes::{ConnHeader, FILL};
 
 /// How long an idle connection stays after the audit's GOAWAY.
 const GOAWAY_GRACE: Duration = Duration::from_secs(1);

@@ -4,39 +4,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
-
-/// How a connection ended, as far as the socket shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Ending {
-    /// The client closed it (FIN) after complete responses; over TLS with or without a
-    /// `close_notify` alert before the FIN.
-    ClientClosed,
-    /// The client reset it (RST) with no response outstanding.
-    ClientReset,
-    /// The client reset it right after a response with a body: it closed with response
-    /// bytes unread (a kernel resets a socket closed with unread data).
-    ClientClosedUnread,
-    /// The client went away inside a request.
-    ClientClosedMidRequest,
-    /// The client went away while the response was being written.
-    ClientClosedMidResponse,
-    /// This side closed it (the client asked, or HTTP/1.0 without keep-alive).
-    ServerClosed,
-    /// The client sent something that is not HTTP.
-    Garbage,
-    /// The client started a request and stalled past the header timeout.
-    Stalled,
-    /// Idle past the idle timeout; closed by this side.
-    IdleTimeout,
-    /// A request head or body over the size limits: answered 431 or 413, closed.
-    TooLarge,
-    /// Over the connection limit: answered 503, closed.
-    OverLimit,
-    /// Still open when the audit ended.
-    OpenAtEnd,
-}
+pub use crate::report::audit::{Ending, GapStats};
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct ConnLog {
@@ -59,45 +27,6 @@ pub(super) struct ConnLog {
     pub(super) h2: bool,
     /// HTTP/2: the most streams in flight at once.
     pub(super) peak_streams: u64,
-}
-
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct GapStats {
-    pub count: u64,
-    pub min_ms: f64,
-    pub mean_ms: f64,
-    pub max_ms: f64,
-    #[serde(skip)]
-    pub(super) sum_ms: f64,
-}
-
-impl GapStats {
-    pub(super) fn add(&mut self, ms: f64) {
-        self.min_ms = if self.count == 0 {
-            ms
-        } else {
-            self.min_ms.min(ms)
-        };
-        self.max_ms = self.max_ms.max(ms);
-        self.count += 1;
-        self.sum_ms += ms;
-        self.mean_ms = self.sum_ms / self.count as f64;
-    }
-
-    pub(super) fn merge(&mut self, o: &GapStats) {
-        if o.count == 0 {
-            return;
-        }
-        self.min_ms = if self.count == 0 {
-            o.min_ms
-        } else {
-            self.min_ms.min(o.min_ms)
-        };
-        self.max_ms = self.max_ms.max(o.max_ms);
-        self.count += o.count;
-        self.sum_ms += o.sum_ms;
-        self.mean_ms = self.sum_ms / self.count as f64;
-    }
 }
 
 #[derive(Default)]

@@ -7,6 +7,7 @@
 //! `--tls`, prior knowledge on plain) are answered too, their streams and concurrency
 //! per connection reported.
 
+mod answer;
 mod h2;
 mod log;
 mod proxy;
@@ -14,10 +15,10 @@ mod report;
 mod server;
 mod verdict;
 
+pub use answer::{AuditConfig, Upstream};
 pub use log::{Ending, GapStats};
-pub use proxy::Upstream;
 pub use report::{render, AuditReport, ClientSummary, CutResponses, RpcStats, TlsCounts};
-pub use server::{start, AuditConfig, RunningAudit};
+pub use server::{start, RunningAudit};
 pub use verdict::verdict;
 
 use std::os::fd::AsFd;

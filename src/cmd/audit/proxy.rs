@@ -1,39 +1,15 @@
 //! Forwarding to `--upstream` over the audit's own persistent connections.
 
 use std::io::Write as _;
-use std::sync::{Arc, Mutex};
+
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use super::server::*;
-use crate::net::{Origin, Stream};
+use super::answer::*;
+use crate::net::Stream;
 use crate::proto::h1::ChunkedDecoder;
-use crate::server::conn::{reason, ConnHeader};
-
-/// Where requests go: answered here, or forwarded.
-#[derive(Clone)]
-pub struct Upstream {
-    pub origin: Origin,
-    pub authority: String,
-    pub tls: Option<Arc<rustls::ClientConfig>>,
-    pub(super) pool: Arc<Mutex<Vec<crate::proto::h1::conn::Conn>>>,
-}
-
-impl Upstream {
-    pub fn new(
-        origin: Origin,
-        authority: String,
-        tls: Option<Arc<rustls::ClientConfig>>,
-    ) -> Upstream {
-        Upstream {
-            origin,
-            authority,
-            tls,
-            pool: Arc::new(Mutex::new(Vec::new())),
-        }
-    }
-}
+use crate::server::routes::{reason, ConnHeader};
 
 /// Forward to the upstream over a pooled connection; returns the response to write.
 pub(super) async fn forward(

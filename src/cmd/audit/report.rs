@@ -2,102 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use super::log::*;
 use super::verdict::*;
 use crate::report::text::Series;
 
-/// One bucket of the audit's timeline: `width_s` seconds from `t_s` after its start.
-#[derive(Debug, Clone, Serialize)]
-pub struct AuditBucket {
-    pub t_s: f64,
-    pub width_s: f64,
-    pub new_connections: u64,
-    /// Requests whose head arrived in it.
-    pub requests: u64,
-    pub closed_connections: u64,
-    pub tls_full: u64,
-    pub tls_resumed: u64,
-}
-
-/// Figures for one client address, or for all.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClientSummary {
-    pub client: String,
-    pub connections: u64,
-    pub requests: u64,
-    pub responses: u64,
-    pub requests_per_connection: RpcStats,
-    /// Requests that did not open their connection / all requests.
-    pub reuse_ratio: f64,
-    pub http_versions: BTreeMap<String, u64>,
-    pub connection_headers: BTreeMap<String, u64>,
-    /// Requests carrying a header a proxy adds (Via, Forwarded, X-Forwarded-For,
-    /// X-Real-IP): the client is likely a proxy.
-    pub forwarded_requests: u64,
-    pub idle_gaps: GapStats,
-    pub endings: BTreeMap<Ending, u64>,
-    /// With `--tls`: handshakes that were full and resumed.
-    pub tls_handshakes: TlsCounts,
-    /// Responses the client cut off: how many, and body bytes written of all of them.
-    pub cut_responses: CutResponses,
-    /// Connections that carried no request (opened, then closed or left unused).
-    pub unused_connections: u64,
-    /// The connections that spoke HTTP/2, if any: their streams and concurrency.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub h2: Option<H2Summary>,
-}
-
-/// What the client did over HTTP/2.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct H2Summary {
-    pub connections: u64,
-    pub streams: u64,
-    pub streams_per_connection: RpcStats,
-    /// The most streams in flight at once on one connection.
-    pub peak_concurrent_streams: u64,
-}
-
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct CutResponses {
-    pub count: u64,
-    pub body_bytes_written: u64,
-    pub body_bytes_total: u64,
-}
-
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct TlsCounts {
-    pub full: u64,
-    pub resumed: u64,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct RpcStats {
-    pub min: u64,
-    pub mean: f64,
-    pub max: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct AuditReport {
-    pub schema_version: u32,
-    pub tool: &'static str,
-    pub version: &'static str,
-    pub url: String,
-    pub command: Option<Vec<String>>,
-    pub exit_status: Option<i32>,
-    pub peak_concurrent_connections: u64,
-    pub total: ClientSummary,
-    pub clients: Vec<ClientSummary>,
-    pub verdict: Vec<String>,
-    /// Second by second since the audit started: connections opened and ended, requests,
-    /// TLS handshakes.
-    pub timeline: Vec<AuditBucket>,
-    /// `--fail-if`: each expression checked on the report.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thresholds: Option<Vec<crate::report::thresholds::ThresholdResult>>,
-}
+pub use crate::report::audit::{
+    AuditBucket, AuditReport, ClientSummary, CutResponses, H2Summary, RpcStats, TlsCounts,
+};
 
 pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
     let mut s = ClientSummary {
@@ -230,10 +141,6 @@ pub(super) fn report(
         timeline,
         thresholds: None,
     }
-}
-
-pub(super) fn count<K: Ord>(m: &BTreeMap<K, u64>, k: &K) -> u64 {
-    m.get(k).copied().unwrap_or(0)
 }
 
 pub fn render(r: &AuditReport) -> String {

@@ -2,7 +2,6 @@
 //! through the upstream, and logs each connection.
 
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,20 +9,13 @@ use anyhow::Context;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use super::answer::*;
 use super::log::*;
 use super::proxy::*;
 use super::report::*;
-use crate::proto::h1::{has_token, ChunkedDecoder};
-use crate::server::conn::{reason, route_of, write_head, ConnHeader, Route, FILL};
+use crate::proto::h1::ChunkedDecoder;
+use crate::server::routes::{reason, ConnHeader, FILL};
 use crate::server::ServerConfig;
-
-pub struct AuditConfig {
-    pub listen: SocketAddr,
-    pub tls: bool,
-    pub upstream: Option<Upstream>,
-    /// Responses, timeouts and limits when answering here.
-    pub server: ServerConfig,
-}
 
 /// A running audit: its URL, its CA (with `--tls`), and its log.
 pub struct RunningAudit {
@@ -47,7 +39,8 @@ impl RunningAudit {
 }
 
 pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
-    let certs = crate::server::tls::generate(true, false)?;
+    let bound = Some(cfg.listen.ip()).filter(|ip| !ip.is_unspecified());
+    let certs = crate::server::tls::generate(true, false, bound)?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));
     with_log(&log, |g| g.timeline.begin(std::time::Instant::now()));
     let tls = cfg.tls;
@@ -169,13 +162,6 @@ async fn first_bytes(sock: &tokio::net::TcpStream, idle: Duration) -> First {
         // The start of the preface and no more yet: wait for the rest.
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-}
-
-pub(super) fn is_reset(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
-    )
 }
 
 /// Answer `status` with an empty body and close: the client broke a limit.
@@ -343,91 +329,6 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// The parts of a request the audit needs.
-#[derive(Debug, Clone)]
-pub(super) struct RequestLine {
-    pub(super) method: String,
-    pub(super) target: String,
-    pub(super) minor: u8,
-    /// "close", "keep-alive", or "none".
-    pub(super) connection: String,
-    pub(super) close: bool,
-    pub(super) keep_alive: bool,
-    pub(super) content_length: Option<u64>,
-    pub(super) chunked: bool,
-    /// It carries a header a proxy adds (Via, Forwarded, X-Forwarded-For, X-Real-IP).
-    pub(super) forwarded: bool,
-    /// End-to-end headers, to forward.
-    pub(super) headers: Vec<(String, Vec<u8>)>,
-}
-
-/// Headers a proxy adds to the requests it passes on.
-pub(super) const PROXY_HEADERS: [&str; 4] = ["via", "forwarded", "x-forwarded-for", "x-real-ip"];
-
-/// Hop-by-hop headers (RFC 9110 7.6.1), never forwarded.
-pub(super) const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
-
-impl RequestLine {
-    fn from(req: &httparse::Request<'_, '_>) -> RequestLine {
-        let mut r = RequestLine {
-            method: req.method.unwrap_or("GET").to_string(),
-            target: req.path.unwrap_or("/").to_string(),
-            minor: req.version.unwrap_or(1),
-            connection: "none".into(),
-            close: false,
-            keep_alive: false,
-            content_length: None,
-            chunked: false,
-            forwarded: false,
-            headers: Vec::new(),
-        };
-        let mut listed: Vec<String> = Vec::new();
-        for h in req.headers.iter() {
-            let name = h.name.to_ascii_lowercase();
-            match name.as_str() {
-                "connection" => {
-                    r.close |= has_token(h.value, "close");
-                    r.keep_alive |= has_token(h.value, "keep-alive");
-                    listed.extend(
-                        String::from_utf8_lossy(h.value)
-                            .split(',')
-                            .map(|t| t.trim().to_ascii_lowercase()),
-                    );
-                }
-                "content-length" => {
-                    r.content_length = std::str::from_utf8(h.value)
-                        .ok()
-                        .and_then(|v| v.trim().parse().ok())
-                }
-                "transfer-encoding" => r.chunked = has_token(h.value, "chunked"),
-                n if PROXY_HEADERS.contains(&n) => r.forwarded = true,
-                _ => {}
-            }
-            if !HOP_BY_HOP.contains(&name.as_str()) && name != "host" && name != "content-length" {
-                r.headers.push((h.name.to_string(), h.value.to_vec()));
-            }
-        }
-        r.headers
-            .retain(|(k, _)| !listed.contains(&k.to_ascii_lowercase()));
-        r.connection = match (r.close, r.keep_alive) {
-            (true, _) => "close".into(),
-            (false, true) => "keep-alive".into(),
-            _ => "none".into(),
-        };
-        r
-    }
-}
-
 /// Read (and keep, for forwarding) the request body.
 pub(super) async fn read_body<S: AsyncRead + Unpin>(
     s: &mut S,
@@ -478,32 +379,4 @@ pub(super) async fn read_more<S: AsyncRead + Unpin>(
         Err(_) => Err(Ending::Stalled),
         _ => Err(Ending::ClientClosedMidRequest),
     }
-}
-
-/// A response from the embedded routes: (bytes to write, FILL bytes to add, body length).
-pub(super) async fn local_response(
-    info: &RequestLine,
-    cfg: &ServerConfig,
-    conn: ConnHeader,
-) -> (Vec<u8>, u64, u64) {
-    let mut status = 200;
-    let mut body_len = cfg.body_size;
-    match route_of(&info.target) {
-        Route::Bytes(n) => body_len = n,
-        Route::Delay(d) => tokio::time::sleep(d).await,
-        Route::Status(c) => status = c,
-        Route::Bad => {
-            status = 400;
-            body_len = 0;
-        }
-        Route::Default | Route::Stats => {}
-    }
-    if !cfg.delay.is_zero() {
-        tokio::time::sleep(cfg.delay).await;
-    }
-    let no_body = info.method == "HEAD" || status == 204 || status == 304;
-    let mut out = Vec::with_capacity(256);
-    write_head(&mut out, cfg, status, body_len, false, conn, None);
-    let body = if no_body { 0 } else { body_len as u64 };
-    (out, body, body)
 }

@@ -1,7 +1,8 @@
 //! The audit's verdict: plain sentences with the likely cause and the fix.
 
-use super::log::*;
-use super::report::*;
+use std::collections::BTreeMap;
+
+use crate::report::audit::{ClientSummary, Ending};
 
 /// The fix for nginx as a reverse proxy that opens an upstream connection per request:
 /// it speaks HTTP/1.0 upstream and sends `Connection: close` unless told otherwise.
@@ -153,4 +154,9 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
         ));
     }
     v
+}
+
+/// A map's count for `k`, 0 when absent.
+fn count<K: Ord>(m: &BTreeMap<K, u64>, k: &K) -> u64 {
+    m.get(k).copied().unwrap_or(0)
 }

@@ -4,10 +4,10 @@
 //! confidence interval, a difference within the noise is called none, and a real one is
 //! explained in handshakes, milliseconds, CPU and (on a real link) round trips.
 
-use crate::cmd::steps::Steps;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cmd::steps::Steps;
 use crate::engine;
 use crate::plan::Scenario;
 pub use crate::report::comparison::{

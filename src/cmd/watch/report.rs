@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::track::{Conn, Ending, Kind};
-use crate::cmd::audit::{GapStats, RpcStats, TlsCounts};
+use crate::report::audit::{GapStats, RpcStats, TlsCounts};
 
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Spread {
@@ -272,12 +272,13 @@ impl Acc {
 }
 
 fn gap_stats(count: u64, min_ms: f64, mean_ms: f64, max_ms: f64) -> GapStats {
-    let mut g = GapStats::default();
-    g.count = count;
-    g.min_ms = min_ms;
-    g.mean_ms = mean_ms;
-    g.max_ms = max_ms;
-    g
+    GapStats {
+        count,
+        min_ms,
+        mean_ms,
+        max_ms,
+        ..GapStats::default()
+    }
 }
 
 fn plural(n: u64, w: &str) -> String {

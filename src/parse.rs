@@ -1,0 +1,166 @@
+//! The user's values and the error for bad ones: durations, shares, sizes, and
+//! `UsageError` (printed as is, exit status 2). A leaf: it knows nothing of the rest.
+
+use std::time::Duration;
+
+/// Bad input from the user: printed as is, exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+pub fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// Parse `10s`, `1.5s`, `500ms`, `2m`, `1h`, or a plain number of seconds.
+pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        // A bare number has no unit: 5 could be 5 ms or 5 s. Only 0 needs none.
+        if t.parse::<f64>().is_ok_and(|v| v != 0.0) {
+            return usage(format!(
+                "{flag}: {s:?} has no unit: write {t}ms or {t}s (units: us, ms, s, m, h)"
+            ));
+        }
+        (t, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * mult < 1e9 => {
+            Ok(Duration::from_secs_f64(v * mult))
+        }
+        _ => usage(format!(
+            "{flag}: invalid duration {s:?} (examples: 10s, 500ms, 2m)"
+        )),
+    }
+}
+
+/// A share below 1: a percentage (`5%`) or a fraction (`0.05`); returns the fraction. A
+/// bare number above 1 is neither and is refused, naming both spellings.
+pub fn parse_percent(flag: &str, s: &str) -> Result<f64, UsageError> {
+    let t = s.trim();
+    let (num, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let v = match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => v,
+        _ => {
+            return usage(format!(
+                "{flag}: expected a percentage like 5% or a fraction like 0.05, not {s:?}"
+            ))
+        }
+    };
+    let fraction = if percent { v / 100.0 } else { v };
+    if !percent && v > 1.0 {
+        return usage(format!(
+            "{flag}: {s:?} is above 1: write {v}% for a percentage, or {} as a fraction",
+            v / 100.0
+        ));
+    }
+    if fraction >= 1.0 {
+        return usage(format!("{flag}: {s:?} must be below 100% (1)"));
+    }
+    Ok(fraction)
+}
+
+/// A duration that must be more than zero (a timeout, a run length, a window).
+pub fn parse_positive_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
+    let d = parse_duration(flag, s)?;
+    if d.is_zero() {
+        return usage(format!("{flag} must be more than zero"));
+    }
+    Ok(d)
+}
+
+/// A size in bytes: `4096`, `64KiB`, `32MiB`, `1GiB` (K, KB, M, MB, G, GB are taken as
+/// the same powers of 1024); more than zero.
+pub fn parse_bytes(flag: &str, s: &str) -> Result<u64, UsageError> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => 0,
+    };
+    match num.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
+        Some(v) if v > 0 => Ok(v),
+        _ => usage(format!(
+            "{flag}: expected a size more than zero, like 4096, 64KiB or 32MiB, not {s:?}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        for (s, v) in [
+            ("4096", 4096),
+            ("64KiB", 64 << 10),
+            ("64k", 64 << 10),
+            ("32 MiB", 32 << 20),
+            ("1G", 1 << 30),
+        ] {
+            assert_eq!(parse_bytes("--buffer", s).unwrap(), v, "{s}");
+        }
+        for s in [
+            "",
+            "0",
+            "-1",
+            "4 KiBs",
+            "1.5M",
+            "MiB",
+            "99999999999999999999G",
+        ] {
+            let e = parse_bytes("--buffer", s).unwrap_err().0;
+            assert!(e.contains("--buffer"), "{s}: {e}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(
+            parse_duration("x", "500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(parse_duration("x", "2m").unwrap(), Duration::from_secs(120));
+        // A bare number has no unit (only 0 needs none).
+        let err = parse_duration("--rtt", "5").unwrap_err().to_string();
+        assert!(err.contains("5ms or 5s"), "{err}");
+        assert_eq!(parse_duration("x", "0").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_duration("x", "1.5s").unwrap(),
+            Duration::from_millis(1500)
+        );
+        // A share: a percentage or a fraction; a bare number above 1 is neither.
+        assert_eq!(parse_percent("x", "5%").unwrap(), 0.05);
+        assert_eq!(parse_percent("x", "0.05").unwrap(), 0.05);
+        let err = parse_percent("--loss", "5").unwrap_err().to_string();
+        assert!(err.contains("5%") && err.contains("0.05"), "{err}");
+        assert!(parse_percent("x", "100%").is_err());
+        assert!(parse_duration("x", "soon").is_err());
+        assert!(parse_duration("x", "-1s").is_err());
+    }
+}

@@ -1,0 +1,169 @@
+//! The audit's report, as it is serialized and rendered: per client address and in all,
+//! how each connection ended, its timeline. `cmd::audit` fills it; `watch` shares its
+//! pieces (idle gaps, requests per connection, TLS handshakes).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// How a connection ended, as far as the socket shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// The client closed it (FIN) after complete responses; over TLS with or without a
+    /// `close_notify` alert before the FIN.
+    ClientClosed,
+    /// The client reset it (RST) with no response outstanding.
+    ClientReset,
+    /// The client reset it right after a response with a body: it closed with response
+    /// bytes unread (a kernel resets a socket closed with unread data).
+    ClientClosedUnread,
+    /// The client went away inside a request.
+    ClientClosedMidRequest,
+    /// The client went away while the response was being written.
+    ClientClosedMidResponse,
+    /// This side closed it (the client asked, or HTTP/1.0 without keep-alive).
+    ServerClosed,
+    /// The client sent something that is not HTTP.
+    Garbage,
+    /// The client started a request and stalled past the header timeout.
+    Stalled,
+    /// Idle past the idle timeout; closed by this side.
+    IdleTimeout,
+    /// A request head or body over the size limits: answered 431 or 413, closed.
+    TooLarge,
+    /// Over the connection limit: answered 503, closed.
+    OverLimit,
+    /// Still open when the audit ended.
+    OpenAtEnd,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct GapStats {
+    pub count: u64,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+    #[serde(skip)]
+    pub(crate) sum_ms: f64,
+}
+
+impl GapStats {
+    pub fn add(&mut self, ms: f64) {
+        self.min_ms = if self.count == 0 {
+            ms
+        } else {
+            self.min_ms.min(ms)
+        };
+        self.max_ms = self.max_ms.max(ms);
+        self.count += 1;
+        self.sum_ms += ms;
+        self.mean_ms = self.sum_ms / self.count as f64;
+    }
+
+    pub fn merge(&mut self, o: &GapStats) {
+        if o.count == 0 {
+            return;
+        }
+        self.min_ms = if self.count == 0 {
+            o.min_ms
+        } else {
+            self.min_ms.min(o.min_ms)
+        };
+        self.max_ms = self.max_ms.max(o.max_ms);
+        self.count += o.count;
+        self.sum_ms += o.sum_ms;
+        self.mean_ms = self.sum_ms / self.count as f64;
+    }
+}
+
+/// One bucket of the audit's timeline: `width_s` seconds from `t_s` after its start.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditBucket {
+    pub t_s: f64,
+    pub width_s: f64,
+    pub new_connections: u64,
+    /// Requests whose head arrived in it.
+    pub requests: u64,
+    pub closed_connections: u64,
+    pub tls_full: u64,
+    pub tls_resumed: u64,
+}
+
+/// Figures for one client address, or for all.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientSummary {
+    pub client: String,
+    pub connections: u64,
+    pub requests: u64,
+    pub responses: u64,
+    pub requests_per_connection: RpcStats,
+    /// Requests that did not open their connection / all requests.
+    pub reuse_ratio: f64,
+    pub http_versions: BTreeMap<String, u64>,
+    pub connection_headers: BTreeMap<String, u64>,
+    /// Requests carrying a header a proxy adds (Via, Forwarded, X-Forwarded-For,
+    /// X-Real-IP): the client is likely a proxy.
+    pub forwarded_requests: u64,
+    pub idle_gaps: GapStats,
+    pub endings: BTreeMap<Ending, u64>,
+    /// With `--tls`: handshakes that were full and resumed.
+    pub tls_handshakes: TlsCounts,
+    /// Responses the client cut off: how many, and body bytes written of all of them.
+    pub cut_responses: CutResponses,
+    /// Connections that carried no request (opened, then closed or left unused).
+    pub unused_connections: u64,
+    /// The connections that spoke HTTP/2, if any: their streams and concurrency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Summary>,
+}
+
+/// What the client did over HTTP/2.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct H2Summary {
+    pub connections: u64,
+    pub streams: u64,
+    pub streams_per_connection: RpcStats,
+    /// The most streams in flight at once on one connection.
+    pub peak_concurrent_streams: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CutResponses {
+    pub count: u64,
+    pub body_bytes_written: u64,
+    pub body_bytes_total: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct TlsCounts {
+    pub full: u64,
+    pub resumed: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RpcStats {
+    pub min: u64,
+    pub mean: f64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    pub schema_version: u32,
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub url: String,
+    pub command: Option<Vec<String>>,
+    pub exit_status: Option<i32>,
+    pub peak_concurrent_connections: u64,
+    pub total: ClientSummary,
+    pub clients: Vec<ClientSummary>,
+    pub verdict: Vec<String>,
+    /// Second by second since the audit started: connections opened and ended, requests,
+    /// TLS handshakes.
+    pub timeline: Vec<AuditBucket>,
+    /// `--fail-if`: each expression checked on the report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<super::thresholds::ThresholdResult>>,
+}

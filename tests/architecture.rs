@@ -1,0 +1,335 @@
+//! The layout's one rule that the compiler does not keep: modules import each other in
+//! one direction. Each file under src/ is a module; an arrow goes from a file to every
+//! module it names by path: `crate::a::b` and `super::x` anywhere in its code, and a
+//! child module `x::` in a `use` item (in code, a parent reaching into a child it owns is
+//! not an arrow). A circle of arrows, files that reach each other, fails the test.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Module path ("cmd::audit::server") of each file under `src`.
+fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension() != Some(std::ffi::OsStr::new("rs")) {
+                continue;
+            }
+            let rel = p.strip_prefix(src).unwrap().with_extension("");
+            let mut parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                parts.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                parts.pop();
+            }
+            out.insert(parts.join("::"), p);
+        }
+    }
+    out
+}
+
+/// The code of a file without comments, string literals and its `#[cfg(test)]` module
+/// (tests may reach anywhere).
+fn code(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let line = match line.find("//") {
+            Some(i) if !line[..i].contains('"') => &line[..i],
+            _ => line,
+        };
+        // Drop string literals (a path inside a message is not an import).
+        let mut in_str = false;
+        let mut prev = ' ';
+        for c in line.chars() {
+            if c == '"' && prev != '\\' {
+                in_str = !in_str;
+            } else if !in_str {
+                out.push(c);
+            }
+            prev = c;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The module a path names: the longest known module that starts it.
+fn resolve(path: &[String], known: &BTreeMap<String, PathBuf>) -> Option<String> {
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].join("::"))
+        .find(|m| known.contains_key(m))
+}
+
+/// The modules a file (module `me`) names.
+fn arrows(me: &str, text: &str, known: &BTreeMap<String, PathBuf>) -> BTreeSet<String> {
+    let code = code(text);
+    let here: Vec<String> = if me.is_empty() {
+        Vec::new()
+    } else {
+        me.split("::").map(String::from).collect()
+    };
+    let mut out = BTreeSet::new();
+    let chars: Vec<char> = code.chars().collect();
+    // Inside a `use` item: a child module named there is an import; in code it is the
+    // parent reaching into what it owns, not an arrow.
+    let mut in_use = vec![false; chars.len()];
+    let mut k = 0;
+    while k + 4 <= chars.len() {
+        let starts_item = k == 0 || matches!(chars[k - 1], '\n' | ' ' | '{' | ';');
+        if starts_item && chars[k..k + 4] == ['u', 's', 'e', ' '] {
+            let end = (k..chars.len())
+                .find(|&e| chars[e] == ';')
+                .unwrap_or(chars.len());
+            for flag in &mut in_use[k..end] {
+                *flag = true;
+            }
+            k = end;
+        }
+        k += 1;
+    }
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if !(c.is_alphabetic() || c == '_')
+            || (i > 0
+                && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_' || chars[i - 1] == ':'))
+        {
+            i += 1;
+            continue;
+        }
+        // A path: ident(::ident)*, also through a `{` group's first level.
+        let mut segs: Vec<String> = Vec::new();
+        let mut j = i;
+        loop {
+            let start = j;
+            while j < chars.len() && (chars[j].is_alphanumeric() || chars[j] == '_') {
+                j += 1;
+            }
+            segs.push(chars[start..j].iter().collect());
+            if j + 2 < chars.len()
+                && chars[j] == ':'
+                && chars[j + 1] == ':'
+                && (chars[j + 2].is_alphabetic() || chars[j + 2] == '_')
+            {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+        let began = i;
+        i = j.max(i + 1);
+        if segs.len() < 2 && !(j + 2 < chars.len() && chars[j] == ':' && chars[j + 1] == ':') {
+            continue;
+        }
+        let absolute: Option<Vec<String>> = match segs[0].as_str() {
+            "crate" => Some(segs[1..].to_vec()),
+            "self" => Some(
+                here.iter()
+                    .cloned()
+                    .chain(segs[1..].iter().cloned())
+                    .collect(),
+            ),
+            "super" => {
+                let mut base = here.clone();
+                let mut k = 0;
+                while k < segs.len() && segs[k] == "super" {
+                    base.pop();
+                    k += 1;
+                }
+                Some(base.into_iter().chain(segs[k..].iter().cloned()).collect())
+            }
+            // A child module named without a prefix, in a `use` item.
+            _ if !in_use[began] => None,
+            first => {
+                let child: Vec<String> = here
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(first.to_string()))
+                    .collect();
+                known
+                    .contains_key(&child.join("::"))
+                    .then(|| here.iter().cloned().chain(segs.iter().cloned()).collect())
+            }
+        };
+        // A `use x::{a, b::c}` group: each first-level name may itself be a module.
+        if let Some(p) = absolute {
+            let group = j + 2 < chars.len()
+                && chars[j] == ':'
+                && chars[j + 1] == ':'
+                && chars[j + 2] == '{';
+            if group {
+                let end = (j + 3..chars.len())
+                    .find(|&k| chars[k] == '}')
+                    .unwrap_or(chars.len());
+                let inner: String = chars[j + 3..end].iter().collect();
+                for item in inner.split(',') {
+                    let item = item.trim();
+                    let head: Vec<String> = item
+                        .split("::")
+                        .map(|s| s.trim().trim_end_matches('*').to_string())
+                        .filter(|s| {
+                            !s.is_empty()
+                                && s != "self"
+                                && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+                        })
+                        .collect();
+                    let mut full = p.clone();
+                    full.extend(head);
+                    if let Some(m) = resolve(&full, known) {
+                        out.insert(m);
+                    }
+                }
+            }
+            if let Some(m) = resolve(&p, known) {
+                out.insert(m);
+            }
+        }
+    }
+    out.remove(me);
+    out.remove("");
+    out
+}
+
+/// Strongly connected groups of more than one module (Tarjan's algorithm).
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct T<'a> {
+        g: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        on: BTreeSet<&'a str>,
+        stack: Vec<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a str) {
+        let n = t.index.len();
+        t.index.insert(v, n);
+        t.low.insert(v, n);
+        t.stack.push(v);
+        t.on.insert(v);
+        for w in t.g.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !t.g.contains_key(w) {
+                continue;
+            }
+            if !t.index.contains_key(w) {
+                visit(t, w);
+                let lw = t.low[w];
+                let lv = t.low[v];
+                t.low.insert(v, lv.min(lw));
+            } else if t.on.contains(w) {
+                let iw = t.index[w];
+                let lv = t.low[v];
+                t.low.insert(v, lv.min(iw));
+            }
+        }
+        if t.low[v] == t.index[v] {
+            let mut group = Vec::new();
+            while let Some(w) = t.stack.pop() {
+                t.on.remove(w);
+                group.push(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                t.out.push(group);
+            }
+        }
+    }
+    let mut t = T {
+        g: graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        on: BTreeSet::new(),
+        stack: Vec::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            visit(&mut t, v);
+        }
+    }
+    t.out
+}
+
+/// The circles of the tree under `src`, each as its files sorted and joined.
+fn circles_of(src: &Path) -> BTreeSet<String> {
+    let known = modules(src);
+    let graph: BTreeMap<String, BTreeSet<String>> = known
+        .iter()
+        .map(|(m, p)| {
+            (
+                m.clone(),
+                arrows(m, &std::fs::read_to_string(p).unwrap(), &known),
+            )
+        })
+        .collect();
+    let root = src.parent().unwrap();
+    circles(&graph)
+        .into_iter()
+        .map(|g| {
+            let mut files: Vec<String> = g
+                .iter()
+                .map(|m| known[m].strip_prefix(root).unwrap().display().to_string())
+                .collect();
+            files.sort();
+            files.join(" <> ")
+        })
+        .collect()
+}
+
+#[test]
+fn no_import_circles() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = circles_of(&src);
+    assert!(
+        found.is_empty(),
+        "import circles (make the arrows run one way; ARCHITECTURE.md): {found:#?}"
+    );
+}
+
+/// The check sees a circle: two modules of a scratch tree that import each other, one
+/// by `use crate::`, the other by `super::` in its code; and none once that arrow goes.
+#[test]
+fn the_check_catches_a_circle() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
+    std::fs::write(
+        src.join("a/mod.rs"),
+        "pub mod inner;\nuse crate::b::B;\npub struct A;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("a/inner.rs"), "pub fn f() {}\n").unwrap();
+    let b_with_arrow = "pub struct B;\npub fn g() -> super::a::A { super::a::A }\n";
+    std::fs::write(src.join("b.rs"), b_with_arrow).unwrap();
+    let found = circles_of(&src);
+    std::fs::write(
+        src.join("b.rs"),
+        "pub struct B;\n// super::a::A in a comment\n",
+    )
+    .unwrap();
+    let after = circles_of(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        found.into_iter().collect::<Vec<_>>(),
+        ["src/a/mod.rs <> src/b.rs"]
+    );
+    assert!(after.is_empty(), "{after:?}");
+}
