@@ -90,6 +90,27 @@ impl Pacer {
     }
 }
 
+/// Raise this process's soft limit on open descriptors to at least `n`, within its hard
+/// limit: the open loop's workers each hold a timer descriptor beside their connections,
+/// and a soft limit of 1024 would otherwise halve how many workers can connect. Never
+/// lowers it; a failure leaves it as it was (connections over it fail as
+/// `local_resource`, counted and said).
+pub fn reserve_descriptors(n: u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the one struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= n as libc::rlim_t
+        {
+            return;
+        }
+        lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+}
+
 /// Set the timer to fire once, `wait` from now.
 fn arm(timer: &AsyncFd<OwnedFd>, wait: std::time::Duration) -> io::Result<()> {
     let spec = libc::itimerspec {

@@ -554,3 +554,38 @@ fn tls_verifies_the_certificate_name_sent_by_sni() {
     assert_eq!(u(&s["requests"]["ok"]), 0);
     srv.stop();
 }
+
+/// An open loop of 700 workers under a soft limit of 1024 open descriptors (the usual
+/// default): each paced worker holds a timer descriptor beside its connection, and bench
+/// raises the soft limit within the hard one, so every worker connects and every request
+/// succeeds; the server accepted exactly the 700 connections the report counts.
+#[test]
+fn an_open_loop_of_many_workers_fits_a_1024_descriptor_limit() {
+    let srv = start(ServerConfig::default());
+    let url = http(&srv);
+    let before = srv.snapshot();
+    let script = format!(
+        "ulimit -Sn 1024 && exec {} bench {url} --rate 5000 -c 700 -n 1400 --json --no-progress",
+        bin()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = scenario(&r);
+    check_accounting(s);
+    assert_eq!(u(&s["requests"]["ok"]), 1400, "{}", s["requests"]);
+    assert_eq!(u(&s["connections"]["opened"]), 700);
+    let after = srv.snapshot();
+    assert_eq!(
+        after.connections_accepted - before.connections_accepted,
+        700
+    );
+    srv.stop();
+}

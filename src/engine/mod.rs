@@ -46,6 +46,10 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
         // Each thread owns its share of the shared connections.
         threads = threads.min(sc.connections.max(1));
     }
+    if matches!(sc.load, crate::plan::LoadShape::Open { .. }) {
+        // Each paced worker holds a timer descriptor beside its connections.
+        crate::timer::reserve_descriptors(sc.concurrency as u64 * 2 + 256);
+    }
     let counters: Arc<Vec<worker::Progress>> =
         Arc::new((0..threads).map(|_| worker::Progress::default()).collect());
     let done = Arc::new(AtomicBool::new(false));
