@@ -26,18 +26,6 @@ fn https_target(srv: &RunningServer, tag: &str) -> (String, std::path::PathBuf) 
     (srv.https_url().unwrap(), ca)
 }
 
-fn compare_json(args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["compare", "--json", "--no-progress"];
-    all.extend_from_slice(args);
-    let out = run(&all);
-    assert!(
-        out.status.success(),
-        "compare {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON report")
-}
-
 fn schema() -> jsonschema::Validator {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),

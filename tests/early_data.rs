@@ -318,8 +318,7 @@ fn trace_shows_the_request_going_in_early_data() {
 #[test]
 fn compare_says_how_many_requests_went_in_early_data() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = run(&[
-        "compare",
+    let r = compare_json(&[
         "--strategies",
         "close-resumed,close-0rtt,keepalive",
         "-n",
@@ -328,15 +327,7 @@ fn compare_says_how_many_requests_went_in_early_data() {
         "1",
         "--rounds",
         "6",
-        "--json",
-        "--no-progress",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let s = r["scenarios"]
         .as_array()
         .unwrap()

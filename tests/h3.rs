@@ -419,23 +419,14 @@ fn embedded_server_counts_equal_the_report() {
 #[test]
 fn compare_sets_h3_beside_tcp() {
     let _s = serial();
-    let out = run(&[
-        "compare",
+    let r = compare_json(&[
         "--strategies",
         "keepalive,h3-close,h3-0rtt,h3",
         "-n",
         "200",
         "--rounds",
         "6",
-        "--json",
-        "--no-progress",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let scenarios = r["scenarios"].as_array().unwrap();
     let names: Vec<&str> = scenarios
         .iter()
@@ -504,24 +495,7 @@ fn compare_includes_h3_and_0rtt_where_the_server_offers_them() {
         });
         let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
         let url = srv.https_url().unwrap();
-        let out = run(&[
-            "compare",
-            &url,
-            "--cacert",
-            ca.s(),
-            "-n",
-            "40",
-            "--rounds",
-            "2",
-            "--json",
-            "--no-progress",
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = compare_json(&[&url, "--cacert", ca.s(), "-n", "40", "--rounds", "2"]);
         let names: Vec<String> = r["comparison"]["rows"]
             .as_array()
             .unwrap()

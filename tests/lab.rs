@@ -488,8 +488,7 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
     let Some(_g) = lab_test("compare --rtt") else {
         return;
     };
-    let out = run(&[
-        "compare",
+    let rep = compare_json(&[
         "--rtt",
         "40ms",
         "--strategies",
@@ -500,15 +499,7 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
         "90",
         "-c",
         "6",
-        "--json",
-        "--no-progress",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_schema(&rep);
     let rows = rep["comparison"]["rows"].as_array().unwrap();
     let rt = |name: &str| {
@@ -550,8 +541,7 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
     let Some(_g) = lab_test("compare --rtt with h3") else {
         return;
     };
-    let out = run(&[
-        "compare",
+    let rep = compare_json(&[
         "--rtt",
         "40ms",
         "--strategies",
@@ -562,15 +552,7 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
         "60",
         "-c",
         "6",
-        "--json",
-        "--no-progress",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_schema(&rep);
     let rows = rep["comparison"]["rows"].as_array().unwrap();
     let rtt = 40.0;
@@ -654,8 +636,7 @@ fn compare_over_a_link_explains_each_row_from_its_own_connections() {
     let Some(_g) = lab_test("compare --rtt sentences") else {
         return;
     };
-    let out = run(&[
-        "compare",
+    let rep = compare_json(&[
         "--rtt",
         "40ms",
         "--strategies",
@@ -664,21 +645,12 @@ fn compare_over_a_link_explains_each_row_from_its_own_connections() {
         "20",
         "--rounds",
         "6",
-        "--json",
-        "--no-progress",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
     let scenarios = rep["scenarios"].as_array().unwrap();
-    let opened: u64 = scenarios
-        .iter()
-        .map(|s| u(&s["connections"]["opened"]))
-        .sum();
-    assert_eq!(opened, u(&rep["server"]["connections_accepted"]));
+    assert_eq!(
+        opened_in_all(&rep),
+        u(&rep["server"]["connections_accepted"])
+    );
     let why: Vec<&str> = rep["comparison"]["explanations"]
         .as_array()
         .unwrap()

@@ -76,6 +76,19 @@ pub fn scenario(report: &Value) -> &Value {
     &report["scenarios"][0]
 }
 
+/// Run `handshake compare ... --json` and return the parsed report; the run must succeed.
+pub fn compare_json(args: &[&str]) -> Value {
+    let mut all = vec!["compare", "--json", "--no-progress"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "compare {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
 /// Connections opened over every scenario of a report (compare: all rows, all rounds).
 pub fn opened_in_all(report: &Value) -> u64 {
     report["scenarios"]

@@ -70,6 +70,11 @@ pub(super) struct RequestLine {
 /// Headers a proxy adds to the requests it passes on.
 pub(super) const PROXY_HEADERS: [&str; 4] = ["via", "forwarded", "x-forwarded-for", "x-real-ip"];
 
+/// An HTTP/2 request carries a header a proxy adds.
+pub(super) fn forwarded(headers: &http::HeaderMap) -> bool {
+    PROXY_HEADERS.iter().any(|h| headers.contains_key(*h))
+}
+
 /// Hop-by-hop headers (RFC 9110 7.6.1), never forwarded.
 pub(super) const HOP_BY_HOP: [&str; 9] = [
     "connection",

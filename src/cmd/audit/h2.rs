@@ -91,8 +91,7 @@ where
                     c.requests += 1;
                     c.peak_streams = c.peak_streams.max(now_in_flight);
                     *c.versions.entry("HTTP/2".into()).or_default() += 1;
-                    c.forwarded +=
-                        u64::from(PROXY_HEADERS.iter().any(|h| req.headers().contains_key(*h)));
+                    c.forwarded += u64::from(forwarded(req.headers()));
                     if let Some(gap) = gap {
                         c.gaps.add(gap.as_secs_f64() * 1000.0);
                     }
@@ -153,7 +152,7 @@ fn request_line(parts: &http::request::Parts, body_len: usize) -> RequestLine {
         keep_alive: false,
         content_length: Some(body_len as u64),
         chunked: false,
-        forwarded: PROXY_HEADERS.iter().any(|h| parts.headers.contains_key(*h)),
+        forwarded: forwarded(&parts.headers),
         headers,
     }
 }
