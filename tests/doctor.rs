@@ -420,7 +420,8 @@ fn doctor_names_apaches_own_settings() {
     assert!(!p.iter().any(|x| x.contains("nginx")), "{p:?}");
 }
 
-/// doctor says each probe on stderr, with the time so far and the probe's bound; a
+/// doctor says each probe on stderr, with the time so far and what bounds the probe
+/// (each wait at most --timeout; the idle probe's rounds of waits up to --max-idle); a
 /// probe still running after 15 s says so with its bound; `--no-progress` silences it.
 /// (The server's idle timeout is 60 s: the 16 s idle probe runs to its limit.)
 #[test]
@@ -443,10 +444,10 @@ fn doctor_says_what_it_probes_and_for_how_long() {
     assert!(v["idle_timeout"]["at_most_s"].is_null(), "{v}");
     let err = String::from_utf8_lossy(&out.stderr);
     for says in [
-        "does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections, at most 30.0 s)",
+        "does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections; each wait at most 10.0 s, --timeout)",
         "requests per connection: up to 20 on one connection (--max-requests)",
-        "idle timeout: connections held idle up to 16.0 s (--max-idle), then narrowed; at most 80.0 s",
-        "idle timeout: 15 s so far, at most 80 s",
+        "idle timeout: connections held idle, then narrowed: at most 5 rounds of idle waits up to 16.0 s (--max-idle)",
+        "idle timeout: 15 s so far (at most 5 rounds of idle waits up to 16.0 s (--max-idle))",
     ] {
         assert!(err.contains(says), "{says:?} in\n{err}");
     }

@@ -364,10 +364,10 @@ async fn idle_timeout(
         }
         if round == 0 {
             steps.say(&format!(
-                "idle timeout between {} and {} s: narrowing it, at most {} s more",
+                "idle timeout between {} and {} s: narrowing it, at most 4 more rounds of idle waits up to {} s",
                 fmt_ms(lo),
                 fmt_ms(h),
-                fmt_ms(4.0 * h)
+                fmt_ms(h)
             ));
         }
         // Eight waits evenly inside (lo, hi).
@@ -603,18 +603,25 @@ async fn idle_probes(
     proto: &str,
 ) -> IdleTimeout {
     let what = format!("{proto}idle timeout");
+    let bound = format!(
+        "at most 5 rounds of idle waits up to {} s (--max-idle)",
+        fmt_ms(secs(max_idle))
+    );
     steps.say(&format!(
-        "{what}: connections held idle up to {} s (--max-idle), then narrowed; at most {} s",
-        fmt_ms(secs(max_idle)),
-        fmt_ms(5.0 * secs(max_idle))
+        "{what}: connections held idle, then narrowed: {bound}"
     ));
     steps
-        .ticking(
-            &what,
-            max_idle * 5,
-            idle_timeout(sc, max_idle, claimed, steps),
-        )
+        .ticking(&what, &bound, idle_timeout(sc, max_idle, claimed, steps))
         .await
+}
+
+/// The bound every probe keeps: no single wait (a name, a connect, a handshake, an
+/// answer) longer than `--timeout`.
+fn each_wait(sc: &Scenario) -> String {
+    format!(
+        "each wait at most {} s, --timeout",
+        fmt_ms(secs(sc.timeout))
+    )
 }
 
 fn judge_h2(
@@ -712,9 +719,9 @@ pub async fn execute(
 ) -> anyhow::Result<DoctorReport> {
     let t = &sc.targets[0];
     steps.say(&format!(
-        "{}: does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections, at most {} s)",
+        "{}: does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections; {})",
         t.url,
-        fmt_ms(3.0 * secs(sc.timeout))
+        each_wait(sc)
     ));
     let (http11, ex11) = persist_probe(sc, &t.request).await;
     if let (Some(e), None) = (&http11.error, &ex11) {
@@ -773,8 +780,9 @@ pub async fn execute(
     // run the probes, this one waits.
     let h3 = sc.origins[0].tls.then(|| {
         steps.say(&format!(
-            "HTTP/3: QUIC handshake, resumption, 0-RTT (at most {} s)",
-            fmt_ms(4.0 * secs(sc.timeout))
+            "HTTP/3: QUIC handshake, resumption, 0-RTT (at most {} requests; {})",
+            super::doctor_h3::PROBE_REQUESTS,
+            each_wait(sc)
         ));
         let alt_svc = ex11
             .as_ref()
@@ -980,8 +988,9 @@ fn h3_only(
     let url = &sc.targets[0].url;
     let why = tcp.error.clone().unwrap_or_default();
     steps.say(&format!(
-        "no TCP connection ({why}): trying HTTP/3 over QUIC at the same port (at most {} s)",
-        fmt_ms(4.0 * secs(sc.timeout))
+        "no TCP connection ({why}): trying HTTP/3 over QUIC at the same port (at most {} requests; {})",
+        super::doctor_h3::PROBE_REQUESTS,
+        each_wait(sc)
     ));
     let h3 = super::doctor_h3::probe(url, None, request, roots, sc.timeout);
     if !h3.answered {

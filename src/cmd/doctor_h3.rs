@@ -22,6 +22,9 @@ use super::doctor_fixes::{fix, ServerKind, Setting};
 const UNADVERTISED_WAIT: Duration = Duration::from_secs(2);
 /// Handshakes per kind, for medians.
 const SAMPLES: u64 = 5;
+/// Requests the probes send at most, one at a time: the first, the full handshakes,
+/// the resumed ones (with the one that gets a ticket and one more), and 0-RTT's three.
+pub const PROBE_REQUESTS: u64 = 1 + SAMPLES + (SAMPLES + 2) + 3;
 
 /// TLS 1.3 early data on a resumed connection (over TCP, or QUIC's 0-RTT).
 #[derive(Debug, Clone, Copy, Serialize)]

@@ -1,6 +1,6 @@
 //! Progress lines on stderr for commands that run for minutes (doctor's probes,
-//! compare's rounds): what runs now, how long the command has run, and how long the step
-//! can take at most, so a long wait is never silent.
+//! compare's rounds): what runs now, how long the command has run, and what bounds the
+//! step, so a long wait is never silent.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -36,22 +36,20 @@ impl Steps {
     }
 
     /// Run `step`, saying every 15 s that `what` is still running, for how long, and its
-    /// bound.
-    pub async fn ticking<F: Future>(&self, what: &str, bound: Duration, step: F) -> F::Output {
+    /// `bound` (in words: what limits it).
+    pub async fn ticking<F: Future>(&self, what: &str, bound: &str, step: F) -> F::Output {
         let began = Instant::now();
-        let step = std::pin::pin!(step);
+        let mut step = std::pin::pin!(step);
         if !self.on {
             return step.await;
         }
-        let mut step = step;
         let mut tick = tokio::time::interval_at((began + TICK).into(), TICK);
         loop {
             tokio::select! {
                 out = &mut step => return out,
                 _ = tick.tick() => self.say(&format!(
-                    "{what}: {:.0} s so far, at most {:.0} s",
-                    began.elapsed().as_secs_f64(),
-                    bound.as_secs_f64()
+                    "{what}: {:.0} s so far ({bound})",
+                    began.elapsed().as_secs_f64()
                 )),
             }
         }
