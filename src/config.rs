@@ -5,7 +5,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::{LoadArgs, RequestArgs};
+use crate::cli::{LinkArgs, LoadArgs, RequestArgs};
+use crate::lab::{Emulator, LinkSpec};
 use crate::net::dns::DnsSettings;
 use crate::net::tls::{self, TlsOptions, TlsVersions};
 use crate::net::Origin;
@@ -14,7 +15,8 @@ use crate::proto::h1::RequestTemplate;
 
 use crate::parse::usage;
 pub use crate::parse::{
-    parse_bytes, parse_duration, parse_percent, parse_positive_duration, UsageError,
+    parse_bandwidth, parse_bytes, parse_duration, parse_percent, parse_positive_duration,
+    UsageError,
 };
 
 /// A parsed http(s) URL.
@@ -658,6 +660,76 @@ pub fn scenario(
     })
 }
 
+impl LinkArgs {
+    /// Whether any link flag was given (then the run crosses a lab's link).
+    pub fn any(&self) -> bool {
+        self.rtt.is_some()
+            || self.jitter.is_some()
+            || self.loss.is_some()
+            || self.bandwidth.is_some()
+            || self.emulator.is_some()
+    }
+}
+
+/// Parse the link flags: one spec per RTT listed (`--rtt 0,10ms,40ms`); `many` says
+/// whether a list is allowed.
+pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError> {
+    let rtts: Vec<Duration> = match &f.rtt {
+        None => vec![Duration::ZERO],
+        Some(s) => s
+            .split(',')
+            .map(|x| parse_duration("--rtt", x))
+            .collect::<Result<_, _>>()?,
+    };
+    if rtts.is_empty() || (!many && rtts.len() > 1) {
+        return Err(UsageError(format!(
+            "--rtt: expected one round-trip time like 40ms, not {:?}",
+            f.rtt.as_deref().unwrap_or("")
+        )));
+    }
+    if let Some(r) = rtts.iter().find(|r| **r > Duration::from_secs(10)) {
+        return Err(UsageError(format!(
+            "--rtt: {r:?} is over the 10 s the link can hold"
+        )));
+    }
+    let jitter = f
+        .jitter
+        .as_deref()
+        .map(|j| parse_duration("--jitter", j))
+        .transpose()?
+        .unwrap_or_default();
+    if jitter > Duration::from_secs(10) {
+        return Err(UsageError("--jitter: at most 10 s".into()));
+    }
+    let loss = f
+        .loss
+        .as_deref()
+        .map(|l| parse_percent("--loss", l))
+        .transpose()?
+        .unwrap_or(0.0);
+    let bandwidth_bps = f.bandwidth.as_deref().map(parse_bandwidth).transpose()?;
+    let emulator = match f.emulator.as_deref().map(str::trim) {
+        None | Some("auto") => Emulator::Auto,
+        Some("netem") => Emulator::Netem,
+        Some("delay-line") => Emulator::DelayLine,
+        Some(other) => {
+            return Err(UsageError(format!(
+                "--emulator: expected auto, netem or delay-line, not {other:?}"
+            )))
+        }
+    };
+    Ok(rtts
+        .into_iter()
+        .map(|rtt| LinkSpec {
+            rtt,
+            jitter,
+            loss,
+            bandwidth_bps,
+            emulator,
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -703,5 +775,28 @@ mod tests {
         assert!(parse_url("ftp://x/").is_err());
         assert!(parse_url("http://h:99999/").is_err());
         assert!(parse_url("http:///").is_err());
+    }
+
+    fn flags(rtt: Option<&str>, loss: Option<&str>, bw: Option<&str>) -> LinkArgs {
+        LinkArgs {
+            rtt: rtt.map(String::from),
+            loss: loss.map(String::from),
+            bandwidth: bw.map(String::from),
+            ..LinkArgs::default()
+        }
+    }
+
+    #[test]
+    fn link_flags_give_one_spec_per_rtt() {
+        let v = parse_link(&flags(Some("0,10ms,40ms"), Some("1%"), Some("8mbit")), true).unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[2].rtt, Duration::from_millis(40));
+        assert_eq!(v[2].shape().one_way, Duration::from_millis(20));
+        assert!((v[0].loss - 0.01).abs() < 1e-12);
+        assert_eq!(v[1].bandwidth_bps, Some(8_000_000));
+        assert!(parse_link(&flags(Some("10ms,20ms"), None, None), false).is_err());
+        assert!(parse_link(&flags(Some("40ms"), Some("100%"), None), false).is_err());
+        let none = parse_link(&flags(None, None, None), false).unwrap();
+        assert_eq!(none[0].rtt, Duration::ZERO);
     }
 }

@@ -6,6 +6,7 @@ pub mod cmd;
 pub mod config;
 pub mod cpu;
 pub mod engine;
+pub mod fmt;
 pub mod lab;
 pub mod net;
 pub mod parse;
@@ -17,6 +18,7 @@ pub mod report;
 pub mod runtime_thread;
 pub mod server;
 pub mod stats;
+pub mod strategy;
 pub mod timer;
 
 /// `handshake audit`'s observing server and report, for tests and embedders.

@@ -110,6 +110,30 @@ pub fn parse_bytes(flag: &str, s: &str) -> Result<u64, UsageError> {
     }
 }
 
+/// `10mbit`, `500kbit`, `1gbit`, `64000bit` (tc's units: SI, bits per second).
+pub fn parse_bandwidth(s: &str) -> Result<u64, UsageError> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix("gbit") {
+        (n, 1e9)
+    } else if let Some(n) = t.strip_suffix("mbit") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("kbit") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("bit") {
+        (n, 1.0)
+    } else {
+        (t.as_str(), f64::NAN)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if mult.is_finite() && v.is_finite() && v * mult >= 8000.0 && v * mult <= 1e11 => {
+            Ok((v * mult) as u64)
+        }
+        _ => Err(UsageError(format!(
+            "--bandwidth: expected a rate from 8kbit to 100gbit like 10mbit, 500kbit or 1gbit, not {s:?}"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +186,16 @@ mod tests {
         assert!(parse_percent("x", "100%").is_err());
         assert!(parse_duration("x", "soon").is_err());
         assert!(parse_duration("x", "-1s").is_err());
+    }
+
+    #[test]
+    fn bandwidth_in_tc_units() {
+        assert_eq!(parse_bandwidth("10mbit").unwrap(), 10_000_000);
+        assert_eq!(parse_bandwidth("500kbit").unwrap(), 500_000);
+        assert_eq!(parse_bandwidth("1Gbit").unwrap(), 1_000_000_000);
+        assert_eq!(parse_bandwidth("64000bit").unwrap(), 64_000);
+        for bad in ["10mbps", "10", "fast", "1bit", "-5mbit"] {
+            assert!(parse_bandwidth(bad).is_err(), "{bad}");
+        }
     }
 }

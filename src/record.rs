@@ -1,7 +1,7 @@
 //! What one attempt and one connection produce: phase durations, outcome, close reason.
 //! These are the words of DESIGN.md section 3; every layer above uses them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The phases of one attempt, in nanoseconds. `None` means the phase did not happen.
 #[derive(Debug, Clone, Copy, Default)]
@@ -569,4 +569,15 @@ pub struct RequestRecord {
     pub refused_retry: bool,
     /// Open loop: the send started later than its intended time (by >= 1 ms).
     pub late: bool,
+}
+
+/// The server's SETTINGS (the values it sent; `None`: not sent, the default applies).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerSettings {
+    pub header_table_size: Option<u32>,
+    pub enable_push: Option<u32>,
+    pub max_concurrent_streams: Option<u32>,
+    pub initial_window_size: Option<u32>,
+    pub max_frame_size: Option<u32>,
+    pub max_header_list_size: Option<u32>,
 }

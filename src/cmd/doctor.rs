@@ -15,12 +15,12 @@ use serde::Serialize;
 use crate::cli::{DoctorArgs, RequestArgs};
 use crate::cmd::{current_thread_runtime, on_client, single_target, single_url_scenario};
 use crate::config::{self, parse_positive_duration, UsageError};
+use crate::fmt::ms as fmt_ms;
 use crate::net::tls;
 use crate::plan::Scenario;
 use crate::plan::Strategy;
 use crate::probe::{self, Exchange, ProbeError};
 use crate::proto::h1::{ConnectionHeader, HttpVersion};
-use crate::report::text::fmt_ms;
 
 use super::doctor_fixes::{fix, ServerKind, Setting};
 pub use super::doctor_h3::EarlyDataFinding;
@@ -133,7 +133,7 @@ pub struct DoctorReport {
     pub server_kind: Option<ServerKind>,
     /// With `--rtt`: the emulated link to the embedded server.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub link: Option<crate::lab::LinkReport>,
+    pub link: Option<crate::report::link::LinkReport>,
     pub http11: PersistProbe,
     /// HTTP/1.0 without and with `Connection: keep-alive`; null when TCP could not be
     /// reached (an HTTP/3-only server).

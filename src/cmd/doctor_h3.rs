@@ -11,9 +11,9 @@ use serde::Serialize;
 
 use crate::cli::RequestArgs;
 use crate::config;
+use crate::fmt::ms as fmt_ms;
 use crate::plan::Strategy;
 use crate::record::{ErrorDetail, ErrorKind, PHASE_NAMES};
-use crate::report::text::fmt_ms;
 use crate::stats::recorder::Recorder;
 
 use super::doctor_fixes::{fix, ServerKind, Setting};

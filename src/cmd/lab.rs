@@ -15,7 +15,7 @@ use crate::server::ServerConfig;
 /// server side, the command on the client side, the link between; the command's output
 /// passes through and its status is the lab's.
 pub fn run(a: LabArgs) -> anyhow::Result<i32> {
-    let spec = crate::lab::parse_link(&a.link, false)?[0];
+    let spec = crate::config::parse_link(&a.link, false)?[0];
     let mut l = Lab::start(spec)?;
     let dir = std::env::temp_dir().join(format!("handshake-lab-{}", std::process::id()));
     let _dir_guard = crate::lab::TempDir::create(&dir)?;

@@ -22,8 +22,9 @@ use anyhow::Context;
 
 use crate::cli::{Cli, Command, LinkArgs, OutputArgs, RequestArgs};
 use crate::config::{self, parse_positive_duration, UsageError};
-use crate::lab::{Lab, LinkReport, LinkSpec};
+use crate::lab::{Lab, LinkSpec};
 use crate::plan::Strategy;
+use crate::report::link::LinkReport;
 use crate::report::{self, Report};
 use crate::server::{self, ServerConfig};
 
@@ -48,7 +49,7 @@ pub(crate) fn one_link(f: &LinkArgs) -> Result<Option<LinkSpec>, UsageError> {
     if !f.any() {
         return Ok(None);
     }
-    Ok(crate::lab::parse_link(f, false)?.into_iter().next())
+    Ok(crate::config::parse_link(f, false)?.into_iter().next())
 }
 
 /// The path to ask the embedded server for, when the command runs against it: no URL, or

@@ -10,9 +10,9 @@ use serde::Serialize;
 use crate::cli::TraceArgs;
 use crate::cmd::{current_thread_runtime, on_client, single_target, single_url_scenario};
 use crate::config::{self, UsageError};
+use crate::fmt::ms as fmt_ms;
 use crate::plan::Scenario;
 use crate::probe::{self, TlsInfo};
-use crate::report::text::fmt_ms;
 
 /// How long to watch an idle connection after the last response for the server's close.
 const WATCH_AFTER: Duration = Duration::from_millis(200);
@@ -86,7 +86,7 @@ pub struct TraceReport {
     pub h2_settings: Option<crate::proto::h2::wire::ServerSettings>,
     /// With `--rtt`: the emulated link to the embedded server.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub link: Option<crate::lab::LinkReport>,
+    pub link: Option<crate::report::link::LinkReport>,
     pub steps: Vec<TraceStep>,
     /// A step that failed: its category and message.
     pub error: Option<String>,

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use crate::report::link::{DirStats, LineStats};
 
 /// Packets waiting per direction before the queue drops (netem's default limit).
 pub const QUEUE_LIMIT: usize = 1000;
@@ -42,25 +42,6 @@ struct DirCounters {
     bytes: AtomicU64,
     lost: AtomicU64,
     queue_drops: AtomicU64,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Default)]
-pub struct DirStats {
-    /// Packets delivered to the other side.
-    pub packets: u64,
-    pub bytes: u64,
-    /// Dropped by `--loss`.
-    pub lost: u64,
-    /// Dropped because the bandwidth queue was full.
-    pub queue_drops: u64,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Default)]
-pub struct LineStats {
-    pub client_to_server: DirStats,
-    pub server_to_client: DirStats,
-    /// CPU the delay line's thread used (user + system), seconds.
-    pub cpu_s: f64,
 }
 
 struct Shared {

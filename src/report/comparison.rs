@@ -146,9 +146,9 @@ pub struct RttSweep {
 #[derive(Debug, Clone, Serialize)]
 pub struct RttPoint {
     pub rtt_set_ms: f64,
-    pub link: crate::lab::LinkReport,
+    pub link: super::link::LinkReport,
     /// The embedded server's counts for this point's run.
-    pub server: Option<crate::server::StatsSnapshot>,
+    pub server: Option<super::server::StatsSnapshot>,
     /// Its rows are named "<rtt> <group> <strategy>", like the report's scenarios.
     pub comparison: Comparison,
 }

@@ -5,6 +5,9 @@ pub mod audit;
 pub mod comparison;
 pub mod failure;
 pub mod html;
+pub mod link;
+pub mod raw;
+pub mod server;
 pub mod text;
 pub mod thresholds;
 
@@ -22,13 +25,13 @@ pub struct Report {
     pub scenarios: Vec<ScenarioReport>,
     /// Counts of the embedded server, when the run started it (ground truth).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<crate::server::StatsSnapshot>,
+    pub server: Option<server::StatsSnapshot>,
     /// `compare`: the strategies side by side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comparison: Option<comparison::Comparison>,
     /// With `--rtt`: the emulated link the run crossed, as set and as measured.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub link: Option<crate::lab::LinkReport>,
+    pub link: Option<link::LinkReport>,
     /// `compare --rtt A,B,...`: the comparison at each round-trip time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_sweep: Option<comparison::RttSweep>,
@@ -159,7 +162,7 @@ pub struct ScenarioReport {
     /// The scenario losslessly: its shape, every counter and every histogram (HdrHistogram
     /// V2, base64), from which `merge` rebuilds it exactly.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub raw: Option<crate::stats::raw::RawScenario>,
+    pub raw: Option<raw::RawScenario>,
 }
 
 /// One bucket of the timeline: `width_s` seconds from `t_s` after the run's start (1 s,
@@ -329,7 +332,7 @@ pub struct H2Report {
     pub peak_concurrent_streams: PeakReport,
     /// The SETTINGS of the server (values it sent; absent ones take the protocol's
     /// defaults), from the first connection.
-    pub server_settings: Option<crate::proto::h2::wire::ServerSettings>,
+    pub server_settings: Option<crate::record::ServerSettings>,
     /// Connections ended by a GOAWAY, by its error code (`no_error`, ...).
     pub goaway_codes: BTreeMap<String, u64>,
 }

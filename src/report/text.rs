@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::comparison::{Comparison, ComparisonRow, RttSweep, Spread};
 use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport, TimelineBucket};
+use crate::fmt::{ms as fmt_ms, plural};
 
 fn bytes(n: u64) -> String {
     let f = n as f64;
@@ -16,19 +17,6 @@ fn bytes(n: u64) -> String {
         format!("{:.1} kB", f / 1e3)
     } else {
         format!("{n} B")
-    }
-}
-
-/// A millisecond figure with a precision that suits its size.
-pub fn fmt_ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else if v >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
     }
 }
 
@@ -394,7 +382,7 @@ pub fn sparklines(out: &mut String, widths: &[f64], series: &[Series]) {
     let _ = writeln!(
         out,
         "\nTimeline ({} s per character, 0 to {} s; each line scaled to its own maximum)",
-        crate::lab::fmt_num(widths[0].max(1.0) * per as f64),
+        crate::fmt::num(widths[0].max(1.0) * per as f64),
         fmt_ms(span)
     );
     for s in series {
@@ -688,10 +676,6 @@ pub fn render_comparison(c: &Comparison) -> String {
     out
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     if let Some(l) = &report.link {
@@ -791,7 +775,7 @@ fn render_agents(out: &mut String, agents: &[super::AgentReport]) {
     }
 }
 
-fn server_line(out: &mut String, srv: Option<&crate::server::StatsSnapshot>) {
+fn server_line(out: &mut String, srv: Option<&super::server::StatsSnapshot>) {
     if let Some(srv) = srv {
         let _ = writeln!(
             out,
@@ -801,7 +785,7 @@ fn server_line(out: &mut String, srv: Option<&crate::server::StatsSnapshot>) {
     }
 }
 
-fn link_line(out: &mut String, link: Option<&crate::lab::LinkReport>) {
+fn link_line(out: &mut String, link: Option<&super::link::LinkReport>) {
     if let Some(l) = link {
         let _ = writeln!(out, "Link: {}", l.describe_line());
     }
@@ -815,11 +799,11 @@ pub fn render_sweep(sw: &RttSweep) -> String {
         let _ = writeln!(
             out,
             "=== RTT {} ms\nLink: {}\n",
-            crate::lab::fmt_num(p.rtt_set_ms),
+            crate::fmt::num(p.rtt_set_ms),
             p.link.describe()
         );
         // Under the point's heading the RTT in each row's name says nothing new.
-        let prefix = format!("{}ms ", crate::lab::fmt_num(p.rtt_set_ms));
+        let prefix = format!("{}ms ", crate::fmt::num(p.rtt_set_ms));
         let mut c = p.comparison.clone();
         for r in &mut c.rows {
             r.name = r.name.trim_start_matches(&prefix).to_string();
@@ -848,7 +832,7 @@ pub fn render_sweep(sw: &RttSweep) -> String {
         let _ = write!(
             out,
             "  {:>16}",
-            format!("{} ms", crate::lab::fmt_num(p.rtt_set_ms))
+            format!("{} ms", crate::fmt::num(p.rtt_set_ms))
         );
     }
     out.push('\n');
@@ -907,7 +891,7 @@ fn sweep_chart(sw: &RttSweep) -> String {
         let _ = write!(
             out,
             "{:^COL$}",
-            format!("{} ms", crate::lab::fmt_num(p.rtt_set_ms))
+            format!("{} ms", crate::fmt::num(p.rtt_set_ms))
         );
     }
     let _ = writeln!(out, "  RTT (not to scale)");

@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde::Serialize;
 use tokio::net::TcpListener;
+
+pub use crate::report::server::StatsSnapshot;
 
 /// The server's reuse policy, responses and limits.
 #[derive(Debug, Clone)]
@@ -119,24 +120,6 @@ impl ServerStats {
             .map(|l| l.iter().map(|c| c.elapsed()).sum())
             .unwrap_or_default()
     }
-}
-
-/// A copy of the counters at one moment.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Default)]
-pub struct StatsSnapshot {
-    pub connections_accepted: u64,
-    pub requests: u64,
-    pub open_connections: u64,
-    pub tls_handshakes_full: u64,
-    pub tls_handshakes_resumed: u64,
-    pub rejected_connections: u64,
-    pub h2_connections: u64,
-    pub h2_streams: u64,
-    pub early_data_requests: u64,
-    pub h3_connections: u64,
-    pub h3_requests: u64,
-    pub h3_early_data_connections: u64,
-    pub h3_early_data_requests: u64,
 }
 
 impl ServerStats {

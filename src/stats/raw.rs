@@ -1,12 +1,6 @@
-//! The lossless form of a scenario's figures, carried in `--json` beside the summaries:
-//! every counter, and every distribution as an HDR histogram in HdrHistogram's V2
-//! serialized form (base64), with the scenario's shape. From it `merge` rebuilds the
-//! recorder exactly, adds several agents' recorders and summarizes them as one run.
-//!
-//! Maps are keyed by name (phases, error kinds and details, close reasons, status and
-//! GOAWAY codes) and hold non-zero entries only, so that the form reads the same in any
-//! version that knows the names. Sums of nanoseconds are exact integers written as
-//! decimal strings (they can pass 2^64, where JSON readers lose digits).
+//! The lossless form of a scenario's figures (the types are in `report::raw`): a
+//! recorder written into it, and rebuilt from it exactly, so that `merge` can add
+//! several agents' recorders and summarize them as one run.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,25 +8,16 @@ use std::time::Duration;
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::{Counter, Histogram};
-use serde::{Deserialize, Serialize};
 
 use super::recorder::{PhaseStat, QuicStats, Recorder, Span, GOAWAY_SLOTS};
 use super::timeline::{Bucket, Timeline};
 use crate::cpu::CpuTime;
 use crate::net::local_ports::LocalPorts;
-pub use crate::plan::ScenarioShape;
-use crate::proto::h2::wire::ServerSettings;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, PHASE_NAMES};
-
-/// A scenario's figures, losslessly.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RawScenario {
-    pub shape: ScenarioShape,
-    pub wall_ns: u64,
-    pub cpu_user_ns: u64,
-    pub cpu_sys_ns: u64,
-    pub recorder: RawRecorder,
-}
+pub use crate::report::raw::{
+    RawBucket, RawLocalPorts, RawPhase, RawQuic, RawRecorder, RawScenario, RawSpan, RawTimeline,
+    ScenarioShape,
+};
 
 impl RawScenario {
     pub fn new(shape: ScenarioShape, rec: &Recorder, wall: Duration, cpu: CpuTime) -> Self {
@@ -55,137 +40,6 @@ impl RawScenario {
             sys: Duration::from_nanos(self.cpu_sys_ns),
         }
     }
-}
-
-mod u128_string {
-    use serde::{de::Error, Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(v)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse()
-            .map_err(|_| D::Error::custom(format!("expected a decimal integer, not {s:?}")))
-    }
-}
-
-/// One phase's distribution.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RawPhase {
-    pub count: u64,
-    #[serde(with = "u128_string")]
-    pub sum_ns: u128,
-    /// Sum of the squares, ns².
-    #[serde(with = "u128_string")]
-    pub sum_sq: u128,
-    pub min_ns: u64,
-    pub max_ns: u64,
-    /// HdrHistogram V2, base64.
-    pub histogram: String,
-}
-
-/// Exact count, sum, min and max of durations.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawSpan {
-    pub count: u64,
-    #[serde(with = "u128_string")]
-    pub sum_ns: u128,
-    pub min_ns: u64,
-    pub max_ns: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawQuic {
-    pub handshake: RawSpan,
-    pub early_lead: RawSpan,
-    pub rtt: RawSpan,
-    pub min_rtt: RawSpan,
-    pub packets_sent: u64,
-    pub packets_lost: u64,
-    pub bytes_lost: u64,
-    pub congestion_events: u64,
-    pub connections: u64,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct RawLocalPorts {
-    pub time_wait: Option<u64>,
-    pub range: Option<[u32; 2]>,
-}
-
-/// The timeline's buckets (to the last non-empty one), `width_s` seconds each.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawTimeline {
-    pub width_s: u64,
-    pub buckets: Vec<RawBucket>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawBucket {
-    pub requests: u64,
-    pub ok: u64,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub errors: BTreeMap<String, u64>,
-    pub new_connections: u64,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub closed: BTreeMap<String, u64>,
-    pub tls_full: u64,
-    pub tls_resumed: u64,
-    /// Latency of the bucket's ok requests in µs (HdrHistogram V2, base64).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_us: Option<String>,
-}
-
-/// Every counter of a recorder; see `Recorder` for their meaning.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RawRecorder {
-    /// By phase name (`PHASE_NAMES`), phases with samples only.
-    pub phases_new: BTreeMap<String, RawPhase>,
-    pub phases_reused: BTreeMap<String, RawPhase>,
-    pub attempted: u64,
-    pub ok: u64,
-    pub errors: BTreeMap<String, u64>,
-    pub error_details: BTreeMap<String, u64>,
-    /// One message per error detail (or category): the first seen.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub error_examples: BTreeMap<String, String>,
-    pub status_codes: BTreeMap<String, u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after_s: Option<u32>,
-    pub stale_retries: u64,
-    pub refused_retries: u64,
-    pub late_sends: u64,
-    pub aborted_at_deadline: u64,
-    pub bytes_received: u64,
-    pub body_bytes: u64,
-    pub reused_requests: u64,
-    pub connections_opened: u64,
-    pub tls_full: u64,
-    pub tls_resumed: u64,
-    pub tls13: u64,
-    pub early_attempted: u64,
-    pub early_accepted: u64,
-    pub early_rejected: u64,
-    pub close_reasons: BTreeMap<String, u64>,
-    pub connections_closed: u64,
-    /// Requests per connection over the connections that ended (none: null).
-    pub rpc_min: Option<u64>,
-    pub rpc_max: u64,
-    pub rpc_sum: u64,
-    pub server_ignored_close: u64,
-    pub dns_lookups: u64,
-    pub dns_cache_hits: u64,
-    pub dns_joined: u64,
-    /// By GOAWAY error code (`14`: any code above 13).
-    pub goaway_codes: BTreeMap<String, u64>,
-    pub peak_streams_max: u64,
-    pub peak_streams_sum: u64,
-    pub server_settings: Option<ServerSettings>,
-    pub local_ports: Option<RawLocalPorts>,
-    pub quic: RawQuic,
-    pub timeline: RawTimeline,
 }
 
 /// A histogram in HdrHistogram's V2 form, base64.

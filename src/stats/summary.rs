@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::raw::{RawScenario, ScenarioShape};
 use super::recorder::{PhaseStat, Recorder};
 use crate::cpu::CpuTime;
+use crate::fmt::plural;
 use crate::net::local_ports::LocalPorts;
 use crate::plan::Strategy;
 use crate::proto::h2::wire::error_code_name;
@@ -402,10 +403,6 @@ pub fn timeline(t: &crate::stats::timeline::Timeline, wall_s: f64) -> Vec<Timeli
         .collect()
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// Plain sentences about reuse that was asked for and not obtained, and about errors.
 pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
     let mut out: Vec<String> = status_sentence(rec).into_iter().collect();
@@ -447,18 +444,18 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
                 CloseReason::ServerHttp10 => format!(
                     "Connections were not reused: the server answered HTTP/1.0 without keep-alive on {} connection{}{}.",
                     every(n),
-                    if n == 1 { "" } else { "s" },
+                    crate::fmt::s(n),
                     if sc.strategy == Strategy::Http10KeepAlive { ", ignoring the request's `Connection: keep-alive`" } else { "" }
                 ),
                 CloseReason::ServerCloseHeader => format!(
                     "Connections were not reused: the server sent `Connection: close` on its first response on {} connection{} (its keep-alive is off).",
                     every(n),
-                    if n == 1 { "" } else { "s" }
+                    crate::fmt::s(n)
                 ),
                 CloseReason::ServerCloseDelimited => format!(
                     "Connections were not reused: the server sent its responses without a length (no Content-Length, not chunked) and ended each body by closing the connection, on {} connection{}; a response that states its length (Content-Length or chunked) lets the connection be reused.",
                     every(n),
-                    if n == 1 { "" } else { "s" }
+                    crate::fmt::s(n)
                 ),
                 CloseReason::ServerMaxRequests => format!(
                     "Connections were closed by the server after {:.0} requests each on average (its max requests per connection), {}.",

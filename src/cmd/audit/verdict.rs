@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::fmt::plural_s as plural;
 use crate::report::audit::{ClientSummary, Ending};
 
 /// The fix for nginx as a reverse proxy that opens an upstream connection per request:
@@ -12,7 +13,6 @@ const NGINX_UPSTREAM_FIX: &str = "If the client is nginx (its default is `proxy_
 /// `peak_open`: the most client connections open at once.
 pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
     let mut v = Vec::new();
-    let plural = |n: u64, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     if t.requests == 0 {
         v.push(format!(
             "No request was seen ({}).",

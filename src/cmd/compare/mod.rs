@@ -144,7 +144,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         a.request.urls_from_file.is_some(),
     )?;
     let specs: Vec<Option<LinkSpec>> = if a.link.any() {
-        crate::lab::parse_link(&a.link, true)?
+        crate::config::parse_link(&a.link, true)?
             .into_iter()
             .map(Some)
             .collect()
@@ -182,7 +182,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
             .transpose()?;
         let prefix = spec
             .filter(|_| sweep)
-            .map(|s| format!("{}ms ", crate::lab::fmt_num(s.rtt.as_secs_f64() * 1000.0)));
+            .map(|s| format!("{}ms ", crate::fmt::num(s.rtt.as_secs_f64() * 1000.0)));
         let arms = compare_arms(
             &a,
             chosen.as_deref(),

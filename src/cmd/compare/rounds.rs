@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::cmd::steps::Steps;
 use crate::engine;
+use crate::fmt::ms as fmt_ms;
 use crate::plan::Scenario;
 pub use crate::report::comparison::{
     Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSeries, RttSweep, Spread,
@@ -88,7 +89,7 @@ fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> R
 /// "at 20 ms RTT: " when the rounds run across an emulated link.
 fn steps_label(rtt_set_ms: Option<f64>) -> String {
     rtt_set_ms
-        .map(|r| format!("at {} ms RTT: ", crate::lab::fmt_num(r)))
+        .map(|r| format!("at {} ms RTT: ", crate::fmt::num(r)))
         .unwrap_or_default()
 }
 
@@ -478,16 +479,6 @@ fn how_often(per_request: f64) -> Option<String> {
         });
     }
     Some(format!("{per_request:.2} per request"))
-}
-
-fn fmt_ms(ms: f64) -> String {
-    if ms.abs() >= 10.0 {
-        format!("{ms:.1}")
-    } else if ms.abs() >= 1.0 {
-        format!("{ms:.2}")
-    } else {
-        format!("{ms:.3}")
-    }
 }
 
 /// "7.9x [7.1-8.8]" and "+0.460 ms [0.410-0.520]".

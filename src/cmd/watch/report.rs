@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::track::{Conn, Ending, Kind};
+use crate::fmt::plural_s as plural;
 use crate::report::audit::{GapStats, RpcStats, TlsCounts};
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -279,10 +280,6 @@ fn gap_stats(count: u64, min_ms: f64, mean_ms: f64, max_ms: f64) -> GapStats {
         max_ms,
         ..GapStats::default()
     }
-}
-
-fn plural(n: u64, w: &str) -> String {
-    format!("{n} {w}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Plain sentences per endpoint: reuse or none, TLS handshakes, who closes, drops.

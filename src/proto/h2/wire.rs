@@ -11,9 +11,10 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
+
+pub use crate::record::ServerSettings;
 
 const FRAME_HEADER: usize = 9;
 const TYPE_RST_STREAM: u8 = 0x3;
@@ -22,17 +23,6 @@ const TYPE_GOAWAY: u8 = 0x7;
 const FLAG_ACK: u8 = 0x1;
 /// The most of a SETTINGS payload kept (one entry is 6 bytes; servers send a handful).
 const MAX_SETTINGS_PAYLOAD: usize = 6 * 32;
-
-/// The server's SETTINGS (the values it sent; `None`: not sent, the default applies).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct ServerSettings {
-    pub header_table_size: Option<u32>,
-    pub enable_push: Option<u32>,
-    pub max_concurrent_streams: Option<u32>,
-    pub initial_window_size: Option<u32>,
-    pub max_frame_size: Option<u32>,
-    pub max_header_list_size: Option<u32>,
-}
 
 impl ServerSettings {
     fn apply(&mut self, payload: &[u8]) {
