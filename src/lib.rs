@@ -1,6 +1,7 @@
 //! handshake: measure what connection setup (DNS, TCP, TLS) costs HTTP traffic and
 //! prove whether connection reuse happens. See DESIGN.md and docs/timing.md.
 
+pub mod audit;
 pub mod cli;
 pub mod cmd;
 pub mod config;
@@ -20,6 +21,4 @@ pub mod server;
 pub mod stats;
 pub mod strategy;
 pub mod timer;
-
-/// `handshake audit`'s observing server and report, for tests and embedders.
-pub use cmd::audit;
+pub mod watch;

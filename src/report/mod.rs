@@ -10,6 +10,7 @@ pub mod raw;
 pub mod server;
 pub mod text;
 pub mod thresholds;
+pub mod watch;
 
 use std::collections::BTreeMap;
 

@@ -1,31 +1,13 @@
-//! `handshake audit`: stands where the server is and reports how a client uses its
-//! connections: requests per connection, HTTP versions and `Connection` headers sent,
-//! idle gaps, peak concurrency, and how each connection ended (the client closed it after
-//! a complete response, reset it, left response bytes unread, the server side closed it,
-//! or it was still open). Answers itself like the embedded server, or forwards to
-//! `--upstream` over its own persistent connections. HTTP/2 clients (ALPN h2 with
-//! `--tls`, prior knowledge on plain) are answered too, their streams and concurrency
-//! per connection reported.
-
-mod answer;
-mod h2;
-mod log;
-mod proxy;
-mod report;
-mod server;
-mod verdict;
-
-pub use answer::{AuditConfig, Upstream};
-pub use log::{Ending, GapStats};
-pub use report::{render, AuditReport, ClientSummary, CutResponses, RpcStats, TlsCounts};
-pub use server::{start, RunningAudit};
-pub use verdict::verdict;
+//! `handshake audit`: its arguments to an audit server (`crate::audit`), a client
+//! command run against it, and its report.
 
 use std::os::fd::AsFd;
 
+use crate::audit::{start, AuditConfig, Upstream};
 use crate::cli::AuditArgs;
 use crate::cmd::{current_thread_runtime, parse_addr};
 use crate::config::{self, parse_duration, parse_positive_duration, UsageError};
+use crate::report::text::audit::render;
 
 use anyhow::Context;
 

@@ -1,6 +1,9 @@
 //! Human-readable report: summary, latency percentiles, ab-style "Connection Times (ms)"
 //! tables for new and reused connections, connections block, diagnosis.
 
+pub mod audit;
+pub mod watch;
+
 use std::fmt::Write as _;
 
 use super::comparison::{Comparison, ComparisonRow, RttSweep, Spread};

@@ -12,9 +12,9 @@ use h2::server::SendResponse;
 use h2::RecvStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::answer::*;
-use super::log::*;
-use super::proxy::*;
+use super::answer::{forwarded, is_reset, local_response, AuditConfig, RequestLine, HOP_BY_HOP};
+use super::log::{with_log, Ending, SharedLog};
+use super::proxy::forward;
 use crate::server::routes::{ConnHeader, FILL};
 
 /// How long an idle connection stays after the audit's GOAWAY.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use super::answer::*;
+use super::answer::{RequestLine, Upstream, HOP_BY_HOP};
 use crate::net::Stream;
 use crate::proto::h1::ChunkedDecoder;
 use crate::server::routes::{reason, ConnHeader};

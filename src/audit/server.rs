@@ -9,10 +9,10 @@ use anyhow::Context;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use super::answer::*;
-use super::log::*;
-use super::proxy::*;
-use super::report::*;
+use super::answer::{is_reset, local_response, AuditConfig, RequestLine};
+use super::log::{with_log, ConnLog, Ending, Log, SharedLog};
+use super::proxy::forward;
+use super::report::{report, AuditReport};
 use crate::proto::h1::ChunkedDecoder;
 use crate::server::routes::{reason, ConnHeader, FILL};
 use crate::server::ServerConfig;

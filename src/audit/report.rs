@@ -1,0 +1,143 @@
+//! The audit's report: per client address and in total, and its text form.
+
+use std::collections::BTreeMap;
+
+use super::log::{with_log, ConnLog, Ending, GapStats, SharedLog};
+use super::verdict::verdict;
+
+pub use crate::report::audit::{
+    AuditBucket, AuditReport, ClientSummary, CutResponses, H2Summary, RpcStats, TlsCounts,
+};
+
+pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
+    let mut s = ClientSummary {
+        client: name,
+        connections: conns.len() as u64,
+        requests: 0,
+        responses: 0,
+        requests_per_connection: RpcStats {
+            min: 0,
+            mean: 0.0,
+            max: 0,
+        },
+        reuse_ratio: 0.0,
+        http_versions: BTreeMap::new(),
+        connection_headers: BTreeMap::new(),
+        forwarded_requests: 0,
+        idle_gaps: GapStats::default(),
+        endings: BTreeMap::new(),
+        tls_handshakes: TlsCounts::default(),
+        cut_responses: CutResponses::default(),
+        unused_connections: conns.iter().filter(|c| c.requests == 0).count() as u64,
+        h2: None,
+    };
+    let mut with_requests = 0u64;
+    for c in conns {
+        s.requests += c.requests;
+        s.responses += c.responses;
+        if c.requests > 0 {
+            with_requests += 1;
+        }
+        for (k, v) in &c.versions {
+            *s.http_versions.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &c.connection_headers {
+            *s.connection_headers.entry(k.clone()).or_default() += v;
+        }
+        s.forwarded_requests += c.forwarded;
+        s.idle_gaps.merge(&c.gaps);
+        if let Some((written, total)) = c.cut {
+            s.cut_responses.count += 1;
+            s.cut_responses.body_bytes_written += written;
+            s.cut_responses.body_bytes_total += total;
+        }
+        match c.tls_resumed {
+            Some(true) => s.tls_handshakes.resumed += 1,
+            Some(false) => s.tls_handshakes.full += 1,
+            None => {}
+        }
+        *s.endings
+            .entry(c.end.unwrap_or(Ending::OpenAtEnd))
+            .or_default() += 1;
+    }
+    let rpc: Vec<u64> = conns.iter().map(|c| c.requests).collect();
+    s.requests_per_connection = RpcStats {
+        min: rpc.iter().copied().min().unwrap_or(0),
+        mean: if rpc.is_empty() {
+            0.0
+        } else {
+            s.requests as f64 / rpc.len() as f64
+        },
+        max: rpc.iter().copied().max().unwrap_or(0),
+    };
+    // HTTP/2 figures over the connections that carried streams.
+    let h2: Vec<&&ConnLog> = conns.iter().filter(|c| c.h2 && c.requests > 0).collect();
+    if !h2.is_empty() {
+        let streams: u64 = h2.iter().map(|c| c.requests).sum();
+        s.h2 = Some(H2Summary {
+            connections: h2.len() as u64,
+            streams,
+            streams_per_connection: RpcStats {
+                min: h2.iter().map(|c| c.requests).min().unwrap_or(0),
+                mean: streams as f64 / h2.len() as f64,
+                max: h2.iter().map(|c| c.requests).max().unwrap_or(0),
+            },
+            peak_concurrent_streams: h2.iter().map(|c| c.peak_streams).max().unwrap_or(0),
+        });
+    }
+    s.reuse_ratio = if s.requests > 0 {
+        (s.requests - with_requests) as f64 / s.requests as f64
+    } else {
+        0.0
+    };
+    s
+}
+
+pub(super) fn report(
+    url: &str,
+    log: &SharedLog,
+    command: Option<Vec<String>>,
+    exit_status: Option<i32>,
+) -> AuditReport {
+    let (conns, peak, timeline) =
+        with_log(log, |g| (g.conns.clone(), g.peak_open, g.timeline.clone()));
+    let width = timeline.width_s() as f64;
+    let timeline = timeline
+        .trimmed()
+        .iter()
+        .enumerate()
+        .map(|(i, b)| AuditBucket {
+            t_s: i as f64 * width,
+            width_s: width,
+            new_connections: b.new_connections,
+            requests: b.requests,
+            closed_connections: b.ended,
+            tls_full: b.tls_full,
+            tls_resumed: b.tls_resumed,
+        })
+        .collect();
+    let all: Vec<&ConnLog> = conns.iter().collect();
+    let total = summarize("all".into(), &all);
+    let mut by: BTreeMap<String, Vec<&ConnLog>> = BTreeMap::new();
+    for c in &conns {
+        by.entry(c.client.map(|a| a.to_string()).unwrap_or_default())
+            .or_default()
+            .push(c);
+    }
+    let clients = by.into_iter().map(|(k, v)| summarize(k, &v)).collect();
+    let verdict = verdict(&total, peak);
+    AuditReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: url.to_string(),
+        command,
+        exit_status,
+        peak_concurrent_connections: peak,
+        total,
+        clients,
+        verdict,
+        timeline,
+        thresholds: None,
+    }
+}

@@ -1,0 +1,66 @@
+//! `handshake watch`: its arguments to a watch (`crate::watch`), and its report.
+
+use std::net::IpAddr;
+
+use crate::cli::WatchArgs;
+use crate::config::{parse_positive_duration, UsageError};
+use crate::report::{text, thresholds};
+use crate::watch::{self, Options};
+
+pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
+    let thresholds = thresholds::parse_all(&a.fail_if, thresholds::Subject::Audit)?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| parse_positive_duration("-d/--duration", d))
+        .transpose()?;
+    let host = a
+        .host
+        .as_deref()
+        .map(|h| {
+            h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .map_err(|_| UsageError(format!("--host {h:?}: expected an IP address")))
+        })
+        .transpose()?;
+    if let Some(pid) = a.pid {
+        if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(UsageError(format!("--pid {pid}: no such process")).into());
+        }
+    }
+    let buffer = match a.buffer.as_deref() {
+        Some(b) => crate::config::parse_bytes("--buffer", b)?,
+        None => 32 << 20,
+    };
+    let rep = watch::run(&Options {
+        command: a.command,
+        pid: a.pid,
+        port: a.port,
+        host,
+        host_as_given: a.host,
+        duration,
+        buffer,
+    })?;
+    let mut lines = Vec::new();
+    let mut failed = false;
+    if !thresholds.is_empty() {
+        let v = serde_json::to_value(&rep).expect("watch report serializes");
+        let results = thresholds::check(&thresholds, &[(None, String::new(), v)])?;
+        failed = results.iter().any(|r| r.failed);
+        lines = thresholds::describe(&results, &thresholds);
+    }
+    let out = if a.json {
+        serde_json::to_string_pretty(&rep).expect("watch report serializes")
+    } else {
+        text::watch::render(&rep)
+    };
+    println!("{out}");
+    for l in lines {
+        eprintln!("{l}");
+    }
+    Ok(match rep.exit_status {
+        Some(code) if code != 0 => code,
+        _ => i32::from(failed),
+    })
+}

@@ -1,0 +1,243 @@
+//! `watch`'s figures, added up as each connection ends, and its verdict.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::track::{Conn, Ending, Kind};
+use crate::fmt::plural_s as plural;
+use crate::report::audit::{GapStats, RpcStats, TlsCounts};
+use crate::report::watch::{EndpointSummary, Spread, WatchReport};
+
+fn ending_name(e: Ending) -> &'static str {
+    match e {
+        Ending::ClientFin => "client_fin",
+        Ending::ServerFin => "server_fin",
+        Ending::ClientReset => "client_reset",
+        Ending::ServerReset => "server_reset",
+        Ending::OpenAtEnd => "open_at_end",
+    }
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Http => "http",
+        Kind::Http2 => "http2",
+        Kind::Tls => "tls",
+        Kind::Other => "other",
+        Kind::Unknown => "unknown",
+    }
+}
+
+/// The figures of a set of connections, added as each one ends (memory does not grow
+/// with their number).
+#[derive(Debug, Clone, Default)]
+pub struct Acc {
+    connections: u64,
+    already_open: u64,
+    requests: u64,
+    unanswered: u64,
+    responses: u64,
+    estimated: bool,
+    with_requests: u64,
+    rpc_min: Option<u64>,
+    rpc_max: u64,
+    kinds: BTreeMap<String, u64>,
+    tls: TlsCounts,
+    sni: BTreeMap<String, u64>,
+    versions: BTreeMap<String, u64>,
+    alpn: BTreeMap<String, u64>,
+    alpn_offered: BTreeMap<String, u64>,
+    endings: BTreeMap<String, u64>,
+    lifetimes: GapStats,
+    gaps: GapStats,
+    unused: u64,
+    sent: u64,
+    received: u64,
+}
+
+impl Acc {
+    pub fn add(&mut self, c: &Conn) {
+        self.connections += 1;
+        self.already_open += u64::from(c.already_open);
+        // A request counts when an answer to it began; the others were sent on a
+        // connection the server was closing (or reset), or were still waiting.
+        let answered = c.requests.min(c.responses);
+        self.requests += answered;
+        self.unanswered += c.requests - answered;
+        self.responses += c.responses;
+        self.estimated |= c.kind == Kind::Tls;
+        if answered > 0 {
+            self.with_requests += 1;
+        } else {
+            self.unused += 1;
+        }
+        self.rpc_min = Some(self.rpc_min.map_or(answered, |m| m.min(answered)));
+        self.rpc_max = self.rpc_max.max(answered);
+        let (sent, received) = c.bytes();
+        self.sent += sent;
+        self.received += received;
+        *self.kinds.entry(kind_name(c.kind).into()).or_default() += 1;
+        if let Some(t) = &c.tls {
+            match t.resumed {
+                Some(true) => self.tls.resumed += 1,
+                Some(false) => self.tls.full += 1,
+                None => {}
+            }
+            for (m, v) in [
+                (&mut self.sni, &t.sni),
+                (&mut self.versions, &t.version),
+                (&mut self.alpn, &t.alpn),
+                (&mut self.alpn_offered, &t.alpn_offered),
+            ] {
+                if let Some(v) = v {
+                    *m.entry(v.clone()).or_default() += 1;
+                }
+            }
+        }
+        let ending = c.ending.unwrap_or(Ending::OpenAtEnd);
+        *self.endings.entry(ending_name(ending).into()).or_default() += 1;
+        if let Some(end) = c.ended {
+            self.lifetimes
+                .add(end.saturating_duration_since(c.opened).as_secs_f64() * 1e3);
+        }
+        for g in &c.gaps {
+            self.gaps.add(g.as_secs_f64() * 1e3);
+        }
+    }
+
+    /// The summary, with the TIME_WAIT sockets counted at the end.
+    pub fn summary(&self, endpoint: String, time_wait: BTreeMap<String, u64>) -> EndpointSummary {
+        EndpointSummary {
+            endpoint,
+            connections: self.connections,
+            already_open: self.already_open,
+            requests: self.requests,
+            unanswered_requests: self.unanswered,
+            responses: self.responses,
+            requests_estimated: self.estimated,
+            requests_per_connection: RpcStats {
+                min: self.rpc_min.unwrap_or(0),
+                mean: if self.connections > 0 {
+                    self.requests as f64 / self.connections as f64
+                } else {
+                    0.0
+                },
+                max: self.rpc_max,
+            },
+            reuse_ratio: if self.requests > 0 {
+                (self.requests - self.with_requests) as f64 / self.requests as f64
+            } else {
+                0.0
+            },
+            kinds: self.kinds.clone(),
+            tls_handshakes: self.tls,
+            tls_sni: self.sni.clone(),
+            tls_versions: self.versions.clone(),
+            tls_alpn: self.alpn.clone(),
+            tls_alpn_offered: self.alpn_offered.clone(),
+            endings: self.endings.clone(),
+            time_wait,
+            lifetimes_ms: Spread {
+                count: self.lifetimes.count,
+                min: self.lifetimes.min_ms,
+                mean: self.lifetimes.mean_ms,
+                max: self.lifetimes.max_ms,
+            },
+            idle_gaps: self.gaps,
+            unused_connections: self.unused,
+            bytes_sent: self.sent,
+            bytes_received: self.received,
+        }
+    }
+}
+
+/// Plain sentences per endpoint: reuse or none, TLS handshakes, who closes, drops.
+pub fn verdict(r: &WatchReport) -> Vec<String> {
+    let mut v = Vec::new();
+    if r.capture.kernel_drops > 0 {
+        v.push(format!(
+            "The kernel dropped {} of {} captured packets (the capture's buffer was full): connections and requests in them were not seen, so the figures below may be short.",
+            r.capture.kernel_drops, r.capture.packets
+        ));
+    }
+    if let Some(n) = r.capture.attribution_lost.filter(|n| *n > 0) {
+        v.push(format!(
+            "The kernel could not record {} of the program's connections (its record was full): they are counted as other connections.",
+            plural(n, "connection")
+        ));
+    }
+    if r.capture.attribution == Some("sockets") {
+        v.push(format!(
+            "The program's connections were told from others' by looking up each socket's owner after its SYN was seen ({}): a connection shorter than that lookup may be counted as another program's.",
+            r.capture.attribution_note.as_deref().unwrap_or("the cgroup way was not open")
+        ));
+    }
+    if r.total.connections == 0 {
+        v.push("No TCP connection was seen.".into());
+        return v;
+    }
+    for e in &r.endpoints {
+        let reqs = if e.requests_estimated {
+            format!(
+                "{} (estimated from TLS records)",
+                plural(e.requests, "request")
+            )
+        } else {
+            plural(e.requests, "request")
+        };
+        if e.requests == 0 {
+            v.push(format!(
+                "{}: {} and no request seen.",
+                e.endpoint,
+                plural(e.connections, "connection")
+            ));
+        } else if e.connections >= e.requests && e.requests > 1 {
+            let mut s = format!(
+                "{}: {reqs} over {}: no reuse",
+                e.endpoint,
+                plural(e.connections, "connection")
+            );
+            if e.tls_handshakes.full > 0 && e.tls_handshakes.resumed == 0 {
+                s.push_str("; each one paid a full TLS handshake");
+            } else if e.tls_handshakes.resumed > 0 {
+                let _ = write!(
+                    s,
+                    "; TLS: {} full, {} resumed",
+                    e.tls_handshakes.full, e.tls_handshakes.resumed
+                );
+            }
+            s.push_str(
+                ". Keep connections alive and reuse them (one client, a keep-alive agent or pool).",
+            );
+            v.push(s);
+        } else if e.requests <= e.connections {
+            v.push(format!(
+                "{}: {reqs} over {}.",
+                e.endpoint,
+                plural(e.connections, "connection")
+            ));
+        } else {
+            v.push(format!(
+                "{}: {reqs} over {}: connections are reused ({:.1} requests per connection).",
+                e.endpoint,
+                plural(e.connections, "connection"),
+                e.requests_per_connection.mean
+            ));
+        }
+        if e.unanswered_requests > 0 {
+            v.push(format!(
+                "{}: {} sent on connections the server was closing or had reset got no answer there (a client sends such a request again on a new connection): the client reused connections the server had already given up.",
+                e.endpoint,
+                plural(e.unanswered_requests, "request")
+            ));
+        }
+        let full = e.tls_handshakes.full;
+        if full > 1 && e.tls_handshakes.resumed == 0 {
+            v.push(format!(
+                "{}: all {full} TLS handshakes were full: the client does not resume sessions.",
+                e.endpoint
+            ));
+        }
+    }
+    v
+}
