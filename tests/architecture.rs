@@ -195,8 +195,11 @@ fn arrows(me: &str, text: &str, known: &BTreeMap<String, PathBuf>) -> BTreeSet<S
                     }
                 }
             }
-            if let Some(m) = resolve(&p, known) {
-                out.insert(m);
+            // (The group's base alone is not named: `use super::{a, b}` reaches a and b.)
+            if !group {
+                if let Some(m) = resolve(&p, known) {
+                    out.insert(m);
+                }
             }
         }
     }
