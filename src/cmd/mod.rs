@@ -6,13 +6,11 @@ pub mod audit;
 pub mod bench;
 pub mod compare;
 pub mod doctor;
-pub mod doctor_fixes;
-pub mod doctor_h3;
 pub mod lab;
 pub mod merge;
 pub mod packaging;
 pub mod serve;
-pub mod steps;
+
 pub mod trace;
 pub mod watch;
 

@@ -9,8 +9,6 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 use super::{err, resolve, ProbeError, TlsInfo};
 use crate::engine::h3::{exchange, race_verdict, Endpoints, Live};
 use crate::net::dns::DnsSettings;
@@ -19,6 +17,7 @@ use crate::net::{classify_connect_error, Origin};
 use crate::plan::Target;
 use crate::proto::h3::{classify_connection, classify_stream, H3_NO_ERROR};
 use crate::record::{ErrorKind, Failure, Phases, Stage};
+pub use crate::report::trace::QuicInfo;
 
 /// An open QUIC connection with HTTP/3 on it.
 pub struct H3Probe {
@@ -60,20 +59,6 @@ pub struct H3Exchange {
     /// server took it (if not, it went again after the handshake: `send`, `wait` and
     /// `receive` are then the second sending's).
     pub early: Option<(Duration, bool)>,
-}
-
-/// quinn's figures for the connection so far.
-#[derive(Debug, Clone, Serialize)]
-pub struct QuicInfo {
-    pub remote: String,
-    /// quinn's smoothed round-trip estimate.
-    pub rtt_ms: f64,
-    pub packets_sent: u64,
-    pub packets_lost: u64,
-    pub datagrams_sent: u64,
-    pub datagrams_received: u64,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
 }
 
 fn failure(f: Failure, what: &str, conn: Option<&quinn::Connection>) -> ProbeError {

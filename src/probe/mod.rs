@@ -6,6 +6,7 @@
 pub mod h2;
 pub mod h3;
 
+pub use crate::report::trace::TlsInfo;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,17 +20,6 @@ use crate::net::{
 };
 use crate::proto::h1::conn::Conn;
 use crate::record::ErrorKind;
-
-/// What the TLS handshake negotiated.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TlsInfo {
-    pub version: String,
-    /// Empty over QUIC: quinn does not expose the suite its TLS session agreed on.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub cipher_suite: String,
-    pub alpn: Option<String>,
-    pub resumed: bool,
-}
 
 impl TlsInfo {
     /// What a finished handshake agreed on.

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod comparison;
+pub mod doctor;
 pub mod failure;
 pub mod html;
 pub mod link;
@@ -10,6 +11,7 @@ pub mod raw;
 pub mod server;
 pub mod text;
 pub mod thresholds;
+pub mod trace;
 pub mod watch;
 
 use std::collections::BTreeMap;

@@ -159,7 +159,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     };
     let load = config::load_config(&a.load, defaults)?;
     let sweep = specs.len() > 1;
-    let steps = super::steps::Steps::new("compare", !a.output.no_progress);
+    let steps = crate::progress::Steps::new("compare", !a.output.no_progress);
     let mut scenarios = Vec::new();
     let mut points = Vec::new();
     let mut names = Vec::new();

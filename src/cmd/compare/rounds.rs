@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cmd::steps::Steps;
 use crate::engine;
 use crate::fmt::ms as fmt_ms;
 use crate::plan::Scenario;
+use crate::progress::Steps;
 pub use crate::report::comparison::{
     Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSeries, RttSweep, Spread,
 };

@@ -2,6 +2,8 @@
 //! tables for new and reused connections, connections block, diagnosis.
 
 pub mod audit;
+pub mod doctor;
+pub mod trace;
 pub mod watch;
 
 use std::fmt::Write as _;

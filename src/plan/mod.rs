@@ -1,6 +1,8 @@
 //! A validated plan: scenarios with a target, a connection strategy, a load shape and
 //! a stop condition. Built by `config`, run by `engine`.
 
+pub mod build;
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! `doctor` over HTTP/3: whether an https:// server offers it (an `Alt-Svc: h3`
+//! doctor over HTTP/3: whether an https:// server offers it (an `Alt-Svc: h3`
 //! header on its HTTP/1.1 response, and a QUIC handshake that answers a request), what
 //! a full and a resumed QUIC handshake cost, whether it resumes QUIC sessions, and
 //! whether it takes a request in 0-RTT. Each probe is a short run of the HTTP/3 engine
@@ -7,16 +7,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-
-use crate::cli::RequestArgs;
-use crate::config;
 use crate::fmt::ms as fmt_ms;
+use crate::plan::build::{self, RequestConfig};
 use crate::plan::Strategy;
 use crate::record::{ErrorDetail, ErrorKind, PHASE_NAMES};
 use crate::stats::recorder::Recorder;
 
-use super::doctor_fixes::{fix, ServerKind, Setting};
+use super::fixes::{fix, Setting};
+pub use crate::report::doctor::{EarlyDataFinding, H3Findings, ServerKind};
 
 /// A server that does not advertise HTTP/3 gets this long to answer a QUIC Initial.
 const UNADVERTISED_WAIT: Duration = Duration::from_secs(2);
@@ -25,45 +23,6 @@ const SAMPLES: u64 = 5;
 /// Requests the probes send at most, one at a time: the first, the full handshakes,
 /// the resumed ones (with the one that gets a ticket and one more), and 0-RTT's three.
 pub const PROBE_REQUESTS: u64 = 1 + SAMPLES + (SAMPLES + 2) + 3;
-
-/// TLS 1.3 early data on a resumed connection (over TCP, or QUIC's 0-RTT).
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct EarlyDataFinding {
-    /// The server's ticket allowed early data, so the request went in it.
-    pub offered: bool,
-    /// The server took the request in early data.
-    pub accepted: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct H3Findings {
-    /// The `Alt-Svc` header of the server's HTTP/1.1 response.
-    pub alt_svc: Option<String>,
-    /// `Alt-Svc` names HTTP/3 (`h3`).
-    pub advertised: bool,
-    /// The UDP port HTTP/3 was tried at: the one `Alt-Svc` names, else the URL's.
-    pub port: u16,
-    /// A request on a new QUIC connection was answered.
-    pub answered: bool,
-    /// Why not, when it was not: the error category (and detail).
-    pub error: Option<String>,
-    /// Medians of `quic_handshake` (first Initial to handshake complete) over new
-    /// connections: full handshakes, and resumed ones.
-    pub full_handshake_ms: Option<f64>,
-    pub resumed_handshake_ms: Option<f64>,
-    /// New QUIC connections resumed the TLS session of an earlier one.
-    pub resumption: bool,
-    /// Of the connections that offered a session ticket: how many resumed.
-    pub resumed: u64,
-    pub resume_tries: u64,
-    /// A request in 0-RTT on a resumed QUIC connection (absent without resumption).
-    pub early_data: Option<EarlyDataFinding>,
-    /// What all the probes did on the wire: QUIC connections opened (handshake
-    /// completed), of them resumed, and requests the server took in 0-RTT.
-    pub connections_opened: u64,
-    pub handshakes_resumed: u64,
-    pub early_data_accepted: u64,
-}
 
 /// The port of the `h3` alternative in an `Alt-Svc` value (`h3=":443"`,
 /// `h3="host:443"`; quoted, as RFC 7838 says), if it names one.
@@ -108,12 +67,11 @@ fn main_error(r: &Recorder) -> Option<String> {
 pub fn probe(
     url: &str,
     alt_svc: Option<String>,
-    request: &RequestArgs,
-    roots: &[rustls::pki_types::CertificateDer<'static>],
+    req: &RequestConfig,
     timeout: Duration,
 ) -> H3Findings {
     let advertised_port = alt_svc.as_deref().and_then(alt_svc_h3_port);
-    let parsed = config::parse_url(url);
+    let parsed = build::parse_url(url);
     let port = match &parsed {
         Ok(p) => advertised_port.unwrap_or(p.port),
         Err(_) => 0,
@@ -139,9 +97,12 @@ pub fn probe(
         handshakes_resumed: 0,
         early_data_accepted: 0,
     };
-    let req = parsed.and_then(|_| config::request_config(request, Some(&target), roots.to_vec()));
-    let req = match req {
-        Ok(r) => r,
+    // The user's request, sent to the HTTP/3 target.
+    let req = match parsed.and_then(|_| build::parse_url(&target)) {
+        Ok(p) => RequestConfig {
+            urls: vec![(target.clone(), p)],
+            ..req.clone()
+        },
         Err(e) => {
             f.error = Some(e.0);
             return f;
@@ -149,7 +110,7 @@ pub fn probe(
     };
     let mut totals = (0, 0, 0);
     let mut run = |strategy: Strategy, n: u64, wait: Duration| -> Result<Recorder, String> {
-        let load = config::LoadConfig {
+        let load = build::LoadConfig {
             concurrency: 1,
             threads: 1,
             load: crate::plan::LoadShape::Closed,
@@ -160,7 +121,7 @@ pub fn probe(
             timeout: wait,
             limits: Default::default(),
         };
-        let sc = config::scenario(strategy.name(), strategy, None, &req, &load).map_err(|e| e.0)?;
+        let sc = build::scenario(strategy.name(), strategy, None, &req, &load).map_err(|e| e.0)?;
         let r = crate::engine::run(Arc::new(sc), false)
             .map(|r| r.recorder)
             .map_err(|e| format!("{e:#}"))?;

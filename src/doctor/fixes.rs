@@ -2,17 +2,7 @@
 //! server it recognises from its `Server` header (nginx, Apache, Caddy, HAProxy), or
 //! those of all of them when it does not.
 
-use serde::Serialize;
-
-/// A server doctor knows the directives of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ServerKind {
-    Nginx,
-    Apache,
-    Caddy,
-    Haproxy,
-}
+pub use crate::report::doctor::ServerKind;
 
 impl ServerKind {
     /// From a `Server` header: "nginx/1.22.1", "Apache/2.4.62 (Debian)", "Caddy",

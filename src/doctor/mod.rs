@@ -1,0 +1,908 @@
+//! The doctor: probes a server's reuse policy and gives a verdict with advice.
+//! HTTP/1.1 persistence, HTTP/1.0 with and without `Connection: keep-alive`, the most
+//! requests it serves on one connection, its idle timeout (parallel probes with
+//! different idle waits, narrowed down), and over TLS: version, ALPN, resumption and
+//! what a full and a resumed handshake cost. Where the server speaks HTTP/2 (ALPN h2,
+//! or `--h2c`): its SETTINGS, the streams it serves on one connection (GOAWAY after N),
+//! its idle timeout, and whether it takes many concurrent streams. Over https, HTTP/3
+//! (`h3`): Alt-Svc, a QUIC handshake, QUIC resumption and 0-RTT.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub mod fixes;
+pub mod h3;
+
+use crate::fmt::ms as fmt_ms;
+use crate::net::tls;
+use crate::plan::Scenario;
+use crate::probe::{self, Exchange, ProbeError};
+use crate::proto::h1::{ConnectionHeader, HttpVersion};
+
+use crate::plan::build::RequestConfig;
+use crate::progress::Steps;
+pub use crate::report::doctor::{
+    Concurrency, DoctorReport, EarlyDataFinding, H2Findings, IdleTimeout, MaxRequests,
+    PersistProbe, ServerKind, TlsFindings,
+};
+use fixes::{fix, Setting};
+
+/// How long to wait for a server to close a connection it said it would end.
+const CLOSE_WATCH: Duration = Duration::from_secs(1);
+/// A range of the idle timeout is narrow enough at this width (or 10 %).
+const IDLE_RESOLUTION_S: f64 = 0.5;
+/// Below this idle timeout, pools and load balancers in front commonly outlive it.
+const SHORT_IDLE_S: f64 = 60.0;
+/// Below this many requests per connection, the limit is worth fixing.
+const LOW_MAX_REQUESTS: u64 = 100;
+/// Handshakes timed for the full vs resumed cost.
+const HANDSHAKE_SAMPLES: usize = 5;
+/// HTTP/2: below this many concurrent streams a server throttles multiplexing clients
+/// (browsers and gRPC expect ~100; nginx allows 128).
+const LOW_CONCURRENT_STREAMS: u32 = 100;
+/// HTTP/2: streams sent at once on one connection to see whether the server takes them.
+const CONCURRENCY_PROBE: u32 = 100;
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Send `request` on a fresh connection; if the response lets it persist, send it again.
+async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<Exchange>) {
+    let origin = &sc.origins[0];
+    let head = sc.targets[0].template.is_head();
+    let mut p = PersistProbe {
+        status: None,
+        http_version: None,
+        connection_header: None,
+        keep_alive_header: None,
+        persistent: false,
+        reused: false,
+        server_closed: false,
+        error: None,
+        tcp_unreachable: false,
+    };
+    let mut opened = match probe::open(origin, sc.tls.as_ref(), sc.timeout, &sc.dns).await {
+        Ok(o) => o,
+        Err(e) => {
+            p.tcp_unreachable = matches!(
+                e.kind,
+                crate::record::ErrorKind::Connect | crate::record::ErrorKind::TimeoutConnect
+            );
+            p.error = Some(e.to_string());
+            return (p, None);
+        }
+    };
+    let ex = match probe::exchange(&mut opened.conn, request, head, sc.timeout).await {
+        Ok(ex) => ex,
+        Err(e) => {
+            p.error = Some(e.to_string());
+            return (p, None);
+        }
+    };
+    p.status = Some(ex.status);
+    p.http_version = Some(ex.version.to_string());
+    p.connection_header = ex.header("connection").map(String::from);
+    p.keep_alive_header = ex.header("keep-alive").map(String::from);
+    p.persistent = ex.persistent;
+    if ex.persistent {
+        p.reused = probe::exchange(&mut opened.conn, request, head, sc.timeout)
+            .await
+            .is_ok();
+    } else {
+        p.server_closed = probe::server_closes_within(&mut opened.conn, CLOSE_WATCH)
+            .await
+            .is_some();
+    }
+    (p, Some(ex))
+}
+
+/// Sequential requests on one connection until the server ends it.
+async fn max_requests(sc: &Scenario, limit: u64) -> Result<MaxRequests, ProbeError> {
+    let t = &sc.targets[0];
+    let mut opened = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
+    for i in 1..=limit {
+        let ended = probe::exchange(
+            &mut opened.conn,
+            &t.request,
+            t.template.is_head(),
+            sc.timeout,
+        )
+        .await
+        .map(|ex| !ex.persistent);
+        if let Some(found) = MaxRequests::after(i, ended) {
+            return found;
+        }
+    }
+    Ok(MaxRequests::none_within(limit))
+}
+
+impl MaxRequests {
+    /// Request `i` on one connection ended it (`Ok(true)`), left it open, or failed:
+    /// the finding, once there is one. A failure after the first means the server
+    /// closed without saying so (or refused past a GOAWAY): it served `i - 1`.
+    fn after(i: u64, ended: Result<bool, ProbeError>) -> Option<Result<MaxRequests, ProbeError>> {
+        let limit = match ended {
+            Ok(false) => return None,
+            Ok(true) => i,
+            Err(_) if i > 1 => i - 1,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(MaxRequests {
+            limit: Some(limit),
+            probed: i,
+        }))
+    }
+
+    /// No limit met within `probed` requests.
+    fn none_within(probed: u64) -> MaxRequests {
+        MaxRequests {
+            limit: None,
+            probed,
+        }
+    }
+}
+
+/// What one idle probe saw.
+enum IdleSeen {
+    /// Still worked after this idle wait.
+    OpenAfter(f64),
+    /// Closed: by the server's FIN after this long idle, or found closed at this wait.
+    ClosedAt(f64),
+    Failed,
+}
+
+/// One connection: a request, then idle for `wait` (watching for the server's close),
+/// then another request.
+async fn idle_probe(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
+    if sc.strategy.multiplexed() {
+        return idle_probe_h2(sc, wait).await;
+    }
+    let t = &sc.targets[0];
+    let head = t.template.is_head();
+    let Ok(mut opened) = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await
+    else {
+        return IdleSeen::Failed;
+    };
+    match probe::exchange(&mut opened.conn, &t.request, head, sc.timeout).await {
+        Ok(ex) if ex.persistent => {}
+        _ => return IdleSeen::Failed,
+    }
+    let idle_from = Instant::now();
+    if let Some(closed) = probe::server_closes_within(&mut opened.conn, wait).await {
+        return IdleSeen::ClosedAt(secs(closed));
+    }
+    let waited = secs(idle_from.elapsed());
+    match probe::exchange(&mut opened.conn, &t.request, head, sc.timeout).await {
+        Ok(_) => IdleSeen::OpenAfter(waited),
+        Err(_) => IdleSeen::ClosedAt(waited),
+    }
+}
+
+/// The same over HTTP/2: the end is a GOAWAY (or a close) while idle.
+async fn idle_probe_h2(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
+    let Some(head) = sc.targets[0].h2_request.as_ref() else {
+        return IdleSeen::Failed;
+    };
+    let Ok(c) = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await else {
+        return IdleSeen::Failed;
+    };
+    if c.exchange(head, sc.timeout).await.is_err() {
+        return IdleSeen::Failed;
+    }
+    let idle_from = Instant::now();
+    if let Some(ended) = c.server_ends_within(wait).await {
+        return IdleSeen::ClosedAt(secs(ended));
+    }
+    let waited = secs(idle_from.elapsed());
+    match c.exchange(head, sc.timeout).await {
+        Ok(_) => IdleSeen::OpenAfter(waited),
+        Err(_) => IdleSeen::ClosedAt(waited),
+    }
+}
+
+/// Run idle probes with these waits in parallel; fold into (at least, at most). Once a
+/// close is seen, probes that would wait longer are cancelled: they cannot narrow it.
+async fn idle_round(sc: &Arc<Scenario>, waits: &[f64], lo: &mut f64, hi: &mut Option<f64>) -> u64 {
+    let mut set = tokio::task::JoinSet::new();
+    let handles: Vec<(f64, tokio::task::AbortHandle)> = waits
+        .iter()
+        .map(|w| {
+            (
+                *w,
+                set.spawn_local(idle_probe(sc.clone(), Duration::from_secs_f64(*w))),
+            )
+        })
+        .collect();
+    let mut n = 0;
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(IdleSeen::OpenAfter(w)) => *lo = lo.max(w),
+            Ok(IdleSeen::ClosedAt(t)) => *hi = Some(hi.map_or(t, |h| h.min(t))),
+            Ok(IdleSeen::Failed) | Err(_) => continue,
+        }
+        n += 1;
+        if let Some(h) = *hi {
+            for (w, handle) in &handles {
+                if *w > h {
+                    handle.abort();
+                }
+            }
+        }
+    }
+    n
+}
+
+async fn idle_timeout(
+    sc: &Arc<Scenario>,
+    max_idle: Duration,
+    claimed: Option<f64>,
+    steps: &Steps,
+) -> IdleTimeout {
+    let max = secs(max_idle);
+    let mut waits: Vec<f64> = std::iter::successors(Some(0.25), |w| Some(w * 2.0))
+        .take_while(|w| *w < max)
+        .collect();
+    waits.push(max);
+    let mut lo = 0.0;
+    let mut hi = None;
+    let mut probes = idle_round(sc, &waits, &mut lo, &mut hi).await;
+    for round in 0..4 {
+        let Some(h) = hi else { break };
+        if h - lo <= IDLE_RESOLUTION_S.max(0.1 * h) {
+            break;
+        }
+        if round == 0 {
+            steps.say(&format!(
+                "idle timeout between {} and {} s: narrowing it, at most 4 more rounds of idle waits up to {} s",
+                fmt_ms(lo),
+                fmt_ms(h),
+                fmt_ms(h)
+            ));
+        }
+        // Eight waits evenly inside (lo, hi).
+        let step = (h - lo) / 9.0;
+        let inner: Vec<f64> = (1..=8).map(|i| lo + step * f64::from(i)).collect();
+        probes += idle_round(sc, &inner, &mut lo, &mut hi).await;
+    }
+    IdleTimeout {
+        at_least_s: lo,
+        at_most_s: hi,
+        claimed_s: claimed,
+        probes,
+    }
+}
+
+async fn tls_findings(sc: &Scenario, req: &RequestConfig) -> Result<TlsFindings, ProbeError> {
+    let bad = |message: String| ProbeError {
+        kind: crate::record::ErrorKind::Tls,
+        message,
+    };
+    let mk = |alpn: Vec<Vec<u8>>, resume: bool| {
+        let opts = tls::TlsOptions {
+            alpn,
+            ..req.tls.clone()
+        };
+        tls::client_config(&opts, resume).map_err(|e| bad(format!("{e:#}")))
+    };
+    let origin = &sc.origins[0];
+    // ALPN: offer h2 and http/1.1, see what the server picks (handshake only).
+    let offer = mk(vec![b"h2".to_vec(), b"http/1.1".to_vec()], false)?;
+    let first = probe::open(origin, Some(&offer), sc.timeout, &sc.dns).await?;
+    let info = first.tls_info.clone().ok_or_else(|| ProbeError {
+        kind: crate::record::ErrorKind::Tls,
+        message: "no TLS session on an https:// URL".into(),
+    })?;
+    drop(first);
+    // Full handshakes, no resumption offered.
+    let full_cfg = mk(vec![b"http/1.1".to_vec()], false)?;
+    let mut full = Vec::new();
+    for _ in 0..HANDSHAKE_SAMPLES {
+        let o = probe::open(origin, Some(&full_cfg), sc.timeout, &sc.dns).await?;
+        full.push(o.tls.map(secs).unwrap_or_default() * 1000.0);
+    }
+    // Resumption: one exchange (so session tickets are read), then new connections.
+    let resume_cfg = mk(vec![b"http/1.1".to_vec()], true)?;
+    let t = &sc.targets[0];
+    let mut prime = probe::open(origin, Some(&resume_cfg), sc.timeout, &sc.dns).await?;
+    probe::exchange(
+        &mut prime.conn,
+        &t.request,
+        t.template.is_head(),
+        sc.timeout,
+    )
+    .await?;
+    drop(prime);
+    let mut resumed = Vec::new();
+    let mut any_resumed = false;
+    for _ in 0..HANDSHAKE_SAMPLES {
+        let mut o = probe::open(origin, Some(&resume_cfg), sc.timeout, &sc.dns).await?;
+        if o.tls_info.as_ref().is_some_and(|i| i.resumed) {
+            any_resumed = true;
+            resumed.push(o.tls.map(secs).unwrap_or_default() * 1000.0);
+        }
+        // Read the response so any new ticket is stored for the next one.
+        let _ = probe::exchange(&mut o.conn, &t.request, t.template.is_head(), sc.timeout).await;
+    }
+    // Early data: a connection for a ticket that may allow it, then one that uses it.
+    let early_data = if any_resumed {
+        let cfg = {
+            let opts = tls::TlsOptions {
+                alpn: vec![b"http/1.1".to_vec()],
+                early_data: true,
+                ..req.tls.clone()
+            };
+            tls::client_config(&opts, true).map_err(|e| bad(format!("{e:#}")))?
+        };
+        let mut prime = probe::open(origin, Some(&cfg), sc.timeout, &sc.dns).await?;
+        probe::exchange(
+            &mut prime.conn,
+            &t.request,
+            t.template.is_head(),
+            sc.timeout,
+        )
+        .await?;
+        // Tickets may come after the response: read until the server's close.
+        let _ = probe::server_closes_within(&mut prime.conn, CLOSE_WATCH / 5).await;
+        drop(prime);
+        let mut o = probe::open(origin, Some(&cfg), sc.timeout, &sc.dns).await?;
+        let offered = o.early;
+        probe::exchange(&mut o.conn, &t.request, t.template.is_head(), sc.timeout).await?;
+        let accepted = offered
+            && o.conn
+                .stream
+                .tls_session()
+                .is_some_and(|s| s.is_early_data_accepted());
+        Some(EarlyDataFinding { offered, accepted })
+    } else {
+        None
+    };
+    // The median of the samples: one handshake delayed by the scheduler says nothing
+    // about the server.
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        }
+    };
+    Ok(TlsFindings {
+        version: info.version,
+        cipher_suite: info.cipher_suite,
+        offers_h2: info.alpn.as_deref() == Some("h2"),
+        alpn_selected: info.alpn,
+        resumption: any_resumed,
+        full_handshake_ms: median(&full),
+        resumed_handshake_ms: any_resumed.then(|| median(&resumed)),
+        early_data,
+    })
+}
+
+/// Sequential streams on one HTTP/2 connection until the server sends GOAWAY.
+async fn max_requests_h2(sc: &Scenario, limit: u64) -> Result<MaxRequests, ProbeError> {
+    let head = sc.targets[0]
+        .h2_request
+        .as_ref()
+        .expect("h2 scenarios carry an HTTP/2 request head");
+    let c = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
+    for i in 1..=limit {
+        // A GOAWAY ends the connection for new streams.
+        let ended = c.exchange(head, sc.timeout).await.map(|_| !c.usable());
+        if let Some(found) = MaxRequests::after(i, ended) {
+            return found;
+        }
+    }
+    Ok(MaxRequests::none_within(limit))
+}
+
+/// Streams sent at once on one connection: does the server take as many as it says?
+async fn concurrency_h2(sc: &Scenario, max: Option<u32>) -> Result<Concurrency, ProbeError> {
+    let head = sc.targets[0]
+        .h2_request
+        .clone()
+        .expect("h2 scenarios carry an HTTP/2 request head");
+    let c = std::rc::Rc::new(
+        probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?,
+    );
+    let tried = max.unwrap_or(CONCURRENCY_PROBE).clamp(1, CONCURRENCY_PROBE);
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..tried {
+        let c = c.clone();
+        let head = head.clone();
+        let timeout = sc.timeout;
+        set.spawn_local(async move { c.exchange(&head, timeout).await });
+    }
+    let mut out = Concurrency {
+        tried: u64::from(tried),
+        answered: 0,
+        refused: 0,
+        failed: 0,
+    };
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(Ok(_)) => out.answered += 1,
+            Ok(Err(e)) if e.message.contains("refused_stream") => out.refused += 1,
+            _ => out.failed += 1,
+        }
+    }
+    Ok(out)
+}
+
+/// The HTTP/2 probes, each on connections of its own.
+async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration, steps: &Steps) -> H2Findings {
+    let first = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await;
+    let c = match first {
+        Ok(c) => c,
+        Err(e) => {
+            return H2Findings {
+                settings: Default::default(),
+                h2_setup_ms: 0.0,
+                max_requests: None,
+                idle_timeout: None,
+                concurrency: None,
+                error: Some(e.to_string()),
+            }
+        }
+    };
+    let settings = c.settings;
+    let h2_setup_ms = secs(c.h2_setup) * 1000.0;
+    drop(c);
+    let mut error = None;
+    let max_requests = match max_requests_h2(sc, max_req).await {
+        Ok(m) => Some(m),
+        Err(e) => {
+            error = Some(e.to_string());
+            None
+        }
+    };
+    let concurrency = match concurrency_h2(sc, settings.max_concurrent_streams).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            error.get_or_insert(e.to_string());
+            None
+        }
+    };
+    let idle = Some(idle_probes(&Arc::new(sc.clone()), max_idle, None, steps, "HTTP/2 ").await);
+    H2Findings {
+        settings,
+        h2_setup_ms,
+        max_requests,
+        idle_timeout: idle,
+        concurrency,
+        error,
+    }
+}
+
+/// Findings and problems from the HTTP/2 probes.
+/// The idle-timeout probes, said on stderr with their bound: a first round of at most
+/// `max_idle`, then up to four narrowing rounds, each no longer than the close seen.
+async fn idle_probes(
+    sc: &Arc<Scenario>,
+    max_idle: Duration,
+    claimed: Option<f64>,
+    steps: &Steps,
+    proto: &str,
+) -> IdleTimeout {
+    let what = format!("{proto}idle timeout");
+    let bound = format!(
+        "at most 5 rounds of idle waits up to {} s (--max-idle)",
+        fmt_ms(secs(max_idle))
+    );
+    steps.say(&format!(
+        "{what}: connections held idle, then narrowed: {bound}"
+    ));
+    steps
+        .ticking(&what, &bound, idle_timeout(sc, max_idle, claimed, steps))
+        .await
+}
+
+/// The bound every probe keeps: no single wait (a name, a connect, a handshake, an
+/// answer) longer than `--timeout`.
+fn each_wait(sc: &Scenario) -> String {
+    format!(
+        "each wait at most {} s, --timeout",
+        fmt_ms(secs(sc.timeout))
+    )
+}
+
+fn judge_h2(
+    h: &H2Findings,
+    server: Option<ServerKind>,
+    findings: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
+    if let Some(e) = &h.error {
+        findings.push(format!("HTTP/2 probes failed: {e}"));
+    }
+    let s = &h.settings;
+    let shown = |v: Option<u32>, default: &str| v.map_or(default.to_string(), |v| v.to_string());
+    findings.push(format!(
+        "HTTP/2: SETTINGS max concurrent streams {}, initial window {}, max frame {}; the server's SETTINGS came {} ms after the preface.",
+        shown(s.max_concurrent_streams, "unlimited"),
+        shown(s.initial_window_size, "65535 (default)"),
+        shown(s.max_frame_size, "16384 (default)"),
+        fmt_ms(h.h2_setup_ms)
+    ));
+    if let Some(m) = s
+        .max_concurrent_streams
+        .filter(|m| *m < LOW_CONCURRENT_STREAMS)
+    {
+        problems.push(format!(
+            "The server allows only {m} concurrent HTTP/2 streams per connection: a client multiplexing more requests waits for a stream or opens more connections (browsers and gRPC expect about 100). Raise it {}.",
+            fix(Setting::H2Streams, server)
+        ));
+    }
+    if let Some(c) = &h.concurrency {
+        findings.push(format!(
+            "HTTP/2: {} streams sent at once on one connection: {} answered, {} refused, {} failed.",
+            c.tried, c.answered, c.refused, c.failed
+        ));
+        if c.refused > 0 {
+            problems.push(format!(
+                "The server refused {} of {} concurrent streams that its SETTINGS allowed: clients see REFUSED_STREAM and must retry.",
+                c.refused, c.tried
+            ));
+        }
+    }
+    if let Some(m) = &h.max_requests {
+        match m.limit {
+            Some(n) => {
+                findings.push(format!(
+                    "HTTP/2: the server ends a connection with GOAWAY after {n} streams."
+                ));
+                if n < LOW_MAX_REQUESTS {
+                    problems.push(format!(
+                        "The server sends GOAWAY after {n} HTTP/2 streams: a busy client sets up a new connection (and TLS handshake) every {n} requests. Raise the limit {}.",
+                        fix(Setting::H2MaxRequests, server)
+                    ));
+                }
+            }
+            None => findings.push(format!(
+                "HTTP/2: at least {} streams on one connection (no limit met).",
+                m.probed
+            )),
+        }
+    }
+    if let Some(i) = &h.idle_timeout {
+        match i.at_most_s {
+            Some(hi) => {
+                findings.push(format!(
+                    "HTTP/2 idle timeout: the server ends idle connections (GOAWAY or close) after {}-{} s ({} probes).",
+                    fmt_ms(i.at_least_s),
+                    fmt_ms(hi),
+                    i.probes
+                ));
+                if hi < SHORT_IDLE_S {
+                    let x = fmt_ms(i.at_least_s);
+                    problems.push(format!(
+                        "The server ends idle HTTP/2 connections after {x} s: a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {x} s, or raise the server's {}.",
+                        fix(Setting::H2IdleTimeout, server)
+                    ));
+                }
+            }
+            None => findings.push(format!(
+                "HTTP/2 idle timeout: idle connections stay open for at least {} s (--max-idle).",
+                fmt_ms(i.at_least_s)
+            )),
+        }
+    }
+}
+
+/// Probe everything and build the verdict.
+pub async fn execute(
+    sc: &Scenario,
+    h2_sc: Option<&Scenario>,
+    req: &RequestConfig,
+    max_req: u64,
+    max_idle: Duration,
+    steps: &Steps,
+) -> anyhow::Result<DoctorReport> {
+    let t = &sc.targets[0];
+    steps.say(&format!(
+        "{}: does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections; {})",
+        t.url,
+        each_wait(sc)
+    ));
+    let (http11, ex11) = persist_probe(sc, &t.request).await;
+    if let (Some(e), None) = (&http11.error, &ex11) {
+        if sc.origins[0].tls && http11.tcp_unreachable {
+            return h3_only(sc, http11, req, steps);
+        }
+        anyhow::bail!("the first request to {} failed: {e}", t.url);
+    }
+    let req10 = t
+        .template
+        .build(HttpVersion::Http10, ConnectionHeader::Default);
+    let (http10, _) = persist_probe(sc, &req10).await;
+    let req10ka = t
+        .template
+        .build(HttpVersion::Http10, ConnectionHeader::KeepAlive);
+    let (http10_keep_alive, ex10ka) = persist_probe(sc, &req10ka).await;
+    let claimed = ex11
+        .as_ref()
+        .and_then(Exchange::keep_alive_timeout)
+        .or_else(|| ex10ka.as_ref().and_then(Exchange::keep_alive_timeout));
+
+    let keeps = http11.persistent && http11.reused;
+    let max_requests = if keeps {
+        steps.say(&format!(
+            "requests per connection: up to {max_req} on one connection (--max-requests)"
+        ));
+        Some(max_requests(sc, max_req).await?)
+    } else {
+        None
+    };
+    let arc = Arc::new(sc.clone());
+    let idle = if keeps {
+        Some(idle_probes(&arc, max_idle, claimed, steps, "").await)
+    } else {
+        None
+    };
+    let tls = if sc.origins[0].tls {
+        steps.say("TLS: full and resumed handshakes, early data");
+        Some(tls_findings(sc, req).await?)
+    } else {
+        None
+    };
+
+    // HTTP/2 where the server offers it (or --h2c asked for it on http://).
+    let speaks_h2 = tls.as_ref().map_or(true, |t| t.offers_h2);
+    let h2 = match h2_sc.filter(|_| speaks_h2) {
+        Some(s) => {
+            steps.say(&format!(
+                "HTTP/2: SETTINGS, up to {max_req} streams on one connection, streams at once"
+            ));
+            Some(h2_findings(s, max_req, max_idle, steps).await)
+        }
+        None => None,
+    };
+    // HTTP/3 at the port its Alt-Svc names (else the URL's); the engine's own threads
+    // run the probes, this one waits.
+    let h3 = sc.origins[0].tls.then(|| {
+        steps.say(&format!(
+            "HTTP/3: QUIC handshake, resumption, 0-RTT (at most {} requests; {})",
+            h3::PROBE_REQUESTS,
+            each_wait(sc)
+        ));
+        let alt_svc = ex11
+            .as_ref()
+            .and_then(|e| e.header("alt-svc"))
+            .map(str::to_string);
+        h3::probe(&t.url, alt_svc, req, sc.timeout)
+    });
+
+    let mut findings = Vec::new();
+    let mut problems = Vec::new();
+    let server_header = ex11
+        .as_ref()
+        .and_then(|e| e.header("server"))
+        .map(str::to_string);
+    let server = ServerKind::recognise(server_header.as_deref());
+    if let Some(h) = &server_header {
+        findings.push(format!(
+            "The server says it is `{h}`{}.",
+            if server.is_some() {
+                ": fixes below name its own settings"
+            } else {
+                ""
+            }
+        ));
+    }
+    let version = http11.http_version.clone().unwrap_or_default();
+    if keeps {
+        findings.push(format!(
+            "HTTP/1.1: the connection is kept open and reused (the server answers {version})."
+        ));
+    } else {
+        findings.push(format!(
+            "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
+            http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
+        ));
+        problems.push(format!(
+            "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
+            fix(Setting::KeepAlive, server)
+        ));
+    }
+    findings.push(if http10.persistent {
+        "HTTP/1.0 without a keep-alive header: the server keeps the connection open anyway."
+            .to_string()
+    } else {
+        format!(
+            "HTTP/1.0 without a keep-alive header: the connection ends after the response{}.",
+            if http10.server_closed {
+                " (the server closes it)"
+            } else {
+                ""
+            }
+        )
+    });
+    let honours = http10_keep_alive.persistent && http10_keep_alive.reused;
+    if honours {
+        findings.push(
+            "HTTP/1.0 with `Connection: keep-alive`: honoured, the connection is reused."
+                .to_string(),
+        );
+    } else {
+        findings.push("HTTP/1.0 with `Connection: keep-alive`: ignored, the connection ends after the response.".to_string());
+        problems.push(
+            "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string(),
+        );
+    }
+    if let Some(m) = &max_requests {
+        match m.limit {
+            Some(n) => {
+                findings.push(format!(
+                    "Max requests per connection: the server ends a connection after {n} requests."
+                ));
+                if n < LOW_MAX_REQUESTS {
+                    problems.push(format!(
+                        "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
+                        fix(Setting::MaxRequests, server)
+                    ));
+                }
+            }
+            None => findings.push(format!(
+                "Max requests per connection: at least {} (no limit met).",
+                m.probed
+            )),
+        }
+    }
+    if let Some(i) = &idle {
+        match i.at_most_s {
+            Some(hi) => {
+                findings.push(format!(
+                    "Idle timeout: the server closes idle connections after {}-{} s ({} probes).",
+                    fmt_ms(i.at_least_s),
+                    fmt_ms(hi),
+                    i.probes
+                ));
+                if hi < SHORT_IDLE_S {
+                    let x = fmt_ms(i.at_least_s);
+                    problems.push(format!(
+                        "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
+                        fix(Setting::IdleTimeout, server)
+                    ));
+                }
+            }
+            None => findings.push(format!(
+                "Idle timeout: idle connections stay open for at least {} s (--max-idle).",
+                fmt_ms(i.at_least_s)
+            )),
+        }
+        if let Some(c) = i.claimed_s {
+            let hi = i.at_most_s.unwrap_or(f64::INFINITY);
+            if c + 1.0 < i.at_least_s || c > hi + 1.0 {
+                problems.push(format!(
+                    "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
+                    fmt_ms(i.at_least_s),
+                    i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
+                ));
+            } else if i.at_most_s.is_none() {
+                // Open at the probe's limit: the claim is not contradicted, not confirmed.
+                findings.push(format!(
+                    "Its `Keep-Alive: timeout={c}` header is not contradicted: idle connections stayed open for at least {} s, the probe's limit (--max-idle {}s would check it).",
+                    fmt_ms(i.at_least_s),
+                    (c + 5.0).ceil()
+                ));
+            } else {
+                findings.push(format!(
+                    "Its `Keep-Alive: timeout={c}` header matches what it does."
+                ));
+            }
+        }
+    }
+    if let Some(t) = &tls {
+        findings.push(format!(
+            "TLS: {} with {}; offered h2 and http/1.1, the server chose {}.",
+            t.version,
+            t.cipher_suite,
+            t.alpn_selected.as_deref().unwrap_or("none (no ALPN)")
+        ));
+        if !t.offers_h2 {
+            findings.push(
+                "The server does not offer HTTP/2 (ALPN h2): multiplexing is not available."
+                    .to_string(),
+            );
+        }
+        match t.resumed_handshake_ms {
+            Some(r) => findings.push(format!(
+                "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
+                fmt_ms(t.full_handshake_ms),
+                fmt_ms(r)
+            )),
+            None => problems.push(format!(
+                "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
+                fmt_ms(t.full_handshake_ms)
+            )),
+        }
+        match t.early_data {
+            Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
+                "TLS 1.3 early data (0-RTT): accepted; a client's first request on a resumed connection can go with its ClientHello, a round trip sooner (idempotent requests only: early data can be replayed).".to_string(),
+            ),
+            Some(EarlyDataFinding { offered: true, .. }) => findings.push(
+                "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
+            ),
+            Some(_) => findings.push(format!(
+                "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
+                fix(Setting::EarlyData, server)
+            )),
+            None => {}
+        }
+    }
+    if let Some(h) = &h2 {
+        judge_h2(h, server, &mut findings, &mut problems);
+    }
+    if let Some(h) = &h3 {
+        h3::judge(h, server, &mut findings, &mut problems);
+    }
+    Ok(DoctorReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: t.url.clone(),
+        link: None,
+        server: server_header,
+        server_kind: server,
+        http11,
+        http10: Some(http10),
+        http10_keep_alive: Some(http10_keep_alive),
+        max_requests,
+        idle_timeout: idle,
+        tls,
+        h2,
+        h3,
+        findings,
+        problems,
+    })
+}
+
+/// No TCP connection to an https:// URL: the server may speak only HTTP/3. QUIC is
+/// probed at the same port; what needs TCP (HTTP/1.x, HTTP/2, TLS over TCP) is not.
+fn h3_only(
+    sc: &Scenario,
+    tcp: PersistProbe,
+    req: &RequestConfig,
+    steps: &Steps,
+) -> anyhow::Result<DoctorReport> {
+    let url = &sc.targets[0].url;
+    let why = tcp.error.clone().unwrap_or_default();
+    steps.say(&format!(
+        "no TCP connection ({why}): trying HTTP/3 over QUIC at the same port (at most {} requests; {})",
+        h3::PROBE_REQUESTS,
+        each_wait(sc)
+    ));
+    let h3 = h3::probe(url, None, req, sc.timeout);
+    if !h3.answered {
+        anyhow::bail!(
+            "the first request to {url} failed: {why}; HTTP/3 at UDP port {} did not answer either: {}",
+            h3.port,
+            h3.error.as_deref().unwrap_or("no answer")
+        );
+    }
+    let mut findings = vec![format!(
+        "TCP: no connection ({why}); the server answers only over QUIC (HTTP/3). HTTP/1.x, HTTP/2 and TLS over TCP were not probed, and clients without HTTP/3 (most load tools, networks that block UDP) cannot reach it."
+    )];
+    let mut problems = Vec::new();
+    h3::judge(&h3, None, &mut findings, &mut problems);
+    Ok(DoctorReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: url.clone(),
+        server: None,
+        server_kind: None,
+        link: None,
+        http11: tcp,
+        http10: None,
+        http10_keep_alive: None,
+        max_requests: None,
+        idle_timeout: None,
+        tls: None,
+        h2: None,
+        h3: Some(h3),
+        findings,
+        problems,
+    })
+}

@@ -1,0 +1,281 @@
+//! How a runnable `Scenario` is built from a request (URLs, method, headers, body, TLS
+//! options) and a load (workers, threads, shape, stop): the checks that make a plan
+//! runnable, whoever asks (the command line through `config`, doctor's and trace's
+//! probes, compare's rounds).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{LoadShape, PhaseLimits, Scenario, StopWhen, Strategy, Target};
+use crate::net::dns::DnsSettings;
+use crate::net::tls::{self, TlsOptions};
+use crate::net::Origin;
+use crate::parse::{usage, UsageError};
+use crate::proto::h1::RequestTemplate;
+
+/// A parsed http(s) URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedUrl {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// Path and query (origin form).
+    pub target: String,
+    /// `Host` header value.
+    pub authority: String,
+}
+
+pub fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
+    let bad = |why: &str| usage(format!("invalid URL {s:?}: {why}"));
+    let (tls, rest) = if let Some(r) = s.strip_prefix("http://") {
+        (false, r)
+    } else if let Some(r) = s.strip_prefix("https://") {
+        (true, r)
+    } else {
+        return bad("the scheme must be http:// or https://");
+    };
+    let rest = rest.split('#').next().unwrap_or("");
+    let (authority, target) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
+        Some(i) => (&rest[..i], rest[i..].to_string()),
+        None => (rest, "/".to_string()),
+    };
+    if authority.contains('@') {
+        return bad("user information is not supported");
+    }
+    if authority.is_empty() {
+        return bad("no host");
+    }
+    let default_port = if tls { 443 } else { 80 };
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let Some(end) = v6.find(']') else {
+            return bad("unclosed [");
+        };
+        let host = &v6[..end];
+        if host.parse::<std::net::Ipv6Addr>().is_err() {
+            return bad("invalid IPv6 address");
+        }
+        let port = match &v6[end + 1..] {
+            "" => default_port,
+            p => match p.strip_prefix(':').and_then(|p| p.parse::<u16>().ok()) {
+                Some(p) => p,
+                None => return bad("invalid port"),
+            },
+        };
+        (host.to_string(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => match p.parse::<u16>() {
+                Ok(p) => (h.to_string(), p),
+                Err(_) => return bad("invalid port"),
+            },
+            None => (authority.to_string(), default_port),
+        }
+    };
+    if host.is_empty() {
+        return bad("no host");
+    }
+    Ok(ParsedUrl {
+        tls,
+        host: host.to_ascii_lowercase(),
+        port,
+        target,
+        authority: authority.to_string(),
+    })
+}
+
+/// The request side of a run: URLs, method, headers, body, TLS options.
+#[derive(Debug, Clone)]
+pub struct RequestConfig {
+    pub urls: Vec<(String, ParsedUrl)>,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    pub tls: TlsOptions,
+    pub resolve: Vec<(String, u16, IpAddr)>,
+    /// `--local-addr`: source addresses for new connections.
+    pub local_addrs: Vec<IpAddr>,
+    /// `--dns-cache`, `--dns-servers`.
+    pub dns: DnsSettings,
+}
+
+/// The load side of a run.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub concurrency: usize,
+    pub threads: usize,
+    pub load: LoadShape,
+    pub stop: StopWhen,
+    pub timeout: Duration,
+    pub limits: PhaseLimits,
+}
+
+/// `--connections N`: HTTP/2 connections per origin, shared by the workers.
+pub fn connections(n: Option<usize>, strategy: Strategy) -> Result<usize, UsageError> {
+    match n {
+        None => Ok(1),
+        Some(0) => usage("--connections must be at least 1"),
+        Some(n) if n > 100_000 => usage("--connections must be at most 100000"),
+        Some(_) if !strategy.multiplexed() => usage(format!(
+            "--connections applies to multiplexed strategies (h2); with {} every worker has \
+             its own connection: set the number with -c",
+            strategy.name()
+        )),
+        Some(n) => Ok(n),
+    }
+}
+
+/// Build one runnable scenario.
+pub fn scenario(
+    name: &str,
+    strategy: Strategy,
+    requests_per_connection: Option<u64>,
+    req: &RequestConfig,
+    load: &LoadConfig,
+) -> Result<Scenario, UsageError> {
+    if req.urls.is_empty() {
+        return usage("no URL given");
+    }
+    if requests_per_connection == Some(0) {
+        return usage("--requests-per-connection must be at least 1");
+    }
+    let any_tls = req.urls.iter().any(|(_, u)| u.tls);
+    if strategy == Strategy::CloseResumed && !any_tls {
+        return usage(
+            "--strategy close-resumed needs an https:// URL (it is about TLS session resumption)",
+        );
+    }
+    if strategy.quic() && req.urls.iter().any(|(_, u)| !u.tls) {
+        return usage(format!(
+            "--strategy {} needs https:// URLs (HTTP/3 runs over QUIC, which is always encrypted)",
+            strategy.name()
+        ));
+    }
+    if strategy.early_data() {
+        if !any_tls {
+            return usage(format!(
+                "--strategy {} needs an https:// URL (early data is TLS 1.3's)",
+                strategy.name()
+            ));
+        }
+        if !crate::proto::h1::RequestTemplate::method_is_idempotent(&req.method) {
+            return usage(format!(
+                "--strategy {}: early data can be replayed, so only idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) may go in it, not {}",
+                strategy.name(),
+                req.method
+            ));
+        }
+    }
+    let mut origins: Vec<Origin> = Vec::new();
+    let mut targets = Vec::with_capacity(req.urls.len());
+    for (raw, u) in &req.urls {
+        let idx = match origins
+            .iter()
+            .position(|o| o.key() == (u.tls, u.host.clone(), u.port))
+        {
+            Some(i) => i,
+            None => {
+                let mut o = Origin::new(u.tls, &u.host, u.port)
+                    .map_err(|e| UsageError(format!("{raw}: {e}")))?;
+                if let Some((_, _, ip)) = req
+                    .resolve
+                    .iter()
+                    .find(|(h, p, _)| *h == u.host && *p == u.port)
+                {
+                    o.fixed_addrs = Some(vec![SocketAddr::new(*ip, u.port)]);
+                }
+                o.local_addrs = req.local_addrs.clone();
+                origins.push(o);
+                origins.len() - 1
+            }
+        };
+        let template = RequestTemplate {
+            method: req.method.clone(),
+            target: u.target.clone(),
+            host: u.authority.clone(),
+            headers: req.headers.clone(),
+            body: req.body.clone(),
+        };
+        let request = template.build(strategy.version(), strategy.connection_header());
+        let request_last = template.build(
+            strategy.version(),
+            crate::proto::h1::ConnectionHeader::Close,
+        );
+        let mut h2_request = (strategy == Strategy::H2 || strategy.quic())
+            .then(|| crate::proto::h2::request_head(&template, u.tls))
+            .transpose()
+            .map_err(|e| UsageError(format!("{raw}: {e}")))?;
+        if let (Some(head), true) = (h2_request.as_mut(), strategy.quic()) {
+            *head.version_mut() = http::Version::HTTP_3;
+        }
+        targets.push(Target {
+            url: raw.clone(),
+            origin: idx,
+            template,
+            request,
+            request_last,
+            h2_request,
+        });
+    }
+    // HTTP/2 over TLS is agreed by ALPN; the server must choose h2.
+    let tls_options = if strategy == Strategy::H2 {
+        tls::TlsOptions {
+            alpn: vec![b"h2".to_vec()],
+            ..req.tls.clone()
+        }
+    } else if strategy.quic() {
+        // QUIC carries TLS 1.3 only (RFC 9001), and HTTP/3 is agreed by ALPN.
+        if req.tls.versions == tls::TlsVersions::Only12 {
+            return usage(format!(
+                "--strategy {}: QUIC uses TLS 1.3 only, so --tls-version 1.2 cannot apply",
+                strategy.name()
+            ));
+        }
+        tls::TlsOptions {
+            alpn: vec![b"h3".to_vec()],
+            versions: tls::TlsVersions::Only13,
+            early_data: strategy.early_data(),
+            ..req.tls.clone()
+        }
+    } else {
+        tls::TlsOptions {
+            early_data: strategy.early_data(),
+            ..req.tls.clone()
+        }
+    };
+    let (tls, quic_tls) = if strategy.quic() {
+        let base = tls::client_config(&tls_options, strategy.tls_resumption())
+            .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?;
+        let q = crate::net::quic::QuicTls::new(base.clone())
+            .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?;
+        (Some(base), Some(Arc::new(q)))
+    } else if any_tls {
+        (
+            Some(
+                tls::client_config(&tls_options, strategy.tls_resumption())
+                    .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?,
+            ),
+            None,
+        )
+    } else {
+        (None, None)
+    };
+    Ok(Scenario {
+        name: name.to_string(),
+        strategy,
+        targets,
+        origins,
+        concurrency: load.concurrency,
+        threads: load.threads,
+        load: load.load,
+        stop: load.stop,
+        timeout: load.timeout,
+        limits: load.limits,
+        requests_per_connection,
+        connections: 1,
+        tls,
+        quic_tls,
+        dns: req.dns.clone(),
+    })
+}

@@ -1,0 +1,167 @@
+//! `doctor`'s report: what each probe found, the findings in plain sentences, and the
+//! problems with their fixes. Filled by `doctor`.
+
+use serde::Serialize;
+
+use super::link::LinkReport;
+use crate::record::ServerSettings;
+
+/// A server doctor knows the directives of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    Nginx,
+    Apache,
+    Caddy,
+    Haproxy,
+}
+
+/// What one request on a fresh connection showed.
+#[derive(Debug, Clone, Serialize)]
+pub struct PersistProbe {
+    pub status: Option<u16>,
+    pub http_version: Option<String>,
+    pub connection_header: Option<String>,
+    pub keep_alive_header: Option<String>,
+    /// The response let the connection persist.
+    pub persistent: bool,
+    /// A second request on the same connection succeeded.
+    pub reused: bool,
+    /// The server closed the connection after the response (within 1 s).
+    pub server_closed: bool,
+    pub error: Option<String>,
+    /// No TCP connection could be made (refused, unreachable, or no answer in time).
+    #[serde(skip)]
+    pub tcp_unreachable: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MaxRequests {
+    /// Requests the server served on one connection before ending it; None: it never
+    /// ended it within `probed` requests.
+    pub limit: Option<u64>,
+    pub probed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IdleTimeout {
+    /// The longest idle wait after which the connection still worked, in s.
+    pub at_least_s: f64,
+    /// The shortest idle time after which it was found closed; None: open at `max_idle`.
+    pub at_most_s: Option<f64>,
+    /// What the server's `Keep-Alive: timeout=` header claims.
+    pub claimed_s: Option<f64>,
+    pub probes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TlsFindings {
+    pub version: String,
+    pub cipher_suite: String,
+    /// What the server chose when offered h2 and http/1.1.
+    pub alpn_selected: Option<String>,
+    pub offers_h2: bool,
+    /// A second connection resumed the session of the first.
+    pub resumption: bool,
+    /// Medians of five handshakes each.
+    pub full_handshake_ms: f64,
+    pub resumed_handshake_ms: Option<f64>,
+    /// TLS 1.3 early data (0-RTT) on a resumed session (absent without resumption).
+    pub early_data: Option<EarlyDataFinding>,
+}
+
+/// HTTP/2: streams sent at once on one connection.
+#[derive(Debug, Clone, Serialize)]
+pub struct Concurrency {
+    /// Streams sent at once (the server's limit, at most 100).
+    pub tried: u64,
+    pub answered: u64,
+    /// Refused by the server (REFUSED_STREAM) although within its advertised limit.
+    pub refused: u64,
+    pub failed: u64,
+}
+
+/// What the server does over HTTP/2.
+#[derive(Debug, Clone, Serialize)]
+pub struct H2Findings {
+    pub settings: ServerSettings,
+    /// The preface sent to the server's SETTINGS received.
+    pub h2_setup_ms: f64,
+    /// Streams served on one connection before its GOAWAY.
+    pub max_requests: Option<MaxRequests>,
+    pub idle_timeout: Option<IdleTimeout>,
+    pub concurrency: Option<Concurrency>,
+    /// The HTTP/2 probes failed: why.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    pub schema_version: u32,
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub url: String,
+    /// The `Server` header of the first answer, if any.
+    pub server: Option<String>,
+    /// The server it names, when doctor knows its settings: its fixes name its own.
+    pub server_kind: Option<ServerKind>,
+    /// With `--rtt`: the emulated link to the embedded server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkReport>,
+    pub http11: PersistProbe,
+    /// HTTP/1.0 without and with `Connection: keep-alive`; null when TCP could not be
+    /// reached (an HTTP/3-only server).
+    pub http10: Option<PersistProbe>,
+    pub http10_keep_alive: Option<PersistProbe>,
+    pub max_requests: Option<MaxRequests>,
+    pub idle_timeout: Option<IdleTimeout>,
+    pub tls: Option<TlsFindings>,
+    /// Present when the server speaks HTTP/2 (ALPN h2, or `--h2c`).
+    pub h2: Option<H2Findings>,
+    /// https:// URLs: whether the server offers HTTP/3, resumes QUIC sessions and takes
+    /// 0-RTT on QUIC.
+    pub h3: Option<H3Findings>,
+    /// What was seen, in plain sentences.
+    pub findings: Vec<String>,
+    /// Each problem with a concrete fix. Empty: exit status 0.
+    pub problems: Vec<String>,
+}
+
+/// TLS 1.3 early data on a resumed connection (over TCP, or QUIC's 0-RTT).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EarlyDataFinding {
+    /// The server's ticket allowed early data, so the request went in it.
+    pub offered: bool,
+    /// The server took the request in early data.
+    pub accepted: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct H3Findings {
+    /// The `Alt-Svc` header of the server's HTTP/1.1 response.
+    pub alt_svc: Option<String>,
+    /// `Alt-Svc` names HTTP/3 (`h3`).
+    pub advertised: bool,
+    /// The UDP port HTTP/3 was tried at: the one `Alt-Svc` names, else the URL's.
+    pub port: u16,
+    /// A request on a new QUIC connection was answered.
+    pub answered: bool,
+    /// Why not, when it was not: the error category (and detail).
+    pub error: Option<String>,
+    /// Medians of `quic_handshake` (first Initial to handshake complete) over new
+    /// connections: full handshakes, and resumed ones.
+    pub full_handshake_ms: Option<f64>,
+    pub resumed_handshake_ms: Option<f64>,
+    /// New QUIC connections resumed the TLS session of an earlier one.
+    pub resumption: bool,
+    /// Of the connections that offered a session ticket: how many resumed.
+    pub resumed: u64,
+    pub resume_tries: u64,
+    /// A request in 0-RTT on a resumed QUIC connection (absent without resumption).
+    pub early_data: Option<EarlyDataFinding>,
+    /// What all the probes did on the wire: QUIC connections opened (handshake
+    /// completed), of them resumed, and requests the server took in 0-RTT.
+    pub connections_opened: u64,
+    pub handshakes_resumed: u64,
+    pub early_data_accepted: u64,
+}

@@ -1,0 +1,107 @@
+//! `trace`'s report: each request's phases, what the TLS handshake agreed on, the
+//! response's connection headers and what followed it. Filled by `trace`.
+
+use serde::Serialize;
+
+use super::link::LinkReport;
+use crate::record::ServerSettings;
+
+/// What the TLS handshake negotiated.
+#[derive(Debug, Clone, Serialize)]
+pub struct TlsInfo {
+    pub version: String,
+    /// Empty over QUIC: quinn does not expose the suite its TLS session agreed on.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cipher_suite: String,
+    pub alpn: Option<String>,
+    pub resumed: bool,
+}
+
+/// quinn's figures for the connection so far.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuicInfo {
+    pub remote: String,
+    /// quinn's smoothed round-trip estimate.
+    pub rtt_ms: f64,
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceStep {
+    pub index: u64,
+    /// The request went out on a connection opened for an earlier one.
+    pub reused: bool,
+    pub dns_ms: Option<f64>,
+    pub connect_ms: Option<f64>,
+    pub tls_ms: Option<f64>,
+    /// HTTP/2: the preface sent to the server's SETTINGS received (new connections).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2_setup_ms: Option<f64>,
+    /// HTTP/2 and HTTP/3: the stream that carried the request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_id: Option<u64>,
+    /// HTTP/3 (new connections): the first Initial sent to the QUIC handshake's end
+    /// (transport and TLS together; `connect_ms` and `tls_ms` are then absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quic_handshake_ms: Option<f64>,
+    /// HTTP/3 (new connections, not 0-RTT): after the handshake, HTTP/3's control
+    /// stream opened and its SETTINGS sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h3_setup_ms: Option<f64>,
+    /// 0-RTT over QUIC: the request left this long after the first Initial, before
+    /// the handshake's end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_left_ms: Option<f64>,
+    /// HTTP/3: quinn's figures for the connection after this response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicInfo>,
+    /// HTTP/3 with session resumption: the server's session ticket came on this
+    /// connection before it was closed (the next connection can resume).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_ticket: Option<bool>,
+    /// TLS 1.3 early data: the request went with the ClientHello, and the server
+    /// `accepted` it or `rejected` it (then it was sent again after the handshake);
+    /// over QUIC, `unavailable` when 0-RTT was asked for but no session to resume
+    /// allowed it (none yet, or the server's tickets allow no early data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_data: Option<&'static str>,
+    pub send_ms: f64,
+    pub wait_ms: f64,
+    pub receive_ms: f64,
+    pub total_ms: f64,
+    pub tls: Option<TlsInfo>,
+    pub status: u16,
+    pub http_version: String,
+    pub connection_header: Option<String>,
+    pub keep_alive_header: Option<String>,
+    pub body_bytes: u64,
+    /// The response lets the connection persist (by its version, headers and framing).
+    pub persistent: bool,
+    /// What was seen after the response: "open", or "closed by the server after N ms".
+    pub after_response: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceReport {
+    pub schema_version: u32,
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub url: String,
+    pub strategy: String,
+    /// The protocol on the wire: `http/1.1`, `http/1.0`, `h2`, `h3`.
+    pub protocol: String,
+    /// HTTP/2: the server's SETTINGS (from the first connection).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2_settings: Option<ServerSettings>,
+    /// With `--rtt`: the emulated link to the embedded server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkReport>,
+    pub steps: Vec<TraceStep>,
+    /// A step that failed: its category and message.
+    pub error: Option<String>,
+}
