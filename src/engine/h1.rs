@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 use tokio::time::Sleep;
 
 use super::open::{handshake_of, Opener};
-use super::worker::{attempt_deadline, ns, Driver, Fail, LATE_AFTER};
+use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::{classify_io_failure, classify_tls_error};
 use crate::plan::{Scenario, Target};
 use crate::proto::h1::conn::{Conn, Response};
 use crate::proto::h1::Framing;
 use crate::proto::pace::ReadLimits;
-use crate::record::{CloseReason, ErrorDetail, ErrorKind, Outcome, Phases, RequestRecord, Stage};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phases, Stage};
 use crate::stats::Recorder;
 use crate::timer::within;
 
@@ -55,59 +55,26 @@ impl H1 {
 }
 
 impl Driver for H1 {
-    /// One request, with at most one retry on a new connection after a stale reused one.
-    /// `None` when the run's deadline cut it.
-    async fn request(
-        &mut self,
-        sc: &Scenario,
-        target: &Target,
-        t0: Instant,
-        blocked: Option<Duration>,
-    ) -> Option<RequestRecord> {
-        self.deadline = attempt_deadline(sc, t0, blocked, self.run_deadline);
-        let mut stale_retry = false;
-        loop {
-            let mut phases = Phases {
-                blocked: blocked.map(|b| b.as_nanos() as u64),
-                ..Phases::default()
-            };
-            let reused = self.conns[target.origin].is_some();
-            self.dropped_got = (0, 0);
-            match self.try_once(sc, target, &mut phases).await {
-                Ok(resp) => {
-                    phases.total = Some(ns(t0, resp.end));
-                    return Some(RequestRecord {
-                        reused,
-                        phases,
-                        outcome: Outcome::Ok {
-                            status: resp.head.status,
-                            retry_after_s: resp.head.retry_after_s,
-                        },
-                        bytes_received: resp.bytes,
-                        body_bytes: resp.body_bytes,
-                        stale_retry,
-                        refused_retry: false,
-                        late: blocked.is_some_and(|b| b >= LATE_AFTER),
-                    });
-                }
-                Err(f) if f.at_deadline => return None,
-                Err(f) => {
-                    if f.retry && !stale_retry && target.template.is_idempotent() {
-                        stale_retry = true;
-                        continue;
-                    }
-                    return Some(RequestRecord {
-                        reused,
-                        phases,
-                        outcome: Outcome::Error(f.failure),
-                        bytes_received: self.dropped_got.0,
-                        body_bytes: self.dropped_got.1,
-                        stale_retry,
-                        refused_retry: false,
-                        late: blocked.is_some_and(|b| b >= LATE_AFTER),
-                    });
-                }
-            }
+    const RETRY: Retry = Retry::Stale;
+
+    fn begin(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+    }
+
+    async fn try_once(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Try {
+        let reused = self.conns[target.origin].is_some();
+        self.dropped_got = (0, 0);
+        let result = self.exchange(sc, target, phases).await.map(|r| Answer {
+            status: r.head.status,
+            retry_after_s: r.head.retry_after_s,
+            end: r.end,
+            bytes: r.bytes,
+            body_bytes: r.body_bytes,
+        });
+        Try {
+            reused,
+            result,
+            got_before_failing: self.dropped_got,
         }
     }
 
@@ -123,7 +90,7 @@ impl Driver for H1 {
 impl H1 {
     /// One try of the request on the worker's connection to the target's origin
     /// (opening one if there is none).
-    async fn try_once(
+    async fn exchange(
         &mut self,
         sc: &Scenario,
         target: &Target,

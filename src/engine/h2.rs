@@ -9,7 +9,7 @@
 use std::cell::{Cell, RefCell};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -18,15 +18,13 @@ use tokio::task::AbortHandle;
 use tokio::time::Sleep;
 
 use super::open::{connect_deadline, Opener};
-use super::worker::{attempt_deadline, ns, Driver, Fail, LATE_AFTER};
+use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::Stream;
 use crate::plan::{Scenario, Target};
 use crate::proto::h2::wire::{Seen, Watched};
 use crate::proto::h2::{classify, StreamFailure};
 use crate::proto::pace::{Pace, ReadLimits};
-use crate::record::{
-    CloseReason, ErrorDetail, ErrorKind, Failure, Outcome, Phases, RequestRecord, Stage,
-};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, Phases, Stage};
 use crate::stats::Recorder;
 use crate::timer::within;
 
@@ -308,58 +306,28 @@ impl H2 {
 }
 
 impl Driver for H2 {
-    async fn request(
-        &mut self,
-        sc: &Scenario,
-        target: &Target,
-        t0: Instant,
-        blocked: Option<Duration>,
-    ) -> Option<RequestRecord> {
-        self.deadline = attempt_deadline(sc, t0, blocked, self.run_deadline);
-        let late = blocked.is_some_and(|b| b >= LATE_AFTER);
-        let mut refused_retry = false;
-        loop {
-            let mut phases = Phases {
-                blocked: blocked.map(|b| b.as_nanos() as u64),
-                ..Phases::default()
-            };
-            self.got_body = 0;
-            let mut reused = true;
-            match self.try_once(sc, target, &mut phases, &mut reused).await {
-                Ok((status, retry_after_s, end)) => {
-                    phases.total = Some(ns(t0, end));
-                    return Some(RequestRecord {
-                        reused,
-                        phases,
-                        outcome: Outcome::Ok {
-                            status,
-                            retry_after_s,
-                        },
-                        bytes_received: self.got_body,
-                        body_bytes: self.got_body,
-                        stale_retry: false,
-                        refused_retry,
-                        late,
-                    });
-                }
-                Err(f) if f.at_deadline => return None,
-                Err(f) => {
-                    if f.retry && !refused_retry {
-                        refused_retry = true;
-                        continue;
-                    }
-                    return Some(RequestRecord {
-                        reused,
-                        phases,
-                        outcome: Outcome::Error(f.failure),
-                        bytes_received: self.got_body,
-                        body_bytes: self.got_body,
-                        stale_retry: false,
-                        refused_retry,
-                        late,
-                    });
-                }
-            }
+    const RETRY: Retry = Retry::Refused;
+
+    fn begin(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+    }
+
+    async fn try_once(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Try {
+        self.got_body = 0;
+        let mut reused = true;
+        let result = self.exchange(sc, target, phases, &mut reused).await.map(
+            |(status, retry_after_s, end)| Answer {
+                status,
+                retry_after_s,
+                end,
+                bytes: self.got_body,
+                body_bytes: self.got_body,
+            },
+        );
+        Try {
+            reused,
+            result,
+            got_before_failing: (self.got_body, self.got_body),
         }
     }
 
@@ -370,7 +338,7 @@ impl Driver for H2 {
 
 impl H2 {
     /// One try: a stream slot (waiting or opening a connection), then the stream.
-    async fn try_once(
+    async fn exchange(
         &mut self,
         sc: &Scenario,
         target: &Target,

@@ -21,14 +21,11 @@ use tokio::task::AbortHandle;
 use tokio::time::Sleep;
 
 use super::open::{connect_deadline, Opener};
-use super::worker::{attempt_deadline, ns, Driver, Fail, LATE_AFTER};
+use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::quic::Seen;
 use crate::plan::{Scenario, Strategy, Target};
 use crate::proto::h3::{classify_connection, classify_stream, close_reason, refused, H3_NO_ERROR};
-use crate::record::{
-    CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Outcome, Phases, RequestRecord,
-    Stage,
-};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Phases, Stage};
 use crate::stats::Recorder;
 use crate::timer::within;
 
@@ -747,61 +744,28 @@ fn reason_of(f: &Fail) -> CloseReason {
 }
 
 impl Driver for H3 {
-    async fn request(
-        &mut self,
-        sc: &Scenario,
-        target: &Target,
-        t0: Instant,
-        blocked: Option<Duration>,
-    ) -> Option<RequestRecord> {
-        self.deadline = attempt_deadline(sc, t0, blocked, self.run_deadline);
-        let mut refused_retry = false;
-        loop {
-            let mut phases = Phases {
-                blocked: blocked.map(|b| b.as_nanos() as u64),
-                ..Phases::default()
-            };
-            let (reused, res) = if self.pool.is_some() {
-                self.shared(sc, target, &mut phases).await
-            } else {
-                (false, self.fresh(sc, target, &mut phases).await)
-            };
-            let late = blocked.is_some_and(|b| b >= LATE_AFTER);
-            match res {
-                Ok(g) => {
-                    phases.total = Some(ns(t0, g.end));
-                    return Some(RequestRecord {
-                        reused,
-                        phases,
-                        outcome: Outcome::Ok {
-                            status: g.status,
-                            retry_after_s: g.retry_after_s,
-                        },
-                        bytes_received: g.bytes,
-                        body_bytes: g.body_bytes,
-                        stale_retry: false,
-                        refused_retry,
-                        late,
-                    });
-                }
-                Err(f) if f.at_deadline => return None,
-                Err(f) => {
-                    if f.retry && !refused_retry && target.template.is_idempotent() {
-                        refused_retry = true;
-                        continue;
-                    }
-                    return Some(RequestRecord {
-                        reused,
-                        phases,
-                        outcome: Outcome::Error(f.failure),
-                        bytes_received: 0,
-                        body_bytes: 0,
-                        stale_retry: false,
-                        refused_retry,
-                        late,
-                    });
-                }
-            }
+    const RETRY: Retry = Retry::RefusedIdempotent;
+
+    fn begin(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+    }
+
+    async fn try_once(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Try {
+        let (reused, res) = if self.pool.is_some() {
+            self.shared(sc, target, phases).await
+        } else {
+            (false, self.fresh(sc, target, phases).await)
+        };
+        Try {
+            reused,
+            result: res.map(|g| Answer {
+                status: g.status,
+                retry_after_s: g.retry_after_s,
+                end: g.end,
+                bytes: g.bytes,
+                body_bytes: g.body_bytes,
+            }),
+            got_before_failing: (0, 0),
         }
     }
 

@@ -10,27 +10,106 @@ use std::time::{Duration, Instant};
 
 use crate::net::dns::{DnsCache, Resolver};
 use crate::plan::{LoadShape, Scenario, Target};
-use crate::record::{ErrorKind, Failure, Outcome, RequestRecord, Stage};
+use crate::record::{ErrorKind, Failure, Outcome, Phases, RequestRecord, Stage};
 use crate::stats::Recorder;
 use crate::timer::Pacer;
 
 /// Open loop: a send that starts this much later than intended counts as late.
 pub(super) const LATE_AFTER: Duration = Duration::from_millis(2);
 
-/// How a protocol carries one request (with its retries) for a worker.
+/// What a try that got a response got.
+pub(super) struct Answer {
+    pub status: u16,
+    pub retry_after_s: Option<u32>,
+    /// When the response was complete.
+    pub end: Instant,
+    /// Bytes read (head and body where the protocol counts them), and body bytes.
+    pub bytes: u64,
+    pub body_bytes: u64,
+}
+
+/// One try of a request: whether it went on a reused connection, and what it got.
+pub(super) struct Try {
+    pub reused: bool,
+    pub result: Result<Answer, Fail>,
+    /// A failed try's bytes received and body bytes (counted in its record).
+    pub got_before_failing: (u64, u64),
+}
+
+/// The retry a protocol makes after a try that failed with `Fail::retry`: at most one
+/// per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Retry {
+    /// HTTP/1: a reused connection the server had closed while idle; idempotent
+    /// requests only (the server may have seen it).
+    Stale,
+    /// HTTP/2: a stream the server refused (it processed nothing): any request.
+    Refused,
+    /// HTTP/3: a refused stream; idempotent requests only.
+    RefusedIdempotent,
+}
+
+/// How a protocol carries one try of a request for a worker; `request` retries and
+/// makes the record.
 pub(super) trait Driver {
-    /// One request from `t0` (its intended start in an open loop), with at most one
-    /// retry where the protocol allows it. `None` when the run's deadline cut it.
-    async fn request(
-        &mut self,
-        sc: &Scenario,
-        target: &Target,
-        t0: Instant,
-        blocked: Option<Duration>,
-    ) -> Option<RequestRecord>;
+    /// The retry this protocol makes.
+    const RETRY: Retry;
+
+    /// A request begins; its tries end by `deadline`.
+    fn begin(&mut self, deadline: Instant);
+
+    /// One try, its phases into `phases`.
+    async fn try_once(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Try;
 
     /// The run is over: account for what is still open.
     fn finish(&mut self);
+}
+
+/// One request from `t0` (its intended start in an open loop), with at most one retry
+/// (the driver's `RETRY`), and its record. `None` when the run's deadline cut it.
+pub(super) async fn request<D: Driver>(
+    driver: &mut D,
+    sc: &Scenario,
+    target: &Target,
+    (t0, blocked): (Instant, Option<Duration>),
+    run_deadline: Option<Instant>,
+) -> Option<RequestRecord> {
+    driver.begin(attempt_deadline(sc, t0, blocked, run_deadline));
+    let may_retry = D::RETRY == Retry::Refused || target.template.is_idempotent();
+    let mut retried = false;
+    loop {
+        let mut phases = Phases {
+            blocked: blocked.map(|b| b.as_nanos() as u64),
+            ..Phases::default()
+        };
+        let t = driver.try_once(sc, target, &mut phases).await;
+        let (outcome, (bytes_received, body_bytes)) = match t.result {
+            Ok(a) => {
+                phases.total = Some(ns(t0, a.end));
+                let ok = Outcome::Ok {
+                    status: a.status,
+                    retry_after_s: a.retry_after_s,
+                };
+                (ok, (a.bytes, a.body_bytes))
+            }
+            Err(f) if f.at_deadline => return None,
+            Err(f) if f.retry && may_retry && !retried => {
+                retried = true;
+                continue;
+            }
+            Err(f) => (Outcome::Error(f.failure), t.got_before_failing),
+        };
+        return Some(RequestRecord {
+            reused: t.reused,
+            phases,
+            outcome,
+            bytes_received,
+            body_bytes,
+            stale_retry: retried && D::RETRY == Retry::Stale,
+            refused_retry: retried && D::RETRY != Retry::Stale,
+            late: blocked.is_some_and(|b| b >= LATE_AFTER),
+        });
+    }
 }
 
 /// Name resolution for a thread's workers: the thread's resolver and the run's cache
@@ -143,7 +222,7 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
             }
         };
         let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
-        match driver.request(sc, target, t0, blocked).await {
+        match request(&mut driver, sc, target, (t0, blocked), seat.run_deadline).await {
             Some(r) => {
                 seat.rec.borrow_mut().record(&r);
                 let end = match (r.outcome, r.phases.total) {

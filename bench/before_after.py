@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Two builds of handshake, side by side: CPU per request against the same nginx (one
+worker, loopback), keep-alive and a new connection per request, in interleaved pairs
+(A B, B A, A B, ...), so a change to the hot path is judged against the machine's own
+drift. Prints per mode each build's median CPU per request, the ratio B/A of each pair,
+and the ratios' median and min-max: a median inside the pairs' spread is no difference.
+
+Usage: python3 bench/before_after.py A_BINARY B_BINARY [--pairs 5] [--requests 200000]
+       [--close-requests 20000] [--conns 50] [--threads 1]
+Needs: nginx.
+"""
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from cpu_per_request import NGINX_CONF, handshake
+from loopback import free_port, stop, wait_port
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=200_000)
+    ap.add_argument("--close-requests", type=int, default=20_000)
+    ap.add_argument("--conns", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    if not shutil.which("nginx"):
+        raise SystemExit("needs nginx (Debian package nginx)")
+    tmp = tempfile.mkdtemp(prefix="hs-before-after-")
+    port = free_port()
+    conf = os.path.join(tmp, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(NGINX_CONF.format(tmp=tmp, port=port))
+    nginx = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        url = f"http://127.0.0.1:{port}/"
+        print(f"A = {args.a}\nB = {args.b}\nnginx 1 worker, -c {args.conns} -t {args.threads}, "
+              f"{args.pairs} interleaved pairs; CPU (user+sys) per request, us")
+        for mode, keepalive, n in (("keep-alive", True, args.requests),
+                                   ("close", False, args.close_requests)):
+            us = {"A": [], "B": []}
+            ratios = []
+            for i in range(args.pairs):
+                order = ("A", "B") if i % 2 == 0 else ("B", "A")
+                got = {}
+                for who in order:
+                    binary = args.a if who == "A" else args.b
+                    done, _, cpu = handshake(binary, url, args.conns, n, keepalive, args.threads)
+                    got[who] = cpu * 1e6 / done
+                    us[who].append(got[who])
+                ratios.append(got["B"] / got["A"])
+                print(f"  {mode:<10} pair {i + 1}: A {got['A']:.2f}  B {got['B']:.2f}  "
+                      f"B/A {ratios[-1]:.3f}", file=sys.stderr)
+            print(f"{mode:<10} A {statistics.median(us['A']):.2f}  B {statistics.median(us['B']):.2f}  "
+                  f"B/A median {statistics.median(ratios):.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f})")
+    finally:
+        stop(nginx, signal.SIGQUIT)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
