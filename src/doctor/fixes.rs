@@ -55,7 +55,7 @@ pub enum Setting {
 /// Each server's directive for `setting`; a server missing from the list has none doctor
 /// can name with confidence.
 fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
-    use ServerKind::*;
+    use ServerKind::{Apache, Caddy, Haproxy, Nginx};
     match setting {
         Setting::KeepAlive => &[
             (Nginx, "keepalive_timeout above 0"),
