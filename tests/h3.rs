@@ -604,6 +604,22 @@ fn texts(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// What doctor's HTTP/3 probes did on the wire equals aioquic's own counts: QUIC
+/// connections (handshakes), resumed handshakes and requests taken in 0-RTT.
+fn same_counts_as_aioquic(h: &Value, st: &Value) {
+    assert_eq!(
+        n(&h["connections_opened"]),
+        n(&st["handshakes"]),
+        "{h} {st}"
+    );
+    assert_eq!(n(&h["handshakes_resumed"]), n(&st["resumed"]), "{h} {st}");
+    assert_eq!(
+        n(&h["early_data_accepted"]),
+        n(&st["early_requests"]),
+        "{h} {st}"
+    );
+}
+
 /// doctor against aioquic (with an HTTPS/1.1 origin on TCP at the same port that
 /// advertises it by Alt-Svc): HTTP/3 found, QUIC sessions resumed, 0-RTT taken or not
 /// as the server is set; the QUIC connections, resumed handshakes and 0-RTT requests
@@ -623,18 +639,7 @@ fn doctor_finds_h3_resumption_and_0rtt_as_aioquic_counts_them() {
         assert!(h["full_handshake_ms"].as_f64().unwrap() > 0.0, "{h}");
         assert!(h["resumed_handshake_ms"].as_f64().unwrap() > 0.0, "{h}");
         assert_eq!(h["early_data"]["accepted"], early == "on", "{h}");
-        let st = srv.stats();
-        assert_eq!(
-            n(&h["connections_opened"]),
-            n(&st["handshakes"]),
-            "{h} {st}"
-        );
-        assert_eq!(n(&h["handshakes_resumed"]), n(&st["resumed"]), "{h} {st}");
-        assert_eq!(
-            n(&h["early_data_accepted"]),
-            n(&st["early_requests"]),
-            "{h} {st}"
-        );
+        same_counts_as_aioquic(h, &srv.stats());
         let f = texts(&v["findings"]);
         assert!(f.iter().any(|s| s.contains("HTTP/3: advertised")), "{f:?}");
         let zero_rtt = if early == "on" {
@@ -668,13 +673,7 @@ fn doctor_examines_an_http3_only_server() {
     assert_eq!(h["answered"], true, "{h}");
     assert_eq!(h["advertised"], false, "{h}");
     assert_eq!(h["resumption"], true, "{h}");
-    let st = srv.stats();
-    assert_eq!(
-        n(&h["connections_opened"]),
-        n(&st["handshakes"]),
-        "{h} {st}"
-    );
-    assert_eq!(n(&h["handshakes_resumed"]), n(&st["resumed"]), "{h} {st}");
+    same_counts_as_aioquic(h, &srv.stats());
     assert!(
         v["http10"].is_null() && v["tls"].is_null() && v["h2"].is_null(),
         "{v}"

@@ -507,6 +507,31 @@ fn each_wait(sc: &Scenario) -> String {
     )
 }
 
+/// The finding of an idle-timeout probe: "{label}: the server {ends} after A-B s (N
+/// probes)." or "{label}: idle connections stay open for at least A s (--max-idle)."
+/// Returns the probe's lower bound, as written, when the server ends idle connections
+/// sooner than pools and load balancers commonly keep them (a problem to name).
+fn idle_finding(
+    i: &IdleTimeout,
+    label: &str,
+    ends: &str,
+    findings: &mut Vec<String>,
+) -> Option<String> {
+    let at_least = fmt_ms(i.at_least_s);
+    let Some(hi) = i.at_most_s else {
+        findings.push(format!(
+            "{label}: idle connections stay open for at least {at_least} s (--max-idle)."
+        ));
+        return None;
+    };
+    findings.push(format!(
+        "{label}: the server {ends} after {at_least}-{} s ({} probes).",
+        fmt_ms(hi),
+        i.probes
+    ));
+    (hi < SHORT_IDLE_S).then_some(at_least)
+}
+
 fn judge_h2(
     h: &H2Findings,
     server: Option<ServerKind>,
@@ -566,26 +591,12 @@ fn judge_h2(
         }
     }
     if let Some(i) = &h.idle_timeout {
-        match i.at_most_s {
-            Some(hi) => {
-                findings.push(format!(
-                    "HTTP/2 idle timeout: the server ends idle connections (GOAWAY or close) after {}-{} s ({} probes).",
-                    fmt_ms(i.at_least_s),
-                    fmt_ms(hi),
-                    i.probes
-                ));
-                if hi < SHORT_IDLE_S {
-                    let x = fmt_ms(i.at_least_s);
-                    problems.push(format!(
-                        "The server ends idle HTTP/2 connections after {x} s: a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {x} s, or raise the server's {}.",
-                        fix(Setting::H2IdleTimeout, server)
-                    ));
-                }
-            }
-            None => findings.push(format!(
-                "HTTP/2 idle timeout: idle connections stay open for at least {} s (--max-idle).",
-                fmt_ms(i.at_least_s)
-            )),
+        let ends = "ends idle connections (GOAWAY or close)";
+        if let Some(x) = idle_finding(i, "HTTP/2 idle timeout", ends, findings) {
+            problems.push(format!(
+                "The server ends idle HTTP/2 connections after {x} s: a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {x} s, or raise the server's {}.",
+                fix(Setting::H2IdleTimeout, server)
+            ));
         }
     }
 }
@@ -750,26 +761,12 @@ pub async fn execute(
         }
     }
     if let Some(i) = &idle {
-        match i.at_most_s {
-            Some(hi) => {
-                findings.push(format!(
-                    "Idle timeout: the server closes idle connections after {}-{} s ({} probes).",
-                    fmt_ms(i.at_least_s),
-                    fmt_ms(hi),
-                    i.probes
-                ));
-                if hi < SHORT_IDLE_S {
-                    let x = fmt_ms(i.at_least_s);
-                    problems.push(format!(
-                        "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
-                        fix(Setting::IdleTimeout, server)
-                    ));
-                }
-            }
-            None => findings.push(format!(
-                "Idle timeout: idle connections stay open for at least {} s (--max-idle).",
-                fmt_ms(i.at_least_s)
-            )),
+        let ends = "closes idle connections";
+        if let Some(x) = idle_finding(i, "Idle timeout", ends, &mut findings) {
+            problems.push(format!(
+                "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
+                fix(Setting::IdleTimeout, server)
+            ));
         }
         if let Some(c) = i.claimed_s {
             let hi = i.at_most_s.unwrap_or(f64::INFINITY);
