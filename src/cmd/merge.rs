@@ -168,17 +168,17 @@ fn agent(
         started_at: run.map_or(String::new(), |r| r.started_at.clone()),
         segment: run.and_then(|r| r.segment),
         wall_s: wall_ns as f64 / 1e9,
-        requests: rec.attempted,
-        ok: rec.ok,
+        requests: rec.counts.attempted,
+        ok: rec.counts.ok,
         errors: rec.errors_total(),
-        connections: rec.connections_opened,
+        connections: rec.counts.connections_opened,
         p99_ms: if latency.count > 0 {
             latency.hist.value_at_quantile(0.99) as f64 / 1e6
         } else {
             0.0
         },
-        client_cpu_us_per_request: if rec.attempted > 0 {
-            cpu_ns as f64 / 1e3 / rec.attempted as f64
+        client_cpu_us_per_request: if rec.counts.attempted > 0 {
+            cpu_ns as f64 / 1e3 / rec.counts.attempted as f64
         } else {
             0.0
         },

@@ -125,9 +125,9 @@ pub fn probe(
         let r = crate::engine::run(Arc::new(sc), false)
             .map(|r| r.recorder)
             .map_err(|e| format!("{e:#}"))?;
-        totals.0 += r.connections_opened;
-        totals.1 += r.tls_resumed;
-        totals.2 += r.early_accepted;
+        totals.0 += r.counts.connections_opened;
+        totals.1 += r.counts.tls_resumed;
+        totals.2 += r.counts.early_accepted;
         Ok(r)
     };
     'probes: {
@@ -138,7 +138,7 @@ pub fn probe(
             timeout.min(UNADVERTISED_WAIT)
         };
         match run(Strategy::H3Close, 1, first_wait) {
-            Ok(r) if r.ok == 1 => f.answered = true,
+            Ok(r) if r.counts.ok == 1 => f.answered = true,
             Ok(r) => {
                 f.error = main_error(&r).or(Some("no answer".into()));
                 break 'probes;
@@ -154,10 +154,10 @@ pub fn probe(
         // Resumption: the first connection gets a ticket, the others offer one. The one full
         // handshake among them is the slowest, so the median is a resumed one's.
         if let Ok(r) = run(Strategy::H3Resumed, SAMPLES + 2, timeout) {
-            f.resume_tries = r.connections_opened.saturating_sub(1);
-            f.resumed = r.tls_resumed;
-            f.resumption = r.tls_resumed > 0;
-            if 2 * r.tls_resumed > r.connections_opened {
+            f.resume_tries = r.counts.connections_opened.saturating_sub(1);
+            f.resumed = r.counts.tls_resumed;
+            f.resumption = r.counts.tls_resumed > 0;
+            if 2 * r.counts.tls_resumed > r.counts.connections_opened {
                 f.resumed_handshake_ms = handshake_median_ms(&r);
             }
         }
@@ -166,8 +166,8 @@ pub fn probe(
         if f.resumption {
             if let Ok(r) = run(Strategy::H3ZeroRtt, 3, timeout) {
                 f.early_data = Some(EarlyDataFinding {
-                    offered: r.early_attempted > 0,
-                    accepted: r.early_accepted > 0,
+                    offered: r.counts.early_attempted > 0,
+                    accepted: r.counts.early_accepted > 0,
                 });
             }
         }

@@ -245,7 +245,7 @@ impl H1 {
         };
         if !server_ends && reason == CloseReason::ClientPolicy {
             // The client asked to close but the server kept the connection open.
-            self.rec.borrow_mut().server_ignored_close += 1;
+            self.rec.borrow_mut().counts.server_ignored_close += 1;
         }
         self.rec
             .borrow_mut()

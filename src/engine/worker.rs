@@ -240,9 +240,9 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
         if let Some(c) = &seat.counters {
             let p = &c[seat.thread];
             let rec = seat.rec.borrow();
-            p.requests.store(rec.attempted, Ordering::Relaxed);
+            p.requests.store(rec.counts.attempted, Ordering::Relaxed);
             p.new_connections
-                .store(rec.connections_opened, Ordering::Relaxed);
+                .store(rec.counts.connections_opened, Ordering::Relaxed);
             p.errors.store(rec.errors_total(), Ordering::Relaxed);
         }
     }

@@ -128,14 +128,74 @@ pub struct RawBucket {
     pub latency_us: Option<String>,
 }
 
+/// Declares a struct of plain counters (`u64`, summed when recorders merge) once: the
+/// struct, its serde form and its `+=`. A counter added here is recorded by
+/// `stats::Recorder`, carried in the lossless form and merged, with no other edit.
+macro_rules! counters {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$doc:meta])* $field:ident,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct $name {
+            $($(#[$doc])* pub $field: u64,)*
+        }
+
+        impl std::ops::AddAssign<&$name> for $name {
+            #[inline]
+            fn add_assign(&mut self, o: &$name) {
+                $(self.$field += o.$field;)*
+            }
+        }
+    };
+}
+
+counters! {
+    /// The counters of a run that add up when runs or threads merge.
+    pub struct Counts {
+        attempted,
+        ok,
+        /// Requests sent again on a new connection after a reused one turned out closed.
+        stale_retries,
+        /// HTTP/2 requests sent again after the server refused their stream.
+        refused_retries,
+        late_sends,
+        aborted_at_deadline,
+        bytes_received,
+        body_bytes,
+        reused_requests,
+        connections_opened,
+        tls_full,
+        tls_resumed,
+        /// Handshakes that negotiated TLS 1.3 (the rest are 1.2).
+        tls13,
+        /// TLS 1.3 early data (0-RTT): requests sent in it, and whether the server took
+        /// them (rejected ones were sent again after the handshake).
+        early_attempted,
+        early_accepted,
+        early_rejected,
+        connections_closed,
+        /// Requests carried by the connections that ended (for the mean per connection).
+        rpc_sum,
+        /// Connections where the client asked for close but the server kept the
+        /// connection open, so the client closed it.
+        server_ignored_close,
+        /// New connections whose host name went to the resolver, found a valid answer in
+        /// the run's cache, or waited for another connection's lookup under way.
+        dns_lookups,
+        dns_cache_hits,
+        dns_joined,
+        /// HTTP/2: the sum over connections of the most streams each carried at once.
+        peak_streams_sum,
+    }
+}
+
 /// Every counter of a recorder; see `Recorder` for their meaning.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RawRecorder {
     /// By phase name (`PHASE_NAMES`), phases with samples only.
     pub phases_new: BTreeMap<String, RawPhase>,
     pub phases_reused: BTreeMap<String, RawPhase>,
-    pub attempted: u64,
-    pub ok: u64,
+    #[serde(flatten)]
+    pub counts: Counts,
     pub errors: BTreeMap<String, u64>,
     pub error_details: BTreeMap<String, u64>,
     /// One message per error detail (or category): the first seen.
@@ -144,34 +204,13 @@ pub struct RawRecorder {
     pub status_codes: BTreeMap<String, u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_s: Option<u32>,
-    pub stale_retries: u64,
-    pub refused_retries: u64,
-    pub late_sends: u64,
-    pub aborted_at_deadline: u64,
-    pub bytes_received: u64,
-    pub body_bytes: u64,
-    pub reused_requests: u64,
-    pub connections_opened: u64,
-    pub tls_full: u64,
-    pub tls_resumed: u64,
-    pub tls13: u64,
-    pub early_attempted: u64,
-    pub early_accepted: u64,
-    pub early_rejected: u64,
     pub close_reasons: BTreeMap<String, u64>,
-    pub connections_closed: u64,
     /// Requests per connection over the connections that ended (none: null).
     pub rpc_min: Option<u64>,
     pub rpc_max: u64,
-    pub rpc_sum: u64,
-    pub server_ignored_close: u64,
-    pub dns_lookups: u64,
-    pub dns_cache_hits: u64,
-    pub dns_joined: u64,
     /// By GOAWAY error code (`14`: any code above 13).
     pub goaway_codes: BTreeMap<String, u64>,
     pub peak_streams_max: u64,
-    pub peak_streams_sum: u64,
     pub server_settings: Option<ServerSettings>,
     pub local_ports: Option<RawLocalPorts>,
     pub quic: RawQuic,

@@ -102,8 +102,7 @@ impl From<&Recorder> for RawRecorder {
         RawRecorder {
             phases_new: phases(&r.phases_new),
             phases_reused: phases(&r.phases_reused),
-            attempted: r.attempted,
-            ok: r.ok,
+            counts: r.counts,
             errors: nonzero(
                 ErrorKind::ALL
                     .iter()
@@ -127,33 +126,13 @@ impl From<&Recorder> for RawRecorder {
                 .map(|(code, n)| (code.to_string(), *n))
                 .collect(),
             retry_after_s: r.retry_after_s,
-            stale_retries: r.stale_retries,
-            refused_retries: r.refused_retries,
-            late_sends: r.late_sends,
-            aborted_at_deadline: r.aborted_at_deadline,
-            bytes_received: r.bytes_received,
-            body_bytes: r.body_bytes,
-            reused_requests: r.reused_requests,
-            connections_opened: r.connections_opened,
-            tls_full: r.tls_full,
-            tls_resumed: r.tls_resumed,
-            tls13: r.tls13,
-            early_attempted: r.early_attempted,
-            early_accepted: r.early_accepted,
-            early_rejected: r.early_rejected,
             close_reasons: nonzero(
                 CloseReason::ALL
                     .iter()
                     .map(|c| (c.name(), r.close_reasons[c.index()])),
             ),
-            connections_closed: r.connections_closed,
-            rpc_min: (r.connections_closed > 0).then_some(r.rpc_min),
+            rpc_min: (r.counts.connections_closed > 0).then_some(r.rpc_min),
             rpc_max: r.rpc_max,
-            rpc_sum: r.rpc_sum,
-            server_ignored_close: r.server_ignored_close,
-            dns_lookups: r.dns_lookups,
-            dns_cache_hits: r.dns_cache_hits,
-            dns_joined: r.dns_joined,
             goaway_codes: r
                 .goaway_codes
                 .iter()
@@ -162,7 +141,6 @@ impl From<&Recorder> for RawRecorder {
                 .map(|(code, n)| (code.to_string(), *n))
                 .collect(),
             peak_streams_max: r.peak_streams_max,
-            peak_streams_sum: r.peak_streams_sum,
             server_settings: r.server_settings,
             local_ports: r.local_ports.map(|p| RawLocalPorts {
                 time_wait: p.time_wait,
@@ -283,8 +261,7 @@ impl TryFrom<&RawRecorder> for Recorder {
         let mut rec = Recorder::new();
         phase_set(&r.phases_new, &mut rec.phases_new).map_err(|e| format!("new: {e}"))?;
         phase_set(&r.phases_reused, &mut rec.phases_reused).map_err(|e| format!("reused: {e}"))?;
-        rec.attempted = r.attempted;
-        rec.ok = r.ok;
+        rec.counts = r.counts;
         by_name(&r.errors, &mut rec.errors, "error kind", kind_index)?;
         by_name(
             &r.error_details,
@@ -311,39 +288,18 @@ impl TryFrom<&RawRecorder> for Recorder {
             numeric_index(n, slots)
         })?;
         rec.retry_after_s = r.retry_after_s;
-        rec.stale_retries = r.stale_retries;
-        rec.refused_retries = r.refused_retries;
-        rec.late_sends = r.late_sends;
-        rec.aborted_at_deadline = r.aborted_at_deadline;
-        rec.bytes_received = r.bytes_received;
-        rec.body_bytes = r.body_bytes;
-        rec.reused_requests = r.reused_requests;
-        rec.connections_opened = r.connections_opened;
-        rec.tls_full = r.tls_full;
-        rec.tls_resumed = r.tls_resumed;
-        rec.tls13 = r.tls13;
-        rec.early_attempted = r.early_attempted;
-        rec.early_accepted = r.early_accepted;
-        rec.early_rejected = r.early_rejected;
         by_name(
             &r.close_reasons,
             &mut rec.close_reasons,
             "close reason",
             reason_index,
         )?;
-        rec.connections_closed = r.connections_closed;
         rec.rpc_min = r.rpc_min.unwrap_or(u64::MAX);
         rec.rpc_max = r.rpc_max;
-        rec.rpc_sum = r.rpc_sum;
-        rec.server_ignored_close = r.server_ignored_close;
-        rec.dns_lookups = r.dns_lookups;
-        rec.dns_cache_hits = r.dns_cache_hits;
-        rec.dns_joined = r.dns_joined;
         by_name(&r.goaway_codes, &mut rec.goaway_codes, "GOAWAY code", |n| {
             numeric_index(n, GOAWAY_SLOTS)
         })?;
         rec.peak_streams_max = r.peak_streams_max;
-        rec.peak_streams_sum = r.peak_streams_sum;
         rec.server_settings = r.server_settings;
         rec.local_ports = r.local_ports.map(|p| LocalPorts {
             time_wait: p.time_wait,
@@ -500,22 +456,22 @@ mod tests {
         assert!(one.phases_new[9].count > 1000 && one.phases_reused[9].count > 1000);
         assert_eq!(
             (
-                one.attempted,
-                one.ok,
+                one.counts.attempted,
+                one.counts.ok,
                 one.errors_total(),
-                one.connections_opened
+                one.counts.connections_opened
             ),
             (
-                merged.attempted,
-                merged.ok,
+                merged.counts.attempted,
+                merged.counts.ok,
                 merged.errors_total(),
-                merged.connections_opened
+                merged.counts.connections_opened
             )
         );
         assert_eq!(one.close_reasons, merged.close_reasons);
         assert_eq!(
-            (one.rpc_min, one.rpc_max, one.rpc_sum),
-            (merged.rpc_min, merged.rpc_max, merged.rpc_sum)
+            (one.rpc_min, one.rpc_max, one.counts.rpc_sum),
+            (merged.rpc_min, merged.rpc_max, merged.counts.rpc_sum)
         );
         // And the lossless forms are the same, field for field.
         assert_eq!(RawRecorder::from(&one), RawRecorder::from(&merged));

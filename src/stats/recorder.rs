@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use crate::net::dns::Resolution;
 use crate::net::local_ports::LocalPorts;
 use crate::proto::h2::wire::ServerSettings;
+use crate::report::raw::Counts;
 use crate::stats::timeline::Timeline;
 
 use crate::record::{
@@ -86,8 +87,8 @@ fn phase_set() -> PhaseSet {
 pub struct Recorder {
     pub phases_new: PhaseSet,
     pub phases_reused: PhaseSet,
-    pub attempted: u64,
-    pub ok: u64,
+    /// The counters that add up (declared once, in `report::raw::Counts`).
+    pub counts: Counts,
     pub errors: [u64; ErrorKind::ALL.len()],
     /// Errors by sub-reason (where one is known).
     pub error_details: [u64; ErrorDetail::ALL.len()],
@@ -97,43 +98,14 @@ pub struct Recorder {
     pub status: Box<[u64; STATUS_SLOTS]>,
     /// The last `Retry-After` (seconds) a 429 or 503 carried.
     pub retry_after_s: Option<u32>,
-    pub stale_retries: u64,
-    /// HTTP/2 requests sent again after the server refused their stream.
-    pub refused_retries: u64,
-    pub late_sends: u64,
-    pub aborted_at_deadline: u64,
-    pub bytes_received: u64,
-    pub body_bytes: u64,
-    pub reused_requests: u64,
-    pub connections_opened: u64,
-    pub tls_full: u64,
-    pub tls_resumed: u64,
-    /// Handshakes that negotiated TLS 1.3 (the rest are 1.2).
-    pub tls13: u64,
-    /// TLS 1.3 early data (0-RTT): requests sent in it, and whether the server took
-    /// them (rejected ones were sent again after the handshake).
-    pub early_attempted: u64,
-    pub early_accepted: u64,
-    pub early_rejected: u64,
     pub close_reasons: [u64; CloseReason::ALL.len()],
-    pub connections_closed: u64,
     pub rpc_min: u64,
     pub rpc_max: u64,
-    pub rpc_sum: u64,
-    /// Connections where the client asked for close but the server kept the
-    /// connection open, so the client closed it.
-    pub server_ignored_close: u64,
-    /// New connections whose host name went to the resolver, found a valid answer in the
-    /// run's cache, or waited for another connection's lookup under way.
-    pub dns_lookups: u64,
-    pub dns_cache_hits: u64,
-    pub dns_joined: u64,
     /// HTTP/2: connections ended by a GOAWAY, by its error code (0..=13; 14: others).
     pub goaway_codes: [u64; GOAWAY_SLOTS],
     /// HTTP/2: the most streams one connection carried at once, over its connections:
     /// the highest and the sum (for the mean).
     pub peak_streams_max: u64,
-    pub peak_streams_sum: u64,
     /// HTTP/2: the SETTINGS of the first server whose SETTINGS came.
     pub server_settings: Option<ServerSettings>,
     /// Taken at the end of a run in which connects found no free local port.
@@ -234,41 +206,19 @@ impl Recorder {
         Recorder {
             phases_new: phase_set(),
             phases_reused: phase_set(),
-            attempted: 0,
-            ok: 0,
+            counts: Counts::default(),
             errors: [0; ErrorKind::ALL.len()],
             error_details: [0; ErrorDetail::ALL.len()],
             error_examples: std::collections::BTreeMap::new(),
             status: Box::new([0; STATUS_SLOTS]),
             retry_after_s: None,
-            stale_retries: 0,
-            refused_retries: 0,
             goaway_codes: [0; GOAWAY_SLOTS],
             peak_streams_max: 0,
-            peak_streams_sum: 0,
             server_settings: None,
-            late_sends: 0,
-            aborted_at_deadline: 0,
-            bytes_received: 0,
-            body_bytes: 0,
-            reused_requests: 0,
-            connections_opened: 0,
-            tls_full: 0,
-            tls_resumed: 0,
-            tls13: 0,
-            early_attempted: 0,
-            early_accepted: 0,
-            early_rejected: 0,
             close_reasons: [0; CloseReason::ALL.len()],
             local_ports: None,
-            connections_closed: 0,
             rpc_min: u64::MAX,
             rpc_max: 0,
-            rpc_sum: 0,
-            server_ignored_close: 0,
-            dns_lookups: 0,
-            dns_cache_hits: 0,
-            dns_joined: 0,
             quic: QuicStats::default(),
             timeline: Timeline::default(),
         }
@@ -278,17 +228,17 @@ impl Recorder {
     /// (timeouts in particular) do not distort the distributions.
     #[inline]
     pub fn record(&mut self, r: &RequestRecord) {
-        self.attempted += 1;
-        self.bytes_received += r.bytes_received;
-        self.body_bytes += r.body_bytes;
+        self.counts.attempted += 1;
+        self.counts.bytes_received += r.bytes_received;
+        self.counts.body_bytes += r.body_bytes;
         if r.stale_retry {
-            self.stale_retries += 1;
+            self.counts.stale_retries += 1;
         }
         if r.refused_retry {
-            self.refused_retries += 1;
+            self.counts.refused_retries += 1;
         }
         if r.late {
-            self.late_sends += 1;
+            self.counts.late_sends += 1;
         }
         match r.outcome {
             Outcome::Ok {
@@ -299,10 +249,10 @@ impl Recorder {
                     self.retry_after_s = retry_after_s;
                 }
                 self.timeline.request(r.phases.total, None);
-                self.ok += 1;
+                self.counts.ok += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
                 if r.reused {
-                    self.reused_requests += 1;
+                    self.counts.reused_requests += 1;
                 }
                 let set = if r.reused {
                     &mut self.phases_reused
@@ -332,42 +282,42 @@ impl Recorder {
 
     /// A request in flight when the run's deadline came.
     pub fn aborted(&mut self) {
-        self.aborted_at_deadline += 1;
+        self.counts.aborted_at_deadline += 1;
     }
 
     /// How a new connection's host name was resolved.
     pub fn dns(&mut self, how: Resolution) {
         match how {
-            Resolution::Lookup => self.dns_lookups += 1,
-            Resolution::CacheHit => self.dns_cache_hits += 1,
-            Resolution::Joined => self.dns_joined += 1,
+            Resolution::Lookup => self.counts.dns_lookups += 1,
+            Resolution::CacheHit => self.counts.dns_cache_hits += 1,
+            Resolution::Joined => self.counts.dns_joined += 1,
         }
     }
 
     /// A TCP connection was established (the server accepted it).
     pub fn connection_opened(&mut self) {
-        self.connections_opened += 1;
+        self.counts.connections_opened += 1;
         self.timeline.connection_opened();
     }
 
     pub fn tls_handshake(&mut self, kind: HandshakeKind, tls13: bool) {
         self.timeline.tls_handshake(kind);
         match kind {
-            HandshakeKind::Full => self.tls_full += 1,
-            HandshakeKind::Resumed => self.tls_resumed += 1,
+            HandshakeKind::Full => self.counts.tls_full += 1,
+            HandshakeKind::Resumed => self.counts.tls_resumed += 1,
         }
         if tls13 {
-            self.tls13 += 1;
+            self.counts.tls13 += 1;
         }
     }
 
     /// A request went in TLS early data; the server accepted it or not.
     pub fn early_data(&mut self, accepted: bool) {
-        self.early_attempted += 1;
+        self.counts.early_attempted += 1;
         if accepted {
-            self.early_accepted += 1;
+            self.counts.early_accepted += 1;
         } else {
-            self.early_rejected += 1;
+            self.counts.early_rejected += 1;
         }
     }
 
@@ -375,17 +325,17 @@ impl Recorder {
     pub fn connection_closed(&mut self, reason: CloseReason, requests: u64) {
         self.timeline.connection_closed(reason);
         self.close_reasons[reason.index()] += 1;
-        self.connections_closed += 1;
+        self.counts.connections_closed += 1;
         self.rpc_min = self.rpc_min.min(requests);
         self.rpc_max = self.rpc_max.max(requests);
-        self.rpc_sum += requests;
+        self.counts.rpc_sum += requests;
     }
 
     /// An HTTP/2 connection ended: the most streams it carried at once, and the code of
     /// the GOAWAY that ended it, if one did.
     pub fn h2_connection_ended(&mut self, peak_streams: u64, goaway_code: Option<u32>) {
         self.peak_streams_max = self.peak_streams_max.max(peak_streams);
-        self.peak_streams_sum += peak_streams;
+        self.counts.peak_streams_sum += peak_streams;
         if let Some(code) = goaway_code {
             self.goaway_codes[(code as usize).min(GOAWAY_SLOTS - 1)] += 1;
         }
@@ -416,8 +366,7 @@ impl AddAssign<&Recorder> for Recorder {
         for (a, b) in self.phases_reused.iter_mut().zip(&o.phases_reused) {
             *a += b;
         }
-        self.attempted += o.attempted;
-        self.ok += o.ok;
+        self.counts += &o.counts;
         for (a, b) in self.error_details.iter_mut().zip(o.error_details.iter()) {
             *a += b;
         }
@@ -431,42 +380,21 @@ impl AddAssign<&Recorder> for Recorder {
             *a += b;
         }
         self.retry_after_s = self.retry_after_s.max(o.retry_after_s);
-        self.stale_retries += o.stale_retries;
-        self.refused_retries += o.refused_retries;
         for (a, b) in self.goaway_codes.iter_mut().zip(o.goaway_codes.iter()) {
             *a += b;
         }
         self.peak_streams_max = self.peak_streams_max.max(o.peak_streams_max);
-        self.peak_streams_sum += o.peak_streams_sum;
         if self.server_settings.is_none() {
             self.server_settings = o.server_settings;
         }
         if self.local_ports.is_none() {
             self.local_ports = o.local_ports;
         }
-        self.late_sends += o.late_sends;
-        self.aborted_at_deadline += o.aborted_at_deadline;
-        self.bytes_received += o.bytes_received;
-        self.body_bytes += o.body_bytes;
-        self.reused_requests += o.reused_requests;
-        self.connections_opened += o.connections_opened;
-        self.tls_full += o.tls_full;
-        self.tls_resumed += o.tls_resumed;
-        self.tls13 += o.tls13;
-        self.early_attempted += o.early_attempted;
-        self.early_accepted += o.early_accepted;
-        self.early_rejected += o.early_rejected;
         for (a, b) in self.close_reasons.iter_mut().zip(o.close_reasons.iter()) {
             *a += b;
         }
-        self.connections_closed += o.connections_closed;
         self.rpc_min = self.rpc_min.min(o.rpc_min);
         self.rpc_max = self.rpc_max.max(o.rpc_max);
-        self.rpc_sum += o.rpc_sum;
-        self.server_ignored_close += o.server_ignored_close;
-        self.dns_lookups += o.dns_lookups;
-        self.dns_cache_hits += o.dns_cache_hits;
-        self.dns_joined += o.dns_joined;
         self.quic += &o.quic;
     }
 }

@@ -64,11 +64,11 @@ fn group(set: &[PhaseStat], requests: u64) -> PhaseGroup {
 /// Each phase's sum over all ok requests divided by their number, in ms.
 fn phase_means(rec: &Recorder) -> PhaseMeans {
     let mean = |i: usize| {
-        if rec.ok == 0 {
+        if rec.counts.ok == 0 {
             return 0.0;
         }
         let sum = rec.phases_new[i].sum_ns + rec.phases_reused[i].sum_ns;
-        sum as f64 / rec.ok as f64 / NS_PER_MS
+        sum as f64 / rec.counts.ok as f64 / NS_PER_MS
     };
     PhaseMeans {
         blocked: mean(0),
@@ -104,13 +104,13 @@ fn distribution(p: &PhaseStat) -> Vec<[f64; 2]> {
 }
 
 fn h2_report(sc: &ScenarioShape, rec: &Recorder) -> H2Report {
-    let closed = rec.connections_closed;
+    let closed = rec.counts.connections_closed;
     H2Report {
         connections_per_origin: sc.connections_per_origin,
         peak_concurrent_streams: PeakReport {
             max: rec.peak_streams_max,
             mean: if closed > 0 {
-                rec.peak_streams_sum as f64 / closed as f64
+                rec.counts.peak_streams_sum as f64 / closed as f64
             } else {
                 0.0
             },
@@ -138,13 +138,13 @@ fn spread(s: &crate::stats::recorder::Span) -> Spread {
 fn quic_report(sc: &ScenarioShape, rec: &Recorder) -> QuicReport {
     let q = &rec.quic;
     let shared = sc.strategy == Strategy::H3;
-    let closed = rec.connections_closed;
+    let closed = rec.counts.connections_closed;
     QuicReport {
         connections_per_origin: shared.then_some(sc.connections_per_origin),
         peak_concurrent_streams: shared.then(|| PeakReport {
             max: rec.peak_streams_max,
             mean: if closed > 0 {
-                rec.peak_streams_sum as f64 / closed as f64
+                rec.counts.peak_streams_sum as f64 / closed as f64
             } else {
                 0.0
             },
@@ -233,12 +233,12 @@ fn summarize_counts(
             (format!("{c}xx"), n)
         })
         .collect();
-    let non_2xx = rec.ok - status_classes["2xx"];
+    let non_2xx = rec.counts.ok - status_classes["2xx"];
     let close_reasons: BTreeMap<String, u64> = CloseReason::ALL
         .iter()
         .map(|r| (r.name().to_string(), rec.close_reasons[r.index()]))
         .collect();
-    let closed = rec.connections_closed;
+    let closed = rec.counts.connections_closed;
     let url = sc.url.clone();
     let cpu_us = cpu.total().as_secs_f64() * 1e6;
     ScenarioReport {
@@ -258,8 +258,8 @@ fn summarize_counts(
             requests_per_connection: sc.requests_per_connection,
         },
         requests: RequestsReport {
-            attempted: rec.attempted,
-            ok: rec.ok,
+            attempted: rec.counts.attempted,
+            ok: rec.counts.ok,
             errors,
             error_details,
             error_examples: rec
@@ -268,56 +268,56 @@ fn summarize_counts(
                 .map(|(k, m)| (k.to_string(), m.clone()))
                 .collect(),
             retries: RetriesReport {
-                stale_connection: rec.stale_retries,
-                refused_stream: rec.refused_retries,
+                stale_connection: rec.counts.stale_retries,
+                refused_stream: rec.counts.refused_retries,
             },
             status_codes,
             status_classes,
             non_2xx,
             retry_after_s: rec.retry_after_s,
-            aborted_at_deadline: rec.aborted_at_deadline,
-            late_sends: rec.late_sends,
+            aborted_at_deadline: rec.counts.aborted_at_deadline,
+            late_sends: rec.counts.late_sends,
         },
         connections: ConnectionsReport {
-            opened: rec.connections_opened,
-            reused_requests: rec.reused_requests,
-            reuse_ratio: if rec.ok > 0 {
-                rec.reused_requests as f64 / rec.ok as f64
+            opened: rec.counts.connections_opened,
+            reused_requests: rec.counts.reused_requests,
+            reuse_ratio: if rec.counts.ok > 0 {
+                rec.counts.reused_requests as f64 / rec.counts.ok as f64
             } else {
                 0.0
             },
             tls_handshakes: TlsHandshakes {
-                full: rec.tls_full,
-                resumed: rec.tls_resumed,
-                tls13: rec.tls13,
+                full: rec.counts.tls_full,
+                resumed: rec.counts.tls_resumed,
+                tls13: rec.counts.tls13,
             },
             close_reasons,
             requests_per_connection: RpcReport {
                 min: if closed > 0 { rec.rpc_min } else { 0 },
                 mean: if closed > 0 {
-                    rec.rpc_sum as f64 / closed as f64
+                    rec.counts.rpc_sum as f64 / closed as f64
                 } else {
                     0.0
                 },
                 max: rec.rpc_max,
             },
-            server_ignored_close: rec.server_ignored_close,
+            server_ignored_close: rec.counts.server_ignored_close,
             early_data: EarlyDataReport {
-                attempted: rec.early_attempted,
-                accepted: rec.early_accepted,
-                rejected: rec.early_rejected,
+                attempted: rec.counts.early_attempted,
+                accepted: rec.counts.early_accepted,
+                rejected: rec.counts.early_rejected,
             },
             h2: (sc.strategy == Strategy::H2).then(|| h2_report(sc, rec)),
             quic: sc.strategy.quic().then(|| quic_report(sc, rec)),
         },
         throughput: ThroughputReport {
             requests_per_s: if wall_s > 0.0 {
-                rec.ok as f64 / wall_s
+                rec.counts.ok as f64 / wall_s
             } else {
                 0.0
             },
-            bytes_received: rec.bytes_received,
-            body_bytes_received: rec.body_bytes,
+            bytes_received: rec.counts.bytes_received,
+            body_bytes_received: rec.counts.body_bytes,
         },
         latency_ms: LatencyReport {
             mean: lat.mean,
@@ -329,24 +329,24 @@ fn summarize_counts(
             percentiles,
         },
         phases_ms: PhasesReport {
-            new: group(&rec.phases_new, rec.ok - rec.reused_requests),
-            reused: group(&rec.phases_reused, rec.reused_requests),
+            new: group(&rec.phases_new, rec.counts.ok - rec.counts.reused_requests),
+            reused: group(&rec.phases_reused, rec.counts.reused_requests),
             mean_per_request: phase_means(rec),
         },
         cpu: CpuReport {
             client_user_s: cpu.user.as_secs_f64(),
             client_sys_s: cpu.sys.as_secs_f64(),
-            client_us_per_request: if rec.attempted > 0 {
-                cpu_us / rec.attempted as f64
+            client_us_per_request: if rec.counts.attempted > 0 {
+                cpu_us / rec.counts.attempted as f64
             } else {
                 0.0
             },
         },
         dns: DnsReport {
             cache: if sc.dns_cache { "on" } else { "off" },
-            lookups: rec.dns_lookups,
-            cache_hits: rec.dns_cache_hits,
-            joined: rec.dns_joined,
+            lookups: rec.counts.dns_lookups,
+            cache_hits: rec.counts.dns_cache_hits,
+            joined: rec.counts.dns_joined,
         },
         local_ports: rec.local_ports.map(|p| LocalPortsReport {
             time_wait: p.time_wait,
@@ -407,7 +407,7 @@ pub fn timeline(t: &crate::stats::timeline::Timeline, wall_s: f64) -> Vec<Timeli
 pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
     let mut out: Vec<String> = status_sentence(rec).into_iter().collect();
     let reasons = |r: CloseReason| rec.close_reasons[r.index()];
-    let closed = rec.connections_closed.max(1);
+    let closed = rec.counts.connections_closed.max(1);
     let every = |n: u64| {
         if n == closed {
             "every".to_string()
@@ -416,15 +416,15 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
         }
     };
     let asked_reuse = sc.strategy.persistent();
-    let reuse_ratio = if rec.ok > 0 {
-        rec.reused_requests as f64 / rec.ok as f64
+    let reuse_ratio = if rec.counts.ok > 0 {
+        rec.counts.reused_requests as f64 / rec.counts.ok as f64
     } else {
         1.0
     };
     // Reuse was asked for and each connection carried few requests.
-    let expected_rpc = rec.ok as f64 / (sc.concurrency as f64 * sc.origins.max(1) as f64);
-    let mean_rpc = rec.rpc_sum as f64 / closed as f64;
-    if asked_reuse && rec.ok > 0 && (reuse_ratio < 0.5 || mean_rpc < expected_rpc / 2.0) {
+    let expected_rpc = rec.counts.ok as f64 / (sc.concurrency as f64 * sc.origins.max(1) as f64);
+    let mean_rpc = rec.counts.rpc_sum as f64 / closed as f64;
+    if asked_reuse && rec.counts.ok > 0 && (reuse_ratio < 0.5 || mean_rpc < expected_rpc / 2.0) {
         let mut ranked: Vec<(CloseReason, u64)> = [
             CloseReason::ServerHttp10,
             CloseReason::ServerCloseHeader,
@@ -465,7 +465,7 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
                 CloseReason::ServerIdleClose => format!(
                     "The server closed {} while idle before they could be reused ({}); its idle timeout is shorter than the gaps between requests, or it closes without saying so.",
                     plural(n, "connection", "connections"),
-                    plural(rec.stale_retries, "stale-connection retry", "stale-connection retries")
+                    plural(rec.counts.stale_retries, "stale-connection retry", "stale-connection retries")
                 ),
                 CloseReason::ClientPolicy => format!(
                     "The client ended {} by its own policy (--requests-per-connection {}).",
@@ -484,13 +484,13 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
                 "connection",
                 "connections"
             ),
-            plural(rec.stale_retries, "request", "requests")
+            plural(rec.counts.stale_retries, "request", "requests")
         ));
     }
-    if !asked_reuse && rec.server_ignored_close > 0 {
+    if !asked_reuse && rec.counts.server_ignored_close > 0 {
         out.push(format!(
             "The server ignored the request to close on {}: the client closed them itself.",
-            plural(rec.server_ignored_close, "connection", "connections")
+            plural(rec.counts.server_ignored_close, "connection", "connections")
         ));
     }
     let errors = rec.errors_total();
@@ -508,7 +508,7 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
         out.push(format!(
             "{} of {} attempts failed: {}.",
             errors,
-            rec.attempted,
+            rec.counts.attempted,
             list.join(", ")
         ));
         let exhausted = rec.error_details[ErrorDetail::PortsExhausted.index()];
@@ -531,7 +531,7 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
 fn status_sentence(rec: &Recorder) -> Option<String> {
     let sum = |lo: usize, hi: usize| rec.status[lo..hi].iter().sum::<u64>();
     let failing = sum(400, 600);
-    if rec.ok == 0 || failing * 2 <= rec.ok {
+    if rec.counts.ok == 0 || failing * 2 <= rec.counts.ok {
         return None;
     }
     let (code, n) = (400..600)
@@ -555,7 +555,7 @@ fn status_sentence(rec: &Recorder) -> Option<String> {
     Some(format!(
         "Most responses were errors: {} of {} were {code}{}, {} were 4xx or 5xx in all: {cause}. The latencies are those of the error responses.",
         n,
-        rec.ok,
+        rec.counts.ok,
         reason_phrase(code).map(|r| format!(" ({r})")).unwrap_or_default(),
         failing
     ))

@@ -84,13 +84,13 @@ fn accepts_early_data(
     req: &config::RequestConfig,
     load: &config::LoadConfig,
 ) -> bool {
-    probe_run(strategy, 2, req, load).is_some_and(|r| r.recorder.early_accepted > 0)
+    probe_run(strategy, 2, req, load).is_some_and(|r| r.recorder.counts.early_accepted > 0)
 }
 
 /// Whether the server of an https:// target answers HTTP/3 on UDP at its port: one
 /// request on a new QUIC connection within 2 s. Any failure counts as no.
 fn offers_h3(req: &config::RequestConfig, load: &config::LoadConfig) -> bool {
-    probe_run(Strategy::H3Close, 1, req, load).is_some_and(|r| r.recorder.ok == 1)
+    probe_run(Strategy::H3Close, 1, req, load).is_some_and(|r| r.recorder.counts.ok == 1)
 }
 
 /// Whether the server of an https:// target chooses h2 when offered h2 and http/1.1
