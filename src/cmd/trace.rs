@@ -27,15 +27,8 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let sc = single_url_scenario(&a.request, &url, roots, strategy, a.count, &a.timeout)?;
     let run = || -> anyhow::Result<TraceReport> {
         let rt = current_thread_runtime()?;
-        Ok(if strategy.quic() {
-            let local = tokio::task::LocalSet::new();
-            rt.block_on(local.run_until(trace::execute_h3(&sc, a.count)))
-        } else if strategy.multiplexed() {
-            let local = tokio::task::LocalSet::new();
-            rt.block_on(local.run_until(trace::execute_h2(&sc, a.count)))
-        } else {
-            rt.block_on(trace::execute(&sc, a.count))
-        })
+        let local = tokio::task::LocalSet::new();
+        Ok(rt.block_on(local.run_until(trace::execute(&sc, a.count))))
     };
     let mut t = on_client(embedded.as_ref(), run)??;
     if let Some(e) = embedded {

@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 pub mod fixes;
 pub mod h3;
 
+use crate::engine::h3::Endpoints;
 use crate::fmt::ms as fmt_ms;
 use crate::net::tls;
 use crate::plan::Scenario;
+use crate::probe::any::Probe;
 use crate::probe::{self, Exchange, ProbeError};
 use crate::proto::h1::{ConnectionHeader, HttpVersion};
 
@@ -97,19 +99,13 @@ async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<E
     (p, Some(ex))
 }
 
-/// Sequential requests on one connection until the server ends it.
+/// Sequential requests on one connection until the server ends it (HTTP/1: a response
+/// that does not let it persist; HTTP/2: a GOAWAY).
 async fn max_requests(sc: &Scenario, limit: u64) -> Result<MaxRequests, ProbeError> {
     let t = &sc.targets[0];
-    let mut opened = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
+    let mut c = Probe::open(sc, &Endpoints::new()).await?;
     for i in 1..=limit {
-        let ended = probe::exchange(
-            &mut opened.conn,
-            &t.request,
-            t.template.is_head(),
-            sc.timeout,
-        )
-        .await
-        .map(|ex| !ex.persistent);
+        let ended = c.exchange(t, sc.timeout).await.map(|a| !a.persistent);
         if let Some(found) = MaxRequests::after(i, ended) {
             return found;
         }
@@ -152,50 +148,23 @@ enum IdleSeen {
     Failed,
 }
 
-/// One connection: a request, then idle for `wait` (watching for the server's close),
-/// then another request.
+/// One connection: a request, then idle for `wait` (watching for the server's close,
+/// or over HTTP/2 its GOAWAY), then another request.
 async fn idle_probe(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
-    if sc.strategy.multiplexed() {
-        return idle_probe_h2(sc, wait).await;
-    }
     let t = &sc.targets[0];
-    let head = t.template.is_head();
-    let Ok(mut opened) = probe::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await
-    else {
+    let Ok(mut c) = Probe::open(&sc, &Endpoints::new()).await else {
         return IdleSeen::Failed;
     };
-    match probe::exchange(&mut opened.conn, &t.request, head, sc.timeout).await {
-        Ok(ex) if ex.persistent => {}
+    match c.exchange(t, sc.timeout).await {
+        Ok(a) if a.persistent => {}
         _ => return IdleSeen::Failed,
     }
     let idle_from = Instant::now();
-    if let Some(closed) = probe::server_closes_within(&mut opened.conn, wait).await {
+    if let Some((closed, _)) = c.server_ends_within(wait).await {
         return IdleSeen::ClosedAt(secs(closed));
     }
     let waited = secs(idle_from.elapsed());
-    match probe::exchange(&mut opened.conn, &t.request, head, sc.timeout).await {
-        Ok(_) => IdleSeen::OpenAfter(waited),
-        Err(_) => IdleSeen::ClosedAt(waited),
-    }
-}
-
-/// The same over HTTP/2: the end is a GOAWAY (or a close) while idle.
-async fn idle_probe_h2(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
-    let Some(head) = sc.targets[0].h2_request.as_ref() else {
-        return IdleSeen::Failed;
-    };
-    let Ok(c) = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await else {
-        return IdleSeen::Failed;
-    };
-    if c.exchange(head, sc.timeout).await.is_err() {
-        return IdleSeen::Failed;
-    }
-    let idle_from = Instant::now();
-    if let Some(ended) = c.server_ends_within(wait).await {
-        return IdleSeen::ClosedAt(secs(ended));
-    }
-    let waited = secs(idle_from.elapsed());
-    match c.exchange(head, sc.timeout).await {
+    match c.exchange(t, sc.timeout).await {
         Ok(_) => IdleSeen::OpenAfter(waited),
         Err(_) => IdleSeen::ClosedAt(waited),
     }
@@ -380,23 +349,6 @@ async fn tls_findings(sc: &Scenario, req: &RequestConfig) -> Result<TlsFindings,
     })
 }
 
-/// Sequential streams on one HTTP/2 connection until the server sends GOAWAY.
-async fn max_requests_h2(sc: &Scenario, limit: u64) -> Result<MaxRequests, ProbeError> {
-    let head = sc.targets[0]
-        .h2_request
-        .as_ref()
-        .expect("h2 scenarios carry an HTTP/2 request head");
-    let c = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
-    for i in 1..=limit {
-        // A GOAWAY ends the connection for new streams.
-        let ended = c.exchange(head, sc.timeout).await.map(|_| !c.usable());
-        if let Some(found) = MaxRequests::after(i, ended) {
-            return found;
-        }
-    }
-    Ok(MaxRequests::none_within(limit))
-}
-
 /// Streams sent at once on one connection: does the server take as many as it says?
 async fn concurrency_h2(sc: &Scenario, max: Option<u32>) -> Result<Concurrency, ProbeError> {
     let head = sc.targets[0]
@@ -450,7 +402,7 @@ async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration, steps: &St
     let h2_setup_ms = secs(c.h2_setup) * 1000.0;
     drop(c);
     let mut error = None;
-    let max_requests = match max_requests_h2(sc, max_req).await {
+    let max_requests = match max_requests(sc, max_req).await {
         Ok(m) => Some(m),
         Err(e) => {
             error = Some(e.to_string());

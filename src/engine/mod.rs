@@ -6,7 +6,7 @@
 mod h1;
 mod h2;
 pub(crate) mod h3;
-mod open;
+pub(crate) mod open;
 mod worker;
 
 use std::cell::RefCell;
@@ -78,7 +78,7 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
                     .map(|rt| {
                         let dns = {
                             let _guard = rt.enter();
-                            Rc::new(worker::Dns {
+                            Arc::new(worker::Dns {
                                 resolver: if needs_dns {
                                     Resolver::new(&sc.dns)
                                 } else {

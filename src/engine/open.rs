@@ -14,23 +14,55 @@ use tokio::time::Sleep;
 use tokio_rustls::TlsConnector;
 
 use super::worker::{ns, Dns, Fail};
-use crate::net::dns::{self, Resolution};
+use crate::net::dns::{self, DnsSettings, Resolution};
 use crate::net::{self, classify_connect_error, classify_tls_error, Origin, Stream};
 use crate::record::{CloseReason, HandshakeKind, Phases, Stage};
 use crate::stats::Recorder;
 use crate::timer::within;
 
+/// Where an opening is counted: the engine's recorder, or nowhere (a probe's opening,
+/// which has its own report).
+pub(crate) trait Tally {
+    fn dns(&self, _how: Resolution) {}
+    fn connection_opened(&self) {}
+    fn tls_handshake(&self, _kind: HandshakeKind, _tls13: bool) {}
+    fn connection_closed(&self, _reason: CloseReason) {}
+}
+
+impl Tally for Rc<RefCell<Recorder>> {
+    fn dns(&self, how: Resolution) {
+        self.borrow_mut().dns(how);
+    }
+
+    fn connection_opened(&self) {
+        self.borrow_mut().connection_opened();
+    }
+
+    fn tls_handshake(&self, kind: HandshakeKind, tls13: bool) {
+        self.borrow_mut().tls_handshake(kind, tls13);
+    }
+
+    fn connection_closed(&self, reason: CloseReason) {
+        self.borrow_mut().connection_closed(reason, 0);
+    }
+}
+
+/// Counted nowhere.
+pub(crate) struct Untallied;
+
+impl Tally for Untallied {}
+
 /// What a driver needs to open connections.
-pub(super) struct Opener {
-    pub dns: Rc<Dns>,
-    pub rec: Rc<RefCell<Recorder>>,
+pub(crate) struct Opener<T: Tally = Rc<RefCell<Recorder>>> {
+    pub dns: Arc<Dns>,
+    pub rec: T,
     pub run_deadline: Option<Instant>,
     /// Which `--local-addr` the next connection starts with (they are used in turn).
     pub next_local: usize,
 }
 
 /// A stream just opened, and what its TLS handshake agreed on.
-pub(super) struct Opened {
+pub(crate) struct Opened {
     pub stream: Stream,
     /// The ALPN protocol the server chose (TLS only).
     pub alpn: Option<Vec<u8>>,
@@ -42,7 +74,25 @@ pub(super) struct Opened {
     pub connected_at: Instant,
 }
 
-impl Opener {
+impl Opener<Untallied> {
+    /// An opener for one probe connection (`trace`, `doctor`, the audit's proxy): a
+    /// resolver of its own, reading the system's configuration as a new process would,
+    /// without a cache (what a lookup costs is the point), no run deadline, counted
+    /// nowhere.
+    pub(crate) fn single(dns: &DnsSettings) -> Opener<Untallied> {
+        Opener {
+            dns: Arc::new(Dns {
+                resolver: dns::Resolver::new(dns),
+                cache: None,
+            }),
+            rec: Untallied,
+            run_deadline: None,
+            next_local: 0,
+        }
+    }
+}
+
+impl<T: Tally> Opener<T> {
     /// The origin's addresses: fixed (`--resolve`, an IP) or looked up by `by`, the
     /// lookup timed into `dns` (a cache hit costs nothing and is not a phase).
     pub async fn resolve<'o>(
@@ -69,7 +119,7 @@ impl Opener {
         let Some((answer, how)) = within(sleep.as_mut(), by, lookup).await else {
             return Err(Fail::timed_out(Stage::Dns, self.run_deadline));
         };
-        self.rec.borrow_mut().dns(how);
+        self.rec.dns(how);
         if how != Resolution::CacheHit {
             phases.dns = Some(ns(t, Instant::now()));
         }
@@ -108,7 +158,7 @@ impl Opener {
         };
         let t_connected = Instant::now();
         phases.connect = Some(ns(t, t_connected));
-        self.rec.borrow_mut().connection_opened();
+        self.rec.connection_opened();
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
                 stream: Stream::Tcp(tcp),
@@ -132,13 +182,11 @@ impl Opener {
                 } else {
                     CloseReason::Error
                 };
-                self.rec.borrow_mut().connection_closed(reason, 0);
+                self.rec.connection_closed(reason);
                 return Err(f);
             }
             Some(Err(e)) => {
-                self.rec
-                    .borrow_mut()
-                    .connection_closed(CloseReason::Error, 0);
+                self.rec.connection_closed(CloseReason::Error);
                 return Err(Fail::new(classify_tls_error(&e)));
             }
             Some(Ok(s)) => s,
@@ -156,7 +204,7 @@ impl Opener {
         let session = tls.get_ref().1;
         let (kind, tls13) = handshake_of(session);
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
-        self.rec.borrow_mut().tls_handshake(kind, tls13);
+        self.rec.tls_handshake(kind, tls13);
         Ok(Opened {
             stream: Stream::Tls(Box::new(tls)),
             alpn,

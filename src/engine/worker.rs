@@ -139,7 +139,7 @@ pub(super) struct Seat {
 }
 
 /// How a single try failed.
-pub(super) struct Fail {
+pub(crate) struct Fail {
     pub failure: Failure,
     /// The request may safely go again on another connection: a reused HTTP/1
     /// connection closed while idle, or an HTTP/2 stream the server refused.

@@ -3,6 +3,7 @@
 //! one request with its response head kept, and watch whether the server closes it.
 //! `h2` does the same over HTTP/2.
 
+pub mod any;
 pub mod h2;
 pub mod h3;
 
@@ -12,14 +13,12 @@ use std::time::{Duration, Instant};
 
 use rustls::ClientConfig;
 use tokio::io::AsyncReadExt;
-use tokio_rustls::TlsConnector;
 
-use crate::net::dns::{with_port, DnsSettings, Resolver};
-use crate::net::{
-    self, classify_connect_error, classify_io_error, classify_tls_error, Origin, Stream,
-};
+use crate::engine::open::Opener;
+use crate::net::dns::DnsSettings;
+use crate::net::{classify_io_error, Origin, Stream};
 use crate::proto::h1::conn::Conn;
-use crate::record::ErrorKind;
+use crate::record::{ErrorKind, Failure, Phases};
 
 impl TlsInfo {
     /// What a finished handshake agreed on.
@@ -78,88 +77,66 @@ fn err(kind: ErrorKind, message: impl Into<String>) -> ProbeError {
     }
 }
 
+/// A failed opening step, as the engine's opener said it.
+fn opening_failed(f: Failure) -> ProbeError {
+    let message = crate::record::take_error_message(f)
+        .unwrap_or_else(|| crate::record::describe(f).to_string());
+    let message = match f.detail {
+        Some(d) => format!("{message} ({})", d.name()),
+        None => message,
+    };
+    err(f.kind, message)
+}
+
+fn time(ns: Option<u64>) -> Option<Duration> {
+    ns.map(Duration::from_nanos)
+}
+
 /// The origin's addresses, and how long looking them up took (none when they were
-/// given).
+/// given): the engine's resolving, with a lookup of its own for every probe connection.
 pub async fn resolve(
     origin: &Origin,
     timeout: Duration,
     dns: &DnsSettings,
 ) -> Result<(Vec<std::net::SocketAddr>, Option<Duration>), ProbeError> {
-    match &origin.fixed_addrs {
-        Some(a) => Ok((a.clone(), None)),
-        None => {
-            // A lookup of its own for every probe connection, reading the resolver's
-            // configuration as a new process would: what it costs is the point.
-            let t = Instant::now();
-            let resolver = Resolver::new(dns);
-            let a = tokio::time::timeout(timeout, resolver.lookup(&origin.host))
-                .await
-                .map_err(|_| {
-                    err(
-                        ErrorKind::TimeoutDns,
-                        format!("no answer within {timeout:?}"),
-                    )
-                })?
-                .map_err(|f| {
-                    let why = f.detail.map_or("lookup failed", |d| d.name());
-                    err(ErrorKind::Dns, format!("{}: {why}", origin.host))
-                })?;
-            Ok((with_port(&a.addrs, origin.port), Some(t.elapsed())))
-        }
-    }
+    let mut phases = Phases::default();
+    let by = Instant::now() + timeout;
+    let sleep = std::pin::pin!(tokio::time::sleep(timeout));
+    let addrs = Opener::single(dns)
+        .resolve(origin, by, sleep, &mut phases)
+        .await
+        .map_err(|f| opening_failed(f.failure))?;
+    Ok((addrs.into_owned(), time(phases.dns)))
 }
 
-/// Open a connection to `origin` (TLS when `tls` is given).
+/// Open a connection to `origin` (TLS when `tls` is given): the engine's opening (dns,
+/// connect and tls, all within `timeout`), each phase timed.
 pub async fn open(
     origin: &Origin,
     tls: Option<&Arc<ClientConfig>>,
     timeout: Duration,
     dns: &DnsSettings,
 ) -> Result<Opened, ProbeError> {
-    let limit = |kind| move |_| err(kind, format!("no answer within {timeout:?}"));
-    let (addrs, dns) = resolve(origin, timeout, dns).await?;
-    let t = Instant::now();
-    let tcp = tokio::time::timeout(timeout, net::dial::connect(&addrs, &origin.local_addrs, 0))
+    let mut phases = Phases::default();
+    let by = Instant::now() + timeout;
+    let sleep = std::pin::pin!(tokio::time::sleep(timeout));
+    let o = Opener::single(dns)
+        .open(origin, tls, by, None, sleep, &mut phases)
         .await
-        .map_err(limit(ErrorKind::TimeoutConnect))?
-        .map_err(|e| err(classify_connect_error(&e).kind, e.to_string()))?;
-    let connect = t.elapsed();
-    let (stream, tls_time, tls_info) = match tls {
-        Some(cfg) if origin.tls => {
-            let t = Instant::now();
-            let connector = TlsConnector::from(cfg.clone()).early_data(cfg.enable_early_data);
-            let s =
-                tokio::time::timeout(timeout, connector.connect(origin.server_name.clone(), tcp))
-                    .await
-                    .map_err(limit(ErrorKind::TimeoutTls))?
-                    .map_err(|e| err(classify_tls_error(&e).kind, e.to_string()))?;
-            if s.get_ref().1.is_handshaking() {
-                let mut conn = Conn::new(Stream::Tls(Box::new(s)), None);
-                conn.keep_head = true;
-                return Ok(Opened {
-                    conn,
-                    dns,
-                    connect,
-                    tls: None,
-                    tls_info: None,
-                    early: true,
-                });
-            }
-            let elapsed = t.elapsed();
-            let info = TlsInfo::of(s.get_ref().1);
-            (Stream::Tls(Box::new(s)), Some(elapsed), Some(info))
-        }
-        _ => (Stream::Tcp(tcp), None, None),
+        .map_err(|f| opening_failed(f.failure))?;
+    let tls_info = match &o.stream {
+        Stream::Tls(s) if !o.early => Some(TlsInfo::of(s.get_ref().1)),
+        _ => None,
     };
-    let mut conn = Conn::new(stream, None);
+    let mut conn = Conn::new(o.stream, None);
     conn.keep_head = true;
     Ok(Opened {
         conn,
-        dns,
-        connect,
-        tls: tls_time,
+        dns: time(phases.dns),
+        connect: time(phases.connect).unwrap_or_default(),
+        tls: time(phases.tls),
         tls_info,
-        early: false,
+        early: o.early,
     })
 }
 
@@ -180,10 +157,7 @@ pub struct Exchange {
 
 impl Exchange {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 
     /// `timeout=N` of a `Keep-Alive` header.
@@ -193,6 +167,14 @@ impl Exchange {
             .filter_map(|p| p.trim().strip_prefix("timeout="))
             .find_map(|v| v.trim().parse().ok())
     }
+}
+
+/// The first header of that name (in any case).
+fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 fn head_headers(head: &[u8]) -> Vec<(String, String)> {
