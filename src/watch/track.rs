@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::proto::h1::chunked::ChunkedDecoder;
+use crate::proto::h1::{parse_head, request_framing, Framing, MAX_HEADERS};
+use crate::proto::h2::wire::{FrameEvent, Frames};
+use crate::proto::h2::PREFACE_START;
+
 /// A TCP segment as captured.
 pub struct Segment<'a> {
     pub src: SocketAddr,
@@ -86,39 +91,18 @@ struct Dir {
     /// Body bytes still to skip before the next HTTP head (u64::MAX: until the close).
     skip: u64,
     /// In a chunked body: where.
-    chunk: Option<Chunk>,
+    chunk: Option<ChunkedDecoder>,
     fin: bool,
     /// TLS: this direction's hello was read (or given up on).
     hello_done: bool,
-    /// Cleartext HTTP/2: bytes of the client's connection preface passed, a frame header
-    /// split over segments, and payload bytes left of the current frame.
+    /// Cleartext HTTP/2: bytes of the client's connection preface passed, and where the
+    /// frame reader is.
     h2_preface: usize,
-    h2_header: Vec<u8>,
-    h2_left: usize,
+    h2_frames: Frames,
     /// TLS records: bytes left of the current one, and a record header split over
     /// segments.
     rec_left: usize,
     rec_head: Vec<u8>,
-}
-
-/// Where a chunked body is (RFC 9112 §7.1): a size line being read, chunk data (and its
-/// CRLF) to skip, or trailer lines after the last chunk.
-#[derive(Debug)]
-enum Chunk {
-    Size(Vec<u8>),
-    Data(u64),
-    Trailer(Vec<u8>),
-}
-
-/// A line longer than this in a chunked body is not one (the body is given up on: the
-/// next head starts a later segment).
-const CHUNK_LINE_MAX: usize = 4096;
-
-/// How an HTTP/1 message's body ends.
-enum Body {
-    Length(u64),
-    Chunked,
-    UntilClose,
 }
 
 /// Keep at most this much of a direction's first bytes (a ClientHello is a few hundred
@@ -454,10 +438,9 @@ fn classify(client: &[u8], server: &[u8]) -> Kind {
             return Kind::Tls;
         }
         // The HTTP/2 connection preface (RFC 9113 §3.4).
-        const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n";
-        let n = client.len().min(PREFACE.len());
-        if client[..n] == PREFACE[..n] {
-            return if n == PREFACE.len() {
+        let n = client.len().min(PREFACE_START.len());
+        if client[..n] == PREFACE_START[..n] {
+            return if n == PREFACE_START.len() {
                 Kind::Http2
             } else {
                 Kind::Unknown
@@ -486,6 +469,7 @@ fn classify(client: &[u8], server: &[u8]) -> Kind {
 /// stream above the last one it opened is a request; the server's first HEADERS on
 /// that stream, its response (trailers and 1xx heads are not told apart from it).
 fn h2(c: &mut Conn, side: Side, mut data: &[u8]) {
+    /// The whole client connection preface: its start, then `SM\r\n\r\n`.
     const PREFACE_LEN: usize = 24;
     const HEADERS: u8 = 0x1;
     let dir = match side {
@@ -498,25 +482,13 @@ fn h2(c: &mut Conn, side: Side, mut data: &[u8]) {
         data = &data[n..];
     }
     let mut headers = Vec::new();
-    while !data.is_empty() {
-        if dir.h2_left > 0 {
-            let n = dir.h2_left.min(data.len());
-            dir.h2_left -= n;
-            data = &data[n..];
-            continue;
+    dir.h2_frames.feed(data, |event| {
+        if let FrameEvent::Head(h) = event {
+            if h.kind == HEADERS {
+                headers.push(h.stream_id);
+            }
         }
-        let n = (9 - dir.h2_header.len()).min(data.len());
-        dir.h2_header.extend_from_slice(&data[..n]);
-        data = &data[n..];
-        if dir.h2_header.len() < 9 {
-            break;
-        }
-        let h = std::mem::take(&mut dir.h2_header);
-        dir.h2_left = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
-        if h[3] == HEADERS {
-            headers.push(u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff);
-        }
-    }
+    });
     for stream in headers {
         match side {
             Side::Client if stream > c.h2_last_stream => {
@@ -532,68 +504,8 @@ fn h2(c: &mut Conn, side: Side, mut data: &[u8]) {
     }
 }
 
-/// Skip what is left of a chunked body at the start of `data`; returns the bytes used
-/// and whether the body ended. A malformed body is given up on (all of `data` used).
-fn skip_chunked(state: &mut Option<Chunk>, data: &[u8]) -> (usize, bool) {
-    let mut used = 0;
-    while used < data.len() {
-        let rest = &data[used..];
-        let Some(st) = state.as_mut() else {
-            return (used, true);
-        };
-        match st {
-            Chunk::Data(left) => {
-                let n = (*left).min(rest.len() as u64);
-                *left -= n;
-                used += n as usize;
-                if *left == 0 {
-                    *st = Chunk::Size(Vec::new());
-                }
-            }
-            Chunk::Size(line) | Chunk::Trailer(line) => {
-                let (take, done) = match rest.iter().position(|b| *b == b'\n') {
-                    Some(i) => (i + 1, true),
-                    None => (rest.len(), false),
-                };
-                line.extend_from_slice(&rest[..take]);
-                used += take;
-                if line.len() > CHUNK_LINE_MAX {
-                    *state = None;
-                    return (data.len(), false);
-                }
-                if !done {
-                    continue;
-                }
-                let is_size = matches!(st, Chunk::Size(_));
-                let line = match st {
-                    Chunk::Size(l) | Chunk::Trailer(l) => std::mem::take(l),
-                    Chunk::Data(_) => unreachable!(),
-                };
-                if is_size {
-                    match httparse::parse_chunk_size(&line) {
-                        Ok(httparse::Status::Complete((_, 0))) => *st = Chunk::Trailer(Vec::new()),
-                        // The data, then its CRLF.
-                        Ok(httparse::Status::Complete((_, n))) => {
-                            *st = Chunk::Data(n.saturating_add(2))
-                        }
-                        _ => {
-                            *state = None;
-                            return (data.len(), false);
-                        }
-                    }
-                } else if line == b"\r\n" || line == b"\n" {
-                    // The empty line after the trailers: the body ended.
-                    *state = None;
-                    return (used, true);
-                }
-            }
-        }
-    }
-    (used, state.is_none())
-}
-
 /// Count the HTTP/1 heads at the start of `data` (and after each body that ends inside
-/// it: by Content-Length, or chunked).
+/// it: by Content-Length, or chunked), read with `proto::h1`'s parsers.
 fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
     loop {
         let dir = match side {
@@ -607,72 +519,45 @@ fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
             }
             data = &data[n..];
         }
-        if dir.chunk.is_some() {
-            let (n, _) = skip_chunked(&mut dir.chunk, data);
-            data = &data[n..];
+        if let Some(chunks) = dir.chunk.as_mut() {
+            match chunks.feed(data) {
+                Ok(fed) => {
+                    data = &data[fed.consumed..];
+                    if fed.done {
+                        dir.chunk = None;
+                    }
+                }
+                // A malformed body is given up on: the next head starts a later segment.
+                Err(_) => {
+                    dir.chunk = None;
+                    return;
+                }
+            }
         }
         if data.is_empty() {
             return;
         }
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let (started, complete, body) = match side {
-            Side::Client => {
-                let mut r = httparse::Request::new(&mut headers);
-                match r.parse(data) {
-                    Ok(httparse::Status::Complete(n)) => {
-                        if c.heads_pending.len() < 1024 {
-                            c.heads_pending.push_back(r.method == Some("HEAD"));
-                        }
-                        (true, Some(n), Some(framing(r.headers, false)))
-                    }
-                    Ok(httparse::Status::Partial) => {
-                        let started = r.method.is_some() && r.path.is_some();
-                        if started && c.heads_pending.len() < 1024 {
-                            c.heads_pending.push_back(r.method == Some("HEAD"));
-                        }
-                        (started, None, None)
-                    }
-                    Err(_) => (false, None, None),
-                }
-            }
-            Side::Server => {
-                let mut r = httparse::Response::new(&mut headers);
-                match r.parse(data) {
-                    Ok(httparse::Status::Complete(n)) => {
-                        let informational = r.code.is_some_and(|c| c < 200);
-                        if informational {
-                            // Not the response itself: skip it, the final one follows.
-                            data = &data[n..];
-                            continue;
-                        }
-                        // Responses to HEAD, 204 and 304 have no body.
-                        let to_head = c.heads_pending.pop_front().unwrap_or(false);
-                        let no_body = to_head || r.code.is_some_and(|c| c == 204 || c == 304);
-                        (
-                            true,
-                            Some(n),
-                            Some(if no_body {
-                                Body::Length(0)
-                            } else {
-                                framing(r.headers, true)
-                            }),
-                        )
-                    }
-                    Ok(httparse::Status::Partial) => (r.code.is_some(), None, None),
-                    Err(_) => (false, None, None),
-                }
-            }
+        let head = match side {
+            Side::Client => request_head(c, data),
+            Side::Server => response_head(c, data),
         };
-        if !started {
+        let (n, body) = match head {
+            Head::Interim(n) => {
+                // Not the response itself: skip it, the final one follows.
+                data = &data[n..];
+                continue;
+            }
             // Body bytes, or a head we lost: the next head starts a later segment.
-            return;
-        }
+            Head::None => return,
+            Head::Started(n, body) => (n, body),
+        };
         match side {
             Side::Client => request_seen(c),
             Side::Server => c.responses += 1,
         }
-        let (Some(n), Some(body)) = (complete, body) else {
-            // A head split over segments: the rest of this segment is not a head.
+        let (Some(n), Some(body)) = (n, body) else {
+            // A head split over segments (or one the parser refused): the rest of this
+            // segment is not a head.
             return;
         };
         let dir = match side {
@@ -680,36 +565,61 @@ fn http(c: &mut Conn, side: Side, mut data: &[u8]) {
             Side::Server => &mut c.s2c,
         };
         match body {
-            Body::Length(len) => dir.skip = len,
-            Body::Chunked => dir.chunk = Some(Chunk::Size(Vec::new())),
-            Body::UntilClose => dir.skip = u64::MAX,
+            Framing::None => {}
+            Framing::Length(len) => dir.skip = len,
+            Framing::Chunked => dir.chunk = Some(ChunkedDecoder::new()),
+            Framing::UntilClose => dir.skip = u64::MAX,
         }
         data = &data[n..];
     }
 }
 
-/// How the body of a message with these headers ends (RFC 9112 §6.3): chunked when
-/// that is the last transfer coding; a response with another coding, or with neither
-/// that nor Content-Length, runs until the close; a request without either has none.
-fn framing(headers: &[httparse::Header], response: bool) -> Body {
-    let mut len = None;
-    let mut coding: Option<&[u8]> = None;
-    for h in headers {
-        if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            coding = h.value.rsplit(|b| *b == b',').next();
-        } else if h.name.eq_ignore_ascii_case("content-length") {
-            len = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse().ok());
+/// What the start of a segment holds.
+enum Head {
+    /// No head: body bytes, or a head whose start was lost.
+    None,
+    /// A 1xx response head of this many bytes.
+    Interim(usize),
+    /// A head began: its length and its body's framing, once it is complete here.
+    Started(Option<usize>, Option<Framing>),
+}
+
+fn request_head(c: &mut Conn, data: &[u8]) -> Head {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut r = httparse::Request::new(&mut headers);
+    let head = match r.parse(data) {
+        Ok(httparse::Status::Complete(n)) => {
+            Head::Started(Some(n), Some(request_framing(r.headers)))
         }
+        Ok(httparse::Status::Partial) if r.method.is_some() && r.path.is_some() => {
+            Head::Started(None, None)
+        }
+        _ => return Head::None,
+    };
+    if c.heads_pending.len() < 1024 {
+        c.heads_pending.push_back(r.method == Some("HEAD"));
     }
-    match (coding, len) {
-        (Some(c), _) if c.trim_ascii().eq_ignore_ascii_case(b"chunked") => Body::Chunked,
-        (Some(_), _) if response => Body::UntilClose,
-        (Some(_), _) => Body::Length(0),
-        (None, Some(n)) => Body::Length(n),
-        (None, None) if response => Body::UntilClose,
-        (None, None) => Body::Length(0),
+    head
+}
+
+fn response_head(c: &mut Conn, data: &[u8]) -> Head {
+    // A response to HEAD has no body (nor do 204 and 304: `parse_head` knows).
+    let to_head = c.heads_pending.front().copied().unwrap_or(false);
+    match parse_head(data, to_head) {
+        Ok(Some(h)) if h.is_informational() => Head::Interim(h.head_len),
+        Ok(Some(h)) => {
+            c.heads_pending.pop_front();
+            Head::Started(Some(h.head_len), Some(h.framing))
+        }
+        // A status line begun in this segment: counted, the rest of the head follows.
+        Ok(None) if data.starts_with(b"HTTP/") => Head::Started(None, None),
+        // A head the strict parser refuses is still a response on the wire: counted;
+        // its body is not followed.
+        Err(_) if data.starts_with(b"HTTP/") => {
+            c.heads_pending.pop_front();
+            Head::Started(None, None)
+        }
+        _ => Head::None,
     }
 }
 

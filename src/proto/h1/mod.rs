@@ -8,7 +8,7 @@ pub mod request;
 pub mod response;
 
 pub use chunked::{ChunkError, ChunkedDecoder};
-pub use request::{ConnectionHeader, HttpVersion, RequestTemplate};
+pub use request::{request_framing, ConnectionHeader, HttpVersion, RequestTemplate};
 pub use response::{
     has_token, parse_head, Framing, HeadError, ResponseHead, MAX_HEADERS, MAX_HEAD_BYTES,
 };

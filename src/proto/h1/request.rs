@@ -1,5 +1,7 @@
 //! Request bytes, built once per (URL, strategy) and written as they are on every attempt.
 
+use super::response::Framing;
+
 /// The HTTP version written on the request line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpVersion {
@@ -91,6 +93,28 @@ impl RequestTemplate {
             out.extend_from_slice(b"\r\n");
         }
         out
+    }
+}
+
+/// How a request's body ends (RFC 9112 §6.3), read leniently as a watcher must: chunked
+/// when that is the final transfer coding, else by Content-Length; a request with
+/// neither, or with another coding, has none that can be followed.
+pub fn request_framing(headers: &[httparse::Header]) -> Framing {
+    let mut len = None;
+    let mut coding: Option<&[u8]> = None;
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            coding = h.value.rsplit(|b| *b == b',').next();
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            len = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok());
+        }
+    }
+    match (coding, len) {
+        (Some(c), _) if c.trim_ascii().eq_ignore_ascii_case(b"chunked") => Framing::Chunked,
+        (None, Some(n)) => Framing::Length(n),
+        _ => Framing::None,
     }
 }
 

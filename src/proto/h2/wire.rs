@@ -62,23 +62,35 @@ pub struct Seen {
     pub bytes: u64,
 }
 
-/// Where the reader is in the server's frame sequence.
-#[derive(Debug, Default)]
-struct Parser {
-    header: [u8; FRAME_HEADER],
-    header_len: usize,
-    kind: u8,
-    flags: u8,
-    /// Payload bytes of the current frame still to come.
-    remaining: usize,
-    /// The part of the current payload kept (SETTINGS and GOAWAY only).
-    payload: Vec<u8>,
-    keep: usize,
+/// A frame's 9-byte header (RFC 9113 §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHead {
+    pub len: usize,
+    pub kind: u8,
+    pub flags: u8,
+    pub stream_id: u32,
 }
 
-impl Parser {
-    fn feed(&mut self, mut bytes: &[u8], seen: &mut Seen) {
-        seen.bytes += bytes.len() as u64;
+/// What [`Frames::feed`] found in the bytes given: a frame's header, a piece of its
+/// payload, the frame's end.
+pub enum FrameEvent<'a> {
+    Head(FrameHead),
+    Payload(&'a [u8]),
+    End,
+}
+
+/// Reads a sequence of HTTP/2 frames as its bytes arrive, in pieces of any size: frame
+/// headers split over reads are put together; payloads are handed on, not kept.
+#[derive(Debug, Default)]
+pub struct Frames {
+    header: [u8; FRAME_HEADER],
+    header_len: usize,
+    /// Payload bytes of the current frame still to come.
+    remaining: usize,
+}
+
+impl Frames {
+    pub fn feed<'a>(&mut self, mut bytes: &'a [u8], mut on: impl FnMut(FrameEvent<'a>)) {
         while !bytes.is_empty() {
             if self.header_len < FRAME_HEADER {
                 let take = (FRAME_HEADER - self.header_len).min(bytes.len());
@@ -91,47 +103,86 @@ impl Parser {
                 }
                 let h = self.header;
                 self.remaining = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
-                self.kind = h[3];
-                self.flags = h[4];
-                self.payload.clear();
-                self.keep = match self.kind {
-                    TYPE_SETTINGS if self.flags & FLAG_ACK == 0 => MAX_SETTINGS_PAYLOAD,
-                    TYPE_GOAWAY => 8,
-                    _ => 0,
-                };
-                if self.kind == TYPE_RST_STREAM {
-                    seen.resets += 1;
-                }
+                on(FrameEvent::Head(FrameHead {
+                    len: self.remaining,
+                    kind: h[3],
+                    flags: h[4],
+                    stream_id: u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff,
+                }));
             }
             let take = self.remaining.min(bytes.len());
-            let room = self.keep.saturating_sub(self.payload.len()).min(take);
-            self.payload.extend_from_slice(&bytes[..room]);
+            if take > 0 {
+                on(FrameEvent::Payload(&bytes[..take]));
+            }
             self.remaining -= take;
             bytes = &bytes[take..];
             if self.remaining == 0 {
-                self.end_frame(seen);
+                on(FrameEvent::End);
                 self.header_len = 0;
             }
         }
     }
+}
 
-    fn end_frame(&mut self, seen: &mut Seen) {
-        match self.kind {
-            TYPE_SETTINGS if self.flags & FLAG_ACK == 0 => {
-                seen.settings.apply(&self.payload);
-                if seen.settings_at.is_none() {
-                    seen.settings_at = Some(Instant::now());
+/// Where the reader is in the server's frame sequence.
+#[derive(Debug, Default)]
+struct Parser {
+    frames: Frames,
+    kind: u8,
+    flags: u8,
+    /// The part of the current payload kept (SETTINGS and GOAWAY only).
+    payload: Vec<u8>,
+    keep: usize,
+}
+
+impl Parser {
+    fn feed(&mut self, bytes: &[u8], seen: &mut Seen) {
+        seen.bytes += bytes.len() as u64;
+        let Parser {
+            frames,
+            kind,
+            flags,
+            payload,
+            keep,
+        } = self;
+        frames.feed(bytes, |event| match event {
+            FrameEvent::Head(h) => {
+                (*kind, *flags) = (h.kind, h.flags);
+                payload.clear();
+                *keep = match h.kind {
+                    TYPE_SETTINGS if h.flags & FLAG_ACK == 0 => MAX_SETTINGS_PAYLOAD,
+                    TYPE_GOAWAY => 8,
+                    _ => 0,
+                };
+                if h.kind == TYPE_RST_STREAM {
+                    seen.resets += 1;
                 }
             }
-            TYPE_GOAWAY if self.payload.len() == 8 => {
-                let p = &self.payload;
-                seen.goaway = Some(GoAway {
-                    last_stream_id: u32::from_be_bytes([p[0] & 0x7f, p[1], p[2], p[3]]),
-                    error_code: u32::from_be_bytes([p[4], p[5], p[6], p[7]]),
-                });
+            FrameEvent::Payload(p) => {
+                let room = keep.saturating_sub(payload.len()).min(p.len());
+                payload.extend_from_slice(&p[..room]);
             }
-            _ => {}
+            FrameEvent::End => end_frame(*kind, *flags, payload, seen),
+        });
+    }
+}
+
+fn end_frame(kind: u8, flags: u8, payload: &[u8], seen: &mut Seen) {
+    match kind {
+        TYPE_SETTINGS if flags & FLAG_ACK == 0 => {
+            seen.settings.apply(payload);
+            if seen.settings_at.is_none() {
+                seen.settings_at = Some(Instant::now());
+            }
         }
+        TYPE_GOAWAY if payload.len() == 8 => {
+            let p = payload;
+            seen.goaway = Some(GoAway {
+                last_stream_id: u32::from_be_bytes([p[0] & 0x7f, p[1], p[2], p[3]]),
+                error_code: u32::from_be_bytes([p[4], p[5], p[6], p[7]]),
+            });
+        }
+        _ => {}
     }
 }
 
