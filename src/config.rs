@@ -257,13 +257,8 @@ fn parse_resolve(s: &str) -> Result<(String, u16, IpAddr), UsageError> {
     Ok((host.to_ascii_lowercase(), port, addr))
 }
 
-/// Validate the request options. `url` is the positional URL; `extra_roots` are trusted
-/// in addition (the embedded server's CA).
-pub fn request_config(
-    a: &RequestArgs,
-    url: Option<&str>,
-    extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
-) -> Result<RequestConfig, UsageError> {
+/// The URL given and those of `--urls-from-file`, each parsed.
+fn urls(a: &RequestArgs, url: Option<&str>) -> Result<Vec<(String, ParsedUrl)>, UsageError> {
     let mut raw_urls: Vec<String> = Vec::new();
     if let Some(u) = url {
         raw_urls.push(u.to_string());
@@ -289,6 +284,40 @@ pub fn request_config(
         let p = parse_url(&u)?;
         urls.push((u, p));
     }
+    Ok(urls)
+}
+
+/// `--local-addr`: each an IP address of this machine.
+fn local_addrs(given: &[String]) -> Result<Vec<IpAddr>, UsageError> {
+    let local_addrs = given
+        .iter()
+        .map(|v| {
+            v.trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .map_err(|_| UsageError(format!("--local-addr {v:?}: not an IP address")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for ip in &local_addrs {
+        // A source address must belong to this machine (binding to it must work).
+        std::net::UdpSocket::bind((*ip, 0)).map_err(|e| {
+            UsageError(format!(
+                "--local-addr {ip}: not an address of this machine ({e})"
+            ))
+        })?;
+    }
+    Ok(local_addrs)
+}
+
+/// Validate the request options. `url` is the positional URL; `extra_roots` are trusted
+/// in addition (the embedded server's CA).
+pub fn request_config(
+    a: &RequestArgs,
+    url: Option<&str>,
+    extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+) -> Result<RequestConfig, UsageError> {
+    let urls = urls(a, url)?;
     let method = a.method.to_ascii_uppercase();
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
         return usage(format!("-m/--method {:?}: not an HTTP method", a.method));
@@ -322,25 +351,7 @@ pub fn request_config(
         .iter()
         .map(|r| parse_resolve(r))
         .collect::<Result<Vec<_>, _>>()?;
-    let local_addrs = a
-        .local_addr
-        .iter()
-        .map(|v| {
-            v.trim()
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<IpAddr>()
-                .map_err(|_| UsageError(format!("--local-addr {v:?}: not an IP address")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    for ip in &local_addrs {
-        // A source address must belong to this machine (binding to it must work).
-        std::net::UdpSocket::bind((*ip, 0)).map_err(|e| {
-            UsageError(format!(
-                "--local-addr {ip}: not an address of this machine ({e})"
-            ))
-        })?;
-    }
+    let local_addrs = local_addrs(&a.local_addr)?;
     let no_cache = match a.dns_cache.to_ascii_lowercase().as_str() {
         "on" => false,
         "off" => true,

@@ -76,6 +76,9 @@ fn resolve(path: &[String], known: &BTreeMap<String, PathBuf>) -> Option<String>
 }
 
 /// The modules a file (module `me`) names.
+// One pass over a file's `use` trees (groups, `self`, `super`, `crate`), a small
+// parser whose cases belong together.
+#[allow(clippy::too_many_lines)]
 fn arrows(me: &str, text: &str, known: &BTreeMap<String, PathBuf>) -> BTreeSet<String> {
     let code = code(text);
     let here: Vec<String> = if me.is_empty() {

@@ -87,6 +87,9 @@ fn each_strategys_connections_equal_the_servers_count() {
 }
 
 #[test]
+// One end-to-end scenario (a comparison run, each row's counts checked against the
+// server's): read top to bottom as one story.
+#[allow(clippy::too_many_lines)]
 fn embedded_server_compares_http_and_https_and_counts_match() {
     let _serial = serial();
     let r = compare_json(&["-n", "20", "--rounds", "6"]);

@@ -140,6 +140,9 @@ fn dns(s: &serde_json::Value) -> (u64, u64, u64) {
 }
 
 #[test]
+// One end-to-end scenario (a name server, both cache settings, each checked against
+// the server's own log of queries): read top to bottom as one story.
+#[allow(clippy::too_many_lines)]
 fn cache_on_is_one_lookup_per_host_and_off_is_one_per_new_connection() {
     let Some(ns) = Dnsmasq::start(300) else {
         return;

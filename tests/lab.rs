@@ -934,6 +934,9 @@ fn gone(pid: u32) -> bool {
 }
 
 #[test]
+// One end-to-end scenario (start, interrupt, fail, then look for every namespace,
+// device and file left): read top to bottom as one story.
+#[allow(clippy::too_many_lines)]
 fn nothing_is_left_after_sigint_or_a_failed_start() {
     let Some(_g) = lab_test("cleanup") else {
         return;

@@ -24,29 +24,7 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|d| parse_duration("--duration", d))
         .transpose()?;
-    let upstream = match &a.upstream {
-        None => None,
-        Some(u) => {
-            let p = config::parse_url(u).map_err(|e| UsageError(format!("--upstream: {e}")))?;
-            let origin = crate::net::Origin::new(p.tls, &p.host, p.port)
-                .map_err(|e| UsageError(format!("--upstream: {e}")))?;
-            let tls = if p.tls {
-                let mut opts = crate::net::tls::TlsOptions {
-                    insecure: a.upstream_insecure,
-                    ..Default::default()
-                };
-                if let Some(path) = &a.upstream_cacert {
-                    opts.extra_roots = crate::net::tls::load_pem_certs(path)
-                        .map_err(|e| UsageError(format!("--upstream-cacert: {e:#}")))?;
-                    opts.only_extra_roots = true;
-                }
-                Some(crate::net::tls::client_config(&opts, true)?)
-            } else {
-                None
-            };
-            Some(Upstream::new(origin, p.authority, tls))
-        }
-    };
+    let upstream = upstream(&a)?;
     let running = start(AuditConfig {
         listen,
         tls: a.tls,
@@ -66,41 +44,7 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
             .with_context(|| format!("--cacert-out {}", path.display()))?;
     }
     eprintln!("handshake audit: listening on {}", running.url);
-    let (command, status) = if a.command.is_empty() {
-        let rt = current_thread_runtime()?;
-        rt.block_on(async {
-            match duration {
-                Some(d) => {
-                    tokio::select! { _ = tokio::time::sleep(d) => {}, _ = tokio::signal::ctrl_c() => {} }
-                }
-                None => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        });
-        (None, None)
-    } else {
-        let args: Vec<String> = a
-            .command
-            .iter()
-            .map(|x| x.replace("{url}", &running.url))
-            .collect();
-        // The command's standard output goes to stderr: stdout is the report's.
-        let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
-        let st = std::process::Command::new(&args[0])
-            .args(&args[1..])
-            .env("HANDSHAKE_URL", &running.url)
-            .stdout(std::process::Stdio::from(to_stderr))
-            .status()
-            .with_context(|| format!("starting {}", args[0]))?;
-        // Let the client's last closes and resets arrive.
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let code = st.code().unwrap_or_else(|| {
-            use std::os::unix::process::ExitStatusExt;
-            128 + st.signal().unwrap_or(0)
-        });
-        (Some(args), Some(code))
-    };
+    let (command, status) = run_client(&a.command, duration, &running.url)?;
     let mut report = running.finish(command, status);
     let mut lines = Vec::new();
     let mut failed = false;
@@ -128,5 +72,73 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     Ok(match status {
         Some(code) if code != 0 => code,
         _ => i32::from(failed),
+    })
+}
+
+/// `--upstream`: the origin the audit server forwards to, and how to reach it.
+fn upstream(a: &AuditArgs) -> anyhow::Result<Option<Upstream>> {
+    Ok(match &a.upstream {
+        None => None,
+        Some(u) => {
+            let p = config::parse_url(u).map_err(|e| UsageError(format!("--upstream: {e}")))?;
+            let origin = crate::net::Origin::new(p.tls, &p.host, p.port)
+                .map_err(|e| UsageError(format!("--upstream: {e}")))?;
+            let tls = if p.tls {
+                let mut opts = crate::net::tls::TlsOptions {
+                    insecure: a.upstream_insecure,
+                    ..Default::default()
+                };
+                if let Some(path) = &a.upstream_cacert {
+                    opts.extra_roots = crate::net::tls::load_pem_certs(path)
+                        .map_err(|e| UsageError(format!("--upstream-cacert: {e:#}")))?;
+                    opts.only_extra_roots = true;
+                }
+                Some(crate::net::tls::client_config(&opts, true)?)
+            } else {
+                None
+            };
+            Some(Upstream::new(origin, p.authority, tls))
+        }
+    })
+}
+
+/// Run the client command against the audit server at `url` (its output to stderr: stdout
+/// is the report's), or with no command wait for `duration` or Ctrl-C: the command as
+/// run and its exit status.
+fn run_client(
+    command: &[String],
+    duration: Option<std::time::Duration>,
+    url: &str,
+) -> anyhow::Result<(Option<Vec<String>>, Option<i32>)> {
+    Ok(if command.is_empty() {
+        let rt = current_thread_runtime()?;
+        rt.block_on(async {
+            match duration {
+                Some(d) => {
+                    tokio::select! { _ = tokio::time::sleep(d) => {}, _ = tokio::signal::ctrl_c() => {} }
+                }
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        });
+        (None, None)
+    } else {
+        let args: Vec<String> = command.iter().map(|x| x.replace("{url}", url)).collect();
+        // The command's standard output goes to stderr: stdout is the report's.
+        let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
+        let st = std::process::Command::new(&args[0])
+            .args(&args[1..])
+            .env("HANDSHAKE_URL", url)
+            .stdout(std::process::Stdio::from(to_stderr))
+            .status()
+            .with_context(|| format!("starting {}", args[0]))?;
+        // Let the client's last closes and resets arrive.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let code = st.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            128 + st.signal().unwrap_or(0)
+        });
+        (Some(args), Some(code))
     })
 }

@@ -85,17 +85,7 @@ pub fn probe(
         alt_svc,
         advertised: advertised_port.is_some(),
         port,
-        answered: false,
-        error: None,
-        full_handshake_ms: None,
-        resumed_handshake_ms: None,
-        resumption: false,
-        resumed: 0,
-        resume_tries: 0,
-        early_data: None,
-        connections_opened: 0,
-        handshakes_resumed: 0,
-        early_data_accepted: 0,
+        ..H3Findings::default()
     };
     // The user's request, sent to the HTTP/3 target.
     let req = match parsed.and_then(|_| build::parse_url(&target)) {

@@ -636,14 +636,40 @@ pub async fn execute(
         h3::probe(&t.url, alt_svc, req, sc.timeout)
     });
 
-    let mut findings = Vec::new();
-    let mut problems = Vec::new();
     let server_header = ex11
         .as_ref()
         .and_then(|e| e.header("server"))
         .map(str::to_string);
-    let server = ServerKind::recognise(server_header.as_deref());
-    if let Some(h) = &server_header {
+    let mut report = DoctorReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "handshake",
+        version: env!("CARGO_PKG_VERSION"),
+        url: t.url.clone(),
+        link: None,
+        server_kind: ServerKind::recognise(server_header.as_deref()),
+        server: server_header,
+        http11,
+        http10: Some(http10),
+        http10_keep_alive: Some(http10_keep_alive),
+        max_requests,
+        idle_timeout: idle,
+        tls,
+        h2,
+        h3,
+        findings: Vec::new(),
+        problems: Vec::new(),
+    };
+    (report.findings, report.problems) = judge(&report);
+    Ok(report)
+}
+
+/// What the probes found, and the problems among it, in the order the report gives
+/// them: the server, HTTP/1, its limits, TLS, HTTP/2, HTTP/3.
+fn judge(r: &DoctorReport) -> (Vec<String>, Vec<String>) {
+    let mut findings = Vec::new();
+    let mut problems = Vec::new();
+    let server = r.server_kind;
+    if let Some(h) = &r.server {
         findings.push(format!(
             "The server says it is `{h}`{}.",
             if server.is_some() {
@@ -653,6 +679,37 @@ pub async fn execute(
             }
         ));
     }
+    if let (Some(http10), Some(http10_keep_alive)) = (&r.http10, &r.http10_keep_alive) {
+        let keeps = r.http11.persistent && r.http11.reused;
+        let persistence = [&r.http11, http10, http10_keep_alive];
+        judge_http1(persistence, keeps, server, &mut findings, &mut problems);
+    }
+    if let Some(m) = &r.max_requests {
+        judge_max_requests(m, server, &mut findings, &mut problems);
+    }
+    if let Some(i) = &r.idle_timeout {
+        judge_idle(i, server, &mut findings, &mut problems);
+    }
+    if let Some(t) = &r.tls {
+        judge_tls(t, server, &mut findings, &mut problems);
+    }
+    if let Some(h) = &r.h2 {
+        judge_h2(h, server, &mut findings, &mut problems);
+    }
+    if let Some(h) = &r.h3 {
+        h3::judge(h, server, &mut findings, &mut problems);
+    }
+    (findings, problems)
+}
+
+/// The HTTP/1.1, HTTP/1.0 and HTTP/1.0 keep-alive persistence probes, judged.
+fn judge_http1(
+    [http11, http10, http10_keep_alive]: [&PersistProbe; 3],
+    keeps: bool,
+    server: Option<ServerKind>,
+    findings: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
     let version = http11.http_version.clone().unwrap_or_default();
     if keeps {
         findings.push(format!(
@@ -660,13 +717,13 @@ pub async fn execute(
         ));
     } else {
         findings.push(format!(
-            "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
-            http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
-        ));
+        "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
+        http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
+    ));
         problems.push(format!(
-            "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
-            fix(Setting::KeepAlive, server)
-        ));
+        "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
+        fix(Setting::KeepAlive, server)
+    ));
     }
     findings.push(if http10.persistent {
         "HTTP/1.0 without a keep-alive header: the server keeps the connection open anyway."
@@ -690,121 +747,115 @@ pub async fn execute(
     } else {
         findings.push("HTTP/1.0 with `Connection: keep-alive`: ignored, the connection ends after the response.".to_string());
         problems.push(
-            "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string(),
-        );
+        "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string(),
+    );
     }
-    if let Some(m) = &max_requests {
-        match m.limit {
-            Some(n) => {
-                findings.push(format!(
-                    "Max requests per connection: the server ends a connection after {n} requests."
-                ));
-                if n < LOW_MAX_REQUESTS {
-                    problems.push(format!(
-                        "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
-                        fix(Setting::MaxRequests, server)
-                    ));
-                }
+}
+
+fn judge_max_requests(
+    m: &MaxRequests,
+    server: Option<ServerKind>,
+    findings: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
+    match m.limit {
+        Some(n) => {
+            findings.push(format!(
+                "Max requests per connection: the server ends a connection after {n} requests."
+            ));
+            if n < LOW_MAX_REQUESTS {
+                problems.push(format!(
+                "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
+                fix(Setting::MaxRequests, server)
+            ));
             }
-            None => findings.push(format!(
-                "Max requests per connection: at least {} (no limit met).",
-                m.probed
-            )),
         }
+        None => findings.push(format!(
+            "Max requests per connection: at least {} (no limit met).",
+            m.probed
+        )),
     }
-    if let Some(i) = &idle {
-        let ends = "closes idle connections";
-        if let Some(x) = idle_finding(i, "Idle timeout", ends, &mut findings) {
+}
+
+/// The idle timeout found, and whether the server's `Keep-Alive: timeout=` matches it.
+fn judge_idle(
+    i: &IdleTimeout,
+    server: Option<ServerKind>,
+    findings: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
+    let ends = "closes idle connections";
+    if let Some(x) = idle_finding(i, "Idle timeout", ends, findings) {
+        problems.push(format!(
+        "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
+        fix(Setting::IdleTimeout, server)
+    ));
+    }
+    if let Some(c) = i.claimed_s {
+        let hi = i.at_most_s.unwrap_or(f64::INFINITY);
+        if c + 1.0 < i.at_least_s || c > hi + 1.0 {
             problems.push(format!(
-                "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
-                fix(Setting::IdleTimeout, server)
+            "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
+            fmt_ms(i.at_least_s),
+            i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
+        ));
+        } else if i.at_most_s.is_none() {
+            // Open at the probe's limit: the claim is not contradicted, not confirmed.
+            findings.push(format!(
+            "Its `Keep-Alive: timeout={c}` header is not contradicted: idle connections stayed open for at least {} s, the probe's limit (--max-idle {}s would check it).",
+            fmt_ms(i.at_least_s),
+            (c + 5.0).ceil()
+        ));
+        } else {
+            findings.push(format!(
+                "Its `Keep-Alive: timeout={c}` header matches what it does."
             ));
         }
-        if let Some(c) = i.claimed_s {
-            let hi = i.at_most_s.unwrap_or(f64::INFINITY);
-            if c + 1.0 < i.at_least_s || c > hi + 1.0 {
-                problems.push(format!(
-                    "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
-                    fmt_ms(i.at_least_s),
-                    i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
-                ));
-            } else if i.at_most_s.is_none() {
-                // Open at the probe's limit: the claim is not contradicted, not confirmed.
-                findings.push(format!(
-                    "Its `Keep-Alive: timeout={c}` header is not contradicted: idle connections stayed open for at least {} s, the probe's limit (--max-idle {}s would check it).",
-                    fmt_ms(i.at_least_s),
-                    (c + 5.0).ceil()
-                ));
-            } else {
-                findings.push(format!(
-                    "Its `Keep-Alive: timeout={c}` header matches what it does."
-                ));
-            }
-        }
     }
-    if let Some(t) = &tls {
-        findings.push(format!(
-            "TLS: {} with {}; offered h2 and http/1.1, the server chose {}.",
-            t.version,
-            t.cipher_suite,
-            t.alpn_selected.as_deref().unwrap_or("none (no ALPN)")
-        ));
-        if !t.offers_h2 {
-            findings.push(
-                "The server does not offer HTTP/2 (ALPN h2): multiplexing is not available."
-                    .to_string(),
-            );
-        }
-        match t.resumed_handshake_ms {
-            Some(r) => findings.push(format!(
-                "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
-                fmt_ms(t.full_handshake_ms),
-                fmt_ms(r)
-            )),
-            None => problems.push(format!(
-                "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
-                fmt_ms(t.full_handshake_ms)
-            )),
-        }
-        match t.early_data {
-            Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
-                "TLS 1.3 early data (0-RTT): accepted; a client's first request on a resumed connection can go with its ClientHello, a round trip sooner (idempotent requests only: early data can be replayed).".to_string(),
-            ),
-            Some(EarlyDataFinding { offered: true, .. }) => findings.push(
-                "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
-            ),
-            Some(_) => findings.push(format!(
-                "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
-                fix(Setting::EarlyData, server)
-            )),
-            None => {}
-        }
+}
+
+fn judge_tls(
+    t: &TlsFindings,
+    server: Option<ServerKind>,
+    findings: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
+    findings.push(format!(
+        "TLS: {} with {}; offered h2 and http/1.1, the server chose {}.",
+        t.version,
+        t.cipher_suite,
+        t.alpn_selected.as_deref().unwrap_or("none (no ALPN)")
+    ));
+    if !t.offers_h2 {
+        findings.push(
+            "The server does not offer HTTP/2 (ALPN h2): multiplexing is not available."
+                .to_string(),
+        );
     }
-    if let Some(h) = &h2 {
-        judge_h2(h, server, &mut findings, &mut problems);
-    }
-    if let Some(h) = &h3 {
-        h3::judge(h, server, &mut findings, &mut problems);
-    }
-    Ok(DoctorReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: "handshake",
-        version: env!("CARGO_PKG_VERSION"),
-        url: t.url.clone(),
-        link: None,
-        server: server_header,
-        server_kind: server,
-        http11,
-        http10: Some(http10),
-        http10_keep_alive: Some(http10_keep_alive),
-        max_requests,
-        idle_timeout: idle,
-        tls,
-        h2,
-        h3,
-        findings,
-        problems,
-    })
+    match t.resumed_handshake_ms {
+    Some(r) => findings.push(format!(
+        "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
+        fmt_ms(t.full_handshake_ms),
+        fmt_ms(r)
+    )),
+    None => problems.push(format!(
+        "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
+        fmt_ms(t.full_handshake_ms)
+    )),
+}
+    match t.early_data {
+    Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
+        "TLS 1.3 early data (0-RTT): accepted; a client's first request on a resumed connection can go with its ClientHello, a round trip sooner (idempotent requests only: early data can be replayed).".to_string(),
+    ),
+    Some(EarlyDataFinding { offered: true, .. }) => findings.push(
+        "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
+    ),
+    Some(_) => findings.push(format!(
+        "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
+        fix(Setting::EarlyData, server)
+    )),
+    None => {}
+}
 }
 
 /// No TCP connection to an https:// URL: the server may speak only HTTP/3. QUIC is

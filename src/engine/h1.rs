@@ -90,6 +90,9 @@ impl Driver for H1 {
 impl H1 {
     /// One try of the request on the worker's connection to the target's origin
     /// (opening one if there is none).
+    // The hot path of an HTTP/1 attempt, one sequence: reuse or open, write, read,
+    // record; each step's timing and failure in one frame (bench/before_after.py).
+    #[allow(clippy::too_many_lines)]
     async fn exchange(
         &mut self,
         sc: &Scenario,

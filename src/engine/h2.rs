@@ -413,6 +413,9 @@ impl H2 {
 
     /// Open connection `slot` to `origin`: dns, connect, tls (ALPN h2), then the
     /// preface and the server's SETTINGS (`h2_setup`).
+    // Opening an HTTP/2 connection is one sequence (dns, connect, tls, preface, the
+    // server's SETTINGS), each step with its own phase and failure.
+    #[allow(clippy::too_many_lines)]
     async fn open(
         &mut self,
         sc: &Scenario,
@@ -541,6 +544,9 @@ impl H2 {
     }
 
     /// One stream: send the request, wait for the head, read the body.
+    // One stream's life as one sequence (a free stream, send, head, body), each stage
+    // with its own phase and failure classified where it happens.
+    #[allow(clippy::too_many_lines)]
     async fn stream(
         &mut self,
         sc: &Scenario,

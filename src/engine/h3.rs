@@ -602,6 +602,9 @@ impl H3 {
 
     /// One request on the worker's shared connection (strategy `h3`), opening it when
     /// there is none. Returns whether the request went on a connection it did not open.
+    // One request on the shared QUIC connection as one sequence (open or reuse, 0-RTT
+    // or not, the stream), each stage with its own phase and failure.
+    #[allow(clippy::too_many_lines)]
     async fn shared(
         &mut self,
         sc: &Scenario,

@@ -75,14 +75,19 @@ pub(crate) struct Opened {
 }
 
 impl Opener<Untallied> {
-    /// An opener for one probe connection (`trace`, `doctor`, the audit's proxy): a
-    /// resolver of its own, reading the system's configuration as a new process would,
-    /// without a cache (what a lookup costs is the point), no run deadline, counted
-    /// nowhere.
-    pub(crate) fn single(dns: &DnsSettings) -> Opener<Untallied> {
+    /// An opener for one probe connection to `origin` (`trace`, `doctor`, the audit's
+    /// proxy): a resolver of its own when the origin's name is to be looked up, reading
+    /// the system's configuration as a new process would, without a cache (what a
+    /// lookup costs is the point), no run deadline, counted nowhere.
+    pub(crate) fn single(dns: &DnsSettings, origin: &Origin) -> Opener<Untallied> {
+        let resolver = if origin.fixed_addrs.is_some() {
+            dns::Resolver::none()
+        } else {
+            dns::Resolver::new(dns)
+        };
         Opener {
             dns: Arc::new(Dns {
-                resolver: dns::Resolver::new(dns),
+                resolver,
                 cache: None,
             }),
             rec: Untallied,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rustls::ClientConfig;
 use tokio::io::AsyncReadExt;
 
-use crate::engine::open::Opener;
+use crate::engine::open::{Opener, Untallied};
 use crate::net::dns::DnsSettings;
 use crate::net::{classify_io_error, Origin, Stream};
 use crate::proto::h1::conn::Conn;
@@ -88,6 +88,14 @@ fn opening_failed(f: Failure) -> ProbeError {
     err(f.kind, message)
 }
 
+/// A probe's opener, and how long making it took: reading the resolver's configuration
+/// is part of the lookup (of `dns`) when there is one.
+fn opener(dns: &DnsSettings, origin: &Origin) -> (Opener<Untallied>, Duration) {
+    let t = Instant::now();
+    let opener = Opener::single(dns, origin);
+    (opener, t.elapsed())
+}
+
 fn time(ns: Option<u64>) -> Option<Duration> {
     ns.map(Duration::from_nanos)
 }
@@ -102,11 +110,12 @@ pub async fn resolve(
     let mut phases = Phases::default();
     let by = Instant::now() + timeout;
     let sleep = std::pin::pin!(tokio::time::sleep(timeout));
-    let addrs = Opener::single(dns)
+    let (mut opener, made) = opener(dns, origin);
+    let addrs = opener
         .resolve(origin, by, sleep, &mut phases)
         .await
         .map_err(|f| opening_failed(f.failure))?;
-    Ok((addrs.into_owned(), time(phases.dns)))
+    Ok((addrs.into_owned(), time(phases.dns).map(|d| d + made)))
 }
 
 /// Open a connection to `origin` (TLS when `tls` is given): the engine's opening (dns,
@@ -120,7 +129,8 @@ pub async fn open(
     let mut phases = Phases::default();
     let by = Instant::now() + timeout;
     let sleep = std::pin::pin!(tokio::time::sleep(timeout));
-    let o = Opener::single(dns)
+    let (mut opener, made) = opener(dns, origin);
+    let o = opener
         .open(origin, tls, by, None, sleep, &mut phases)
         .await
         .map_err(|f| opening_failed(f.failure))?;
@@ -132,7 +142,7 @@ pub async fn open(
     conn.keep_head = true;
     Ok(Opened {
         conn,
-        dns: time(phases.dns),
+        dns: time(phases.dns).map(|d| d + made),
         connect: time(phases.connect).unwrap_or_default(),
         tls: time(phases.tls),
         tls_info,

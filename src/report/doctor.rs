@@ -136,7 +136,7 @@ pub struct EarlyDataFinding {
     pub accepted: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct H3Findings {
     /// The `Alt-Svc` header of the server's HTTP/1.1 response.
     pub alt_svc: Option<String>,

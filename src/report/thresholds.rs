@@ -296,7 +296,23 @@ fn parse(text: &str, subject: Subject) -> anyhow::Result<Threshold> {
             format!("'{name}' is not a figure's name (lower case, digits, _ and . only)"),
         ));
     }
-    let (path, kind, in_map) = match ALIASES.iter().find(|a| a.name == name) {
+    let (path, kind, in_map) = figure_of(text, name, subject)?;
+    let value = parse_value(raw, kind).map_err(|why| usage(text, why))?;
+    Ok(Threshold {
+        text: text.to_string(),
+        scope: scope.map(String::from),
+        in_map,
+        path,
+        kind,
+        op,
+        value,
+    })
+}
+
+/// The figure `name` stands for in `subject`'s report: its path, its kind, and whether
+/// it is read in each row of a map (a scenario's or a strategy's).
+fn figure_of(text: &str, name: &str, subject: Subject) -> anyhow::Result<(String, Kind, bool)> {
+    match ALIASES.iter().find(|a| a.name == name) {
         Some(a) => {
             let path = match subject {
                 Subject::Audit => a.audit,
@@ -312,14 +328,14 @@ fn parse(text: &str, subject: Subject) -> anyhow::Result<Threshold> {
             let in_map = subject != Subject::Audit
                 && !path.starts_with('=')
                 && schema::lookup(path).unwrap_or(false);
-            (path.to_string(), a.kind, in_map)
+            Ok((path.to_string(), a.kind, in_map))
         }
         None if name.contains('.') => {
             let in_map = match subject {
                 Subject::Audit => false,
                 _ => schema::lookup(name).map_err(|why| usage(text, why))?,
             };
-            (name.to_string(), path_kind(name), in_map)
+            Ok((name.to_string(), path_kind(name), in_map))
         }
         None => {
             let known: Vec<&str> = ALIASES
@@ -331,25 +347,15 @@ fn parse(text: &str, subject: Subject) -> anyhow::Result<Threshold> {
                 })
                 .map(|a| a.name)
                 .collect();
-            return Err(usage(
+            Err(usage(
                 text,
                 format!(
                     "unknown figure '{name}': one of {}, or a dotted path into the JSON report",
                     known.join(", ")
                 ),
-            ));
+            ))
         }
-    };
-    let value = parse_value(raw, kind).map_err(|why| usage(text, why))?;
-    Ok(Threshold {
-        text: text.to_string(),
-        scope: scope.map(String::from),
-        in_map,
-        path,
-        kind,
-        op,
-        value,
-    })
+    }
 }
 
 /// A dotted path's kind: a `_ms` part is a time, a last part ending in `ratio` or

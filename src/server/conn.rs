@@ -218,6 +218,9 @@ impl Buf {
 }
 
 /// Serve requests on one connection. `tls`: the stream is TLS (close with close_notify).
+// The server's hot path: one connection's loop (read, parse, answer, keep or close)
+// as one state machine over one buffer.
+#[allow(clippy::too_many_lines)]
 async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
     mut s: S,
     shared: &Arc<Shared>,

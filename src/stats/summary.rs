@@ -201,44 +201,7 @@ fn summarize_counts(
     wall: Duration,
     cpu: CpuTime,
 ) -> ScenarioReport {
-    let mut latency = rec.phases_new[TOTAL].clone();
-    latency += &rec.phases_reused[TOTAL];
-    let lat = phase_summary(&latency);
-    let percentiles = distribution(&latency);
-    let p999 = if latency.count > 0 {
-        ms(latency.hist.value_at_quantile(0.999))
-    } else {
-        0.0
-    };
     let wall_s = wall.as_secs_f64();
-    let errors: BTreeMap<String, u64> = ErrorKind::ALL
-        .iter()
-        .map(|k| (k.name().to_string(), rec.errors[k.index()]))
-        .collect();
-    let error_details: BTreeMap<String, u64> = ErrorDetail::ALL
-        .iter()
-        .map(|d| (d.name().to_string(), rec.error_details[d.index()]))
-        .filter(|(_, n)| *n > 0)
-        .collect();
-    let status_codes: BTreeMap<String, u64> = rec
-        .status
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(code, n)| (code.to_string(), *n))
-        .collect();
-    let status_classes: BTreeMap<String, u64> = (1..=5)
-        .map(|c| {
-            let n: u64 = rec.status[c * 100..(c + 1) * 100].iter().sum();
-            (format!("{c}xx"), n)
-        })
-        .collect();
-    let non_2xx = rec.counts.ok - status_classes["2xx"];
-    let close_reasons: BTreeMap<String, u64> = CloseReason::ALL
-        .iter()
-        .map(|r| (r.name().to_string(), rec.close_reasons[r.index()]))
-        .collect();
-    let closed = rec.counts.connections_closed;
     let url = sc.url.clone();
     let cpu_us = cpu.total().as_secs_f64() * 1e6;
     ScenarioReport {
@@ -257,59 +220,8 @@ fn summarize_counts(
             timeout_s: sc.timeout_s,
             requests_per_connection: sc.requests_per_connection,
         },
-        requests: RequestsReport {
-            attempted: rec.counts.attempted,
-            ok: rec.counts.ok,
-            errors,
-            error_details,
-            error_examples: rec
-                .error_examples
-                .iter()
-                .map(|(k, m)| (k.to_string(), m.clone()))
-                .collect(),
-            retries: RetriesReport {
-                stale_connection: rec.counts.stale_retries,
-                refused_stream: rec.counts.refused_retries,
-            },
-            status_codes,
-            status_classes,
-            non_2xx,
-            retry_after_s: rec.retry_after_s,
-            aborted_at_deadline: rec.counts.aborted_at_deadline,
-            late_sends: rec.counts.late_sends,
-        },
-        connections: ConnectionsReport {
-            opened: rec.counts.connections_opened,
-            reused_requests: rec.counts.reused_requests,
-            reuse_ratio: if rec.counts.ok > 0 {
-                rec.counts.reused_requests as f64 / rec.counts.ok as f64
-            } else {
-                0.0
-            },
-            tls_handshakes: TlsHandshakes {
-                full: rec.counts.tls_full,
-                resumed: rec.counts.tls_resumed,
-                tls13: rec.counts.tls13,
-            },
-            close_reasons,
-            requests_per_connection: RpcReport {
-                min: if closed > 0 { rec.rpc_min } else { 0 },
-                mean: if closed > 0 {
-                    rec.counts.rpc_sum as f64 / closed as f64
-                } else {
-                    0.0
-                },
-                max: rec.rpc_max,
-            },
-            server_ignored_close: rec.counts.server_ignored_close,
-            early_data: EarlyDataReport {
-                attempted: rec.counts.early_attempted,
-                accepted: rec.counts.early_accepted,
-                rejected: rec.counts.early_rejected,
-            },
-            h2: (sc.strategy == Strategy::H2).then(|| h2_report(sc, rec)),
-            quic: sc.strategy.quic().then(|| quic_report(sc, rec)),
-        },
+        requests: requests_report(rec),
+        connections: connections_report(sc, rec),
         throughput: ThroughputReport {
             requests_per_s: if wall_s > 0.0 {
                 rec.counts.ok as f64 / wall_s
@@ -319,15 +231,7 @@ fn summarize_counts(
             bytes_received: rec.counts.bytes_received,
             body_bytes_received: rec.counts.body_bytes,
         },
-        latency_ms: LatencyReport {
-            mean: lat.mean,
-            p50: lat.p50,
-            p90: lat.p90,
-            p99: lat.p99,
-            p999,
-            max: lat.max,
-            percentiles,
-        },
+        latency_ms: latency_report(rec),
         phases_ms: PhasesReport {
             new: group(&rec.phases_new, rec.counts.ok - rec.counts.reused_requests),
             reused: group(&rec.phases_reused, rec.counts.reused_requests),
@@ -355,6 +259,115 @@ fn summarize_counts(
         diagnosis: diagnose(sc, rec),
         timeline: timeline(&rec.timeline, wall_s),
         raw: None,
+    }
+}
+
+fn requests_report(rec: &Recorder) -> RequestsReport {
+    let errors: BTreeMap<String, u64> = ErrorKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), rec.errors[k.index()]))
+        .collect();
+    let error_details: BTreeMap<String, u64> = ErrorDetail::ALL
+        .iter()
+        .map(|d| (d.name().to_string(), rec.error_details[d.index()]))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let status_codes: BTreeMap<String, u64> = rec
+        .status
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(code, n)| (code.to_string(), *n))
+        .collect();
+    let status_classes: BTreeMap<String, u64> = (1..=5)
+        .map(|c| {
+            let n: u64 = rec.status[c * 100..(c + 1) * 100].iter().sum();
+            (format!("{c}xx"), n)
+        })
+        .collect();
+    let non_2xx = rec.counts.ok - status_classes["2xx"];
+    RequestsReport {
+        attempted: rec.counts.attempted,
+        ok: rec.counts.ok,
+        errors,
+        error_details,
+        error_examples: rec
+            .error_examples
+            .iter()
+            .map(|(k, m)| (k.to_string(), m.clone()))
+            .collect(),
+        retries: RetriesReport {
+            stale_connection: rec.counts.stale_retries,
+            refused_stream: rec.counts.refused_retries,
+        },
+        status_codes,
+        status_classes,
+        non_2xx,
+        retry_after_s: rec.retry_after_s,
+        aborted_at_deadline: rec.counts.aborted_at_deadline,
+        late_sends: rec.counts.late_sends,
+    }
+}
+
+fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
+    let close_reasons: BTreeMap<String, u64> = CloseReason::ALL
+        .iter()
+        .map(|r| (r.name().to_string(), rec.close_reasons[r.index()]))
+        .collect();
+    let closed = rec.counts.connections_closed;
+    ConnectionsReport {
+        opened: rec.counts.connections_opened,
+        reused_requests: rec.counts.reused_requests,
+        reuse_ratio: if rec.counts.ok > 0 {
+            rec.counts.reused_requests as f64 / rec.counts.ok as f64
+        } else {
+            0.0
+        },
+        tls_handshakes: TlsHandshakes {
+            full: rec.counts.tls_full,
+            resumed: rec.counts.tls_resumed,
+            tls13: rec.counts.tls13,
+        },
+        close_reasons,
+        requests_per_connection: RpcReport {
+            min: if closed > 0 { rec.rpc_min } else { 0 },
+            mean: if closed > 0 {
+                rec.counts.rpc_sum as f64 / closed as f64
+            } else {
+                0.0
+            },
+            max: rec.rpc_max,
+        },
+        server_ignored_close: rec.counts.server_ignored_close,
+        early_data: EarlyDataReport {
+            attempted: rec.counts.early_attempted,
+            accepted: rec.counts.early_accepted,
+            rejected: rec.counts.early_rejected,
+        },
+        h2: (sc.strategy == Strategy::H2).then(|| h2_report(sc, rec)),
+        quic: sc.strategy.quic().then(|| quic_report(sc, rec)),
+    }
+}
+
+/// The latency of every ok request, new connection or reused.
+fn latency_report(rec: &Recorder) -> LatencyReport {
+    let mut latency = rec.phases_new[TOTAL].clone();
+    latency += &rec.phases_reused[TOTAL];
+    let lat = phase_summary(&latency);
+    let percentiles = distribution(&latency);
+    let p999 = if latency.count > 0 {
+        ms(latency.hist.value_at_quantile(0.999))
+    } else {
+        0.0
+    };
+    LatencyReport {
+        mean: lat.mean,
+        p50: lat.p50,
+        p90: lat.p90,
+        p99: lat.p99,
+        p999,
+        max: lat.max,
+        percentiles,
     }
 }
 
@@ -440,41 +453,7 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
         .collect();
         ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
         if let Some((reason, n)) = ranked.first().copied() {
-            let s = match reason {
-                CloseReason::ServerHttp10 => format!(
-                    "Connections were not reused: the server answered HTTP/1.0 without keep-alive on {} connection{}{}.",
-                    every(n),
-                    crate::fmt::s(n),
-                    if sc.strategy == Strategy::Http10KeepAlive { ", ignoring the request's `Connection: keep-alive`" } else { "" }
-                ),
-                CloseReason::ServerCloseHeader => format!(
-                    "Connections were not reused: the server sent `Connection: close` on its first response on {} connection{} (its keep-alive is off).",
-                    every(n),
-                    crate::fmt::s(n)
-                ),
-                CloseReason::ServerCloseDelimited => format!(
-                    "Connections were not reused: the server sent its responses without a length (no Content-Length, not chunked) and ended each body by closing the connection, on {} connection{}; a response that states its length (Content-Length or chunked) lets the connection be reused.",
-                    every(n),
-                    crate::fmt::s(n)
-                ),
-                CloseReason::ServerMaxRequests => format!(
-                    "Connections were closed by the server after {:.0} requests each on average (its max requests per connection), {}.",
-                    mean_rpc,
-                    plural(n, "connection", "connections")
-                ),
-                CloseReason::ServerIdleClose => format!(
-                    "The server closed {} while idle before they could be reused ({}); its idle timeout is shorter than the gaps between requests, or it closes without saying so.",
-                    plural(n, "connection", "connections"),
-                    plural(rec.counts.stale_retries, "stale-connection retry", "stale-connection retries")
-                ),
-                CloseReason::ClientPolicy => format!(
-                    "The client ended {} by its own policy (--requests-per-connection {}).",
-                    plural(n, "connection", "connections"),
-                    sc.requests_per_connection.unwrap_or(0)
-                ),
-                _ => format!("{} ended in errors, so they could not be reused.", plural(n, "connection", "connections")),
-            };
-            out.push(s);
+            out.push(not_reused(sc, rec, (reason, n), &every(n), mean_rpc));
         }
     } else if asked_reuse && reasons(CloseReason::ServerIdleClose) > 0 {
         out.push(format!(
@@ -493,6 +472,58 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
             plural(rec.counts.server_ignored_close, "connection", "connections")
         ));
     }
+    out.extend(error_sentences(rec));
+    out
+}
+
+/// Why connections were not reused, by the close reason most of them had: `n` of
+/// them (`every`, in words).
+fn not_reused(
+    sc: &ScenarioShape,
+    rec: &Recorder,
+    (reason, n): (CloseReason, u64),
+    every: &str,
+    mean_rpc: f64,
+) -> String {
+    match reason {
+        CloseReason::ServerHttp10 => format!(
+            "Connections were not reused: the server answered HTTP/1.0 without keep-alive on {} connection{}{}.",
+            every,
+            crate::fmt::s(n),
+            if sc.strategy == Strategy::Http10KeepAlive { ", ignoring the request's `Connection: keep-alive`" } else { "" }
+        ),
+        CloseReason::ServerCloseHeader => format!(
+            "Connections were not reused: the server sent `Connection: close` on its first response on {} connection{} (its keep-alive is off).",
+            every,
+            crate::fmt::s(n)
+        ),
+        CloseReason::ServerCloseDelimited => format!(
+            "Connections were not reused: the server sent its responses without a length (no Content-Length, not chunked) and ended each body by closing the connection, on {} connection{}; a response that states its length (Content-Length or chunked) lets the connection be reused.",
+            every,
+            crate::fmt::s(n)
+        ),
+        CloseReason::ServerMaxRequests => format!(
+            "Connections were closed by the server after {:.0} requests each on average (its max requests per connection), {}.",
+            mean_rpc,
+            plural(n, "connection", "connections")
+        ),
+        CloseReason::ServerIdleClose => format!(
+            "The server closed {} while idle before they could be reused ({}); its idle timeout is shorter than the gaps between requests, or it closes without saying so.",
+            plural(n, "connection", "connections"),
+            plural(rec.counts.stale_retries, "stale-connection retry", "stale-connection retries")
+        ),
+        CloseReason::ClientPolicy => format!(
+            "The client ended {} by its own policy (--requests-per-connection {}).",
+            plural(n, "connection", "connections"),
+            sc.requests_per_connection.unwrap_or(0)
+        ),
+        _ => format!("{} ended in errors, so they could not be reused.", plural(n, "connection", "connections")),
+    }
+}
+
+/// The failed attempts by category, and what to do about ports or descriptors run out.
+fn error_sentences(rec: &Recorder) -> Vec<String> {
+    let mut out = Vec::new();
     let errors = rec.errors_total();
     if errors > 0 {
         let mut by: Vec<(ErrorKind, u64)> = ErrorKind::ALL

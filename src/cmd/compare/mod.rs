@@ -117,13 +117,8 @@ fn offers_h2(req: &config::RequestConfig, sc: &crate::plan::Scenario) -> bool {
     .is_some_and(|t| t.alpn.as_deref() == Some("h2"))
 }
 
-pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
-    let started_at = super::now_rfc3339();
-    // Across a link every round costs round trips; 6 is the fewest that give an interval.
-    let rounds = a.rounds.unwrap_or(if a.link.any() { 6 } else { 10 });
-    if rounds == 0 || rounds > 1000 {
-        return Err(UsageError("--rounds must be between 1 and 1000".into()).into());
-    }
+/// `--strategies`, each parsed (none: the default set).
+fn chosen_strategies(a: &CompareArgs) -> anyhow::Result<Option<Vec<Strategy>>> {
     let chosen: Option<Vec<Strategy>> = a
         .strategies
         .as_ref()
@@ -136,6 +131,28 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     if chosen.as_ref().is_some_and(|c| c.is_empty()) {
         return Err(UsageError("--strategies: name at least one strategy".into()).into());
     }
+    Ok(chosen)
+}
+
+/// The embedded server for one link (or none): early data on when a strategy sends it
+/// (as for bench), and for the default set, which has close-0rtt and h3-0rtt.
+fn start_embedded(spec: Option<LinkSpec>, chosen: Option<&[Strategy]>) -> anyhow::Result<Embedded> {
+    let early = chosen.map_or(true, |c| c.iter().any(|s| s.early_data()));
+    let cfg = ServerConfig {
+        early_data: early,
+        ..ServerConfig::default()
+    };
+    Embedded::start(spec, cfg)
+}
+
+pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
+    let started_at = super::now_rfc3339();
+    // Across a link every round costs round trips; 6 is the fewest that give an interval.
+    let rounds = a.rounds.unwrap_or(if a.link.any() { 6 } else { 10 });
+    if rounds == 0 || rounds > 1000 {
+        return Err(UsageError("--rounds must be between 1 and 1000".into()).into());
+    }
+    let chosen = chosen_strategies(&a)?;
     let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
     let path = embedded_path(
@@ -167,18 +184,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     for spec in specs {
         let embedded = path
             .as_ref()
-            .map(|_| {
-                // Early data is on when a strategy sends it (as for bench), and for the
-                // default set, which has close-0rtt and h3-0rtt.
-                let early = chosen
-                    .as_ref()
-                    .map_or(true, |c| c.iter().any(|s| s.early_data()));
-                let cfg = ServerConfig {
-                    early_data: early,
-                    ..ServerConfig::default()
-                };
-                Embedded::start(spec, cfg)
-            })
+            .map(|_| start_embedded(spec, chosen.as_deref()))
             .transpose()?;
         let prefix = spec
             .filter(|_| sweep)

@@ -87,6 +87,9 @@ impl ChunkedDecoder {
         self.feed_inner(input, Some(data))
     }
 
+    // One match over the decoder's states (RFC 9112 §7.1), byte by byte: split up, the
+    // state and the input position would be passed back and forth between the parts.
+    #[allow(clippy::too_many_lines)]
     fn feed_inner(
         &mut self,
         input: &[u8],

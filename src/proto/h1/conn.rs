@@ -166,6 +166,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     /// Read one response. The buffer is empty on entry (responses are never pipelined).
+    // The client's hot path: one response read as one state machine (head, then the
+    // body by its framing), each read's timing and failure kept in one frame.
+    #[allow(clippy::too_many_lines)]
     pub async fn read_response(
         &mut self,
         head_request: bool,

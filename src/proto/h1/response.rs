@@ -84,6 +84,9 @@ pub fn has_token(value: &[u8], token: &str) -> bool {
 
 /// Parse a response head from the front of `buf`. `Ok(None)` means more bytes are needed.
 /// `head_request` tells whether the request was HEAD (no body whatever the headers say).
+// One pass over a response head deciding its framing and persistence (RFC 9112 §6.3,
+// §9.3): the header checks are one table of rules, each with its own error.
+#[allow(clippy::too_many_lines)]
 pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>, HeadError> {
     let mut headers =
         [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];

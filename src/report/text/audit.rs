@@ -4,7 +4,94 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Series;
-use crate::report::audit::{AuditBucket, AuditReport};
+use crate::report::audit::{AuditBucket, AuditReport, ClientSummary};
+
+/// One client's (or all clients') connections, requests and reuse.
+fn client_block(out: &mut String, s: &ClientSummary) {
+    let _ = writeln!(
+        out,
+        "\n{}",
+        if s.client == "all" {
+            "All clients".to_string()
+        } else {
+            format!("Client {}", s.client)
+        }
+    );
+    let _ = writeln!(out, "  connections           {}", s.connections);
+    let _ = writeln!(
+        out,
+        "  requests              {} ({} answered)",
+        s.requests, s.responses
+    );
+    let _ = writeln!(
+        out,
+        "  requests/connection   min {}  mean {:.1}  max {}   (reuse ratio {:.1} %)",
+        s.requests_per_connection.min,
+        s.requests_per_connection.mean,
+        s.requests_per_connection.max,
+        s.reuse_ratio * 100.0
+    );
+    let fmt_map = |m: &BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(out, "  HTTP versions         {}", fmt_map(&s.http_versions));
+    let _ = writeln!(
+        out,
+        "  Connection headers    {}",
+        fmt_map(&s.connection_headers)
+    );
+    if s.forwarded_requests > 0 {
+        let _ = writeln!(
+            out,
+            "  via a proxy           {} requests with Via, Forwarded, X-Forwarded-For or X-Real-IP",
+            s.forwarded_requests
+        );
+    }
+    if s.idle_gaps.count > 0 {
+        let g = &s.idle_gaps;
+        let _ = writeln!(
+            out,
+            "  idle gaps (ms)        min {:.2}  mean {:.2}  max {:.2}  ({})",
+            g.min_ms, g.mean_ms, g.max_ms, g.count
+        );
+    }
+    let endings: Vec<String> = s
+        .endings
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{} {v}",
+                serde_json::to_value(k)
+                    .ok()
+                    .and_then(|x| x.as_str().map(String::from))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "  how connections ended {}", endings.join(", "));
+    if let Some(h) = &s.h2 {
+        let _ = writeln!(
+            out,
+            "  HTTP/2                {} connection(s), {} streams (per connection min {}  mean {:.1}  max {}), peak {} at once on one connection",
+            h.connections,
+            h.streams,
+            h.streams_per_connection.min,
+            h.streams_per_connection.mean,
+            h.streams_per_connection.max,
+            h.peak_concurrent_streams
+        );
+    }
+    if s.tls_handshakes.full + s.tls_handshakes.resumed > 0 {
+        let _ = writeln!(
+            out,
+            "  TLS handshakes        full {}, resumed {}",
+            s.tls_handshakes.full, s.tls_handshakes.resumed
+        );
+    }
+}
 
 pub fn render(r: &AuditReport) -> String {
     let mut out = String::new();
@@ -23,89 +110,7 @@ pub fn render(r: &AuditReport) -> String {
         r.peak_concurrent_connections
     );
     for s in std::iter::once(&r.total).chain(r.clients.iter().filter(|_| r.clients.len() > 1)) {
-        let _ = writeln!(
-            out,
-            "\n{}",
-            if s.client == "all" {
-                "All clients".to_string()
-            } else {
-                format!("Client {}", s.client)
-            }
-        );
-        let _ = writeln!(out, "  connections           {}", s.connections);
-        let _ = writeln!(
-            out,
-            "  requests              {} ({} answered)",
-            s.requests, s.responses
-        );
-        let _ = writeln!(
-            out,
-            "  requests/connection   min {}  mean {:.1}  max {}   (reuse ratio {:.1} %)",
-            s.requests_per_connection.min,
-            s.requests_per_connection.mean,
-            s.requests_per_connection.max,
-            s.reuse_ratio * 100.0
-        );
-        let fmt_map = |m: &BTreeMap<String, u64>| {
-            m.iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let _ = writeln!(out, "  HTTP versions         {}", fmt_map(&s.http_versions));
-        let _ = writeln!(
-            out,
-            "  Connection headers    {}",
-            fmt_map(&s.connection_headers)
-        );
-        if s.forwarded_requests > 0 {
-            let _ = writeln!(
-                out,
-                "  via a proxy           {} requests with Via, Forwarded, X-Forwarded-For or X-Real-IP",
-                s.forwarded_requests
-            );
-        }
-        if s.idle_gaps.count > 0 {
-            let g = &s.idle_gaps;
-            let _ = writeln!(
-                out,
-                "  idle gaps (ms)        min {:.2}  mean {:.2}  max {:.2}  ({})",
-                g.min_ms, g.mean_ms, g.max_ms, g.count
-            );
-        }
-        let endings: Vec<String> = s
-            .endings
-            .iter()
-            .map(|(k, v)| {
-                format!(
-                    "{} {v}",
-                    serde_json::to_value(k)
-                        .ok()
-                        .and_then(|x| x.as_str().map(String::from))
-                        .unwrap_or_default()
-                )
-            })
-            .collect();
-        let _ = writeln!(out, "  how connections ended {}", endings.join(", "));
-        if let Some(h) = &s.h2 {
-            let _ = writeln!(
-                out,
-                "  HTTP/2                {} connection(s), {} streams (per connection min {}  mean {:.1}  max {}), peak {} at once on one connection",
-                h.connections,
-                h.streams,
-                h.streams_per_connection.min,
-                h.streams_per_connection.mean,
-                h.streams_per_connection.max,
-                h.peak_concurrent_streams
-            );
-        }
-        if s.tls_handshakes.full + s.tls_handshakes.resumed > 0 {
-            let _ = writeln!(
-                out,
-                "  TLS handshakes        full {}, resumed {}",
-                s.tls_handshakes.full, s.tls_handshakes.resumed
-            );
-        }
+        client_block(&mut out, s);
     }
     let t = &r.timeline;
     let count = |f: fn(&AuditBucket) -> u64| t.iter().map(|b| f(b) as f64).collect();

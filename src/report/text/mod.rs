@@ -76,8 +76,8 @@ fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked:
     }
 }
 
-pub fn render_scenario(s: &ScenarioReport) -> String {
-    let mut out = String::new();
+/// The scenario's name, URL and load.
+fn heading(out: &mut String, s: &ScenarioReport) {
     let _ = writeln!(out, "{}  {}", s.name, s.url);
     if s.urls > 1 {
         let _ = writeln!(out, "  ({} URLs, in turn)", s.urls);
@@ -112,7 +112,10 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         let _ = write!(load, ", {n} requests per connection");
     }
     let _ = writeln!(out, "{load}");
+}
 
+/// Requests, errors, status codes, throughput and CPU.
+fn summary(out: &mut String, s: &ScenarioReport) {
     let r = &s.requests;
     let errors: u64 = r.errors.values().sum();
     let _ = writeln!(out, "\nSummary");
@@ -192,8 +195,15 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         "  Client CPU    {:.1} µs per request",
         s.cpu.client_us_per_request
     );
+}
 
-    if r.ok == 0 {
+pub fn render_scenario(s: &ScenarioReport) -> String {
+    let mut out = String::new();
+    heading(&mut out, s);
+
+    summary(&mut out, s);
+
+    if s.requests.ok == 0 {
         // Nothing was measured: no table of zeros.
         let _ = writeln!(out, "\nLatency       none measured: no request succeeded");
     } else {
@@ -230,43 +240,8 @@ fn latency_tables(out: &mut String, s: &ScenarioReport) {
     connection_times(out, "reused connections", &s.phases_ms.reused, open_loop);
 }
 
-fn connections_block(out: &mut String, s: &ScenarioReport) {
-    let r = &s.requests;
-    let c = &s.connections;
-    let _ = writeln!(out, "\nConnections");
-    let _ = writeln!(out, "  opened                {}", c.opened);
-    let _ = writeln!(
-        out,
-        "  reused requests       {} of {} ok (reuse ratio {:.1} %)",
-        c.reused_requests,
-        r.ok,
-        c.reuse_ratio * 100.0
-    );
-    let _ = writeln!(
-        out,
-        "  TLS handshakes        full {}, resumed {}",
-        c.tls_handshakes.full, c.tls_handshakes.resumed
-    );
-    let ed = &c.early_data;
-    if ed.attempted > 0 {
-        let _ = writeln!(
-            out,
-            "  early data (0-RTT)    {} requests sent in it: {} accepted, {} rejected (sent again after the handshake)",
-            ed.attempted, ed.accepted, ed.rejected
-        );
-    }
-    let _ = writeln!(
-        out,
-        "  {}   min {}  mean {:.1}  max {}",
-        if c.h2.is_some() {
-            "streams/connection "
-        } else {
-            "requests/connection"
-        },
-        c.requests_per_connection.min,
-        c.requests_per_connection.mean,
-        c.requests_per_connection.max
-    );
+/// HTTP/2's streams, SETTINGS and GOAWAYs; QUIC's handshakes, 0-RTT lead and path.
+fn multiplexing(out: &mut String, c: &super::ConnectionsReport) {
     if let Some(h) = &c.h2 {
         let _ = writeln!(
             out,
@@ -318,6 +293,46 @@ fn connections_block(out: &mut String, s: &ScenarioReport) {
             q.rtt_ms.mean, q.packets_sent, q.packets_lost, q.bytes_lost, q.congestion_events
         );
     }
+}
+
+fn connections_block(out: &mut String, s: &ScenarioReport) {
+    let r = &s.requests;
+    let c = &s.connections;
+    let _ = writeln!(out, "\nConnections");
+    let _ = writeln!(out, "  opened                {}", c.opened);
+    let _ = writeln!(
+        out,
+        "  reused requests       {} of {} ok (reuse ratio {:.1} %)",
+        c.reused_requests,
+        r.ok,
+        c.reuse_ratio * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  TLS handshakes        full {}, resumed {}",
+        c.tls_handshakes.full, c.tls_handshakes.resumed
+    );
+    let ed = &c.early_data;
+    if ed.attempted > 0 {
+        let _ = writeln!(
+            out,
+            "  early data (0-RTT)    {} requests sent in it: {} accepted, {} rejected (sent again after the handshake)",
+            ed.attempted, ed.accepted, ed.rejected
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  {}   min {}  mean {:.1}  max {}",
+        if c.h2.is_some() {
+            "streams/connection "
+        } else {
+            "requests/connection"
+        },
+        c.requests_per_connection.min,
+        c.requests_per_connection.mean,
+        c.requests_per_connection.max
+    );
+    multiplexing(out, c);
     let reasons: Vec<String> = c
         .close_reasons
         .iter()
@@ -540,31 +555,7 @@ pub fn render_comparison(c: &Comparison) -> String {
     for g in groups {
         let rows: Vec<&ComparisonRow> = c.rows.iter().filter(|r| r.group == g).collect();
         let url = rows.first().map(|r| r.url.as_str()).unwrap_or("");
-        let rtt = c
-            .rtt_ms
-            .iter()
-            .find(|x| x.group == g)
-            .and_then(|x| x.rtt_ms);
-        let link = c.rtt_ms.iter().find(|x| x.group == g);
-        let _ = writeln!(
-            out,
-            "\n{url}{}",
-            match (rtt, link.is_some_and(|l| l.round_trips)) {
-                (Some(r), true) => match link.and_then(|l| l.rtt_set_ms) {
-                    Some(set) => format!(
-                        "  (round trip {} ms, set on the link; the shortest TCP connects took {} ms)",
-                        fmt_ms(set),
-                        fmt_ms(r)
-                    ),
-                    None => format!("  (round trip {} ms: the shortest TCP connects)", fmt_ms(r)),
-                },
-                (Some(r), false) => format!(
-                    "  (the shortest TCP connects take {} ms here: local CPU and scheduling, not a network round trip)",
-                    fmt_ms(r)
-                ),
-                (None, _) => String::new(),
-            }
-        );
+        let _ = writeln!(out, "\n{url}{}", group_rtt(c, g));
         let _ = writeln!(
             out,
             "  {:<22} {:>8} {:>20} {:>9} {:>8} {:>8} {:>11} {:>9} {:>8} {:>15}  vs best",
@@ -584,41 +575,7 @@ pub fn render_comparison(c: &Comparison) -> String {
                 Some(s) => format!("{:.1}/{:.1}", r.client_cpu_us_per_request.median, s.median),
                 None => format!("{:.1}/-", r.client_cpu_us_per_request.median),
             };
-            let vs = if r.failed_rounds > 0 {
-                format!(
-                    "failed: no request succeeded in {} of {} rounds",
-                    r.failed_rounds,
-                    r.rounds_ms.len()
-                )
-            } else if r.best {
-                "best".to_string()
-            } else if r.times_slower_ci.is_none() {
-                format!(
-                    "not enough rounds to judge ({} of {}; {:.2}x)",
-                    r.rounds_ms.len(),
-                    super::comparison::MIN_ROUNDS_FOR_INTERVAL,
-                    r.times_slower
-                )
-            } else {
-                let ci = r
-                    .times_slower_ci
-                    .map(|[lo, hi]| format!(" [{lo:.2}-{hi:.2}]"))
-                    .unwrap_or_default();
-                if r.significant {
-                    format!(
-                        "{:.2}x{ci} slower, {}{} ms/req",
-                        r.times_slower,
-                        if r.extra_ms_per_request >= 0.0 {
-                            "+"
-                        } else {
-                            ""
-                        },
-                        fmt_ms(r.extra_ms_per_request)
-                    )
-                } else {
-                    format!("no measurable difference ({:.2}x{ci})", r.times_slower)
-                }
-            };
+            let vs = vs_best(r);
             let _ = writeln!(
                 out,
                 "  {:<22} {:>8.3} {:>20} {:>9} {:>8} {:>8} {:>11} {:>9} {:>8} {:>15}  {vs}",
@@ -638,31 +595,7 @@ pub fn render_comparison(c: &Comparison) -> String {
                 cpu,
             );
         }
-        // Horizontal bars of time per request, like the field reports' charts.
-        let max = rows
-            .iter()
-            .filter(|r| r.failed_rounds == 0)
-            .map(|r| r.time_per_request_ms.median)
-            .fold(0.0, f64::max);
-        let _ = writeln!(out);
-        for r in &rows {
-            if r.failed_rounds > 0 {
-                let _ = writeln!(out, "  {:<22} failed", r.name);
-                continue;
-            }
-            let width = if max > 0.0 {
-                (r.time_per_request_ms.median / max * 50.0).round() as usize
-            } else {
-                0
-            };
-            let _ = writeln!(
-                out,
-                "  {:<22} {} {} ms/request",
-                r.name,
-                "█".repeat(width.max(1)),
-                fmt_ms(r.time_per_request_ms.median)
-            );
-        }
+        time_bars(&mut out, &rows);
     }
     if let Some(r) = c.rows.iter().find(|r| r.repeat_of.is_some()) {
         let _ = writeln!(
@@ -679,6 +612,98 @@ pub fn render_comparison(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// A row's verdict against the best row, in words.
+fn vs_best(r: &ComparisonRow) -> String {
+    if r.failed_rounds > 0 {
+        format!(
+            "failed: no request succeeded in {} of {} rounds",
+            r.failed_rounds,
+            r.rounds_ms.len()
+        )
+    } else if r.best {
+        "best".to_string()
+    } else if r.times_slower_ci.is_none() {
+        format!(
+            "not enough rounds to judge ({} of {}; {:.2}x)",
+            r.rounds_ms.len(),
+            super::comparison::MIN_ROUNDS_FOR_INTERVAL,
+            r.times_slower
+        )
+    } else {
+        let ci = r
+            .times_slower_ci
+            .map(|[lo, hi]| format!(" [{lo:.2}-{hi:.2}]"))
+            .unwrap_or_default();
+        if r.significant {
+            format!(
+                "{:.2}x{ci} slower, {}{} ms/req",
+                r.times_slower,
+                if r.extra_ms_per_request >= 0.0 {
+                    "+"
+                } else {
+                    ""
+                },
+                fmt_ms(r.extra_ms_per_request)
+            )
+        } else {
+            format!("no measurable difference ({:.2}x{ci})", r.times_slower)
+        }
+    }
+}
+
+/// Horizontal bars of time per request, like the field reports' charts.
+fn time_bars(out: &mut String, rows: &[&ComparisonRow]) {
+    let max = rows
+        .iter()
+        .filter(|r| r.failed_rounds == 0)
+        .map(|r| r.time_per_request_ms.median)
+        .fold(0.0, f64::max);
+    let _ = writeln!(out);
+    for r in rows {
+        if r.failed_rounds > 0 {
+            let _ = writeln!(out, "  {:<22} failed", r.name);
+            continue;
+        }
+        let width = if max > 0.0 {
+            (r.time_per_request_ms.median / max * 50.0).round() as usize
+        } else {
+            0
+        };
+        let _ = writeln!(
+            out,
+            "  {:<22} {} {} ms/request",
+            r.name,
+            "█".repeat(width.max(1)),
+            fmt_ms(r.time_per_request_ms.median)
+        );
+    }
+}
+
+/// What the group's round trip is, after its URL: measured, set on a link, or none.
+fn group_rtt(c: &Comparison, g: &str) -> String {
+    let rtt = c
+        .rtt_ms
+        .iter()
+        .find(|x| x.group == g)
+        .and_then(|x| x.rtt_ms);
+    let link = c.rtt_ms.iter().find(|x| x.group == g);
+    match (rtt, link.is_some_and(|l| l.round_trips)) {
+        (Some(r), true) => match link.and_then(|l| l.rtt_set_ms) {
+            Some(set) => format!(
+                "  (round trip {} ms, set on the link; the shortest TCP connects took {} ms)",
+                fmt_ms(set),
+                fmt_ms(r)
+            ),
+            None => format!("  (round trip {} ms: the shortest TCP connects)", fmt_ms(r)),
+        },
+        (Some(r), false) => format!(
+            "  (the shortest TCP connects take {} ms here: local CPU and scheduling, not a network round trip)",
+            fmt_ms(r)
+        ),
+        (None, _) => String::new(),
+    }
 }
 
 pub fn render(report: &Report) -> String {

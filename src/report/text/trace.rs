@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::fmt::ms as fmt_ms;
-use crate::report::trace::TraceReport;
+use crate::report::trace::{TraceReport, TraceStep};
 
 /// The waterfall and details, as text.
 pub fn render(t: &TraceReport) -> String {
@@ -39,143 +39,153 @@ pub fn render(t: &TraceReport) -> String {
                 .map(|id| format!(", stream {id}"))
                 .unwrap_or_default()
         );
-        // Each phase with where its bar starts (None: where the one before it ended).
-        // With 0-RTT the request leaves during the QUIC handshake: its bars overlap.
-        let mut phases: Vec<(&str, Option<f64>, Option<f64>)> = vec![("dns", s.dns_ms, None)];
-        if s.quic.is_some() {
-            let from = s.dns_ms.unwrap_or(0.0);
-            phases.push(("quic_hs", s.quic_handshake_ms, None));
-            if let Some(left) = s.request_left_ms {
-                phases.push(("send", Some(s.send_ms), Some(from + left)));
-            } else {
-                phases.push(("h3_setup", s.h3_setup_ms, None));
-                phases.push(("send", Some(s.send_ms), None));
-            }
-        } else {
-            phases.push(("connect", s.connect_ms, None));
-            phases.push(("tls", s.tls_ms, None));
-            if s.stream_id.is_some() {
-                phases.push(("h2_setup", s.h2_setup_ms, None));
-            }
-            phases.push(("send", Some(s.send_ms), None));
-        }
-        phases.extend([
-            ("wait", Some(s.wait_ms), None),
-            ("receive", Some(s.receive_ms), None),
-        ]);
-        let width = 50.0;
-        let scale = if s.total_ms > 0.0 {
-            width / s.total_ms
-        } else {
-            0.0
-        };
-        let mut at = 0.0;
-        for (name, v, from) in phases {
-            match v {
-                None => {
-                    let _ = writeln!(out, "  {name:<8} {:>10}", "-");
-                }
-                Some(v) => {
-                    if let Some(f) = from {
-                        at = f;
-                    }
-                    let pad = ((at * scale).round() as usize).min(width as usize);
-                    let len = ((v * scale).round() as usize).max(1);
-                    let _ = writeln!(
-                        out,
-                        "  {name:<8} {:>10} |{}{}",
-                        format!("{} ms", fmt_ms(v)),
-                        " ".repeat(pad),
-                        "█".repeat(len)
-                    );
-                    at += v;
-                }
-            }
-        }
-        let _ = writeln!(
-            out,
-            "  {:<8} {:>10}",
-            "total",
-            format!("{} ms", fmt_ms(s.total_ms))
-        );
-        if let Some(tls) = &s.tls {
-            let _ = writeln!(
-                out,
-                "  TLS         {}{}, ALPN {}, {} handshake{}",
-                tls.version,
-                if s.quic.is_some() {
-                    " inside QUIC".to_string()
-                } else {
-                    format!(" {}", tls.cipher_suite)
-                },
-                tls.alpn.as_deref().unwrap_or("none"),
-                if tls.resumed { "resumed" } else { "full" },
-                match s.early_data {
-                    Some("accepted") => "; the request went in early data (0-RTT), accepted: it was on its way during the handshake",
-                    Some("rejected") => "; the request went in early data (0-RTT), rejected: sent again after the handshake",
-                    Some(_) => "; no 0-RTT: no session to resume allows early data (none yet, or the server's tickets allow none)",
-                    None => "",
-                }
-            );
-        }
-        if let (Some(left), Some(hs)) = (s.request_left_ms, s.quic_handshake_ms) {
-            let _ = writeln!(
-                out,
-                "  0-RTT       the request left {} ms after the first Initial, {} ms before the handshake's end",
-                fmt_ms(left),
-                fmt_ms((hs - left).max(0.0))
-            );
-        }
-        if let Some(q) = &s.quic {
-            let _ = writeln!(
-                out,
-                "  QUIC        {}, RTT estimate {} ms, {} packets sent ({} lost), {} datagrams sent, {} received",
-                q.remote,
-                fmt_ms(q.rtt_ms),
-                q.packets_sent,
-                q.packets_lost,
-                q.datagrams_sent,
-                q.datagrams_received
-            );
-        }
-        if let Some(t) = s.session_ticket {
-            let _ = writeln!(
-                out,
-                "  Ticket      {}",
-                if t {
-                    "the server sent a session ticket: the next connection can resume"
-                } else {
-                    "no session ticket came before the close: the next connection cannot resume"
-                }
-            );
-        }
-        if s.stream_id.is_some() {
-            let _ = writeln!(
-                out,
-                "  Response    {} {}, {} body bytes",
-                s.http_version, s.status, s.body_bytes
-            );
-            let _ = writeln!(out, "  Connection  {}", s.after_response);
-        } else {
-            let _ = writeln!(
-                out,
-                "  Response    {} {}, {} body bytes; Connection: {}; Keep-Alive: {}",
-                s.http_version,
-                s.status,
-                s.body_bytes,
-                s.connection_header.as_deref().unwrap_or("-"),
-                s.keep_alive_header.as_deref().unwrap_or("-")
-            );
-            let _ = writeln!(
-                out,
-                "  Connection  {} by the response; after it: {}",
-                if s.persistent { "may persist" } else { "ends" },
-                s.after_response
-            );
-        }
+        waterfall(&mut out, s);
+        details(&mut out, s);
     }
     if let Some(e) = &t.error {
         let _ = writeln!(out, "\nFailed: {e}");
     }
     out
+}
+
+/// The step's phases as bars on one time scale, and its total.
+fn waterfall(out: &mut String, s: &TraceStep) {
+    // Each phase with where its bar starts (None: where the one before it ended).
+    // With 0-RTT the request leaves during the QUIC handshake: its bars overlap.
+    let mut phases: Vec<(&str, Option<f64>, Option<f64>)> = vec![("dns", s.dns_ms, None)];
+    if s.quic.is_some() {
+        let from = s.dns_ms.unwrap_or(0.0);
+        phases.push(("quic_hs", s.quic_handshake_ms, None));
+        if let Some(left) = s.request_left_ms {
+            phases.push(("send", Some(s.send_ms), Some(from + left)));
+        } else {
+            phases.push(("h3_setup", s.h3_setup_ms, None));
+            phases.push(("send", Some(s.send_ms), None));
+        }
+    } else {
+        phases.push(("connect", s.connect_ms, None));
+        phases.push(("tls", s.tls_ms, None));
+        if s.stream_id.is_some() {
+            phases.push(("h2_setup", s.h2_setup_ms, None));
+        }
+        phases.push(("send", Some(s.send_ms), None));
+    }
+    phases.extend([
+        ("wait", Some(s.wait_ms), None),
+        ("receive", Some(s.receive_ms), None),
+    ]);
+    let width = 50.0;
+    let scale = if s.total_ms > 0.0 {
+        width / s.total_ms
+    } else {
+        0.0
+    };
+    let mut at = 0.0;
+    for (name, v, from) in phases {
+        match v {
+            None => {
+                let _ = writeln!(out, "  {name:<8} {:>10}", "-");
+            }
+            Some(v) => {
+                if let Some(f) = from {
+                    at = f;
+                }
+                let pad = ((at * scale).round() as usize).min(width as usize);
+                let len = ((v * scale).round() as usize).max(1);
+                let _ = writeln!(
+                    out,
+                    "  {name:<8} {:>10} |{}{}",
+                    format!("{} ms", fmt_ms(v)),
+                    " ".repeat(pad),
+                    "█".repeat(len)
+                );
+                at += v;
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  {:<8} {:>10}",
+        "total",
+        format!("{} ms", fmt_ms(s.total_ms))
+    );
+}
+
+/// The step's TLS, 0-RTT, QUIC and ticket details, the response and what followed it.
+fn details(out: &mut String, s: &TraceStep) {
+    if let Some(tls) = &s.tls {
+        let _ = writeln!(
+            out,
+            "  TLS         {}{}, ALPN {}, {} handshake{}",
+            tls.version,
+            if s.quic.is_some() {
+                " inside QUIC".to_string()
+            } else {
+                format!(" {}", tls.cipher_suite)
+            },
+            tls.alpn.as_deref().unwrap_or("none"),
+            if tls.resumed { "resumed" } else { "full" },
+            match s.early_data {
+                Some("accepted") => "; the request went in early data (0-RTT), accepted: it was on its way during the handshake",
+                Some("rejected") => "; the request went in early data (0-RTT), rejected: sent again after the handshake",
+                Some(_) => "; no 0-RTT: no session to resume allows early data (none yet, or the server's tickets allow none)",
+                None => "",
+            }
+        );
+    }
+    if let (Some(left), Some(hs)) = (s.request_left_ms, s.quic_handshake_ms) {
+        let _ = writeln!(
+            out,
+            "  0-RTT       the request left {} ms after the first Initial, {} ms before the handshake's end",
+            fmt_ms(left),
+            fmt_ms((hs - left).max(0.0))
+        );
+    }
+    if let Some(q) = &s.quic {
+        let _ = writeln!(
+            out,
+            "  QUIC        {}, RTT estimate {} ms, {} packets sent ({} lost), {} datagrams sent, {} received",
+            q.remote,
+            fmt_ms(q.rtt_ms),
+            q.packets_sent,
+            q.packets_lost,
+            q.datagrams_sent,
+            q.datagrams_received
+        );
+    }
+    if let Some(t) = s.session_ticket {
+        let _ = writeln!(
+            out,
+            "  Ticket      {}",
+            if t {
+                "the server sent a session ticket: the next connection can resume"
+            } else {
+                "no session ticket came before the close: the next connection cannot resume"
+            }
+        );
+    }
+    if s.stream_id.is_some() {
+        let _ = writeln!(
+            out,
+            "  Response    {} {}, {} body bytes",
+            s.http_version, s.status, s.body_bytes
+        );
+        let _ = writeln!(out, "  Connection  {}", s.after_response);
+    } else {
+        let _ = writeln!(
+            out,
+            "  Response    {} {}, {} body bytes; Connection: {}; Keep-Alive: {}",
+            s.http_version,
+            s.status,
+            s.body_bytes,
+            s.connection_header.as_deref().unwrap_or("-"),
+            s.keep_alive_header.as_deref().unwrap_or("-")
+        );
+        let _ = writeln!(
+            out,
+            "  Connection  {} by the response; after it: {}",
+            if s.persistent { "may persist" } else { "ends" },
+            s.after_response
+        );
+    }
 }
