@@ -46,15 +46,12 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     eprintln!("handshake audit: listening on {}", running.url);
     let (command, status) = run_client(&a.command, duration, &running.url)?;
     let mut report = running.finish(command, status);
-    let mut lines = Vec::new();
-    let mut failed = false;
-    if !thresholds.is_empty() {
-        let v = serde_json::to_value(&report).expect("audit report serializes");
-        let results = thresholds::check(&thresholds, &[(None, String::new(), v)])?;
-        failed = results.iter().any(|r| r.failed);
-        lines = thresholds::describe(&results, &thresholds);
-        report.thresholds = Some(results);
-    }
+    let thresholds::Checked {
+        failed,
+        lines,
+        results,
+    } = thresholds::check_report(&thresholds, &report)?;
+    report.thresholds = results;
     if let Some(path) = &a.html {
         std::fs::write(path, crate::report::html::render_audit(&report))
             .with_context(|| format!("--html {}", path.display()))?;

@@ -42,14 +42,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         duration,
         buffer,
     })?;
-    let mut lines = Vec::new();
-    let mut failed = false;
-    if !thresholds.is_empty() {
-        let v = serde_json::to_value(&rep).expect("watch report serializes");
-        let results = thresholds::check(&thresholds, &[(None, String::new(), v)])?;
-        failed = results.iter().any(|r| r.failed);
-        lines = thresholds::describe(&results, &thresholds);
-    }
+    let thresholds::Checked { failed, lines, .. } = thresholds::check_report(&thresholds, &rep)?;
     let out = if a.json {
         serde_json::to_string_pretty(&rep).expect("watch report serializes")
     } else {

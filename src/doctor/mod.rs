@@ -717,13 +717,13 @@ fn judge_http1(
         ));
     } else {
         findings.push(format!(
-        "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
-        http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
-    ));
+            "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
+            http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
+        ));
         problems.push(format!(
-        "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
-        fix(Setting::KeepAlive, server)
-    ));
+            "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
+            fix(Setting::KeepAlive, server)
+        ));
     }
     findings.push(if http10.persistent {
         "HTTP/1.0 without a keep-alive header: the server keeps the connection open anyway."
@@ -747,8 +747,8 @@ fn judge_http1(
     } else {
         findings.push("HTTP/1.0 with `Connection: keep-alive`: ignored, the connection ends after the response.".to_string());
         problems.push(
-        "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string(),
-    );
+            "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string(),
+        );
     }
 }
 
@@ -765,9 +765,9 @@ fn judge_max_requests(
             ));
             if n < LOW_MAX_REQUESTS {
                 problems.push(format!(
-                "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
-                fix(Setting::MaxRequests, server)
-            ));
+                    "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
+                    fix(Setting::MaxRequests, server)
+                ));
             }
         }
         None => findings.push(format!(
@@ -787,25 +787,25 @@ fn judge_idle(
     let ends = "closes idle connections";
     if let Some(x) = idle_finding(i, "Idle timeout", ends, findings) {
         problems.push(format!(
-        "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
-        fix(Setting::IdleTimeout, server)
-    ));
+            "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
+            fix(Setting::IdleTimeout, server)
+        ));
     }
     if let Some(c) = i.claimed_s {
         let hi = i.at_most_s.unwrap_or(f64::INFINITY);
         if c + 1.0 < i.at_least_s || c > hi + 1.0 {
             problems.push(format!(
-            "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
-            fmt_ms(i.at_least_s),
-            i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
-        ));
+                "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
+                fmt_ms(i.at_least_s),
+                i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
+            ));
         } else if i.at_most_s.is_none() {
             // Open at the probe's limit: the claim is not contradicted, not confirmed.
             findings.push(format!(
-            "Its `Keep-Alive: timeout={c}` header is not contradicted: idle connections stayed open for at least {} s, the probe's limit (--max-idle {}s would check it).",
-            fmt_ms(i.at_least_s),
-            (c + 5.0).ceil()
-        ));
+                "Its `Keep-Alive: timeout={c}` header is not contradicted: idle connections stayed open for at least {} s, the probe's limit (--max-idle {}s would check it).",
+                fmt_ms(i.at_least_s),
+                (c + 5.0).ceil()
+            ));
         } else {
             findings.push(format!(
                 "Its `Keep-Alive: timeout={c}` header matches what it does."
@@ -833,29 +833,29 @@ fn judge_tls(
         );
     }
     match t.resumed_handshake_ms {
-    Some(r) => findings.push(format!(
-        "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
-        fmt_ms(t.full_handshake_ms),
-        fmt_ms(r)
-    )),
-    None => problems.push(format!(
-        "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
-        fmt_ms(t.full_handshake_ms)
-    )),
-}
+        Some(r) => findings.push(format!(
+            "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
+            fmt_ms(t.full_handshake_ms),
+            fmt_ms(r)
+        )),
+        None => problems.push(format!(
+            "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
+            fmt_ms(t.full_handshake_ms)
+        )),
+    }
     match t.early_data {
-    Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
-        "TLS 1.3 early data (0-RTT): accepted; a client's first request on a resumed connection can go with its ClientHello, a round trip sooner (idempotent requests only: early data can be replayed).".to_string(),
-    ),
-    Some(EarlyDataFinding { offered: true, .. }) => findings.push(
-        "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
-    ),
-    Some(_) => findings.push(format!(
-        "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
-        fix(Setting::EarlyData, server)
-    )),
-    None => {}
-}
+        Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
+            "TLS 1.3 early data (0-RTT): accepted; a client's first request on a resumed connection can go with its ClientHello, a round trip sooner (idempotent requests only: early data can be replayed).".to_string(),
+        ),
+        Some(EarlyDataFinding { offered: true, .. }) => findings.push(
+            "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
+        ),
+        Some(_) => findings.push(format!(
+            "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
+            fix(Setting::EarlyData, server)
+        )),
+        None => {}
+    }
 }
 
 /// No TCP connection to an https:// URL: the server may speak only HTTP/3. QUIC is

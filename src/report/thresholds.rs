@@ -477,6 +477,31 @@ pub fn check(
     Ok(out)
 }
 
+/// `--fail-if` checked against one report (audit's, watch's).
+#[derive(Default)]
+pub struct Checked {
+    /// Some threshold failed.
+    pub failed: bool,
+    /// What failed, said for stderr.
+    pub lines: Vec<String>,
+    /// Every threshold's result (none when none was given).
+    pub results: Option<Vec<ThresholdResult>>,
+}
+
+/// Check `thresholds` against `report`, a report of one subject.
+pub fn check_report<T: Serialize>(thresholds: &[Threshold], report: &T) -> anyhow::Result<Checked> {
+    if thresholds.is_empty() {
+        return Ok(Checked::default());
+    }
+    let v = serde_json::to_value(report).expect("reports serialize");
+    let results = check(thresholds, &[(None, String::new(), v)])?;
+    Ok(Checked {
+        failed: results.iter().any(|r| r.failed),
+        lines: describe(&results, thresholds),
+        results: Some(results),
+    })
+}
+
 /// Lines for stderr: each failed threshold with its value, then how many were checked.
 pub fn describe(results: &[ThresholdResult], thresholds: &[Threshold]) -> Vec<String> {
     let unit = |r: &ThresholdResult| {
