@@ -484,6 +484,22 @@ fn idle_finding(
     (hi < SHORT_IDLE_S).then_some(at_least)
 }
 
+/// The requests-per-connection finding (HTTP/1 and HTTP/2, each in its own words): the
+/// limit when it is low enough to be a problem, which the caller says in its words.
+fn max_requests_finding(
+    m: &MaxRequests,
+    limit: impl Fn(u64) -> String,
+    none_met: impl Fn(u64) -> String,
+    findings: &mut Vec<String>,
+) -> Option<u64> {
+    let Some(n) = m.limit else {
+        findings.push(none_met(m.probed));
+        return None;
+    };
+    findings.push(limit(n));
+    (n < LOW_MAX_REQUESTS).then_some(n)
+}
+
 fn judge_h2(
     h: &H2Findings,
     server: Option<ServerKind>,
@@ -524,22 +540,17 @@ fn judge_h2(
         }
     }
     if let Some(m) = &h.max_requests {
-        match m.limit {
-            Some(n) => {
-                findings.push(format!(
-                    "HTTP/2: the server ends a connection with GOAWAY after {n} streams."
-                ));
-                if n < LOW_MAX_REQUESTS {
-                    problems.push(format!(
-                        "The server sends GOAWAY after {n} HTTP/2 streams: a busy client sets up a new connection (and TLS handshake) every {n} requests. Raise the limit {}.",
-                        fix(Setting::H2MaxRequests, server)
-                    ));
-                }
-            }
-            None => findings.push(format!(
-                "HTTP/2: at least {} streams on one connection (no limit met).",
-                m.probed
-            )),
+        let said = max_requests_finding(
+            m,
+            |n| format!("HTTP/2: the server ends a connection with GOAWAY after {n} streams."),
+            |p| format!("HTTP/2: at least {p} streams on one connection (no limit met)."),
+            findings,
+        );
+        if let Some(n) = said {
+            problems.push(format!(
+                "The server sends GOAWAY after {n} HTTP/2 streams: a busy client sets up a new connection (and TLS handshake) every {n} requests. Raise the limit {}.",
+                fix(Setting::H2MaxRequests, server)
+            ));
         }
     }
     if let Some(i) = &h.idle_timeout {
@@ -758,22 +769,19 @@ fn judge_max_requests(
     findings: &mut Vec<String>,
     problems: &mut Vec<String>,
 ) {
-    match m.limit {
-        Some(n) => {
-            findings.push(format!(
-                "Max requests per connection: the server ends a connection after {n} requests."
-            ));
-            if n < LOW_MAX_REQUESTS {
-                problems.push(format!(
-                    "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
-                    fix(Setting::MaxRequests, server)
-                ));
-            }
-        }
-        None => findings.push(format!(
-            "Max requests per connection: at least {} (no limit met).",
-            m.probed
-        )),
+    let said = max_requests_finding(
+        m,
+        |n| {
+            format!("Max requests per connection: the server ends a connection after {n} requests.")
+        },
+        |p| format!("Max requests per connection: at least {p} (no limit met)."),
+        findings,
+    );
+    if let Some(n) = said {
+        problems.push(format!(
+            "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
+            fix(Setting::MaxRequests, server)
+        ));
     }
 }
 

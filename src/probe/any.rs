@@ -62,7 +62,6 @@ pub enum Probe {
         opened: Box<Opened>,
         /// The last response let the connection persist (none yet: true).
         open: bool,
-        setup: Setup,
     },
     H2(Rc<H2Probe>),
     H3 {
@@ -95,17 +94,9 @@ impl Probe {
             }
             _ => {
                 let o = open(origin, sc.tls.as_ref(), sc.timeout, &sc.dns).await?;
-                let setup = Setup {
-                    dns: o.dns,
-                    connect: Some(o.connect),
-                    tls: o.tls,
-                    tls_info: o.tls_info.clone(),
-                    ..Setup::default()
-                };
                 Ok(Probe::H1 {
                     opened: Box::new(o),
                     open: true,
-                    setup,
                 })
             }
         }
@@ -114,7 +105,13 @@ impl Probe {
     /// What opening it cost (with early data, complete once the first answer came).
     pub fn setup(&self) -> Setup {
         match self {
-            Probe::H1 { setup, .. } => setup.clone(),
+            Probe::H1 { opened: o, .. } => Setup {
+                dns: o.dns,
+                connect: Some(o.connect),
+                tls: o.tls,
+                tls_info: o.tls_info.clone(),
+                ..Setup::default()
+            },
             Probe::H2(c) => Setup {
                 dns: c.dns,
                 connect: Some(c.connect),
@@ -157,11 +154,7 @@ impl Probe {
         timeout: Duration,
     ) -> Result<Answer, ProbeError> {
         match self {
-            Probe::H1 {
-                opened,
-                open,
-                setup,
-            } => {
+            Probe::H1 { opened, open } => {
                 let first = opened.conn.requests == 0;
                 let head = target.template.is_head();
                 let ex = exchange(&mut opened.conn, &target.request, head, timeout).await;
@@ -183,10 +176,10 @@ impl Probe {
                 // Early data: the request's write was the first flight; its flush was
                 // the handshake. The handshake is `tls`, the write `send` (about nothing).
                 if opened.early && first {
-                    setup.tls = Some(a.send);
+                    opened.tls = Some(a.send);
                     a.send = Duration::ZERO;
                     if let Some(session) = opened.conn.stream.tls_session() {
-                        setup.tls_info = Some(TlsInfo::of(session));
+                        opened.tls_info = Some(TlsInfo::of(session));
                         a.early_data = Some(if session.is_early_data_accepted() {
                             "accepted"
                         } else {

@@ -51,7 +51,7 @@ pub struct Opened {
     pub tls_info: Option<TlsInfo>,
     /// TLS 1.3 early data: the handshake has only begun; the first request written goes
     /// in early data and its flush completes the handshake (`tls` and `tls_info` are
-    /// then absent).
+    /// absent until `any::Probe`'s first exchange fills them).
     pub early: bool,
 }
 
