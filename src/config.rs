@@ -475,6 +475,36 @@ pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError>
         .collect())
 }
 
+/// A one-URL scenario for `trace` and `doctor` (one worker, `count` requests).
+pub fn single_url_scenario(
+    request: &RequestArgs,
+    url: &str,
+    roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    strategy: Strategy,
+    count: u64,
+    timeout: &str,
+) -> Result<crate::plan::Scenario, UsageError> {
+    if request.urls_from_file.is_some() {
+        return Err(UsageError(
+            "--urls-from-file: this command takes one URL".into(),
+        ));
+    }
+    let timeout = parse_positive_duration("--timeout", timeout)?;
+    let req = request_config(request, Some(url), roots)?;
+    let load = LoadConfig {
+        concurrency: 1,
+        threads: 1,
+        load: LoadShape::Closed,
+        stop: StopWhen {
+            requests: Some(count.max(1)),
+            duration: None,
+        },
+        timeout,
+        limits: Default::default(),
+    };
+    scenario(strategy.name(), strategy, None, &req, &load)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

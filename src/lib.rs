@@ -4,12 +4,16 @@
 pub mod audit;
 pub mod cli;
 pub mod cmd;
+pub mod compare;
 pub mod config;
 pub mod cpu;
 pub mod doctor;
+pub mod embedded;
 pub mod engine;
 pub mod fmt;
+pub mod host;
 pub mod lab;
+pub mod merge;
 pub mod net;
 pub mod parse;
 pub mod plan;

@@ -134,6 +134,24 @@ pub fn parse_bandwidth(s: &str) -> Result<u64, UsageError> {
     }
 }
 
+/// `on`/`off` (or true/false, yes/no, 1/0).
+pub fn on_off(flag: &str, s: &str) -> Result<bool, UsageError> {
+    match s.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(UsageError(format!("{flag}: expected on or off, not {s:?}"))),
+    }
+}
+
+/// A socket address (`127.0.0.1:8080`, `[::1]:8443`).
+pub fn parse_addr(flag: &str, s: &str) -> Result<std::net::SocketAddr, UsageError> {
+    s.parse().map_err(|_| {
+        UsageError(format!(
+            "{flag}: {s:?} is not an address like 127.0.0.1:8080"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

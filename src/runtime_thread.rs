@@ -72,3 +72,10 @@ impl RuntimeThread {
         }
     }
 }
+
+/// A current-thread tokio runtime with I/O and time, for one command's async work.
+pub fn current_thread_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}

@@ -5,9 +5,10 @@ use std::os::fd::AsFd;
 
 use crate::audit::{start, AuditConfig, Upstream};
 use crate::cli::AuditArgs;
-use crate::cmd::{current_thread_runtime, parse_addr};
 use crate::config::{self, parse_duration, parse_positive_duration, UsageError};
+use crate::parse::parse_addr;
 use crate::report::text::audit::render;
+use crate::runtime_thread::current_thread_runtime;
 
 use anyhow::Context;
 

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use super::{embedded_path, emit_checked, on_client, one_link, Embedded};
+use super::{embedded_path, emit_checked, one_link};
 use crate::cli::BenchArgs;
 use crate::config::{self};
+use crate::embedded::{on_client, Embedded};
 use crate::engine;
 use crate::plan::{Scenario, Strategy};
 use crate::report::{thresholds, Report, RunInfo};
@@ -80,7 +81,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             std::thread::sleep(wait);
         }
     }
-    let started_at = super::now_rfc3339();
+    let started_at = crate::host::now_rfc3339();
     let run = || engine::run(sc.clone(), progress);
     let result = on_client(embedded.as_ref(), run)??;
     let mut rep = Report::new(vec![summary::summarize_with_raw(
@@ -93,7 +94,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         command: "bench".into(),
         started_at,
         scheduled_at: a.start_at.clone(),
-        host: super::host_name(),
+        host: crate::host::host_name(),
         segment,
     });
     if let Some(e) = embedded {

@@ -2,12 +2,15 @@
 //! report.
 
 use crate::cli::DoctorArgs;
-use crate::cmd::{current_thread_runtime, on_client, single_target, single_url_scenario};
+use crate::cmd::single_target;
+use crate::config::single_url_scenario;
 use crate::config::{self, parse_positive_duration, UsageError};
 use crate::doctor::{execute, DoctorReport};
+use crate::embedded::on_client;
 use crate::plan::Strategy;
 use crate::progress::Steps;
 use crate::report::text;
+use crate::runtime_thread::current_thread_runtime;
 
 pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     if a.max_requests == 0 {

@@ -5,9 +5,9 @@ use std::os::fd::AsFd;
 
 use anyhow::Context;
 
-use super::lab_server;
 use crate::cli::LabArgs;
 use crate::config::UsageError;
+use crate::embedded::lab_server;
 use crate::lab::Lab;
 use crate::server::ServerConfig;
 

@@ -4,9 +4,9 @@ use std::io::Write;
 
 use anyhow::Context;
 
-use super::{on_off, parse_addr};
 use crate::cli::ServeArgs;
 use crate::config::{parse_duration, parse_positive_duration, UsageError};
+use crate::parse::{on_off, parse_addr};
 use crate::server::{self, ServerConfig};
 
 pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {

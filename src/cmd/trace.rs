@@ -1,9 +1,12 @@
 //! `handshake trace`: its arguments to a trace (`crate::trace`), and its report.
 
 use crate::cli::TraceArgs;
-use crate::cmd::{current_thread_runtime, on_client, single_target, single_url_scenario};
+use crate::cmd::single_target;
+use crate::config::single_url_scenario;
 use crate::config::{self, UsageError};
+use crate::embedded::on_client;
 use crate::report::text;
+use crate::runtime_thread::current_thread_runtime;
 use crate::trace::{self, TraceReport};
 
 pub fn run(a: TraceArgs) -> anyhow::Result<i32> {

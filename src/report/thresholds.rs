@@ -431,7 +431,7 @@ fn display_path(path: &str) -> &str {
 /// Check every threshold on each `(scenario name, strategy, JSON)`; `None` for the
 /// name: audit's one report. A figure found in none of the scenarios it applies to is a
 /// usage error (a path absent from some, such as HTTP/2's on an HTTP/1 row, skips those).
-pub fn check(
+fn check(
     thresholds: &[Threshold],
     subjects: &[(Option<String>, String, Value)],
 ) -> anyhow::Result<Vec<ThresholdResult>> {
@@ -477,7 +477,7 @@ pub fn check(
     Ok(out)
 }
 
-/// `--fail-if` checked against one report (audit's, watch's).
+/// `--fail-if` checked against a report.
 #[derive(Default)]
 pub struct Checked {
     /// Some threshold failed.
@@ -494,7 +494,39 @@ pub fn check_report<T: Serialize>(thresholds: &[Threshold], report: &T) -> anyho
         return Ok(Checked::default());
     }
     let v = serde_json::to_value(report).expect("reports serialize");
-    let results = check(thresholds, &[(None, String::new(), v)])?;
+    checked(thresholds, &[(None, String::new(), v)])
+}
+
+/// Check `thresholds` against each scenario of a bench or compare report, each with its
+/// comparison row, if any, as `comparison`.
+pub fn check_scenarios(thresholds: &[Threshold], rep: &super::Report) -> anyhow::Result<Checked> {
+    if thresholds.is_empty() {
+        return Ok(Checked::default());
+    }
+    let rows: Vec<&super::comparison::ComparisonRow> = rep
+        .comparisons()
+        .into_iter()
+        .flat_map(|c| c.rows.iter())
+        .collect();
+    let subjects: Vec<(Option<String>, String, Value)> = rep
+        .scenarios
+        .iter()
+        .map(|s| {
+            let mut v = serde_json::to_value(s).expect("a scenario serializes");
+            if let Some(row) = rows.iter().find(|r| r.name == s.name) {
+                v["comparison"] = serde_json::to_value(row).expect("a row serializes");
+            }
+            (Some(s.name.clone()), s.strategy.clone(), v)
+        })
+        .collect();
+    checked(thresholds, &subjects)
+}
+
+fn checked(
+    thresholds: &[Threshold],
+    subjects: &[(Option<String>, String, Value)],
+) -> anyhow::Result<Checked> {
+    let results = check(thresholds, subjects)?;
     Ok(Checked {
         failed: results.iter().any(|r| r.failed),
         lines: describe(&results, thresholds),
@@ -503,7 +535,7 @@ pub fn check_report<T: Serialize>(thresholds: &[Threshold], report: &T) -> anyho
 }
 
 /// Lines for stderr: each failed threshold with its value, then how many were checked.
-pub fn describe(results: &[ThresholdResult], thresholds: &[Threshold]) -> Vec<String> {
+fn describe(results: &[ThresholdResult], thresholds: &[Threshold]) -> Vec<String> {
     let unit = |r: &ThresholdResult| {
         let kind = thresholds
             .iter()

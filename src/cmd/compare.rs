@@ -1,0 +1,186 @@
+//! `handshake compare`: one workload under several connection strategies, side by side
+//! (the rounds, the statistics and the sentences are in [`crate::compare`]).
+
+use super::{embedded_path, emit_checked};
+use crate::cli::CompareArgs;
+use crate::compare;
+use crate::config::{self, parse_percent, UsageError};
+use crate::embedded::{on_client, Embedded};
+use crate::lab::LinkSpec;
+use crate::plan::Strategy;
+use crate::report::{thresholds, Report};
+use crate::server::ServerConfig;
+
+/// `--strategies`, each parsed (none: the default set).
+fn chosen_strategies(a: &CompareArgs) -> anyhow::Result<Option<Vec<Strategy>>> {
+    let chosen: Option<Vec<Strategy>> = a
+        .strategies
+        .as_ref()
+        .map(|list| {
+            list.iter()
+                .map(|s| config::parse_strategy("--strategies", s.trim()))
+                .collect()
+        })
+        .transpose()?;
+    if chosen.as_ref().is_some_and(|c| c.is_empty()) {
+        return Err(UsageError("--strategies: name at least one strategy".into()).into());
+    }
+    Ok(chosen)
+}
+
+/// The embedded server for one link (or none): early data on when a strategy sends it
+/// (as for bench), and for the default set, which has close-0rtt and h3-0rtt.
+fn start_embedded(spec: Option<LinkSpec>, chosen: Option<&[Strategy]>) -> anyhow::Result<Embedded> {
+    let early = chosen.map_or(true, |c| c.iter().any(|s| s.early_data()));
+    let cfg = ServerConfig {
+        early_data: early,
+        ..ServerConfig::default()
+    };
+    Embedded::start(spec, cfg)
+}
+
+pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
+    let started_at = crate::host::now_rfc3339();
+    // Across a link every round costs round trips; 6 is the fewest that give an interval.
+    let rounds = a.rounds.unwrap_or(if a.link.any() { 6 } else { 10 });
+    if rounds == 0 || rounds > 1000 {
+        return Err(UsageError("--rounds must be between 1 and 1000".into()).into());
+    }
+    let chosen = chosen_strategies(&a)?;
+    let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
+    let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
+    let path = embedded_path(
+        a.url.as_deref(),
+        &a.link,
+        a.request.urls_from_file.is_some(),
+    )?;
+    let specs: Vec<Option<LinkSpec>> = if a.link.any() {
+        crate::config::parse_link(&a.link, true)?
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        vec![None]
+    };
+    // Across a link every request costs round trips: fewer, concurrent requests per round.
+    let defaults = if a.link.any() {
+        config::COMPARE_LAB_DEFAULTS
+    } else {
+        config::COMPARE_DEFAULTS
+    };
+    let load = config::load_config(&a.load, defaults)?;
+    let sweep = specs.len() > 1;
+    let steps = crate::progress::Steps::new("compare", !a.output.no_progress);
+    let mut scenarios = Vec::new();
+    let mut points = Vec::new();
+    let mut names = Vec::new();
+    let mut single = None;
+    for spec in specs {
+        let embedded = path
+            .as_ref()
+            .map(|_| start_embedded(spec, chosen.as_deref()))
+            .transpose()?;
+        let prefix = spec
+            .filter(|_| sweep)
+            .map(|s| format!("{}ms ", crate::fmt::num(s.rtt.as_secs_f64() * 1000.0)));
+        let arms = compare_arms(
+            &a,
+            chosen.as_deref(),
+            embedded.as_ref(),
+            path.as_deref(),
+            &load,
+            prefix.as_deref().unwrap_or(""),
+        )?;
+        let cut = prefix.as_ref().map_or(0, |p| p.len());
+        names = arms.iter().map(|arm| arm.name[cut..].to_string()).collect();
+        let run = || {
+            compare::run(
+                &arms,
+                rounds,
+                embedded.as_ref().map(|e| &e.srv),
+                noise_threshold,
+                embedded.as_ref().and_then(Embedded::rtt_set_ms),
+                &steps,
+            )
+        };
+        let result = on_client(embedded.as_ref(), run)??;
+        let (server, link) = match embedded {
+            Some(e) => {
+                let (s, l) = e.finish();
+                (Some(s), l)
+            }
+            None => (None, None),
+        };
+        scenarios.extend(result.scenarios);
+        match (sweep, link) {
+            (true, Some(link)) => points.push(compare::RttPoint {
+                rtt_set_ms: link.rtt_set_ms,
+                link,
+                server,
+                comparison: result.comparison,
+            }),
+            (_, link) => single = Some((result.comparison, server, link)),
+        }
+    }
+    let mut rep = Report::new(scenarios);
+    rep.run = Some(crate::report::RunInfo {
+        command: "compare".into(),
+        started_at,
+        scheduled_at: None,
+        host: crate::host::host_name(),
+        segment: None,
+    });
+    if let Some((comparison, server, link)) = single {
+        rep.comparison = Some(comparison);
+        rep.server = server;
+        rep.link = link;
+    }
+    if sweep {
+        rep.rtt_sweep = Some(compare::RttSweep::new(points, &names));
+    }
+    let code = emit_checked(&mut rep, &a.output, &thresholds)?;
+    // A row in which no request succeeded at all fails the run.
+    Ok(code.max(super::no_success(&rep)))
+}
+
+/// The rows of a comparison: each strategy against each target (with the embedded server,
+/// its HTTP and its HTTPS listener).
+fn compare_arms(
+    a: &CompareArgs,
+    chosen: Option<&[Strategy]>,
+    embedded: Option<&Embedded>,
+    path: Option<&str>,
+    load: &config::LoadConfig,
+    prefix: &str,
+) -> anyhow::Result<Vec<compare::Arm>> {
+    // (group, URL) for each scheme compared.
+    let urls: Vec<(String, Option<String>)> = match (embedded, path) {
+        (Some(e), Some(p)) => vec![
+            ("http".into(), Some(e.url(false, p))),
+            ("https".into(), Some(e.url(true, p))),
+        ],
+        _ => {
+            let tls = a.url.as_deref().is_some_and(|u| u.starts_with("https://"));
+            vec![(if tls { "https" } else { "http" }.into(), a.url.clone())]
+        }
+    };
+    let roots = embedded
+        .map(|e| vec![e.srv.ca_der.clone()])
+        .unwrap_or_default();
+    let targets = urls
+        .into_iter()
+        .map(|(group, url)| {
+            config::request_config(&a.request, url.as_deref(), roots.clone()).map(|r| (group, r))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows = compare::offers::Rows {
+        chosen,
+        embedded: embedded.is_some(),
+        h2c: a.h2c,
+        requests_per_connection: a.requests_per_connection,
+        multiplexed_connections: config::connections(a.connections, Strategy::H2)?,
+        load,
+        prefix,
+    };
+    Ok(rows.arms(&targets)?)
+}

@@ -1,0 +1,470 @@
+//! `handshake compare`: one workload under several connection strategies, run in
+//! rounds, each in a new random order, so machine drift and position hit all alike;
+//! figures are medians over the rounds with their spread; each strategy is set against
+//! the best of its scheme by a paired estimate over the rounds with a 95 %
+//! confidence interval, a difference within the noise is called none, and a real one is
+//! explained in handshakes, milliseconds, CPU and (on a real link) round trips
+//! ([`explain`]); [`offers`] chooses the strategies for a target.
+
+mod explain;
+pub mod offers;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine;
+use crate::fmt::ms as fmt_ms;
+use crate::plan::Scenario;
+use crate::progress::Steps;
+pub use crate::report::comparison::{
+    Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSeries, RttSweep, Spread,
+};
+use crate::report::ScenarioReport;
+use crate::server::RunningServer;
+use crate::stats::{paired, summary, Recorder};
+
+/// Confidence of the intervals on "x slower" and "+ms per request".
+pub const CONFIDENCE: f64 = 0.95;
+/// A shortest TCP connect at least this long is a round trip worth counting; on loopback
+/// a connect takes ~0.03-0.05 ms, all of it CPU and scheduling.
+const MEANINGFUL_RTT_MS: f64 = 0.5;
+
+/// One strategy against one URL (a row of the comparison).
+pub struct Arm {
+    pub name: String,
+    /// Rows are compared within a group (the URL's scheme: http or https).
+    pub group: String,
+    pub scenario: Arc<Scenario>,
+}
+
+/// Figures of one run of one arm.
+#[derive(Debug, Clone, Copy)]
+struct RunFigures {
+    time_per_request_ms: f64,
+    wall_s: f64,
+    requests_per_s: f64,
+    mean_ms: f64,
+    p99_ms: f64,
+    opened: f64,
+    tls_full: f64,
+    tls_resumed: f64,
+    setup_ms: f64,
+    client_cpu_us: f64,
+    server_cpu_us: Option<f64>,
+    server_accepted: Option<u64>,
+    /// Requests answered in the round: without any, its figures mean nothing.
+    ok: u64,
+}
+
+/// The result: one merged scenario report per arm, and the comparison.
+pub struct CompareResult {
+    pub scenarios: Vec<ScenarioReport>,
+    pub comparison: Comparison,
+}
+
+fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> RunFigures {
+    let ok = rep.requests.ok.max(1) as f64;
+    let new = &rep.phases_ms.new;
+    let setup = if new.requests > 0 {
+        new.dns.mean * new.dns.count as f64 / new.requests as f64
+            + new.connect.mean
+            + new.tls.mean
+            + new.h2_setup.mean
+            + new.quic_handshake.mean
+    } else {
+        0.0
+    };
+    RunFigures {
+        time_per_request_ms: sc.concurrency as f64 * rep.duration_s * 1000.0 / ok,
+        wall_s: rep.duration_s,
+        requests_per_s: rep.throughput.requests_per_s,
+        mean_ms: rep.latency_ms.mean,
+        p99_ms: rep.latency_ms.p99,
+        opened: rep.connections.opened as f64,
+        tls_full: rep.connections.tls_handshakes.full as f64,
+        tls_resumed: rep.connections.tls_handshakes.resumed as f64,
+        setup_ms: setup,
+        client_cpu_us: rep.cpu.client_us_per_request,
+        server_cpu_us: server.map(|(cpu_s, _)| cpu_s * 1e6 / ok),
+        server_accepted: server.map(|(_, n)| n),
+        ok: rep.requests.ok,
+    }
+}
+
+/// "at 20 ms RTT: " when the rounds run across an emulated link.
+fn steps_label(rtt_set_ms: Option<f64>) -> String {
+    rtt_set_ms
+        .map(|r| format!("at {} ms RTT: ", crate::fmt::num(r)))
+        .unwrap_or_default()
+}
+
+/// What the rounds left: per arm, each round's figures, its records laid end to end with
+/// their wall and CPU time, and each round's shortest TCP connect.
+struct Played {
+    runs: Vec<Vec<RunFigures>>,
+    merged: Vec<(Recorder, Duration, crate::cpu::CpuTime)>,
+    /// The shortest TCP connect of each round: a round trip without queueing (under load
+    /// the median connect also waits in the server's accept queue).
+    connect_min: Vec<Vec<f64>>,
+}
+
+/// Run every arm `rounds` times, in turn, in a new random order every round; each round
+/// said on stderr (`steps`) with an estimate of the time to go.
+pub fn run(
+    arms: &[Arm],
+    rounds: usize,
+    server: Option<&RunningServer>,
+    noise_threshold: f64,
+    rtt_set_ms: Option<f64>,
+    steps: &Steps,
+) -> anyhow::Result<CompareResult> {
+    let played = play(arms, rounds, server, rtt_set_ms, steps)?;
+    let scenarios: Vec<ScenarioReport> = arms
+        .iter()
+        .zip(&played.merged)
+        .map(|(arm, (rec, wall, cpu))| {
+            summary::summarize_with_raw(&arm.scenario.shape(), rec, *wall, *cpu)
+        })
+        .collect();
+    let mut rows: Vec<ComparisonRow> = (0..arms.len())
+        .map(|i| row(arms, i, &played.runs[i]))
+        .collect();
+    let judge = Judge {
+        arms,
+        scenarios: &scenarios,
+        connect_min: &played.connect_min,
+        rounds,
+        rtt_set_ms,
+        noise_threshold,
+    };
+    let mut groups: Vec<&str> = Vec::new();
+    for a in arms {
+        if !groups.contains(&a.group.as_str()) {
+            groups.push(&a.group);
+        }
+    }
+    let mut explanations = Vec::new();
+    let rtts = groups
+        .iter()
+        .filter_map(|g| judge.group(g, &mut rows, &mut explanations))
+        .collect();
+    let first = &arms[0].scenario;
+    Ok(CompareResult {
+        scenarios,
+        comparison: Comparison {
+            rounds,
+            method: "rounds in a new random order each; per row against the group's best (lowest median time per request): Hodges-Lehmann estimate of the paired per-round ratio and difference, 95 % interval from the Wilcoxon signed-rank test",
+            confidence: CONFIDENCE,
+            noise_threshold,
+            requests_per_round: first.stop.requests,
+            concurrency: first.concurrency,
+            rtt_ms: rtts,
+            rows,
+            explanations,
+        },
+    })
+}
+
+/// The rounds themselves: every arm once a round, in a new random order each.
+fn play(
+    arms: &[Arm],
+    rounds: usize,
+    server: Option<&RunningServer>,
+    rtt_set_ms: Option<f64>,
+    steps: &Steps,
+) -> anyhow::Result<Played> {
+    let began = std::time::Instant::now();
+    let mut played = Played {
+        runs: vec![Vec::new(); arms.len()],
+        merged: arms
+            .iter()
+            .map(|_| {
+                (
+                    Recorder::new(),
+                    Duration::ZERO,
+                    crate::cpu::CpuTime::default(),
+                )
+            })
+            .collect(),
+        connect_min: vec![Vec::new(); arms.len()],
+    };
+    // A new random order every round (Fisher-Yates from a xorshift seeded by the clock):
+    // no strategy always runs first, or always after the one that warms or tires the
+    // machine, so position effects become noise that the intervals account for.
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0x9e37_79b9_7f4a_7c15, |d| d.as_nanos() as u64)
+        | 1;
+    let mut order: Vec<usize> = (0..arms.len()).collect();
+    for round in 0..rounds {
+        // The time to go is an estimate from the rounds so far; the first has none.
+        let to_go = match round {
+            0 => String::new(),
+            r => format!(
+                ", about {} s to go",
+                fmt_ms(began.elapsed().as_secs_f64() / r as f64 * (rounds - r) as f64)
+            ),
+        };
+        steps.say(&format!(
+            "{}round {} of {rounds}: {} strategies{to_go}",
+            steps_label(rtt_set_ms),
+            round + 1,
+            arms.len()
+        ));
+        for k in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(k, (seed % (k as u64 + 1)) as usize);
+        }
+        for &i in &order {
+            play_one(&arms[i], i, server, &mut played)?;
+        }
+    }
+    Ok(played)
+}
+
+/// One run of one arm, its figures kept and its records merged into the arm's.
+fn play_one(
+    arm: &Arm,
+    i: usize,
+    server: Option<&RunningServer>,
+    played: &mut Played,
+) -> anyhow::Result<()> {
+    let before = server.map(|s| (s.stats.cpu_time(), s.snapshot().connections_accepted));
+    let result = engine::run(arm.scenario.clone(), false)?;
+    let after = server.map(|s| (s.stats.cpu_time(), s.snapshot().connections_accepted));
+    let srv = match (before, after) {
+        (Some((c0, a0)), Some((c1, a1))) => Some(((c1.saturating_sub(c0)).as_secs_f64(), a1 - a0)),
+        _ => None,
+    };
+    let rep = summary::summarize(
+        &arm.scenario.shape(),
+        &result.recorder,
+        result.wall,
+        result.cpu,
+    );
+    if rep.phases_ms.new.connect.count > 0 {
+        played.connect_min[i].push(rep.phases_ms.new.connect.min);
+    }
+    played.runs[i].push(figures(&arm.scenario, &rep, srv));
+    let m = &mut played.merged[i];
+    // The strategy's rounds laid end to end on its timeline.
+    m.0.add_after(&result.recorder, m.1);
+    m.1 += result.wall;
+    m.2 = m.2 + result.cpu;
+    Ok(())
+}
+
+/// Arm `i`'s row: the medians and spreads of its rounds, not yet set against its best.
+fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
+    let arm = &arms[i];
+    let col = |f: fn(&RunFigures) -> f64| Spread::of(&runs.iter().map(f).collect::<Vec<_>>());
+    ComparisonRow {
+        name: arm.name.clone(),
+        group: arm.group.clone(),
+        strategy: arm.scenario.strategy.name().to_string(),
+        url: arm
+            .scenario
+            .targets
+            .first()
+            .map(|t| t.url.clone())
+            .unwrap_or_default(),
+        time_per_request_ms: col(|r| r.time_per_request_ms),
+        wall_s: col(|r| r.wall_s),
+        requests_per_s: col(|r| r.requests_per_s),
+        latency_mean_ms: col(|r| r.mean_ms),
+        latency_p99_ms: col(|r| r.p99_ms),
+        connections_opened: col(|r| r.opened),
+        tls_full: col(|r| r.tls_full),
+        tls_resumed: col(|r| r.tls_resumed),
+        setup_ms_per_new_connection: col(|r| r.setup_ms),
+        client_cpu_us_per_request: col(|r| r.client_cpu_us),
+        server_cpu_us_per_request: runs
+            .iter()
+            .map(|r| r.server_cpu_us)
+            .collect::<Option<Vec<f64>>>()
+            .map(|v| Spread::of(&v)),
+        server_connections_accepted: runs.iter().map(|r| r.server_accepted).sum(),
+        rounds_ms: runs.iter().map(|r| r.time_per_request_ms).collect(),
+        failed_rounds: runs.iter().filter(|r| r.ok == 0).count(),
+        times_slower: 1.0,
+        times_slower_ci: None,
+        extra_ms_per_request: 0.0,
+        extra_ms_per_request_ci: None,
+        significant: false,
+        best: false,
+        repeat_of: arms[..i]
+            .iter()
+            .find(|a| a.group == arm.group && a.scenario.strategy == arm.scenario.strategy)
+            .map(|a| a.name.clone()),
+        round_trips: None,
+    }
+}
+
+/// What setting each group's rows against its best needs.
+struct Judge<'a> {
+    arms: &'a [Arm],
+    scenarios: &'a [ScenarioReport],
+    connect_min: &'a [Vec<f64>],
+    rounds: usize,
+    rtt_set_ms: Option<f64>,
+    noise_threshold: f64,
+}
+
+impl Judge<'_> {
+    /// Set group `g`'s rows against its best (the lowest median time per request among
+    /// the rows that succeeded in every round), count their round trips on a real link,
+    /// and explain each; the group's round trip. `None` when no row can be ranked.
+    fn group(
+        &self,
+        g: &str,
+        rows: &mut [ComparisonRow],
+        explanations: &mut Vec<String>,
+    ) -> Option<GroupRtt> {
+        let idx: Vec<usize> = (0..rows.len()).filter(|i| rows[*i].group == g).collect();
+        // A row with a round in which no request succeeded is not ranked: its time per
+        // request is undefined there.
+        for &i in idx.iter().filter(|i| rows[**i].failed_rounds > 0) {
+            explanations.push(explain::failed_explanation(
+                &rows[i],
+                &self.scenarios[i],
+                self.rounds,
+            ));
+        }
+        let ranked: Vec<usize> = idx
+            .iter()
+            .copied()
+            .filter(|i| rows[*i].failed_rounds == 0)
+            .collect();
+        let best = ranked.iter().copied().min_by(|a, b| {
+            rows[*a]
+                .time_per_request_ms
+                .median
+                .total_cmp(&rows[*b].time_per_request_ms.median)
+        })?;
+        for &i in &ranked {
+            versus_best(rows, i, best, self.noise_threshold);
+        }
+        let (group_rtt, counted) = self.rtt(g, &idx);
+        if let Some(rtt) = counted {
+            for &i in &idx {
+                rows[i].round_trips = counted_round_trips(&self.scenarios[i]).map(|c| RoundTrips {
+                    counted: c,
+                    measured: rows[i].time_per_request_ms.median / rtt,
+                });
+            }
+            explanations.extend(explain::round_trips_line(g, rows, &idx, rtt));
+        }
+        for &i in ranked.iter().filter(|i| **i != best) {
+            explanations.push(explain::explain(
+                &rows[i],
+                &self.scenarios[i],
+                &rows[best],
+                &self.scenarios[best],
+                counted,
+                self.noise_threshold,
+            ));
+        }
+        Some(group_rtt)
+    }
+
+    /// The group's round trip (the median of its rounds' shortest connects), and the
+    /// one to count round trips with when it is real (across the lab's link, the one set).
+    fn rtt(&self, g: &str, idx: &[usize]) -> (GroupRtt, Option<f64>) {
+        let all_connects: Vec<f64> = idx
+            .iter()
+            .flat_map(|i| self.connect_min[*i].iter().copied())
+            .collect();
+        let rtt = (!all_connects.is_empty()).then(|| Spread::of(&all_connects).median);
+        // A loopback target has no network round trip: its connects are CPU and, under
+        // load, accept-queue waiting.
+        let loopback = idx.iter().all(|i| {
+            self.arms[*i].scenario.origins.iter().all(|o| {
+                o.host == "localhost"
+                    || o.fixed_addrs
+                        .as_ref()
+                        .is_some_and(|a| a.iter().all(|x| x.ip().is_loopback()))
+            })
+        });
+        // Across the lab's link the round trip is the one set: exact, not estimated.
+        let (round_trips, counted) = match self.rtt_set_ms {
+            Some(set) => (set >= MEANINGFUL_RTT_MS, Some(set)),
+            None => (
+                !loopback && rtt.is_some_and(|r| r >= MEANINGFUL_RTT_MS),
+                rtt,
+            ),
+        };
+        let group = GroupRtt {
+            group: g.to_string(),
+            rtt_set_ms: self.rtt_set_ms,
+            rtt_ms: rtt,
+            round_trips,
+        };
+        (group, counted.filter(|_| round_trips))
+    }
+}
+
+/// Round trips per request, counted from what the run did (see [`RoundTrips`]).
+fn counted_round_trips(s: &ScenarioReport) -> Option<f64> {
+    let ok = s.requests.ok;
+    if ok == 0 {
+        return None;
+    }
+    let c = &s.connections;
+    let hs = &c.tls_handshakes;
+    let tls = if s.protocol == "h3" {
+        // Counted with the QUIC handshake, one per connection opened.
+        0
+    } else if hs.tls13 > 0 {
+        hs.full + hs.resumed
+    } else {
+        2 * hs.full + hs.resumed
+    };
+    let before = (c.opened + tls).saturating_sub(c.early_data.accepted);
+    Some(1.0 + before as f64 / ok as f64)
+}
+
+/// Set row `i` against row `best`: rounds are paired by index (they ran next to each
+/// other), the ratio is estimated on log times so that it is symmetric.
+fn versus_best(rows: &mut [ComparisonRow], i: usize, best: usize, noise_threshold: f64) {
+    let r = &rows[i];
+    if i == best {
+        rows[i].best = true;
+        rows[i].times_slower_ci = Some([1.0, 1.0]);
+        rows[i].extra_ms_per_request_ci = Some([0.0, 0.0]);
+        return;
+    }
+    let pairs: Vec<(f64, f64)> = r
+        .rounds_ms
+        .iter()
+        .zip(&rows[best].rounds_ms)
+        .map(|(a, b)| (*a, *b))
+        .filter(|(a, b)| *a > 0.0 && *b > 0.0)
+        .collect();
+    let logs: Vec<f64> = pairs.iter().map(|(a, b)| (a / b).ln()).collect();
+    let diffs: Vec<f64> = pairs.iter().map(|(a, b)| a - b).collect();
+    let ratio = paired::hodges_lehmann(&logs, CONFIDENCE);
+    let extra = paired::hodges_lehmann(&diffs, CONFIDENCE);
+    let row = &mut rows[i];
+    if let Some(e) = ratio {
+        row.times_slower = e.center.exp();
+        row.times_slower_ci = e.interval.map(|(lo, hi)| [lo.exp(), hi.exp()]);
+    }
+    if let Some(e) = extra {
+        row.extra_ms_per_request = e.center;
+        row.extra_ms_per_request_ci = e.interval.map(|(lo, hi)| [lo, hi]);
+    }
+    // A verdict needs both intervals: the ratio's beyond the noise threshold and the
+    // difference's clear of 0, on the same side (the two estimates can disagree near
+    // the edge).
+    let slower = row
+        .times_slower_ci
+        .is_some_and(|[lo, _]| lo > 1.0 + noise_threshold)
+        && row.extra_ms_per_request_ci.is_some_and(|[lo, _]| lo > 0.0);
+    let faster = row
+        .times_slower_ci
+        .is_some_and(|[_, hi]| hi < 1.0 / (1.0 + noise_threshold))
+        && row.extra_ms_per_request_ci.is_some_and(|[_, hi]| hi < 0.0);
+    row.significant = slower || faster;
+}

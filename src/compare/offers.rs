@@ -1,0 +1,208 @@
+//! Which strategies a comparison runs for a target: those its scheme allows, and for an
+//! https:// server elsewhere, h2, h3 and 0-RTT where it offers them (asked with a short
+//! probe each); then one [`Arm`] per strategy and target.
+
+use std::sync::Arc;
+
+use super::Arm;
+use crate::parse::UsageError;
+use crate::plan::build::{self, LoadConfig, RequestConfig};
+use crate::plan::{LoadShape, Scenario, StopWhen, Strategy};
+
+/// What an https:// target's server offers beyond HTTP/1.1 over TLS.
+#[derive(Debug, Clone, Copy, Default)]
+struct Offers {
+    h2: bool,
+    h3: bool,
+    /// TLS 1.3 early data over TCP (0-RTT) on a resumed session.
+    early_tcp: bool,
+    /// 0-RTT over QUIC.
+    early_quic: bool,
+}
+
+/// The strategies compare runs for a URL's scheme (and h2, h3 and 0-RTT where the
+/// server offers them): close / close-resumed / close-0rtt / http10 /
+/// http10-keepalive / keepalive / h2 / h3-close / h3-0rtt / h3.
+fn default_strategies(tls: bool, o: Offers) -> Vec<Strategy> {
+    let mut v = vec![Strategy::Close];
+    if tls {
+        v.push(Strategy::CloseResumed);
+    }
+    if tls && o.early_tcp {
+        v.push(Strategy::Close0Rtt);
+    }
+    v.extend([
+        Strategy::Http10,
+        Strategy::Http10KeepAlive,
+        Strategy::KeepAlive,
+    ]);
+    if o.h2 {
+        v.push(Strategy::H2);
+    }
+    if o.h3 {
+        v.push(Strategy::H3Close);
+        if o.early_quic {
+            v.push(Strategy::H3ZeroRtt);
+        }
+        v.push(Strategy::H3);
+    }
+    v
+}
+
+/// A short one-at-a-time run of `strategy` against the target, for a probe: `requests`
+/// requests within 2 s each.
+fn probe_run(
+    strategy: Strategy,
+    requests: u64,
+    req: &RequestConfig,
+    load: &LoadConfig,
+) -> Option<crate::engine::RunResult> {
+    let probe_load = LoadConfig {
+        concurrency: 1,
+        threads: 1,
+        stop: StopWhen {
+            requests: Some(requests),
+            duration: None,
+        },
+        load: LoadShape::Closed,
+        timeout: std::time::Duration::from_secs(2),
+        limits: load.limits,
+    };
+    let sc = build::scenario("probe", strategy, None, req, &probe_load).ok()?;
+    crate::engine::run(Arc::new(sc), false).ok()
+}
+
+/// Whether the server takes 0-RTT (`close-0rtt` over TCP, `h3-0rtt` over QUIC): two
+/// requests on new connections, the second on the first one's session, in early data
+/// when its ticket allows. Accepted at least once: yes. Any failure counts as no.
+fn accepts_early_data(strategy: Strategy, req: &RequestConfig, load: &LoadConfig) -> bool {
+    probe_run(strategy, 2, req, load).is_some_and(|r| r.recorder.counts.early_accepted > 0)
+}
+
+/// Whether the server of an https:// target answers HTTP/3 on UDP at its port: one
+/// request on a new QUIC connection within 2 s. Any failure counts as no.
+fn offers_h3(req: &RequestConfig, load: &LoadConfig) -> bool {
+    probe_run(Strategy::H3Close, 1, req, load).is_some_and(|r| r.recorder.counts.ok == 1)
+}
+
+/// Whether the server of an https:// target chooses h2 when offered h2 and http/1.1
+/// (one TLS handshake). Any failure counts as no: the comparison then says why.
+fn offers_h2(req: &RequestConfig, sc: &Scenario) -> bool {
+    let opts = crate::net::tls::TlsOptions {
+        alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        ..req.tls.clone()
+    };
+    let Ok(cfg) = crate::net::tls::client_config(&opts, false) else {
+        return false;
+    };
+    let Ok(rt) = crate::runtime_thread::current_thread_runtime() else {
+        return false;
+    };
+    rt.block_on(crate::probe::open(
+        &sc.origins[0],
+        Some(&cfg),
+        sc.timeout,
+        &sc.dns,
+    ))
+    .ok()
+    .and_then(|o| o.tls_info)
+    .is_some_and(|t| t.alpn.as_deref() == Some("h2"))
+}
+
+/// How the rows of a comparison are made from its targets.
+pub struct Rows<'a> {
+    /// `--strategies`, or none for the default set.
+    pub chosen: Option<&'a [Strategy]>,
+    /// The targets are the embedded server's two listeners: every strategy is offered,
+    /// and a row's name starts with its group.
+    pub embedded: bool,
+    /// HTTP/2 over cleartext (h2c) is compared on an http:// target.
+    pub h2c: bool,
+    pub requests_per_connection: Option<u64>,
+    /// Connections of a multiplexed strategy (h2, h3).
+    pub multiplexed_connections: usize,
+    pub load: &'a LoadConfig,
+    /// Before every name (the RTT of a sweep's step: "20ms ").
+    pub prefix: &'a str,
+}
+
+impl Rows<'_> {
+    /// The strategies for one target: the chosen ones its scheme allows, or the default
+    /// set with what its server offers.
+    fn strategies(&self, req: &RequestConfig) -> Result<Vec<Strategy>, UsageError> {
+        let tls = req.urls.iter().any(|(_, u)| u.tls);
+        let chosen = match self.chosen {
+            // With the embedded server, a TLS-only strategy is left out of the HTTP group
+            // (and h2 without --h2c).
+            Some(c) if self.embedded => c
+                .iter()
+                .copied()
+                .filter(|s| tls || !s.needs_tls())
+                .filter(|s| tls || self.h2c || *s != Strategy::H2)
+                .collect(),
+            Some(c) => c.to_vec(),
+            None => default_strategies(tls, self.offers(tls, req)?),
+        };
+        Ok(chosen)
+    }
+
+    fn offers(&self, tls: bool, req: &RequestConfig) -> Result<Offers, UsageError> {
+        if !tls {
+            return Ok(Offers {
+                h2: self.h2c,
+                ..Offers::default()
+            });
+        }
+        if self.embedded {
+            // The embedded server offers all of them (early data on for compare).
+            return Ok(Offers {
+                h2: true,
+                h3: true,
+                early_tcp: true,
+                early_quic: true,
+            });
+        }
+        let load = self.load;
+        let probe = build::scenario("probe", Strategy::KeepAlive, None, req, load)?;
+        let h3 = offers_h3(req, load);
+        Ok(Offers {
+            h2: offers_h2(req, &probe),
+            h3,
+            early_tcp: accepts_early_data(Strategy::Close0Rtt, req, load),
+            early_quic: h3 && accepts_early_data(Strategy::H3ZeroRtt, req, load),
+        })
+    }
+
+    /// The rows: each strategy against each target, given as (group, request).
+    pub fn arms(&self, targets: &[(String, RequestConfig)]) -> Result<Vec<Arm>, UsageError> {
+        let mut arms = Vec::new();
+        for (group, req) in targets {
+            let strategies = self.strategies(req)?;
+            for (k, st) in strategies.iter().copied().enumerate() {
+                // A strategy listed again (an A/A run) gets "#2", "#3" after its name.
+                let nth = strategies[..k].iter().filter(|s| **s == st).count();
+                let base = if nth == 0 {
+                    st.name().to_string()
+                } else {
+                    format!("{}#{}", st.name(), nth + 1)
+                };
+                let name = if self.embedded {
+                    format!("{}{group} {base}", self.prefix)
+                } else {
+                    base
+                };
+                let mut sc =
+                    build::scenario(&name, st, self.requests_per_connection, req, self.load)?;
+                if st.multiplexed() {
+                    sc.connections = self.multiplexed_connections;
+                }
+                arms.push(Arm {
+                    name,
+                    group: group.clone(),
+                    scenario: Arc::new(sc),
+                });
+            }
+        }
+        Ok(arms)
+    }
+}

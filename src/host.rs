@@ -1,0 +1,25 @@
+//! This machine and this moment, as a report names them: the time a run began and the
+//! host it ran on.
+
+/// Now, RFC 3339 in UTC.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    // To the millisecond: agents' clocks agree to no better.
+    now.replace_nanosecond(now.nanosecond() / 1_000_000 * 1_000_000)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// This machine's host name (gethostname), or "unknown".
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it
+    // (or truncates, which the search for NUL below handles).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

@@ -1,0 +1,326 @@
+//! `handshake merge`: the JSON reports of several agents (each `bench --segment I/N`, or
+//! earlier merges) become the report of one run. Each scenario's recorder is rebuilt from
+//! its lossless form (`raw`: every counter, every histogram), the agents' recorders are
+//! added, and the sum is summarized as any run is: counts are sums, percentiles come from
+//! the merged histograms. The shape adds up too (workers, requests, rate); the wall time
+//! is the longest agent's, CPU the sum.
+//!
+//! The inputs are put in a canonical order (by segment, host, start) before anything is
+//! added, so that merging is independent of the order of the inputs, and associative:
+//! an earlier merge carries its agents and its summed recorders, which add up the same.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+
+use serde_json::Value;
+
+use crate::parse::UsageError;
+use crate::report::{AgentReport, Report, RunInfo};
+use crate::stats::raw::{RawScenario, ScenarioShape};
+use crate::stats::summary;
+use crate::stats::Recorder;
+
+/// One report read from the inputs.
+pub struct Input {
+    /// "FILE", or "FILE (report N)" when a file holds several.
+    origin: String,
+    agents: Vec<AgentReport>,
+    /// (name, lossless form), in the report's order.
+    scenarios: Vec<(String, RawScenario)>,
+}
+
+/// Every report in a file (or standard input).
+pub fn read(file: &str) -> Result<Vec<Input>, UsageError> {
+    let mut text = String::new();
+    let name = if file == "-" {
+        "standard input".to_string()
+    } else {
+        file.to_string()
+    };
+    let res = if file == "-" {
+        std::io::stdin().read_to_string(&mut text)
+    } else {
+        std::fs::File::open(file).and_then(|mut f| f.read_to_string(&mut text))
+    };
+    res.map_err(|e| UsageError(format!("merge: {name}: {e}")))?;
+    let mut docs = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(&text).into_iter::<Value>();
+    loop {
+        let at = stream.byte_offset();
+        match stream.next() {
+            None => break,
+            Some(Ok(v)) => docs.push(v),
+            Some(Err(e)) => {
+                let line = text[at..].trim_start().lines().next().unwrap_or("");
+                let shown: String = line.chars().take(80).collect();
+                return Err(UsageError(format!(
+                    "merge: {name}: not a JSON report at line {} column {}: {e} (the text there: {shown:?})",
+                    e.line(),
+                    e.column()
+                )));
+            }
+        }
+    }
+    if docs.is_empty() {
+        return Err(UsageError(format!("merge: {name}: no report in it")));
+    }
+    let several = docs.len() > 1;
+    docs.into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let origin = if several {
+                format!("{name} (report {})", i + 1)
+            } else {
+                name.clone()
+            };
+            input(origin, v)
+        })
+        .collect()
+}
+
+fn input(origin: String, v: Value) -> Result<Input, UsageError> {
+    let bad = |why: String| UsageError(format!("merge: {origin}: {why}"));
+    if v.get("tool").and_then(Value::as_str) != Some("handshake") {
+        return Err(bad(
+            "not a handshake report (no \"tool\": \"handshake\")".into()
+        ));
+    }
+    if v.get("comparison").is_some_and(|c| !c.is_null()) || v.get("rtt_sweep").is_some() {
+        return Err(bad(
+            "a compare report: merge takes bench reports (a comparison's paired rounds and intervals do not add up across agents)".into(),
+        ));
+    }
+    let Some(list) = v.get("scenarios").and_then(Value::as_array) else {
+        return Err(bad("no \"scenarios\" in it".into()));
+    };
+    let mut scenarios = Vec::new();
+    for s in list {
+        let name = s
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        let Some(raw) = s.get("raw") else {
+            return Err(bad(format!(
+                "scenario {name:?} has no lossless figures (\"raw\"): write it with this version's `handshake bench --json`"
+            )));
+        };
+        let raw: RawScenario = serde_json::from_value(raw.clone())
+            .map_err(|e| bad(format!("scenario {name:?}: its \"raw\" figures: {e}")))?;
+        // Check that its histograms and names can be read now, to name the input.
+        Recorder::try_from(&raw.recorder).map_err(|e| bad(format!("scenario {name:?}: {e}")))?;
+        scenarios.push((name, raw));
+    }
+    let agents = match v.get("agents") {
+        Some(a) if !a.is_null() => {
+            serde_json::from_value(a.clone()).map_err(|e| bad(format!("its \"agents\": {e}")))?
+        }
+        _ => {
+            let run: Option<RunInfo> = match v.get("run") {
+                Some(r) => Some(
+                    serde_json::from_value(r.clone())
+                        .map_err(|e| bad(format!("its \"run\": {e}")))?,
+                ),
+                None => None,
+            };
+            vec![agent(run.as_ref(), &scenarios)?]
+        }
+    };
+    Ok(Input {
+        origin,
+        agents,
+        scenarios,
+    })
+}
+
+/// An agent's row: its identity and its figures over its scenarios.
+fn agent(
+    run: Option<&RunInfo>,
+    scenarios: &[(String, RawScenario)],
+) -> Result<AgentReport, UsageError> {
+    let mut rec = Recorder::new();
+    let mut wall_ns = 0u64;
+    let mut cpu_ns = 0u128;
+    for (_, raw) in scenarios {
+        rec += &Recorder::try_from(&raw.recorder).map_err(UsageError)?;
+        wall_ns = wall_ns.max(raw.wall_ns);
+        cpu_ns += u128::from(raw.cpu_user_ns) + u128::from(raw.cpu_sys_ns);
+    }
+    let mut latency = rec.phases_new[crate::record::PHASE_NAMES.len() - 1].clone();
+    latency += &rec.phases_reused[crate::record::PHASE_NAMES.len() - 1];
+    Ok(AgentReport {
+        host: run.map_or("unknown".into(), |r| r.host.clone()),
+        started_at: run.map_or(String::new(), |r| r.started_at.clone()),
+        segment: run.and_then(|r| r.segment),
+        wall_s: wall_ns as f64 / 1e9,
+        requests: rec.counts.attempted,
+        ok: rec.counts.ok,
+        errors: rec.errors_total(),
+        connections: rec.counts.connections_opened,
+        p99_ms: if latency.count > 0 {
+            latency.hist.value_at_quantile(0.99) as f64 / 1e6
+        } else {
+            0.0
+        },
+        client_cpu_us_per_request: if rec.counts.attempted > 0 {
+            cpu_ns as f64 / 1e3 / rec.counts.attempted as f64
+        } else {
+            0.0
+        },
+    })
+}
+
+/// The canonical order of agents: by segment (the whole workload first), host, start.
+fn agent_key(a: &AgentReport) -> (u64, u64, String, String) {
+    let (i, n) = a.segment.map_or((0, 1), |s| (s.index - 1, s.count));
+    // The segment's start as a fraction scaled to a common denominator is not needed:
+    // order by start (i/n) through a fixed-point value, then by the pair itself.
+    let start = (u128::from(i) * (1u128 << 64) / u128::from(n)) as u64;
+    (start, n, a.host.clone(), a.started_at.clone())
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// The shapes of one scenario across agents, added: workers, threads, requests and rate
+/// are the agents' sums; the rest is the first agent's.
+fn add_shape(a: &mut ScenarioShape, b: &ScenarioShape) {
+    a.concurrency += b.concurrency;
+    a.threads += b.threads;
+    a.requests = match (a.requests, b.requests) {
+        (Some(x), Some(y)) => Some(x + y),
+        _ => None,
+    };
+    a.rate = match (a.rate, b.rate) {
+        (Some(x), Some(y)) => Some(round6(x + y)),
+        _ => None,
+    };
+}
+
+pub fn merge(mut inputs: Vec<Input>, allow_mismatch: bool) -> Result<Report, UsageError> {
+    for i in &mut inputs {
+        i.agents.sort_by_key(agent_key);
+    }
+    inputs.sort_by_key(|i| i.agents.first().map(agent_key));
+    if !allow_mismatch {
+        check(&inputs)?;
+    }
+    // Scenario by scenario, in the first report's order (then any others by name).
+    let mut order: Vec<String> = Vec::new();
+    let mut merged: BTreeMap<String, (ScenarioShape, Recorder, u64, u64, u64)> = BTreeMap::new();
+    for input in &inputs {
+        for (name, raw) in &input.scenarios {
+            let rec = Recorder::try_from(&raw.recorder)
+                .map_err(|e| UsageError(format!("merge: {}: {e}", input.origin)))?;
+            match merged.get_mut(name) {
+                None => {
+                    order.push(name.clone());
+                    merged.insert(
+                        name.clone(),
+                        (
+                            raw.shape.clone(),
+                            rec,
+                            raw.wall_ns,
+                            raw.cpu_user_ns,
+                            raw.cpu_sys_ns,
+                        ),
+                    );
+                }
+                Some((shape, sum, wall, user, sys)) => {
+                    add_shape(shape, &raw.shape);
+                    *sum += &rec;
+                    *wall = (*wall).max(raw.wall_ns);
+                    *user += raw.cpu_user_ns;
+                    *sys += raw.cpu_sys_ns;
+                }
+            }
+        }
+    }
+    let scenarios = order
+        .iter()
+        .map(|name| {
+            let (shape, rec, wall, user, sys) = &merged[name];
+            summary::summarize_with_raw(
+                shape,
+                rec,
+                std::time::Duration::from_nanos(*wall),
+                crate::cpu::CpuTime {
+                    user: std::time::Duration::from_nanos(*user),
+                    sys: std::time::Duration::from_nanos(*sys),
+                },
+            )
+        })
+        .collect();
+    let mut agents: Vec<AgentReport> = inputs.into_iter().flat_map(|i| i.agents).collect();
+    agents.sort_by_key(agent_key);
+    let mut rep = Report::new(scenarios);
+    rep.agents = Some(agents);
+    Ok(rep)
+}
+
+/// Refuse runs of different workloads, and segments run twice.
+fn check(inputs: &[Input]) -> Result<(), UsageError> {
+    let first = &inputs[0];
+    let describe = |i: &Input| {
+        i.scenarios
+            .iter()
+            .map(|(n, r)| {
+                format!(
+                    "{n}: {} {} ({})",
+                    r.shape.strategy.name(),
+                    r.shape.url,
+                    r.shape.strategy.protocol()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    for other in &inputs[1..] {
+        let same = other.scenarios.len() == first.scenarios.len()
+            && other
+                .scenarios
+                .iter()
+                .zip(&first.scenarios)
+                .all(|((n1, a), (n2, b))| {
+                    n1 == n2
+                        && a.shape.url == b.shape.url
+                        && a.shape.urls == b.shape.urls
+                        && a.shape.strategy == b.shape.strategy
+                });
+        if !same {
+            return Err(UsageError(format!(
+                "merge: {} and {} ran different workloads ({} against {}): merge only the agents of one workload, or pass --allow-mismatch",
+                first.origin,
+                other.origin,
+                describe(first),
+                describe(other)
+            )));
+        }
+    }
+    let all: Vec<(&AgentReport, &str)> = inputs
+        .iter()
+        .flat_map(|i| i.agents.iter().map(move |a| (a, i.origin.as_str())))
+        .collect();
+    for (k, (a, oa)) in all.iter().enumerate() {
+        for (b, ob) in &all[k + 1..] {
+            let overlap = match (a.segment, b.segment) {
+                (Some(x), Some(y)) => x.overlaps(y),
+                _ => true,
+            };
+            if overlap {
+                let seg = |s: Option<crate::report::Segment>| {
+                    s.map_or("the whole workload".to_string(), |s| format!("segment {s}"))
+                };
+                return Err(UsageError(format!(
+                    "merge: {oa} ({}, host {}) and {ob} ({}, host {}) overlap: that share of the workload would count twice; give each agent its own --segment I/N, or pass --allow-mismatch",
+                    seg(a.segment),
+                    a.host,
+                    seg(b.segment),
+                    b.host
+                )));
+            }
+        }
+    }
+    Ok(())
+}
