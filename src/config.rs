@@ -405,6 +405,25 @@ pub fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
     })
 }
 
+/// A list of strategies (`--strategies`), each parsed; none given: `None` (the default
+/// set), an empty list: an error.
+pub fn parse_strategies(
+    flag: &str,
+    list: Option<&[String]>,
+) -> Result<Option<Vec<Strategy>>, UsageError> {
+    let Some(list) = list else {
+        return Ok(None);
+    };
+    let chosen: Vec<Strategy> = list
+        .iter()
+        .map(|s| parse_strategy(flag, s.trim()))
+        .collect::<Result<_, _>>()?;
+    if chosen.is_empty() {
+        return usage(format!("{flag}: name at least one strategy"));
+    }
+    Ok(Some(chosen))
+}
+
 impl LinkArgs {
     /// Whether any link flag was given (then the run crosses a lab's link).
     pub fn any(&self) -> bool {

@@ -23,6 +23,15 @@ pub struct Embedded {
 }
 
 impl Embedded {
+    /// The embedded server with its defaults, taking TLS early data when `early_data`.
+    pub fn with_early_data(spec: Option<LinkSpec>, early_data: bool) -> anyhow::Result<Embedded> {
+        let cfg = ServerConfig {
+            early_data,
+            ..ServerConfig::default()
+        };
+        Embedded::start(spec, cfg)
+    }
+
     pub fn start(spec: Option<LinkSpec>, cfg: ServerConfig) -> anyhow::Result<Embedded> {
         let Some(spec) = spec else {
             return Ok(Embedded {

@@ -1,6 +1,19 @@
 //! This machine and this moment, as a report names them: the time a run began and the
 //! host it ran on.
 
+use crate::report::RunInfo;
+
+/// What a report says of its run: `command`, begun at `started_at`, on this host.
+pub fn run_info(command: &str, started_at: String) -> RunInfo {
+    RunInfo {
+        command: command.into(),
+        started_at,
+        scheduled_at: None,
+        host: host_name(),
+        segment: None,
+    }
+}
+
 /// Now, RFC 3339 in UTC.
 pub fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc();

@@ -187,76 +187,14 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut chunk = vec![0u8; 16 * 1024];
     let mut last_response_end: Option<Instant> = None;
     loop {
-        // The request head.
-        let mut head_started: Option<Instant> = None;
-        let (head_len, info) = loop {
-            if !buf.is_empty() {
-                let mut headers = [httparse::EMPTY_HEADER; 64];
-                let mut req = httparse::Request::new(&mut headers);
-                match req.parse(&buf) {
-                    Ok(httparse::Status::Complete(n)) if n <= cfg.server.max_header_bytes => {
-                        break (n, RequestLine::from(&req))
-                    }
-                    Ok(httparse::Status::Partial) if buf.len() <= cfg.server.max_header_bytes => {}
-                    Ok(_) | Err(httparse::Error::TooManyHeaders) => {
-                        reject(&mut s, 431).await;
-                        return Ending::TooLarge;
-                    }
-                    Err(_) => {
-                        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
-                        return Ending::Garbage;
-                    }
-                }
-            }
-            let limit = match head_started {
-                None => cfg.server.idle_timeout,
-                Some(t) => cfg.server.header_timeout.saturating_sub(t.elapsed()),
+        let (head_len, info, head_started) =
+            match read_head(&mut s, &mut buf, &mut chunk, cfg, log, idx).await {
+                Ok(h) => h,
+                Err(end) => return end,
             };
-            match tokio::time::timeout(limit, s.read(&mut chunk)).await {
-                Err(_) if buf.is_empty() => return Ending::IdleTimeout,
-                Err(_) => {
-                    reject(&mut s, 408).await;
-                    return Ending::Stalled;
-                }
-                Ok(Ok(0)) if buf.is_empty() => return Ending::ClientClosed,
-                // Over TLS, a FIN without a `close_notify` alert (Node, most clients that
-                // destroy their socket): between requests it is a close like any other.
-                Ok(Err(e)) if buf.is_empty() && e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                    return Ending::ClientClosed
-                }
-                Ok(Ok(0)) => return Ending::ClientClosedMidRequest,
-                Ok(Err(e)) if buf.is_empty() && is_reset(&e) => {
-                    let unread = with_log(log, |g| g.conns[idx].last_body > 0);
-                    return if unread {
-                        Ending::ClientClosedUnread
-                    } else {
-                        Ending::ClientReset
-                    };
-                }
-                Ok(Err(_)) => return Ending::ClientClosedMidRequest,
-                Ok(Ok(n)) => {
-                    head_started.get_or_insert_with(Instant::now);
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-            }
-        };
         let gap = last_response_end
             .map(|t| head_started.map_or(t.elapsed(), |h| h.saturating_duration_since(t)));
-        with_log(log, |g| {
-            g.timeline.request(None, None);
-            let c = &mut g.conns[idx];
-            c.requests += 1;
-            *c.versions
-                .entry(format!("HTTP/1.{}", info.minor))
-                .or_default() += 1;
-            *c.connection_headers
-                .entry(info.connection.clone())
-                .or_default() += 1;
-            c.forwarded += u64::from(info.forwarded);
-            if let Some(gap) = gap {
-                c.gaps.add(gap.as_secs_f64() * 1000.0);
-            }
-        });
+        log_request(log, idx, &info, gap);
         buf.drain(..head_len);
         if over_limit {
             reject(&mut s, 503).await;
@@ -297,36 +235,135 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 }
             },
         };
-        let (bytes, extra_fill, body_len) = response;
-        with_log(log, |g| g.conns[idx].last_body = body_len);
-        let cut = |written: u64| with_log(log, |g| g.conns[idx].cut = Some((written, body_len)));
-        if s.write_all(&bytes).await.is_err() {
-            cut(0);
-            return Ending::ClientClosedMidResponse;
+        if let Err(end) = write_response(&mut s, response, log, idx).await {
+            return end;
         }
-        // The body bytes written with the head; the rest comes from FILL.
-        let mut written = body_len - extra_fill;
-        let mut left = extra_fill;
-        while left > 0 {
-            let n = left.min(FILL.len() as u64) as usize;
-            if s.write_all(&FILL[..n]).await.is_err() {
-                cut(written);
-                return Ending::ClientClosedMidResponse;
-            }
-            written += n as u64;
-            left -= n as u64;
-        }
-        if s.flush().await.is_err() {
-            cut(written);
-            return Ending::ClientClosedMidResponse;
-        }
-        with_log(log, |g| g.conns[idx].responses += 1);
         last_response_end = Some(Instant::now());
         if !keep {
             let _ = s.shutdown().await;
             return Ending::ServerClosed;
         }
     }
+}
+
+/// Read a request head into `buf`: its length, its line and headers, and when its first
+/// byte came (`None` when it was already buffered). How the connection ended instead:
+/// the client closed, reset or stalled, or sent a head too large or not HTTP (answered
+/// 431 or 400 first).
+async fn read_head<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+    chunk: &mut [u8],
+    cfg: &AuditConfig,
+    log: &SharedLog,
+    idx: usize,
+) -> Result<(usize, RequestLine, Option<Instant>), Ending> {
+    let mut head_started: Option<Instant> = None;
+    loop {
+        if !buf.is_empty() {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut req = httparse::Request::new(&mut headers);
+            match req.parse(buf) {
+                Ok(httparse::Status::Complete(n)) if n <= cfg.server.max_header_bytes => {
+                    return Ok((n, RequestLine::from(&req), head_started))
+                }
+                Ok(httparse::Status::Partial) if buf.len() <= cfg.server.max_header_bytes => {}
+                Ok(_) | Err(httparse::Error::TooManyHeaders) => {
+                    reject(s, 431).await;
+                    return Err(Ending::TooLarge);
+                }
+                Err(_) => {
+                    let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+                    return Err(Ending::Garbage);
+                }
+            }
+        }
+        let limit = match head_started {
+            None => cfg.server.idle_timeout,
+            Some(t) => cfg.server.header_timeout.saturating_sub(t.elapsed()),
+        };
+        match tokio::time::timeout(limit, s.read(chunk)).await {
+            Err(_) if buf.is_empty() => return Err(Ending::IdleTimeout),
+            Err(_) => {
+                reject(s, 408).await;
+                return Err(Ending::Stalled);
+            }
+            Ok(Ok(0)) if buf.is_empty() => return Err(Ending::ClientClosed),
+            // Over TLS, a FIN without a `close_notify` alert (Node, most clients that
+            // destroy their socket): between requests it is a close like any other.
+            Ok(Err(e)) if buf.is_empty() && e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(Ending::ClientClosed)
+            }
+            Ok(Ok(0)) => return Err(Ending::ClientClosedMidRequest),
+            Ok(Err(e)) if buf.is_empty() && is_reset(&e) => {
+                let unread = with_log(log, |g| g.conns[idx].last_body > 0);
+                return Err(if unread {
+                    Ending::ClientClosedUnread
+                } else {
+                    Ending::ClientReset
+                });
+            }
+            Ok(Err(_)) => return Err(Ending::ClientClosedMidRequest),
+            Ok(Ok(n)) => {
+                head_started.get_or_insert_with(Instant::now);
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
+}
+
+/// A request in the log: its version, its `Connection` header, proxy headers, and the
+/// gap since the connection's last response.
+fn log_request(log: &SharedLog, idx: usize, info: &RequestLine, gap: Option<Duration>) {
+    with_log(log, |g| {
+        g.timeline.request(None, None);
+        let c = &mut g.conns[idx];
+        c.requests += 1;
+        *c.versions
+            .entry(format!("HTTP/1.{}", info.minor))
+            .or_default() += 1;
+        *c.connection_headers
+            .entry(info.connection.clone())
+            .or_default() += 1;
+        c.forwarded += u64::from(info.forwarded);
+        if let Some(gap) = gap {
+            c.gaps.add(gap.as_secs_f64() * 1000.0);
+        }
+    });
+}
+
+/// Write a response (its head and first bytes, then `extra_fill` bytes of FILL), logged
+/// as answered; a client that left mid-response is logged with how much was written.
+async fn write_response<S: AsyncWrite + Unpin>(
+    s: &mut S,
+    (bytes, extra_fill, body_len): (Vec<u8>, u64, u64),
+    log: &SharedLog,
+    idx: usize,
+) -> Result<(), Ending> {
+    with_log(log, |g| g.conns[idx].last_body = body_len);
+    let cut = |written: u64| {
+        with_log(log, |g| g.conns[idx].cut = Some((written, body_len)));
+        Ending::ClientClosedMidResponse
+    };
+    if s.write_all(&bytes).await.is_err() {
+        return Err(cut(0));
+    }
+    // The body bytes written with the head; the rest comes from FILL.
+    let mut written = body_len - extra_fill;
+    let mut left = extra_fill;
+    while left > 0 {
+        let n = left.min(FILL.len() as u64) as usize;
+        if s.write_all(&FILL[..n]).await.is_err() {
+            return Err(cut(written));
+        }
+        written += n as u64;
+        left -= n as u64;
+    }
+    if s.flush().await.is_err() {
+        return Err(cut(written));
+    }
+    with_log(log, |g| g.conns[idx].responses += 1);
+    Ok(())
 }
 
 /// Read (and keep, for forwarding) the request body.

@@ -12,6 +12,38 @@ const NGINX_UPSTREAM_FIX: &str = "If the client is nginx (its default is `proxy_
 /// Plain sentences: what the client does with connections, the likely cause, the fix.
 /// `peak_open`: the most client connections open at once.
 pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
+    let mut v = reuse(t);
+    v.extend(h2(t, peak_open));
+    if t.unused_connections > 0 && t.requests > 0 {
+        v.push(format!(
+            "{} carried no request (opened, then closed or left unused): a client that dials ahead, or several at once before its first is up (Go's HTTP/2 transport does when many requests start together).",
+            plural(t.unused_connections, "connection")
+        ));
+    }
+    let tls = t.tls_handshakes;
+    if tls.full + tls.resumed > 1 {
+        v.push(if tls.resumed == 0 {
+            format!(
+                "TLS: all {} handshakes were full: the client does not resume sessions, so each new connection pays the full handshake.",
+                tls.full
+            )
+        } else {
+            format!("TLS: {} of {} handshakes resumed a session.", tls.resumed, tls.full + tls.resumed)
+        });
+    }
+    v.extend(endings(t));
+    if t.responses < t.requests {
+        v.push(format!(
+            "{} of {} requests got no complete response.",
+            t.requests - t.responses,
+            t.requests
+        ));
+    }
+    v
+}
+
+/// Whether the client reused its connections, and when not, the likely cause and fix.
+fn reuse(t: &ClientSummary) -> Vec<String> {
     let mut v = Vec::new();
     if t.requests == 0 {
         v.push(format!(
@@ -24,25 +56,7 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
             plural(t.requests, "request"),
             plural(t.connections, "connection")
         ));
-        let close = count(&t.connection_headers, &"close".to_string());
-        let v10 = count(&t.http_versions, &"HTTP/1.0".to_string());
-        let ka = count(&t.connection_headers, &"keep-alive".to_string());
-        let unread = count(&t.endings, &Ending::ClientClosedUnread);
-        if close == t.requests && v10 == t.requests {
-            v.push(format!("The client sent HTTP/1.0 requests with `Connection: close` on every request: what nginx sends to an upstream by default. {NGINX_UPSTREAM_FIX}"));
-        } else if close == t.requests && t.forwarded_requests > 0 {
-            v.push(format!("The client sent `Connection: close` on every request, and its requests carry a proxy's headers (Via, Forwarded, X-Forwarded-For or X-Real-IP): a proxy that closes its upstream connections. {NGINX_UPSTREAM_FIX} In HAProxy, drop `option httpclose` and `option http-server-close`."));
-        } else if close == t.requests {
-            v.push("The client sent `Connection: close` on every request.".into());
-        } else if v10 == t.requests && ka == 0 {
-            v.push("The client sent HTTP/1.0 requests without `Connection: keep-alive`.".into());
-        } else if unread * 2 >= t.connections {
-            // Said below.
-        } else if count(&t.endings, &Ending::ClientClosed) * 2 >= t.connections {
-            v.push(
-                "The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into(),
-            );
-        }
+        v.extend(no_reuse_cause(t));
     } else if t.requests == 1 {
         v.push(format!(
             "1 request over {}: one request cannot show reuse. Run the client with two or more requests in one process (for example `curl URL URL`) to see whether it keeps its connection.",
@@ -61,43 +75,64 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
             t.requests_per_connection.mean
         ));
     }
-    if let Some(h) = &t.h2 {
-        let conns = plural(h.connections, "HTTP/2 connection");
-        if h.streams > 1 && h.connections >= h.streams {
-            v.push(format!(
-                "{} over {conns}: a new HTTP/2 connection per request, so nothing is multiplexed. Reuse one client (and its connection) for all requests.",
-                plural(h.streams, "stream")
-            ));
-        } else if h.connections > 1 && peak_open > 1 {
-            v.push(format!(
-                "The client opened {conns} to one origin (up to {peak_open} connections at once) for {}: it does not share a connection. One HTTP/2 connection carries about 100 requests at once; share one client.",
-                plural(h.streams, "stream")
-            ));
-        } else if h.streams > 0 {
-            v.push(format!(
-                "HTTP/2: {} over {conns}, up to {} at once on one connection: multiplexed.",
-                plural(h.streams, "stream"),
-                h.peak_concurrent_streams
-            ));
-        }
+    v
+}
+
+/// Why a client opened a connection per request, read from its requests' headers and
+/// how its connections ended; `None` when unread responses say it (said with the
+/// endings) or nothing does.
+fn no_reuse_cause(t: &ClientSummary) -> Option<String> {
+    let close = count(&t.connection_headers, &"close".to_string());
+    let v10 = count(&t.http_versions, &"HTTP/1.0".to_string());
+    let ka = count(&t.connection_headers, &"keep-alive".to_string());
+    let unread = count(&t.endings, &Ending::ClientClosedUnread);
+    if close == t.requests && v10 == t.requests {
+        Some(format!("The client sent HTTP/1.0 requests with `Connection: close` on every request: what nginx sends to an upstream by default. {NGINX_UPSTREAM_FIX}"))
+    } else if close == t.requests && t.forwarded_requests > 0 {
+        Some(format!("The client sent `Connection: close` on every request, and its requests carry a proxy's headers (Via, Forwarded, X-Forwarded-For or X-Real-IP): a proxy that closes its upstream connections. {NGINX_UPSTREAM_FIX} In HAProxy, drop `option httpclose` and `option http-server-close`."))
+    } else if close == t.requests {
+        Some("The client sent `Connection: close` on every request.".into())
+    } else if v10 == t.requests && ka == 0 {
+        Some("The client sent HTTP/1.0 requests without `Connection: keep-alive`.".into())
+    } else if unread * 2 >= t.connections {
+        // Said with the endings.
+        None
+    } else if count(&t.endings, &Ending::ClientClosed) * 2 >= t.connections {
+        Some("The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into())
+    } else {
+        None
     }
-    if t.unused_connections > 0 && t.requests > 0 {
-        v.push(format!(
-            "{} carried no request (opened, then closed or left unused): a client that dials ahead, or several at once before its first is up (Go's HTTP/2 transport does when many requests start together).",
-            plural(t.unused_connections, "connection")
-        ));
+}
+
+/// HTTP/2: whether the client multiplexed its requests on one connection.
+fn h2(t: &ClientSummary, peak_open: u64) -> Option<String> {
+    let h = t.h2.as_ref()?;
+    let conns = plural(h.connections, "HTTP/2 connection");
+    if h.streams > 1 && h.connections >= h.streams {
+        Some(format!(
+            "{} over {conns}: a new HTTP/2 connection per request, so nothing is multiplexed. Reuse one client (and its connection) for all requests.",
+            plural(h.streams, "stream")
+        ))
+    } else if h.connections > 1 && peak_open > 1 {
+        Some(format!(
+            "The client opened {conns} to one origin (up to {peak_open} connections at once) for {}: it does not share a connection. One HTTP/2 connection carries about 100 requests at once; share one client.",
+            plural(h.streams, "stream")
+        ))
+    } else if h.streams > 0 {
+        Some(format!(
+            "HTTP/2: {} over {conns}, up to {} at once on one connection: multiplexed.",
+            plural(h.streams, "stream"),
+            h.peak_concurrent_streams
+        ))
+    } else {
+        None
     }
-    let tls = t.tls_handshakes;
-    if tls.full + tls.resumed > 1 {
-        v.push(if tls.resumed == 0 {
-            format!(
-                "TLS: all {} handshakes were full: the client does not resume sessions, so each new connection pays the full handshake.",
-                tls.full
-            )
-        } else {
-            format!("TLS: {} of {} handshakes resumed a session.", tls.resumed, tls.full + tls.resumed)
-        });
-    }
+}
+
+/// How connections ended badly: unread responses (which prevent reuse), garbage,
+/// stalls, disconnections, resets, limits.
+fn endings(t: &ClientSummary) -> Vec<String> {
+    let mut v = Vec::new();
     let unread = count(&t.endings, &Ending::ClientClosedUnread);
     if unread > 0 {
         v.push(format!(
@@ -145,13 +180,6 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
                 plural(n, "connection")
             ));
         }
-    }
-    if t.responses < t.requests {
-        v.push(format!(
-            "{} of {} requests got no complete response.",
-            t.requests - t.responses,
-            t.requests
-        ));
     }
     v
 }

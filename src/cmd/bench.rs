@@ -10,7 +10,6 @@ use crate::embedded::{on_client, Embedded};
 use crate::engine;
 use crate::plan::{Scenario, Strategy};
 use crate::report::{thresholds, Report, RunInfo};
-use crate::server::ServerConfig;
 use crate::stats::summary;
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
@@ -40,13 +39,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     // trust its CA.
     let embedded = path
         .as_ref()
-        .map(|_| {
-            let cfg = ServerConfig {
-                early_data: strategy.early_data(),
-                ..ServerConfig::default()
-            };
-            Embedded::start(spec, cfg)
-        })
+        .map(|_| Embedded::with_early_data(spec, strategy.early_data()))
         .transpose()?;
     let (url, roots) = match (&embedded, &path) {
         (Some(e), Some(p)) => (
@@ -91,11 +84,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         result.cpu,
     )]);
     rep.run = Some(RunInfo {
-        command: "bench".into(),
-        started_at,
         scheduled_at: a.start_at.clone(),
-        host: crate::host::host_name(),
         segment,
+        ..crate::host::run_info("bench", started_at)
     });
     if let Some(e) = embedded {
         let (server, link) = e.finish();

@@ -8,36 +8,9 @@ use crate::config::{self, parse_percent, UsageError};
 use crate::embedded::{on_client, Embedded};
 use crate::lab::LinkSpec;
 use crate::plan::Strategy;
+use crate::report::link::LinkReport;
+use crate::report::server::StatsSnapshot;
 use crate::report::{thresholds, Report};
-use crate::server::ServerConfig;
-
-/// `--strategies`, each parsed (none: the default set).
-fn chosen_strategies(a: &CompareArgs) -> anyhow::Result<Option<Vec<Strategy>>> {
-    let chosen: Option<Vec<Strategy>> = a
-        .strategies
-        .as_ref()
-        .map(|list| {
-            list.iter()
-                .map(|s| config::parse_strategy("--strategies", s.trim()))
-                .collect()
-        })
-        .transpose()?;
-    if chosen.as_ref().is_some_and(|c| c.is_empty()) {
-        return Err(UsageError("--strategies: name at least one strategy".into()).into());
-    }
-    Ok(chosen)
-}
-
-/// The embedded server for one link (or none): early data on when a strategy sends it
-/// (as for bench), and for the default set, which has close-0rtt and h3-0rtt.
-fn start_embedded(spec: Option<LinkSpec>, chosen: Option<&[Strategy]>) -> anyhow::Result<Embedded> {
-    let early = chosen.map_or(true, |c| c.iter().any(|s| s.early_data()));
-    let cfg = ServerConfig {
-        early_data: early,
-        ..ServerConfig::default()
-    };
-    Embedded::start(spec, cfg)
-}
 
 pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let started_at = crate::host::now_rfc3339();
@@ -46,7 +19,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     if rounds == 0 || rounds > 1000 {
         return Err(UsageError("--rounds must be between 1 and 1000".into()).into());
     }
-    let chosen = chosen_strategies(&a)?;
+    let chosen = config::parse_strategies("--strategies", a.strategies.as_deref())?;
     let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
     let path = embedded_path(
@@ -69,50 +42,24 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         config::COMPARE_DEFAULTS
     };
     let load = config::load_config(&a.load, defaults)?;
-    let sweep = specs.len() > 1;
-    let steps = crate::progress::Steps::new("compare", !a.output.no_progress);
+    let plan = Plan {
+        a: &a,
+        chosen: chosen.as_deref(),
+        path: path.as_deref(),
+        load: &load,
+        rounds,
+        noise_threshold,
+        sweep: specs.len() > 1,
+        steps: crate::progress::Steps::new("compare", !a.output.no_progress),
+    };
     let mut scenarios = Vec::new();
     let mut points = Vec::new();
     let mut names = Vec::new();
     let mut single = None;
     for spec in specs {
-        let embedded = path
-            .as_ref()
-            .map(|_| start_embedded(spec, chosen.as_deref()))
-            .transpose()?;
-        let prefix = spec
-            .filter(|_| sweep)
-            .map(|s| format!("{}ms ", crate::fmt::num(s.rtt.as_secs_f64() * 1000.0)));
-        let arms = compare_arms(
-            &a,
-            chosen.as_deref(),
-            embedded.as_ref(),
-            path.as_deref(),
-            &load,
-            prefix.as_deref().unwrap_or(""),
-        )?;
-        let cut = prefix.as_ref().map_or(0, |p| p.len());
-        names = arms.iter().map(|arm| arm.name[cut..].to_string()).collect();
-        let run = || {
-            compare::run(
-                &arms,
-                rounds,
-                embedded.as_ref().map(|e| &e.srv),
-                noise_threshold,
-                embedded.as_ref().and_then(Embedded::rtt_set_ms),
-                &steps,
-            )
-        };
-        let result = on_client(embedded.as_ref(), run)??;
-        let (server, link) = match embedded {
-            Some(e) => {
-                let (s, l) = e.finish();
-                (Some(s), l)
-            }
-            None => (None, None),
-        };
+        let (result, server, link) = plan.at(spec, &mut names)?;
         scenarios.extend(result.scenarios);
-        match (sweep, link) {
+        match (plan.sweep, link) {
             (true, Some(link)) => points.push(compare::RttPoint {
                 rtt_set_ms: link.rtt_set_ms,
                 link,
@@ -123,24 +70,87 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         }
     }
     let mut rep = Report::new(scenarios);
-    rep.run = Some(crate::report::RunInfo {
-        command: "compare".into(),
-        started_at,
-        scheduled_at: None,
-        host: crate::host::host_name(),
-        segment: None,
-    });
+    rep.run = Some(crate::host::run_info("compare", started_at));
     if let Some((comparison, server, link)) = single {
         rep.comparison = Some(comparison);
         rep.server = server;
         rep.link = link;
     }
-    if sweep {
+    if plan.sweep {
         rep.rtt_sweep = Some(compare::RttSweep::new(points, &names));
     }
     let code = emit_checked(&mut rep, &a.output, &thresholds)?;
     // A row in which no request succeeded at all fails the run.
     Ok(code.max(super::no_success(&rep)))
+}
+
+/// What every step of a comparison shares (one step, or one per RTT of a sweep).
+struct Plan<'a> {
+    a: &'a CompareArgs,
+    chosen: Option<&'a [Strategy]>,
+    /// The path on the embedded server, when the comparison runs against it.
+    path: Option<&'a str>,
+    load: &'a config::LoadConfig,
+    rounds: usize,
+    noise_threshold: f64,
+    sweep: bool,
+    steps: crate::progress::Steps,
+}
+
+impl Plan<'_> {
+    /// The comparison across one link (or none): the embedded server started when there
+    /// is one, the rounds run on the client's side, the server's counts and the link's
+    /// report. `names`: the rows' names without the step's RTT.
+    fn at(
+        &self,
+        spec: Option<LinkSpec>,
+        names: &mut Vec<String>,
+    ) -> anyhow::Result<(
+        compare::CompareResult,
+        Option<StatsSnapshot>,
+        Option<LinkReport>,
+    )> {
+        // Early data on when a strategy sends it, and for the default set, which has
+        // close-0rtt and h3-0rtt.
+        let early = self
+            .chosen
+            .map_or(true, |c| c.iter().any(|s| s.early_data()));
+        let embedded = self
+            .path
+            .map(|_| Embedded::with_early_data(spec, early))
+            .transpose()?;
+        let prefix = spec
+            .filter(|_| self.sweep)
+            .map(|s| format!("{}ms ", crate::fmt::num(s.rtt.as_secs_f64() * 1000.0)));
+        let arms = compare_arms(
+            self.a,
+            self.chosen,
+            embedded.as_ref(),
+            self.path,
+            self.load,
+            prefix.as_deref().unwrap_or(""),
+        )?;
+        let cut = prefix.as_ref().map_or(0, |p| p.len());
+        *names = arms.iter().map(|arm| arm.name[cut..].to_string()).collect();
+        let run = || {
+            compare::run(
+                &arms,
+                self.rounds,
+                embedded.as_ref().map(|e| &e.srv),
+                self.noise_threshold,
+                embedded.as_ref().and_then(Embedded::rtt_set_ms),
+                &self.steps,
+            )
+        };
+        let result = on_client(embedded.as_ref(), run)??;
+        Ok(match embedded {
+            Some(e) => {
+                let (s, l) = e.finish();
+                (result, Some(s), l)
+            }
+            None => (result, None, None),
+        })
+    }
 }
 
 /// The rows of a comparison: each strategy against each target (with the embedded server,

@@ -23,7 +23,6 @@ use crate::config::UsageError;
 use crate::embedded::Embedded;
 use crate::lab::LinkSpec;
 use crate::report::{self, Report};
-use crate::server::ServerConfig;
 
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
@@ -136,11 +135,7 @@ pub(crate) fn single_target(
     let path = embedded_path(url, link, request.urls_from_file.is_some())?;
     match (path, url) {
         (Some(p), _) => {
-            let cfg = ServerConfig {
-                early_data,
-                ..ServerConfig::default()
-            };
-            let e = Embedded::start(spec, cfg)?;
+            let e = Embedded::with_early_data(spec, early_data)?;
             Ok((e.url(tls, &p), vec![e.srv.ca_der.clone()], Some(e)))
         }
         (None, Some(u)) => Ok((u.to_string(), Vec::new(), None)),

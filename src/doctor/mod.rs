@@ -242,6 +242,18 @@ async fn idle_timeout(
     }
 }
 
+/// A new connection to the target that has had one exchange, so the server's session
+/// tickets (sent after the handshake) are read.
+async fn primed(
+    sc: &Scenario,
+    cfg: &Arc<rustls::ClientConfig>,
+) -> Result<probe::Opened, ProbeError> {
+    let t = &sc.targets[0];
+    let mut o = probe::open(&sc.origins[0], Some(cfg), sc.timeout, &sc.dns).await?;
+    probe::exchange(&mut o.conn, &t.request, t.template.is_head(), sc.timeout).await?;
+    Ok(o)
+}
+
 async fn tls_findings(sc: &Scenario, req: &RequestConfig) -> Result<TlsFindings, ProbeError> {
     let bad = |message: String| ProbeError {
         kind: crate::record::ErrorKind::Tls,
@@ -273,15 +285,7 @@ async fn tls_findings(sc: &Scenario, req: &RequestConfig) -> Result<TlsFindings,
     // Resumption: one exchange (so session tickets are read), then new connections.
     let resume_cfg = mk(vec![b"http/1.1".to_vec()], true)?;
     let t = &sc.targets[0];
-    let mut prime = probe::open(origin, Some(&resume_cfg), sc.timeout, &sc.dns).await?;
-    probe::exchange(
-        &mut prime.conn,
-        &t.request,
-        t.template.is_head(),
-        sc.timeout,
-    )
-    .await?;
-    drop(prime);
+    drop(primed(sc, &resume_cfg).await?);
     let mut resumed = Vec::new();
     let mut any_resumed = false;
     for _ in 0..HANDSHAKE_SAMPLES {
@@ -303,14 +307,7 @@ async fn tls_findings(sc: &Scenario, req: &RequestConfig) -> Result<TlsFindings,
             };
             tls::client_config(&opts, true).map_err(|e| bad(format!("{e:#}")))?
         };
-        let mut prime = probe::open(origin, Some(&cfg), sc.timeout, &sc.dns).await?;
-        probe::exchange(
-            &mut prime.conn,
-            &t.request,
-            t.template.is_head(),
-            sc.timeout,
-        )
-        .await?;
+        let mut prime = primed(sc, &cfg).await?;
         // Tickets may come after the response: read until the server's close.
         let _ = probe::server_closes_within(&mut prime.conn, CLOSE_WATCH / 5).await;
         drop(prime);

@@ -64,98 +64,19 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
     let mut starts = Vec::with_capacity(threads);
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
-        let sc = sc.clone();
-        let counters = show_progress.then(|| counters.clone());
-        let dns_cache = dns_cache.clone();
+        let plan = ThreadPlan {
+            sc: sc.clone(),
+            t,
+            threads,
+            counters: show_progress.then(|| counters.clone()),
+            dns_cache: dns_cache.clone(),
+            needs_dns,
+        };
         let ready_tx = ready_tx.clone();
         let (start_tx, start_rx) = mpsc::channel::<Option<Instant>>();
         let spawned = std::thread::Builder::new()
             .name(format!("handshake-client-{t}"))
-            .spawn(move || -> anyhow::Result<ThreadOut> {
-                let setup = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map(|rt| {
-                        let dns = {
-                            let _guard = rt.enter();
-                            Arc::new(worker::Dns {
-                                resolver: if needs_dns {
-                                    Resolver::new(&sc.dns)
-                                } else {
-                                    Resolver::none()
-                                },
-                                cache: dns_cache,
-                            })
-                        };
-                        (rt, dns)
-                    });
-                let _ = ready_tx.send(());
-                let Ok(Some(start)) = start_rx.recv() else {
-                    anyhow::bail!("the run was cancelled before it started");
-                };
-                let (rt, dns) = setup?;
-                let run_deadline = sc.stop.duration.map(|d| start + d);
-                let rec = Rc::new(RefCell::new(Recorder::new()));
-                rec.borrow_mut().timeline.begin(start);
-                let last_end = Rc::new(RefCell::new(start));
-                let local = tokio::task::LocalSet::new();
-                let _guard = rt.enter();
-                let workers: Vec<usize> = (t..sc.concurrency).step_by(threads).collect();
-                let share = sc.connections / threads + usize::from(t < sc.connections % threads);
-                let pool = (sc.strategy == Strategy::H2)
-                    .then(|| h2::Pool::new(&sc, share, workers.len(), rec.clone()));
-                let endpoints = sc.strategy.quic().then(h3::Endpoints::new);
-                let h3_pool = (sc.strategy == Strategy::H3)
-                    .then(|| h3::Pool::new(&sc, share, workers.len(), rec.clone()));
-                for (i, w) in workers.iter().copied().enumerate() {
-                    let seat = worker::Seat {
-                        id: w,
-                        rec: rec.clone(),
-                        last_end: last_end.clone(),
-                        start,
-                        run_deadline,
-                        counters: counters.clone(),
-                        thread: t,
-                    };
-                    let opener = open::Opener {
-                        dns: dns.clone(),
-                        rec: rec.clone(),
-                        run_deadline,
-                        next_local: w,
-                    };
-                    match (&pool, &endpoints) {
-                        (_, Some(endpoints)) => {
-                            let driver =
-                                h3::H3::new(endpoints.clone(), h3_pool.clone(), i, opener, start);
-                            local.spawn_local(worker::run(sc.clone(), seat, driver));
-                        }
-                        (Some(pool), None) => {
-                            let driver = h2::H2::new(pool.clone(), opener, start);
-                            local.spawn_local(worker::run(sc.clone(), seat, driver));
-                        }
-                        (None, None) => {
-                            let driver = h1::H1::new(&sc, opener, start);
-                            local.spawn_local(worker::run(sc.clone(), seat, driver));
-                        }
-                    }
-                }
-                // CPU while requests run: thread, runtime and recorder setup excluded.
-                let cpu_start = cpu::thread();
-                rt.block_on(local);
-                let cpu = cpu::thread() - cpu_start;
-                if let Some(e) = &endpoints {
-                    rt.block_on(e.close_all());
-                }
-                drop(_guard);
-                drop(rt);
-                let recorder = rec.borrow().clone();
-                let last_end = *last_end.borrow();
-                Ok(ThreadOut {
-                    recorder,
-                    last_end,
-                    cpu,
-                })
-            });
+            .spawn(move || client_thread(&plan, &ready_tx, &start_rx));
         match spawned {
             Ok(h) => {
                 handles.push(h);
@@ -180,6 +101,28 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
     for tx in &starts {
         let _ = tx.send(Some(start));
     }
+    let gathered = gather(handles, start);
+    done.store(true, Ordering::Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
+    let (mut recorder, last_end, cpu) = gathered?;
+    if recorder.error_details[ErrorDetail::PortsExhausted.index()] > 0 {
+        recorder.local_ports = Some(LocalPorts::snapshot());
+    }
+    Ok(RunResult {
+        recorder,
+        wall: last_end.duration_since(start),
+        cpu,
+    })
+}
+
+/// The client threads' records added up, the last request's end and their CPU; the
+/// first thread's error, if one failed.
+fn gather(
+    handles: Vec<std::thread::JoinHandle<anyhow::Result<ThreadOut>>>,
+    start: Instant,
+) -> anyhow::Result<(Recorder, Instant, CpuTime)> {
     let mut recorder = Recorder::new();
     let mut last_end = start;
     let mut cpu_total = CpuTime::default();
@@ -195,21 +138,136 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
             Err(_) => first_err = first_err.or(Some(anyhow::anyhow!("a client thread panicked"))),
         }
     }
-    done.store(true, Ordering::Relaxed);
-    if let Some(p) = progress {
-        let _ = p.join();
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok((recorder, last_end, cpu_total)),
     }
-    if let Some(e) = first_err {
-        return Err(e);
+}
+
+/// What a client thread is given: its number among `threads`, the progress counters
+/// when a bar is shown, and the run's DNS cache.
+struct ThreadPlan {
+    sc: Arc<Scenario>,
+    t: usize,
+    threads: usize,
+    counters: Option<Arc<Vec<worker::Progress>>>,
+    dns_cache: Option<Arc<DnsCache>>,
+    needs_dns: bool,
+}
+
+/// One client thread: its runtime and resolver set up, ready said, the common start
+/// awaited; then its workers run to the stop condition.
+fn client_thread(
+    p: &ThreadPlan,
+    ready_tx: &mpsc::Sender<()>,
+    start_rx: &mpsc::Receiver<Option<Instant>>,
+) -> anyhow::Result<ThreadOut> {
+    let setup = crate::runtime_thread::current_thread_runtime().map(|rt| {
+        let dns = {
+            let _guard = rt.enter();
+            Arc::new(worker::Dns {
+                resolver: if p.needs_dns {
+                    Resolver::new(&p.sc.dns)
+                } else {
+                    Resolver::none()
+                },
+                cache: p.dns_cache.clone(),
+            })
+        };
+        (rt, dns)
+    });
+    let _ = ready_tx.send(());
+    let Ok(Some(start)) = start_rx.recv() else {
+        anyhow::bail!("the run was cancelled before it started");
+    };
+    let (rt, dns) = setup?;
+    let run_deadline = p.sc.stop.duration.map(|d| start + d);
+    let rec = Rc::new(RefCell::new(Recorder::new()));
+    rec.borrow_mut().timeline.begin(start);
+    let last_end = Rc::new(RefCell::new(start));
+    let local = tokio::task::LocalSet::new();
+    let guard = rt.enter();
+    let at = Clock {
+        start,
+        run_deadline,
+        last_end: &last_end,
+    };
+    let endpoints = spawn_workers(p, &local, &rec, &dns, &at);
+    // CPU while requests run: thread, runtime and recorder setup excluded.
+    let cpu_start = cpu::thread();
+    rt.block_on(local);
+    let cpu = cpu::thread() - cpu_start;
+    if let Some(e) = &endpoints {
+        rt.block_on(e.close_all());
     }
-    if recorder.error_details[ErrorDetail::PortsExhausted.index()] > 0 {
-        recorder.local_ports = Some(LocalPorts::snapshot());
-    }
-    Ok(RunResult {
+    drop(guard);
+    drop(rt);
+    let recorder = rec.borrow().clone();
+    let last_end = *last_end.borrow();
+    Ok(ThreadOut {
         recorder,
-        wall: last_end.duration_since(start),
-        cpu: cpu_total,
+        last_end,
+        cpu,
     })
+}
+
+/// A thread's times: its start, the run's deadline, and the end of its last request.
+struct Clock<'a> {
+    start: Instant,
+    run_deadline: Option<Instant>,
+    last_end: &'a Rc<RefCell<Instant>>,
+}
+
+/// The thread's workers, each with its protocol's driver (and the thread's share of the
+/// shared connections for h2 and h3), spawned on `local`; the QUIC endpoints to close
+/// at the end, if any.
+fn spawn_workers(
+    p: &ThreadPlan,
+    local: &tokio::task::LocalSet,
+    rec: &Rc<RefCell<Recorder>>,
+    dns: &Arc<worker::Dns>,
+    at: &Clock<'_>,
+) -> Option<Rc<h3::Endpoints>> {
+    let (sc, t, threads) = (&p.sc, p.t, p.threads);
+    let workers: Vec<usize> = (t..sc.concurrency).step_by(threads).collect();
+    let share = sc.connections / threads + usize::from(t < sc.connections % threads);
+    let pool =
+        (sc.strategy == Strategy::H2).then(|| h2::Pool::new(sc, share, workers.len(), rec.clone()));
+    let endpoints = sc.strategy.quic().then(h3::Endpoints::new);
+    let h3_pool =
+        (sc.strategy == Strategy::H3).then(|| h3::Pool::new(sc, share, workers.len(), rec.clone()));
+    for (i, w) in workers.iter().copied().enumerate() {
+        let seat = worker::Seat {
+            id: w,
+            rec: rec.clone(),
+            last_end: at.last_end.clone(),
+            start: at.start,
+            run_deadline: at.run_deadline,
+            counters: p.counters.clone(),
+            thread: t,
+        };
+        let opener = open::Opener {
+            dns: dns.clone(),
+            rec: rec.clone(),
+            run_deadline: at.run_deadline,
+            next_local: w,
+        };
+        match (&pool, &endpoints) {
+            (_, Some(endpoints)) => {
+                let driver = h3::H3::new(endpoints.clone(), h3_pool.clone(), i, opener, at.start);
+                local.spawn_local(worker::run(sc.clone(), seat, driver));
+            }
+            (Some(pool), None) => {
+                let driver = h2::H2::new(pool.clone(), opener, at.start);
+                local.spawn_local(worker::run(sc.clone(), seat, driver));
+            }
+            (None, None) => {
+                let driver = h1::H1::new(sc, opener, at.start);
+                local.spawn_local(worker::run(sc.clone(), seat, driver));
+            }
+        }
+    }
+    endpoints
 }
 
 /// A progress bar on stderr, shown only once the run has lasted a second.

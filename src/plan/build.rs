@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::{LoadShape, PhaseLimits, Scenario, StopWhen, Strategy, Target};
 use crate::net::dns::DnsSettings;
+use crate::net::quic::QuicTls;
 use crate::net::tls::{self, TlsOptions};
 use crate::net::Origin;
 use crate::parse::{usage, UsageError};
@@ -140,6 +141,36 @@ pub fn scenario(
     if requests_per_connection == Some(0) {
         return usage("--requests-per-connection must be at least 1");
     }
+    check_strategy(strategy, req)?;
+    let mut origins: Vec<Origin> = Vec::new();
+    let mut targets = Vec::with_capacity(req.urls.len());
+    for (raw, u) in &req.urls {
+        let origin = origin_of(&mut origins, raw, u, req)?;
+        targets.push(target(strategy, req, raw, u, origin)?);
+    }
+    let (tls, quic_tls) = client_tls(strategy, req)?;
+    Ok(Scenario {
+        name: name.to_string(),
+        strategy,
+        targets,
+        origins,
+        concurrency: load.concurrency,
+        threads: load.threads,
+        load: load.load,
+        stop: load.stop,
+        timeout: load.timeout,
+        limits: load.limits,
+        requests_per_connection,
+        connections: 1,
+        tls,
+        quic_tls,
+        dns: req.dns.clone(),
+    })
+}
+
+/// What a strategy needs of the URLs and the method: TLS for resumption, QUIC and early
+/// data; an idempotent method for early data (it can be replayed).
+fn check_strategy(strategy: Strategy, req: &RequestConfig) -> Result<(), UsageError> {
     let any_tls = req.urls.iter().any(|(_, u)| u.tls);
     if strategy == Strategy::CloseResumed && !any_tls {
         return usage(
@@ -167,57 +198,81 @@ pub fn scenario(
             ));
         }
     }
-    let mut origins: Vec<Origin> = Vec::new();
-    let mut targets = Vec::with_capacity(req.urls.len());
-    for (raw, u) in &req.urls {
-        let idx = match origins
-            .iter()
-            .position(|o| o.key() == (u.tls, u.host.clone(), u.port))
-        {
-            Some(i) => i,
-            None => {
-                let mut o = Origin::new(u.tls, &u.host, u.port)
-                    .map_err(|e| UsageError(format!("{raw}: {e}")))?;
-                if let Some((_, _, ip)) = req
-                    .resolve
-                    .iter()
-                    .find(|(h, p, _)| *h == u.host && *p == u.port)
-                {
-                    o.fixed_addrs = Some(vec![SocketAddr::new(*ip, u.port)]);
-                }
-                o.local_addrs = req.local_addrs.clone();
-                origins.push(o);
-                origins.len() - 1
-            }
-        };
-        let template = RequestTemplate {
-            method: req.method.clone(),
-            target: u.target.clone(),
-            host: u.authority.clone(),
-            headers: req.headers.clone(),
-            body: req.body.clone(),
-        };
-        let request = template.build(strategy.version(), strategy.connection_header());
-        let request_last = template.build(
-            strategy.version(),
-            crate::proto::h1::ConnectionHeader::Close,
-        );
-        let mut h2_request = (strategy == Strategy::H2 || strategy.quic())
-            .then(|| crate::proto::h2::request_head(&template, u.tls))
-            .transpose()
-            .map_err(|e| UsageError(format!("{raw}: {e}")))?;
-        if let (Some(head), true) = (h2_request.as_mut(), strategy.quic()) {
-            *head.version_mut() = http::Version::HTTP_3;
-        }
-        targets.push(Target {
-            url: raw.clone(),
-            origin: idx,
-            template,
-            request,
-            request_last,
-            h2_request,
-        });
+    Ok(())
+}
+
+/// The index of URL `u`'s origin in `origins`, added (with its `--resolve` address and
+/// `--local-addr`s) when it is new.
+fn origin_of(
+    origins: &mut Vec<Origin>,
+    raw: &str,
+    u: &ParsedUrl,
+    req: &RequestConfig,
+) -> Result<usize, UsageError> {
+    if let Some(i) = origins
+        .iter()
+        .position(|o| o.key() == (u.tls, u.host.clone(), u.port))
+    {
+        return Ok(i);
     }
+    let mut o =
+        Origin::new(u.tls, &u.host, u.port).map_err(|e| UsageError(format!("{raw}: {e}")))?;
+    if let Some((_, _, ip)) = req
+        .resolve
+        .iter()
+        .find(|(h, p, _)| *h == u.host && *p == u.port)
+    {
+        o.fixed_addrs = Some(vec![SocketAddr::new(*ip, u.port)]);
+    }
+    o.local_addrs = req.local_addrs.clone();
+    origins.push(o);
+    Ok(origins.len() - 1)
+}
+
+/// One URL's requests, built once: HTTP/1's bytes (and the last one's, which closes),
+/// and the head for HTTP/2 and HTTP/3.
+fn target(
+    strategy: Strategy,
+    req: &RequestConfig,
+    raw: &str,
+    u: &ParsedUrl,
+    origin: usize,
+) -> Result<Target, UsageError> {
+    let template = RequestTemplate {
+        method: req.method.clone(),
+        target: u.target.clone(),
+        host: u.authority.clone(),
+        headers: req.headers.clone(),
+        body: req.body.clone(),
+    };
+    let request = template.build(strategy.version(), strategy.connection_header());
+    let request_last = template.build(
+        strategy.version(),
+        crate::proto::h1::ConnectionHeader::Close,
+    );
+    let mut h2_request = (strategy == Strategy::H2 || strategy.quic())
+        .then(|| crate::proto::h2::request_head(&template, u.tls))
+        .transpose()
+        .map_err(|e| UsageError(format!("{raw}: {e}")))?;
+    if let (Some(head), true) = (h2_request.as_mut(), strategy.quic()) {
+        *head.version_mut() = http::Version::HTTP_3;
+    }
+    Ok(Target {
+        url: raw.to_string(),
+        origin,
+        template,
+        request,
+        request_last,
+        h2_request,
+    })
+}
+
+/// The client's TLS configuration, and QUIC's built on it.
+type ClientTls = (Option<Arc<rustls::ClientConfig>>, Option<Arc<QuicTls>>);
+
+/// The client's TLS configuration for the strategy (none without an https:// URL), and
+/// QUIC's built on it.
+fn client_tls(strategy: Strategy, req: &RequestConfig) -> Result<ClientTls, UsageError> {
     // HTTP/2 over TLS is agreed by ALPN; the server must choose h2.
     let tls_options = if strategy == Strategy::H2 {
         tls::TlsOptions {
@@ -244,38 +299,14 @@ pub fn scenario(
             ..req.tls.clone()
         }
     };
-    let (tls, quic_tls) = if strategy.quic() {
-        let base = tls::client_config(&tls_options, strategy.tls_resumption())
-            .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?;
-        let q = crate::net::quic::QuicTls::new(base.clone())
-            .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?;
-        (Some(base), Some(Arc::new(q)))
-    } else if any_tls {
-        (
-            Some(
-                tls::client_config(&tls_options, strategy.tls_resumption())
-                    .map_err(|e| UsageError(format!("TLS setup: {e:#}")))?,
-            ),
-            None,
-        )
-    } else {
-        (None, None)
-    };
-    Ok(Scenario {
-        name: name.to_string(),
-        strategy,
-        targets,
-        origins,
-        concurrency: load.concurrency,
-        threads: load.threads,
-        load: load.load,
-        stop: load.stop,
-        timeout: load.timeout,
-        limits: load.limits,
-        requests_per_connection,
-        connections: 1,
-        tls,
-        quic_tls,
-        dns: req.dns.clone(),
-    })
+    let setup = |e: anyhow::Error| UsageError(format!("TLS setup: {e:#}"));
+    if !req.urls.iter().any(|(_, u)| u.tls) {
+        return Ok((None, None));
+    }
+    let base = tls::client_config(&tls_options, strategy.tls_resumption()).map_err(setup)?;
+    if !strategy.quic() {
+        return Ok((Some(base), None));
+    }
+    let q = QuicTls::new(base.clone()).map_err(setup)?;
+    Ok((Some(base), Some(Arc::new(q))))
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Series;
-use crate::report::audit::{AuditBucket, AuditReport, ClientSummary};
+use crate::report::audit::{AuditReport, ClientSummary};
 
 /// One client's (or all clients') connections, requests and reuse.
 fn client_block(out: &mut String, s: &ClientSummary) {
@@ -113,34 +113,13 @@ pub fn render(r: &AuditReport) -> String {
         client_block(&mut out, s);
     }
     let t = &r.timeline;
-    let count = |f: fn(&AuditBucket) -> u64| t.iter().map(|b| f(b) as f64).collect();
     let mut series = vec![
-        Series {
-            name: "new conns/s",
-            unit: "",
-            values: count(|b| b.new_connections),
-            per_second: true,
-        },
-        Series {
-            name: "requests/s",
-            unit: "",
-            values: count(|b| b.requests),
-            per_second: true,
-        },
+        Series::rate("new conns/s", t, |b| b.new_connections),
+        Series::rate("requests/s", t, |b| b.requests),
     ];
     if t.iter().any(|b| b.tls_full + b.tls_resumed > 0) {
-        series.push(Series {
-            name: "full TLS/s",
-            unit: "",
-            values: count(|b| b.tls_full),
-            per_second: true,
-        });
-        series.push(Series {
-            name: "resumed TLS/s",
-            unit: "",
-            values: count(|b| b.tls_resumed),
-            per_second: true,
-        });
+        series.push(Series::rate("full TLS/s", t, |b| b.tls_full));
+        series.push(Series::rate("resumed TLS/s", t, |b| b.tls_resumed));
     }
     let widths: Vec<f64> = t.iter().map(|b| b.width_s).collect();
     super::sparklines(&mut out, &widths, &series);

@@ -386,6 +386,18 @@ pub struct Series<'a> {
     pub per_second: bool,
 }
 
+impl<'a> Series<'a> {
+    /// A count per bucket, drawn as a rate ("requests/s").
+    pub fn rate<B>(name: &'a str, buckets: &[B], count: impl Fn(&B) -> u64) -> Series<'a> {
+        Series {
+            name,
+            unit: "",
+            values: buckets.iter().map(|b| count(b) as f64).collect(),
+            per_second: true,
+        }
+    }
+}
+
 /// Timelines of 3 buckets or more (widths in s): one line per series, a character per
 /// bucket (at most 60; more buckets are drawn in groups), scaled to the series' maximum.
 /// A last bucket shorter than half the one before (the run ended just past a boundary)
@@ -471,28 +483,12 @@ fn fold_sliver<'a>(widths: &[f64], series: &[Series<'a>]) -> (Vec<f64>, Vec<Seri
 }
 
 fn timeline(out: &mut String, t: &[TimelineBucket]) {
-    let count = |f: fn(&TimelineBucket) -> u64| t.iter().map(|b| f(b) as f64).collect();
     let mut series = vec![
-        Series {
-            name: "requests/s",
-            unit: "",
-            values: count(|b| b.requests),
-            per_second: true,
-        },
-        Series {
-            name: "new conns/s",
-            unit: "",
-            values: count(|b| b.new_connections),
-            per_second: true,
-        },
+        Series::rate("requests/s", t, |b| b.requests),
+        Series::rate("new conns/s", t, |b| b.new_connections),
     ];
     if t.iter().any(|b| b.errors > 0) {
-        series.push(Series {
-            name: "errors/s",
-            unit: "",
-            values: count(|b| b.errors),
-            per_second: true,
-        });
+        series.push(Series::rate("errors/s", t, |b| b.errors));
     }
     series.push(Series {
         name: "p99",
