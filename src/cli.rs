@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// The exit statuses of every command, shown by `--help` (and the README's "Exit status").
 pub const EXIT_STATUS: &str = "Exit status:
@@ -12,6 +12,108 @@ pub const EXIT_STATUS: &str = "Exit status:
   2  usage or setup error: a bad flag or value (the message names it), a server or
      link that could not be set up
   audit -- COMMAND and watch -- COMMAND pass on the command's own non-zero status";
+
+/// Flags other load tools and curl take that this one does not, with what to use here:
+/// `handshake: --vus is k6's: here it is -c/--concurrency`. A flag of theirs that means
+/// the same here (-c, -n, -H, -k, --timeout) needs no entry.
+const FOREIGN_FLAGS: &[(&[&str], &str, &str)] = &[
+    (&["--vus"], "k6's virtual users", "-c/--concurrency"),
+    (
+        &["-u"],
+        "k6's virtual users (curl's credentials)",
+        "-c/--concurrency (credentials: -H 'Authorization: …')",
+    ),
+    (&["--iterations"], "k6's iterations", "-n/--requests"),
+    (
+        &["-i"],
+        "k6's iterations (ab's HEAD requests)",
+        "-n/--requests (HEAD: -X HEAD)",
+    ),
+    (
+        &["-q", "--qps", "-R"],
+        "a rate (oha, hey, wrk2)",
+        "-r/--rate, requests per second in total",
+    ),
+    (
+        &["--latency"],
+        "wrk's latency table",
+        "nothing: the percentiles are always in the report",
+    ),
+    (
+        &["-w", "--write-out"],
+        "curl's timings",
+        "`handshake trace URL`, which shows every phase",
+    ),
+    (
+        &["-o", "--output"],
+        "an output file",
+        "--json (the report as JSON) or --html FILE",
+    ),
+    (
+        &["-A", "--user-agent"],
+        "a User-Agent",
+        "-H 'User-Agent: NAME'",
+    ),
+    (
+        &["--user"],
+        "curl's credentials",
+        "-H 'Authorization: Basic …'",
+    ),
+    (&["-b", "--cookie"], "a cookie", "-H 'Cookie: NAME=VALUE'"),
+    (
+        &["-p", "--post-file"],
+        "a POST body file (ab)",
+        "--data @FILE, with -T for its type",
+    ),
+    (&["--http1.1"], "HTTP/1.1", "-s keepalive (or -s close)"),
+    (
+        &["--http1.0", "-0"],
+        "HTTP/1.0",
+        "-s http10 (or -s http10-keepalive)",
+    ),
+    (
+        &["--http2", "--h2"],
+        "HTTP/2",
+        "-s h2 (bench) or --http2 (trace)",
+    ),
+    (
+        &["--http3", "--h3"],
+        "HTTP/3",
+        "-s h3 (bench) or --http3 (trace)",
+    ),
+    (
+        &["--no-keepalive", "--disable-keep-alive"],
+        "closing every connection",
+        "-s close",
+    ),
+    (
+        &["-L", "--location"],
+        "following redirects",
+        "nothing: handshake measures the URL given, so give the final one",
+    ),
+];
+
+/// The command line parsed, `--help` wrapped to the output's width (`fmt::width`: 80
+/// columns when stdout is not a terminal).
+pub fn parse() -> Result<Cli, clap::Error> {
+    let cmd = Cli::command().term_width(crate::fmt::width());
+    let mut matches = cmd.try_get_matches()?;
+    Cli::from_arg_matches_mut(&mut matches)
+}
+
+/// For a flag this tool does not know, what it means elsewhere and the flag to use here.
+pub fn foreign_flag(flag: &str) -> Option<String> {
+    let name = flag.split('=').next().unwrap_or(flag);
+    FOREIGN_FLAGS
+        .iter()
+        .find(|(names, _, _)| names.contains(&name))
+        .map(|(_, what, here)| format!("{name} is {what} elsewhere; here use {here}"))
+}
+
+/// `lead`, then every strategy with its one line.
+fn strategy_help(lead: &str) -> String {
+    format!("{lead}:\n{}", crate::strategy::Strategy::help_list())
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -82,7 +184,7 @@ pub struct WatchArgs {
 
     /// Stop after this long (default: when the command or process ends, or at Ctrl-C;
     /// a command still running then is stopped)
-    #[arg(long, short = 'd')]
+    #[arg(long, short = 'd', visible_short_alias = 'z')]
     pub duration: Option<String>,
 
     /// The capture's buffer in the kernel (like tcpdump -B): packets that arrive while
@@ -236,7 +338,7 @@ pub struct AuditArgs {
     pub cacert_out: Option<PathBuf>,
 
     /// Without a command: stop after this long (default: at Ctrl-C)
-    #[arg(long, short = 'd')]
+    #[arg(long, short = 'd', visible_short_alias = 'z')]
     pub duration: Option<String>,
 
     /// Answers' body size when answering here
@@ -302,10 +404,8 @@ pub struct TraceArgs {
     #[arg(long, conflicts_with_all = ["strategy", "http2"])]
     pub http3: bool,
 
-    /// Connection strategy: keepalive, close, close-resumed, close-0rtt, http10,
-    /// http10-keepalive, h2 (HTTP/2: ALPN on https, prior knowledge on http), h3,
-    /// h3-close, h3-resumed, h3-0rtt (HTTP/3 over QUIC: https only)
-    #[arg(long, short = 's', default_value = "keepalive")]
+    /// Connection strategy (keepalive; --help lists the 11 with a line each)
+    #[arg(long, short = 's', default_value = "keepalive", long_help = strategy_help("Connection strategy"))]
     pub strategy: String,
 
     /// Time limit for each step (connect, TLS, response)
@@ -370,10 +470,10 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub link: LinkArgs,
 
-    /// Strategies to compare, comma-separated (default: close, http10, http10-keepalive,
-    /// keepalive, and for https close-resumed and h2 if the server offers it). A strategy listed twice is an A/A run:
-    /// the difference between its two rows shows the machine's noise
-    #[arg(long, value_delimiter = ',')]
+    /// Strategies to compare, comma-separated (default: those the target offers; --help
+    /// lists them). A strategy listed twice is an A/A run: the spread between its rows is
+    /// the machine's noise
+    #[arg(long, value_delimiter = ',', long_help = strategy_help("Strategies to compare, comma-separated. By default: close, http10, http10-keepalive and keepalive; for https also close-resumed, and close-0rtt, h2, h3-close, h3-0rtt and h3 where the server offers them. A strategy listed twice is an A/A run: the spread between its rows is the machine's noise. The strategies"))]
     pub strategies: Option<Vec<String>>,
 
     /// Rounds: every strategy runs once per round, in a new random order each round;
@@ -419,9 +519,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub link: LinkArgs,
 
-    /// Connection strategy: keepalive, close, close-resumed, http10, http10-keepalive,
-    /// h2 (HTTP/2: ALPN on https, prior knowledge on http)
-    #[arg(long, short = 's', default_value = "keepalive")]
+    /// Connection strategy (keepalive; --help lists the 11 with a line each)
+    #[arg(long, short = 's', default_value = "keepalive", long_help = strategy_help("Connection strategy"))]
     pub strategy: String,
 
     /// Same as --strategy close
@@ -479,7 +578,7 @@ pub struct LoadArgs {
     pub requests: Option<u64>,
 
     /// Run for this long (e.g. 10s, 500ms, 2m)
-    #[arg(long, short = 'd')]
+    #[arg(long, short = 'd', visible_short_alias = 'z')]
     pub duration: Option<String>,
 
     /// Open loop: send this many requests per second in total, latency measured from the
@@ -515,21 +614,30 @@ pub struct LoadArgs {
 
 #[derive(Debug, Args)]
 pub struct RequestArgs {
-    /// HTTP method
-    #[arg(long, short = 'm', default_value = "GET")]
-    pub method: String,
+    /// HTTP method (GET; POST with --data)
+    #[arg(long, short = 'X', visible_short_alias = 'm')]
+    pub method: Option<String>,
 
     /// Extra request header "Name: value" (repeatable)
     #[arg(long = "header", short = 'H', value_name = "HEADER")]
     pub headers: Vec<String>,
 
-    /// Request body
-    #[arg(long, conflicts_with = "body_file")]
+    /// Request body, as given
+    #[arg(long, conflicts_with_all = ["body_file", "data"])]
     pub body: Option<String>,
 
     /// Request body read from a file
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "data")]
     pub body_file: Option<PathBuf>,
+
+    /// Request body as curl takes it: DATA as given, or @FILE read from FILE (@- from
+    /// standard input); the method is POST unless -X says otherwise
+    #[arg(long, visible_alias = "data-binary", value_name = "DATA")]
+    pub data: Option<String>,
+
+    /// Content-Type of the body (a "Content-Type: TYPE" header), as ab and hey take it
+    #[arg(long, short = 'T', value_name = "TYPE")]
+    pub content_type: Option<String>,
 
     /// Read the URLs to request (one per line) from a file; used in turn
     #[arg(long, value_name = "FILE")]
@@ -674,7 +782,7 @@ pub struct ServeArgs {
     pub threads: usize,
 
     /// Stop after this long (default: run until Ctrl-C)
-    #[arg(long, short = 'd')]
+    #[arg(long, short = 'd', visible_short_alias = 'z')]
     pub duration: Option<String>,
 
     #[command(flatten)]

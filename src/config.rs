@@ -59,7 +59,7 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
     let duration = a
         .duration
         .as_deref()
-        .map(|d| parse_positive_duration("-d/--duration", d))
+        .map(|d| parse_positive_duration("-d/--duration", d).map_err(|e| body_hint(e, d)))
         .transpose()?;
     let requests = match (a.requests, duration) {
         (None, None) => Some(default_requests),
@@ -310,6 +310,48 @@ fn local_addrs(given: &[String]) -> Result<Vec<IpAddr>, UsageError> {
     Ok(local_addrs)
 }
 
+/// `-d` is the duration here (as in wrk and k6); curl, hey and oha take a body with it.
+/// A value that looks like a body gets that said.
+fn body_hint(e: UsageError, value: &str) -> UsageError {
+    let t = value.trim_start();
+    let body = t.starts_with(['{', '[', '@', '<']) || t.contains(['=', '&', '"']);
+    if body {
+        UsageError(format!(
+            "{}; -d is the duration here, as in wrk and k6: to send a request body, use --data",
+            e.0
+        ))
+    } else {
+        e
+    }
+}
+
+/// The request body: `--body` as given, `--body-file`'s contents, or `--data` as curl
+/// takes it (`@FILE` read from FILE, `@-` from standard input).
+fn body(a: &RequestArgs) -> Result<Option<Vec<u8>>, UsageError> {
+    Ok(match (&a.body, &a.body_file, &a.data) {
+        (Some(b), _, _) => Some(b.clone().into_bytes()),
+        (None, Some(p), _) => Some(
+            std::fs::read(p)
+                .map_err(|e| UsageError(format!("--body-file {}: {e}", p.display())))?,
+        ),
+        (None, None, Some(d)) => Some(match d.strip_prefix('@') {
+            Some("-") => {
+                let mut v = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
+                    .map_err(|e| UsageError(format!("--data @-: standard input: {e}")))?;
+                v
+            }
+            Some(f) => std::fs::read(f).map_err(|e| {
+                UsageError(format!(
+                    "--data @{f}: cannot read {f}: {e} (a body that starts with @ goes in --body)"
+                ))
+            })?,
+            None => d.clone().into_bytes(),
+        }),
+        (None, None, None) => None,
+    })
+}
+
 /// Validate the request options. `url` is the positional URL; `extra_roots` are trusted
 /// in addition (the embedded server's CA).
 pub fn request_config(
@@ -318,23 +360,28 @@ pub fn request_config(
     extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
 ) -> Result<RequestConfig, UsageError> {
     let urls = urls(a, url)?;
-    let method = a.method.to_ascii_uppercase();
+    // Like curl, a body given with --data makes the request a POST unless -X says
+    // otherwise.
+    let given = a
+        .method
+        .as_deref()
+        .unwrap_or(if a.data.is_some() { "POST" } else { "GET" });
+    let method = given.to_ascii_uppercase();
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
-        return usage(format!("-m/--method {:?}: not an HTTP method", a.method));
+        return usage(format!("-X/--method {given:?}: not an HTTP method"));
     }
-    let headers = a
+    let mut headers = a
         .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let body = match (&a.body, &a.body_file) {
-        (Some(b), _) => Some(b.clone().into_bytes()),
-        (None, Some(p)) => Some(
-            std::fs::read(p)
-                .map_err(|e| UsageError(format!("--body-file {}: {e}", p.display())))?,
-        ),
-        (None, None) => None,
-    };
+    if let Some(t) = &a.content_type {
+        headers.push(
+            parse_header(&format!("Content-Type: {t}"))
+                .map_err(|e| UsageError(format!("-T/--content-type {t:?}: {}", e.0)))?,
+        );
+    }
+    let body = body(a)?;
     let versions = match a.tls_version.as_deref() {
         None => TlsVersions::Any,
         Some("1.2") => TlsVersions::Only12,
@@ -398,8 +445,14 @@ fn parse_dns_server(v: &str) -> Result<SocketAddr, UsageError> {
 
 pub fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
     Strategy::parse(s).ok_or_else(|| {
+        // curl's -s is --silent: the URL after it is taken as the strategy.
+        let curl = if s.contains("://") || s.starts_with('/') {
+            " (curl's -s is --silent; handshake prints only its report, so drop -s)"
+        } else {
+            ""
+        };
         UsageError(format!(
-            "{flag}: unknown strategy {s:?}; known strategies: {}",
+            "{flag}: unknown strategy {s:?}; known strategies: {}{curl}",
             Strategy::known_names()
         ))
     })

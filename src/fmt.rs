@@ -69,6 +69,30 @@ pub fn s(n: u64) -> &'static str {
     }
 }
 
+/// The width text output is written to: `COLUMNS` when set, else the terminal's when
+/// stdout is one, else 80 (a CI log, a pipe). At least 40.
+pub fn width() -> usize {
+    let from_env = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok());
+    let w = from_env.or_else(terminal_columns).unwrap_or(80);
+    w.max(40)
+}
+
+/// The columns of the terminal on stdout, if it is one.
+fn terminal_columns() -> Option<usize> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct passed; fd 1 may be anything,
+    // and a failure leaves it untouched.
+    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,23 @@
 //! The `handshake` binary: parse, run, exit (0 ok, 1 check failed, 2 usage or setup error).
 
-use clap::Parser;
-
 fn main() {
-    let cli = handshake::cli::Cli::parse();
+    let cli = match handshake::cli::parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // A flag from curl or another load tool: say which flag it is here.
+            let foreign = (e.kind() == clap::error::ErrorKind::UnknownArgument)
+                .then(|| e.get(clap::error::ContextKind::InvalidArg))
+                .flatten()
+                .and_then(|arg| handshake::cli::foreign_flag(&arg.to_string()));
+            match foreign {
+                Some(msg) => {
+                    eprintln!("handshake: {msg}");
+                    std::process::exit(2);
+                }
+                None => e.exit(),
+            }
+        }
+    };
     // Without root, a lab run gets a user namespace of its own (where the kernel allows
     // it) before any thread starts: a user namespace can only be entered single-threaded.
     if cli.command.needs_lab() {

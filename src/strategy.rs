@@ -79,6 +79,38 @@ impl Strategy {
         })
     }
 
+    /// What the strategy does, in one line of at most 48 characters (`--help`'s list,
+    /// which fits 80 columns).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Strategy::KeepAlive => "HTTP/1.1, reused until the server closes",
+            Strategy::Close => "Connection: close, a new connection per request",
+            Strategy::CloseResumed => "a new connection per request, TLS resumed",
+            Strategy::Close0Rtt => "close-resumed, the request in TLS early data",
+            Strategy::Http10 => "HTTP/1.0, a new connection per request",
+            Strategy::Http10KeepAlive => "HTTP/1.0 with Connection: keep-alive",
+            Strategy::H2 => "HTTP/2, --connections shared connections",
+            Strategy::H3 => "HTTP/3, --connections shared QUIC connections",
+            Strategy::H3Close => "HTTP/3, a new QUIC connection per request",
+            Strategy::H3Resumed => "h3-close with the TLS session resumed",
+            Strategy::H3ZeroRtt => "h3-resumed, the request in 0-RTT",
+        }
+    }
+
+    /// Every strategy with its one line, for `--help`.
+    pub fn help_list() -> String {
+        let width = Strategy::ALL
+            .iter()
+            .map(|s| s.name().len())
+            .max()
+            .unwrap_or(0);
+        Strategy::ALL
+            .iter()
+            .map(|s| format!("  {:width$}  {}", s.name(), s.summary()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     pub fn known_names() -> String {
         Strategy::ALL
             .iter()

@@ -5,6 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -278,4 +279,213 @@ fn progress_line_only_on_a_terminal_and_never_with_json() {
     let out = run(&["bench", &url, "-d", "1.5s", "-c", "2"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("req/s"));
     srv.stop();
+}
+
+/// A server that keeps every request it gets (head and Content-Length body) and answers
+/// each with an empty 200 that closes the connection.
+fn recording_server() -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let (addr, _) = script_server(move |mut s, _| {
+        let Some(mut req) = read_head(&mut s) else {
+            return;
+        };
+        let head = String::from_utf8_lossy(&req).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map_or(0, |v| v.trim().parse().unwrap());
+        let mut body = vec![0u8; len];
+        s.read_exact(&mut body).unwrap();
+        req.extend_from_slice(&body);
+        keep.lock().unwrap().push(req);
+        write(
+            &mut s,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    });
+    (format!("http://{addr}/in"), seen)
+}
+
+/// The request `trace` sends with `args`, as the server received it (its Host `HOST`).
+fn request_sent(args: &[&str]) -> String {
+    let (url, seen) = recording_server();
+    let mut all = vec!["trace", url.as_str()];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = seen.lock().unwrap();
+    assert_eq!(got.len(), 1, "{all:?}: one request");
+    // Each run has a server of its own: its port in the Host header is not compared.
+    let authority = url.trim_start_matches("http://").trim_end_matches("/in");
+    String::from_utf8_lossy(&got[0]).replace(authority, "HOST")
+}
+
+/// curl's, hey's and ab's flags send the same request as their long forms here: the
+/// server's own record of the bytes is compared.
+#[test]
+fn flags_of_curl_hey_and_ab_send_the_same_request_as_the_long_forms() {
+    let file = TempFile::new("body.json", br#"{"u":1}"#);
+    let long = request_sent(&[
+        "--method",
+        "PUT",
+        "--body-file",
+        file.s(),
+        "--content-type",
+        "application/json",
+    ]);
+    assert!(long.starts_with("PUT /in HTTP/1.1\r\n"), "{long}");
+    assert!(
+        long.contains("\r\nContent-Type: application/json\r\n"),
+        "{long}"
+    );
+    assert!(long.ends_with(r#"{"u":1}"#), "{long}");
+    let at_file = format!("@{}", file.s());
+    for short in [
+        vec![
+            "-X",
+            "PUT",
+            "--data",
+            at_file.as_str(),
+            "-T",
+            "application/json",
+        ],
+        vec![
+            "-m",
+            "PUT",
+            "--data-binary",
+            at_file.as_str(),
+            "-T",
+            "application/json",
+        ],
+        vec![
+            "-X",
+            "PUT",
+            "--data",
+            r#"{"u":1}"#,
+            "-T",
+            "application/json",
+        ],
+        vec![
+            "-X",
+            "PUT",
+            "--body",
+            r#"{"u":1}"#,
+            "-H",
+            "Content-Type: application/json",
+        ],
+    ] {
+        assert_eq!(request_sent(&short), long, "{short:?}");
+    }
+    // As in curl, a body given with --data makes a POST unless -X says otherwise.
+    let post = request_sent(&["--data", "a=1"]);
+    assert!(post.starts_with("POST /in HTTP/1.1\r\n"), "{post}");
+    assert!(post.ends_with("\r\n\r\na=1"), "{post}");
+    // -z is hey's and oha's duration: the same stop as -d.
+    let url = recording_server().0;
+    let shape = |flag: &str| {
+        let v = bench_json(&[&url, flag, "300ms", "-c", "1"]);
+        scenario(&v)["load"]["duration_s"].clone()
+    };
+    assert_eq!(shape("-z"), shape("-d"));
+    assert_eq!(shape("-z").as_f64(), Some(0.3));
+}
+
+/// Flags from elsewhere that mean something else (or nothing) here get a message naming
+/// the flag to use, and exit 2.
+#[test]
+fn flags_from_other_tools_name_the_right_flag() {
+    usage_error(
+        &["bench", "http://127.0.0.1:1/", "-d", r#"{"a":1}"#],
+        "to send a request body, use --data",
+    );
+    usage_error(
+        &[
+            "bench",
+            "http://127.0.0.1:1/",
+            "--data",
+            "@/nonexistent/body",
+        ],
+        "--data @/nonexistent/body: cannot read",
+    );
+    usage_error(
+        &["bench", "http://127.0.0.1:1/", "--vus", "10"],
+        "--vus is k6's virtual users elsewhere; here use -c/--concurrency",
+    );
+    usage_error(
+        &["bench", "http://127.0.0.1:1/", "-q", "100"],
+        "here use -r/--rate",
+    );
+    usage_error(
+        &["bench", "-s", "http://127.0.0.1:1/"],
+        "curl's -s is --silent",
+    );
+    usage_error(
+        &["trace", "http://127.0.0.1:1/", "-w", "%{time_connect}"],
+        "handshake trace URL",
+    );
+    // A flag nobody has is still clap's error, naming it.
+    usage_error(&["bench", "--no-such-flag"], "--no-such-flag");
+}
+
+/// `--help` lists every strategy with its line; `-h` stays short.
+#[test]
+fn help_lists_every_strategy() {
+    for cmd in ["bench", "trace", "compare"] {
+        // At 80 columns, no strategy's line is wrapped.
+        let out = Command::new(bin())
+            .args([cmd, "--help"])
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let help = String::from_utf8_lossy(&out.stdout);
+        for s in handshake::strategy::Strategy::ALL {
+            let line = format!("{:16}  {}", s.name(), s.summary());
+            assert!(
+                help.lines()
+                    .any(|l| l.trim_start().starts_with(line.trim_end())),
+                "{cmd} --help lists {}: {help}",
+                s.name()
+            );
+        }
+        let short = run(&[cmd, "-h"]);
+        let short = String::from_utf8_lossy(&short.stdout);
+        assert!(!short.contains(handshake::strategy::Strategy::H3ZeroRtt.summary()));
+    }
+}
+
+/// `--help` and `-h` of every command fit the width: `COLUMNS`, else 80 columns when
+/// stdout is not a terminal.
+#[test]
+fn help_fits_the_width() {
+    for cmd in [
+        "bench", "compare", "trace", "doctor", "audit", "serve", "lab", "merge", "watch",
+    ] {
+        for (columns, width) in [(None, 80), (Some("80"), 80), (Some("120"), 120)] {
+            for flag in ["-h", "--help"] {
+                let mut c = Command::new(bin());
+                c.args([cmd, flag]);
+                c.env_remove("COLUMNS");
+                if let Some(v) = columns {
+                    c.env("COLUMNS", v);
+                }
+                let out = c.output().unwrap();
+                assert_eq!(out.status.code(), Some(0), "{cmd} {flag}");
+                let text = String::from_utf8_lossy(&out.stdout);
+                for l in text.lines() {
+                    assert!(
+                        l.chars().count() <= width,
+                        "{cmd} {flag} at COLUMNS={columns:?}: {} columns: {l:?}",
+                        l.chars().count()
+                    );
+                }
+            }
+        }
+    }
 }
