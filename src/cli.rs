@@ -7,11 +7,12 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 /// The exit statuses of every command, shown by `--help` (and the README's "Exit status").
 pub const EXIT_STATUS: &str = "Exit status:
   0  the run measured what it set out to, and no --fail-if expression held
-  1  a run or a check failed: no request succeeded (bench; compare: a row without
-     any), a --fail-if expression held, doctor found a problem
-  2  usage or setup error: a bad flag or value (the message names it), a server or
-     link that could not be set up
-  audit -- COMMAND and watch -- COMMAND pass on the command's own non-zero status";
+  1  a run or a check failed: no request succeeded (bench; compare: a row
+     without any), a --fail-if expression held, doctor found a problem
+  2  usage or setup error: a bad flag or value (the message names it), a
+     server or link that could not be set up
+  audit -- COMMAND and watch -- COMMAND pass on the command's own non-zero
+  status";
 
 /// Flags other load tools and curl take that this one does not, with what to use here:
 /// `handshake: --vus is k6's: here it is -c/--concurrency`. A flag of theirs that means

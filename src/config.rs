@@ -325,6 +325,20 @@ fn body_hint(e: UsageError, value: &str) -> UsageError {
     }
 }
 
+/// Standard input, read once: a command that builds several requests (compare's HTTP
+/// and HTTPS targets, each step of an RTT sweep) sends the same body in each.
+fn stdin_body() -> Result<Vec<u8>, UsageError> {
+    static BODY: std::sync::OnceLock<Result<Vec<u8>, String>> = std::sync::OnceLock::new();
+    BODY.get_or_init(|| {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
+            .map(|_| v)
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|e| UsageError(format!("--data @-: standard input: {e}")))
+}
+
 /// The request body: `--body` as given, `--body-file`'s contents, or `--data` as curl
 /// takes it (`@FILE` read from FILE, `@-` from standard input).
 fn body(a: &RequestArgs) -> Result<Option<Vec<u8>>, UsageError> {
@@ -335,12 +349,7 @@ fn body(a: &RequestArgs) -> Result<Option<Vec<u8>>, UsageError> {
                 .map_err(|e| UsageError(format!("--body-file {}: {e}", p.display())))?,
         ),
         (None, None, Some(d)) => Some(match d.strip_prefix('@') {
-            Some("-") => {
-                let mut v = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
-                    .map_err(|e| UsageError(format!("--data @-: standard input: {e}")))?;
-                v
-            }
+            Some("-") => stdin_body()?,
             Some(f) => std::fs::read(f).map_err(|e| {
                 UsageError(format!(
                     "--data @{f}: cannot read {f}: {e} (a body that starts with @ goes in --body)"

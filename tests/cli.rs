@@ -309,10 +309,23 @@ fn recording_server() -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
 
 /// The request `trace` sends with `args`, as the server received it (its Host `HOST`).
 fn request_sent(args: &[&str]) -> String {
+    request_sent_fed(args, b"")
+}
+
+/// The same, with `stdin` on the client's standard input.
+fn request_sent_fed(args: &[&str], stdin: &[u8]) -> String {
     let (url, seen) = recording_server();
     let mut all = vec!["trace", url.as_str()];
     all.extend_from_slice(args);
-    let out = run(&all);
+    let mut child = Command::new(bin())
+        .args(&all)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -382,6 +395,14 @@ fn flags_of_curl_hey_and_ab_send_the_same_request_as_the_long_forms() {
     ] {
         assert_eq!(request_sent(&short), long, "{short:?}");
     }
+    // @- reads the body from standard input.
+    assert_eq!(
+        request_sent_fed(
+            &["-X", "PUT", "--data", "@-", "-T", "application/json"],
+            br#"{"u":1}"#
+        ),
+        long
+    );
     // As in curl, a body given with --data makes a POST unless -X says otherwise.
     let post = request_sent(&["--data", "a=1"]);
     assert!(post.starts_with("POST /in HTTP/1.1\r\n"), "{post}");
