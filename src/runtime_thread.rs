@@ -30,10 +30,7 @@ impl RuntimeThread {
             .name(name.to_string())
             .spawn(move || {
                 on_thread();
-                let rt = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
+                let rt = match current_thread_runtime() {
                     Ok(rt) => rt,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e.into()));

@@ -98,6 +98,43 @@ struct Plan<'a> {
 }
 
 impl Plan<'_> {
+    /// The rows of a comparison: each strategy against each target (with the embedded server,
+    /// its HTTP and its HTTPS listener).
+    fn arms(&self, embedded: Option<&Embedded>, prefix: &str) -> anyhow::Result<Vec<compare::Arm>> {
+        let (a, chosen, load) = (self.a, self.chosen, self.load);
+        // (group, URL) for each scheme compared.
+        let urls: Vec<(String, Option<String>)> = match (embedded, self.path) {
+            (Some(e), Some(p)) => vec![
+                ("http".into(), Some(e.url(false, p))),
+                ("https".into(), Some(e.url(true, p))),
+            ],
+            _ => {
+                let tls = a.url.as_deref().is_some_and(|u| u.starts_with("https://"));
+                vec![(if tls { "https" } else { "http" }.into(), a.url.clone())]
+            }
+        };
+        let roots = embedded
+            .map(|e| vec![e.srv.ca_der.clone()])
+            .unwrap_or_default();
+        let targets = urls
+            .into_iter()
+            .map(|(group, url)| {
+                config::request_config(&a.request, url.as_deref(), roots.clone())
+                    .map(|r| (group, r))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let rows = compare::offers::Rows {
+            chosen,
+            embedded: embedded.is_some(),
+            h2c: a.h2c,
+            requests_per_connection: a.requests_per_connection,
+            multiplexed_connections: config::connections(a.connections, Strategy::H2)?,
+            load,
+            prefix,
+        };
+        Ok(rows.arms(&targets)?)
+    }
+
     /// The comparison across one link (or none): the embedded server started when there
     /// is one, the rounds run on the client's side, the server's counts and the link's
     /// report. `names`: the rows' names without the step's RTT.
@@ -122,14 +159,7 @@ impl Plan<'_> {
         let prefix = spec
             .filter(|_| self.sweep)
             .map(|s| format!("{}ms ", crate::fmt::num(s.rtt.as_secs_f64() * 1000.0)));
-        let arms = compare_arms(
-            self.a,
-            self.chosen,
-            embedded.as_ref(),
-            self.path,
-            self.load,
-            prefix.as_deref().unwrap_or(""),
-        )?;
+        let arms = self.arms(embedded.as_ref(), prefix.as_deref().unwrap_or(""))?;
         let cut = prefix.as_ref().map_or(0, |p| p.len());
         *names = arms.iter().map(|arm| arm.name[cut..].to_string()).collect();
         let run = || {
@@ -151,46 +181,4 @@ impl Plan<'_> {
             None => (result, None, None),
         })
     }
-}
-
-/// The rows of a comparison: each strategy against each target (with the embedded server,
-/// its HTTP and its HTTPS listener).
-fn compare_arms(
-    a: &CompareArgs,
-    chosen: Option<&[Strategy]>,
-    embedded: Option<&Embedded>,
-    path: Option<&str>,
-    load: &config::LoadConfig,
-    prefix: &str,
-) -> anyhow::Result<Vec<compare::Arm>> {
-    // (group, URL) for each scheme compared.
-    let urls: Vec<(String, Option<String>)> = match (embedded, path) {
-        (Some(e), Some(p)) => vec![
-            ("http".into(), Some(e.url(false, p))),
-            ("https".into(), Some(e.url(true, p))),
-        ],
-        _ => {
-            let tls = a.url.as_deref().is_some_and(|u| u.starts_with("https://"));
-            vec![(if tls { "https" } else { "http" }.into(), a.url.clone())]
-        }
-    };
-    let roots = embedded
-        .map(|e| vec![e.srv.ca_der.clone()])
-        .unwrap_or_default();
-    let targets = urls
-        .into_iter()
-        .map(|(group, url)| {
-            config::request_config(&a.request, url.as_deref(), roots.clone()).map(|r| (group, r))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let rows = compare::offers::Rows {
-        chosen,
-        embedded: embedded.is_some(),
-        h2c: a.h2c,
-        requests_per_connection: a.requests_per_connection,
-        multiplexed_connections: config::connections(a.connections, Strategy::H2)?,
-        load,
-        prefix,
-    };
-    Ok(rows.arms(&targets)?)
 }

@@ -76,9 +76,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         let _ = out.flush();
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let rt = crate::runtime_thread::current_thread_runtime()?;
     rt.block_on(async {
         match duration {
             Some(d) => {

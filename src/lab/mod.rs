@@ -360,10 +360,7 @@ fn watch_signals() {
     let _ = std::thread::Builder::new()
         .name("handshake-lab-signals".into())
         .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
+            let Ok(rt) = crate::runtime_thread::current_thread_runtime() else {
                 return;
             };
             let mut forwarded = false;
