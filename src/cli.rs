@@ -236,6 +236,12 @@ pub struct ManArgs {
     /// Write handshake.1 and handshake-COMMAND.1 for every command into DIR instead
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+
+    /// Write the options of every command into DIR/COMMAND.md (Markdown, the
+    /// reference in docs/commands), between its generated-section markers, keeping
+    /// the text around them
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub markdown: Option<PathBuf>,
 }
 
 impl Command {
@@ -500,6 +506,11 @@ pub struct CompareArgs {
     /// h2: HTTP/2 connections per origin that the workers (-c) share [default: 1]
     #[arg(long, value_name = "N")]
     pub connections: Option<usize>,
+
+    /// Also say why each row costs what it costs, after the table (the JSON and HTML
+    /// reports always carry it)
+    #[arg(short, long)]
+    pub verbose: bool,
 
     #[command(flatten)]
     pub load: LoadArgs,

@@ -79,6 +79,81 @@ pub fn width() -> usize {
     w.max(40)
 }
 
+/// `text` with every line longer than `width` characters folded at spaces: the rest of
+/// a folded line goes on lines indented under its value (where a label of the line ends
+/// in two spaces or more, as in "  TLS         TLSv1.3 …"), else two more than the
+/// line. A word longer than the room (a URL) is cut.
+pub fn fit(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        fold(&mut out, line, width, None);
+    }
+    out
+}
+
+/// One line fitted to `width` as [`fit`] does, its folds indented by `hang`.
+pub fn fit_hanging(line: &str, width: usize, hang: usize) -> String {
+    let mut out = String::with_capacity(line.len() + 16);
+    fold(&mut out, line, width, Some(hang.min(width / 2)));
+    out
+}
+
+/// Where the lines a long line folds into start: under its value when a short label
+/// ends in a run of spaces, else two past its own indent.
+fn hanging_indent(chars: &[char], width: usize) -> usize {
+    let indent = chars.iter().take_while(|c| **c == ' ').count();
+    let label_end = (indent..chars.len().saturating_sub(2))
+        .find(|&i| chars[i] == ' ' && chars[i + 1] == ' ')
+        .filter(|&i| i < 24);
+    let value = label_end.map(|i| i + chars[i..].iter().take_while(|c| **c == ' ').count());
+    value.unwrap_or(indent + 2).min(width / 2)
+}
+
+/// One line folded to `width` (see [`fit`]): its spacing kept, save at the folds.
+fn fold(out: &mut String, line: &str, width: usize, hang: Option<usize>) {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= width {
+        out.push_str(line);
+        return;
+    }
+    let hang = hang.unwrap_or_else(|| hanging_indent(&chars, width));
+    // Words with the spaces before each.
+    let mut words: Vec<(usize, &[char])> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let gap = chars[i..].iter().take_while(|c| **c == ' ').count();
+        let len = chars[i + gap..].iter().take_while(|c| **c != ' ').count();
+        words.push((gap, &chars[i + gap..i + gap + len]));
+        i += gap + len;
+    }
+    let mut col = 0;
+    for (k, (gap, word)) in words.into_iter().enumerate() {
+        let mut word = word;
+        if k > 0 && col + gap + word.len() > width {
+            out.push('\n');
+            out.extend(std::iter::repeat(' ').take(hang));
+            col = hang;
+        } else {
+            out.extend(std::iter::repeat(' ').take(gap));
+            col += gap;
+        }
+        // Longer than the room: cut.
+        while col + word.len() > width && width > col {
+            let room = width - col;
+            out.extend(word[..room].iter());
+            word = &word[room..];
+            out.push('\n');
+            out.extend(std::iter::repeat(' ').take(hang));
+            col = hang;
+        }
+        out.extend(word.iter());
+        col += word.len();
+    }
+}
+
 /// The columns of the terminal on stdout, if it is one.
 fn terminal_columns() -> Option<usize> {
     let mut ws = libc::winsize {
@@ -115,6 +190,34 @@ mod tests {
         assert_eq!(rate_bps(10_000_000), "10 Mbit/s");
         assert_eq!(rate_bps(500_000), "500 kbit/s");
         assert_eq!(rate_bps(1_500_000_000), "1.50 Gbit/s");
+    }
+
+    #[test]
+    fn long_lines_fold_at_spaces_under_their_indent() {
+        let line = "  Why this row costs more: it opens a new connection for every request";
+        let folded = fit(line, 30);
+        for l in folded.lines() {
+            assert!(l.chars().count() <= 30, "{l:?}");
+        }
+        assert_eq!(
+            folded,
+            "  Why this row costs more: it\n    opens a new connection for\n    every request"
+        );
+        assert_eq!(
+            fit("  TLS         TLSv1.3, ALPN h2, resumed", 30),
+            "  TLS         TLSv1.3, ALPN\n              h2, resumed"
+        );
+        assert_eq!(fit("short\n\nlines", 30), "short\n\nlines");
+        let url = fit(
+            "x https://127.0.0.1:41613/a/very/long/path/that/does/not/fit",
+            20,
+        );
+        assert!(url.lines().all(|l| l.chars().count() <= 20), "{url}");
+        assert_eq!(
+            url.replace(['\n', ' '], ""),
+            "xhttps://127.0.0.1:41613/a/very/long/path/that/does/not/fit"
+        );
+        assert_eq!(fit("█".repeat(50).as_str(), 40).lines().count(), 2);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! This machine and this moment, as a report names them: the time a run began and the
 //! host it ran on.
 
-use crate::report::RunInfo;
+use crate::report::{Machine, RunInfo};
 
-/// What a report says of its run: `command`, begun at `started_at`, on this host.
+/// What a report says of its run: `command`, begun at `started_at`, on this host and
+/// machine, with the command line as given (its URLs are the report's to fill).
 pub fn run_info(command: &str, started_at: String) -> RunInfo {
     RunInfo {
         command: command.into(),
@@ -11,7 +12,32 @@ pub fn run_info(command: &str, started_at: String) -> RunInfo {
         scheduled_at: None,
         host: host_name(),
         segment: None,
+        command_line: std::env::args().collect(),
+        urls: Vec::new(),
+        machine: machine(),
     }
+}
+
+/// The CPUs this process may run on, and the kernel's name and release.
+pub fn machine() -> Machine {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    // SAFETY: utsname is plain old data; uname fills it and NUL-terminates its fields.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid utsname to write into.
+    let kernel = if unsafe { libc::uname(&mut u) } == 0 {
+        let field = |f: &[libc::c_char]| {
+            let bytes: Vec<u8> = f
+                .iter()
+                .take_while(|c| **c != 0)
+                .map(|c| *c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        format!("{} {}", field(&u.sysname), field(&u.release))
+    } else {
+        "unknown".into()
+    };
+    Machine { cpus, kernel }
 }
 
 /// Now, RFC 3339 in UTC.

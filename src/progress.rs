@@ -24,13 +24,19 @@ impl Steps {
         }
     }
 
-    /// One line: "doctor [  12.3 s] what".
+    /// One line: "doctor [  12.3 s] what", fitted to the width (its folds indented
+    /// under "what").
     pub fn say(&self, what: &str) {
         if self.on {
-            eprintln!(
-                "{} [{:>6.1} s] {what}",
+            let head = format!(
+                "{} [{:>6.1} s] ",
                 self.name,
                 self.start.elapsed().as_secs_f64()
+            );
+            let line = format!("{head}{what}");
+            eprintln!(
+                "{}",
+                crate::fmt::fit_hanging(&line, crate::fmt::width(), head.len())
             );
         }
     }

@@ -88,6 +88,10 @@ fn curl_with_connection_close_opens_one_connection_per_request() {
             && s.contains("`Connection: close` on every request"),
         "{s}"
     );
+    assert_eq!(
+        v["headline"],
+        "3 requests over 3 connections: not reused, because the client sent `Connection: close` on every request."
+    );
 }
 
 /// One curl request: one request cannot show reuse, and the verdict says so (it was
@@ -176,6 +180,12 @@ fn node_default_agent_and_agent_false() {
         "{}",
         verdict(&v)
     );
+    // Node's agent: false sends `Connection: close`: the headline names it.
+    assert_eq!(u(&total(&v)["connection_headers"]["close"]), 5);
+    assert_eq!(
+        v["headline"],
+        "5 requests over 5 connections: not reused, because the client sent `Connection: close` on every request."
+    );
 }
 
 fn go_client(read_body: bool) -> String {
@@ -227,6 +237,19 @@ fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
     assert!(
         s.contains("with unread response bytes left") && s.contains("in Go: read the body to EOF"),
         "{s}"
+    );
+    // The headline names what most connections did.
+    let unread = total(&v)["endings"]["client_closed_unread"]
+        .as_u64()
+        .unwrap_or(0);
+    let because = if unread >= 3 {
+        "the client reset its connections with response bytes unread"
+    } else {
+        "the client closed each connection itself after one response"
+    };
+    assert_eq!(
+        v["headline"],
+        format!("5 requests over 5 connections: not reused, because {because}.")
     );
 }
 

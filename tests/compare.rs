@@ -275,33 +275,44 @@ fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
     assert_eq!(close["significant"], true, "{close}");
     assert!(f(&close["times_slower_ci"][0]) > 1.05);
 
-    // The text table prints the same ratio and interval, and the verdict.
-    let out = run(&[
-        "compare",
-        &url,
-        "--cacert",
-        ca,
-        "-n",
-        "1000",
-        "-c",
-        "2",
-        "--rounds",
-        "6",
-        "--strategies",
-        "keepalive,close",
-        "--no-progress",
-    ]);
+    // The text table prints the same ratio and interval, and the verdict (at 160
+    // columns, where the table keeps its interval column).
+    let out = std::process::Command::new(bin())
+        .args([
+            "compare",
+            &url,
+            "--cacert",
+            ca,
+            "-n",
+            "1000",
+            "-c",
+            "2",
+            "--rounds",
+            "6",
+            "--strategies",
+            "keepalive,close",
+            "--no-progress",
+        ])
+        .env("COLUMNS", "160")
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let row = text
         .lines()
-        .find(|l| l.trim_start().starts_with("close") && l.contains("slower"))
+        .find(|l| l.trim_start().starts_with("close") && l.contains("x slower"))
         .unwrap_or_else(|| panic!("no verdict for close in\n{text}"));
-    let verdict = row.split("ms/req").next().unwrap();
-    let m = verdict.rsplit("  ").next().unwrap().trim().to_string();
-    // "2.25x [1.98-2.53] slower, +0.157"
-    let ratio: f64 = m.split('x').next().unwrap().parse().unwrap();
-    let inside = m.split('[').nth(1).unwrap().split(']').next().unwrap();
+    // "close  0.306  2.25x slower  190.4/154.9  1000  2.25x [1.98-2.53]  ..."
+    let ratio = row
+        .split("x slower")
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap();
+    let inside = row.split('[').nth(1).unwrap().split(']').next().unwrap();
+    assert!(row.contains(&format!("{ratio}x [{inside}]")), "{row}");
+    let ratio: f64 = ratio.parse().unwrap();
     let (lo, hi) = inside.split_once('-').unwrap();
     let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
     assert!(lo <= ratio && ratio <= hi && lo > 1.0, "{row}");

@@ -168,6 +168,17 @@ fn doctor_on_a_healthy_tls_server_finds_no_problem() {
     assert!(v["idle_timeout"]["at_least_s"].as_f64().unwrap() >= 1.9);
     assert!(v["max_requests"]["limit"].is_null());
     assert_eq!(v["max_requests"]["probed"], 1000);
+    let policy = v["policy"].as_str().unwrap();
+    let said = format!(
+        "Policy: HTTP/1.1 keep-alive; HTTP/1.0 keep-alive only when asked; at least 1000 requests per connection; idle connections kept at least {:.1} s; TLSv1.3 with resumption",
+        v["idle_timeout"]["at_least_s"].as_f64().unwrap()
+    );
+    assert!(policy.starts_with(&said), "{policy}\nwanted {said}");
+    let streams = &v["h2"]["settings"]["max_concurrent_streams"];
+    assert!(
+        policy.contains(&format!("; HTTP/2 ({streams} streams at once)")),
+        "{policy}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     srv.stop();
 }
@@ -185,6 +196,16 @@ fn doctor_on_nginx_with_a_3s_timeout_and_100_requests() {
     assert_eq!(v["max_requests"]["limit"], 100);
     assert_idle(&v, 3.0);
     assert_eq!(v["http10_keep_alive"]["reused"], true);
+    // The headline: nginx's policy, in its own figures.
+    let i = &v["idle_timeout"];
+    assert_eq!(
+        v["policy"],
+        format!(
+            "Policy: HTTP/1.1 keep-alive; HTTP/1.0 keep-alive only when asked; 100 requests per connection; idle timeout {:.1}-{:.1} s.",
+            i["at_least_s"].as_f64().unwrap(),
+            i["at_most_s"].as_f64().unwrap()
+        )
+    );
 }
 
 #[test]
@@ -196,6 +217,10 @@ fn doctor_on_nginx_with_keepalive_off() {
     assert_eq!(code, Some(1));
     assert_eq!(v["http11"]["persistent"], false);
     assert!(problems(&v)[0].contains("keep-alive is off"));
+    assert_eq!(
+        v["policy"],
+        "Policy: HTTP/1.1 closes after each response; HTTP/1.0 closes."
+    );
 }
 
 fn trace(args: &[&str]) -> Value {
@@ -442,7 +467,8 @@ fn doctor_says_what_it_probes_and_for_how_long() {
     ]);
     let v: Value = serde_json::from_slice(&out.stdout).expect("the report on stdout");
     assert!(v["idle_timeout"]["at_most_s"].is_null(), "{v}");
-    let err = String::from_utf8_lossy(&out.stderr);
+    // Lines longer than the width (80 here) go on under their text: joined back.
+    let err = String::from_utf8_lossy(&out.stderr).replace(&format!("\n{}", " ".repeat(18)), " ");
     for says in [
         "does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections; each wait at most 10.0 s, --timeout)",
         "requests per connection: up to 20 on one connection (--max-requests)",

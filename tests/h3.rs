@@ -887,7 +887,12 @@ fn trace_http3_shows_what_aioquic_counts() {
 /// `--strategy` or on http:// is a usage error.
 #[test]
 fn trace_http3_text_and_usage() {
-    let out = run(&["trace", "-s", "h3-0rtt", "--count", "2"]);
+    // Wide enough that no sentence is folded.
+    let out = std::process::Command::new(bin())
+        .args(["trace", "-s", "h3-0rtt", "--count", "2"])
+        .env("COLUMNS", "300")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     for says in [

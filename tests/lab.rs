@@ -1227,5 +1227,8 @@ fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     let t: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert_near("curl as nobody, time_connect", t * 1000.0, 10.0);
-    assert!(err.contains("1 connections accepted"), "{err}");
+    assert!(
+        err.contains("embedded server: 1 connection accepted"),
+        "{err}"
+    );
 }

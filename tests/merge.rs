@@ -60,7 +60,26 @@ fn merge_json(args: &[&str]) -> Value {
         "merge {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The merge's own run (its command line, when it ran) is checked, then set aside:
+    // the figures are what must be the same every way.
+    let run = v
+        .as_object_mut()
+        .unwrap()
+        .remove("run")
+        .expect("a merge says what it ran");
+    assert_eq!(run["command"], "merge", "{run}");
+    assert_eq!(run["command_line"][1], "merge", "{run}");
+    let urls: Vec<&Value> = v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["url"])
+        .collect();
+    for u in urls {
+        assert!(run["urls"].as_array().unwrap().contains(u), "{run}");
+    }
+    v
 }
 
 /// Agents started at once, each with its own `args`, writing their reports to files.

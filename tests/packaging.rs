@@ -161,3 +161,60 @@ fn output_into_a_closed_pipe_exits_quietly() {
         );
     }
 }
+
+/// docs/commands holds a page per command whose options are generated from the
+/// command-line definitions (`handshake man --markdown docs/commands`): regenerated
+/// into a copy, every page is unchanged (the docs are current), every command has one,
+/// and each lists every option its `--help` names.
+#[test]
+fn docs_commands_pages_are_generated_and_current() {
+    let docs = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands"));
+    let guard = Dir(std::env::temp_dir().join(format!("handshake-docs-{}", std::process::id())));
+    let copy = &guard.0;
+    std::fs::create_dir_all(copy).unwrap();
+    for e in std::fs::read_dir(docs).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, copy.join(p.file_name().unwrap())).unwrap();
+    }
+    let out = run(&["man", "--markdown", copy.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(written.lines().count(), 11, "a page per command: {written}");
+    for e in std::fs::read_dir(copy).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        let now = std::fs::read_to_string(&p).unwrap();
+        let committed = std::fs::read_to_string(docs.join(&name))
+            .unwrap_or_else(|_| panic!("docs/commands/{name} is missing"));
+        assert!(
+            now == committed,
+            "docs/commands/{name} is not current: run `handshake man --markdown docs/commands`"
+        );
+        let command = name.trim_end_matches(".md");
+        let help = String::from_utf8(run(&[command, "--help"]).stdout).unwrap();
+        // Its options, not the exit status text after them.
+        let options = help.split("\nExit status:").next().unwrap();
+        for flag in options
+            .split_whitespace()
+            .filter(|w| w.starts_with("--") && w.len() > 2)
+            .map(|w| w.trim_end_matches([',', '.', ')', ';', ':']))
+            .filter(|w| {
+                w.chars()
+                    .skip(2)
+                    .all(|c| c.is_ascii_lowercase() || c == '-')
+            })
+            .filter(|w| *w != "--help" && *w != "--version")
+        {
+            // Each of the command's own options has its line; a flag named inside
+            // another's help (for example `--max-idle 65s`) is in the page too.
+            assert!(
+                now.contains(flag),
+                "docs/commands/{name} does not name {flag}"
+            );
+        }
+    }
+}

@@ -205,6 +205,10 @@ fn curl_several_urls_reuse_one_connection_and_close_opens_one_each() {
     );
     assert_eq!(d[..2], [1, 3], "{v}");
     assert!(verdict(&v).contains("reused"), "{v}");
+    assert_eq!(
+        v["headline"], "3 requests over 1 connection: reused (3.0 requests per connection).",
+        "{v}"
+    );
     let (v, d) = watched_against(
         &srv,
         &[
@@ -231,6 +235,22 @@ fn curl_several_urls_reuse_one_connection_and_close_opens_one_each() {
         + t["endings"]["client_fin"].as_u64().unwrap_or(0);
     assert_eq!(fins, 3, "{v}");
     assert!(verdict(&v).contains("no reuse"), "{v}");
+    // The side that closed most of them is named, with its count.
+    let (client, server) = (
+        t["endings"]["client_fin"].as_u64().unwrap_or(0),
+        t["endings"]["server_fin"].as_u64().unwrap_or(0),
+    );
+    let h = v["headline"].as_str().unwrap();
+    let says = if client >= 2 {
+        format!("because the client closed them ({client} of 3).")
+    } else {
+        format!("because the server closed them ({server} of 3).")
+    };
+    assert_eq!(
+        h,
+        format!("3 requests over 3 connections: not reused, {says}"),
+        "{v}"
+    );
 }
 
 #[test]

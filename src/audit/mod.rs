@@ -19,4 +19,4 @@ pub use answer::{AuditConfig, Upstream};
 pub use log::{Ending, GapStats};
 pub use report::{AuditReport, ClientSummary, CutResponses, RpcStats, TlsCounts};
 pub use server::{start, RunningAudit};
-pub use verdict::verdict;
+pub use verdict::{headline, verdict};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::log::{with_log, ConnLog, Ending, GapStats, SharedLog};
-use super::verdict::verdict;
+use super::verdict::{headline, verdict};
 
 pub use crate::report::audit::{
     AuditBucket, AuditReport, ClientSummary, CutResponses, H2Summary, RpcStats, TlsCounts,
@@ -126,6 +126,7 @@ pub(super) fn report(
     }
     let clients = by.into_iter().map(|(k, v)| summarize(k, &v)).collect();
     let verdict = verdict(&total, peak);
+    let headline = headline(&total);
     AuditReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "handshake",
@@ -136,6 +137,8 @@ pub(super) fn report(
         peak_concurrent_connections: peak,
         total,
         clients,
+        run: None,
+        headline,
         verdict,
         timeline,
         thresholds: None,

@@ -56,7 +56,7 @@ fn reuse(t: &ClientSummary) -> Vec<String> {
             plural(t.requests, "request"),
             plural(t.connections, "connection")
         ));
-        v.extend(no_reuse_cause(t));
+        v.extend(no_reuse_cause(t).and_then(|c| c.sentence));
     } else if t.requests == 1 {
         v.push(format!(
             "1 request over {}: one request cannot show reuse. Run the client with two or more requests in one process (for example `curl URL URL`) to see whether it keeps its connection.",
@@ -78,29 +78,78 @@ fn reuse(t: &ClientSummary) -> Vec<String> {
     v
 }
 
-/// Why a client opened a connection per request, read from its requests' headers and
-/// how its connections ended; `None` when unread responses say it (said with the
-/// endings) or nothing does.
-fn no_reuse_cause(t: &ClientSummary) -> Option<String> {
+/// Why a client opened a connection per request: the cause in a few words (the
+/// headline's "because …") and, when the endings do not already say it, in full with
+/// its fix. Read from its requests' headers and how its connections ended; `None` when
+/// nothing says why.
+struct Cause {
+    because: &'static str,
+    sentence: Option<String>,
+}
+
+fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
     let close = count(&t.connection_headers, &"close".to_string());
     let v10 = count(&t.http_versions, &"HTTP/1.0".to_string());
     let ka = count(&t.connection_headers, &"keep-alive".to_string());
     let unread = count(&t.endings, &Ending::ClientClosedUnread);
+    let cause = |because: &'static str, sentence: String| {
+        Some(Cause {
+            because,
+            sentence: Some(sentence),
+        })
+    };
     if close == t.requests && v10 == t.requests {
-        Some(format!("The client sent HTTP/1.0 requests with `Connection: close` on every request: what nginx sends to an upstream by default. {NGINX_UPSTREAM_FIX}"))
+        cause("the client sent HTTP/1.0 with `Connection: close` on every request", format!("The client sent HTTP/1.0 requests with `Connection: close` on every request: what nginx sends to an upstream by default. {NGINX_UPSTREAM_FIX}"))
     } else if close == t.requests && t.forwarded_requests > 0 {
-        Some(format!("The client sent `Connection: close` on every request, and its requests carry a proxy's headers (Via, Forwarded, X-Forwarded-For or X-Real-IP): a proxy that closes its upstream connections. {NGINX_UPSTREAM_FIX} In HAProxy, drop `option httpclose` and `option http-server-close`."))
+        cause("a proxy sent `Connection: close` on every request", format!("The client sent `Connection: close` on every request, and its requests carry a proxy's headers (Via, Forwarded, X-Forwarded-For or X-Real-IP): a proxy that closes its upstream connections. {NGINX_UPSTREAM_FIX} In HAProxy, drop `option httpclose` and `option http-server-close`."))
     } else if close == t.requests {
-        Some("The client sent `Connection: close` on every request.".into())
+        cause(
+            "the client sent `Connection: close` on every request",
+            "The client sent `Connection: close` on every request.".into(),
+        )
     } else if v10 == t.requests && ka == 0 {
-        Some("The client sent HTTP/1.0 requests without `Connection: keep-alive`.".into())
+        cause(
+            "the client sent HTTP/1.0 without `Connection: keep-alive`",
+            "The client sent HTTP/1.0 requests without `Connection: keep-alive`.".into(),
+        )
     } else if unread * 2 >= t.connections {
-        // Said with the endings.
-        None
+        // Said in full with the endings.
+        Some(Cause {
+            because: "the client reset its connections with response bytes unread",
+            sentence: None,
+        })
     } else if count(&t.endings, &Ending::ClientClosed) * 2 >= t.connections {
-        Some("The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into())
+        cause("the client closed each connection itself after one response", "The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into())
     } else {
         None
+    }
+}
+
+/// The verdict in one sentence: "N requests over M connections: reused (x per
+/// connection)", or "not reused, because …" with the cause when one is read.
+pub fn headline(t: &ClientSummary) -> String {
+    let over = format!(
+        "{} over {}",
+        plural(t.requests, "request"),
+        plural(t.connections, "connection")
+    );
+    if t.requests == 0 {
+        format!(
+            "No request was seen ({}).",
+            plural(t.connections, "connection")
+        )
+    } else if t.requests == 1 {
+        format!("{over}: one request cannot show reuse.")
+    } else if t.connections >= t.requests {
+        match no_reuse_cause(t) {
+            Some(c) => format!("{over}: not reused, because {}.", c.because),
+            None => format!("{over}: not reused; what the client sent does not say why."),
+        }
+    } else {
+        format!(
+            "{over}: reused ({:.1} requests per connection).",
+            t.requests_per_connection.mean
+        )
     }
 }
 

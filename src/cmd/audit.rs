@@ -45,8 +45,13 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
             .with_context(|| format!("--cacert-out {}", path.display()))?;
     }
     eprintln!("handshake audit: listening on {}", running.url);
+    let started_at = crate::host::now_rfc3339();
     let (command, status) = run_client(&a.command, duration, &running.url)?;
     let mut report = running.finish(command, status);
+    report.run = Some(crate::report::RunInfo {
+        urls: vec![report.url.clone()],
+        ..crate::host::run_info("audit", started_at)
+    });
     let thresholds::Checked {
         failed,
         lines,
@@ -60,7 +65,7 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     let out = if a.json {
         serde_json::to_string_pretty(&report).expect("audit report serializes")
     } else {
-        render(&report)
+        render(&report, crate::fmt::width())
     };
     println!("{out}");
     for l in lines {

@@ -93,6 +93,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         rep.server = Some(server);
         rep.link = link;
     }
-    let code = emit_checked(&mut rep, &a.output, &thresholds)?;
+    let code = emit_checked(&mut rep, &a.output, &thresholds, false)?;
     Ok(code.max(super::no_success(&rep)))
 }

@@ -79,7 +79,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     if plan.sweep {
         rep.rtt_sweep = Some(compare::RttSweep::new(points, &names));
     }
-    let code = emit_checked(&mut rep, &a.output, &thresholds)?;
+    let code = emit_checked(&mut rep, &a.output, &thresholds, a.verbose)?;
     // A row in which no request succeeded at all fails the run.
     Ok(code.max(super::no_success(&rep)))
 }

@@ -61,7 +61,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     let out = if a.json {
         serde_json::to_string_pretty(&d).expect("doctor report serializes")
     } else {
-        text::doctor::render(&d)
+        text::doctor::render(&d, crate::fmt::width())
     };
     println!("{out}");
     Ok(if d.problems.is_empty() { 0 } else { 1 })

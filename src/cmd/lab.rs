@@ -8,6 +8,7 @@ use anyhow::Context;
 use crate::cli::LabArgs;
 use crate::config::UsageError;
 use crate::embedded::lab_server;
+use crate::fmt::plural_s;
 use crate::lab::Lab;
 use crate::server::ServerConfig;
 
@@ -59,8 +60,8 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
         }
     };
     l.measure()?;
-    eprintln!("handshake lab: {}", l.report().describe());
-    eprintln!("handshake lab: running the command against {url}");
+    say(&l.report().describe());
+    say(&format!("running the command against {url}"));
     let ca = cacert.display().to_string();
     // `{{` and `}}` stand for literal braces: `{{url}}` is left as `{url}` for a command
     // that fills it itself (`handshake audit -- curl {{url}}`).
@@ -99,14 +100,25 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
         let v = serde_json::json!({ "link": link, "server": server, "command": args, "exit_status": code });
         eprintln!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
     } else {
-        eprintln!("handshake lab: {}", link.describe_line());
+        say(&link.describe_line());
         if let Some(s) = server {
-            eprintln!(
-                "handshake lab: embedded server: {} connections accepted, {} requests, TLS handshakes full {} resumed {}",
-                s.connections_accepted, s.requests, s.tls_handshakes_full, s.tls_handshakes_resumed
-            );
+            say(&format!(
+                "embedded server: {} accepted, {}, TLS handshakes full {} resumed {}",
+                plural_s(s.connections_accepted, "connection"),
+                plural_s(s.requests, "request"),
+                s.tls_handshakes_full,
+                s.tls_handshakes_resumed
+            ));
         }
-        eprintln!("handshake lab: the command exited with {code}");
+        say(&format!("the command exited with {code}"));
     }
     Ok(code)
+}
+
+/// A line of the lab's own on stderr, fitted to the width.
+fn say(line: &str) {
+    eprintln!(
+        "{}",
+        crate::fmt::fit(&format!("handshake lab: {line}"), crate::fmt::width())
+    );
 }

@@ -16,6 +16,8 @@ pub fn run(a: MergeArgs) -> anyhow::Result<i32> {
     if inputs.is_empty() {
         return Err(UsageError("merge: no reports in the input".into()).into());
     }
+    let started_at = crate::host::now_rfc3339();
     let mut rep = merge(inputs, a.allow_mismatch)?;
-    emit_checked(&mut rep, &a.output, &thresholds)
+    rep.run = Some(crate::host::run_info("merge", started_at));
+    emit_checked(&mut rep, &a.output, &thresholds, false)
 }

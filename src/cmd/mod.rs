@@ -77,10 +77,15 @@ pub(crate) fn emit_checked(
     rep: &mut Report,
     output: &OutputArgs,
     thresholds: &[report::thresholds::Threshold],
+    verbose: bool,
 ) -> anyhow::Result<i32> {
     let checked = report::thresholds::check_scenarios(thresholds, rep)?;
     rep.thresholds = checked.results;
-    emit(rep, output)?;
+    let urls = rep.urls();
+    if let Some(run) = rep.run.as_mut() {
+        run.urls = urls;
+    }
+    emit(rep, output, verbose)?;
     for l in checked.lines {
         eprintln!("{l}");
     }
@@ -101,8 +106,9 @@ pub(crate) fn no_success(rep: &Report) -> i32 {
     i32::from(!lines.is_empty())
 }
 
-/// Print the report (text or JSON) and write the HTML file if asked.
-pub(crate) fn emit(rep: &Report, output: &OutputArgs) -> anyhow::Result<()> {
+/// Print the report (JSON, or text fitted to the terminal, with the explanations when
+/// `verbose`) and write the HTML file if asked.
+pub(crate) fn emit(rep: &Report, output: &OutputArgs, verbose: bool) -> anyhow::Result<()> {
     if let Some(path) = &output.html {
         std::fs::write(path, report::html::render(rep))
             .with_context(|| format!("--html {}", path.display()))?;
@@ -110,7 +116,7 @@ pub(crate) fn emit(rep: &Report, output: &OutputArgs) -> anyhow::Result<()> {
     let out = if output.json {
         report::to_json(rep)
     } else {
-        report::text::render(rep)
+        report::text::render(rep, &report::text::Layout::of_terminal(verbose))
     };
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{out}");

@@ -40,7 +40,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let out = if a.json {
         serde_json::to_string_pretty(&t).expect("trace serializes")
     } else {
-        text::trace::render(&t)
+        text::trace::render(&t, crate::fmt::width())
     };
     println!("{out}");
     Ok(if t.error.is_some() { 1 } else { 0 })

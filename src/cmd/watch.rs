@@ -46,7 +46,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     let out = if a.json {
         serde_json::to_string_pretty(&rep).expect("watch report serializes")
     } else {
-        text::watch::render(&rep)
+        text::watch::render(&rep, crate::fmt::width())
     };
     println!("{out}");
     for l in lines {

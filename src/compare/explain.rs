@@ -66,6 +66,77 @@ pub(super) fn round_trips_line(
     Some(line)
 }
 
+/// The sentence a comparison is run for, one per group: what the best row (the cheapest)
+/// saves per request against the costliest ranked row, in ms, round trips on a real link,
+/// and CPU, then what the costliest pays for and how often. Said as no difference when
+/// the costliest is within the noise, and as too few rounds when it cannot be judged.
+/// `None` for a group of one ranked row.
+pub(super) fn headline(
+    rows: &[ComparisonRow],
+    scenarios: &[ScenarioReport],
+    ranked: &[usize],
+    best: usize,
+    rtt: Option<f64>,
+) -> Option<String> {
+    let worst = ranked
+        .iter()
+        .copied()
+        .filter(|&i| i != best)
+        .max_by(|a, b| {
+            rows[*a]
+                .time_per_request_ms
+                .median
+                .total_cmp(&rows[*b].time_per_request_ms.median)
+        })?;
+    let (b, w) = (&rows[best], &rows[worst]);
+    if w.times_slower_ci.is_none() {
+        return Some(format!(
+            "{} is the cheapest and {} the costliest ({}), but {} rounds are too few to tell them apart (a 95 % interval needs {}).",
+            b.name,
+            w.name,
+            ratio_with_ci(w),
+            w.rounds_ms.len(),
+            crate::report::comparison::MIN_ROUNDS_FOR_INTERVAL
+        ));
+    }
+    if !w.significant {
+        return Some(format!(
+            "No strategy costs measurably more than {} here: the costliest, {}, is within the noise ({}).",
+            b.name,
+            w.name,
+            ratio_with_ci(w)
+        ));
+    }
+    let round_trips = match (w.round_trips, b.round_trips) {
+        (Some(a), Some(c)) if a.counted - c.counted >= 0.05 => {
+            format!(", {:.1} round trips", a.counted - c.counted)
+        }
+        _ => String::new(),
+    };
+    let cpu = w.client_cpu_us_per_request.median - b.client_cpu_us_per_request.median;
+    let cpu = if cpu >= 0.5 {
+        format!(" and {cpu:.0} µs of client CPU")
+    } else {
+        String::new()
+    };
+    let mut line = format!(
+        "{} saves {} ms{round_trips}{cpu} per request against {} ({:.2}x the time).",
+        b.name,
+        fmt_ms(w.extra_ms_per_request),
+        w.name,
+        w.times_slower
+    );
+    let paid = paid(&scenarios[worst], &scenarios[best], rtt);
+    if let (Some(often), false) = (&paid.often, paid.parts.is_empty()) {
+        line.push_str(&format!(
+            " {} pays {often}: {}.",
+            w.name,
+            paid.parts.join(", ")
+        ));
+    }
+    Some(line)
+}
+
 /// How often something happens per request: "for every request", "2 per request",
 /// "for 1 in 10 requests".
 fn how_often(per_request: f64) -> Option<String> {

@@ -143,10 +143,10 @@ pub fn run(
             groups.push(&a.group);
         }
     }
-    let mut explanations = Vec::new();
+    let mut said = Said::default();
     let rtts = groups
         .iter()
-        .filter_map(|g| judge.group(g, &mut rows, &mut explanations))
+        .filter_map(|g| judge.group(g, &mut rows, &mut said))
         .collect();
     let first = &arms[0].scenario;
     Ok(CompareResult {
@@ -160,7 +160,8 @@ pub fn run(
             concurrency: first.concurrency,
             rtt_ms: rtts,
             rows,
-            explanations,
+            headline: said.headline,
+            explanations: said.explanations,
         },
     })
 }
@@ -302,6 +303,13 @@ fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
     }
 }
 
+/// What a comparison says: its headline and its explanations, group by group.
+#[derive(Default)]
+struct Said {
+    headline: Vec<String>,
+    explanations: Vec<String>,
+}
+
 /// What setting each group's rows against its best needs.
 struct Judge<'a> {
     arms: &'a [Arm],
@@ -316,12 +324,8 @@ impl Judge<'_> {
     /// Set group `g`'s rows against its best (the lowest median time per request among
     /// the rows that succeeded in every round), count their round trips on a real link,
     /// and explain each; the group's round trip. `None` when no row can be ranked.
-    fn group(
-        &self,
-        g: &str,
-        rows: &mut [ComparisonRow],
-        explanations: &mut Vec<String>,
-    ) -> Option<GroupRtt> {
+    fn group(&self, g: &str, rows: &mut [ComparisonRow], said: &mut Said) -> Option<GroupRtt> {
+        let explanations = &mut said.explanations;
         let idx: Vec<usize> = (0..rows.len()).filter(|i| rows[*i].group == g).collect();
         // A row with a round in which no request succeeded is not ranked: its time per
         // request is undefined there.
@@ -356,8 +360,15 @@ impl Judge<'_> {
             }
             explanations.extend(explain::round_trips_line(g, rows, &idx, rtt));
         }
+        said.headline.extend(explain::headline(
+            rows,
+            self.scenarios,
+            &ranked,
+            best,
+            counted,
+        ));
         for &i in ranked.iter().filter(|i| **i != best) {
-            explanations.push(explain::explain(
+            said.explanations.push(explain::explain(
                 &rows[i],
                 &self.scenarios[i],
                 &rows[best],

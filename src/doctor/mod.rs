@@ -664,11 +664,87 @@ pub async fn execute(
         tls,
         h2,
         h3,
+        policy: String::new(),
         findings: Vec::new(),
         problems: Vec::new(),
     };
     (report.findings, report.problems) = judge(&report);
+    report.policy = policy(&report);
     Ok(report)
+}
+
+/// The server's connection policy in one line: keep-alive over HTTP/1.1 and 1.0, the
+/// requests per connection, the idle timeout, TLS resumption and early data, HTTP/2's
+/// streams and HTTP/3, as far as probed.
+pub fn policy(r: &DoctorReport) -> String {
+    let mut parts = Vec::new();
+    if r.http10.is_some() {
+        let h11 = &r.http11;
+        parts.push(if h11.persistent && h11.reused {
+            "HTTP/1.1 keep-alive".to_string()
+        } else if h11.error.is_some() && h11.status.is_none() {
+            "HTTP/1.1 not answered".to_string()
+        } else {
+            "HTTP/1.1 closes after each response".to_string()
+        });
+        if let (Some(a), Some(b)) = (&r.http10, &r.http10_keep_alive) {
+            parts.push(
+                match (a.reused, b.reused) {
+                    (true, _) => "HTTP/1.0 keep-alive",
+                    (false, true) => "HTTP/1.0 keep-alive only when asked",
+                    (false, false) => "HTTP/1.0 closes",
+                }
+                .to_string(),
+            );
+        }
+    }
+    if let Some(m) = &r.max_requests {
+        parts.push(match m.limit {
+            Some(n) => format!("{n} requests per connection"),
+            None => format!("at least {} requests per connection", m.probed),
+        });
+    }
+    if let Some(i) = &r.idle_timeout {
+        parts.push(idle_policy(i));
+    }
+    if let Some(t) = &r.tls {
+        let early = match t.early_data {
+            Some(e) if e.accepted => ", 0-RTT",
+            _ => ", no 0-RTT",
+        };
+        let resumption = if t.resumption {
+            format!("resumption{early}")
+        } else {
+            "no resumption".to_string()
+        };
+        parts.push(format!("{} with {resumption}", t.version));
+    }
+    if let Some(h) = &r.h2 {
+        parts.push(match h.settings.max_concurrent_streams {
+            Some(n) => format!("HTTP/2 ({n} streams at once)"),
+            None => "HTTP/2".to_string(),
+        });
+    }
+    if let Some(h) = &r.h3 {
+        parts.push(if h.answered {
+            let early = match h.early_data {
+                Some(e) if e.accepted => ", 0-RTT",
+                _ => "",
+            };
+            format!("HTTP/3{early}")
+        } else {
+            "no HTTP/3".to_string()
+        });
+    }
+    format!("Policy: {}.", parts.join("; "))
+}
+
+/// "idle timeout 3.0-3.1 s", or "idle connections kept at least 2.0 s".
+fn idle_policy(i: &IdleTimeout) -> String {
+    match i.at_most_s {
+        Some(hi) => format!("idle timeout {:.1}-{hi:.1} s", i.at_least_s),
+        None => format!("idle connections kept at least {:.1} s", i.at_least_s),
+    }
 }
 
 /// What the probes found, and the problems among it, in the order the report gives
@@ -891,7 +967,7 @@ fn h3_only(
     )];
     let mut problems = Vec::new();
     h3::judge(&h3, None, &mut findings, &mut problems);
-    Ok(DoctorReport {
+    let mut report = DoctorReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "handshake",
         version: env!("CARGO_PKG_VERSION"),
@@ -907,7 +983,10 @@ fn h3_only(
         tls: None,
         h2: None,
         h3: Some(h3),
+        policy: String::new(),
         findings,
         problems,
-    })
+    };
+    report.policy = policy(&report);
+    Ok(report)
 }

@@ -159,6 +159,11 @@ pub struct AuditReport {
     pub peak_concurrent_connections: u64,
     pub total: ClientSummary,
     pub clients: Vec<ClientSummary>,
+    /// What the run was: the URL, when, the command line, the machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<super::RunInfo>,
+    /// The verdict in one sentence: requests over connections, reused or not, and why.
+    pub headline: String,
     pub verdict: Vec<String>,
     /// Second by second since the audit started: connections opened and ended, requests,
     /// TLS handshakes.

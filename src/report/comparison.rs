@@ -119,6 +119,9 @@ pub struct Comparison {
     /// Round-trip time estimated per group: the median TCP connect time of the run.
     pub rtt_ms: Vec<GroupRtt>,
     pub rows: Vec<ComparisonRow>,
+    /// One sentence or two per group: what its cheapest row saves per request against
+    /// its costliest, and what the costliest pays for.
+    pub headline: Vec<String>,
     pub explanations: Vec<String>,
 }
 

@@ -121,6 +121,8 @@ pub struct DoctorReport {
     /// https:// URLs: whether the server offers HTTP/3, resumes QUIC sessions and takes
     /// 0-RTT on QUIC.
     pub h3: Option<H3Findings>,
+    /// The connection policy in one line (the report's headline).
+    pub policy: String,
     /// What was seen, in plain sentences.
     pub findings: Vec<String>,
     /// Each problem with a concrete fix. Empty: exit status 0.

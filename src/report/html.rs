@@ -19,7 +19,9 @@ use serde::Serialize;
 
 use super::comparison::ComparisonRow;
 use super::thresholds::ThresholdResult;
-use super::{AgentReport, ConnectionsReport, PhaseGroup, Report, RequestsReport, TimelineBucket};
+use super::{
+    AgentReport, ConnectionsReport, PhaseGroup, Report, RequestsReport, RunInfo, TimelineBucket,
+};
 use crate::report::audit::AuditReport;
 
 /// One scenario of a bench or compare report.
@@ -35,6 +37,7 @@ struct Entry<'a> {
     /// `[percentile, ms]` pairs.
     percentiles: &'a [[f64; 2]],
     ok: u64,
+    requests_per_s: f64,
     phases_new: &'a PhaseGroup,
     phases_reused: &'a PhaseGroup,
     connections: &'a ConnectionsReport,
@@ -59,6 +62,11 @@ struct Data<'a> {
     kind: &'static str,
     title: String,
     generated_by: String,
+    /// What the run was: its URLs, when, the command line, the machine.
+    run: Option<&'a RunInfo>,
+    /// The sentences the report opens with: compare's per group, else bench's per
+    /// scenario.
+    headline: Vec<String>,
     /// What the bars of time per request show.
     time_label: &'static str,
     /// With `--rtt`: the link as set and measured (one line per RTT of a sweep).
@@ -78,6 +86,23 @@ struct Data<'a> {
 struct Sweep<'a> {
     rtts_ms: Vec<f64>,
     series: Vec<(&'a str, &'a [f64])>,
+}
+
+/// The sentences a bench or compare page opens with: the comparisons' headlines, else
+/// each scenario's.
+fn headline(report: &Report, comparisons: &[&super::comparison::Comparison]) -> Vec<String> {
+    if comparisons.is_empty() {
+        report
+            .scenarios
+            .iter()
+            .filter_map(super::ScenarioReport::headline)
+            .collect()
+    } else {
+        comparisons
+            .iter()
+            .flat_map(|c| c.headline.iter().cloned())
+            .collect()
+    }
 }
 
 fn data(report: &Report) -> Data<'_> {
@@ -104,6 +129,7 @@ fn data(report: &Report) -> Data<'_> {
                 phases: s.phases_ms.mean_per_request.parts(),
                 percentiles: &s.latency_ms.percentiles,
                 ok: s.requests.ok,
+                requests_per_s: s.throughput.requests_per_s,
                 phases_new: &s.phases_ms.new,
                 phases_reused: &s.phases_ms.reused,
                 connections: &s.connections,
@@ -145,10 +171,13 @@ fn data(report: &Report) -> Data<'_> {
             .map(|x| (x.name.as_str(), x.time_per_request_ms.as_slice()))
             .collect(),
     });
+    let headline = headline(report, &comparisons);
     Data {
         kind: "bench",
         title,
         generated_by: format!("{} {}", report.tool, report.version),
+        run: report.run.as_ref(),
+        headline,
         time_label: if !comparisons.is_empty() {
             "Time per request (ms): the median over the rounds of concurrency × wall time ÷ ok requests"
         } else if open_loop {
@@ -182,6 +211,8 @@ struct AuditData<'a> {
     kind: &'static str,
     title: String,
     generated_by: String,
+    run: Option<&'a RunInfo>,
+    headline: Vec<String>,
     report: &'a AuditReport,
 }
 
@@ -221,6 +252,8 @@ pub fn render_audit(report: &AuditReport) -> String {
         kind: "audit",
         title: format!("handshake audit {}", report.url),
         generated_by: format!("{} {}", report.tool, report.version),
+        run: report.run.as_ref(),
+        headline: vec![report.headline.clone()],
         report,
     };
     page(&d.title, &d, AUDIT_BODY, AUDIT_SCRIPT)

@@ -18,6 +18,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fmt::{ms as fmt_ms, plural};
+
 pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +66,23 @@ pub struct RunInfo {
     /// `--segment I/N` (or `--segments N`): this run's share of a larger workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<Segment>,
+    /// The command line as given, the program's name first.
+    #[serde(default)]
+    pub command_line: Vec<String>,
+    /// The URLs measured, each once, in the report's order.
+    #[serde(default)]
+    pub urls: Vec<String>,
+    /// The machine it ran on.
+    #[serde(default)]
+    pub machine: Machine,
+}
+
+/// The machine a run ran on: its CPUs (those the process may use) and its kernel.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Machine {
+    pub cpus: usize,
+    /// `uname -sr`: "Linux 6.8.0-1021-gcp".
+    pub kernel: String,
 }
 
 /// Share `index` (1-based) of `count` equal shares of a workload.
@@ -118,6 +137,17 @@ impl Report {
             .collect()
     }
 
+    /// The URLs of the report's scenarios, each once, in order.
+    pub fn urls(&self) -> Vec<String> {
+        let mut urls: Vec<String> = Vec::new();
+        for s in &self.scenarios {
+            if !urls.contains(&s.url) {
+                urls.push(s.url.clone());
+            }
+        }
+        urls
+    }
+
     pub fn new(scenarios: Vec<ScenarioReport>) -> Report {
         Report {
             schema_version: SCHEMA_VERSION,
@@ -166,6 +196,55 @@ pub struct ScenarioReport {
     /// V2, base64), from which `merge` rebuilds it exactly.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<raw::RawScenario>,
+}
+
+impl ScenarioReport {
+    /// "2000 requests ok over 10 connections (200.0 per connection): p50 0.053 ms, p99
+    /// 0.534 ms, 29058 requests/s; setting up a new connection took 0.115 ms (mean)." The
+    /// figures of a run that measured something, in one sentence; `None` when no request
+    /// succeeded.
+    pub fn headline(&self) -> Option<String> {
+        let s = self;
+        let r = &s.requests;
+        if r.ok == 0 {
+            return None;
+        }
+        let c = &s.connections;
+        let errors: u64 = r.errors.values().sum();
+        let per = if c.opened > 0 && r.ok > c.opened {
+            format!(" ({:.1} per connection)", r.ok as f64 / c.opened as f64)
+        } else {
+            String::new()
+        };
+        let failed = if errors > 0 {
+            format!(" ({errors} failed)")
+        } else {
+            String::new()
+        };
+        let new = &s.phases_ms.new;
+        let setup: f64 = ["dns", "connect", "tls", "h2_setup", "quic_handshake"]
+            .iter()
+            .filter_map(|n| new.get(n))
+            .filter(|p| p.count > 0)
+            .map(|p| p.mean)
+            .sum();
+        let setup = if new.requests > 0 {
+            format!(
+                "; setting up a new connection took {} ms (mean)",
+                fmt_ms(setup)
+            )
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{} ok{failed} over {}{per}: p50 {} ms, p99 {} ms, {:.0} requests/s{setup}.",
+            plural(r.ok, "request", "requests"),
+            plural(c.opened, "connection", "connections"),
+            fmt_ms(s.latency_ms.p50),
+            fmt_ms(s.latency_ms.p99),
+            s.throughput.requests_per_s
+        ))
+    }
 }
 
 /// One bucket of the timeline: `width_s` seconds from `t_s` after the run's start (1 s,

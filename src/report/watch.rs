@@ -114,5 +114,8 @@ pub struct WatchReport {
     /// the figures above).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_connections: Option<u64>,
+    /// The verdict in one sentence: requests over connections, reused or not, and who
+    /// closed them.
+    pub headline: String,
     pub verdict: Vec<String>,
 }

@@ -491,8 +491,10 @@ fn report(
         total: out.total.summary("all".into(), time_wait.total.clone()),
         endpoints,
         other_connections: process_mode.then_some(out.other),
+        headline: String::new(),
         verdict: Vec::new(),
     };
+    rep.headline = summary::headline(&rep.total);
     rep.verdict = summary::verdict(&rep);
     rep
 }

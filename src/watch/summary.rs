@@ -151,6 +151,60 @@ impl Acc {
     }
 }
 
+/// The verdict in one sentence, over every connection watched: "N requests over M
+/// connections: reused (x per connection)", or "not reused, because the client (or the
+/// server) closed them (n of M)" when most ended that way.
+pub fn headline(t: &EndpointSummary) -> String {
+    if t.connections == 0 {
+        return "No TCP connection was seen.".into();
+    }
+    let estimated = if t.requests_estimated {
+        " (estimated from TLS records)"
+    } else {
+        ""
+    };
+    let over = format!(
+        "{}{estimated} over {}",
+        plural(t.requests, "request"),
+        plural(t.connections, "connection")
+    );
+    let by = |names: [&str; 2]| -> u64 {
+        names
+            .iter()
+            .map(|n| t.endings.get(*n).copied().unwrap_or(0))
+            .sum()
+    };
+    let (client, server) = (
+        by(["client_fin", "client_reset"]),
+        by(["server_fin", "server_reset"]),
+    );
+    if t.requests == 0 {
+        format!("{over}: no request seen.")
+    } else if t.requests == 1 {
+        format!("{over}: one request cannot show reuse.")
+    } else if t.connections >= t.requests {
+        let closer = if client * 2 > t.connections {
+            Some(("the client", client))
+        } else if server * 2 > t.connections {
+            Some(("the server", server))
+        } else {
+            None
+        };
+        match closer {
+            Some((who, n)) => format!(
+                "{over}: not reused, because {who} closed them ({n} of {}).",
+                t.connections
+            ),
+            None => format!("{over}: not reused."),
+        }
+    } else {
+        format!(
+            "{over}: reused ({:.1} requests per connection).",
+            t.requests_per_connection.mean
+        )
+    }
+}
+
 /// Plain sentences per endpoint: reuse or none, TLS handshakes, who closes, drops.
 pub fn verdict(r: &WatchReport) -> Vec<String> {
     let mut v = Vec::new();

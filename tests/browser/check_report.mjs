@@ -66,6 +66,27 @@ async function checkSentences(page, selector, want, what) {
   if (JSON.stringify(got) !== JSON.stringify(want)) failures.push(`${what}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
 }
 
+// The header shows the JSON's run: its URLs, when it started, the command line (an
+// argument with a space or quote in single quotes, as a shell takes it), the version,
+// and the machine; every URL the report measured is among its URLs.
+async function checkRun(page, measured) {
+  const run = report.run;
+  if (!run) { failures.push("the JSON has no run"); return; }
+  const shown = Object.fromEntries(await page.$$eval("#run dd", (ds) => ds.map((d) => [d.dataset.key, d.textContent])));
+  const quote = (a) => /^[A-Za-z0-9_\-.,:\/=@%+]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'";
+  const cpus = run.machine.cpus;
+  const want = {
+    urls: run.urls.join(" "),
+    started_at: run.started_at,
+    command_line: run.command_line.map(quote).join(" "),
+    version: `${report.tool} ${report.version}`,
+    machine: `${run.host}: ${cpus} CPU${cpus === 1 ? "" : "s"}, ${run.machine.kernel}`,
+  };
+  for (const [k, v] of Object.entries(want)) if (shown[k] !== v) failures.push(`header ${k}: "${shown[k]}", the JSON's "${v}"`);
+  for (const u of measured) if (!run.urls.includes(u)) failures.push(`header: ${u} not among the run's URLs ${run.urls}`);
+  if (!(cpus >= 1) || !run.machine.kernel || run.command_line.length < 2) failures.push(`run: ${JSON.stringify(run)}`);
+}
+
 async function checkThresholds(page, list) {
   const got = await page.$$eval("li.threshold", (ls) => ls.map((l) => ({ failed: l.dataset.failed === "true", expr: l.dataset.expr, value: Number(l.dataset.value) })));
   const want = list || [];
@@ -224,6 +245,21 @@ async function checkBench(page) {
     return p;
   }, [["connections", "close_reasons"], ["requests", "errors"], ["requests", "error_details"], ["requests", "status_codes"]]);
   await checkSentences(page, "li.verdict", comparisons.flatMap((c) => c.explanations), "verdict");
+  await checkRun(page, report.scenarios.map((s) => s.url));
+  // The headline: compare's sentences; bench's, one per scenario that measured something,
+  // opening with its requests and connections.
+  if (comparisons.length) await checkSentences(page, "li.headline", comparisons.flatMap((c) => c.headline), "headline");
+  else {
+    const heads = await page.$$eval("li.headline", (ls) => ls.map((l) => l.textContent));
+    const ok = report.scenarios.filter((s) => s.requests.ok > 0);
+    if (heads.length !== ok.length) failures.push(`${heads.length} headlines for ${ok.length} scenarios`);
+    ok.forEach((s, i) => {
+      const c = s.connections.opened;
+      const opens = `${s.requests.ok} request${s.requests.ok === 1 ? "" : "s"} ok`;
+      const over = ` over ${c} connection${c === 1 ? "" : "s"}`;
+      if (!(heads[i] || "").startsWith(opens) || !heads[i].includes(over)) failures.push(`headline "${heads[i]}" for ${s.name}`);
+    });
+  }
   for (const s of report.scenarios) await checkSentences(page, `li.diagnosis[data-name="${s.name}"]`, s.diagnosis, `${s.name} diagnosis`);
   await checkThresholds(page, report.thresholds);
   const tableRows = await page.$$eval("#numbers tbody tr", (t) => t.length);
@@ -239,6 +275,8 @@ async function checkAudit(page) {
     if (!cmd.includes(report.command.join(" ")) || !cmd.includes(`exit status ${report.exit_status}`)) failures.push(`command line "${cmd}"`);
   }
   await checkSentences(page, "li.verdict", report.verdict, "verdict");
+  await checkSentences(page, "li.headline", [report.headline], "headline");
+  await checkRun(page, [report.url]);
   await checkThresholds(page, report.thresholds);
   const clients = [report.total].concat(report.clients.length > 1 ? report.clients : []);
   const subjects = { report };

@@ -93,8 +93,10 @@ fn client_block(out: &mut String, s: &ClientSummary) {
     }
 }
 
-pub fn render(r: &AuditReport) -> String {
+/// The audit as text, its headline first, fitted to `width`.
+pub fn render(r: &AuditReport, width: usize) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "{}\n", r.headline);
     let _ = writeln!(out, "audit {}", r.url);
     if let Some(c) = &r.command {
         let _ = writeln!(
@@ -122,10 +124,10 @@ pub fn render(r: &AuditReport) -> String {
         series.push(Series::rate("resumed TLS/s", t, |b| b.tls_resumed));
     }
     let widths: Vec<f64> = t.iter().map(|b| b.width_s).collect();
-    super::sparklines(&mut out, &widths, &series);
+    super::sparklines(&mut out, &widths, &series, width);
     let _ = writeln!(out, "\nVerdict");
     for v in &r.verdict {
         let _ = writeln!(out, "  {v}");
     }
-    out
+    crate::fmt::fit(&out, width)
 }

@@ -4,8 +4,10 @@ use std::fmt::Write as _;
 
 use crate::report::doctor::DoctorReport;
 
-pub fn render(d: &DoctorReport) -> String {
+/// The policy line, what the server does and the verdict, fitted to `width`.
+pub fn render(d: &DoctorReport, width: usize) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "{}\n", d.policy);
     let _ = writeln!(out, "doctor {}", d.url);
     if let Some(l) = &d.link {
         let _ = writeln!(out, "link: {}", l.describe());
@@ -21,5 +23,5 @@ pub fn render(d: &DoctorReport) -> String {
     for p in &d.problems {
         let _ = writeln!(out, "  ! {p}");
     }
-    out
+    crate::fmt::fit(&out, width)
 }

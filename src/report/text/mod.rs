@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod doctor;
+mod table;
 pub mod trace;
 pub mod watch;
 
@@ -11,6 +12,25 @@ use std::fmt::Write as _;
 use super::comparison::{Comparison, ComparisonRow, RttSweep, Spread};
 use super::{PhaseGroup, PhaseSummary, Report, ScenarioReport, TimelineBucket};
 use crate::fmt::{ms as fmt_ms, plural};
+use table::{Column, Table};
+
+/// How a text report is laid out: the width its lines fit in, and whether the long
+/// explanations go in (they are always in the JSON and the HTML).
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    pub width: usize,
+    pub verbose: bool,
+}
+
+impl Layout {
+    /// The width of `COLUMNS`, the terminal on stdout, or 80 (see [`crate::fmt::width`]).
+    pub fn of_terminal(verbose: bool) -> Layout {
+        Layout {
+            width: crate::fmt::width(),
+            verbose,
+        }
+    }
+}
 
 fn bytes(n: u64) -> String {
     let f = n as f64;
@@ -197,8 +217,11 @@ fn summary(out: &mut String, s: &ScenarioReport) {
     );
 }
 
-pub fn render_scenario(s: &ScenarioReport) -> String {
+pub fn render_scenario(s: &ScenarioReport, width: usize) -> String {
     let mut out = String::new();
+    if let Some(h) = s.headline() {
+        let _ = writeln!(out, "{h}\n");
+    }
     heading(&mut out, s);
 
     summary(&mut out, s);
@@ -210,7 +233,7 @@ pub fn render_scenario(s: &ScenarioReport) -> String {
         latency_tables(&mut out, s);
     }
     connections_block(&mut out, s);
-    timeline(&mut out, &s.timeline);
+    timeline(&mut out, &s.timeline, width);
     if !s.diagnosis.is_empty() {
         let _ = writeln!(out, "\nDiagnosis");
         for d in &s.diagnosis {
@@ -399,17 +422,19 @@ impl<'a> Series<'a> {
 }
 
 /// Timelines of 3 buckets or more (widths in s): one line per series, a character per
-/// bucket (at most 60; more buckets are drawn in groups), scaled to the series' maximum.
+/// bucket (at most 60, and what `width` leaves room for; more buckets are drawn in groups), scaled to the series' maximum.
 /// A last bucket shorter than half the one before (the run ended just past a boundary)
 /// is drawn with that one: a few events over a sliver of a second are no rate (one
 /// request in 0.6 ms would read 1700/s in a run at 500/s).
-pub fn sparklines(out: &mut String, widths: &[f64], series: &[Series]) {
+pub fn sparklines(out: &mut String, widths: &[f64], series: &[Series], width: usize) {
     let (widths, series) = fold_sliver(widths, series);
     if widths.len() < 3 {
         return;
     }
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let per = widths.len().div_ceil(60);
+    // The name's column (2 + 16 + 1), the bars, then "| max 12345 ms" (at most 16).
+    let room = width.saturating_sub(35).clamp(10, 60);
+    let per = widths.len().div_ceil(room);
     let span: f64 = widths.iter().sum();
     let _ = writeln!(
         out,
@@ -482,7 +507,7 @@ fn fold_sliver<'a>(widths: &[f64], series: &[Series<'a>]) -> (Vec<f64>, Vec<Seri
     (widths, series)
 }
 
-fn timeline(out: &mut String, t: &[TimelineBucket]) {
+fn timeline(out: &mut String, t: &[TimelineBucket], width: usize) {
     let mut series = vec![
         Series::rate("requests/s", t, |b| b.requests),
         Series::rate("new conns/s", t, |b| b.new_connections),
@@ -497,15 +522,7 @@ fn timeline(out: &mut String, t: &[TimelineBucket]) {
         per_second: false,
     });
     let widths: Vec<f64> = t.iter().map(|b| b.width_s).collect();
-    sparklines(out, &widths, &series);
-}
-
-fn spread(s: &Spread) -> String {
-    if (s.max - s.min).abs() < f64::EPSILON {
-        fmt_ms(s.median)
-    } else {
-        format!("{} [{}-{}]", fmt_ms(s.median), fmt_ms(s.min), fmt_ms(s.max))
-    }
+    sparklines(out, &widths, &series, width);
 }
 
 /// A figure of a row that only means something where requests succeeded: "-" for a
@@ -522,9 +539,16 @@ fn count(s: &Spread) -> String {
     format!("{:.0}", s.median)
 }
 
-/// The comparison table, a bar chart of time per request, and the explanations.
-pub fn render_comparison(c: &Comparison) -> String {
+/// The headline, the comparison table (its least important columns left out when they do
+/// not fit), a bar chart of time per request, and with `verbose` the explanations.
+pub fn render_comparison(c: &Comparison, layout: &Layout) -> String {
     let mut out = String::new();
+    for h in &c.headline {
+        let _ = writeln!(out, "{h}");
+    }
+    if !c.headline.is_empty() {
+        out.push('\n');
+    }
     let workload = match c.requests_per_round {
         Some(n) => format!("{n} requests"),
         None => "a fixed duration".to_string(),
@@ -538,7 +562,7 @@ pub fn render_comparison(c: &Comparison) -> String {
     );
     let _ = writeln!(
         out,
-        "vs best: ratio of time per request with its {:.0} % interval over the paired rounds; within ±{:.0} % is no difference",
+        "vs best: ratio of time per request, with its {:.0} % interval over the paired rounds; within ±{:.0} % is no difference",
         c.confidence * 100.0,
         c.noise_threshold * 100.0
     );
@@ -552,46 +576,8 @@ pub fn render_comparison(c: &Comparison) -> String {
         let rows: Vec<&ComparisonRow> = c.rows.iter().filter(|r| r.group == g).collect();
         let url = rows.first().map(|r| r.url.as_str()).unwrap_or("");
         let _ = writeln!(out, "\n{url}{}", group_rtt(c, g));
-        let _ = writeln!(
-            out,
-            "  {:<22} {:>8} {:>20} {:>9} {:>8} {:>8} {:>11} {:>9} {:>8} {:>15}  vs best",
-            "strategy",
-            "wall s",
-            "ms/request",
-            "req/s",
-            "mean ms",
-            "p99 ms",
-            "conns/round",
-            "TLS f/r",
-            "setup ms",
-            "CPU µs cli/srv"
-        );
-        for r in &rows {
-            let cpu = match &r.server_cpu_us_per_request {
-                Some(s) => format!("{:.1}/{:.1}", r.client_cpu_us_per_request.median, s.median),
-                None => format!("{:.1}/-", r.client_cpu_us_per_request.median),
-            };
-            let vs = vs_best(r);
-            let _ = writeln!(
-                out,
-                "  {:<22} {:>8.3} {:>20} {:>9} {:>8} {:>8} {:>11} {:>9} {:>8} {:>15}  {vs}",
-                r.name,
-                r.wall_s.median,
-                measured(r, spread(&r.time_per_request_ms)),
-                measured(r, format!("{:.0}", r.requests_per_s.median)),
-                measured(r, fmt_ms(r.latency_mean_ms.median)),
-                measured(r, fmt_ms(r.latency_p99_ms.median)),
-                count(&r.connections_opened),
-                format!("{}/{}", count(&r.tls_full), count(&r.tls_resumed)),
-                if r.connections_opened.median > 0.0 {
-                    fmt_ms(r.setup_ms_per_new_connection.median)
-                } else {
-                    "-".into()
-                },
-                cpu,
-            );
-        }
-        time_bars(&mut out, &rows);
+        comparison_table(&rows).render(&mut out, layout.width);
+        time_bars(&mut out, &rows, layout.width);
     }
     if let Some(r) = c.rows.iter().find(|r| r.repeat_of.is_some()) {
         let _ = writeln!(
@@ -601,20 +587,92 @@ pub fn render_comparison(c: &Comparison) -> String {
             r.repeat_of.as_deref().unwrap_or("")
         );
     }
-    if !c.explanations.is_empty() {
+    if c.explanations.is_empty() {
+    } else if layout.verbose {
         let _ = writeln!(out, "\nWhy");
         for e in &c.explanations {
             let _ = writeln!(out, "  {e}");
         }
+    } else {
+        let _ = writeln!(
+            out,
+            "\nWhy each row costs what it costs: -v, or the JSON and HTML reports."
+        );
     }
     out
 }
 
-/// A row's verdict against the best row, in words.
-fn vs_best(r: &ComparisonRow) -> String {
-    if r.failed_rounds > 0 {
+/// A group's rows as a table; at a narrow width the columns leave from the right of
+/// this list: the time per request, the verdict against the best and the CPU stay.
+fn comparison_table(rows: &[&ComparisonRow]) -> Table {
+    let mut t = Table::new(vec![
+        Column::left("strategy"),
+        Column::right("ms/req", 0),
+        Column::left("vs best"),
+        Column::right("CPU µs cli/srv", 1),
+        Column::right("conns/round", 2),
+        Column::right("95 % interval", 3),
+        Column::right("TLS full/res", 4),
+        Column::right("p99 ms", 5),
+        Column::right("+ms/req", 6),
+        Column::right("req/s", 7),
+        Column::right("setup ms", 8),
+        Column::right("ms/req range", 9),
+        Column::right("mean ms", 10),
+        Column::right("wall s", 11),
+    ]);
+    for r in rows {
+        let cpu = match &r.server_cpu_us_per_request {
+            Some(s) => format!("{:.1}/{:.1}", r.client_cpu_us_per_request.median, s.median),
+            None => format!("{:.1}/-", r.client_cpu_us_per_request.median),
+        };
+        let (verdict, interval, extra) = vs_best(r);
+        let t_ms = &r.time_per_request_ms;
+        t.push(vec![
+            r.name.clone(),
+            measured(r, fmt_ms(t_ms.median)),
+            verdict,
+            cpu,
+            count(&r.connections_opened),
+            interval,
+            format!("{}/{}", count(&r.tls_full), count(&r.tls_resumed)),
+            measured(r, fmt_ms(r.latency_p99_ms.median)),
+            extra,
+            measured(r, format!("{:.0}", r.requests_per_s.median)),
+            if r.connections_opened.median > 0.0 {
+                fmt_ms(r.setup_ms_per_new_connection.median)
+            } else {
+                "-".into()
+            },
+            measured(r, format!("{}-{}", fmt_ms(t_ms.min), fmt_ms(t_ms.max))),
+            measured(r, fmt_ms(r.latency_mean_ms.median)),
+            format!("{:.3}", r.wall_s.median),
+        ]);
+    }
+    t
+}
+
+/// A row against the best, in three cells: the verdict in words ("2.63x slower",
+/// "no difference", "best"), the ratio's interval, and the ms per request it adds.
+fn vs_best(r: &ComparisonRow) -> (String, String, String) {
+    let interval = r
+        .times_slower_ci
+        .filter(|_| !r.best)
+        .map(|[lo, hi]| format!("{:.2}x [{lo:.2}-{hi:.2}]", r.times_slower))
+        .unwrap_or_else(|| "-".into());
+    let extra = if r.best || r.failed_rounds > 0 {
+        "-".to_string()
+    } else {
+        let sign = if r.extra_ms_per_request >= 0.0 {
+            "+"
+        } else {
+            ""
+        };
+        format!("{sign}{}", fmt_ms(r.extra_ms_per_request))
+    };
+    let verdict = if r.failed_rounds > 0 {
         format!(
-            "failed: no request succeeded in {} of {} rounds",
+            "failed in {} of {} rounds",
             r.failed_rounds,
             r.rounds_ms.len()
         )
@@ -622,35 +680,28 @@ fn vs_best(r: &ComparisonRow) -> String {
         "best".to_string()
     } else if r.times_slower_ci.is_none() {
         format!(
-            "not enough rounds to judge ({} of {}; {:.2}x)",
+            "{:.2}x, too few rounds ({} of {})",
+            r.times_slower,
             r.rounds_ms.len(),
-            super::comparison::MIN_ROUNDS_FOR_INTERVAL,
-            r.times_slower
+            super::comparison::MIN_ROUNDS_FOR_INTERVAL
         )
+    } else if r.significant {
+        format!("{:.2}x slower", r.times_slower)
     } else {
-        let ci = r
-            .times_slower_ci
-            .map(|[lo, hi]| format!(" [{lo:.2}-{hi:.2}]"))
-            .unwrap_or_default();
-        if r.significant {
-            format!(
-                "{:.2}x{ci} slower, {}{} ms/req",
-                r.times_slower,
-                if r.extra_ms_per_request >= 0.0 {
-                    "+"
-                } else {
-                    ""
-                },
-                fmt_ms(r.extra_ms_per_request)
-            )
-        } else {
-            format!("no measurable difference ({:.2}x{ci})", r.times_slower)
-        }
-    }
+        "no difference".to_string()
+    };
+    (verdict, interval, extra)
 }
 
 /// Horizontal bars of time per request, like the field reports' charts.
-fn time_bars(out: &mut String, rows: &[&ComparisonRow]) {
+fn time_bars(out: &mut String, rows: &[&ComparisonRow], width: usize) {
+    let name_w = rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(8);
+    // "  name " before the bar, " 12345 ms/request" after it.
+    let room = width.saturating_sub(name_w + 20).clamp(10, 50) as f64;
     let max = rows
         .iter()
         .filter(|r| r.failed_rounds == 0)
@@ -659,17 +710,17 @@ fn time_bars(out: &mut String, rows: &[&ComparisonRow]) {
     let _ = writeln!(out);
     for r in rows {
         if r.failed_rounds > 0 {
-            let _ = writeln!(out, "  {:<22} failed", r.name);
+            let _ = writeln!(out, "  {:<name_w$} failed", r.name);
             continue;
         }
         let width = if max > 0.0 {
-            (r.time_per_request_ms.median / max * 50.0).round() as usize
+            (r.time_per_request_ms.median / max * room).round() as usize
         } else {
             0
         };
         let _ = writeln!(
             out,
-            "  {:<22} {} {} ms/request",
+            "  {:<name_w$} {} {} ms/request",
             r.name,
             "█".repeat(width.max(1)),
             fmt_ms(r.time_per_request_ms.median)
@@ -702,17 +753,22 @@ fn group_rtt(c: &Comparison, g: &str) -> String {
     }
 }
 
-pub fn render(report: &Report) -> String {
+/// The report as text, fitted to `layout`'s width.
+pub fn render(report: &Report, layout: &Layout) -> String {
+    crate::fmt::fit(&render_unfitted(report, layout), layout.width)
+}
+
+fn render_unfitted(report: &Report, layout: &Layout) -> String {
     let mut out = String::new();
     if let Some(l) = &report.link {
         let _ = writeln!(out, "Link: {}\n", l.describe());
     }
     if let Some(sw) = &report.rtt_sweep {
-        out.push_str(&render_sweep(sw));
+        out.push_str(&render_sweep(sw, layout));
         return out;
     }
     if let Some(c) = &report.comparison {
-        out.push_str(&render_comparison(c));
+        out.push_str(&render_comparison(c, layout));
         server_line(&mut out, report.server.as_ref());
         link_line(&mut out, report.link.as_ref());
         return out;
@@ -721,7 +777,7 @@ pub fn render(report: &Report) -> String {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&render_scenario(s));
+        out.push_str(&render_scenario(s, layout.width));
     }
     if let Some(agents) = &report.agents {
         render_agents(&mut out, agents);
@@ -819,7 +875,7 @@ fn link_line(out: &mut String, link: Option<&super::link::LinkReport>) {
 
 /// `compare --rtt A,B,...`: each point's comparison, then time per request against RTT
 /// per strategy as a table and a chart.
-pub fn render_sweep(sw: &RttSweep) -> String {
+pub fn render_sweep(sw: &RttSweep, layout: &Layout) -> String {
     let mut out = String::new();
     for p in &sw.points {
         let _ = writeln!(
@@ -837,7 +893,10 @@ pub fn render_sweep(sw: &RttSweep) -> String {
         for e in &mut c.explanations {
             *e = e.replace(&prefix, "");
         }
-        out.push_str(&render_comparison(&c));
+        for h in &mut c.headline {
+            *h = h.replace(&prefix, "");
+        }
+        out.push_str(&render_comparison(&c, layout));
         server_line(&mut out, p.server.as_ref());
         link_line(&mut out, Some(&p.link));
         out.push('\n');
@@ -846,42 +905,56 @@ pub fn render_sweep(sw: &RttSweep) -> String {
         out,
         "=== Time per request (ms) against round-trip time (in round trips where the RTT is not 0)\n"
     );
-    let width = sw
-        .series
-        .iter()
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(8)
-        .max(8);
-    let _ = write!(out, "  {:width$}", "RTT");
-    for p in &sw.points {
-        let _ = write!(
-            out,
-            "  {:>16}",
-            format!("{} ms", crate::fmt::num(p.rtt_set_ms))
-        );
-    }
+    sweep_table(&mut out, sw, layout.width);
     out.push('\n');
-    for s in &sw.series {
-        let _ = write!(out, "  {:width$}", s.name);
-        for (t, rt) in s.time_per_request_ms.iter().zip(&s.round_trips) {
-            let cell = match rt {
-                Some(r) => format!("{} ({r:.1} RTT)", fmt_ms(*t)),
-                None => fmt_ms(*t),
-            };
-            let _ = write!(out, "  {cell:>16}");
-        }
-        out.push('\n');
-    }
-    out.push('\n');
-    out.push_str(&sweep_chart(sw));
+    out.push_str(&sweep_chart(sw, layout.width));
     out
 }
 
+/// Time per request against RTT, a column per RTT; when the columns do not fit the
+/// width, in several tables of as many as fit.
+fn sweep_table(out: &mut String, sw: &RttSweep, width: usize) {
+    let name_w = sw
+        .series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    const CELL: usize = 16;
+    let per_table = (width.saturating_sub(2 + name_w) / (CELL + 2)).max(1);
+    let points: Vec<usize> = (0..sw.points.len()).collect();
+    for (k, chunk) in points.chunks(per_table).enumerate() {
+        if k > 0 {
+            out.push('\n');
+        }
+        let _ = write!(out, "  {:name_w$}", "RTT");
+        for &i in chunk {
+            let rtt = format!("{} ms", crate::fmt::num(sw.points[i].rtt_set_ms));
+            let _ = write!(out, "  {rtt:>CELL$}");
+        }
+        out.push('\n');
+        for s in &sw.series {
+            let _ = write!(out, "  {:name_w$}", s.name);
+            for &i in chunk {
+                let t = s.time_per_request_ms[i];
+                let cell = match s.round_trips[i] {
+                    Some(r) => format!("{} ({r:.1} RTT)", fmt_ms(t)),
+                    None => fmt_ms(t),
+                };
+                let _ = write!(out, "  {cell:>CELL$}");
+            }
+            out.push('\n');
+        }
+    }
+}
+
 /// A terminal chart: RTT across, time per request up, one letter per strategy.
-fn sweep_chart(sw: &RttSweep) -> String {
+fn sweep_chart(sw: &RttSweep, width: usize) -> String {
     const H: usize = 16;
-    const COL: usize = 16;
+    let n = sw.points.len().max(1);
+    // The axis' labels take 12 columns, the note after the RTTs 20.
+    let col = (width.saturating_sub(12) / n).clamp(8, 16);
     let marks: Vec<char> = "abcdefghijklmnopqrstuvwxyz".chars().collect();
     let max = sw
         .series
@@ -889,14 +962,13 @@ fn sweep_chart(sw: &RttSweep) -> String {
         .flat_map(|s| s.time_per_request_ms.iter().copied())
         .fold(0.0f64, f64::max)
         .max(1e-9);
-    let n = sw.points.len();
-    let mut grid = vec![vec![' '; n * COL]; H + 1];
+    let mut grid = vec![vec![' '; n * col]; H + 1];
     for (k, s) in sw.series.iter().enumerate() {
         let m = marks[k % marks.len()];
         for (i, t) in s.time_per_request_ms.iter().enumerate() {
             let y = H - ((t / max) * H as f64).round() as usize;
             // Strategies that land on one cell sit side by side, in their order.
-            if let Some(x) = (i * COL + 3..(i + 1) * COL - 1).find(|x| grid[y][*x] == ' ') {
+            if let Some(x) = (i * col + 2..(i + 1) * col - 1).find(|x| grid[y][*x] == ' ') {
                 grid[y][x] = m;
             }
         }
@@ -911,16 +983,16 @@ fn sweep_chart(sw: &RttSweep) -> String {
         let line: String = cells.iter().collect();
         let _ = writeln!(out, "  {label:>8} |{}", line.trim_end());
     }
-    let _ = writeln!(out, "  {:>8} +{}", "ms", "-".repeat(n * COL));
+    let _ = writeln!(out, "  {:>8} +{}", "ms", "-".repeat(n * col));
     let _ = write!(out, "  {:>8}  ", "");
     for p in &sw.points {
         let _ = write!(
             out,
-            "{:^COL$}",
+            "{:^col$}",
             format!("{} ms", crate::fmt::num(p.rtt_set_ms))
         );
     }
-    let _ = writeln!(out, "  RTT (not to scale)");
+    let _ = writeln!(out, "\n  {:>8}  RTT (not to scale)", "");
     for (k, s) in sw.series.iter().enumerate() {
         let _ = writeln!(out, "  {} = {}", marks[k % marks.len()], s.name);
     }
@@ -953,6 +1025,7 @@ mod tests {
                 series(true, &[500.0, 500.0, 500.0, 500.0, 1.0]),
                 series(false, &[0.1, 0.1, 0.1, 0.1, 0.3]),
             ],
+            80,
         );
         assert!(out.contains("0 to 4.00 s"), "{out}");
         assert!(out.contains("requests/s      |████| max 501\n"), "{out}");
@@ -965,6 +1038,7 @@ mod tests {
             &mut out,
             &[1.0, 1.0, 0.7],
             &[series(true, &[500.0, 500.0, 350.0])],
+            80,
         );
         assert!(out.contains("requests/s      |███| max 500\n"), "{out}");
     }

@@ -6,9 +6,12 @@ use std::fmt::Write as _;
 use crate::fmt::ms as fmt_ms;
 use crate::report::trace::{TraceReport, TraceStep};
 
-/// The waterfall and details, as text.
-pub fn render(t: &TraceReport) -> String {
+/// The headline, then each request's waterfall and details, as text fitted to `width`.
+pub fn render(t: &TraceReport, width: usize) -> String {
     let mut out = String::new();
+    if let Some(h) = headline(t) {
+        let _ = writeln!(out, "{h}\n");
+    }
     let _ = writeln!(
         out,
         "trace {}  (strategy {}, {})",
@@ -39,17 +42,78 @@ pub fn render(t: &TraceReport) -> String {
                 .map(|id| format!(", stream {id}"))
                 .unwrap_or_default()
         );
-        waterfall(&mut out, s);
+        waterfall(&mut out, s, width);
         details(&mut out, s);
     }
     if let Some(e) = &t.error {
         let _ = writeln!(out, "\nFailed: {e}");
     }
-    out
+    crate::fmt::fit(&out, width)
+}
+
+/// What setting up a step's connection took: DNS, TCP connect, TLS and the HTTP/2
+/// preface, or the QUIC handshake and HTTP/3's set-up (0 on a reused connection).
+fn setup_ms(s: &TraceStep) -> f64 {
+    [
+        s.dns_ms,
+        s.connect_ms,
+        s.tls_ms,
+        s.h2_setup_ms,
+        s.quic_handshake_ms,
+        s.h3_setup_ms,
+    ]
+    .iter()
+    .flatten()
+    .sum()
+}
+
+/// "2 requests over 1 connection: the first took 1.28 ms, 0.879 ms of it (69 %) setting
+/// up its connection; on the reused connection a request took 0.210 ms." `None` when no
+/// request was answered.
+pub fn headline(t: &TraceReport) -> Option<String> {
+    let first = t.steps.first()?;
+    let new = t.steps.iter().filter(|s| !s.reused).count() as u64;
+    let setup = setup_ms(first);
+    let share = if first.total_ms > 0.0 {
+        setup / first.total_ms * 100.0
+    } else {
+        0.0
+    };
+    let mut line = format!(
+        "{} over {}: the first took {} ms, {} ms of it ({share:.0} %) setting up its connection",
+        crate::fmt::plural_s(t.steps.len() as u64, "request"),
+        crate::fmt::plural_s(new, "connection"),
+        fmt_ms(first.total_ms),
+        fmt_ms(setup),
+    );
+    if let Some(left) = first.request_left_ms {
+        let _ = write!(
+            line,
+            " (its request left in 0-RTT, {} ms in, without waiting for it)",
+            fmt_ms(left)
+        );
+    }
+    let mut reused: Vec<f64> = t
+        .steps
+        .iter()
+        .filter(|s| s.reused)
+        .map(|s| s.total_ms)
+        .collect();
+    reused.sort_by(f64::total_cmp);
+    if let Some(m) = reused.get(reused.len() / 2) {
+        let _ = write!(
+            line,
+            "; on a reused connection a request took {} ms{}",
+            fmt_ms(*m),
+            if reused.len() > 1 { " (median)" } else { "" }
+        );
+    }
+    line.push('.');
+    Some(line)
 }
 
 /// The step's phases as bars on one time scale, and its total.
-fn waterfall(out: &mut String, s: &TraceStep) {
+fn waterfall(out: &mut String, s: &TraceStep, width: usize) {
     // Each phase with where its bar starts (None: where the one before it ended).
     // With 0-RTT the request leaves during the QUIC handshake: its bars overlap.
     let mut phases: Vec<(&str, Option<f64>, Option<f64>)> = vec![("dns", s.dns_ms, None)];
@@ -74,7 +138,8 @@ fn waterfall(out: &mut String, s: &TraceStep) {
         ("wait", Some(s.wait_ms), None),
         ("receive", Some(s.receive_ms), None),
     ]);
-    let width = 50.0;
+    // "  name     12.345 ms |" before the bars.
+    let width = width.saturating_sub(24).clamp(10, 50) as f64;
     let scale = if s.total_ms > 0.0 {
         width / s.total_ms
     } else {
@@ -90,8 +155,8 @@ fn waterfall(out: &mut String, s: &TraceStep) {
                 if let Some(f) = from {
                     at = f;
                 }
-                let pad = ((at * scale).round() as usize).min(width as usize);
-                let len = ((v * scale).round() as usize).max(1);
+                let pad = ((at * scale).round() as usize).min(width as usize - 1);
+                let len = ((v * scale).round() as usize).clamp(1, width as usize - pad);
                 let _ = writeln!(
                     out,
                     "  {name:<8} {:>10} |{}{}",

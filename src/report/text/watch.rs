@@ -82,8 +82,10 @@ fn endpoint_block(out: &mut String, e: &EndpointSummary) {
     }
 }
 
-pub fn render(r: &WatchReport) -> String {
+/// The headline, what was watched, the figures and the verdict, fitted to `width`.
+pub fn render(r: &WatchReport, width: usize) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "{}\n", r.headline);
     let w = &r.watched;
     let what = match (&w.command, w.pid, w.port, &w.host) {
         (Some(c), _, _, _) => format!("command: {}", c.join(" ")),
@@ -128,7 +130,7 @@ pub fn render(r: &WatchReport) -> String {
     for v in &r.verdict {
         let _ = writeln!(out, "  {v}");
     }
-    out
+    crate::fmt::fit(&out, width)
 }
 
 /// Counts by name, "-" when there are none.
