@@ -78,15 +78,15 @@ fn reuse(t: &ClientSummary) -> Vec<String> {
     v
 }
 
-/// Why a client opened a connection per request: the cause in a few words (the
-/// headline's "because …") and, when the endings do not already say it, in full with
-/// its fix. Read from its requests' headers and how its connections ended; `None` when
-/// nothing says why.
+/// Why a client opened a connection per request: in a few words (the headline's
+/// "because …") and, when the endings do not already say it, in full with its fix.
 struct Cause {
     because: &'static str,
     sentence: Option<String>,
 }
 
+/// The cause of no reuse, read from the client's requests' headers and how its
+/// connections ended; `None` when nothing says why.
 fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
     let close = count(&t.connection_headers, &"close".to_string());
     let v10 = count(&t.http_versions, &"HTTP/1.0".to_string());

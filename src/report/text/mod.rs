@@ -422,7 +422,8 @@ impl<'a> Series<'a> {
 }
 
 /// Timelines of 3 buckets or more (widths in s): one line per series, a character per
-/// bucket (at most 60, and what `width` leaves room for; more buckets are drawn in groups), scaled to the series' maximum.
+/// bucket (at most 60, and what `width` leaves room for; more buckets are drawn in
+/// groups), scaled to the series' maximum.
 /// A last bucket shorter than half the one before (the run ended just past a boundary)
 /// is drawn with that one: a few events over a sliver of a second are no rate (one
 /// request in 0.6 ms would read 1700/s in a run at 500/s).
@@ -587,13 +588,12 @@ pub fn render_comparison(c: &Comparison, layout: &Layout) -> String {
             r.repeat_of.as_deref().unwrap_or("")
         );
     }
-    if c.explanations.is_empty() {
-    } else if layout.verbose {
+    if layout.verbose && !c.explanations.is_empty() {
         let _ = writeln!(out, "\nWhy");
         for e in &c.explanations {
             let _ = writeln!(out, "  {e}");
         }
-    } else {
+    } else if !c.explanations.is_empty() {
         let _ = writeln!(
             out,
             "\nWhy each row costs what it costs: -v, or the JSON and HTML reports."
