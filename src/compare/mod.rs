@@ -325,12 +325,11 @@ impl Judge<'_> {
     /// the rows that succeeded in every round), count their round trips on a real link,
     /// and explain each; the group's round trip. `None` when no row can be ranked.
     fn group(&self, g: &str, rows: &mut [ComparisonRow], said: &mut Said) -> Option<GroupRtt> {
-        let explanations = &mut said.explanations;
         let idx: Vec<usize> = (0..rows.len()).filter(|i| rows[*i].group == g).collect();
         // A row with a round in which no request succeeded is not ranked: its time per
         // request is undefined there.
         for &i in idx.iter().filter(|i| rows[**i].failed_rounds > 0) {
-            explanations.push(explain::failed_explanation(
+            said.explanations.push(explain::failed_explanation(
                 &rows[i],
                 &self.scenarios[i],
                 self.rounds,
@@ -358,7 +357,8 @@ impl Judge<'_> {
                     measured: rows[i].time_per_request_ms.median / rtt,
                 });
             }
-            explanations.extend(explain::round_trips_line(g, rows, &idx, rtt));
+            said.explanations
+                .extend(explain::round_trips_line(g, rows, &idx, rtt));
         }
         said.headline.extend(explain::headline(
             rows,

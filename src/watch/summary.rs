@@ -151,6 +151,17 @@ impl Acc {
     }
 }
 
+/// "5 requests", or "5 requests (estimated from TLS records)" when they were counted
+/// from encrypted bursts.
+fn requests(e: &EndpointSummary) -> String {
+    let n = plural(e.requests, "request");
+    if e.requests_estimated {
+        format!("{n} (estimated from TLS records)")
+    } else {
+        n
+    }
+}
+
 /// The verdict in one sentence, over every connection watched: "N requests over M
 /// connections: reused (x per connection)", or "not reused, because the client (or the
 /// server) closed them (n of M)" when most ended that way.
@@ -158,14 +169,9 @@ pub fn headline(t: &EndpointSummary) -> String {
     if t.connections == 0 {
         return "No TCP connection was seen.".into();
     }
-    let estimated = if t.requests_estimated {
-        " (estimated from TLS records)"
-    } else {
-        ""
-    };
     let over = format!(
-        "{}{estimated} over {}",
-        plural(t.requests, "request"),
+        "{} over {}",
+        requests(t),
         plural(t.connections, "connection")
     );
     let by = |names: [&str; 2]| -> u64 {
@@ -231,14 +237,7 @@ pub fn verdict(r: &WatchReport) -> Vec<String> {
         return v;
     }
     for e in &r.endpoints {
-        let reqs = if e.requests_estimated {
-            format!(
-                "{} (estimated from TLS records)",
-                plural(e.requests, "request")
-            )
-        } else {
-            plural(e.requests, "request")
-        };
+        let reqs = requests(e);
         if e.requests == 0 {
             v.push(format!(
                 "{}: {} and no request seen.",

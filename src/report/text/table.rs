@@ -89,17 +89,12 @@ impl Table {
     pub fn render(&self, out: &mut String, width: usize) {
         let kept = self.kept(width);
         let widths: Vec<usize> = kept.iter().map(|&i| self.column_width(i)).collect();
-        let heads: Vec<String> = kept
+        let heads: Vec<&str> = kept.iter().map(|&i| self.columns[i].head).collect();
+        let rows = self
+            .rows
             .iter()
-            .map(|&i| self.columns[i].head.to_string())
-            .collect();
-        for cells in std::iter::once(&heads).chain(
-            self.rows
-                .iter()
-                .map(|r| kept.iter().map(|&i| r[i].clone()).collect::<Vec<_>>())
-                .collect::<Vec<_>>()
-                .iter(),
-        ) {
+            .map(|r| kept.iter().map(|&i| r[i].as_str()).collect::<Vec<_>>());
+        for cells in std::iter::once(heads).chain(rows) {
             let mut line = " ".repeat(INDENT);
             for (k, (cell, w)) in cells.iter().zip(&widths).enumerate() {
                 if k > 0 {
