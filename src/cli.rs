@@ -463,7 +463,8 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// No progress lines on stderr (each probe, the time so far and its bound)
+    /// No progress on stderr (on a terminal a line redrawn in place: the probe, k of n,
+    /// the time so far; elsewhere a line per probe with its bound)
     #[arg(long)]
     pub no_progress: bool,
 }
@@ -693,7 +694,8 @@ pub struct OutputArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// No progress bar on stderr
+    /// No progress on stderr (a bar on a terminal; compare also writes a line per round
+    /// when stderr is not one)
     #[arg(long)]
     pub no_progress: bool,
 

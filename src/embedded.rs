@@ -2,6 +2,7 @@
 //! server side of a lab's emulated link with the client on the other side.
 
 use crate::lab::{Lab, LinkSpec};
+use crate::progress::Steps;
 use crate::report::link::LinkReport;
 use crate::server::{self, ServerConfig};
 
@@ -24,15 +25,24 @@ pub struct Embedded {
 
 impl Embedded {
     /// The embedded server with its defaults, taking TLS early data when `early_data`.
-    pub fn with_early_data(spec: Option<LinkSpec>, early_data: bool) -> anyhow::Result<Embedded> {
+    /// The lab's link check (when there is a link) said on `steps`.
+    pub fn with_early_data(
+        spec: Option<LinkSpec>,
+        early_data: bool,
+        steps: &Steps,
+    ) -> anyhow::Result<Embedded> {
         let cfg = ServerConfig {
             early_data,
             ..ServerConfig::default()
         };
-        Embedded::start(spec, cfg)
+        Embedded::start(spec, cfg, steps)
     }
 
-    pub fn start(spec: Option<LinkSpec>, cfg: ServerConfig) -> anyhow::Result<Embedded> {
+    pub fn start(
+        spec: Option<LinkSpec>,
+        cfg: ServerConfig,
+        steps: &Steps,
+    ) -> anyhow::Result<Embedded> {
         let Some(spec) = spec else {
             return Ok(Embedded {
                 srv: server::start(ServerConfig {
@@ -45,7 +55,7 @@ impl Embedded {
         };
         let mut lab = Lab::start(spec)?;
         let srv = lab_server(&lab, cfg)?;
-        lab.measure()?;
+        lab.measure(steps)?;
         Ok(Embedded {
             srv,
             lab: Some(lab),

@@ -39,7 +39,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     // trust its CA.
     let embedded = path
         .as_ref()
-        .map(|_| Embedded::with_early_data(spec, strategy.early_data()))
+        .map(|_| {
+            let steps = crate::progress::Steps::on_terminal(
+                "bench",
+                !a.output.no_progress && !a.output.json,
+            );
+            Embedded::with_early_data(spec, strategy.early_data(), &steps)
+        })
         .transpose()?;
     let (url, roots) = match (&embedded, &path) {
         (Some(e), Some(p)) => (

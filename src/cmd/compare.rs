@@ -50,6 +50,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         rounds,
         noise_threshold,
         sweep: specs.len() > 1,
+        points: specs.len(),
         steps: crate::progress::Steps::new("compare", !a.output.no_progress),
     };
     let mut scenarios = Vec::new();
@@ -69,6 +70,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
             (_, link) => single = Some((result.comparison, server, link)),
         }
     }
+    plan.steps.finish();
     let mut rep = Report::new(scenarios);
     rep.run = Some(crate::host::run_info("compare", started_at));
     if let Some((comparison, server, link)) = single {
@@ -94,6 +96,8 @@ struct Plan<'a> {
     rounds: usize,
     noise_threshold: f64,
     sweep: bool,
+    /// The links compared across (one without a link).
+    points: usize,
     steps: crate::progress::Steps,
 }
 
@@ -154,7 +158,7 @@ impl Plan<'_> {
             .map_or(true, |c| c.iter().any(|s| s.early_data()));
         let embedded = self
             .path
-            .map(|_| Embedded::with_early_data(spec, early))
+            .map(|_| Embedded::with_early_data(spec, early, &self.steps))
             .transpose()?;
         let prefix = spec
             .filter(|_| self.sweep)
@@ -162,6 +166,8 @@ impl Plan<'_> {
         let arms = self.arms(embedded.as_ref(), prefix.as_deref().unwrap_or(""))?;
         let cut = prefix.as_ref().map_or(0, |p| p.len());
         *names = arms.iter().map(|arm| arm.name[cut..].to_string()).collect();
+        self.steps
+            .set_total((self.points * arms.len() * self.rounds) as u64, true);
         let run = || {
             compare::run(
                 &arms,

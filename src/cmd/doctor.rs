@@ -17,8 +17,15 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
         return Err(UsageError("--max-requests must be at least 1".into()).into());
     }
     let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
-    let (url, roots, embedded) =
-        single_target(a.url.as_deref(), &a.link, &a.request, a.embedded_tls, false)?;
+    let steps = Steps::new("doctor", !a.no_progress);
+    let (url, roots, embedded) = single_target(
+        a.url.as_deref(),
+        &a.link,
+        &a.request,
+        a.embedded_tls,
+        false,
+        &steps,
+    )?;
     let sc = single_url_scenario(
         &a.request,
         &url,
@@ -51,10 +58,11 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             &req,
             a.max_requests,
             max_idle,
-            &Steps::new("doctor", !a.no_progress),
+            &steps,
         )))
     };
     let mut d = on_client(embedded.as_ref(), run)??;
+    steps.finish();
     if let Some(e) = embedded {
         d.link = e.finish().1;
     }

@@ -59,7 +59,9 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
             (None, format!("http://{addr}/"), format!("https://{addr}/"))
         }
     };
-    l.measure()?;
+    let steps = crate::progress::Steps::on_terminal("lab", true);
+    l.measure(&steps)?;
+    steps.finish();
     say(&l.report().describe());
     say(&format!("running the command against {url}"));
     let ca = cacert.display().to_string();

@@ -5,19 +5,27 @@ use super::emit_checked;
 use crate::cli::MergeArgs;
 use crate::config::UsageError;
 use crate::merge::{merge, read};
+use crate::progress::Steps;
 use crate::report::thresholds;
 
 pub fn run(a: MergeArgs) -> anyhow::Result<i32> {
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
+    // Reading and merging many large reports takes a while: a bar on a terminal.
+    let steps = Steps::on_terminal("merge", !a.output.no_progress);
+    steps.set_total(a.files.len() as u64, true);
     let mut inputs = Vec::new();
     for f in &a.files {
+        steps.show(&format!("reading {f}"));
         inputs.extend(read(f)?);
+        steps.advance();
     }
     if inputs.is_empty() {
         return Err(UsageError("merge: no reports in the input".into()).into());
     }
     let started_at = crate::host::now_rfc3339();
+    steps.show(&format!("merging {} reports", inputs.len()));
     let mut rep = merge(inputs, a.allow_mismatch)?;
+    steps.finish();
     rep.run = Some(crate::host::run_info("merge", started_at));
     emit_checked(&mut rep, &a.output, &thresholds, false)
 }

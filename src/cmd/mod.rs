@@ -125,13 +125,14 @@ pub(crate) fn emit(rep: &Report, output: &OutputArgs, verbose: bool) -> anyhow::
 
 /// The target of `trace` and `doctor`: the URL given, or the embedded server (on
 /// loopback or across the lab's link, taking TLS early data when `early_data`) with the
-/// path given.
+/// path given. The lab's link check said on `steps`.
 pub(crate) fn single_target(
     url: Option<&str>,
     link: &LinkArgs,
     request: &RequestArgs,
     tls: bool,
     early_data: bool,
+    steps: &crate::progress::Steps,
 ) -> anyhow::Result<(
     String,
     Vec<rustls::pki_types::CertificateDer<'static>>,
@@ -141,7 +142,7 @@ pub(crate) fn single_target(
     let path = embedded_path(url, link, request.urls_from_file.is_some())?;
     match (path, url) {
         (Some(p), _) => {
-            let e = Embedded::with_early_data(spec, early_data)?;
+            let e = Embedded::with_early_data(spec, early_data, steps)?;
             Ok((e.url(tls, &p), vec![e.srv.ca_der.clone()], Some(e)))
         }
         (None, Some(u)) => Ok((u.to_string(), Vec::new(), None)),

@@ -26,6 +26,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         &a.request,
         a.embedded_tls || strategy.needs_tls(),
         strategy.early_data(),
+        &crate::progress::Steps::on_terminal("trace", true),
     )?;
     let sc = single_url_scenario(&a.request, &url, roots, strategy, a.count, &a.timeout)?;
     let run = || -> anyhow::Result<TraceReport> {

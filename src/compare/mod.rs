@@ -219,7 +219,14 @@ fn play(
             order.swap(k, (seed % (k as u64 + 1)) as usize);
         }
         for &i in &order {
+            steps.show(&format!(
+                "{}round {} of {rounds}: {}",
+                steps_label(rtt_set_ms),
+                round + 1,
+                arms[i].name
+            ));
             play_one(&arms[i], i, server, &mut played)?;
+            steps.advance();
         }
     }
     Ok(played)

@@ -381,6 +381,9 @@ async fn concurrency_h2(sc: &Scenario, max: Option<u32>) -> Result<Concurrency, 
 
 /// The HTTP/2 probes, each on connections of its own.
 async fn h2_findings(sc: &Scenario, max_req: u64, max_idle: Duration, steps: &Steps) -> H2Findings {
+    steps.say(&format!(
+        "HTTP/2: SETTINGS, up to {max_req} streams on one connection, streams at once"
+    ));
     let first = probe::h2::open(&sc.origins[0], sc.tls.as_ref(), sc.timeout, &sc.dns).await;
     let c = match first {
         Ok(c) => c,
@@ -561,6 +564,25 @@ fn judge_h2(
     }
 }
 
+/// The probes of a connection that is kept: requests per connection, then its idle
+/// timeout; each a unit of `steps`.
+async fn kept_probes(
+    sc: &Scenario,
+    max_req: u64,
+    max_idle: Duration,
+    claimed: Option<f64>,
+    steps: &Steps,
+) -> anyhow::Result<(MaxRequests, IdleTimeout)> {
+    steps.say(&format!(
+        "requests per connection: up to {max_req} on one connection (--max-requests)"
+    ));
+    let max_requests = max_requests(sc, max_req).await?;
+    steps.advance();
+    let idle = idle_probes(&Arc::new(sc.clone()), max_idle, claimed, steps, "").await;
+    steps.advance();
+    Ok((max_requests, idle))
+}
+
 /// Probe everything and build the verdict.
 pub async fn execute(
     sc: &Scenario,
@@ -571,6 +593,11 @@ pub async fn execute(
     steps: &Steps,
 ) -> anyhow::Result<DoctorReport> {
     let t = &sc.targets[0];
+    let tls_probes = 2 * u64::from(sc.origins[0].tls);
+    // The probes: keep-alive; requests per connection and idle timeout when it keeps;
+    // TLS and HTTP/3 over TLS; HTTP/2 when asked (and offered).
+    let probes = |keeps: bool, h2: bool| 1 + 2 * u64::from(keeps) + tls_probes + u64::from(h2);
+    steps.set_total(probes(true, h2_sc.is_some()), false);
     steps.say(&format!(
         "{}: does HTTP/1.1 and HTTP/1.0 keep the connection? (3 connections; {})",
         t.url,
@@ -597,35 +624,32 @@ pub async fn execute(
         .or_else(|| ex10ka.as_ref().and_then(Exchange::keep_alive_timeout));
 
     let keeps = http11.persistent && http11.reused;
-    let max_requests = if keeps {
-        steps.say(&format!(
-            "requests per connection: up to {max_req} on one connection (--max-requests)"
-        ));
-        Some(max_requests(sc, max_req).await?)
+    steps.set_total(probes(keeps, h2_sc.is_some()), false);
+    steps.advance();
+    let (max_requests, idle) = if keeps {
+        let (m, i) = kept_probes(sc, max_req, max_idle, claimed, steps).await?;
+        (Some(m), Some(i))
     } else {
-        None
-    };
-    let arc = Arc::new(sc.clone());
-    let idle = if keeps {
-        Some(idle_probes(&arc, max_idle, claimed, steps, "").await)
-    } else {
-        None
+        (None, None)
     };
     let tls = if sc.origins[0].tls {
         steps.say("TLS: full and resumed handshakes, early data");
-        Some(tls_findings(sc, req).await?)
+        let found = tls_findings(sc, req).await?;
+        steps.advance();
+        Some(found)
     } else {
         None
     };
 
     // HTTP/2 where the server offers it (or --h2c asked for it on http://).
     let speaks_h2 = tls.as_ref().map_or(true, |t| t.offers_h2);
-    let h2 = match h2_sc.filter(|_| speaks_h2) {
+    let h2_sc = h2_sc.filter(|_| speaks_h2);
+    steps.set_total(probes(keeps, h2_sc.is_some()), false);
+    let h2 = match h2_sc {
         Some(s) => {
-            steps.say(&format!(
-                "HTTP/2: SETTINGS, up to {max_req} streams on one connection, streams at once"
-            ));
-            Some(h2_findings(s, max_req, max_idle, steps).await)
+            let found = h2_findings(s, max_req, max_idle, steps).await;
+            steps.advance();
+            Some(found)
         }
         None => None,
     };
@@ -641,7 +665,9 @@ pub async fn execute(
             .as_ref()
             .and_then(|e| e.header("alt-svc"))
             .map(str::to_string);
-        h3::probe(&t.url, alt_svc, req, sc.timeout)
+        let found = h3::probe(&t.url, alt_svc, req, sc.timeout);
+        steps.advance();
+        found
     });
 
     let server_header = ex11
@@ -949,6 +975,8 @@ fn h3_only(
 ) -> anyhow::Result<DoctorReport> {
     let url = &sc.targets[0].url;
     let why = tcp.error.clone().unwrap_or_default();
+    steps.set_total(2, false);
+    steps.advance();
     steps.say(&format!(
         "no TCP connection ({why}): trying HTTP/3 over QUIC at the same port (at most {} requests; {})",
         h3::PROBE_REQUESTS,

@@ -18,6 +18,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::parse::UsageError;
+use crate::progress::Steps;
 
 use crate::report::link::LinkReport;
 pub use delay::Shape;
@@ -159,12 +160,17 @@ impl Lab {
 
     /// Time a few TCP connects across the link to a listener of the lab's own (the
     /// server under test sees none of them). Lost SYNs make some slow; the median holds.
-    pub fn measure(&mut self) -> anyhow::Result<()> {
+    /// Each connect is shown on `steps`' bar.
+    pub fn measure(&mut self, steps: &Steps) -> anyhow::Result<()> {
         let listener = self.in_server(|| TcpListener::bind((SERVER_ADDR, 0)))??;
         let addr = listener.local_addr()?;
+        let rtt = crate::fmt::num(self.spec.rtt.as_secs_f64() * 1000.0);
         let times = self.in_client(move || {
             let mut v = Vec::new();
-            for _ in 0..PROBE_CONNECTS {
+            for k in 1..=PROBE_CONNECTS {
+                steps.show(&format!(
+                    "lab: checking the link ({rtt} ms RTT): TCP connect {k} of {PROBE_CONNECTS}"
+                ));
                 let t0 = Instant::now();
                 if TcpStream::connect_timeout(&addr, Duration::from_secs(5)).is_ok() {
                     v.push(t0.elapsed().as_secs_f64() * 1000.0);
