@@ -10,7 +10,14 @@ handshake also runs with `--dns-cache off` (a lookup per new connection) for ref
 Runs are interleaved (every tool once per round, the order rotating) and the medians of
 --runs rounds are printed with their min-max, then the ratio of medians per URL.
 
-Usage: python3 bench/tls_new_connection.py [--handshake PATH] [--oha PATH] [--runs 5] [-n 10000]
+With --before PATH, another build of handshake runs beside them at 127.0.0.1 (a change's
+cost, judged within the same run), and with --groups LIST handshake also runs offering
+only those key-exchange groups (`--tls-groups`: nginx here has OpenSSL 3.0, which takes
+x25519 and not X25519MLKEM768, so the default offer's ML-KEM key share is made and sent
+for nothing). --keepalive measures keep-alive instead (one handshake per connection).
+
+Usage: python3 bench/tls_new_connection.py [--handshake PATH] [--oha PATH] [--runs 5]
+       [-n 10000] [--before PATH] [--groups LIST] [--keepalive]
 Needs: nginx, openssl (Debian), oha (cargo install oha).
 """
 import argparse
@@ -68,19 +75,22 @@ def make_certs(tmp):
        "-extfile", f"{tmp}/ext.cnf", "-out", f"{tmp}/leaf.pem")
 
 
-def handshake(binary, url, n, cacert, extra):
-    cmd = [binary, "bench", url, "-c", "50", "-n", str(n), "--strategy", "close",
+def handshake(binary, url, n, cacert, extra, keepalive=False):
+    strategy = "keepalive" if keepalive else "close"
+    cmd = [binary, "bench", url, "-c", "50", "-n", str(n), "--strategy", strategy,
            "--cacert", cacert, "--json", "--no-progress", *extra]
     out, cpu = run_measured(cmd, timeout=600)
     s = json.loads(out)["scenarios"][0]
     ok = s["requests"]["ok"]
-    if ok != n or s["connections"]["tls_handshakes"]["full"] != n:
+    full = s["connections"]["tls_handshakes"]["full"]
+    if ok != n or (full != n and not keepalive):
         raise SystemExit(f"handshake: {ok} ok of {n}, {s['connections']['tls_handshakes']}")
     return cpu * 1e6 / n, s["throughput"]["requests_per_s"]
 
 
-def oha(binary, url, n, cacert):
-    cmd = [binary, "-n", str(n), "-c", "50", "--disable-keepalive", "--cacert", cacert,
+def oha(binary, url, n, cacert, keepalive=False):
+    close = [] if keepalive else ["--disable-keepalive"]
+    cmd = [binary, "-n", str(n), "-c", "50", *close, "--cacert", cacert,
            "--no-tui", "--output-format", "json", url]
     out, cpu = run_measured(cmd, timeout=600)
     r = json.loads(out)
@@ -96,7 +106,11 @@ def main():
     ap.add_argument("--oha", default=shutil.which("oha") or "oha")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("-n", type=int, default=10000)
+    ap.add_argument("--before", help="another handshake build, run beside at 127.0.0.1")
+    ap.add_argument("--groups", help="also run handshake with --tls-groups LIST at 127.0.0.1")
+    ap.add_argument("--keepalive", action="store_true")
     args = ap.parse_args()
+    ka = args.keepalive
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     tmp = tempfile.mkdtemp(prefix="handshake-bench-tls-")
     proc = None
@@ -112,11 +126,18 @@ def main():
         arms = []
         for host in ["localhost", "127.0.0.1"]:
             url = f"https://{host}:{port}/"
-            arms.append((host, "oha", lambda u=url: oha(args.oha, u, args.n, cacert)))
-            arms.append((host, "handshake", lambda u=url: handshake(args.handshake, u, args.n, cacert, [])))
-            if host == "localhost":
+            arms.append((host, "oha", lambda u=url: oha(args.oha, u, args.n, cacert, ka)))
+            arms.append((host, "handshake", lambda u=url: handshake(args.handshake, u, args.n, cacert, [], ka)))
+            if host == "localhost" and not ka:
                 arms.append((host, "handshake --dns-cache off",
                              lambda u=url: handshake(args.handshake, u, args.n, cacert, ["--dns-cache", "off"])))
+            if host == "127.0.0.1" and args.before:
+                arms.append((host, "handshake (before)",
+                             lambda u=url: handshake(args.before, u, args.n, cacert, [], ka)))
+            if host == "127.0.0.1" and args.groups:
+                arms.append((host, f"handshake --tls-groups {args.groups}",
+                             lambda u=url: handshake(args.handshake, u, args.n, cacert,
+                                                     ["--tls-groups", args.groups], ka)))
         results = {(h, t): [] for h, t, _ in arms}
         for r in range(args.runs):
             order = arms[r % len(arms):] + arms[:r % len(arms)]
@@ -125,7 +146,8 @@ def main():
                 results[(host, tool)].append((cpu, rps))
                 print(f"  round {r + 1}: {host:<10} {tool:<26} {cpu:7.1f} µs/request  {rps:8.0f} req/s",
                       file=sys.stderr)
-        print(f"HTTPS, new connection per request (TLS 1.3 full), c=50, n={args.n}, "
+        shape = "keep-alive" if ka else "new connection per request (TLS 1.3 full)"
+        print(f"HTTPS, {shape}, c=50, n={args.n}, "
               f"nginx 1 worker; medians of {args.runs} interleaved runs [min-max]")
         print(f"{'URL host':<10} {'tool':<26} {'CPU µs/request':>24} {'req/s':>8}")
         med = {}
@@ -138,6 +160,17 @@ def main():
             ratio = med[(host, "handshake")] / med[(host, "oha")]
             per_run = sorted(a[0] / b[0] for a, b in zip(results[(host, "handshake")], results[(host, "oha")]))
             print(f"handshake / oha, {host}: {ratio:.2f} (per round {per_run[0]:.2f}-{per_run[-1]:.2f})")
+        host = "127.0.0.1"
+        for tool in [t for h, t, _ in arms if h == host and t not in ("oha", "handshake")]:
+            ratio = med[(host, tool)] / med[(host, "oha")]
+            per_run = sorted(a[0] / b[0] for a, b in zip(results[(host, tool)], results[(host, "oha")]))
+            print(f"{tool} / oha, {host}: {ratio:.2f} (per round {per_run[0]:.2f}-{per_run[-1]:.2f})")
+        if args.before:
+            per_run = sorted(a[0] / b[0] for a, b in zip(results[(host, "handshake")],
+                                                         results[(host, "handshake (before)")]))
+            print(f"handshake / handshake (before), {host}: "
+                  f"{med[(host, 'handshake')] / med[(host, 'handshake (before)')]:.2f} "
+                  f"(per round {per_run[0]:.2f}-{per_run[-1]:.2f})")
     finally:
         if proc:
             stop(proc, signal.SIGQUIT)

@@ -682,6 +682,13 @@ pub struct RequestArgs {
     #[arg(long, value_name = "VERSION")]
     pub tls_version: Option<String>,
 
+    /// TLS key-exchange groups to offer, most preferred first (x25519mlkem768,
+    /// secp256r1mlkem768, x25519, secp256r1, secp384r1, mlkem768, mlkem1024); default:
+    /// x25519mlkem768,x25519,secp256r1,secp384r1, as browsers offer them. A server that
+    /// takes none of the first costs a HelloRetryRequest: one more round trip
+    #[arg(long, value_name = "GROUP[,GROUP...]")]
+    pub tls_groups: Option<String>,
+
     /// Source addresses for new connections, used in turn (ADDR[,ADDR...]); more
     /// addresses give more ephemeral ports when a run opens many connections
     #[arg(long, value_name = "ADDR[,ADDR...]", value_delimiter = ',')]

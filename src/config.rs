@@ -397,6 +397,11 @@ pub fn request_config(
         Some("1.3") => TlsVersions::Only13,
         Some(v) => return usage(format!("--tls-version {v:?}: expected 1.2 or 1.3")),
     };
+    let groups = a
+        .tls_groups
+        .as_deref()
+        .map(|g| tls::parse_groups(g).map_err(|e| UsageError(format!("--tls-groups {g:?}: {e}"))))
+        .transpose()?;
     let mut roots = extra_roots;
     let only_extra = a.cacert.is_some();
     if let Some(path) = &a.cacert {
@@ -428,6 +433,7 @@ pub fn request_config(
             extra_roots: roots,
             only_extra_roots: only_extra,
             versions,
+            groups,
             ..TlsOptions::default()
         },
         resolve,

@@ -540,6 +540,38 @@ pub enum HandshakeKind {
     Resumed,
 }
 
+/// A finished TLS handshake: full or resumed, TLS 1.3 or not, and the key-exchange group
+/// it agreed on (its IANA code point; none where the library does not say: QUIC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsHandshake {
+    pub kind: HandshakeKind,
+    pub tls13: bool,
+    pub group: Option<u16>,
+    /// What it put on the wire (TLS over TCP).
+    pub wire: Option<Wire>,
+}
+
+/// What a TLS handshake over TCP put on the wire (read by `net::tap`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wire {
+    /// ClientHellos sent: 2 when the server answered the first with a HelloRetryRequest.
+    pub client_hellos: u32,
+    /// The first ClientHello's TLS record, its header included.
+    pub client_hello_bytes: u32,
+    /// What the server sent after the (last) ClientHello, before the client's next
+    /// flight: its first flight, certificate chain included. 0: not known (early data).
+    pub server_flight_bytes: u64,
+}
+
+/// The key-exchange groups counted by name (IANA's names and code points); any other is
+/// counted as "other".
+pub const KX_GROUPS: [(u16, &str); 4] = [
+    (0x11ec, "X25519MLKEM768"),
+    (0x001d, "x25519"),
+    (0x0017, "secp256r1"),
+    (0x0018, "secp384r1"),
+];
+
 /// The result of one attempt (after any stale-connection retry).
 #[derive(Debug, Clone, Copy)]
 pub enum Outcome {

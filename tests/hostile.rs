@@ -532,7 +532,7 @@ fn tls_server(
     p.not_before = rcgen::date_time_ymd(years.0, 1, 1);
     p.not_after = rcgen::date_time_ymd(years.1, 1, 1);
     let leaf = p.signed_by(&key, &ca.issuer).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()

@@ -439,6 +439,8 @@ fn counted_round_trips(s: &ScenarioReport) -> Option<f64> {
     } else {
         2 * hs.full + hs.resumed
     };
+    // A HelloRetryRequest costs its handshake one more.
+    let tls = tls + hs.hello_retry_requests;
     let before = (c.opened + tls).saturating_sub(c.early_data.accepted);
     Some(1.0 + before as f64 / ok as f64)
 }

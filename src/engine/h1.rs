@@ -297,11 +297,11 @@ impl H1 {
         let f = match wrote {
             Some(Ok(())) => {
                 phases.tls = Some(ns(connected_at, Instant::now()));
-                let conn = self.conns[slot].as_ref().expect("connection present");
+                let conn = self.conns[slot].as_mut().expect("connection present");
+                let wire = conn.stream.take_wire();
                 if let Some(session) = conn.stream.tls_session() {
-                    let (kind, tls13) = handshake_of(session);
                     let mut rec = self.rec.borrow_mut();
-                    rec.tls_handshake(kind, tls13);
+                    rec.tls_handshake(handshake_of(session, wire));
                     rec.early_data(session.is_early_data_accepted());
                 }
                 return Ok(());

@@ -25,7 +25,9 @@ use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::quic::Seen;
 use crate::plan::{Scenario, Strategy, Target};
 use crate::proto::h3::{classify_connection, classify_stream, close_reason, refused, H3_NO_ERROR};
-use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Phases, Stage};
+use crate::record::{
+    CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Phases, Stage, TlsHandshake,
+};
 use crate::stats::Recorder;
 use crate::timer::within;
 
@@ -418,7 +420,12 @@ impl H3 {
         } else {
             HandshakeKind::Resumed
         };
-        rec.tls_handshake(kind, true);
+        rec.tls_handshake(TlsHandshake {
+            kind,
+            tls13: true,
+            group: None,
+            wire: None,
+        });
         rec.quic.handshake.add(ns(started, done));
     }
 

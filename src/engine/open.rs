@@ -15,8 +15,9 @@ use tokio_rustls::TlsConnector;
 
 use super::worker::{ns, Dns, Fail};
 use crate::net::dns::{self, DnsSettings, Resolution};
+use crate::net::tap::Tapped;
 use crate::net::{self, classify_connect_error, classify_tls_error, Origin, Stream};
-use crate::record::{CloseReason, HandshakeKind, Phases, Stage};
+use crate::record::{CloseReason, HandshakeKind, Phases, Stage, TlsHandshake, Wire};
 use crate::stats::Recorder;
 use crate::timer::within;
 
@@ -25,7 +26,7 @@ use crate::timer::within;
 pub(crate) trait Tally {
     fn dns(&self, _how: Resolution) {}
     fn connection_opened(&self) {}
-    fn tls_handshake(&self, _kind: HandshakeKind, _tls13: bool) {}
+    fn tls_handshake(&self, _h: TlsHandshake) {}
     fn connection_closed(&self, _reason: CloseReason) {}
 }
 
@@ -38,8 +39,8 @@ impl Tally for Rc<RefCell<Recorder>> {
         self.borrow_mut().connection_opened();
     }
 
-    fn tls_handshake(&self, kind: HandshakeKind, tls13: bool) {
-        self.borrow_mut().tls_handshake(kind, tls13);
+    fn tls_handshake(&self, h: TlsHandshake) {
+        self.borrow_mut().tls_handshake(h);
     }
 
     fn connection_closed(&self, reason: CloseReason) {
@@ -72,6 +73,8 @@ pub(crate) struct Opened {
     pub early: bool,
     /// When TCP was established.
     pub connected_at: Instant,
+    /// What the TLS handshake put on the wire (a finished handshake over TLS only).
+    pub wire: Option<Wire>,
 }
 
 impl Opener<Untallied> {
@@ -170,16 +173,17 @@ impl<T: Tally> Opener<T> {
                 alpn: None,
                 early: false,
                 connected_at: t_connected,
+                wire: None,
             });
         };
         let connector = TlsConnector::from(cfg.clone()).early_data(cfg.enable_early_data);
         let res = within(
             sleep.as_mut(),
             by,
-            connector.connect(origin.server_name.clone(), tcp),
+            connector.connect(origin.server_name.clone(), Tapped::new(tcp)),
         )
         .await;
-        let tls = match res {
+        let mut tls = match res {
             None => {
                 let f = Fail::timed_out(Stage::Tls, self.run_deadline);
                 let reason = if f.at_deadline {
@@ -203,30 +207,39 @@ impl<T: Tally> Opener<T> {
                 alpn: None,
                 early: true,
                 connected_at: t_connected,
+                wire: None,
             });
         }
         phases.tls = Some(ns(t_connected, Instant::now()));
+        let wire = tls.get_mut().0.take_wire();
         let session = tls.get_ref().1;
-        let (kind, tls13) = handshake_of(session);
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
-        self.rec.tls_handshake(kind, tls13);
+        self.rec.tls_handshake(handshake_of(session, wire));
         Ok(Opened {
             stream: Stream::Tls(Box::new(tls)),
             alpn,
             early: false,
             connected_at: t_connected,
+            wire,
         })
     }
 }
 
-/// A finished handshake: full or resumed, and whether it was TLS 1.3.
-pub(super) fn handshake_of(session: &rustls::ClientConnection) -> (HandshakeKind, bool) {
+/// A finished handshake: full or resumed, whether it was TLS 1.3, its group, and what it
+/// put on the wire.
+pub(crate) fn handshake_of(session: &rustls::ClientConnection, wire: Option<Wire>) -> TlsHandshake {
     let kind = match session.handshake_kind() {
         Some(rustls::HandshakeKind::Resumed) => HandshakeKind::Resumed,
         _ => HandshakeKind::Full,
     };
-    let tls13 = session.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
-    (kind, tls13)
+    TlsHandshake {
+        kind,
+        tls13: session.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3),
+        group: session
+            .negotiated_key_exchange_group()
+            .map(|g| u16::from(g.name())),
+        wire,
+    }
 }
 
 /// Opening a connection is bounded by the attempt's deadline and by `--connect-timeout`

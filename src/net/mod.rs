@@ -6,6 +6,7 @@ pub mod dns;
 pub mod local_ports;
 pub mod quic;
 pub mod stream;
+pub mod tap;
 pub mod tls;
 
 pub use dial::{

@@ -8,9 +8,11 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
+use super::tap::Tapped;
+
 pub enum Stream {
     Tcp(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<Tapped>>),
 }
 
 impl Stream {
@@ -18,6 +20,14 @@ impl Stream {
     pub fn tls_session(&self) -> Option<&rustls::ClientConnection> {
         match self {
             Stream::Tls(t) => Some(t.get_ref().1),
+            Stream::Tcp(_) => None,
+        }
+    }
+
+    /// What the TLS handshake put on the wire (once; none on TCP).
+    pub fn take_wire(&mut self) -> Option<crate::record::Wire> {
+        match self {
+            Stream::Tls(t) => t.get_mut().0.take_wire(),
             Stream::Tcp(_) => None,
         }
     }

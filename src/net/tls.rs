@@ -7,9 +7,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{Resumption, WebPkiServerVerifier};
-use rustls::crypto::CryptoProvider;
+use rustls::crypto::aws_lc_rs::kx_group;
+use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, DigitallySignedStruct, NamedGroup, RootCertStore, SignatureScheme};
 
 /// Which TLS versions the client offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,10 @@ pub struct TlsOptions {
     pub alpn: Vec<Vec<u8>>,
     /// TLS 1.3 early data (0-RTT) on resumed sessions whose ticket allows it.
     pub early_data: bool,
+    /// The key-exchange groups offered, most preferred first (`--tls-groups`); none: the
+    /// provider's default, as browsers offer them (X25519MLKEM768, x25519, secp256r1,
+    /// secp384r1).
+    pub groups: Option<Vec<&'static dyn SupportedKxGroup>>,
 }
 
 impl Default for TlsOptions {
@@ -41,15 +46,85 @@ impl Default for TlsOptions {
             versions: TlsVersions::Any,
             alpn: vec![b"http/1.1".to_vec()],
             early_data: false,
+            groups: None,
         }
     }
 }
 
-/// ring, with the cipher suites in the order browsers offer them: AES-128-GCM first
-/// (its SHA-256 key schedule runs on the CPU's SHA instructions, where SHA-384 has none),
-/// then AES-256-GCM, then ChaCha20; TLS 1.3 before 1.2.
+/// The key-exchange groups `--tls-groups` takes: (name in reports, names accepted, the
+/// group). Names are IANA's; P-256 and P-384 are also taken as p256 and p384.
+fn groups() -> [(
+    &'static str,
+    &'static [&'static str],
+    &'static dyn SupportedKxGroup,
+); 7] {
+    [
+        (
+            "X25519MLKEM768",
+            &["x25519mlkem768"],
+            kx_group::X25519MLKEM768,
+        ),
+        (
+            "SecP256r1MLKEM768",
+            &["secp256r1mlkem768"],
+            kx_group::SECP256R1MLKEM768,
+        ),
+        ("x25519", &["x25519"], kx_group::X25519),
+        (
+            "secp256r1",
+            &["secp256r1", "p256", "p-256"],
+            kx_group::SECP256R1,
+        ),
+        (
+            "secp384r1",
+            &["secp384r1", "p384", "p-384"],
+            kx_group::SECP384R1,
+        ),
+        ("MLKEM768", &["mlkem768"], kx_group::MLKEM768),
+        ("MLKEM1024", &["mlkem1024"], kx_group::MLKEM1024),
+    ]
+}
+
+/// `--tls-groups x25519mlkem768,x25519,...`: the groups, most preferred first.
+pub fn parse_groups(list: &str) -> Result<Vec<&'static dyn SupportedKxGroup>, String> {
+    let mut out: Vec<&'static dyn SupportedKxGroup> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let lower = name.to_ascii_lowercase();
+        let Some(&(_, _, g)) = groups()
+            .iter()
+            .find(|(_, names, _)| names.contains(&lower.as_str()))
+        else {
+            let known: Vec<&str> = groups().iter().map(|(_, names, _)| names[0]).collect();
+            return Err(format!(
+                "unknown group {name:?} (known: {})",
+                known.join(", ")
+            ));
+        };
+        if out.iter().any(|o| o.name() == g.name()) {
+            return Err(format!("{name:?} is named twice"));
+        }
+        out.push(g);
+    }
+    if out.is_empty() {
+        return Err("no group named".into());
+    }
+    Ok(out)
+}
+
+/// A group's name in reports (IANA's), from its code point.
+pub fn group_name(g: NamedGroup) -> String {
+    groups()
+        .iter()
+        .find(|(_, _, k)| k.name() == g)
+        .map_or_else(|| format!("{g:?}"), |(n, _, _)| (*n).to_string())
+}
+
+/// aws-lc-rs (its default groups put X25519MLKEM768 first, as browsers do), with the
+/// cipher suites in the order browsers offer them: AES-128-GCM first (its SHA-256 key
+/// schedule runs on the CPU's SHA instructions, where SHA-384 has none), then
+/// AES-256-GCM, then ChaCha20; TLS 1.3 before 1.2.
 pub fn provider() -> Arc<CryptoProvider> {
-    let mut p = rustls::crypto::ring::default_provider();
+    let mut p = rustls::crypto::aws_lc_rs::default_provider();
     p.cipher_suites.sort_by_key(|s| {
         let name = format!("{:?}", s.suite());
         let tls12 = matches!(s, rustls::SupportedCipherSuite::Tls12(_));
@@ -97,7 +172,10 @@ fn root_store(opts: &TlsOptions) -> anyhow::Result<RootCertStore> {
 
 /// Build a client configuration; `resumption` turns TLS session resumption on or off.
 pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<ClientConfig>> {
-    let provider = provider();
+    let mut provider = provider();
+    if let Some(groups) = &opts.groups {
+        Arc::make_mut(&mut provider).kx_groups.clone_from(groups);
+    }
     let versions: &[&'static rustls::SupportedProtocolVersion] = match opts.versions {
         TlsVersions::Any => &[&rustls::version::TLS13, &rustls::version::TLS12],
         TlsVersions::Only12 => &[&rustls::version::TLS12],

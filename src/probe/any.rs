@@ -178,8 +178,9 @@ impl Probe {
                 if opened.early && first {
                     opened.tls = Some(a.send);
                     a.send = Duration::ZERO;
+                    let wire = opened.conn.stream.take_wire();
                     if let Some(session) = opened.conn.stream.tls_session() {
-                        opened.tls_info = Some(TlsInfo::of(session));
+                        opened.tls_info = Some(TlsInfo::of(session, wire));
                         a.early_data = Some(if session.is_early_data_accepted() {
                             "accepted"
                         } else {

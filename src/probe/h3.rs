@@ -169,6 +169,10 @@ impl H3Probe {
             cipher_suite: String::new(),
             alpn,
             resumed: !self.seen.full(),
+            key_exchange: None,
+            hello_retry_request: None,
+            client_hello_bytes: None,
+            server_flight_bytes: None,
         }
     }
 

@@ -21,8 +21,9 @@ use crate::proto::h1::conn::Conn;
 use crate::record::{ErrorKind, Failure, Phases};
 
 impl TlsInfo {
-    /// What a finished handshake agreed on.
-    pub fn of(c: &rustls::ClientConnection) -> TlsInfo {
+    /// What a finished handshake agreed on, and what it put on the wire where the stream's
+    /// tap read it.
+    pub fn of(c: &rustls::ClientConnection, wire: Option<crate::record::Wire>) -> TlsInfo {
         TlsInfo {
             version: match c.protocol_version() {
                 Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
@@ -38,6 +39,12 @@ impl TlsInfo {
                 .alpn_protocol()
                 .map(|p| String::from_utf8_lossy(p).into_owned()),
             resumed: c.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            key_exchange: c
+                .negotiated_key_exchange_group()
+                .map(|g| crate::net::tls::group_name(g.name())),
+            hello_retry_request: wire.map(|w| w.client_hellos > 1),
+            client_hello_bytes: wire.map(|w| w.client_hello_bytes),
+            server_flight_bytes: wire.map(|w| w.server_flight_bytes).filter(|b| *b > 0),
         }
     }
 }
@@ -135,7 +142,7 @@ pub async fn open(
         .await
         .map_err(|f| opening_failed(f.failure))?;
     let tls_info = match &o.stream {
-        Stream::Tls(s) if !o.early => Some(TlsInfo::of(s.get_ref().1)),
+        Stream::Tls(s) if !o.early => Some(TlsInfo::of(s.get_ref().1, o.wire)),
         _ => None,
     };
     let mut conn = Conn::new(o.stream, None);

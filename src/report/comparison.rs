@@ -96,7 +96,8 @@ pub struct ComparisonRow {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct RoundTrips {
     /// From what the run did: the request 1, and before it on each new connection a
-    /// TCP connect 1, a TLS 1.3 handshake 1 (TLS 1.2: full 2, resumed 1), a QUIC
+    /// TCP connect 1, a TLS 1.3 handshake 1 (TLS 1.2: full 2, resumed 1; 1 more when the
+    /// server answered with a HelloRetryRequest), a QUIC
     /// handshake 1 (its TLS inside), less 1 for every connection whose request went
     /// in 0-RTT (it did not wait for the TLS or QUIC handshake); summed and divided by
     /// the requests answered.

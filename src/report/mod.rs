@@ -431,6 +431,16 @@ pub struct TlsHandshakes {
     pub resumed: u64,
     /// Handshakes that negotiated TLS 1.3 (the others, 1.2).
     pub tls13: u64,
+    /// Handshakes by the key-exchange group they agreed on (QUIC's are not known).
+    pub key_exchange: std::collections::BTreeMap<String, u64>,
+    /// Handshakes over TCP in which the server answered the ClientHello with a
+    /// HelloRetryRequest (one more round trip).
+    pub hello_retry_requests: u64,
+    /// Over the full handshakes over TCP: the mean size of the first ClientHello (its
+    /// TLS record), and of what the server sent before the client's next flight (its
+    /// first flight, certificate chain included), in bytes.
+    pub client_hello_bytes: Option<f64>,
+    pub server_flight_bytes: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -135,6 +135,7 @@ macro_rules! counters {
     ($(#[$meta:meta])* pub struct $name:ident { $($(#[$doc:meta])* $field:ident,)* }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(default)]
         pub struct $name {
             $($(#[$doc])* pub $field: u64,)*
         }
@@ -185,6 +186,20 @@ counters! {
         dns_joined,
         /// HTTP/2: the sum over connections of the most streams each carried at once.
         peak_streams_sum,
+        /// TLS handshakes by key-exchange group (`record::KX_GROUPS`, in order; then any
+        /// other group).
+        kx_x25519mlkem768,
+        kx_x25519,
+        kx_secp256r1,
+        kx_secp384r1,
+        kx_other,
+        /// TLS handshakes over TCP in which the server asked again (HelloRetryRequest).
+        tls_hello_retries,
+        /// Full TLS handshakes over TCP whose wire was read, and the sums over them of
+        /// the first ClientHello's bytes and of the server's first flight's.
+        tls_wire_full,
+        tls_client_hello_bytes,
+        tls_server_flight_bytes,
     }
 }
 

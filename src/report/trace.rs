@@ -15,6 +15,18 @@ pub struct TlsInfo {
     pub cipher_suite: String,
     pub alpn: Option<String>,
     pub resumed: bool,
+    /// The key-exchange group agreed on (not known over QUIC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_exchange: Option<String>,
+    /// TLS over TCP: whether the server answered the ClientHello with a
+    /// HelloRetryRequest (one more round trip), the first ClientHello's bytes and the
+    /// server's first flight's (0: not known, with early data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hello_retry_request: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_hello_bytes: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_flight_bytes: Option<u64>,
 }
 
 /// quinn's figures for the connection so far.

@@ -50,7 +50,7 @@ pub fn generate(
 
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
     let chain = vec![leaf.der().clone(), ca_cert.der().clone()];
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
@@ -66,7 +66,7 @@ pub fn generate(
         // rustls takes early data only on stateful resumption (a ticket is then an id
         // into the session cache, used once): no stateless ticketer.
     } else {
-        config.ticketer = rustls::crypto::ring::Ticketer::new()?;
+        config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new()?;
     }
     let mut quic = config.clone();
     quic.alpn_protocols = vec![b"h3".to_vec()];

@@ -12,7 +12,8 @@ use crate::report::raw::Counts;
 use crate::stats::timeline::Timeline;
 
 use crate::record::{
-    CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, PHASE_NAMES,
+    CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, TlsHandshake,
+    KX_GROUPS, PHASE_NAMES,
 };
 
 /// Longest duration a histogram holds (longer values are clamped): one hour.
@@ -300,15 +301,56 @@ impl Recorder {
         self.timeline.connection_opened();
     }
 
-    pub fn tls_handshake(&mut self, kind: HandshakeKind, tls13: bool) {
-        self.timeline.tls_handshake(kind);
-        match kind {
+    pub fn tls_handshake(&mut self, h: TlsHandshake) {
+        self.timeline.tls_handshake(h.kind);
+        match h.kind {
             HandshakeKind::Full => self.counts.tls_full += 1,
             HandshakeKind::Resumed => self.counts.tls_resumed += 1,
         }
-        if tls13 {
+        if h.tls13 {
             self.counts.tls13 += 1;
         }
+        if let Some(w) = h.wire {
+            if w.client_hellos > 1 {
+                self.counts.tls_hello_retries += 1;
+            }
+            if h.kind == HandshakeKind::Full && w.server_flight_bytes > 0 {
+                self.counts.tls_wire_full += 1;
+                self.counts.tls_client_hello_bytes += u64::from(w.client_hello_bytes);
+                self.counts.tls_server_flight_bytes += w.server_flight_bytes;
+            }
+        }
+        if let Some(g) = h.group {
+            let c = &mut self.counts;
+            *match KX_GROUPS.iter().position(|(code, _)| *code == g) {
+                Some(0) => &mut c.kx_x25519mlkem768,
+                Some(1) => &mut c.kx_x25519,
+                Some(2) => &mut c.kx_secp256r1,
+                Some(3) => &mut c.kx_secp384r1,
+                _ => &mut c.kx_other,
+            } += 1;
+        }
+    }
+
+    /// TLS handshakes by key-exchange group name (`record::KX_GROUPS`, then "other"),
+    /// the groups seen only.
+    pub fn key_exchange(&self) -> std::collections::BTreeMap<String, u64> {
+        let c = &self.counts;
+        let counts = [
+            c.kx_x25519mlkem768,
+            c.kx_x25519,
+            c.kx_secp256r1,
+            c.kx_secp384r1,
+            c.kx_other,
+        ];
+        KX_GROUPS
+            .iter()
+            .map(|(_, name)| *name)
+            .chain(["other"])
+            .zip(counts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| (name.to_string(), n))
+            .collect()
     }
 
     /// A request went in TLS early data; the server accepted it or not.

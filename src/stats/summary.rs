@@ -327,6 +327,16 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
             full: rec.counts.tls_full,
             resumed: rec.counts.tls_resumed,
             tls13: rec.counts.tls13,
+            key_exchange: rec.key_exchange(),
+            hello_retry_requests: rec.counts.tls_hello_retries,
+            client_hello_bytes: mean_of(
+                rec.counts.tls_client_hello_bytes,
+                rec.counts.tls_wire_full,
+            ),
+            server_flight_bytes: mean_of(
+                rec.counts.tls_server_flight_bytes,
+                rec.counts.tls_wire_full,
+            ),
         },
         close_reasons,
         requests_per_connection: RpcReport {
@@ -636,4 +646,9 @@ fn ports_exhausted_sentence(n: u64, ports: Option<LocalPorts>) -> String {
     }
     s.push_str(" Fix: keep connections alive (reuse them), spread connections over more source addresses (--local-addr ADDR,ADDR...), or widen the range (sysctl net.ipv4.ip_local_port_range).");
     s
+}
+
+/// `sum / n`, none when `n` is 0.
+fn mean_of(sum: u64, n: u64) -> Option<f64> {
+    (n > 0).then(|| sum as f64 / n as f64)
 }

@@ -330,11 +330,7 @@ fn connections_block(out: &mut String, s: &ScenarioReport) {
         r.ok,
         c.reuse_ratio * 100.0
     );
-    let _ = writeln!(
-        out,
-        "  TLS handshakes        full {}, resumed {}",
-        c.tls_handshakes.full, c.tls_handshakes.resumed
-    );
+    tls_lines(out, &c.tls_handshakes);
     let ed = &c.early_data;
     if ed.attempted > 0 {
         let _ = writeln!(
@@ -396,6 +392,41 @@ fn connections_block(out: &mut String, s: &ScenarioReport) {
             } else {
                 String::new()
             }
+        );
+    }
+}
+
+/// The TLS handshakes: full and resumed, their groups and HelloRetryRequests, and the
+/// bytes of a full handshake's ClientHello and the server's first flight.
+fn tls_lines(out: &mut String, th: &crate::report::TlsHandshakes) {
+    let kx: Vec<String> = th
+        .key_exchange
+        .iter()
+        .map(|(group, n)| format!("{group} {n}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  TLS handshakes        full {}, resumed {}{}{}",
+        th.full,
+        th.resumed,
+        if kx.is_empty() {
+            String::new()
+        } else {
+            format!("; key exchange {}", kx.join(", "))
+        },
+        match th.hello_retry_requests {
+            0 => String::new(),
+            n => format!(
+                "; {} (a round trip each)",
+                crate::fmt::plural_s(n, "HelloRetryRequest")
+            ),
+        }
+    );
+    if let (Some(hello), Some(flight)) = (th.client_hello_bytes, th.server_flight_bytes) {
+        let _ = writeln!(
+            out,
+            "  TLS bytes (full)      ClientHello {:.0} B, the server's first flight {:.0} B (means)",
+            hello, flight
         );
     }
 }

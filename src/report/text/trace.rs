@@ -176,12 +176,32 @@ fn waterfall(out: &mut String, s: &TraceStep, width: usize) {
     );
 }
 
+/// The handshake's group, its HelloRetryRequest and its bytes: ", x25519, after a
+/// HelloRetryRequest (a round trip more), ClientHello 1459 B, server's first flight
+/// 2175 B".
+fn wire_words(tls: &crate::report::trace::TlsInfo) -> String {
+    let mut s = String::new();
+    if let Some(g) = &tls.key_exchange {
+        let _ = write!(s, ", {g}");
+    }
+    if tls.hello_retry_request == Some(true) {
+        s.push_str(", after a HelloRetryRequest (a round trip more)");
+    }
+    if let Some(b) = tls.client_hello_bytes {
+        let _ = write!(s, ", ClientHello {b} B");
+    }
+    if let Some(b) = tls.server_flight_bytes {
+        let _ = write!(s, ", server's first flight {b} B");
+    }
+    s
+}
+
 /// The step's TLS, 0-RTT, QUIC and ticket details, the response and what followed it.
 fn details(out: &mut String, s: &TraceStep) {
     if let Some(tls) = &s.tls {
         let _ = writeln!(
             out,
-            "  TLS         {}{}, ALPN {}, {} handshake{}",
+            "  TLS         {}{}, ALPN {}, {} handshake{}{}",
             tls.version,
             if s.quic.is_some() {
                 " inside QUIC".to_string()
@@ -190,6 +210,7 @@ fn details(out: &mut String, s: &TraceStep) {
             },
             tls.alpn.as_deref().unwrap_or("none"),
             if tls.resumed { "resumed" } else { "full" },
+            wire_words(tls),
             match s.early_data {
                 Some("accepted") => "; the request went in early data (0-RTT), accepted: it was on its way during the handshake",
                 Some("rejected") => "; the request went in early data (0-RTT), rejected: sent again after the handshake",

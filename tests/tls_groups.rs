@@ -1,0 +1,331 @@
+//! Key exchange: the group every TLS handshake agreed on, counted by `bench` and checked
+//! against a server that is not handshake's own, Go's crypto/tls
+//! (tests/tls_groups_server.go: `ConnectionState().CurveID` per connection, and the
+//! ClientHellos read off each connection's first bytes). `--tls-groups` chooses what is
+//! offered; the default offers X25519MLKEM768 first, as browsers do.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+use common::*;
+use serde_json::Value;
+
+/// The Go server, built once per test into its own directory; stopped by PID on drop.
+struct GoServer {
+    child: Child,
+    tls_port: u16,
+    stats_port: u16,
+    ca: String,
+    _dir: Dir,
+}
+
+impl GoServer {
+    fn start(tag: &str, args: &[&str]) -> GoServer {
+        let dir = Dir::new(&format!("tls-groups-{tag}"));
+        let src = include_str!("tls_groups_server.go");
+        let bin = go_build(&dir.0, "server", src);
+        let ca = dir.path("ca.pem");
+        // Built without a go.mod, Go takes the GODEBUG defaults of Go 1.20, which turn
+        // ML-KEM off: turn it on as Go 1.24 and later have it.
+        let mut child = Command::new(bin)
+            .env("GODEBUG", "tlsmlkem=1")
+            .args(["-cert", &ca])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the Go server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ports: Vec<u16> = line
+            .split_whitespace()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        assert_eq!(ports.len(), 2, "{line:?}");
+        GoServer {
+            child,
+            tls_port: ports[0],
+            stats_port: ports[1],
+            ca,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.tls_port)
+    }
+
+    /// The server's own counts.
+    fn counts(&self) -> Value {
+        let mut s = TcpStream::connect(("127.0.0.1", self.stats_port)).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).unwrap();
+        let body = resp.split("\r\n\r\n").nth(1).expect("a body");
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {resp}"))
+    }
+}
+
+impl Drop for GoServer {
+    fn drop(&mut self) {
+        stop_child(&mut self.child, "-TERM");
+    }
+}
+
+/// Go's names for the groups, as the report names them (IANA's).
+fn iana(go: &str) -> &str {
+    match go {
+        "CurveP256" => "secp256r1",
+        "CurveP384" => "secp384r1",
+        "X25519" => "x25519",
+        other => other,
+    }
+}
+
+/// `bench` against the Go server with `args`; its key-exchange counts equal the server's
+/// groups, and every handshake has one. Returns (the report's counts, the server's).
+fn groups_agree(srv: &GoServer, args: &[&str]) -> (Value, Value) {
+    let url = srv.url();
+    let mut all = vec![url.as_str(), "--cacert", &srv.ca, "-n", "20", "-c", "2"];
+    all.extend_from_slice(args);
+    let before = srv.counts();
+    let v = bench_json(&all);
+    let after = srv.counts();
+    let s = scenario(&v);
+    let tls = &s["connections"]["tls_handshakes"];
+    let kx = tls["key_exchange"].as_object().expect("key_exchange");
+    let handshakes = u(&tls["full"]) + u(&tls["resumed"]);
+    assert_eq!(kx.values().map(u).sum::<u64>(), handshakes, "{tls}");
+    let mut server = serde_json::Map::new();
+    for (g, n) in after["groups"].as_object().unwrap() {
+        let was = before["groups"][g].as_u64().unwrap_or(0);
+        if u(n) > was {
+            server.insert(iana(g).to_string(), Value::from(u(n) - was));
+        }
+    }
+    assert_eq!(
+        Value::Object(kx.clone()),
+        Value::Object(server),
+        "{args:?}: the report's groups against the server's"
+    );
+    assert_eq!(
+        handshakes,
+        u(&after["connections"]) - u(&before["connections"]),
+        "{args:?}: handshakes against the server's connections"
+    );
+    let retries = u(&after["hello_retries"]) - u(&before["hello_retries"]);
+    assert_eq!(
+        u(&tls["hello_retry_requests"]),
+        retries,
+        "{args:?}: HelloRetryRequests against the second ClientHellos the server read"
+    );
+    // The first ClientHello's size: the mean of the new connections' (all full here, or
+    // the full ones first).
+    let new_of = |k: &str| -> Vec<f64> {
+        let was = before[k].as_array().map_or(0, Vec::len);
+        after[k].as_array().unwrap()[was..]
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    if u(&tls["resumed"]) == 0 {
+        let hellos = new_of("client_hello_bytes");
+        let mean = hellos.iter().sum::<f64>() / hellos.len() as f64;
+        let ours = tls["client_hello_bytes"]
+            .as_f64()
+            .expect("client_hello_bytes");
+        assert!(
+            (ours - mean).abs() < 0.01,
+            "{args:?}: ClientHello {ours} B, the server read {mean} B"
+        );
+    }
+    (tls.clone(), Value::from(retries))
+}
+
+/// The mean of the server's first flights over its new connections.
+fn flight_mean(before: &Value, after: &Value) -> f64 {
+    let was = before["flight_bytes"].as_array().map_or(0, Vec::len);
+    let f: Vec<f64> = after["flight_bytes"].as_array().unwrap()[was..]
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    f.iter().sum::<f64>() / f.len() as f64
+}
+
+#[test]
+fn the_default_offers_post_quantum_first_and_go_takes_it() {
+    // Without session tickets, the server's first flight ends with its Finished: what it
+    // wrote before the client's Finished came is what the client read.
+    let srv = GoServer::start("default", &["-no-tickets"]);
+    let before = srv.counts();
+    let (tls, retries) = groups_agree(&srv, &["-s", "close"]);
+    assert_eq!(u(&tls["key_exchange"]["X25519MLKEM768"]), 20, "{tls}");
+    assert_eq!(retries, 0);
+    let flight = flight_mean(&before, &srv.counts());
+    let ours = tls["server_flight_bytes"].as_f64().unwrap();
+    assert!(
+        (ours - flight).abs() < 0.01,
+        "first flight {ours} B, the server wrote {flight} B"
+    );
+    // A post-quantum key share makes the ClientHello larger than one x25519's.
+    let (small, _) = groups_agree(&srv, &["-s", "close", "--tls-groups", "x25519"]);
+    let (big, small) = (
+        tls["client_hello_bytes"].as_f64().unwrap(),
+        small["client_hello_bytes"].as_f64().unwrap(),
+    );
+    assert!(
+        big > small + 1184.0,
+        "ClientHello {big} B with ML-KEM, {small} B without"
+    );
+    // Its text says so.
+    let url = srv.url();
+    let out = run(&[
+        "bench", &url, "--cacert", &srv.ca, "-n", "4", "-c", "1", "-s", "close",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("full 4, resumed 0; key exchange X25519MLKEM768 4\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  TLS bytes (full)      ClientHello "),
+        "{text}"
+    );
+}
+
+#[test]
+fn tls_groups_chooses_what_is_offered() {
+    let srv = GoServer::start("chosen", &[]);
+    let (tls, retries) = groups_agree(&srv, &["-s", "close", "--tls-groups", "x25519"]);
+    assert_eq!(u(&tls["key_exchange"]["x25519"]), 20, "{tls}");
+    assert_eq!(retries, 0);
+    let (tls, _) = groups_agree(&srv, &["-s", "close", "--tls-groups", "P-384,x25519"]);
+    assert_eq!(u(&tls["key_exchange"]["secp384r1"]), 20, "{tls}");
+}
+
+#[test]
+fn a_server_that_takes_none_of_the_offered_shares_retries_and_the_groups_still_agree() {
+    // Go takes P-256 only: the default's shares (X25519MLKEM768 and x25519) do not do,
+    // so it answers each new connection's ClientHello with a HelloRetryRequest.
+    let srv = GoServer::start("retry", &["-curves", "P256"]);
+    let (tls, retries) = groups_agree(&srv, &["-s", "close"]);
+    assert_eq!(u(&tls["key_exchange"]["secp256r1"]), 20, "{tls}");
+    assert_eq!(retries, 20, "the server's own count of second ClientHellos");
+    assert_eq!(u(&tls["hello_retry_requests"]), 20, "{tls}");
+    // trace says so for its connection, and its ClientHello is the one the server read.
+    let before = srv.counts();
+    let url = srv.url();
+    let out = run(&["trace", &url, "--cacert", &srv.ca, "--json"]);
+    let t: Value = serde_json::from_slice(&out.stdout).expect("trace's JSON");
+    let tls = &t["steps"][0]["tls"];
+    assert_eq!(tls["key_exchange"], "secp256r1", "{tls}");
+    assert_eq!(tls["hello_retry_request"], true, "{tls}");
+    let after = srv.counts();
+    let was = before["client_hello_bytes"].as_array().unwrap().len();
+    assert_eq!(
+        tls["client_hello_bytes"], after["client_hello_bytes"][was],
+        "{tls}"
+    );
+    let out = Command::new(bin())
+        .args(["trace", &url, "--cacert", &srv.ca])
+        .env("COLUMNS", "400")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("secp256r1, after a HelloRetryRequest (a round trip more)"),
+        "{text}"
+    );
+    // Resumed handshakes agree on a group too.
+    let (tls, _) = groups_agree(&srv, &["-s", "close-resumed"]);
+    assert!(u(&tls["resumed"]) >= 18, "{tls}");
+}
+
+#[test]
+fn an_unknown_group_is_a_usage_error() {
+    let out = run(&[
+        "bench",
+        "https://127.0.0.1:1/",
+        "--tls-groups",
+        "x25519,kyber512",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--tls-groups") && err.contains("kyber512") && err.contains("x25519mlkem768"),
+        "{err}"
+    );
+}
+
+#[test]
+fn across_a_40ms_link_a_hello_retry_request_costs_one_round_trip() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: the lab needs root to create network namespaces");
+        return;
+    }
+    let dir = Dir::new("tls-groups-lab");
+    let server = go_build(&dir.0, "server", include_str!("tls_groups_server.go"));
+    let ca = dir.path("ca.pem");
+    let (retry, plain) = (dir.path("retry.json"), dir.path("plain.json"));
+    // Go on the server side takes P-256 only. The default offer (shares for
+    // X25519MLKEM768 and x25519) is answered with a HelloRetryRequest; an offer of
+    // secp256r1 first is not. Six new connections each, one at a time.
+    let bench = |out: &str, extra: &str| {
+        format!(
+            "{} bench {{https_url}} --cacert {ca} -s close -n 6 -c 1 --json --no-progress {extra} > {out}",
+            bin()
+        )
+    };
+    let script = format!(
+        "{} && {}",
+        bench(&retry, ""),
+        bench(&plain, "--tls-groups secp256r1")
+    );
+    let out = Command::new(bin())
+        .env("GODEBUG", "tlsmlkem=1")
+        .args([
+            "lab",
+            "--rtt",
+            "40ms",
+            "--server-cmd",
+            &format!("exec {server} -curves P256 -cert {ca} -addr {{addr}}:{{port}}"),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let read = |p: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap())
+            .unwrap_or_else(|e| panic!("{p}: {e}\n{err}"))
+    };
+    let (r, p) = (read(&retry), read(&plain));
+    let tls = |v: &Value| v["scenarios"][0]["connections"]["tls_handshakes"].clone();
+    assert_eq!(u(&tls(&r)["hello_retry_requests"]), 6, "{}", tls(&r));
+    assert_eq!(u(&tls(&p)["hello_retry_requests"]), 0, "{}", tls(&p));
+    for v in [&r, &p] {
+        assert_eq!(u(&tls(v)["key_exchange"]["secp256r1"]), 6, "{}", tls(v));
+    }
+    // The TLS phase's median: one round trip more with the retry (within 5 % + 0.5 ms).
+    let median = |v: &Value| {
+        v["scenarios"][0]["phases_ms"]["new"]["tls"]["p50"]
+            .as_f64()
+            .unwrap()
+    };
+    let extra = median(&r) - median(&p);
+    assert!(
+        (extra - 40.0).abs() <= 40.0 * 0.05 + 0.5,
+        "the HelloRetryRequest added {extra:.2} ms to the TLS handshake ({:.2} against {:.2} ms), not one 40 ms round trip",
+        median(&r),
+        median(&p)
+    );
+}
