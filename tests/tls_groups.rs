@@ -206,6 +206,15 @@ fn tls_groups_chooses_what_is_offered() {
     assert_eq!(retries, 0);
     let (tls, _) = groups_agree(&srv, &["-s", "close", "--tls-groups", "P-384,x25519"]);
     assert_eq!(u(&tls["key_exchange"]["secp384r1"]), 20, "{tls}");
+    // TLS 1.2 has no ML-KEM: the default offer agrees on x25519, with no retry, and the
+    // tap ends the first flight at the ClientKeyExchange.
+    let (tls, retries) = groups_agree(&srv, &["-s", "close", "--tls-version", "1.2"]);
+    assert_eq!(u(&tls["key_exchange"]["x25519"]), 20, "{tls}");
+    assert_eq!((u(&tls["tls13"]), retries), (0, Value::from(0)), "{tls}");
+    assert!(
+        tls["server_flight_bytes"].as_f64().unwrap() > 300.0,
+        "{tls}"
+    );
 }
 
 #[test]

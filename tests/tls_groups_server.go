@@ -34,9 +34,9 @@ import (
 	"time"
 )
 
-// tap reads the client's TLS records as they pass until the first record that is
-// neither a handshake (22) nor a ChangeCipherSpec (20) in the clear: the client's
-// encrypted Finished. Until then it also counts the bytes the server writes.
+// tap reads the client's TLS records as they pass until the first that is neither a
+// ClientHello nor a ChangeCipherSpec (20): TLS 1.3's encrypted Finished, TLS 1.2's
+// ClientKeyExchange. Until then it also counts the bytes the server writes.
 type tap struct {
 	net.Conn
 	mu      sync.Mutex
@@ -59,9 +59,14 @@ func (c *tap) Read(p []byte) (int, error) {
 			if len(c.buf) < 5+l {
 				break
 			}
-			if typ == 22 && l > 0 && c.buf[5] == 1 {
+			// A ClientHello fills its record (its own length is the record's less 4);
+			// any other handshake record (TLS 1.2's ClientKeyExchange, an encrypted
+			// Finished whose first byte may be 1) ends the client's hellos.
+			hello := typ == 22 && l >= 4 && c.buf[5] == 1 &&
+				int(c.buf[6])<<16|int(c.buf[7])<<8|int(c.buf[8]) == l-4
+			if hello {
 				c.hellos = append(c.hellos, 5+l)
-			} else if typ != 22 && typ != 20 {
+			} else if typ == 22 || typ != 20 {
 				c.done = true
 				c.buf = nil
 				break

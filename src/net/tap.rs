@@ -35,9 +35,13 @@ struct Tap {
     /// its bytes are in.
     header: [u8; 5],
     have: usize,
-    /// Bytes of the current record's body still to pass; whether its first is next.
+    /// The current record's length, and the bytes of its body still to pass.
+    rec_len: usize,
     body_left: usize,
-    first_of_body: bool,
+    /// A handshake record's first four bytes (message type, 24-bit length), and how
+    /// many are in.
+    head: [u8; 4],
+    head_have: usize,
     /// Bytes the server sent since the last ClientHello.
     read_since_hello: u64,
     /// The client's flight after its hello went out: nothing more to watch.
@@ -55,9 +59,10 @@ impl Tap {
                 bytes = &bytes[take..];
                 if self.have == 5 {
                     self.have = 0;
-                    self.body_left =
+                    self.rec_len =
                         usize::from(u16::from_be_bytes([self.header[3], self.header[4]]));
-                    self.first_of_body = true;
+                    self.body_left = self.rec_len;
+                    self.head_have = 0;
                     if self.header[0] != HANDSHAKE && self.header[0] != CHANGE_CIPHER_SPEC {
                         // Application data: TLS 1.3's encrypted Finished (or early data).
                         self.end();
@@ -65,17 +70,30 @@ impl Tap {
                 }
                 continue;
             }
-            if self.first_of_body && self.header[0] == HANDSHAKE {
-                if bytes[0] == CLIENT_HELLO {
-                    // A second one answers a HelloRetryRequest.
-                    self.hello();
-                } else {
-                    // TLS 1.2's ClientKeyExchange.
-                    self.end();
-                    return;
+            if self.header[0] == HANDSHAKE && self.head_have < 4 {
+                let take = (4 - self.head_have).min(bytes.len()).min(self.body_left);
+                self.head[self.head_have..self.head_have + take].copy_from_slice(&bytes[..take]);
+                self.head_have += take;
+                self.body_left -= take;
+                bytes = &bytes[take..];
+                if self.head_have == 4 || self.body_left == 0 {
+                    // A ClientHello fills its record: its own length is the record's less
+                    // 4. Anything else (TLS 1.2's ClientKeyExchange, or its encrypted
+                    // Finished after a resumption) ends the watch.
+                    let len = u32::from_be_bytes([0, self.head[1], self.head[2], self.head[3]]);
+                    if self.head_have == 4
+                        && self.head[0] == CLIENT_HELLO
+                        && len as usize + 4 == self.rec_len
+                    {
+                        // A second one answers a HelloRetryRequest.
+                        self.hello();
+                        self.head_have = 4;
+                    } else {
+                        self.end();
+                    }
                 }
+                continue;
             }
-            self.first_of_body = false;
             let take = self.body_left.min(bytes.len());
             self.body_left -= take;
             bytes = &bytes[take..];
@@ -178,5 +196,77 @@ impl AsyncWrite for Tapped {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TLS record of `typ` whose body is `body`.
+    fn record(typ: u8, body: &[u8]) -> Vec<u8> {
+        let mut r = vec![typ, 3, 3];
+        r.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+
+    /// A handshake message of `msg` type with `n` bytes of body.
+    fn message(msg: u8, n: usize) -> Vec<u8> {
+        let mut m = vec![msg, 0, (n >> 8) as u8, n as u8];
+        m.resize(4 + n, 0xaa);
+        m
+    }
+
+    fn tap(writes: &[(&[u8], u64)]) -> Tap {
+        let mut t = Tap::default();
+        for (bytes, then_read) in writes {
+            // Written one byte at a time, as a short write would split it.
+            for b in bytes.chunks(1) {
+                t.wrote(b);
+            }
+            if !t.done {
+                t.read_since_hello += then_read;
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn a_retry_is_a_second_hello_and_the_flight_follows_it() {
+        let hello = record(HANDSHAKE, &message(CLIENT_HELLO, 1450));
+        let ccs = record(CHANGE_CIPHER_SPEC, &[1]);
+        let finished = record(23, &[0x17; 53]);
+        let t = tap(&[(&hello, 90), (&ccs, 0), (&hello, 2000), (&finished, 0)]);
+        assert!(t.done);
+        assert_eq!(t.wire.client_hellos, 2);
+        assert_eq!(t.wire.client_hello_bytes, 5 + 4 + 1450);
+        assert_eq!(t.wire.server_flight_bytes, 2000);
+    }
+
+    #[test]
+    fn tls12_resumption_s_encrypted_finished_is_not_a_hello() {
+        let hello = record(HANDSHAKE, &message(CLIENT_HELLO, 200));
+        let ccs = record(CHANGE_CIPHER_SPEC, &[1]);
+        // Encrypted bytes that happen to start with 1 (the ClientHello's type).
+        let mut enc = vec![1u8; 40];
+        enc[1..4].copy_from_slice(&[0x5c, 0x01, 0x99]);
+        let finished = record(HANDSHAKE, &enc);
+        let t = tap(&[(&hello, 150), (&ccs, 0), (&finished, 0)]);
+        assert!(t.done);
+        assert_eq!(t.wire.client_hellos, 1);
+        assert_eq!(t.wire.server_flight_bytes, 150);
+    }
+
+    #[test]
+    fn tls12_client_key_exchange_ends_the_flight() {
+        let hello = record(HANDSHAKE, &message(CLIENT_HELLO, 200));
+        let cke = record(HANDSHAKE, &message(16, 33));
+        let t = tap(&[(&hello, 3000), (&cke, 5)]);
+        assert!(t.done);
+        assert_eq!(
+            (t.wire.client_hellos, t.wire.server_flight_bytes),
+            (1, 3000)
+        );
     }
 }
