@@ -563,14 +563,27 @@ pub struct Wire {
     pub server_flight_bytes: u64,
 }
 
-/// The key-exchange groups counted by name (IANA's names and code points); any other is
-/// counted as "other".
-pub const KX_GROUPS: [(u16, &str); 4] = [
+/// The key-exchange groups by IANA code point and name, as reports name them. Runs
+/// count the first [`KX_COUNTED`] by name (the `kx_*` counters, in this order) and any
+/// other as "other".
+pub const KX_GROUPS: [(u16, &str); 7] = [
     (0x11ec, "X25519MLKEM768"),
     (0x001d, "x25519"),
     (0x0017, "secp256r1"),
     (0x0018, "secp384r1"),
+    (0x11eb, "SecP256r1MLKEM768"),
+    (0x0201, "MLKEM768"),
+    (0x0202, "MLKEM1024"),
 ];
+pub const KX_COUNTED: usize = 4;
+
+/// A group's name in reports, from its code point (`KX_GROUPS`, else the number).
+pub fn kx_group_name(code: u16) -> String {
+    KX_GROUPS
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map_or_else(|| format!("group 0x{code:04x}"), |(_, n)| (*n).to_string())
+}
 
 /// The result of one attempt (after any stale-connection retry).
 #[derive(Debug, Clone, Copy)]

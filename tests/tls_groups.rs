@@ -124,18 +124,9 @@ fn groups_agree(srv: &GoServer, args: &[&str]) -> (Value, Value) {
         retries,
         "{args:?}: HelloRetryRequests against the second ClientHellos the server read"
     );
-    // The first ClientHello's size: the mean of the new connections' (all full here, or
-    // the full ones first).
-    let new_of = |k: &str| -> Vec<f64> {
-        let was = before[k].as_array().map_or(0, Vec::len);
-        after[k].as_array().unwrap()[was..]
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect()
-    };
+    // The first ClientHello's size: the mean of the new connections' (all full here).
     if u(&tls["resumed"]) == 0 {
-        let hellos = new_of("client_hello_bytes");
-        let mean = hellos.iter().sum::<f64>() / hellos.len() as f64;
+        let mean = new_mean(&before, &after, "client_hello_bytes");
         let ours = tls["client_hello_bytes"]
             .as_f64()
             .expect("client_hello_bytes");
@@ -147,14 +138,12 @@ fn groups_agree(srv: &GoServer, args: &[&str]) -> (Value, Value) {
     (tls.clone(), Value::from(retries))
 }
 
-/// The mean of the server's first flights over its new connections.
-fn flight_mean(before: &Value, after: &Value) -> f64 {
-    let was = before["flight_bytes"].as_array().map_or(0, Vec::len);
-    let f: Vec<f64> = after["flight_bytes"].as_array().unwrap()[was..]
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect();
-    f.iter().sum::<f64>() / f.len() as f64
+/// The mean of the server's per-connection list `key` over the connections it counted
+/// between its counts `before` and `after`.
+fn new_mean(before: &Value, after: &Value, key: &str) -> f64 {
+    let was = before[key].as_array().map_or(0, Vec::len);
+    let new = &after[key].as_array().unwrap()[was..];
+    new.iter().map(|x| x.as_f64().unwrap()).sum::<f64>() / new.len() as f64
 }
 
 #[test]
@@ -166,7 +155,7 @@ fn the_default_offers_post_quantum_first_and_go_takes_it() {
     let (tls, retries) = groups_agree(&srv, &["-s", "close"]);
     assert_eq!(u(&tls["key_exchange"]["X25519MLKEM768"]), 20, "{tls}");
     assert_eq!(retries, 0);
-    let flight = flight_mean(&before, &srv.counts());
+    let flight = new_mean(&before, &srv.counts(), "flight_bytes");
     let ours = tls["server_flight_bytes"].as_f64().unwrap();
     assert!(
         (ours - flight).abs() < 0.01,
@@ -234,12 +223,8 @@ fn a_server_that_takes_none_of_the_offered_shares_retries_and_the_groups_still_a
     let tls = &t["steps"][0]["tls"];
     assert_eq!(tls["key_exchange"], "secp256r1", "{tls}");
     assert_eq!(tls["hello_retry_request"], true, "{tls}");
-    let after = srv.counts();
-    let was = before["client_hello_bytes"].as_array().unwrap().len();
-    assert_eq!(
-        tls["client_hello_bytes"], after["client_hello_bytes"][was],
-        "{tls}"
-    );
+    let hello = new_mean(&before, &srv.counts(), "client_hello_bytes");
+    assert_eq!(tls["client_hello_bytes"].as_f64(), Some(hello), "{tls}");
     let out = Command::new(bin())
         .args(["trace", &url, "--cacert", &srv.ca])
         .env("COLUMNS", "400")

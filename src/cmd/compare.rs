@@ -49,7 +49,6 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         load: &load,
         rounds,
         noise_threshold,
-        sweep: specs.len() > 1,
         points: specs.len(),
         steps: crate::progress::Steps::new("compare", !a.output.no_progress),
     };
@@ -60,7 +59,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     for spec in specs {
         let (result, server, link) = plan.at(spec, &mut names)?;
         scenarios.extend(result.scenarios);
-        match (plan.sweep, link) {
+        match (plan.sweep(), link) {
             (true, Some(link)) => points.push(compare::RttPoint {
                 rtt_set_ms: link.rtt_set_ms,
                 link,
@@ -78,7 +77,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         rep.server = server;
         rep.link = link;
     }
-    if plan.sweep {
+    if plan.sweep() {
         rep.rtt_sweep = Some(compare::RttSweep::new(points, &names));
     }
     let code = emit_checked(&mut rep, &a.output, &thresholds, a.verbose)?;
@@ -95,13 +94,17 @@ struct Plan<'a> {
     load: &'a config::LoadConfig,
     rounds: usize,
     noise_threshold: f64,
-    sweep: bool,
-    /// The links compared across (one without a link).
+    /// The links compared across (one without a link); more than one is a sweep.
     points: usize,
     steps: crate::progress::Steps,
 }
 
 impl Plan<'_> {
+    /// Across more than one link: an RTT sweep.
+    fn sweep(&self) -> bool {
+        self.points > 1
+    }
+
     /// The rows of a comparison: each strategy against each target (with the embedded server,
     /// its HTTP and its HTTPS listener).
     fn arms(&self, embedded: Option<&Embedded>, prefix: &str) -> anyhow::Result<Vec<compare::Arm>> {
@@ -161,7 +164,7 @@ impl Plan<'_> {
             .map(|_| Embedded::with_early_data(spec, early, &self.steps))
             .transpose()?;
         let prefix = spec
-            .filter(|_| self.sweep)
+            .filter(|_| self.sweep())
             .map(|s| format!("{}ms ", crate::fmt::num(s.rtt.as_secs_f64() * 1000.0)));
         let arms = self.arms(embedded.as_ref(), prefix.as_deref().unwrap_or(""))?;
         let cut = prefix.as_ref().map_or(0, |p| p.len());

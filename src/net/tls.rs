@@ -10,7 +10,7 @@ use rustls::client::{Resumption, WebPkiServerVerifier};
 use rustls::crypto::aws_lc_rs::kx_group;
 use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, NamedGroup, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 /// Which TLS versions the client offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,37 +51,17 @@ impl Default for TlsOptions {
     }
 }
 
-/// The key-exchange groups `--tls-groups` takes: (name in reports, names accepted, the
-/// group). Names are IANA's; P-256 and P-384 are also taken as p256 and p384.
-fn groups() -> [(
-    &'static str,
-    &'static [&'static str],
-    &'static dyn SupportedKxGroup,
-); 7] {
+/// The key-exchange groups `--tls-groups` takes: the names accepted (IANA's, the first
+/// listed in errors; P-256 and P-384 also as p256 and p384), and the group.
+fn groups() -> [(&'static [&'static str], &'static dyn SupportedKxGroup); 7] {
     [
-        (
-            "X25519MLKEM768",
-            &["x25519mlkem768"],
-            kx_group::X25519MLKEM768,
-        ),
-        (
-            "SecP256r1MLKEM768",
-            &["secp256r1mlkem768"],
-            kx_group::SECP256R1MLKEM768,
-        ),
-        ("x25519", &["x25519"], kx_group::X25519),
-        (
-            "secp256r1",
-            &["secp256r1", "p256", "p-256"],
-            kx_group::SECP256R1,
-        ),
-        (
-            "secp384r1",
-            &["secp384r1", "p384", "p-384"],
-            kx_group::SECP384R1,
-        ),
-        ("MLKEM768", &["mlkem768"], kx_group::MLKEM768),
-        ("MLKEM1024", &["mlkem1024"], kx_group::MLKEM1024),
+        (&["x25519mlkem768"], kx_group::X25519MLKEM768),
+        (&["secp256r1mlkem768"], kx_group::SECP256R1MLKEM768),
+        (&["x25519"], kx_group::X25519),
+        (&["secp256r1", "p256", "p-256"], kx_group::SECP256R1),
+        (&["secp384r1", "p384", "p-384"], kx_group::SECP384R1),
+        (&["mlkem768"], kx_group::MLKEM768),
+        (&["mlkem1024"], kx_group::MLKEM1024),
     ]
 }
 
@@ -90,11 +70,11 @@ pub fn parse_groups(list: &str) -> Result<Vec<&'static dyn SupportedKxGroup>, St
     let mut out: Vec<&'static dyn SupportedKxGroup> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let lower = name.to_ascii_lowercase();
-        let Some(&(_, _, g)) = groups()
+        let Some(&(_, g)) = groups()
             .iter()
-            .find(|(_, names, _)| names.contains(&lower.as_str()))
+            .find(|(names, _)| names.contains(&lower.as_str()))
         else {
-            let known: Vec<&str> = groups().iter().map(|(_, names, _)| names[0]).collect();
+            let known: Vec<&str> = groups().iter().map(|(names, _)| names[0]).collect();
             return Err(format!(
                 "unknown group {name:?} (known: {})",
                 known.join(", ")
@@ -109,14 +89,6 @@ pub fn parse_groups(list: &str) -> Result<Vec<&'static dyn SupportedKxGroup>, St
         return Err("no group named".into());
     }
     Ok(out)
-}
-
-/// A group's name in reports (IANA's), from its code point.
-pub fn group_name(g: NamedGroup) -> String {
-    groups()
-        .iter()
-        .find(|(_, _, k)| k.name() == g)
-        .map_or_else(|| format!("{g:?}"), |(n, _, _)| (*n).to_string())
 }
 
 /// aws-lc-rs (its default groups put X25519MLKEM768 first, as browsers do), with the

@@ -41,7 +41,7 @@ impl TlsInfo {
             resumed: c.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
             key_exchange: c
                 .negotiated_key_exchange_group()
-                .map(|g| crate::net::tls::group_name(g.name())),
+                .map(|g| crate::record::kx_group_name(u16::from(g.name()))),
             hello_retry_request: wire.map(|w| w.client_hellos > 1),
             client_hello_bytes: wire.map(|w| w.client_hello_bytes),
             server_flight_bytes: wire.map(|w| w.server_flight_bytes).filter(|b| *b > 0),

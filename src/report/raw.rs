@@ -186,7 +186,7 @@ counters! {
         dns_joined,
         /// HTTP/2: the sum over connections of the most streams each carried at once.
         peak_streams_sum,
-        /// TLS handshakes by key-exchange group (`record::KX_GROUPS`, in order; then any
+        /// TLS handshakes by key-exchange group (the counted `record::KX_GROUPS`, in order; then any
         /// other group).
         kx_x25519mlkem768,
         kx_x25519,

@@ -13,7 +13,7 @@ use crate::stats::timeline::Timeline;
 
 use crate::record::{
     CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, TlsHandshake,
-    KX_GROUPS, PHASE_NAMES,
+    KX_COUNTED, KX_GROUPS, PHASE_NAMES,
 };
 
 /// Longest duration a histogram holds (longer values are clamped): one hour.
@@ -332,8 +332,8 @@ impl Recorder {
         }
     }
 
-    /// TLS handshakes by key-exchange group name (`record::KX_GROUPS`, then "other"),
-    /// the groups seen only.
+    /// TLS handshakes by key-exchange group name (the first `record::KX_COUNTED` of
+    /// `record::KX_GROUPS`, then "other"), the groups seen only.
     pub fn key_exchange(&self) -> std::collections::BTreeMap<String, u64> {
         let c = &self.counts;
         let counts = [
@@ -343,7 +343,7 @@ impl Recorder {
             c.kx_secp384r1,
             c.kx_other,
         ];
-        KX_GROUPS
+        KX_GROUPS[..KX_COUNTED]
             .iter()
             .map(|(_, name)| *name)
             .chain(["other"])
