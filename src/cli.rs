@@ -479,9 +479,9 @@ pub struct CompareArgs {
     pub link: LinkArgs,
 
     /// Strategies to compare, comma-separated (default: those the target offers; --help
-    /// lists them). A strategy listed twice is an A/A run: the spread between its rows is
-    /// the machine's noise
-    #[arg(long, value_delimiter = ',', long_help = strategy_help("Strategies to compare, comma-separated. By default: close, http10, http10-keepalive and keepalive; for https also close-resumed, and close-0rtt, h2, h3-close, h3-0rtt and h3 where the server offers them. A strategy listed twice is an A/A run: the spread between its rows is the machine's noise. The strategies"))]
+    /// lists them); 'close@x25519' offers only those key-exchange groups. A strategy
+    /// listed twice is an A/A run: the spread between its rows is the machine's noise
+    #[arg(long, value_delimiter = ',', long_help = strategy_help("Strategies to compare, comma-separated. By default: close, http10, http10-keepalive and keepalive; for https also close-resumed, and close-0rtt, h2, h3-close, h3-0rtt and h3 where the server offers them. After an @, the key-exchange groups that row's client offers, + between them, as --tls-groups takes them: 'close@x25519,close@x25519mlkem768' shows what post-quantum key exchange costs per request (its ClientHello, the server's flight, HelloRetryRequests, time and CPU). A strategy listed twice is an A/A run: the spread between its rows is the machine's noise. The strategies"))]
     pub strategies: Option<Vec<String>>,
 
     /// Rounds: every strategy runs once per round, in a new random order each round;

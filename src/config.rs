@@ -8,7 +8,7 @@ use crate::cli::{LinkArgs, LoadArgs, RequestArgs};
 use crate::lab::{Emulator, LinkSpec};
 use crate::net::dns::DnsSettings;
 use crate::net::tls::{self, TlsOptions, TlsVersions};
-use crate::plan::{LoadShape, MinSpeed, PhaseLimits, StopWhen, Strategy};
+use crate::plan::{Choice, LoadShape, MinSpeed, PhaseLimits, StopWhen, Strategy};
 
 use crate::parse::usage;
 pub use crate::parse::{
@@ -473,23 +473,46 @@ pub fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
     })
 }
 
-/// A list of strategies (`--strategies`), each parsed; none given: `None` (the default
-/// set), an empty list: an error.
+/// A list of strategies (`--strategies`), each parsed, each with the key-exchange groups
+/// named after an `@` (`close@x25519`, `+` between groups); none given: `None` (the
+/// default set), an empty list: an error.
 pub fn parse_strategies(
     flag: &str,
     list: Option<&[String]>,
-) -> Result<Option<Vec<Strategy>>, UsageError> {
+) -> Result<Option<Vec<Choice>>, UsageError> {
     let Some(list) = list else {
         return Ok(None);
     };
-    let chosen: Vec<Strategy> = list
+    let chosen: Vec<Choice> = list
         .iter()
-        .map(|s| parse_strategy(flag, s.trim()))
+        .map(|s| parse_choice(flag, s.trim()))
         .collect::<Result<_, _>>()?;
     if chosen.is_empty() {
         return usage(format!("{flag}: name at least one strategy"));
     }
     Ok(Some(chosen))
+}
+
+/// `close` or `close@x25519mlkem768+x25519`.
+fn parse_choice(flag: &str, s: &str) -> Result<Choice, UsageError> {
+    let (name, groups) = match s.split_once('@') {
+        Some((name, groups)) => (name, Some(groups)),
+        None => (s, None),
+    };
+    let strategy = parse_strategy(flag, name)?;
+    let groups = groups
+        .map(|g| {
+            let text = g.trim().to_ascii_lowercase();
+            tls::parse_groups(&text.replace('+', ","))
+                .map(|parsed| (text, parsed))
+                .map_err(|e| {
+                    UsageError(format!(
+                        "{flag} {s:?}: {e} (after the @: key-exchange groups, + between them)"
+                    ))
+                })
+        })
+        .transpose()?;
+    Ok(Choice { strategy, groups })
 }
 
 impl LinkArgs {

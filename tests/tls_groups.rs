@@ -276,10 +276,13 @@ fn across_a_40ms_link_a_hello_retry_request_costs_one_round_trip() {
             bin()
         )
     };
+    // And compare, with the two offers as rows: the retry's round trip counted.
+    let cmp = dir.path("compare.json");
     let script = format!(
-        "{} && {}",
+        "{} && {} && {} compare {{https_url}} --cacert {ca} --strategies close@secp256r1,close@x25519mlkem768+secp256r1 --rounds 6 -n 2 -c 1 --json --no-progress > {cmp}",
         bench(&retry, ""),
-        bench(&plain, "--tls-groups secp256r1")
+        bench(&plain, "--tls-groups secp256r1"),
+        bin()
     );
     let out = Command::new(bin())
         .env("GODEBUG", "tlsmlkem=1")
@@ -322,4 +325,224 @@ fn across_a_40ms_link_a_hello_retry_request_costs_one_round_trip() {
         median(&r),
         median(&p)
     );
+    // compare counts it: 1 round trip for the request, 1 for TCP, 1 for TLS 1.3, and
+    // the retry's; its sentence says so.
+    let c = read(&cmp);
+    let counted = |name: &str| row(&c, name).0["round_trips"]["counted"].as_f64().unwrap();
+    assert_eq!(counted("close@secp256r1"), 3.0, "{c}");
+    assert_eq!(counted("close@x25519mlkem768+secp256r1"), 4.0, "{c}");
+    let said = kx_sentence(&c, "close@x25519mlkem768+secp256r1");
+    assert!(
+        said.contains("offered X25519MLKEM768 first, the server chose secp256r1")
+            && said.contains("close@x25519mlkem768+secp256r1 met 12 HelloRetryRequests in 12 full handshakes, a round trip more each (4.00 round trips per request)"),
+        "{said}"
+    );
+}
+
+/// The rows of a comparison by name.
+fn row<'a>(v: &'a Value, name: &str) -> (&'a Value, &'a Value) {
+    let rows = v["comparison"]["rows"].as_array().expect("rows");
+    let i = rows
+        .iter()
+        .position(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no row {name}: {rows:?}"));
+    (&rows[i], &v["scenarios"][i])
+}
+
+/// The comparison's sentence about the key exchange of row `name`.
+fn kx_sentence(v: &Value, name: &str) -> String {
+    v["comparison"]["explanations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|e| e.starts_with(&format!("Key exchange, {name} against")))
+        .unwrap_or_else(|| panic!("no key-exchange sentence for {name}: {v}"))
+        .to_string()
+}
+
+#[test]
+fn compare_sets_a_post_quantum_offer_against_x25519_and_the_groups_are_go_s() {
+    let srv = GoServer::start("compare", &["-no-tickets"]);
+    let url = srv.url();
+    let before = srv.counts();
+    let v = compare_json(&[
+        &url,
+        "--cacert",
+        &srv.ca,
+        "--strategies",
+        "close@x25519,close@x25519mlkem768",
+        "--rounds",
+        "6",
+        "-n",
+        "10",
+        "-c",
+        "1",
+    ]);
+    let after = srv.counts();
+    assert_eq!(v["comparison"]["rows"].as_array().unwrap().len(), 2, "{v}");
+    let (classic, classic_s) = row(&v, "close@x25519");
+    let (pq, pq_s) = row(&v, "close@x25519mlkem768");
+    assert_eq!(classic["tls_groups"], serde_json::json!(["x25519"]));
+    assert_eq!(pq["tls_groups"], serde_json::json!(["X25519MLKEM768"]));
+    assert!(classic["repeat_of"].is_null() && pq["repeat_of"].is_null());
+    assert_eq!(pq["rounds_client_cpu_us"].as_array().unwrap().len(), 6);
+    let kx = |s: &Value| s["connections"]["tls_handshakes"].clone();
+    assert_eq!(
+        kx(classic_s)["key_exchange"],
+        serde_json::json!({"x25519": 60})
+    );
+    assert_eq!(
+        kx(pq_s)["key_exchange"],
+        serde_json::json!({"X25519MLKEM768": 60})
+    );
+    // The server's own: 60 connections with each group, no retries.
+    let new = |g: &str| u(&after["groups"][g]) - before["groups"][g].as_u64().unwrap_or(0);
+    assert_eq!((new("X25519"), new("X25519MLKEM768")), (60, 60), "{after}");
+    assert_eq!(u(&after["hello_retries"]), u(&before["hello_retries"]));
+    // The sentence: the groups, and the ClientHello and flight sizes the rows measured.
+    let said = kx_sentence(&v, "close@x25519mlkem768");
+    let bytes = |s: &Value, k: &str| kx(s)[k].as_f64().unwrap();
+    let hello = format!(
+        "ClientHello {:.0} B against {:.0} B (+{:.0} B)",
+        bytes(pq_s, "client_hello_bytes"),
+        bytes(classic_s, "client_hello_bytes"),
+        bytes(pq_s, "client_hello_bytes") - bytes(classic_s, "client_hello_bytes")
+    );
+    assert!(
+        said.contains(
+            "close@x25519mlkem768 against close@x25519: X25519MLKEM768 on all 60 handshakes against x25519 on all 60 handshakes;"
+        ) && said.contains(&hello)
+            && said.contains("the server's first flight ")
+            && said.contains("Per request, time: ")
+            && said.contains("; client CPU: "),
+        "{said}\n{hello}"
+    );
+    // ML-KEM-768's share is 1,184 bytes and its answer 1,088.
+    assert!(
+        bytes(pq_s, "client_hello_bytes") - bytes(classic_s, "client_hello_bytes") >= 1184.0,
+        "{said}"
+    );
+    assert!(
+        bytes(pq_s, "server_flight_bytes") - bytes(classic_s, "server_flight_bytes") >= 1088.0,
+        "{said}"
+    );
+}
+
+#[test]
+fn a_key_exchange_needs_tls_and_a_known_group() {
+    for (args, needle) in [
+        (
+            vec![
+                "compare",
+                "http://127.0.0.1:1/",
+                "--strategies",
+                "close@x25519",
+            ],
+            "a key exchange is chosen only over TLS",
+        ),
+        (
+            vec![
+                "compare",
+                "https://127.0.0.1:1/",
+                "--strategies",
+                "close@kyber",
+            ],
+            "unknown group \"kyber\"",
+        ),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(needle) && err.contains("--strategies"),
+            "{err}"
+        );
+    }
+}
+
+/// nginx (OpenSSL 3.0: no ML-KEM) over TLS 1.3, logging each request's connection and
+/// the group it agreed on (`$ssl_curve`).
+fn nginx_tls() -> Option<Nginx> {
+    Nginx::start_servers("log_format kx '$connection $ssl_curve';", 1, |p, dir| {
+        write_certs(dir, &["127.0.0.1"]);
+        let d = dir.display();
+        format!(
+            "server {{ listen 127.0.0.1:{} ssl; ssl_protocols TLSv1.3; \
+             ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
+             access_log {d}/kx.log kx; location / {{ return 200 \"hello\\n\"; }} }}",
+            p[0]
+        )
+    })
+}
+
+/// nginx's log: connections by the group (`$ssl_curve`, in OpenSSL's names) each agreed on.
+fn nginx_groups(ng: &Nginx) -> std::collections::BTreeMap<String, u64> {
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let log = std::fs::read_to_string(ng.dir.join("kx.log")).unwrap_or_default();
+    let mut seen = std::collections::BTreeMap::new();
+    let mut by_group = std::collections::BTreeMap::new();
+    for l in log.lines() {
+        let (conn, group) = l.split_once(' ').expect("connection and group");
+        if seen.insert(conn.to_string(), ()).is_none() {
+            *by_group.entry(group.to_string()).or_insert(0) += 1;
+        }
+    }
+    by_group
+}
+
+#[test]
+fn against_nginx_without_ml_kem_the_post_quantum_offer_falls_back_to_x25519() {
+    let Some(ng) = nginx_tls() else { return };
+    let url = format!("https://127.0.0.1:{}/", ng.port);
+    let ca = ng.dir.join("ca.pem");
+    let v = compare_json(&[
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--strategies",
+        "close@x25519,close@x25519mlkem768+x25519",
+        "--rounds",
+        "6",
+        "-n",
+        "10",
+        "-c",
+        "1",
+    ]);
+    // nginx agreed on X25519 on each of its 120 connections, with no retry: rustls sends
+    // an x25519 share beside the hybrid one.
+    assert_eq!(
+        nginx_groups(&ng),
+        [("X25519".to_string(), 120)].into_iter().collect()
+    );
+    let (_, fell) = row(&v, "close@x25519mlkem768+x25519");
+    let (_, plain) = row(&v, "close@x25519");
+    for s in [fell, plain] {
+        let tls = &s["connections"]["tls_handshakes"];
+        assert_eq!(
+            tls["key_exchange"],
+            serde_json::json!({"x25519": 60}),
+            "{tls}"
+        );
+        assert_eq!(u(&tls["hello_retry_requests"]), 0, "{tls}");
+    }
+    // What falling back costs: the hybrid share sent for nothing (its 1,184-byte ML-KEM
+    // key and its own 32-byte x25519 one, with their headers), no answer to it.
+    let said = kx_sentence(&v, "close@x25519mlkem768+x25519");
+    let hello = |s: &Value| {
+        s["connections"]["tls_handshakes"]["client_hello_bytes"]
+            .as_f64()
+            .unwrap()
+    };
+    let flight = |s: &Value| {
+        s["connections"]["tls_handshakes"]["server_flight_bytes"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        said.contains("x25519 on all 60 handshakes against x25519 on all 60 handshakes (close@x25519mlkem768+x25519 offered X25519MLKEM768 first, the server chose x25519)"),
+        "{said}"
+    );
+    assert!(hello(fell) - hello(plain) >= 1220.0, "{said}");
+    assert!((flight(fell) - flight(plain)).abs() < 8.0, "{said}");
 }

@@ -7,7 +7,7 @@ use crate::compare;
 use crate::config::{self, parse_percent, UsageError};
 use crate::embedded::{on_client, Embedded};
 use crate::lab::LinkSpec;
-use crate::plan::Strategy;
+use crate::plan::{Choice, Strategy};
 use crate::report::link::LinkReport;
 use crate::report::server::StatsSnapshot;
 use crate::report::{thresholds, Report};
@@ -88,7 +88,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
 /// What every step of a comparison shares (one step, or one per RTT of a sweep).
 struct Plan<'a> {
     a: &'a CompareArgs,
-    chosen: Option<&'a [Strategy]>,
+    chosen: Option<&'a [Choice]>,
     /// The path on the embedded server, when the comparison runs against it.
     path: Option<&'a str>,
     load: &'a config::LoadConfig,
@@ -158,7 +158,7 @@ impl Plan<'_> {
         // close-0rtt and h3-0rtt.
         let early = self
             .chosen
-            .map_or(true, |c| c.iter().any(|s| s.early_data()));
+            .map_or(true, |c| c.iter().any(|c| c.strategy.early_data()));
         let embedded = self
             .path
             .map(|_| Embedded::with_early_data(spec, early, &self.steps))

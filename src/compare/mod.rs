@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::engine;
 use crate::fmt::ms as fmt_ms;
-use crate::plan::Scenario;
+use crate::plan::{Choice, Scenario};
 use crate::progress::Steps;
 pub use crate::report::comparison::{
     Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSeries, RttSweep, Spread,
@@ -34,6 +34,8 @@ pub struct Arm {
     pub name: String,
     /// Rows are compared within a group (the URL's scheme: http or https).
     pub group: String,
+    /// The strategy, and the key exchange when chosen for this row.
+    pub choice: Choice,
     pub scenario: Arc<Scenario>,
 }
 
@@ -294,7 +296,14 @@ fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
             .collect::<Option<Vec<f64>>>()
             .map(|v| Spread::of(&v)),
         server_connections_accepted: runs.iter().map(|r| r.server_accepted).sum(),
+        tls_groups: arm.choice.groups.as_ref().map(|(_, groups)| {
+            groups
+                .iter()
+                .map(|g| crate::record::kx_group_name(u16::from(g.name())))
+                .collect()
+        }),
         rounds_ms: runs.iter().map(|r| r.time_per_request_ms).collect(),
+        rounds_client_cpu_us: runs.iter().map(|r| r.client_cpu_us).collect(),
         failed_rounds: runs.iter().filter(|r| r.ok == 0).count(),
         times_slower: 1.0,
         times_slower_ci: None,
@@ -304,7 +313,7 @@ fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
         best: false,
         repeat_of: arms[..i]
             .iter()
-            .find(|a| a.group == arm.group && a.scenario.strategy == arm.scenario.strategy)
+            .find(|a| a.group == arm.group && a.choice.same(&arm.choice))
             .map(|a| a.name.clone()),
         round_trips: None,
     }
@@ -384,7 +393,29 @@ impl Judge<'_> {
                 self.noise_threshold,
             ));
         }
+        self.key_exchanges(rows, &ranked, said);
         Some(group_rtt)
+    }
+
+    /// A sentence for each row of a strategy already in the group with another key
+    /// exchange (`close@x25519mlkem768` after `close@x25519`), set against that row.
+    fn key_exchanges(&self, rows: &[ComparisonRow], ranked: &[usize], said: &mut Said) {
+        for (k, &i) in ranked.iter().enumerate() {
+            let arm = &self.arms[i];
+            let other = ranked[..k].iter().copied().find(|&j| {
+                let o = &self.arms[j].choice;
+                o.strategy == arm.choice.strategy && !o.same(&arm.choice)
+            });
+            if let Some(j) = other {
+                said.explanations.push(explain::key_exchange(
+                    &rows[i],
+                    &self.scenarios[i],
+                    &rows[j],
+                    &self.scenarios[j],
+                    self.noise_threshold,
+                ));
+            }
+        }
     }
 
     /// The group's round trip (the median of its rounds' shortest connects), and the

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::Arm;
 use crate::parse::UsageError;
 use crate::plan::build::{self, LoadConfig, RequestConfig};
-use crate::plan::{LoadShape, Scenario, StopWhen, Strategy};
+use crate::plan::{Choice, LoadShape, Scenario, StopWhen, Strategy};
 
 /// What an https:// target's server offers beyond HTTP/1.1 over TLS.
 #[derive(Debug, Clone, Copy, Default)]
@@ -112,7 +112,7 @@ fn offers_h2(req: &RequestConfig, sc: &Scenario) -> bool {
 /// How the rows of a comparison are made from its targets.
 pub struct Rows<'a> {
     /// `--strategies`, or none for the default set.
-    pub chosen: Option<&'a [Strategy]>,
+    pub chosen: Option<&'a [Choice]>,
     /// The targets are the embedded server's two listeners: every strategy is offered,
     /// and a row's name starts with its group.
     pub embedded: bool,
@@ -127,21 +127,36 @@ pub struct Rows<'a> {
 }
 
 impl Rows<'_> {
-    /// The strategies for one target: the chosen ones its scheme allows, or the default
-    /// set with what its server offers.
-    fn strategies(&self, req: &RequestConfig) -> Result<Vec<Strategy>, UsageError> {
+    /// The rows for one target: the chosen ones its scheme allows, or the default set
+    /// with what its server offers.
+    fn strategies(&self, req: &RequestConfig) -> Result<Vec<Choice>, UsageError> {
         let tls = req.urls.iter().any(|(_, u)| u.tls);
         let chosen = match self.chosen {
-            // With the embedded server, a TLS-only strategy is left out of the HTTP group
-            // (and h2 without --h2c).
+            // With the embedded server, a TLS-only row (a strategy that needs TLS, or a
+            // key exchange chosen) is left out of the HTTP group (and h2 without --h2c).
             Some(c) if self.embedded => c
                 .iter()
-                .copied()
-                .filter(|s| tls || !s.needs_tls())
-                .filter(|s| tls || self.h2c || *s != Strategy::H2)
+                .filter(|c| tls || (!c.strategy.needs_tls() && c.groups.is_none()))
+                .filter(|c| tls || self.h2c || c.strategy != Strategy::H2)
+                .cloned()
                 .collect(),
-            Some(c) => c.to_vec(),
-            None => default_strategies(tls, self.offers(tls, req)?),
+            Some(c) => {
+                if let Some(kx) = c.iter().find(|c| c.groups.is_some()).filter(|_| !tls) {
+                    return Err(UsageError(format!(
+                        "--strategies {}: a key exchange is chosen only over TLS, and {} is not an https:// URL",
+                        kx.name(),
+                        req.urls.first().map_or("", |(raw, _)| raw.as_str())
+                    )));
+                }
+                c.to_vec()
+            }
+            None => default_strategies(tls, self.offers(tls, req)?)
+                .into_iter()
+                .map(|strategy| Choice {
+                    strategy,
+                    groups: None,
+                })
+                .collect(),
         };
         Ok(chosen)
     }
@@ -177,28 +192,34 @@ impl Rows<'_> {
     pub fn arms(&self, targets: &[(String, RequestConfig)]) -> Result<Vec<Arm>, UsageError> {
         let mut arms = Vec::new();
         for (group, req) in targets {
-            let strategies = self.strategies(req)?;
-            for (k, st) in strategies.iter().copied().enumerate() {
-                // A strategy listed again (an A/A run) gets "#2", "#3" after its name.
-                let nth = strategies[..k].iter().filter(|s| **s == st).count();
+            let choices = self.strategies(req)?;
+            for (k, choice) in choices.iter().enumerate() {
+                let st = choice.strategy;
+                // A row listed again (an A/A run) gets "#2", "#3" after its name.
+                let nth = choices[..k].iter().filter(|c| c.same(choice)).count();
                 let base = if nth == 0 {
-                    st.name().to_string()
+                    choice.name()
                 } else {
-                    format!("{}#{}", st.name(), nth + 1)
+                    format!("{}#{}", choice.name(), nth + 1)
                 };
                 let name = if self.embedded {
                     format!("{}{group} {base}", self.prefix)
                 } else {
                     base
                 };
+                let mut req = req.clone();
+                if let Some((_, groups)) = &choice.groups {
+                    req.tls.groups = Some(groups.clone());
+                }
                 let mut sc =
-                    build::scenario(&name, st, self.requests_per_connection, req, self.load)?;
+                    build::scenario(&name, st, self.requests_per_connection, &req, self.load)?;
                 if st.multiplexed() {
                     sc.connections = self.multiplexed_connections;
                 }
                 arms.push(Arm {
                     name,
                     group: group.clone(),
+                    choice: choice.clone(),
                     scenario: Arc::new(sc),
                 });
             }

@@ -43,6 +43,32 @@ impl Strategy {
     }
 }
 
+/// A row `compare --strategies` asks for: a strategy, and after an `@` the key-exchange
+/// groups its client offers in place of the run's (`close@x25519`,
+/// `close@x25519mlkem768+x25519`).
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub strategy: Strategy,
+    /// The text after the `@` (lowercase, `+` between groups) and the groups it names,
+    /// most preferred first.
+    pub groups: Option<(String, Vec<&'static dyn rustls::crypto::SupportedKxGroup>)>,
+}
+
+impl Choice {
+    /// The row's name: the strategy's, then `@` and the groups when chosen.
+    pub fn name(&self) -> String {
+        match &self.groups {
+            Some((text, _)) => format!("{}@{text}", self.strategy.name()),
+            None => self.strategy.name().to_string(),
+        }
+    }
+
+    /// The same row: the same strategy offering the same groups.
+    pub fn same(&self, other: &Choice) -> bool {
+        self.name() == other.name()
+    }
+}
+
 /// One URL of a scenario with its request bytes, built once.
 #[derive(Debug, Clone)]
 pub struct Target {

@@ -66,8 +66,14 @@ pub struct ComparisonRow {
     pub server_cpu_us_per_request: Option<Spread>,
     /// With the embedded server: connections it accepted over all rounds of this row.
     pub server_connections_accepted: Option<u64>,
+    /// The key-exchange groups this row's client offered, most preferred first, when
+    /// chosen for the row (`close@x25519`); absent: the run's offer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_groups: Option<Vec<String>>,
     /// Time per request in each round, in the order the rounds ran (ms).
     pub rounds_ms: Vec<f64>,
+    /// The client's CPU per request in each round (µs), in the same order.
+    pub rounds_client_cpu_us: Vec<f64>,
     /// Rounds in which no request succeeded: a row with any is failed and not ranked
     /// (its time per request is undefined there).
     pub failed_rounds: usize,
