@@ -546,3 +546,182 @@ fn against_nginx_without_ml_kem_the_post_quantum_offer_falls_back_to_x25519() {
     assert!(hello(fell) - hello(plain) >= 1220.0, "{said}");
     assert!((flight(fell) - flight(plain)).abs() < 8.0, "{said}");
 }
+
+/// `doctor --json` against `url`, its key-exchange findings and its whole report.
+fn doctor_kx(url: &str, ca: &str) -> (Value, Value) {
+    let out = run(&[
+        "doctor",
+        url,
+        "--cacert",
+        ca,
+        "--json",
+        "--no-progress",
+        "--max-idle",
+        "1s",
+        "--max-requests",
+        "20",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (v["tls"]["key_exchange"].clone(), v)
+}
+
+/// The groups doctor found accepted, by name.
+fn accepted(kx: &Value) -> std::collections::BTreeSet<String> {
+    kx["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["accepted"] == true)
+        .map(|g| g["group"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn said(v: &Value, key: &str, start: &str) -> String {
+    v[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|f| f.starts_with(start))
+        .unwrap_or_else(|| panic!("no {key} starting {start:?}: {v}"))
+        .to_string()
+}
+
+#[test]
+fn doctor_finds_the_groups_go_accepts_and_what_it_prefers() {
+    let srv = GoServer::start("doctor", &[]);
+    let before = srv.counts();
+    let (kx, v) = doctor_kx(&srv.url(), &srv.ca);
+    let after = srv.counts();
+    // Every group the server agreed on over the doctor's connections, and no other, is
+    // one doctor calls accepted (each was offered alone).
+    let server: std::collections::BTreeSet<String> = after["groups"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(g, n)| u(n) > before["groups"][g.as_str()].as_u64().unwrap_or(0))
+        .map(|(g, _)| iana(g).to_string())
+        .collect();
+    assert_eq!(accepted(&kx), server, "{kx}");
+    let want: std::collections::BTreeSet<String> =
+        ["X25519MLKEM768", "x25519", "secp256r1", "secp384r1"]
+            .map(String::from)
+            .into();
+    assert_eq!(accepted(&kx), want, "{kx}");
+    for g in kx["groups"].as_array().unwrap() {
+        assert_eq!(g["accepted"], g["handshake_ms"].is_number(), "{g}");
+    }
+    // Offered as browsers do, Go takes the post-quantum share at once.
+    let pq = &kx["post_quantum_first"];
+    assert_eq!(pq["chosen"], "X25519MLKEM768", "{pq}");
+    assert_eq!(pq["hello_retry_request"], false, "{pq}");
+    // The retries Go counted are the classical-first offer's, when it asks for more.
+    let retries = u(&after["hello_retries"]) - u(&before["hello_retries"]);
+    let classical = &kx["classical_first"];
+    let asked = classical["hello_retry_request"] == true;
+    assert_eq!(retries, if asked { 3 } else { 0 }, "{classical}");
+    let pref = said(&v, "findings", "Key exchange preference: ");
+    if classical["chosen"] == "X25519MLKEM768" {
+        assert!(
+            pref.starts_with("Key exchange preference: the server prefers X25519MLKEM768"),
+            "{pref}"
+        );
+    }
+    let list = said(&v, "findings", "Key exchange: offered one group at a time");
+    assert!(
+        list.contains("the server accepts X25519MLKEM768, x25519, secp256r1, secp384r1, not SecP256r1MLKEM768, MLKEM768, MLKEM1024; a full handshake took X25519MLKEM768 "),
+        "{list}"
+    );
+    assert!(
+        !v["problems"].to_string().contains("HelloRetryRequest"),
+        "{v}"
+    );
+}
+
+#[test]
+fn doctor_says_what_a_p256_only_server_costs_the_browsers_offer() {
+    let srv = GoServer::start("doctor-p256", &["-curves", "P256"]);
+    let before = srv.counts();
+    let (kx, v) = doctor_kx(&srv.url(), &srv.ca);
+    let after = srv.counts();
+    assert_eq!(accepted(&kx), ["secp256r1".to_string()].into(), "{kx}");
+    let new_groups: Vec<&String> = after["groups"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|g| {
+            u(&after["groups"][g.as_str()]) > before["groups"][g.as_str()].as_u64().unwrap_or(0)
+        })
+        .collect();
+    assert_eq!(new_groups, ["CurveP256"], "{after}");
+    for offer in ["post_quantum_first", "classical_first"] {
+        assert_eq!(kx[offer]["chosen"], "secp256r1", "{kx}");
+        assert_eq!(kx[offer]["hello_retry_request"], true, "{kx}");
+    }
+    // Go read a second ClientHello on every one of the doctor's handshakes but those
+    // offering secp256r1 alone (3) and the groups it refused.
+    assert!(u(&after["hello_retries"]) - u(&before["hello_retries"]) >= 6);
+    let problem = said(&v, "problems", "Offering X25519MLKEM768 and x25519 first");
+    assert!(
+        problem.contains("costs a HelloRetryRequest here: the server takes neither share and asks for secp256r1, one more round trip on every full handshake")
+            && problem.contains("offered secp256r1 alone"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn doctor_against_nginx_without_ml_kem_says_what_the_fallback_costs() {
+    // nginx logs each failed handshake at the info level: the groups it refused.
+    let Some(ng) = Nginx::start_servers("", 1, |p, dir| {
+        write_certs(dir, &["127.0.0.1"]);
+        let d = dir.display();
+        format!(
+            "server {{ listen 127.0.0.1:{} ssl; ssl_protocols TLSv1.3; \
+             ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
+             error_log {d}/tls.log info; location / {{ return 200 \"hello\\n\"; }} }}",
+            p[0]
+        )
+    }) else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/", ng.port);
+    let ca = ng.dir.join("ca.pem");
+    let (kx, v) = doctor_kx(&url, ca.to_str().unwrap());
+    let want: std::collections::BTreeSet<String> = ["x25519", "secp256r1", "secp384r1"]
+        .map(String::from)
+        .into();
+    assert_eq!(accepted(&kx), want, "{kx}");
+    let log = std::fs::read_to_string(ng.dir.join("tls.log")).unwrap_or_default();
+    let failed = log.matches("SSL_do_handshake() failed").count();
+    let refused = kx["groups"].as_array().unwrap().len() - want.len();
+    assert_eq!(
+        failed, refused,
+        "nginx's failed handshakes against the groups refused:\n{log}"
+    );
+    let pq = &kx["post_quantum_first"];
+    assert_eq!(
+        (pq["chosen"].as_str(), &pq["hello_retry_request"]),
+        (Some("x25519"), &Value::Bool(false)),
+        "{pq}"
+    );
+    let pref = said(&v, "findings", "Key exchange preference: ");
+    let x25519 = kx["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "x25519")
+        .unwrap();
+    let (big, small) = (
+        u(&pq["client_hello_bytes"]),
+        u(&x25519["client_hello_bytes"]),
+    );
+    assert!(big >= small + 1220, "{kx}");
+    assert!(
+        pref.contains(&format!(
+            "offered X25519MLKEM768 first, as browsers do, the server chose x25519 from the client's share: no post-quantum protection; the ClientHello is {} B larger for nothing ({big} B against {small} B offering x25519 alone)",
+            big - small
+        )),
+        "{pref}"
+    );
+}

@@ -2,7 +2,7 @@
 //! HTTP/1.1 persistence, HTTP/1.0 with and without `Connection: keep-alive`, the most
 //! requests it serves on one connection, its idle timeout (parallel probes with
 //! different idle waits, narrowed down), and over TLS: version, ALPN, resumption and
-//! what a full and a resumed handshake cost. Where the server speaks HTTP/2 (ALPN h2,
+//! what a full and a resumed handshake cost, and the key exchange ([`kx`]). Where the server speaks HTTP/2 (ALPN h2,
 //! or `--h2c`): its SETTINGS, the streams it serves on one connection (GOAWAY after N),
 //! its idle timeout, and whether it takes many concurrent streams. Over https, HTTP/3
 //! (`h3`): Alt-Svc, a QUIC handshake, QUIC resumption and 0-RTT.
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 pub mod fixes;
 pub mod h3;
+pub mod kx;
 
 use crate::engine::h3::Endpoints;
 use crate::fmt::ms as fmt_ms;
@@ -254,7 +255,11 @@ async fn primed(
     Ok(o)
 }
 
-async fn tls_findings(sc: &Scenario, req: &RequestConfig) -> Result<TlsFindings, ProbeError> {
+async fn tls_findings(
+    sc: &Scenario,
+    req: &RequestConfig,
+    steps: &Steps,
+) -> Result<TlsFindings, ProbeError> {
     let bad = |message: String| ProbeError {
         kind: crate::record::ErrorKind::Tls,
         message,
@@ -323,17 +328,12 @@ async fn tls_findings(sc: &Scenario, req: &RequestConfig) -> Result<TlsFindings,
     } else {
         None
     };
-    // The median of the samples: one handshake delayed by the scheduler says nothing
-    // about the server.
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        match v.len() {
-            0 => 0.0,
-            n if n % 2 == 1 => v[n / 2],
-            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-        }
-    };
+    steps.advance();
+    steps.say(&format!(
+        "TLS key exchange: {} groups one at a time, then two offers of several",
+        tls::groups().len()
+    ));
+    let key_exchange = kx::probe(sc, req).await;
     Ok(TlsFindings {
         version: info.version,
         cipher_suite: info.cipher_suite,
@@ -343,7 +343,20 @@ async fn tls_findings(sc: &Scenario, req: &RequestConfig) -> Result<TlsFindings,
         full_handshake_ms: median(&full),
         resumed_handshake_ms: any_resumed.then(|| median(&resumed)),
         early_data,
+        key_exchange,
     })
+}
+
+/// The median of samples: one handshake delayed by the scheduler says nothing about the
+/// server.
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 /// Streams sent at once on one connection: does the server take as many as it says?
@@ -593,9 +606,9 @@ pub async fn execute(
     steps: &Steps,
 ) -> anyhow::Result<DoctorReport> {
     let t = &sc.targets[0];
-    let tls_probes = 2 * u64::from(sc.origins[0].tls);
+    let tls_probes = 3 * u64::from(sc.origins[0].tls);
     // The probes: keep-alive; requests per connection and idle timeout when it keeps;
-    // TLS and HTTP/3 over TLS; HTTP/2 when asked (and offered).
+    // TLS, its key exchange and HTTP/3 over TLS; HTTP/2 when asked (and offered).
     let probes = |keeps: bool, h2: bool| 1 + 2 * u64::from(keeps) + tls_probes + u64::from(h2);
     steps.set_total(probes(true, h2_sc.is_some()), false);
     steps.say(&format!(
@@ -634,7 +647,7 @@ pub async fn execute(
     };
     let tls = if sc.origins[0].tls {
         steps.say("TLS: full and resumed handshakes, early data");
-        let found = tls_findings(sc, req).await?;
+        let found = tls_findings(sc, req, steps).await?;
         steps.advance();
         Some(found)
     } else {
@@ -963,6 +976,7 @@ fn judge_tls(
         )),
         None => {}
     }
+    kx::judge(&t.key_exchange, findings, problems);
 }
 
 /// No TCP connection to an https:// URL: the server may speak only HTTP/3. QUIC is

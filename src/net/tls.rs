@@ -53,7 +53,7 @@ impl Default for TlsOptions {
 
 /// The key-exchange groups `--tls-groups` takes: the names accepted (IANA's, the first
 /// listed in errors; P-256 and P-384 also as p256 and p384), and the group.
-fn groups() -> [(&'static [&'static str], &'static dyn SupportedKxGroup); 7] {
+pub fn groups() -> [(&'static [&'static str], &'static dyn SupportedKxGroup); 7] {
     [
         (&["x25519mlkem768"], kx_group::X25519MLKEM768),
         (&["secp256r1mlkem768"], kx_group::SECP256R1MLKEM768),

@@ -68,6 +68,48 @@ pub struct TlsFindings {
     pub resumed_handshake_ms: Option<f64>,
     /// TLS 1.3 early data (0-RTT) on a resumed session (absent without resumption).
     pub early_data: Option<EarlyDataFinding>,
+    /// Which key-exchange groups the server accepts and prefers.
+    pub key_exchange: KeyExchangeFindings,
+}
+
+/// Key exchange: each group offered alone, then two offers of several.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyExchangeFindings {
+    /// Each group the client knows, offered alone (its key share sent).
+    pub groups: Vec<GroupProbe>,
+    /// X25519MLKEM768, x25519, secp256r1, secp384r1 with shares for the first two, as
+    /// browsers offer them.
+    pub post_quantum_first: OfferProbe,
+    /// x25519, X25519MLKEM768, secp256r1, secp384r1 with a share for x25519 only: a
+    /// server that prefers post-quantum asks for it with a HelloRetryRequest.
+    pub classical_first: OfferProbe,
+}
+
+/// One group offered alone.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupProbe {
+    pub group: String,
+    pub accepted: bool,
+    /// The median of its full handshakes (3), when accepted.
+    pub handshake_ms: Option<f64>,
+    pub client_hello_bytes: Option<u32>,
+    pub server_flight_bytes: Option<u64>,
+    /// Why the handshake failed, when not accepted.
+    pub error: Option<String>,
+}
+
+/// Several groups offered, most preferred first: what the server chose.
+#[derive(Debug, Clone, Serialize)]
+pub struct OfferProbe {
+    pub offered: Vec<String>,
+    /// The group agreed on; none when the handshake failed.
+    pub chosen: Option<String>,
+    /// The server asked for another share (one more round trip).
+    pub hello_retry_request: bool,
+    /// The median of its full handshakes (3).
+    pub handshake_ms: Option<f64>,
+    pub client_hello_bytes: Option<u32>,
+    pub error: Option<String>,
 }
 
 /// HTTP/2: streams sent at once on one connection.
