@@ -83,6 +83,9 @@ impl Driver for H1 {
         let mut rec = self.rec.borrow_mut();
         for conn in self.conns.iter_mut().filter_map(Option::take) {
             rec.connection_closed(CloseReason::EndOfRun, conn.requests);
+            if let Some(v) = conn.stream.tcp_view() {
+                rec.tcp_closed(v);
+            }
         }
     }
 }
@@ -250,9 +253,13 @@ impl H1 {
             // The client asked to close but the server kept the connection open.
             self.rec.borrow_mut().counts.server_ignored_close += 1;
         }
-        self.rec
-            .borrow_mut()
-            .connection_closed(reason, conn.requests);
+        {
+            let mut rec = self.rec.borrow_mut();
+            rec.connection_closed(reason, conn.requests);
+            if let Some(v) = conn.stream.tcp_view() {
+                rec.tcp_closed(v);
+            }
+        }
         if server_ends && !resp.eof {
             // Let the server close first so TIME_WAIT stays on its side.
             let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
@@ -321,9 +328,12 @@ impl H1 {
             } else {
                 reason
             };
-            self.rec
-                .borrow_mut()
-                .connection_closed(reason, conn.requests);
+            let mut rec = self.rec.borrow_mut();
+            rec.connection_closed(reason, conn.requests);
+            if let Some(v) = conn.stream.tcp_view() {
+                rec.tcp_closed(v);
+            }
+            drop(rec);
             self.spare_buf = Some(conn.into_buf());
         }
     }

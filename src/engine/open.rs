@@ -26,6 +26,8 @@ use crate::timer::within;
 pub(crate) trait Tally {
     fn dns(&self, _how: Resolution) {}
     fn connection_opened(&self) {}
+    /// A connect done in `connect_ns`: the kernel's view of it is read here.
+    fn tcp_connected(&self, _tcp: &tokio::net::TcpStream, _connect_ns: u64) {}
     fn tls_handshake(&self, _h: TlsHandshake) {}
     fn connection_closed(&self, _reason: CloseReason) {}
 }
@@ -37,6 +39,12 @@ impl Tally for Rc<RefCell<Recorder>> {
 
     fn connection_opened(&self) {
         self.borrow_mut().connection_opened();
+    }
+
+    fn tcp_connected(&self, tcp: &tokio::net::TcpStream, connect_ns: u64) {
+        if let Some(v) = net::kernel::tcp_view(tcp) {
+            self.borrow_mut().tcp_connected(v, connect_ns);
+        }
     }
 
     fn tls_handshake(&self, h: TlsHandshake) {
@@ -167,6 +175,7 @@ impl<T: Tally> Opener<T> {
         let t_connected = Instant::now();
         phases.connect = Some(ns(t, t_connected));
         self.rec.connection_opened();
+        self.rec.tcp_connected(&tcp, ns(t, t_connected));
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
                 stream: Stream::Tcp(tcp),

@@ -3,6 +3,7 @@
 
 pub mod dial;
 pub mod dns;
+pub mod kernel;
 pub mod local_ports;
 pub mod quic;
 pub mod stream;

@@ -24,6 +24,14 @@ impl Stream {
         }
     }
 
+    /// The kernel's view of the TCP connection beneath.
+    pub fn tcp_view(&self) -> Option<super::kernel::TcpView> {
+        match self {
+            Stream::Tcp(s) => super::kernel::tcp_view(s),
+            Stream::Tls(t) => super::kernel::tcp_view(t.get_ref().0.tcp()),
+        }
+    }
+
     /// What the TLS handshake put on the wire (once; none on TCP).
     pub fn take_wire(&mut self) -> Option<crate::record::Wire> {
         match self {

@@ -123,6 +123,11 @@ impl Tapped {
         }
     }
 
+    /// The TCP stream beneath.
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
     /// What the handshake put on the wire; the tap stops (none after the first call).
     pub fn take_wire(&mut self) -> Option<Wire> {
         let tap = self.tap.take()?;

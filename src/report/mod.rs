@@ -354,8 +354,41 @@ pub struct ConnectionsReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h2: Option<H2Report>,
     /// HTTP/3 only: what quinn said about the QUIC connections.
+    /// TCP: the kernel's view of the connections (Linux `TCP_INFO`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quic: Option<QuicReport>,
+}
+
+/// TCP connections as the kernel saw them (Linux `TCP_INFO`): right after each connect,
+/// and at the close of each HTTP/1.x connection.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelReport {
+    /// Connects read right after they completed.
+    pub connects: u64,
+    /// The kernel's smoothed RTT right after each connect whose SYN was answered the
+    /// first time: the network's round trip, beside the connect phase.
+    pub rtt_ms: PhaseSummary,
+    /// Connects whose SYN was sent again (it or its answer was lost: the kernel waited
+    /// its retransmission timeout, 1 s at first, then 2 s, 4 s...), and the SYNs sent
+    /// again.
+    pub syn_retransmitted: u64,
+    pub syn_retransmits: u64,
+    /// Those connects' time (absent without any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syn_retransmitted_connect_ms: Option<Spread>,
+    /// HTTP/1.x connections read at their close (HTTP/2's sockets are its own).
+    pub closed: u64,
+    /// At their close: the smoothed and the least RTT over each one's life.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_at_close_ms: Option<Spread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_rtt_ms: Option<Spread>,
+    /// Segments sent again over those connections' lives (their SYNs' included), and
+    /// the connections with any.
+    pub retransmits: u64,
+    pub connections_with_retransmits: u64,
 }
 
 /// HTTP/3's QUIC connections, from quinn's own figures. The handshakes' kinds (full or

@@ -99,6 +99,22 @@ pub struct RawQuic {
     pub connections: u64,
 }
 
+/// TCP connections as the kernel saw them (`TCP_INFO`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RawTcp {
+    pub connects: u64,
+    /// The kernel's RTT right after each connect whose SYN was answered the first time.
+    pub rtt: Option<RawPhase>,
+    pub syn_retransmitted: u64,
+    pub syn_retransmits: u64,
+    pub syn_connect: RawSpan,
+    pub closed: u64,
+    pub rtt_at_close: RawSpan,
+    pub min_rtt: RawSpan,
+    pub retransmits: u64,
+    pub with_retransmits: u64,
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct RawLocalPorts {
     pub time_wait: Option<u64>,
@@ -228,6 +244,9 @@ pub struct RawRecorder {
     pub peak_streams_max: u64,
     pub server_settings: Option<ServerSettings>,
     pub local_ports: Option<RawLocalPorts>,
+    /// Absent in reports written before the kernel's view was read.
+    #[serde(default)]
+    pub tcp: RawTcp,
     pub quic: RawQuic,
     pub timeline: RawTimeline,
 }

@@ -9,14 +9,14 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::{Counter, Histogram};
 
-use super::recorder::{PhaseStat, QuicStats, Recorder, Span, GOAWAY_SLOTS};
+use super::recorder::{PhaseStat, QuicStats, Recorder, Span, TcpStats, GOAWAY_SLOTS};
 use super::timeline::{Bucket, Timeline};
 use crate::cpu::CpuTime;
 use crate::net::local_ports::LocalPorts;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, PHASE_NAMES};
 pub use crate::report::raw::{
-    RawBucket, RawLocalPorts, RawPhase, RawQuic, RawRecorder, RawScenario, RawSpan, RawTimeline,
-    ScenarioShape,
+    RawBucket, RawLocalPorts, RawPhase, RawQuic, RawRecorder, RawScenario, RawSpan, RawTcp,
+    RawTimeline, ScenarioShape,
 };
 
 impl RawScenario {
@@ -71,20 +71,19 @@ fn phases(set: &[PhaseStat]) -> BTreeMap<String, RawPhase> {
     set.iter()
         .zip(PHASE_NAMES)
         .filter(|(p, _)| p.count > 0)
-        .map(|(p, name)| {
-            (
-                name.to_string(),
-                RawPhase {
-                    count: p.count,
-                    sum_ns: p.sum_ns,
-                    sum_sq: p.sum_sq,
-                    min_ns: p.min_ns,
-                    max_ns: p.max_ns,
-                    histogram: encode_histogram(&p.hist),
-                },
-            )
-        })
+        .map(|(p, name)| (name.to_string(), raw_phase(p)))
         .collect()
+}
+
+fn raw_phase(p: &PhaseStat) -> RawPhase {
+    RawPhase {
+        count: p.count,
+        sum_ns: p.sum_ns,
+        sum_sq: p.sum_sq,
+        min_ns: p.min_ns,
+        max_ns: p.max_ns,
+        histogram: encode_histogram(&p.hist),
+    }
 }
 
 fn span(s: &Span) -> RawSpan {
@@ -146,6 +145,7 @@ impl From<&Recorder> for RawRecorder {
                 time_wait: p.time_wait,
                 range: p.range.map(|(lo, hi)| [lo, hi]),
             }),
+            tcp: raw_tcp(&r.tcp),
             quic: RawQuic {
                 handshake: span(&q.handshake),
                 early_lead: span(&q.early_lead),
@@ -226,23 +226,60 @@ fn phase_set(map: &BTreeMap<String, RawPhase>, set: &mut [PhaseStat]) -> Result<
             .iter()
             .position(|n| n == name)
             .ok_or_else(|| format!("unknown phase {name:?}"))?;
-        let h = decode_histogram::<u64>(&p.histogram).map_err(|e| format!("phase {name}: {e}"))?;
-        if h.len() != p.count {
-            return Err(format!(
-                "phase {name}: the histogram holds {} samples, the count says {}",
-                h.len(),
-                p.count
-            ));
-        }
-        let s = &mut set[i];
-        s.hist.add(&h).map_err(|e| format!("phase {name}: {e:?}"))?;
-        s.count = p.count;
-        s.sum_ns = p.sum_ns;
-        s.sum_sq = p.sum_sq;
-        s.min_ns = p.min_ns;
-        s.max_ns = p.max_ns;
+        phase_back(p, &mut set[i]).map_err(|e| format!("phase {name}: {e}"))?;
     }
     Ok(())
+}
+
+/// `p` into the empty `s`.
+fn phase_back(p: &RawPhase, s: &mut PhaseStat) -> Result<(), String> {
+    let h = decode_histogram::<u64>(&p.histogram)?;
+    if h.len() != p.count {
+        return Err(format!(
+            "the histogram holds {} samples, the count says {}",
+            h.len(),
+            p.count
+        ));
+    }
+    s.hist.add(&h).map_err(|e| format!("{e:?}"))?;
+    s.count = p.count;
+    s.sum_ns = p.sum_ns;
+    s.sum_sq = p.sum_sq;
+    s.min_ns = p.min_ns;
+    s.max_ns = p.max_ns;
+    Ok(())
+}
+
+fn raw_tcp(t: &TcpStats) -> RawTcp {
+    RawTcp {
+        connects: t.connects,
+        rtt: (t.rtt.count > 0).then(|| raw_phase(&t.rtt)),
+        syn_retransmitted: t.syn_retransmitted,
+        syn_retransmits: t.syn_retransmits,
+        syn_connect: span(&t.syn_connect),
+        closed: t.closed,
+        rtt_at_close: span(&t.rtt_at_close),
+        min_rtt: span(&t.min_rtt),
+        retransmits: t.retransmits,
+        with_retransmits: t.with_retransmits,
+    }
+}
+
+fn tcp_back(r: &RawTcp) -> Result<TcpStats, String> {
+    let mut t = TcpStats::default();
+    if let Some(p) = &r.rtt {
+        phase_back(p, &mut t.rtt).map_err(|e| format!("tcp rtt: {e}"))?;
+    }
+    t.connects = r.connects;
+    t.syn_retransmitted = r.syn_retransmitted;
+    t.syn_retransmits = r.syn_retransmits;
+    t.syn_connect = span_back(&r.syn_connect);
+    t.closed = r.closed;
+    t.rtt_at_close = span_back(&r.rtt_at_close);
+    t.min_rtt = span_back(&r.min_rtt);
+    t.retransmits = r.retransmits;
+    t.with_retransmits = r.with_retransmits;
+    Ok(t)
 }
 
 fn span_back(s: &RawSpan) -> Span {
@@ -305,6 +342,7 @@ impl TryFrom<&RawRecorder> for Recorder {
             time_wait: p.time_wait,
             range: p.range.map(|[lo, hi]| (lo, hi)),
         });
+        rec.tcp = tcp_back(&r.tcp)?;
         let q = &r.quic;
         rec.quic = QuicStats {
             handshake: span_back(&q.handshake),

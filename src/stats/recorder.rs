@@ -6,6 +6,7 @@ use std::ops::AddAssign;
 use hdrhistogram::Histogram;
 
 use crate::net::dns::Resolution;
+use crate::net::kernel::TcpView;
 use crate::net::local_ports::LocalPorts;
 use crate::proto::h2::wire::ServerSettings;
 use crate::report::raw::Counts;
@@ -111,6 +112,8 @@ pub struct Recorder {
     pub server_settings: Option<ServerSettings>,
     /// Taken at the end of a run in which connects found no free local port.
     pub local_ports: Option<LocalPorts>,
+    /// What the kernel said about the TCP connections.
+    pub tcp: TcpStats,
     /// HTTP/3: what quinn said about the QUIC connections.
     pub quic: QuicStats,
     /// Per-second buckets of the run (bounded).
@@ -160,6 +163,60 @@ impl AddAssign<&Span> for Span {
         self.max_ns = self.max_ns.max(o.max_ns);
         self.count += o.count;
         self.sum_ns += o.sum_ns;
+    }
+}
+
+/// TCP connections as the kernel saw them (`TCP_INFO`): right after each connect, and
+/// at the close of each HTTP/1.x connection (HTTP/2's sockets are its connection task's).
+#[derive(Clone)]
+pub struct TcpStats {
+    /// Connects read.
+    pub connects: u64,
+    /// The kernel's RTT right after each connect whose SYN was answered the first time
+    /// (ns; a retransmitted SYN gives no sample).
+    pub rtt: PhaseStat,
+    /// Connects whose SYN was sent again, the SYNs sent again, and those connects' time.
+    pub syn_retransmitted: u64,
+    pub syn_retransmits: u64,
+    pub syn_connect: Span,
+    /// Connections read at their close: the smoothed and least RTT over each one's life,
+    /// the segments sent again (SYNs included) and the connections with any.
+    pub closed: u64,
+    pub rtt_at_close: Span,
+    pub min_rtt: Span,
+    pub retransmits: u64,
+    pub with_retransmits: u64,
+}
+
+impl Default for TcpStats {
+    fn default() -> Self {
+        TcpStats {
+            connects: 0,
+            rtt: PhaseStat::new(),
+            syn_retransmitted: 0,
+            syn_retransmits: 0,
+            syn_connect: Span::default(),
+            closed: 0,
+            rtt_at_close: Span::default(),
+            min_rtt: Span::default(),
+            retransmits: 0,
+            with_retransmits: 0,
+        }
+    }
+}
+
+impl AddAssign<&TcpStats> for TcpStats {
+    fn add_assign(&mut self, o: &TcpStats) {
+        self.connects += o.connects;
+        self.rtt += &o.rtt;
+        self.syn_retransmitted += o.syn_retransmitted;
+        self.syn_retransmits += o.syn_retransmits;
+        self.syn_connect += &o.syn_connect;
+        self.closed += o.closed;
+        self.rtt_at_close += &o.rtt_at_close;
+        self.min_rtt += &o.min_rtt;
+        self.retransmits += o.retransmits;
+        self.with_retransmits += o.with_retransmits;
     }
 }
 
@@ -220,6 +277,7 @@ impl Recorder {
             local_ports: None,
             rpc_min: u64::MAX,
             rpc_max: 0,
+            tcp: TcpStats::default(),
             quic: QuicStats::default(),
             timeline: Timeline::default(),
         }
@@ -363,6 +421,33 @@ impl Recorder {
         }
     }
 
+    /// The kernel's view right after a connect that took `connect_ns`.
+    pub fn tcp_connected(&mut self, v: TcpView, connect_ns: u64) {
+        let t = &mut self.tcp;
+        t.connects += 1;
+        if v.total_retrans > 0 {
+            t.syn_retransmitted += 1;
+            t.syn_retransmits += u64::from(v.total_retrans);
+            t.syn_connect.add(connect_ns);
+        } else if v.rtt_us > 0 {
+            t.rtt.record(u64::from(v.rtt_us) * 1000);
+        }
+    }
+
+    /// The kernel's view of a connection as it closes.
+    pub fn tcp_closed(&mut self, v: TcpView) {
+        let t = &mut self.tcp;
+        t.closed += 1;
+        t.rtt_at_close.add(u64::from(v.rtt_us) * 1000);
+        if v.min_rtt_us > 0 {
+            t.min_rtt.add(u64::from(v.min_rtt_us) * 1000);
+        }
+        t.retransmits += u64::from(v.total_retrans);
+        if v.total_retrans > 0 {
+            t.with_retransmits += 1;
+        }
+    }
+
     /// A connection ended after carrying `requests` responses.
     pub fn connection_closed(&mut self, reason: CloseReason, requests: u64) {
         self.timeline.connection_closed(reason);
@@ -437,6 +522,7 @@ impl AddAssign<&Recorder> for Recorder {
         }
         self.rpc_min = self.rpc_min.min(o.rpc_min);
         self.rpc_max = self.rpc_max.max(o.rpc_max);
+        self.tcp += &o.tcp;
         self.quic += &o.quic;
     }
 }

@@ -13,10 +13,10 @@ use crate::plan::Strategy;
 use crate::proto::h2::wire::error_code_name;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
-    ConnectionsReport, CpuReport, DnsReport, EarlyDataReport, H2Report, LatencyReport, LoadReport,
-    LocalPortsReport, PeakReport, PhaseGroup, PhaseMeans, PhaseSummary, PhasesReport, QuicReport,
-    RequestsReport, RetriesReport, RpcReport, ScenarioReport, Spread, ThroughputReport,
-    TimelineBucket, TlsHandshakes,
+    ConnectionsReport, CpuReport, DnsReport, EarlyDataReport, H2Report, KernelReport,
+    LatencyReport, LoadReport, LocalPortsReport, PeakReport, PhaseGroup, PhaseMeans, PhaseSummary,
+    PhasesReport, QuicReport, RequestsReport, RetriesReport, RpcReport, ScenarioReport, Spread,
+    ThroughputReport, TimelineBucket, TlsHandshakes,
 };
 
 const NS_PER_MS: f64 = 1e6;
@@ -135,6 +135,52 @@ fn spread(s: &crate::stats::recorder::Span) -> Spread {
     }
 }
 
+/// The kernel's view of the TCP connections; none when none was read.
+fn kernel_report(rec: &Recorder) -> Option<KernelReport> {
+    let t = &rec.tcp;
+    if t.connects == 0 && t.closed == 0 {
+        return None;
+    }
+    let some = |s: &super::recorder::Span| (s.count > 0).then(|| spread(s));
+    Some(KernelReport {
+        connects: t.connects,
+        rtt_ms: phase_summary(&t.rtt),
+        syn_retransmitted: t.syn_retransmitted,
+        syn_retransmits: t.syn_retransmits,
+        syn_retransmitted_connect_ms: some(&t.syn_connect),
+        closed: t.closed,
+        rtt_at_close_ms: some(&t.rtt_at_close),
+        min_rtt_ms: some(&t.min_rtt),
+        retransmits: t.retransmits,
+        connections_with_retransmits: t.with_retransmits,
+    })
+}
+
+/// "3 of 40 connects took ~1.0 s (1.01-1.02 s): their SYN or its answer was lost and
+/// the SYN sent again after the kernel's retransmission timeout (3 SYNs sent again); the
+/// kernel's RTT was 20.1 ms (median) on the others."
+fn syn_sentence(k: &KernelReport) -> Option<String> {
+    let slow = k.syn_retransmitted_connect_ms?;
+    let secs = |ms: f64| format!("{:.2} s", ms / 1000.0);
+    let others = if k.rtt_ms.count > 0 {
+        format!(
+            "; on the others the kernel's RTT was {} ms (median)",
+            crate::fmt::ms(k.rtt_ms.p50)
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{} of {} connects took ~{} ({:.2}-{}): their SYN or its answer was lost and the SYN sent again after the kernel's retransmission timeout (1 s, then 2 s, 4 s...; {} sent again){others}.",
+        k.syn_retransmitted,
+        k.connects,
+        secs(slow.mean),
+        slow.min / 1000.0,
+        secs(slow.max),
+        crate::fmt::plural_s(k.syn_retransmits, "SYN")
+    ))
+}
+
 fn quic_report(sc: &ScenarioShape, rec: &Recorder) -> QuicReport {
     let q = &rec.quic;
     let shared = sc.strategy == Strategy::H3;
@@ -183,6 +229,9 @@ pub fn summarize(
     cpu: CpuTime,
 ) -> ScenarioReport {
     let mut rep = summarize_counts(sc, rec, wall, cpu);
+    if let Some(line) = rep.connections.kernel.as_ref().and_then(syn_sentence) {
+        rep.diagnosis.push(line);
+    }
     if let Some(line) = crate::report::failure::example_sentence(&rep) {
         // Right after the sentence counting the errors by category.
         let at = rep
@@ -355,6 +404,7 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
             rejected: rec.counts.early_rejected,
         },
         h2: (sc.strategy == Strategy::H2).then(|| h2_report(sc, rec)),
+        kernel: kernel_report(rec),
         quic: sc.strategy.quic().then(|| quic_report(sc, rec)),
     }
 }

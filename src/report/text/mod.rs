@@ -331,6 +331,9 @@ fn connections_block(out: &mut String, s: &ScenarioReport) {
         c.reuse_ratio * 100.0
     );
     tls_lines(out, &c.tls_handshakes);
+    if let Some(k) = &c.kernel {
+        kernel_lines(out, k, &s.phases_ms.new.connect);
+    }
     let ed = &c.early_data;
     if ed.attempted > 0 {
         let _ = writeln!(
@@ -427,6 +430,47 @@ fn tls_lines(out: &mut String, th: &crate::report::TlsHandshakes) {
             out,
             "  TLS bytes (full)      ClientHello {:.0} B, the server's first flight {:.0} B (means)",
             hello, flight
+        );
+    }
+}
+
+/// The kernel's view (TCP_INFO): its RTT after each connect beside the connect phase,
+/// the SYNs sent again, and at the connections' close their least RTT and retransmits.
+fn kernel_lines(
+    out: &mut String,
+    k: &crate::report::KernelReport,
+    connect: &crate::report::PhaseSummary,
+) {
+    use crate::fmt::ms;
+    if k.rtt_ms.count > 0 {
+        let _ = writeln!(
+            out,
+            "  kernel RTT (TCP_INFO) p50 {} ms, p99 {} ms after {} connects (the connect phase: p50 {} ms, p99 {} ms)",
+            ms(k.rtt_ms.p50),
+            ms(k.rtt_ms.p99),
+            k.rtt_ms.count,
+            ms(connect.p50),
+            ms(connect.p99)
+        );
+    }
+    if let Some(slow) = k.syn_retransmitted_connect_ms {
+        let _ = writeln!(
+            out,
+            "  SYN sent again        on {} of {} connects ({} in all), which took {} ms on average",
+            k.syn_retransmitted,
+            k.connects,
+            k.syn_retransmits,
+            ms(slow.mean)
+        );
+    }
+    if let Some(min) = k.min_rtt_ms {
+        let _ = writeln!(
+            out,
+            "  at close (kernel)     least RTT {} ms (mean over {} connections); {} segments sent again, on {} of them",
+            ms(min.mean),
+            min.count,
+            k.retransmits,
+            k.connections_with_retransmits
         );
     }
 }

@@ -1,0 +1,41 @@
+//! The kernel's view of a TCP connection (Linux `TCP_INFO`): its smoothed and least RTT
+//! and the segments it sent again. Right after a connect, every retransmission is of
+//! the SYN: the kernel waited its retransmission timeout (1 s, then 2 s, 4 s…) for the
+//! SYN or its answer, lost on the way.
+
+use std::os::fd::AsRawFd;
+
+/// One reading of `TCP_INFO`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpView {
+    /// The smoothed RTT estimate (µs); right after a connect, the SYN's answer's time
+    /// (none when the SYN was sent again: Karn's rule takes no sample from it).
+    pub rtt_us: u32,
+    /// The least RTT seen over the connection's life (µs; 0: no sample yet).
+    pub min_rtt_us: u32,
+    /// Segments sent again over the connection's life (the SYN's included).
+    pub total_retrans: u32,
+}
+
+/// Read `TCP_INFO` of a connected socket; `None` where the kernel does not say.
+pub fn tcp_view(s: &impl AsRawFd) -> Option<TcpView> {
+    // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it
+    // and says how many it wrote.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    // tcpi_min_rtt came with Linux 4.6; an older kernel's shorter answer leaves it 0.
+    (rc == 0).then_some(TcpView {
+        rtt_us: info.tcpi_rtt,
+        min_rtt_us: info.tcpi_min_rtt,
+        total_retrans: info.tcpi_total_retrans,
+    })
+}

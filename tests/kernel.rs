@@ -1,0 +1,163 @@
+//! The kernel's view of each TCP connection (`TCP_INFO`): its RTT after the connect, and
+//! the connects whose SYN was sent again, checked against a packet capture (tcpdump) of
+//! the SYNs the client's side really sent across a lossy lab link, and against the link.
+//!
+//! Needs root (network namespaces and TUN devices); skipped with a message otherwise.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+/// From tcpdump's reading of a capture of SYN segments: per client port, the SYNs it
+/// sent, and whether a SYN-ACK came back (the connect completed).
+fn syns(capture: &str) -> BTreeMap<u16, (u64, bool)> {
+    let out = Command::new("tcpdump")
+        .args(["-r", capture, "-n"])
+        .output()
+        .expect("tcpdump reads its capture");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut by_port: BTreeMap<u16, (u64, bool)> = BTreeMap::new();
+    let port = |addr: &str| {
+        addr.rsplit('.')
+            .next()
+            .and_then(|p| p.trim_end_matches(':').parse::<u16>().ok())
+    };
+    for line in text.lines() {
+        // "... IP 10.200.0.1.41234 > 10.200.0.2.8080: Flags [S], seq ..."
+        let Some(at) = line.find(" IP ") else {
+            continue;
+        };
+        let f: Vec<&str> = line[at + 4..].split_whitespace().collect();
+        if f.len() < 5 || f[1] != ">" {
+            continue;
+        }
+        match f[4] {
+            "[S]," => {
+                let p = port(f[0]).expect("a source port");
+                by_port.entry(p).or_default().0 += 1;
+            }
+            "[S.]," => {
+                let p = port(f[2]).expect("a destination port");
+                by_port.entry(p).or_default().1 = true;
+            }
+            _ => {}
+        }
+    }
+    by_port
+}
+
+#[test]
+fn connects_whose_syn_was_lost_equal_the_syns_a_capture_saw_twice() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: the lab needs root to create network namespaces");
+        return;
+    }
+    let dir = Dir::new("kernel-syn");
+    let (cap, log, pid, json) = (
+        dir.path("syn.pcap"),
+        dir.path("tcpdump.log"),
+        dir.path("tcpdump.pid"),
+        dir.path("bench.json"),
+    );
+    // On the client's side of the link, before the line loses anything: every SYN the
+    // client's kernel sent, and every SYN-ACK that reached it. 8 % loss per direction
+    // loses a SYN or its answer on ~15 % of connects (1 in 10^7 runs sees none of 100).
+    let script = format!(
+        "tcpdump -i any -n -U --immediate-mode -w {cap} 'tcp[tcpflags] & tcp-syn != 0' 2> {log} & echo $! > {pid}; \
+         for i in $(seq 200); do grep -q listening {log} && break; sleep 0.05; done; \
+         {} bench {{url}} -s close -n 100 -c 5 --timeout 20s --json --no-progress > {json}; \
+         code=$?; sleep 0.5; kill -INT $(cat {pid}); wait; exit $code",
+        bin()
+    );
+    let out = Command::new(bin())
+        .args([
+            "lab", "--rtt", "20ms", "--loss", "8%", "--", "sh", "-c", &script,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}\n{err}"));
+    assert_eq!(
+        schema_violations("report.schema.json", &v),
+        Vec::<String>::new()
+    );
+    let s = scenario(&v);
+    let k = &s["connections"]["kernel"];
+    let seen = syns(&cap);
+    // The connects that completed: a SYN-ACK came back.
+    let done: Vec<(u64, bool)> = seen.values().copied().filter(|(_, acked)| *acked).collect();
+    assert_eq!(done.len() as u64, u(&k["connects"]), "{k}\n{seen:?}");
+    assert_eq!(u(&k["connects"]), u(&s["connections"]["opened"]), "{k}");
+    let again = done.iter().filter(|(n, _)| *n > 1).count() as u64;
+    let extra: u64 = done.iter().map(|(n, _)| n - 1).sum();
+    assert!(again > 0, "8 % loss and not one SYN sent again: {seen:?}");
+    assert_eq!(u(&k["syn_retransmitted"]), again, "{k}\n{seen:?}");
+    assert_eq!(u(&k["syn_retransmits"]), extra, "{k}\n{seen:?}");
+    // Each of them waited the kernel's first retransmission timeout, 1 s, at least.
+    let slow = &k["syn_retransmitted_connect_ms"];
+    assert!(slow["min"].as_f64().unwrap() >= 1000.0, "{k}");
+    assert_eq!(u(&slow["count"]), again, "{k}");
+    // The others: the kernel's RTT is the link's 20 ms.
+    let rtt = k["rtt_ms"]["p50"].as_f64().unwrap();
+    assert!((rtt - 20.0).abs() <= 1.5, "kernel RTT p50 {rtt} ms: {k}");
+    assert_eq!(u(&k["rtt_ms"]["count"]) + again, u(&k["connects"]), "{k}");
+    // Every connection was read at its close, and the least RTT is the link's.
+    assert_eq!(u(&k["closed"]), u(&s["connections"]["opened"]), "{k}");
+    let min = k["min_rtt_ms"]["min"].as_f64().unwrap();
+    assert!((19.5..=21.5).contains(&min), "least RTT {min} ms: {k}");
+    assert!(u(&k["retransmits"]) >= extra, "{k}");
+    // The diagnosis says so.
+    let diag: Vec<&str> = s["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let want = format!("{again} of {} connects took ~", u(&k["connects"]));
+    assert!(
+        diag.iter().any(|d| d.starts_with(&want)
+            && d.contains("their SYN or its answer was lost and the SYN sent again after the kernel's retransmission timeout")
+            && d.contains(&format!("{extra} SYN"))),
+        "{want}: {diag:?}"
+    );
+}
+
+#[test]
+fn on_loopback_no_syn_is_sent_again_and_the_kernel_s_rtt_is_tiny() {
+    let srv = start(ServerConfig::default());
+    let url = srv.http_url().unwrap();
+    let v = bench_json(&[&url, "-s", "close", "-n", "50", "-c", "2"]);
+    assert_eq!(
+        schema_violations("report.schema.json", &v),
+        Vec::<String>::new()
+    );
+    let k = &scenario(&v)["connections"]["kernel"];
+    assert_eq!(u(&k["connects"]), 50, "{k}");
+    assert_eq!(u(&k["syn_retransmitted"]), 0, "{k}");
+    assert!(k.get("syn_retransmitted_connect_ms").is_none(), "{k}");
+    assert_eq!(u(&k["closed"]), 50, "{k}");
+    assert!(k["rtt_ms"]["p50"].as_f64().unwrap() < 1.0, "{k}");
+    // Merged and re-read, the figures stay.
+    let f = TempFile::new("kernel-merge.json", v.to_string().as_bytes());
+    let out = run(&["merge", f.s(), f.s(), "--json", "--allow-mismatch"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mk = &scenario(&m)["connections"]["kernel"];
+    assert_eq!(u(&mk["connects"]), 100, "{mk}");
+    assert_eq!(
+        u(&mk["rtt_ms"]["count"]),
+        2 * u(&k["rtt_ms"]["count"]),
+        "{mk}"
+    );
+}
