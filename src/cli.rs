@@ -652,7 +652,8 @@ pub struct RequestArgs {
     #[arg(long, short = 'T', value_name = "TYPE")]
     pub content_type: Option<String>,
 
-    /// Read the URLs to request (one per line) from a file; used in turn
+    /// Read the URLs to request (one per line) from a file: each requested once, in
+    /// turn across the workers; with -n or -d the list is cycled
     #[arg(long, value_name = "FILE")]
     pub urls_from_file: Option<PathBuf>,
 

@@ -585,6 +585,14 @@ pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError>
         .collect())
 }
 
+/// `--urls-from-file` without `-n` or `-d`: each URL once (520 URLs are 520 requests);
+/// with `-n` the list is cycled until it is reached.
+pub fn urls_once(load: &mut LoadConfig, a: &LoadArgs, request: &RequestArgs, req: &RequestConfig) {
+    if request.urls_from_file.is_some() && a.requests.is_none() && a.duration.is_none() {
+        load.stop.requests = Some(req.urls.len() as u64);
+    }
+}
+
 /// A one-URL scenario for `trace` and `doctor` (one worker, `count` requests).
 pub fn single_url_scenario(
     request: &RequestArgs,

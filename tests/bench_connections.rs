@@ -348,6 +348,50 @@ fn urls_from_file_keeps_one_connection_per_host_and_port() {
     b.stop();
 }
 
+/// Report 003's 520 downloads are 520 requests: without -n or -d each URL of the list
+/// is requested once (by bench, and by each round of compare).
+#[test]
+fn urls_from_file_without_n_requests_each_url_once() {
+    let a = start(ServerConfig::default());
+    let b = start(ServerConfig::default());
+    let list = tempfile_path::TempPath::new("urls-once.txt");
+    let text = format!(
+        "{}bytes/10\n{}bytes/20\n{}status/204\n",
+        http(&a),
+        http(&b),
+        http(&a)
+    );
+    std::fs::write(&list.0, text).unwrap();
+    let r = bench_json(&["--urls-from-file", list.s(), "-c", "2"]);
+    let s = scenario(&r);
+    check_accounting(s);
+    assert_eq!(u(&s["requests"]["attempted"]), 3, "{}", s["requests"]);
+    assert_eq!((a.snapshot().requests, b.snapshot().requests), (2, 1));
+    assert_eq!(u(&s["requests"]["status_codes"]["204"]), 1);
+    let v = compare_json(&[
+        "--urls-from-file",
+        list.s(),
+        "--strategies",
+        "keepalive,close",
+        "--rounds",
+        "2",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(
+        u(&v["comparison"]["requests_per_round"]),
+        3,
+        "{}",
+        v["comparison"]
+    );
+    assert_eq!(
+        (a.snapshot().requests, b.snapshot().requests),
+        (2 + 8, 1 + 4)
+    );
+    a.stop();
+    b.stop();
+}
+
 #[test]
 fn resolve_skips_dns_and_a_name_is_resolved_once_per_run_or_per_connection() {
     let srv = start(ServerConfig::default());

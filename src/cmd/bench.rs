@@ -21,9 +21,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
     let mut load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
     let segment = config::parse_segment(a.segment.as_deref(), a.segments)?;
-    if let Some(seg) = segment {
-        config::apply_segment(&mut load, seg)?;
-    }
     let start_at = a
         .start_at
         .as_deref()
@@ -55,6 +52,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         _ => (a.url.clone(), Vec::new()),
     };
     let req = config::request_config(&a.request, url.as_deref(), roots)?;
+    config::urls_once(&mut load, &a.load, &a.request, &req);
+    if let Some(seg) = segment {
+        config::apply_segment(&mut load, seg)?;
+    }
     let sc = config::scenario(
         strategy.name(),
         strategy,

@@ -130,13 +130,18 @@ impl Plan<'_> {
                     .map(|r| (group, r))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // A round sends each URL of --urls-from-file once (unless -n or -d says).
+        let mut load = load.clone();
+        if let Some((_, req)) = targets.first() {
+            config::urls_once(&mut load, &a.load, &a.request, req);
+        }
         let rows = compare::offers::Rows {
             chosen,
             embedded: embedded.is_some(),
             h2c: a.h2c,
             requests_per_connection: a.requests_per_connection,
             multiplexed_connections: config::connections(a.connections, Strategy::H2)?,
-            load,
+            load: &load,
             prefix,
         };
         Ok(rows.arms(&targets)?)
