@@ -289,6 +289,12 @@ pub struct LinkArgs {
     /// line), netem, or delay-line
     #[arg(long, value_name = "auto|netem|delay-line")]
     pub emulator: Option<String>,
+
+    /// The embedded server: pad its certificate chain to about N bytes (as a long chain
+    /// or an RSA-4096 key would), to see what a server's first flight above the initial
+    /// window (TCP) or the anti-amplification limit (QUIC) costs
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=60_000))]
+    pub cert_chain_bytes: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -786,6 +792,12 @@ pub struct ServeArgs {
     /// and a request in it is answered at once (before the client's Finished)
     #[arg(long, default_value = "off")]
     pub early_data: String,
+
+    /// Pad the certificate chain to about N bytes (as a long chain or an RSA-4096 key
+    /// would): a first flight above the initial window (TCP) or the anti-amplification
+    /// limit (QUIC)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=60_000))]
+    pub cert_chain_bytes: Option<u32>,
 
     /// Answer as an HTTP/1.0 server: close unless the request asks for keep-alive
     #[arg(long)]

@@ -516,6 +516,11 @@ fn parse_choice(flag: &str, s: &str) -> Result<Choice, UsageError> {
 }
 
 impl LinkArgs {
+    /// `--cert-chain-bytes`.
+    pub fn chain_bytes(&self) -> Option<usize> {
+        self.cert_chain_bytes.map(|n| n as usize)
+    }
+
     /// Whether any link flag was given (then the run crosses a lab's link).
     pub fn any(&self) -> bool {
         self.rtt.is_some()

@@ -24,15 +24,18 @@ pub struct Embedded {
 }
 
 impl Embedded {
-    /// The embedded server with its defaults, taking TLS early data when `early_data`.
-    /// The lab's link check (when there is a link) said on `steps`.
+    /// The embedded server with its defaults, taking TLS early data when `early_data`,
+    /// its certificate chain padded to `chain_bytes`. The lab's link check (when there is
+    /// a link) said on `steps`.
     pub fn with_early_data(
         spec: Option<LinkSpec>,
         early_data: bool,
+        chain_bytes: Option<usize>,
         steps: &Steps,
     ) -> anyhow::Result<Embedded> {
         let cfg = ServerConfig {
             early_data,
+            cert_chain_bytes: chain_bytes,
             ..ServerConfig::default()
         };
         Embedded::start(spec, cfg, steps)

@@ -561,6 +561,9 @@ pub struct Wire {
     /// What the server sent after the (last) ClientHello, before the client's next
     /// flight: its first flight, certificate chain included. 0: not known (early data).
     pub server_flight_bytes: u64,
+    /// From its first byte read to its last (ns): a round trip or more when part of it
+    /// waited for the client's ACKs (above the initial congestion window).
+    pub server_flight_spread_ns: u64,
 }
 
 /// The key-exchange groups by IANA code point and name, as reports name them. Runs

@@ -418,15 +418,14 @@ fn compare_sets_a_post_quantum_offer_against_x25519_and_the_groups_are_go_s() {
             && said.contains("; client CPU: "),
         "{said}\n{hello}"
     );
-    // ML-KEM-768's share is 1,184 bytes and its answer 1,088.
+    // ML-KEM-768's share is 1,184 bytes and its answer 1,088 (the flights' means move by
+    // a byte or two: an ECDSA signature is 70 to 72 bytes).
     assert!(
         bytes(pq_s, "client_hello_bytes") - bytes(classic_s, "client_hello_bytes") >= 1184.0,
         "{said}"
     );
-    assert!(
-        bytes(pq_s, "server_flight_bytes") - bytes(classic_s, "server_flight_bytes") >= 1088.0,
-        "{said}"
-    );
+    let answer = bytes(pq_s, "server_flight_bytes") - bytes(classic_s, "server_flight_bytes");
+    assert!((answer - 1088.0).abs() <= 3.0, "{said}");
 }
 
 #[test]

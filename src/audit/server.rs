@@ -40,7 +40,7 @@ impl RunningAudit {
 
 pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
     let bound = Some(cfg.listen.ip()).filter(|ip| !ip.is_unspecified());
-    let certs = crate::server::tls::generate(true, false, bound)?;
+    let certs = crate::server::tls::generate(true, false, bound, None)?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));
     with_log(&log, |g| g.timeline.begin(std::time::Instant::now()));
     let tls = cfg.tls;

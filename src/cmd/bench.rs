@@ -41,7 +41,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 "bench",
                 !a.output.no_progress && !a.output.json,
             );
-            Embedded::with_early_data(spec, strategy.early_data(), &steps)
+            Embedded::with_early_data(spec, strategy.early_data(), a.link.chain_bytes(), &steps)
         })
         .transpose()?;
     let (url, roots) = match (&embedded, &path) {

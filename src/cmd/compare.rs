@@ -166,7 +166,7 @@ impl Plan<'_> {
             .map_or(true, |c| c.iter().any(|c| c.strategy.early_data()));
         let embedded = self
             .path
-            .map(|_| Embedded::with_early_data(spec, early, &self.steps))
+            .map(|_| Embedded::with_early_data(spec, early, self.a.link.chain_bytes(), &self.steps))
             .transpose()?;
         let prefix = spec
             .filter(|_| self.sweep())

@@ -25,6 +25,7 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
         None => {
             let cfg = ServerConfig {
                 body_size: a.body_size,
+                cert_chain_bytes: a.link.chain_bytes(),
                 ..ServerConfig::default()
             };
             let srv = lab_server(&l, cfg)?;

@@ -67,6 +67,11 @@ pub(crate) fn embedded_path(
             "--rtt, --jitter, --loss and --bandwidth emulate a link to the embedded server: give no URL (or only a path, like /bytes/47000); to put another server or client across the link, use `handshake lab`".into(),
         ));
     }
+    if path.is_none() && link.cert_chain_bytes.is_some() {
+        return Err(UsageError(
+            "--cert-chain-bytes pads the embedded server's certificate chain: give no URL (or only a path, like /bytes/47000)".into(),
+        ));
+    }
     Ok(path)
 }
 
@@ -142,7 +147,7 @@ pub(crate) fn single_target(
     let path = embedded_path(url, link, request.urls_from_file.is_some())?;
     match (path, url) {
         (Some(p), _) => {
-            let e = Embedded::with_early_data(spec, early_data, steps)?;
+            let e = Embedded::with_early_data(spec, early_data, link.chain_bytes(), steps)?;
             Ok((e.url(tls, &p), vec![e.srv.ca_der.clone()], Some(e)))
         }
         (None, Some(u)) => Ok((u.to_string(), Vec::new(), None)),

@@ -32,6 +32,7 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
         max_concurrent_streams: a.max_concurrent_streams,
         early_data: on_off("--early-data", &a.early_data)?,
         h3: on_off("--h3", &a.h3)?,
+        cert_chain_bytes: a.cert_chain_bytes.map(|n| n as usize),
     };
     if cfg.max_requests_per_connection == Some(0) {
         return Err(UsageError(

@@ -470,8 +470,16 @@ fn counted_round_trips(s: &ScenarioReport) -> Option<f64> {
     } else {
         2 * hs.full + hs.resumed
     };
-    // A HelloRetryRequest costs its handshake one more.
-    let tls = tls + hs.hello_retry_requests;
+    // A HelloRetryRequest costs its handshake one more, and so does a server's first
+    // flight that waited (above TCP's initial window, or QUIC's anti-amplification
+    // limit).
+    let waited = c
+        .quic
+        .as_ref()
+        .map_or(hs.first_flight_extra_round_trips, |q| {
+            q.handshake_extra_round_trips
+        });
+    let tls = tls + hs.hello_retry_requests + waited;
     let before = (c.opened + tls).saturating_sub(c.early_data.accepted);
     Some(1.0 + before as f64 / ok as f64)
 }

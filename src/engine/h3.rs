@@ -407,12 +407,13 @@ impl H3 {
         };
         let done = Instant::now();
         phases.quic_handshake = Some(ns(started, done));
-        self.handshake_done(&full, started, done);
+        self.handshake_done(&full, started, done, conn.rtt());
         Ok((conn, full, started, None))
     }
 
-    /// A handshake completed: count the connection, its kind and its duration.
-    fn handshake_done(&self, seen: &Seen, started: Instant, done: Instant) {
+    /// A handshake completed: count the connection, its kind and its duration, and
+    /// whether it took more than one round trip at quinn's RTT estimate `rtt`.
+    fn handshake_done(&self, seen: &Seen, started: Instant, done: Instant, rtt: Duration) {
         let mut rec = self.rec.borrow_mut();
         rec.connection_opened();
         let kind = if seen.full() {
@@ -427,6 +428,7 @@ impl H3 {
             wire: None,
         });
         rec.quic.handshake.add(ns(started, done));
+        rec.quic_timed(ns(started, done), rtt.as_nanos() as u64);
     }
 
     /// A failed exchange on `conn`: classified, a timeout named by its stage.
@@ -506,7 +508,7 @@ impl H3 {
                 return Err(Fail::new(classify_connection(&e, false)));
             }
         }
-        self.handshake_done(&full, started, done);
+        self.handshake_done(&full, started, done, conn.rtt());
         self.rec.borrow_mut().early_data(taken);
         if taken {
             let lead = done.saturating_duration_since(left);

@@ -27,7 +27,15 @@ pub(crate) trait Tally {
     fn dns(&self, _how: Resolution) {}
     fn connection_opened(&self) {}
     /// A connect done in `connect_ns`: the kernel's view of it is read here.
-    fn tcp_connected(&self, _tcp: &tokio::net::TcpStream, _connect_ns: u64) {}
+    fn tcp_connected(
+        &self,
+        _tcp: &tokio::net::TcpStream,
+        _connect_ns: u64,
+    ) -> Option<net::kernel::TcpView> {
+        None
+    }
+    /// A server's first flight read over `spread_ns`, after the connect seen as `v`.
+    fn tls_flight(&self, _spread_ns: u64, _v: Option<net::kernel::TcpView>) {}
     fn tls_handshake(&self, _h: TlsHandshake) {}
     fn connection_closed(&self, _reason: CloseReason) {}
 }
@@ -41,10 +49,18 @@ impl Tally for Rc<RefCell<Recorder>> {
         self.borrow_mut().connection_opened();
     }
 
-    fn tcp_connected(&self, tcp: &tokio::net::TcpStream, connect_ns: u64) {
-        if let Some(v) = net::kernel::tcp_view(tcp) {
-            self.borrow_mut().tcp_connected(v, connect_ns);
-        }
+    fn tcp_connected(
+        &self,
+        tcp: &tokio::net::TcpStream,
+        connect_ns: u64,
+    ) -> Option<net::kernel::TcpView> {
+        let v = net::kernel::tcp_view(tcp)?;
+        self.borrow_mut().tcp_connected(v, connect_ns);
+        Some(v)
+    }
+
+    fn tls_flight(&self, spread_ns: u64, v: Option<net::kernel::TcpView>) {
+        self.borrow_mut().tls_flight(spread_ns, v);
     }
 
     fn tls_handshake(&self, h: TlsHandshake) {
@@ -175,7 +191,7 @@ impl<T: Tally> Opener<T> {
         let t_connected = Instant::now();
         phases.connect = Some(ns(t, t_connected));
         self.rec.connection_opened();
-        self.rec.tcp_connected(&tcp, ns(t, t_connected));
+        let kernel = self.rec.tcp_connected(&tcp, ns(t, t_connected));
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
                 stream: Stream::Tcp(tcp),
@@ -223,6 +239,9 @@ impl<T: Tally> Opener<T> {
         let wire = tls.get_mut().0.take_wire();
         let session = tls.get_ref().1;
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
+        if let Some(w) = wire {
+            self.rec.tls_flight(w.server_flight_spread_ns, kernel);
+        }
         self.rec.tls_handshake(handshake_of(session, wire));
         Ok(Opened {
             stream: Stream::Tls(Box::new(tls)),

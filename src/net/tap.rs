@@ -42,8 +42,11 @@ struct Tap {
     /// many are in.
     head: [u8; 4],
     head_have: usize,
-    /// Bytes the server sent since the last ClientHello.
+    /// Bytes the server sent since the last ClientHello, and when the first and the last
+    /// of them were read.
     read_since_hello: u64,
+    flight_first: Option<std::time::Instant>,
+    flight_last: Option<std::time::Instant>,
     /// The client's flight after its hello went out: nothing more to watch.
     done: bool,
 }
@@ -107,11 +110,27 @@ impl Tap {
         }
         self.wire.client_hellos += 1;
         self.read_since_hello = 0;
+        self.flight_first = None;
+        self.flight_last = None;
+    }
+
+    /// `n` bytes of the server's read.
+    fn read(&mut self, n: usize) {
+        if n == 0 || self.wire.client_hellos == 0 {
+            return;
+        }
+        self.read_since_hello += n as u64;
+        let now = std::time::Instant::now();
+        self.flight_first.get_or_insert(now);
+        self.flight_last = Some(now);
     }
 
     fn end(&mut self) {
         self.done = true;
         self.wire.server_flight_bytes = self.read_since_hello;
+        if let (Some(a), Some(b)) = (self.flight_first, self.flight_last) {
+            self.wire.server_flight_spread_ns = b.duration_since(a).as_nanos() as u64;
+        }
     }
 }
 
@@ -135,6 +154,7 @@ impl Tapped {
         if !tap.done {
             // Still in the handshake (early data pending): the flight is not known yet.
             wire.server_flight_bytes = 0;
+            wire.server_flight_spread_ns = 0;
         }
         Some(wire)
     }
@@ -150,7 +170,7 @@ impl AsyncRead for Tapped {
         let before = buf.filled().len();
         let r = Pin::new(&mut me.tcp).poll_read(cx, buf);
         if let Some(tap) = me.tap.as_mut().filter(|t| !t.done) {
-            tap.read_since_hello += (buf.filled().len() - before) as u64;
+            tap.read(buf.filled().len() - before);
         }
         r
     }

@@ -418,6 +418,10 @@ pub struct QuicReport {
     pub congestion_events: u64,
     /// Connections whose figures are above.
     pub connections_ended: u64,
+    /// Round trips the handshakes took beyond their one (each rounded at quinn's RTT
+    /// estimate, where it is 5 ms or more): the server's first flight waited for the
+    /// client, above the anti-amplification limit (3 times what the client had sent).
+    pub handshake_extra_round_trips: u64,
 }
 
 /// count, min, mean and max of a duration, in ms.
@@ -474,6 +478,10 @@ pub struct TlsHandshakes {
     /// first flight, certificate chain included), in bytes.
     pub client_hello_bytes: Option<f64>,
     pub server_flight_bytes: Option<f64>,
+    /// Round trips the server's first flight waited over TCP: from its first byte read to
+    /// its last, in the kernel's RTT after the connect (rounded; where it is 5 ms or
+    /// more), above the initial congestion window (~10 segments).
+    pub first_flight_extra_round_trips: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -216,6 +216,11 @@ counters! {
         tls_wire_full,
         tls_client_hello_bytes,
         tls_server_flight_bytes,
+        /// Round trips TLS handshakes over TCP took beyond those they need (the server's
+        /// first flight waited: above the initial window), against the kernel's RTT; and
+        /// QUIC handshakes beyond their one (quinn's RTT: the anti-amplification limit).
+        tls_flight_waits,
+        quic_flight_waits,
     }
 }
 

@@ -53,6 +53,8 @@ pub struct ServerConfig {
     pub early_data: bool,
     /// Answer HTTP/3 on UDP at the HTTPS listener's port.
     pub h3: bool,
+    /// Pad the certificate chain to about this many bytes (`--cert-chain-bytes`).
+    pub cert_chain_bytes: Option<usize>,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +77,7 @@ impl Default for ServerConfig {
             max_concurrent_streams: 128,
             early_data: false,
             h3: true,
+            cert_chain_bytes: None,
         }
     }
 }
@@ -277,7 +280,7 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .tls_listen
         .map(|a| a.ip())
         .filter(|ip| !ip.is_unspecified());
-    let certs = tls::generate(cfg.h2, cfg.early_data, bound)
+    let certs = tls::generate(cfg.h2, cfg.early_data, bound, cfg.cert_chain_bytes)
         .context("generating the server certificate")?;
     let stats = Arc::new(ServerStats::default());
     let shared = Arc::new(Shared {

@@ -20,10 +20,13 @@ pub struct Certs {
 /// address the server is bound to, when it is not loopback); `h2`: offer HTTP/2 by
 /// ALPN; `early_data`: issue tickets that allow 16 KiB of TLS 1.3 early data, and
 /// answer it as 0.5-RTT data.
+/// `chain_bytes`: the leaf carries extra names until leaf and CA are about that many
+/// bytes (a long chain or a large key, as far as the first flight goes).
 pub fn generate(
     h2: bool,
     early_data: bool,
     also: Option<std::net::IpAddr>,
+    chain_bytes: Option<usize>,
 ) -> anyhow::Result<Certs> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
@@ -42,11 +45,24 @@ pub fn generate(
         "::1".to_string(),
     ];
     names.extend(also.filter(|ip| !ip.is_loopback()).map(|ip| ip.to_string()));
-    let mut leaf_params = CertificateParams::new(names)?;
-    leaf_params
-        .distinguished_name
-        .push(DnType::CommonName, "localhost");
-    let leaf = leaf_params.signed_by(&leaf_key, &issuer)?;
+    let sign = |names: Vec<String>| -> anyhow::Result<rcgen::Certificate> {
+        let mut leaf_params = CertificateParams::new(names)?;
+        leaf_params
+            .distinguished_name
+            .push(DnType::CommonName, "localhost");
+        Ok(leaf_params.signed_by(&leaf_key, &issuer)?)
+    };
+    let mut leaf = sign(names.clone())?;
+    let base = leaf.der().len() + ca_cert.der().len();
+    if let Some(extra) = chain_bytes
+        .and_then(|b| b.checked_sub(base))
+        .filter(|e| *e > 0)
+    {
+        // Each name "p00000.pad.handshake.invalid" takes 30 bytes in the DER.
+        let mut padded = names;
+        padded.extend((0..extra.div_ceil(30)).map(|i| format!("p{i:05}.pad.handshake.invalid")));
+        leaf = sign(padded)?;
+    }
 
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
     let chain = vec![leaf.der().clone(), ca_cert.der().clone()];

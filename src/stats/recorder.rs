@@ -19,6 +19,19 @@ use crate::record::{
 
 /// Longest duration a histogram holds (longer values are clamped): one hour.
 const MAX_NS: u64 = 3_600_000_000_000;
+/// A handshake is timed against the RTT only where the RTT is a long network's (5 ms or
+/// more): below, the handshake's CPU (a millisecond or two with a post-quantum key
+/// exchange and an RSA key) could pass for a round trip.
+const FLIGHT_RTT_MIN_NS: u64 = 5_000_000;
+
+/// The round trips a handshake of `ns` took beyond the `needed`, at `rtt_ns` (rounded to
+/// the nearest); 0 where the RTT is too short to tell.
+fn extra_round_trips(ns: u64, rtt_ns: u64, needed: u64) -> u64 {
+    if rtt_ns < FLIGHT_RTT_MIN_NS {
+        return 0;
+    }
+    ((ns + rtt_ns / 2) / rtt_ns).saturating_sub(needed)
+}
 /// Status codes are 100..=999; they index a fixed table.
 const STATUS_SLOTS: usize = 1000;
 /// GOAWAY error codes 0..=13 are named by RFC 9113; the last slot counts the others.
@@ -432,6 +445,22 @@ impl Recorder {
         } else if v.rtt_us > 0 {
             t.rtt.record(u64::from(v.rtt_us) * 1000);
         }
+    }
+
+    /// A server's first flight over TCP read from its first byte to its last over
+    /// `spread_ns`, after a connect whose kernel RTT was `v`'s: the round trips in it are
+    /// the flight waiting for the client's ACKs (a server's CPU before it, a slow
+    /// signature, does not count).
+    pub fn tls_flight(&mut self, spread_ns: u64, v: Option<TcpView>) {
+        if let Some(v) = v {
+            let rtt = u64::from(v.rtt_us) * 1000;
+            self.counts.tls_flight_waits += extra_round_trips(spread_ns, rtt, 0);
+        }
+    }
+
+    /// A QUIC handshake that took `ns` at quinn's RTT estimate `rtt_ns` (it needs one).
+    pub fn quic_timed(&mut self, ns: u64, rtt_ns: u64) {
+        self.counts.quic_flight_waits += extra_round_trips(ns, rtt_ns, 1);
     }
 
     /// The kernel's view of a connection as it closes.

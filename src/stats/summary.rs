@@ -203,6 +203,7 @@ fn quic_report(sc: &ScenarioShape, rec: &Recorder) -> QuicReport {
         bytes_lost: q.bytes_lost,
         congestion_events: q.congestion_events,
         connections_ended: q.connections,
+        handshake_extra_round_trips: rec.counts.quic_flight_waits,
     }
 }
 
@@ -386,6 +387,7 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
                 rec.counts.tls_server_flight_bytes,
                 rec.counts.tls_wire_full,
             ),
+            first_flight_extra_round_trips: rec.counts.tls_flight_waits,
         },
         close_reasons,
         requests_per_connection: RpcReport {

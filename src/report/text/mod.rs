@@ -300,8 +300,18 @@ fn multiplexing(out: &mut String, c: &super::ConnectionsReport) {
         }
         let _ = writeln!(
             out,
-            "  QUIC handshake        min {:.3}  mean {:.3}  max {:.3} ms ({} connections)",
-            q.handshake_ms.min, q.handshake_ms.mean, q.handshake_ms.max, q.handshake_ms.count
+            "  QUIC handshake        min {:.3}  mean {:.3}  max {:.3} ms ({} connections){}",
+            q.handshake_ms.min,
+            q.handshake_ms.mean,
+            q.handshake_ms.max,
+            q.handshake_ms.count,
+            match q.handshake_extra_round_trips {
+                0 => String::new(),
+                n => format!(
+                    "; {} more in all: the server's first flight above the anti-amplification limit (3 times what the client had sent)",
+                    crate::fmt::plural_s(n, "round trip")
+                ),
+            }
         );
         if let Some(l) = &q.early_request_lead_ms {
             let _ = writeln!(
@@ -428,8 +438,16 @@ fn tls_lines(out: &mut String, th: &crate::report::TlsHandshakes) {
     if let (Some(hello), Some(flight)) = (th.client_hello_bytes, th.server_flight_bytes) {
         let _ = writeln!(
             out,
-            "  TLS bytes (full)      ClientHello {:.0} B, the server's first flight {:.0} B (means)",
-            hello, flight
+            "  TLS bytes (full)      ClientHello {:.0} B, the server's first flight {:.0} B (means){}",
+            hello,
+            flight,
+            match th.first_flight_extra_round_trips {
+                0 => String::new(),
+                n => format!(
+                    "; it waited {} in all: above the initial congestion window (~10 segments)",
+                    crate::fmt::plural_s(n, "round trip")
+                ),
+            }
         );
     }
 }

@@ -1,0 +1,226 @@
+//! The server's first flight against the round trips: a certificate chain above TCP's
+//! initial congestion window (~10 segments) costs a full handshake one more round trip,
+//! and one above QUIC's anti-amplification limit (3 times what the client sent) makes
+//! h3-close's handshake take 2 round trips instead of 1. Shown across a 40 ms lab link
+//! against the embedded server with `--cert-chain-bytes`.
+//!
+//! Needs root (network namespaces and TUN devices); skipped with a message otherwise.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Root, and one lab at a time (its timings are read).
+fn lab() -> Option<std::sync::MutexGuard<'static, ()>> {
+    root().then(|| SERIAL.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("SKIPPED: the lab needs root to create network namespaces");
+    }
+    root
+}
+
+/// Within 5 % (+0.5 ms) of `expected` ms.
+fn near(what: &str, got: f64, expected: f64) {
+    let tol = expected * 0.05 + 0.5;
+    assert!(
+        (got - expected).abs() <= tol,
+        "{what}: {got:.2} ms, expected {expected:.1} ms ± {tol:.2}"
+    );
+}
+
+fn tls(s: &Value) -> &Value {
+    &s["connections"]["tls_handshakes"]
+}
+
+#[test]
+fn a_chain_above_the_initial_window_costs_a_tcp_handshake_one_round_trip() {
+    let Some(_serial) = lab() else { return };
+    let run = |chain: Option<&str>| {
+        let mut args = vec![
+            "--rtt",
+            "40ms",
+            "-s",
+            "close",
+            "--embedded-tls",
+            "-n",
+            "6",
+            "-c",
+            "1",
+        ];
+        if let Some(c) = chain {
+            args.extend(["--cert-chain-bytes", c]);
+        }
+        let v = bench_json(&args);
+        assert_eq!(
+            schema_violations("report.schema.json", &v),
+            Vec::<String>::new()
+        );
+        v
+    };
+    let (long, short) = (run(Some("16000")), run(None));
+    let (l, s) = (scenario(&long), scenario(&short));
+    // 16,000 bytes do not fit 10 segments of 1,448: one round trip more on each of the
+    // six full handshakes; the default chain (about 2 KB) fits.
+    assert!(
+        tls(l)["server_flight_bytes"].as_f64().unwrap() > 16000.0,
+        "{}",
+        tls(l)
+    );
+    assert!(
+        tls(s)["server_flight_bytes"].as_f64().unwrap() < 14480.0,
+        "{}",
+        tls(s)
+    );
+    assert_eq!(u(&tls(l)["full"]), 6);
+    assert_eq!(
+        u(&tls(l)["first_flight_extra_round_trips"]),
+        6,
+        "{}",
+        tls(l)
+    );
+    assert_eq!(
+        u(&tls(s)["first_flight_extra_round_trips"]),
+        0,
+        "{}",
+        tls(s)
+    );
+    let p50 = |v: &Value| v["phases_ms"]["new"]["tls"]["p50"].as_f64().unwrap();
+    near("TLS handshake with the long chain", p50(l), 80.0);
+    near("TLS handshake with the default chain", p50(s), 40.0);
+    // The embedded server's own count of connections: the six.
+    assert_eq!(
+        u(&long["server"]["connections_accepted"]),
+        6,
+        "{}",
+        long["server"]
+    );
+    // The text says so.
+    let out = run_text(&[
+        "bench",
+        "--rtt",
+        "40ms",
+        "-s",
+        "close",
+        "--embedded-tls",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--cert-chain-bytes",
+        "16000",
+        "--no-progress",
+    ]);
+    assert!(
+        out.contains("it waited 2 round trips in all: above the initial congestion window"),
+        "{out}"
+    );
+}
+
+fn run_text(args: &[&str]) -> String {
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .env("COLUMNS", "400")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_chain_above_the_anti_amplification_limit_makes_h3_close_take_two_round_trips() {
+    let Some(_serial) = lab() else { return };
+    let compare = |chain: Option<&str>| {
+        let mut args = vec![
+            "--rtt",
+            "40ms",
+            "--strategies",
+            "close,h3-close",
+            "--rounds",
+            "6",
+            "-n",
+            "2",
+            "-c",
+            "1",
+        ];
+        if let Some(c) = chain {
+            args.extend(["--cert-chain-bytes", c]);
+        }
+        compare_json(&args)
+    };
+    let row = |v: &Value, name: &str| -> (Value, Value) {
+        let rows = v["comparison"]["rows"].as_array().unwrap();
+        let i = rows
+            .iter()
+            .position(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {v}"));
+        (rows[i].clone(), v["scenarios"][i].clone())
+    };
+    // 9,000 bytes: above 3 times the client's two 1,200-byte Initials (its post-quantum
+    // ClientHello needs two), within TCP's initial window.
+    let long = compare(Some("9000"));
+    let (h3, h3s) = row(&long, "https h3-close");
+    let (tcp, tcps) = row(&long, "https close");
+    let q = &h3s["connections"]["quic"];
+    assert_eq!(
+        u(&q["handshake_extra_round_trips"]),
+        u(&h3s["connections"]["opened"]),
+        "{q}"
+    );
+    assert_eq!(
+        u(&tls(&tcps)["first_flight_extra_round_trips"]),
+        0,
+        "{}",
+        tls(&tcps)
+    );
+    near(
+        "QUIC handshake with the long chain",
+        q["handshake_ms"]["mean"].as_f64().unwrap(),
+        80.0,
+    );
+    // Counted: the request 1, the QUIC handshake 1 and its wait 1; TCP: 1 + 1 + 1.
+    assert_eq!(h3["round_trips"]["counted"].as_f64(), Some(3.0), "{h3}");
+    assert_eq!(tcp["round_trips"]["counted"].as_f64(), Some(3.0), "{tcp}");
+    let measured = h3["round_trips"]["measured"].as_f64().unwrap();
+    assert!(
+        (measured - 3.0).abs() <= 0.2,
+        "h3-close measured {measured} round trips: {h3}"
+    );
+    // The default chain: h3-close's handshake takes its one round trip.
+    let short = compare(None);
+    let (h3, h3s) = row(&short, "https h3-close");
+    assert_eq!(
+        u(&h3s["connections"]["quic"]["handshake_extra_round_trips"]),
+        0
+    );
+    assert_eq!(h3["round_trips"]["counted"].as_f64(), Some(2.0), "{h3}");
+    let measured = h3["round_trips"]["measured"].as_f64().unwrap();
+    assert!(
+        (measured - 2.0).abs() <= 0.2,
+        "h3-close measured {measured} round trips: {h3}"
+    );
+}
+
+#[test]
+fn cert_chain_bytes_needs_the_embedded_server() {
+    let out = run(&["bench", "http://127.0.0.1:1/", "--cert-chain-bytes", "9000"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--cert-chain-bytes pads the embedded server's certificate chain"),
+        "{err}"
+    );
+    let out = run(&["bench", "--cert-chain-bytes", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
