@@ -224,3 +224,44 @@ fn cert_chain_bytes_needs_the_embedded_server() {
     let out = run(&["bench", "--cert-chain-bytes", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// doctor warns when the first flight is above TCP's initial window and QUIC's
+/// anti-amplification limit, with what a shorter chain or an ECDSA key would do.
+#[test]
+fn doctor_warns_of_a_first_flight_above_the_initial_window_and_the_quic_limit() {
+    let doctor = |args: &[&str]| -> Value {
+        let mut all = vec![
+            "doctor",
+            "--embedded-tls",
+            "--json",
+            "--no-progress",
+            "--max-idle",
+            "1s",
+            "--max-requests",
+            "20",
+        ];
+        all.extend_from_slice(args);
+        let out = run(&all);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let v = doctor(&["--cert-chain-bytes", "16000"]);
+    let flight = u(&v["tls"]["server_flight_bytes"]);
+    assert!(flight > 16000, "{}", v["tls"]);
+    let problems = v["problems"].to_string();
+    assert!(
+        problems.contains(&format!("The server's first flight is {flight} B, above TCP's initial congestion window (10 segments, 14480 B): every full TLS handshake waits at least a round trip more"))
+            && problems.contains("an ECDSA P-256 key"),
+        "{problems}"
+    );
+    let hello = u(&v["tls"]["client_hello_bytes"]);
+    assert!(
+        problems.contains(&format!("Over QUIC the server may send 3 times what the client sent before it is validated: 7200 B after a {hello}-byte ClientHello")),
+        "{problems}"
+    );
+    // The default chain fits both.
+    let v = doctor(&[]);
+    assert!(u(&v["tls"]["server_flight_bytes"]) < 7200, "{}", v["tls"]);
+    let problems = v["problems"].to_string();
+    assert!(!problems.contains("first flight"), "{problems}");
+}

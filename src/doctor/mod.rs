@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub mod fixes;
+pub mod flight;
 pub mod h3;
 pub mod kx;
 
@@ -283,9 +284,15 @@ async fn tls_findings(
     // Full handshakes, no resumption offered.
     let full_cfg = mk(vec![b"http/1.1".to_vec()], false)?;
     let mut full = Vec::new();
+    let mut connects = Vec::new();
+    let mut wire = None;
     for _ in 0..HANDSHAKE_SAMPLES {
         let o = probe::open(origin, Some(&full_cfg), sc.timeout, &sc.dns).await?;
         full.push(o.tls.map(secs).unwrap_or_default() * 1000.0);
+        connects.push(secs(o.connect) * 1000.0);
+        wire = wire.or(o
+            .tls_info
+            .map(|i| (i.client_hello_bytes, i.server_flight_bytes)));
     }
     // Resumption: one exchange (so session tickets are read), then new connections.
     let resume_cfg = mk(vec![b"http/1.1".to_vec()], true)?;
@@ -343,6 +350,9 @@ async fn tls_findings(
         full_handshake_ms: median(&full),
         resumed_handshake_ms: any_resumed.then(|| median(&resumed)),
         early_data,
+        client_hello_bytes: wire.and_then(|w| w.0),
+        server_flight_bytes: wire.and_then(|w| w.1),
+        connect_ms: median(&connects),
         key_exchange,
     })
 }
@@ -821,6 +831,10 @@ fn judge(r: &DoctorReport) -> (Vec<String>, Vec<String>) {
     }
     if let Some(h) = &r.h3 {
         h3::judge(h, server, &mut findings, &mut problems);
+    }
+    if let Some(t) = &r.tls {
+        let quic = r.h3.as_ref().is_some_and(|h| h.answered);
+        flight::judge(t, quic, &mut problems);
     }
     (findings, problems)
 }

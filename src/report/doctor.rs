@@ -68,6 +68,11 @@ pub struct TlsFindings {
     pub resumed_handshake_ms: Option<f64>,
     /// TLS 1.3 early data (0-RTT) on a resumed session (absent without resumption).
     pub early_data: Option<EarlyDataFinding>,
+    /// The first full handshake's ClientHello and the server's first flight (bytes), and
+    /// the median connect of the full handshakes (ms): the round trip to judge it at.
+    pub client_hello_bytes: Option<u32>,
+    pub server_flight_bytes: Option<u64>,
+    pub connect_ms: f64,
     /// Which key-exchange groups the server accepts and prefers.
     pub key_exchange: KeyExchangeFindings,
 }
