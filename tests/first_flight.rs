@@ -230,20 +230,9 @@ fn cert_chain_bytes_needs_the_embedded_server() {
 #[test]
 fn doctor_warns_of_a_first_flight_above_the_initial_window_and_the_quic_limit() {
     let doctor = |args: &[&str]| -> Value {
-        let mut all = vec![
-            "doctor",
-            "--embedded-tls",
-            "--json",
-            "--no-progress",
-            "--max-idle",
-            "1s",
-            "--max-requests",
-            "20",
-        ];
+        let mut all = vec!["--embedded-tls"];
         all.extend_from_slice(args);
-        let out = run(&all);
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+        quick_doctor_json(&all)
     };
     let v = doctor(&["--cert-chain-bytes", "16000"]);
     let flight = u(&v["tls"]["server_flight_bytes"]);

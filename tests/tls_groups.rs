@@ -461,7 +461,7 @@ fn a_key_exchange_needs_tls_and_a_known_group() {
 }
 
 /// nginx (OpenSSL 3.0: no ML-KEM) over TLS 1.3, logging each request's connection and
-/// the group it agreed on (`$ssl_curve`).
+/// the group it agreed on (`$ssl_curve`), and each failed handshake (at the info level).
 fn nginx_tls() -> Option<Nginx> {
     Nginx::start_servers("log_format kx '$connection $ssl_curve';", 1, |p, dir| {
         write_certs(dir, &["127.0.0.1"]);
@@ -469,7 +469,8 @@ fn nginx_tls() -> Option<Nginx> {
         format!(
             "server {{ listen 127.0.0.1:{} ssl; ssl_protocols TLSv1.3; \
              ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
-             access_log {d}/kx.log kx; location / {{ return 200 \"hello\\n\"; }} }}",
+             access_log {d}/kx.log kx; error_log {d}/tls.log info; \
+             location / {{ return 200 \"hello\\n\"; }} }}",
             p[0]
         )
     })
@@ -548,20 +549,7 @@ fn against_nginx_without_ml_kem_the_post_quantum_offer_falls_back_to_x25519() {
 
 /// `doctor --json` against `url`, its key-exchange findings and its whole report.
 fn doctor_kx(url: &str, ca: &str) -> (Value, Value) {
-    let out = run(&[
-        "doctor",
-        url,
-        "--cacert",
-        ca,
-        "--json",
-        "--no-progress",
-        "--max-idle",
-        "1s",
-        "--max-requests",
-        "20",
-    ]);
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let v = quick_doctor_json(&[url, "--cacert", ca]);
     (v["tls"]["key_exchange"].clone(), v)
 }
 
@@ -671,19 +659,8 @@ fn doctor_says_what_a_p256_only_server_costs_the_browsers_offer() {
 
 #[test]
 fn doctor_against_nginx_without_ml_kem_says_what_the_fallback_costs() {
-    // nginx logs each failed handshake at the info level: the groups it refused.
-    let Some(ng) = Nginx::start_servers("", 1, |p, dir| {
-        write_certs(dir, &["127.0.0.1"]);
-        let d = dir.display();
-        format!(
-            "server {{ listen 127.0.0.1:{} ssl; ssl_protocols TLSv1.3; \
-             ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
-             error_log {d}/tls.log info; location / {{ return 200 \"hello\\n\"; }} }}",
-            p[0]
-        )
-    }) else {
-        return;
-    };
+    // nginx logs each failed handshake: the groups it refused.
+    let Some(ng) = nginx_tls() else { return };
     let url = format!("https://127.0.0.1:{}/", ng.port);
     let ca = ng.dir.join("ca.pem");
     let (kx, v) = doctor_kx(&url, ca.to_str().unwrap());

@@ -89,6 +89,28 @@ pub fn compare_json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON report")
 }
 
+/// A short `doctor --json` (idle probes up to 1 s, 20 requests per connection) with
+/// `args`; its report.
+pub fn quick_doctor_json(args: &[&str]) -> Value {
+    let mut all = vec![
+        "doctor",
+        "--json",
+        "--no-progress",
+        "--max-idle",
+        "1s",
+        "--max-requests",
+        "20",
+    ];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "doctor {args:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 /// Connections opened over every scenario of a report (compare: all rows, all rounds).
 pub fn opened_in_all(report: &Value) -> u64 {
     report["scenarios"]
