@@ -26,16 +26,11 @@ use crate::timer::within;
 pub(crate) trait Tally {
     fn dns(&self, _how: Resolution) {}
     fn connection_opened(&self) {}
-    /// A connect done in `connect_ns`: the kernel's view of it is read here.
-    fn tcp_connected(
-        &self,
-        _tcp: &tokio::net::TcpStream,
-        _connect_ns: u64,
-    ) -> Option<net::kernel::TcpView> {
-        None
-    }
-    /// A server's first flight read over `spread_ns`, after the connect seen as `v`.
-    fn tls_flight(&self, _spread_ns: u64, _v: Option<net::kernel::TcpView>) {}
+    /// A connect done in `connect_ns`: the kernel's view of it is read here when the
+    /// connect took long enough to have sent its SYN again.
+    fn tcp_connected(&self, _tcp: &tokio::net::TcpStream, _connect_ns: u64) {}
+    /// A server's first flight read over `spread_ns`, after a connect of `connect_ns`.
+    fn tls_flight(&self, _spread_ns: u64, _connect_ns: u64) {}
     fn tls_handshake(&self, _h: TlsHandshake) {}
     fn connection_closed(&self, _reason: CloseReason) {}
 }
@@ -49,18 +44,17 @@ impl Tally for Rc<RefCell<Recorder>> {
         self.borrow_mut().connection_opened();
     }
 
-    fn tcp_connected(
-        &self,
-        tcp: &tokio::net::TcpStream,
-        connect_ns: u64,
-    ) -> Option<net::kernel::TcpView> {
-        let v = net::kernel::tcp_view(tcp)?;
+    fn tcp_connected(&self, tcp: &tokio::net::TcpStream, connect_ns: u64) {
+        // A SYN sent again waited the kernel's retransmission timeout (1 s at first): a
+        // quicker connect is not read (a system call saved per connection).
+        let v = (connect_ns >= SYN_CHECK_NS)
+            .then(|| net::kernel::tcp_view(tcp))
+            .flatten();
         self.borrow_mut().tcp_connected(v, connect_ns);
-        Some(v)
     }
 
-    fn tls_flight(&self, spread_ns: u64, v: Option<net::kernel::TcpView>) {
-        self.borrow_mut().tls_flight(spread_ns, v);
+    fn tls_flight(&self, spread_ns: u64, connect_ns: u64) {
+        self.borrow_mut().tls_flight(spread_ns, connect_ns);
     }
 
     fn tls_handshake(&self, h: TlsHandshake) {
@@ -71,6 +65,10 @@ impl Tally for Rc<RefCell<Recorder>> {
         self.borrow_mut().connection_closed(reason, 0);
     }
 }
+
+/// A connect shorter than this cannot have sent its SYN again (the kernel's first
+/// retransmission timeout is 1 s); 100 ms leaves room for a lowered one.
+const SYN_CHECK_NS: u64 = 100_000_000;
 
 /// Counted nowhere.
 pub(crate) struct Untallied;
@@ -191,7 +189,8 @@ impl<T: Tally> Opener<T> {
         let t_connected = Instant::now();
         phases.connect = Some(ns(t, t_connected));
         self.rec.connection_opened();
-        let kernel = self.rec.tcp_connected(&tcp, ns(t, t_connected));
+        let connect_ns = ns(t, t_connected);
+        self.rec.tcp_connected(&tcp, connect_ns);
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
                 stream: Stream::Tcp(tcp),
@@ -240,7 +239,7 @@ impl<T: Tally> Opener<T> {
         let session = tls.get_ref().1;
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
         if let Some(w) = wire {
-            self.rec.tls_flight(w.server_flight_spread_ns, kernel);
+            self.rec.tls_flight(w.server_flight_spread_ns, connect_ns);
         }
         self.rec.tls_handshake(handshake_of(session, wire));
         Ok(Opened {

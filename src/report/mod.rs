@@ -361,15 +361,13 @@ pub struct ConnectionsReport {
     pub quic: Option<QuicReport>,
 }
 
-/// TCP connections as the kernel saw them (Linux `TCP_INFO`): right after each connect,
-/// and at the close of each HTTP/1.x connection.
+/// TCP connections as the kernel saw them (Linux `TCP_INFO`): after a connect slow
+/// enough to have sent its SYN again, and at the close of each HTTP/1.x connection.
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelReport {
-    /// Connects read right after they completed.
+    /// Connects, each checked for a SYN sent again (read when it took 100 ms or more:
+    /// a quicker one cannot have waited the kernel's retransmission timeout).
     pub connects: u64,
-    /// The kernel's smoothed RTT right after each connect whose SYN was answered the
-    /// first time: the network's round trip, beside the connect phase.
-    pub rtt_ms: PhaseSummary,
     /// Connects whose SYN was sent again (it or its answer was lost: the kernel waited
     /// its retransmission timeout, 1 s at first, then 2 s, 4 s...), and the SYNs sent
     /// again.
@@ -380,11 +378,12 @@ pub struct KernelReport {
     pub syn_retransmitted_connect_ms: Option<Spread>,
     /// HTTP/1.x connections read at their close (HTTP/2's sockets are its own).
     pub closed: u64,
-    /// At their close: the smoothed and the least RTT over each one's life.
+    /// The least RTT the kernel saw over each one's life: the network's round trip,
+    /// beside the connect phase (which also holds CPU and, under load, the accept queue).
+    pub min_rtt_ms: PhaseSummary,
+    /// The smoothed RTT at their close.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_at_close_ms: Option<Spread>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_rtt_ms: Option<Spread>,
     /// Segments sent again over those connections' lives (their SYNs' included), and
     /// the connections with any.
     pub retransmits: u64,
@@ -479,8 +478,8 @@ pub struct TlsHandshakes {
     pub client_hello_bytes: Option<f64>,
     pub server_flight_bytes: Option<f64>,
     /// Round trips the server's first flight waited over TCP: from its first byte read to
-    /// its last, in the kernel's RTT after the connect (rounded; where it is 5 ms or
-    /// more), above the initial congestion window (~10 segments).
+    /// its last, in the connect's time (a round trip; rounded, where it is 5 ms or more),
+    /// above the initial congestion window (~10 segments).
     pub first_flight_extra_round_trips: u64,
 }
 

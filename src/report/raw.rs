@@ -103,14 +103,13 @@ pub struct RawQuic {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct RawTcp {
     pub connects: u64,
-    /// The kernel's RTT right after each connect whose SYN was answered the first time.
-    pub rtt: Option<RawPhase>,
+    /// The least RTT of each connection read at its close.
+    pub min_rtt: Option<RawPhase>,
     pub syn_retransmitted: u64,
     pub syn_retransmits: u64,
     pub syn_connect: RawSpan,
     pub closed: u64,
     pub rtt_at_close: RawSpan,
-    pub min_rtt: RawSpan,
     pub retransmits: u64,
     pub with_retransmits: u64,
 }
@@ -217,7 +216,7 @@ counters! {
         tls_client_hello_bytes,
         tls_server_flight_bytes,
         /// Round trips TLS handshakes over TCP took beyond those they need (the server's
-        /// first flight waited: above the initial window), against the kernel's RTT; and
+        /// first flight waited: above the initial window), against the connect's time; and
         /// QUIC handshakes beyond their one (quinn's RTT: the anti-amplification limit).
         tls_flight_waits,
         quic_flight_waits,

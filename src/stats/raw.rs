@@ -253,13 +253,12 @@ fn phase_back(p: &RawPhase, s: &mut PhaseStat) -> Result<(), String> {
 fn raw_tcp(t: &TcpStats) -> RawTcp {
     RawTcp {
         connects: t.connects,
-        rtt: (t.rtt.count > 0).then(|| raw_phase(&t.rtt)),
+        min_rtt: (t.rtt.count > 0).then(|| raw_phase(&t.rtt)),
         syn_retransmitted: t.syn_retransmitted,
         syn_retransmits: t.syn_retransmits,
         syn_connect: span(&t.syn_connect),
         closed: t.closed,
         rtt_at_close: span(&t.rtt_at_close),
-        min_rtt: span(&t.min_rtt),
         retransmits: t.retransmits,
         with_retransmits: t.with_retransmits,
     }
@@ -267,8 +266,8 @@ fn raw_tcp(t: &TcpStats) -> RawTcp {
 
 fn tcp_back(r: &RawTcp) -> Result<TcpStats, String> {
     let mut t = TcpStats::default();
-    if let Some(p) = &r.rtt {
-        phase_back(p, &mut t.rtt).map_err(|e| format!("tcp rtt: {e}"))?;
+    if let Some(p) = &r.min_rtt {
+        phase_back(p, &mut t.rtt).map_err(|e| format!("tcp min_rtt: {e}"))?;
     }
     t.connects = r.connects;
     t.syn_retransmitted = r.syn_retransmitted;
@@ -276,7 +275,6 @@ fn tcp_back(r: &RawTcp) -> Result<TcpStats, String> {
     t.syn_connect = span_back(&r.syn_connect);
     t.closed = r.closed;
     t.rtt_at_close = span_back(&r.rtt_at_close);
-    t.min_rtt = span_back(&r.min_rtt);
     t.retransmits = r.retransmits;
     t.with_retransmits = r.with_retransmits;
     Ok(t)

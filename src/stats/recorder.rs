@@ -179,24 +179,23 @@ impl AddAssign<&Span> for Span {
     }
 }
 
-/// TCP connections as the kernel saw them (`TCP_INFO`): right after each connect, and
-/// at the close of each HTTP/1.x connection (HTTP/2's sockets are its connection task's).
+/// TCP connections as the kernel saw them (`TCP_INFO`): after a connect slow enough to
+/// have sent its SYN again, and at the close of each HTTP/1.x connection (HTTP/2's
+/// sockets are its connection task's).
 #[derive(Clone)]
 pub struct TcpStats {
-    /// Connects read.
+    /// Connects (each checked for a SYN sent again).
     pub connects: u64,
-    /// The kernel's RTT right after each connect whose SYN was answered the first time
-    /// (ns; a retransmitted SYN gives no sample).
-    pub rtt: PhaseStat,
     /// Connects whose SYN was sent again, the SYNs sent again, and those connects' time.
     pub syn_retransmitted: u64,
     pub syn_retransmits: u64,
     pub syn_connect: Span,
-    /// Connections read at their close: the smoothed and least RTT over each one's life,
-    /// the segments sent again (SYNs included) and the connections with any.
+    /// Connections read at their close: the least RTT over each one's life (ns), the
+    /// smoothed RTT then, the segments sent again (SYNs included) and the connections
+    /// with any.
     pub closed: u64,
+    pub rtt: PhaseStat,
     pub rtt_at_close: Span,
-    pub min_rtt: Span,
     pub retransmits: u64,
     pub with_retransmits: u64,
 }
@@ -205,13 +204,12 @@ impl Default for TcpStats {
     fn default() -> Self {
         TcpStats {
             connects: 0,
-            rtt: PhaseStat::new(),
             syn_retransmitted: 0,
             syn_retransmits: 0,
             syn_connect: Span::default(),
             closed: 0,
+            rtt: PhaseStat::new(),
             rtt_at_close: Span::default(),
-            min_rtt: Span::default(),
             retransmits: 0,
             with_retransmits: 0,
         }
@@ -221,13 +219,12 @@ impl Default for TcpStats {
 impl AddAssign<&TcpStats> for TcpStats {
     fn add_assign(&mut self, o: &TcpStats) {
         self.connects += o.connects;
-        self.rtt += &o.rtt;
         self.syn_retransmitted += o.syn_retransmitted;
         self.syn_retransmits += o.syn_retransmits;
         self.syn_connect += &o.syn_connect;
         self.closed += o.closed;
+        self.rtt += &o.rtt;
         self.rtt_at_close += &o.rtt_at_close;
-        self.min_rtt += &o.min_rtt;
         self.retransmits += o.retransmits;
         self.with_retransmits += o.with_retransmits;
     }
@@ -434,28 +431,24 @@ impl Recorder {
         }
     }
 
-    /// The kernel's view right after a connect that took `connect_ns`.
-    pub fn tcp_connected(&mut self, v: TcpView, connect_ns: u64) {
+    /// A connect that took `connect_ns`, and the kernel's view after it when it was read
+    /// (a connect too quick to have sent its SYN again is not).
+    pub fn tcp_connected(&mut self, v: Option<TcpView>, connect_ns: u64) {
         let t = &mut self.tcp;
         t.connects += 1;
-        if v.total_retrans > 0 {
+        if let Some(v) = v.filter(|v| v.total_retrans > 0) {
             t.syn_retransmitted += 1;
             t.syn_retransmits += u64::from(v.total_retrans);
             t.syn_connect.add(connect_ns);
-        } else if v.rtt_us > 0 {
-            t.rtt.record(u64::from(v.rtt_us) * 1000);
         }
     }
 
     /// A server's first flight over TCP read from its first byte to its last over
-    /// `spread_ns`, after a connect whose kernel RTT was `v`'s: the round trips in it are
-    /// the flight waiting for the client's ACKs (a server's CPU before it, a slow
-    /// signature, does not count).
-    pub fn tls_flight(&mut self, spread_ns: u64, v: Option<TcpView>) {
-        if let Some(v) = v {
-            let rtt = u64::from(v.rtt_us) * 1000;
-            self.counts.tls_flight_waits += extra_round_trips(spread_ns, rtt, 0);
-        }
+    /// `spread_ns`, after a connect of `connect_ns` (on a link of 5 ms or more, a round
+    /// trip): the round trips in it are the flight waiting for the client's ACKs (a
+    /// server's CPU before it, a slow signature, does not count).
+    pub fn tls_flight(&mut self, spread_ns: u64, connect_ns: u64) {
+        self.counts.tls_flight_waits += extra_round_trips(spread_ns, connect_ns, 0);
     }
 
     /// A QUIC handshake that took `ns` at quinn's RTT estimate `rtt_ns` (it needs one).
@@ -469,7 +462,7 @@ impl Recorder {
         t.closed += 1;
         t.rtt_at_close.add(u64::from(v.rtt_us) * 1000);
         if v.min_rtt_us > 0 {
-            t.min_rtt.add(u64::from(v.min_rtt_us) * 1000);
+            t.rtt.record(u64::from(v.min_rtt_us) * 1000);
         }
         t.retransmits += u64::from(v.total_retrans);
         if v.total_retrans > 0 {

@@ -144,28 +144,27 @@ fn kernel_report(rec: &Recorder) -> Option<KernelReport> {
     let some = |s: &super::recorder::Span| (s.count > 0).then(|| spread(s));
     Some(KernelReport {
         connects: t.connects,
-        rtt_ms: phase_summary(&t.rtt),
+        min_rtt_ms: phase_summary(&t.rtt),
         syn_retransmitted: t.syn_retransmitted,
         syn_retransmits: t.syn_retransmits,
         syn_retransmitted_connect_ms: some(&t.syn_connect),
         closed: t.closed,
         rtt_at_close_ms: some(&t.rtt_at_close),
-        min_rtt_ms: some(&t.min_rtt),
         retransmits: t.retransmits,
         connections_with_retransmits: t.with_retransmits,
     })
 }
 
-/// "3 of 40 connects took ~1.0 s (1.01-1.02 s): their SYN or its answer was lost and
-/// the SYN sent again after the kernel's retransmission timeout (3 SYNs sent again); the
-/// kernel's RTT was 20.1 ms (median) on the others."
+/// "3 of 40 connects took ~1.02 s (1.01-1.02 s): their SYN or its answer was lost and
+/// the SYN sent again after the kernel's retransmission timeout (...; 3 SYNs sent again);
+/// the round trip is 20.1 ms (the kernel's least RTT per connection, median)."
 fn syn_sentence(k: &KernelReport) -> Option<String> {
     let slow = k.syn_retransmitted_connect_ms?;
     let secs = |ms: f64| format!("{:.2} s", ms / 1000.0);
-    let others = if k.rtt_ms.count > 0 {
+    let others = if k.min_rtt_ms.count > 0 {
         format!(
-            "; on the others the kernel's RTT was {} ms (median)",
-            crate::fmt::ms(k.rtt_ms.p50)
+            "; the round trip is {} ms (the kernel's least RTT per connection, median)",
+            crate::fmt::ms(k.min_rtt_ms.p50)
         )
     } else {
         String::new()

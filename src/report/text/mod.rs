@@ -452,23 +452,25 @@ fn tls_lines(out: &mut String, th: &crate::report::TlsHandshakes) {
     }
 }
 
-/// The kernel's view (TCP_INFO): its RTT after each connect beside the connect phase,
-/// the SYNs sent again, and at the connections' close their least RTT and retransmits.
+/// The kernel's view (TCP_INFO): the least RTT per connection beside the connect phase,
+/// the SYNs sent again, and at the connections' close their retransmits.
 fn kernel_lines(
     out: &mut String,
     k: &crate::report::KernelReport,
     connect: &crate::report::PhaseSummary,
 ) {
     use crate::fmt::ms;
-    if k.rtt_ms.count > 0 {
+    if k.min_rtt_ms.count > 0 {
         let _ = writeln!(
             out,
-            "  kernel RTT (TCP_INFO) p50 {} ms, p99 {} ms after {} connects (the connect phase: p50 {} ms, p99 {} ms)",
-            ms(k.rtt_ms.p50),
-            ms(k.rtt_ms.p99),
-            k.rtt_ms.count,
+            "  kernel RTT (TCP_INFO) least per connection p50 {} ms, p99 {} ms over {} (the connect phase: p50 {} ms, p99 {} ms); {} segments sent again, on {} of them",
+            ms(k.min_rtt_ms.p50),
+            ms(k.min_rtt_ms.p99),
+            k.min_rtt_ms.count,
             ms(connect.p50),
-            ms(connect.p99)
+            ms(connect.p99),
+            k.retransmits,
+            k.connections_with_retransmits
         );
     }
     if let Some(slow) = k.syn_retransmitted_connect_ms {
@@ -479,16 +481,6 @@ fn kernel_lines(
             k.connects,
             k.syn_retransmits,
             ms(slow.mean)
-        );
-    }
-    if let Some(min) = k.min_rtt_ms {
-        let _ = writeln!(
-            out,
-            "  at close (kernel)     least RTT {} ms (mean over {} connections); {} segments sent again, on {} of them",
-            ms(min.mean),
-            min.count,
-            k.retransmits,
-            k.connections_with_retransmits
         );
     }
 }
