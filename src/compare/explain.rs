@@ -500,7 +500,7 @@ pub(super) fn key_exchange(
     format!("{line}. Per request, time: {time}; client CPU: {cpu}.")
 }
 
-/// "X25519MLKEM768 on all 60 handshakes", "x25519 40, secp256r1 20", "no TLS handshake".
+/// "X25519MLKEM768 on all 60 handshakes", "x25519 40, secp256r1 20", "no group known".
 fn agreed(h: &crate::report::TlsHandshakes) -> String {
     let total: u64 = h.key_exchange.values().sum();
     match h.key_exchange.len() {
