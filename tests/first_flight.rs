@@ -125,17 +125,7 @@ fn a_chain_above_the_initial_window_costs_a_tcp_handshake_one_round_trip() {
 }
 
 fn run_text(args: &[&str]) -> String {
-    let out = std::process::Command::new(bin())
-        .args(args)
-        .env("COLUMNS", "400")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&run_at_width(400, args).stdout).into_owned()
 }
 
 #[test]

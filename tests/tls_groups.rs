@@ -225,11 +225,7 @@ fn a_server_that_takes_none_of_the_offered_shares_retries_and_the_groups_still_a
     assert_eq!(tls["hello_retry_request"], true, "{tls}");
     let hello = new_mean(&before, &srv.counts(), "client_hello_bytes");
     assert_eq!(tls["client_hello_bytes"].as_f64(), Some(hello), "{tls}");
-    let out = Command::new(bin())
-        .args(["trace", &url, "--cacert", &srv.ca])
-        .env("COLUMNS", "400")
-        .output()
-        .unwrap();
+    let out = run_at_width(400, &["trace", &url, "--cacert", &srv.ca]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("secp256r1, after a HelloRetryRequest (a round trip more)"),

@@ -5,31 +5,13 @@
 
 mod common;
 
-use std::process::{Command, Output};
-
 use common::*;
 use handshake::fmt::ms as fmt_ms;
 use serde_json::Value;
 
-/// `handshake args…` with `COLUMNS=width`, which must exit 0.
-fn at(width: usize, args: &[&str]) -> Output {
-    let out = Command::new(bin())
-        .args(args)
-        .env("COLUMNS", width.to_string())
-        .output()
-        .expect("handshake runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: exit {:?}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 /// No line of the output, stdout or stderr, is wider than `width` characters.
 fn fits(width: usize, args: &[&str]) -> String {
-    let out = at(width, args);
+    let out = run_at_width(width, args);
     let text = String::from_utf8(out.stdout).expect("UTF-8");
     let err = String::from_utf8_lossy(&out.stderr);
     for (what, s) in [("stdout", text.as_str()), ("stderr", &err)] {

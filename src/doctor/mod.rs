@@ -360,13 +360,7 @@ async fn tls_findings(
 /// The median of samples: one handshake delayed by the scheduler says nothing about the
 /// server.
 fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    crate::report::comparison::Spread::of(v).median
 }
 
 /// Streams sent at once on one connection: does the server take as many as it says?

@@ -82,10 +82,7 @@ impl Driver for H1 {
         // Connections still open at the end of the run.
         let mut rec = self.rec.borrow_mut();
         for conn in self.conns.iter_mut().filter_map(Option::take) {
-            rec.connection_closed(CloseReason::EndOfRun, conn.requests);
-            if let Some(v) = conn.stream.tcp_view() {
-                rec.tcp_closed(v);
-            }
+            closed(&mut rec, &conn, CloseReason::EndOfRun);
         }
     }
 }
@@ -253,13 +250,7 @@ impl H1 {
             // The client asked to close but the server kept the connection open.
             self.rec.borrow_mut().counts.server_ignored_close += 1;
         }
-        {
-            let mut rec = self.rec.borrow_mut();
-            rec.connection_closed(reason, conn.requests);
-            if let Some(v) = conn.stream.tcp_view() {
-                rec.tcp_closed(v);
-            }
-        }
+        closed(&mut self.rec.borrow_mut(), &conn, reason);
         if server_ends && !resp.eof {
             // Let the server close first so TIME_WAIT stays on its side.
             let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
@@ -328,13 +319,17 @@ impl H1 {
             } else {
                 reason
             };
-            let mut rec = self.rec.borrow_mut();
-            rec.connection_closed(reason, conn.requests);
-            if let Some(v) = conn.stream.tcp_view() {
-                rec.tcp_closed(v);
-            }
-            drop(rec);
+            closed(&mut self.rec.borrow_mut(), &conn, reason);
             self.spare_buf = Some(conn.into_buf());
         }
+    }
+}
+
+/// A connection ends: its close reason and requests counted, and the kernel's view of it
+/// read while its socket is still open.
+fn closed(rec: &mut Recorder, conn: &Conn, reason: CloseReason) {
+    rec.connection_closed(reason, conn.requests);
+    if let Some(v) = conn.stream.tcp_view() {
+        rec.tcp_closed(v);
     }
 }

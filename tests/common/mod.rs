@@ -89,6 +89,22 @@ pub fn compare_json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON report")
 }
 
+/// `handshake args…` with `COLUMNS=width`, which must exit 0.
+pub fn run_at_width(width: usize, args: &[&str]) -> Output {
+    let out = Command::new(bin())
+        .args(args)
+        .env("COLUMNS", width.to_string())
+        .output()
+        .expect("handshake runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: exit {:?}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// A short `doctor --json` (idle probes up to 1 s, 20 requests per connection) with
 /// `args`; its report.
 pub fn quick_doctor_json(args: &[&str]) -> Value {
