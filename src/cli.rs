@@ -514,6 +514,13 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N")]
     pub connections: Option<usize>,
 
+    /// The server's processes, comma-separated (their children are read too: nginx's
+    /// master gives its workers): their CPU per request in each row and, with -c
+    /// 1,10,50, their share of a core at each step. The embedded server's is read
+    /// without it
+    #[arg(long, value_delimiter = ',', value_name = "PID")]
+    pub server_pid: Vec<u32>,
+
     /// Also say why each row costs what it costs, after the table (the JSON and HTML
     /// reports always carry it)
     #[arg(short, long)]
@@ -587,9 +594,11 @@ pub struct BenchArgs {
 #[derive(Debug, Args)]
 pub struct LoadArgs {
     /// Concurrent workers, each with its own connection(s) (closed loop; default: bench 10,
-    /// compare 1, compare over a link 10, with --rtt or another link option)
-    #[arg(long, short = 'c')]
-    pub concurrency: Option<usize>,
+    /// compare 1, compare over a link 10, with --rtt or another link option). compare
+    /// takes a rising list (-c 1,10,50,200): each step's requests/s, latency and CPU, and
+    /// the knee where requests/s stops growing, with who is at its limit there
+    #[arg(long, short = 'c', value_delimiter = ',', value_name = "N")]
+    pub concurrency: Option<Vec<usize>>,
 
     /// Total requests (default when no --duration is given: bench 10000, compare 500,
     /// compare over a link 100)

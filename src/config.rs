@@ -45,7 +45,47 @@ pub const COMPARE_LAB_DEFAULTS: LoadDefaults = LoadDefaults {
 };
 
 pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, UsageError> {
-    let concurrency = a.concurrency.unwrap_or(defaults.concurrency);
+    let concurrency = match a.concurrency.as_deref() {
+        None => defaults.concurrency,
+        Some([c]) => *c,
+        Some(_) => {
+            return usage(
+                "-c takes one number here: a list (-c 1,10,50,200) is compare's, which runs each step and finds the knee",
+            )
+        }
+    };
+    load_config_at(a, defaults, concurrency)
+}
+
+/// The steps of `-c 1,10,50,200` (more than one, rising), or `None` for one number.
+pub fn concurrency_steps(a: &LoadArgs) -> Result<Option<Vec<usize>>, UsageError> {
+    match a.concurrency.as_deref() {
+        Some(steps) if steps.len() > 1 => {
+            if steps.windows(2).any(|w| w[1] <= w[0]) {
+                return usage(format!(
+                    "-c {}: the steps of a concurrency sweep must rise (e.g. 1,10,50,200)",
+                    steps
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ));
+            }
+            if steps.len() > 12 {
+                return usage("-c: at most 12 steps in a concurrency sweep");
+            }
+            Ok(Some(steps.to_vec()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The load at concurrency `concurrency` (one step of a sweep, or the only one).
+pub fn load_config_at(
+    a: &LoadArgs,
+    defaults: LoadDefaults,
+    concurrency: usize,
+) -> Result<LoadConfig, UsageError> {
     let default_requests = defaults.requests;
     if concurrency == 0 {
         return usage("-c/--concurrency must be at least 1");

@@ -18,6 +18,7 @@ pub mod net;
 pub mod parse;
 pub mod plan;
 pub mod probe;
+pub mod procs;
 pub mod progress;
 pub mod proto;
 pub mod record;

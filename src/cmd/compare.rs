@@ -19,7 +19,15 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     if rounds == 0 || rounds > 1000 {
         return Err(UsageError("--rounds must be between 1 and 1000".into()).into());
     }
-    let chosen = config::parse_strategies("--strategies", a.strategies.as_deref())?;
+    let sweep = config::concurrency_steps(&a.load)?;
+    let mut chosen = config::parse_strategies("--strategies", a.strategies.as_deref())?;
+    if sweep.is_some() && chosen.is_none() {
+        // Report 004's table: keep-alive and a new connection per request, side by side.
+        chosen = config::parse_strategies(
+            "--strategies",
+            Some(&["keepalive".to_string(), "close".to_string()]),
+        )?;
+    }
     let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
     let path = embedded_path(
@@ -35,18 +43,25 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     } else {
         vec![None]
     };
+    check_sweeps(&a, sweep.is_some(), specs.len(), path.is_some())?;
     // Across a link every request costs round trips: fewer, concurrent requests per round.
     let defaults = if a.link.any() {
         config::COMPARE_LAB_DEFAULTS
     } else {
         config::COMPARE_DEFAULTS
     };
-    let load = config::load_config(&a.load, defaults)?;
+    let loads = match &sweep {
+        Some(steps) => steps
+            .iter()
+            .map(|&c| sweep_load(&a.load, defaults, c))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => vec![config::load_config(&a.load, defaults)?],
+    };
     let plan = Plan {
         a: &a,
         chosen: chosen.as_deref(),
         path: path.as_deref(),
-        load: &load,
+        loads: &loads,
         rounds,
         noise_threshold,
         points: specs.len(),
@@ -56,27 +71,33 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let mut points = Vec::new();
     let mut names = Vec::new();
     let mut single = None;
+    let mut knee = None;
     for spec in specs {
         let (result, server, link) = plan.at(spec, &mut names)?;
         scenarios.extend(result.scenarios);
-        match (plan.sweep(), link) {
-            (true, Some(link)) => points.push(compare::RttPoint {
+        match (result.judged, plan.sweep(), link) {
+            (Judged::Knee(k), _, link) => {
+                knee = Some(k);
+                single = Some((None, server, link));
+            }
+            (Judged::One(comparison), true, Some(link)) => points.push(compare::RttPoint {
                 rtt_set_ms: link.rtt_set_ms,
                 link,
                 server,
-                comparison: result.comparison,
+                comparison,
             }),
-            (_, link) => single = Some((result.comparison, server, link)),
+            (Judged::One(comparison), _, link) => single = Some((Some(comparison), server, link)),
         }
     }
     plan.steps.finish();
     let mut rep = Report::new(scenarios);
     rep.run = Some(crate::host::run_info("compare", started_at));
     if let Some((comparison, server, link)) = single {
-        rep.comparison = Some(comparison);
+        rep.comparison = comparison;
         rep.server = server;
         rep.link = link;
     }
+    rep.concurrency_sweep = knee;
     if plan.sweep() {
         rep.rtt_sweep = Some(compare::RttSweep::new(points, &names));
     }
@@ -91,7 +112,8 @@ struct Plan<'a> {
     chosen: Option<&'a [Choice]>,
     /// The path on the embedded server, when the comparison runs against it.
     path: Option<&'a str>,
-    load: &'a config::LoadConfig,
+    /// The load of each step of `-c 1,10,50` (one without a sweep).
+    loads: &'a [config::LoadConfig],
     rounds: usize,
     noise_threshold: f64,
     /// The links compared across (one without a link); more than one is a sweep.
@@ -107,8 +129,13 @@ impl Plan<'_> {
 
     /// The rows of a comparison: each strategy against each target (with the embedded server,
     /// its HTTP and its HTTPS listener).
-    fn arms(&self, embedded: Option<&Embedded>, prefix: &str) -> anyhow::Result<Vec<compare::Arm>> {
-        let (a, chosen, load) = (self.a, self.chosen, self.load);
+    fn arms(
+        &self,
+        embedded: Option<&Embedded>,
+        prefix: &str,
+        load: &config::LoadConfig,
+    ) -> anyhow::Result<Vec<compare::Arm>> {
+        let (a, chosen) = (self.a, self.chosen);
         // (group, URL) for each scheme compared.
         let urls: Vec<(String, Option<String>)> = match (embedded, self.path) {
             (Some(e), Some(p)) => vec![
@@ -154,11 +181,7 @@ impl Plan<'_> {
         &self,
         spec: Option<LinkSpec>,
         names: &mut Vec<String>,
-    ) -> anyhow::Result<(
-        compare::CompareResult,
-        Option<StatsSnapshot>,
-        Option<LinkReport>,
-    )> {
+    ) -> anyhow::Result<(Outcome, Option<StatsSnapshot>, Option<LinkReport>)> {
         // Early data on when a strategy sends it, and for the default set, which has
         // close-0rtt and h3-0rtt.
         let early = self
@@ -171,20 +194,62 @@ impl Plan<'_> {
         let prefix = spec
             .filter(|_| self.sweep())
             .map(|s| format!("{}ms ", crate::fmt::num(s.rtt.as_secs_f64() * 1000.0)));
-        let arms = self.arms(embedded.as_ref(), prefix.as_deref().unwrap_or(""))?;
-        let cut = prefix.as_ref().map_or(0, |p| p.len());
-        *names = arms.iter().map(|arm| arm.name[cut..].to_string()).collect();
+        let knee = self.loads.len() > 1;
+        let mut arms = Vec::new();
+        let mut at = Vec::new();
+        for load in self.loads {
+            let prefix = match (&prefix, knee) {
+                (_, true) => format!("c={} ", load.concurrency),
+                (Some(p), false) => p.clone(),
+                (None, false) => String::new(),
+            };
+            let step = self.arms(embedded.as_ref(), &prefix, load)?;
+            at.extend(step.iter().map(|_| load.concurrency));
+            if names.is_empty() {
+                *names = step
+                    .iter()
+                    .map(|arm| arm.name[prefix.len()..].to_string())
+                    .collect();
+            }
+            arms.extend(step);
+        }
         self.steps
             .set_total((self.points * arms.len() * self.rounds) as u64, true);
         let run = || {
-            compare::run(
-                &arms,
-                self.rounds,
-                embedded.as_ref().map(|e| &e.srv),
-                self.noise_threshold,
-                embedded.as_ref().and_then(Embedded::rtt_set_ms),
-                &self.steps,
-            )
+            let server =
+                compare::ServerSide::new(embedded.as_ref().map(|e| &e.srv), &self.a.server_pid);
+            let rtt = embedded.as_ref().and_then(Embedded::rtt_set_ms);
+            anyhow::Ok(if knee {
+                let sweep = compare::knee::SweepArms {
+                    arms: &arms,
+                    at: &at,
+                };
+                let (scenarios, k) = compare::knee::sweep(
+                    sweep,
+                    self.rounds,
+                    &server,
+                    self.noise_threshold,
+                    rtt,
+                    &self.steps,
+                )?;
+                Outcome {
+                    scenarios,
+                    judged: Judged::Knee(k),
+                }
+            } else {
+                let r = compare::run(
+                    &arms,
+                    self.rounds,
+                    &server,
+                    self.noise_threshold,
+                    rtt,
+                    &self.steps,
+                )?;
+                Outcome {
+                    scenarios: r.scenarios,
+                    judged: Judged::One(r.comparison),
+                }
+            })
         };
         let result = on_client(embedded.as_ref(), run)??;
         Ok(match embedded {
@@ -195,4 +260,54 @@ impl Plan<'_> {
             None => (result, None, None),
         })
     }
+}
+
+/// What one link's rounds gave: the scenarios, and one comparison or a concurrency sweep.
+struct Outcome {
+    scenarios: Vec<crate::report::ScenarioReport>,
+    judged: Judged,
+}
+
+enum Judged {
+    One(compare::Comparison),
+    Knee(crate::report::knee::ConcurrencySweep),
+}
+
+/// One step of `-c 1,10,50,200`: unless -n or -d says, each worker sends 25 requests a
+/// round (at least the comparison's usual number), so a high step is not all start-up.
+fn sweep_load(
+    a: &crate::cli::LoadArgs,
+    defaults: config::LoadDefaults,
+    c: usize,
+) -> Result<config::LoadConfig, UsageError> {
+    let mut load = config::load_config_at(a, defaults, c)?;
+    if a.requests.is_none() && a.duration.is_none() {
+        load.stop.requests = Some(defaults.requests.max(25 * c as u64));
+    }
+    Ok(load)
+}
+
+/// One axis swept at a time, and `--server-pid` only for a server given by URL, naming
+/// processes that exist.
+fn check_sweeps(
+    a: &CompareArgs,
+    concurrency_sweep: bool,
+    links: usize,
+    embedded: bool,
+) -> Result<(), UsageError> {
+    if concurrency_sweep && links > 1 {
+        return Err(UsageError(
+            "a list of concurrencies (-c) and a list of RTTs (--rtt): sweep one at a time".into(),
+        ));
+    }
+    if a.server_pid.is_empty() {
+        return Ok(());
+    }
+    if embedded {
+        return Err(UsageError(
+            "--server-pid is for a server given by URL: the embedded server's CPU is read without it"
+                .into(),
+        ));
+    }
+    crate::procs::check_pids(&a.server_pid).map_err(UsageError)
 }

@@ -7,6 +7,7 @@
 //! ([`explain`]); [`offers`] chooses the strategies for a target.
 
 mod explain;
+pub mod knee;
 pub mod offers;
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use std::time::Duration;
 use crate::engine;
 use crate::fmt::ms as fmt_ms;
 use crate::plan::{Choice, Scenario};
+use crate::procs::{ServerCpu, Shares};
 use crate::progress::Steps;
 pub use crate::report::comparison::{
     Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSeries, RttSweep, Spread,
@@ -46,6 +48,7 @@ struct RunFigures {
     wall_s: f64,
     requests_per_s: f64,
     mean_ms: f64,
+    p50_ms: f64,
     p99_ms: f64,
     opened: f64,
     tls_full: f64,
@@ -54,8 +57,32 @@ struct RunFigures {
     client_cpu_us: f64,
     server_cpu_us: Option<f64>,
     server_accepted: Option<u64>,
+    /// The client's CPU over the round's wall time (1.0: one core), and its threads.
+    client_cores: f64,
+    client_threads: usize,
+    /// The server's and the machine's share over the round.
+    shares: Shares,
     /// Requests answered in the round: without any, its figures mean nothing.
     ok: u64,
+}
+
+/// The server the rounds run against: the embedded one (its counts), and whose CPU time
+/// is the server's.
+pub struct ServerSide<'a> {
+    pub embedded: Option<&'a RunningServer>,
+    pub cpu: ServerCpu<'a>,
+}
+
+impl<'a> ServerSide<'a> {
+    /// The embedded server when there is one, else the processes of `--server-pid`.
+    pub fn new(embedded: Option<&'a RunningServer>, pids: &[u32]) -> ServerSide<'a> {
+        let cpu = match embedded {
+            Some(e) => ServerCpu::Embedded(&e.stats),
+            None if !pids.is_empty() => ServerCpu::Pids(pids.to_vec()),
+            None => ServerCpu::Unknown,
+        };
+        ServerSide { embedded, cpu }
+    }
 }
 
 /// The result: one merged scenario report per arm, and the comparison.
@@ -64,7 +91,12 @@ pub struct CompareResult {
     pub comparison: Comparison,
 }
 
-fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> RunFigures {
+fn figures(
+    sc: &Scenario,
+    rep: &ScenarioReport,
+    shares: Shares,
+    server_accepted: Option<u64>,
+) -> RunFigures {
     let ok = rep.requests.ok.max(1) as f64;
     let new = &rep.phases_ms.new;
     let setup = if new.requests > 0 {
@@ -81,14 +113,22 @@ fn figures(sc: &Scenario, rep: &ScenarioReport, server: Option<(f64, u64)>) -> R
         wall_s: rep.duration_s,
         requests_per_s: rep.throughput.requests_per_s,
         mean_ms: rep.latency_ms.mean,
+        p50_ms: rep.latency_ms.p50,
         p99_ms: rep.latency_ms.p99,
         opened: rep.connections.opened as f64,
         tls_full: rep.connections.tls_handshakes.full as f64,
         tls_resumed: rep.connections.tls_handshakes.resumed as f64,
         setup_ms: setup,
         client_cpu_us: rep.cpu.client_us_per_request,
-        server_cpu_us: server.map(|(cpu_s, _)| cpu_s * 1e6 / ok),
-        server_accepted: server.map(|(_, n)| n),
+        server_cpu_us: shares.server_cpu_s.map(|cpu_s| cpu_s * 1e6 / ok),
+        server_accepted,
+        client_cores: if rep.duration_s > 0.0 {
+            (rep.cpu.client_user_s + rep.cpu.client_sys_s) / rep.duration_s
+        } else {
+            0.0
+        },
+        client_threads: sc.threads,
+        shares,
         ok: rep.requests.ok,
     }
 }
@@ -115,22 +155,13 @@ struct Played {
 pub fn run(
     arms: &[Arm],
     rounds: usize,
-    server: Option<&RunningServer>,
+    server: &ServerSide,
     noise_threshold: f64,
     rtt_set_ms: Option<f64>,
     steps: &Steps,
 ) -> anyhow::Result<CompareResult> {
     let played = play(arms, rounds, server, rtt_set_ms, steps)?;
-    let scenarios: Vec<ScenarioReport> = arms
-        .iter()
-        .zip(&played.merged)
-        .map(|(arm, (rec, wall, cpu))| {
-            summary::summarize_with_raw(&arm.scenario.shape(), rec, *wall, *cpu)
-        })
-        .collect();
-    let mut rows: Vec<ComparisonRow> = (0..arms.len())
-        .map(|i| row(arms, i, &played.runs[i]))
-        .collect();
+    let scenarios = summaries(arms, &played);
     let judge = Judge {
         arms,
         scenarios: &scenarios,
@@ -139,40 +170,62 @@ pub fn run(
         rtt_set_ms,
         noise_threshold,
     };
-    let mut groups: Vec<&str> = Vec::new();
-    for a in arms {
-        if !groups.contains(&a.group.as_str()) {
-            groups.push(&a.group);
-        }
-    }
-    let mut said = Said::default();
-    let rtts = groups
-        .iter()
-        .filter_map(|g| judge.group(g, &mut rows, &mut said))
-        .collect();
-    let first = &arms[0].scenario;
+    let comparison = judge.comparison(&played.runs);
     Ok(CompareResult {
         scenarios,
-        comparison: Comparison {
-            rounds,
+        comparison,
+    })
+}
+
+/// Each arm's rounds merged into one scenario report.
+fn summaries(arms: &[Arm], played: &Played) -> Vec<ScenarioReport> {
+    arms.iter()
+        .zip(&played.merged)
+        .map(|(arm, (rec, wall, cpu))| {
+            summary::summarize_with_raw(&arm.scenario.shape(), rec, *wall, *cpu)
+        })
+        .collect()
+}
+
+impl Judge<'_> {
+    /// The comparison of the judge's arms from their rounds (`runs`, one per arm).
+    fn comparison(&self, runs: &[Vec<RunFigures>]) -> Comparison {
+        let arms = self.arms;
+        let mut rows: Vec<ComparisonRow> =
+            (0..arms.len()).map(|i| row(arms, i, &runs[i])).collect();
+        let judge = self;
+        let mut groups: Vec<&str> = Vec::new();
+        for a in arms {
+            if !groups.contains(&a.group.as_str()) {
+                groups.push(&a.group);
+            }
+        }
+        let mut said = Said::default();
+        let rtts = groups
+            .iter()
+            .filter_map(|g| judge.group(g, &mut rows, &mut said))
+            .collect();
+        let first = &arms[0].scenario;
+        Comparison {
+            rounds: self.rounds,
             method: "rounds in a new random order each; per row against the group's best (lowest median time per request): Hodges-Lehmann estimate of the paired per-round ratio and difference, 95 % interval from the Wilcoxon signed-rank test",
             confidence: CONFIDENCE,
-            noise_threshold,
+            noise_threshold: self.noise_threshold,
             requests_per_round: first.stop.requests,
             concurrency: first.concurrency,
             rtt_ms: rtts,
             rows,
             headline: said.headline,
             explanations: said.explanations,
-        },
-    })
+        }
+    }
 }
 
 /// The rounds themselves: every arm once a round, in a new random order each.
 fn play(
     arms: &[Arm],
     rounds: usize,
-    server: Option<&RunningServer>,
+    server: &ServerSide,
     rtt_set_ms: Option<f64>,
     steps: &Steps,
 ) -> anyhow::Result<Played> {
@@ -235,19 +288,12 @@ fn play(
 }
 
 /// One run of one arm, its figures kept and its records merged into the arm's.
-fn play_one(
-    arm: &Arm,
-    i: usize,
-    server: Option<&RunningServer>,
-    played: &mut Played,
-) -> anyhow::Result<()> {
-    let before = server.map(|s| (s.stats.cpu_time(), s.snapshot().connections_accepted));
+fn play_one(arm: &Arm, i: usize, server: &ServerSide, played: &mut Played) -> anyhow::Result<()> {
+    let accepted = || server.embedded.map(|s| s.snapshot().connections_accepted);
+    let (before, accepted_before) = (server.cpu.sample(), accepted());
     let result = engine::run(arm.scenario.clone(), false)?;
-    let after = server.map(|s| (s.stats.cpu_time(), s.snapshot().connections_accepted));
-    let srv = match (before, after) {
-        (Some((c0, a0)), Some((c1, a1))) => Some(((c1.saturating_sub(c0)).as_secs_f64(), a1 - a0)),
-        _ => None,
-    };
+    let (shares, accepted_after) = (before.shares(&server.cpu.sample(), result.wall), accepted());
+    let accepted = accepted_before.zip(accepted_after).map(|(a, b)| b - a);
     let rep = summary::summarize(
         &arm.scenario.shape(),
         &result.recorder,
@@ -257,7 +303,7 @@ fn play_one(
     if rep.phases_ms.new.connect.count > 0 {
         played.connect_min[i].push(rep.phases_ms.new.connect.min);
     }
-    played.runs[i].push(figures(&arm.scenario, &rep, srv));
+    played.runs[i].push(figures(&arm.scenario, &rep, shares, accepted));
     let m = &mut played.merged[i];
     // The strategy's rounds laid end to end on its timeline.
     m.0.add_after(&result.recorder, m.1);

@@ -74,6 +74,8 @@ struct Data<'a> {
     entries: Vec<Entry<'a>>,
     /// `compare --rtt A,B,...`: time per request against RTT, one line per strategy.
     sweep: Option<Sweep<'a>>,
+    /// `compare -c 1,10,50,...`: requests/s and latency against concurrency, the knees.
+    knee: Option<&'a super::knee::ConcurrencySweep>,
     confidence: Option<Confidence>,
     /// compare: the comparison's sentences (why the rows differ).
     verdict: Vec<&'a str>,
@@ -86,6 +88,23 @@ struct Data<'a> {
 struct Sweep<'a> {
     rtts_ms: Vec<f64>,
     series: Vec<(&'a str, &'a [f64])>,
+}
+
+/// compare's sentences: each knee's verdict, then why the rows differ.
+fn verdict<'a>(
+    report: &'a Report,
+    comparisons: &[&'a super::comparison::Comparison],
+) -> Vec<&'a str> {
+    report
+        .concurrency_sweep
+        .iter()
+        .flat_map(|k| k.series.iter().map(|s| s.verdict.as_str()))
+        .chain(
+            comparisons
+                .iter()
+                .flat_map(|c| c.explanations.iter().map(String::as_str)),
+        )
+        .collect()
 }
 
 /// The sentences a bench or compare page opens with: the comparisons' headlines, else
@@ -141,6 +160,9 @@ fn data(report: &Report) -> Data<'_> {
         })
         .collect();
     let title = match (&report.comparison, &report.rtt_sweep) {
+        _ if report.concurrency_sweep.is_some() => {
+            "handshake compare across concurrency".to_string()
+        }
         (_, Some(_)) => "handshake compare across round-trip times".to_string(),
         (Some(_), None) => "handshake compare".to_string(),
         (None, None) => format!(
@@ -188,15 +210,13 @@ fn data(report: &Report) -> Data<'_> {
         links,
         entries,
         sweep,
+        knee: report.concurrency_sweep.as_ref(),
         confidence: comparisons.first().map(|c| Confidence {
             confidence: c.confidence,
             noise_threshold: c.noise_threshold,
             rounds: c.rounds,
         }),
-        verdict: comparisons
-            .iter()
-            .flat_map(|c| c.explanations.iter().map(String::as_str))
-            .collect(),
+        verdict: verdict(report, &comparisons),
         thresholds: report.thresholds.as_deref(),
         agents: report.agents.as_ref().map(|all| {
             all.iter()

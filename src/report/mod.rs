@@ -6,6 +6,7 @@ pub mod comparison;
 pub mod doctor;
 pub mod failure;
 pub mod html;
+pub mod knee;
 pub mod link;
 pub mod raw;
 pub mod server;
@@ -40,6 +41,9 @@ pub struct Report {
     /// `compare --rtt A,B,...`: the comparison at each round-trip time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_sweep: Option<comparison::RttSweep>,
+    /// `compare -c 1,10,50,...`: the comparison at each concurrency and the knee.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency_sweep: Option<knee::ConcurrencySweep>,
     /// `--fail-if`: each expression checked on each scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Vec<thresholds::ThresholdResult>>,
@@ -134,6 +138,11 @@ impl Report {
                     .iter()
                     .flat_map(|sw| sw.points.iter().map(|p| &p.comparison)),
             )
+            .chain(
+                self.concurrency_sweep
+                    .iter()
+                    .flat_map(|sw| sw.steps.iter().map(|p| &p.comparison)),
+            )
             .collect()
     }
 
@@ -158,6 +167,7 @@ impl Report {
             comparison: None,
             link: None,
             rtt_sweep: None,
+            concurrency_sweep: None,
             thresholds: None,
             run: None,
             agents: None,

@@ -116,6 +116,14 @@ impl ServerStats {
         }
     }
 
+    /// CPU time used so far by each of the server's threads.
+    pub fn thread_times(&self) -> Vec<Duration> {
+        self.threads
+            .lock()
+            .map(|l| l.iter().map(|c| c.elapsed()).collect())
+            .unwrap_or_default()
+    }
+
     /// CPU time used so far by the server's threads.
     pub fn cpu_time(&self) -> Duration {
         self.threads

@@ -114,7 +114,7 @@ async function checkLines(page, name, want) {
 async function checkBench(page) {
   // Expected time per request: the comparison's medians; in an open loop the mean
   // latency; else concurrency x wall / ok.
-  const comparisons = [report.comparison, ...((report.rtt_sweep && report.rtt_sweep.points) || []).map((p) => p.comparison)].filter(Boolean);
+  const comparisons = [report.comparison, ...((report.rtt_sweep && report.rtt_sweep.points) || []).map((p) => p.comparison), ...((report.concurrency_sweep && report.concurrency_sweep.steps) || []).map((p) => p.comparison)].filter(Boolean);
   const rowOf = (name) => comparisons.flatMap((c) => c.rows).find((r) => r.name === name);
   const expected = report.scenarios.map((s) => {
     const row = rowOf(s.name);
@@ -177,6 +177,30 @@ async function checkBench(page) {
       if (l.points !== report.rtt_sweep.points.length) failures.push(`RTT line ${s.name}: ${l.points} points`);
       s.time_per_request_ms.forEach((v, i) => { if (!close(l.values[i], v)) failures.push(`RTT line ${s.name} point ${i}: ${l.values[i]} != ${v}`); });
     }
+  }
+  // compare -c 1,10,50,...: per strategy a line through its requests/s and its p50 and
+  // p99 at each step, the knee circled where the JSON has it, a table row per step.
+  if (report.concurrency_sweep) {
+    const ks = report.concurrency_sweep.series;
+    for (const [cls, of] of [["knee-rps", (p) => p.requests_per_s.median], ["knee-p50", (p) => p.latency_p50_ms.median], ["knee-p99", (p) => p.latency_p99_ms.median]]) {
+      const drawn = await page.$$eval("polyline." + cls, (ls) => ls.map((l) => ({ name: l.dataset.name, values: l.dataset.values.split(",").map(Number) })));
+      if (drawn.length !== ks.length) failures.push(`${drawn.length} ${cls} lines for ${ks.length} strategies`);
+      for (const s of ks) {
+        const l = drawn.find((x) => x.name === s.name);
+        if (!l) { failures.push(`no ${cls} line for ${s.name}`); continue; }
+        s.points.forEach((p, i) => { if (!close(l.values[i], of(p))) failures.push(`${cls} ${s.name} c=${p.concurrency}: ${l.values[i]} != ${of(p)}`); });
+      }
+    }
+    const knees = await page.$$eval("circle.knee", (cs) => cs.map((c) => ({ name: c.dataset.name, c: Number(c.dataset.concurrency) })));
+    for (const s of ks) {
+      const k = knees.filter((x) => x.name === s.name);
+      if (s.knee === null ? k.length !== 0 : k.length !== 1 || k[0].c !== s.knee) failures.push(`${s.name}: knee drawn at ${JSON.stringify(k)}, JSON ${s.knee}`);
+    }
+    const trs = await page.$$eval("tr.knee-row", (rs) => rs.length);
+    const want = ks.reduce((n, s) => n + s.points.length, 0);
+    if (trs !== want) failures.push(`${trs} knee table rows for ${want} steps`);
+    const verdictTexts = await page.$$eval("#verdict li", (ls) => ls.map((l) => l.textContent));
+    for (const s of ks) if (!verdictTexts.some((t) => t.includes(s.verdict))) failures.push(`${s.name}: verdict not shown: ${s.verdict}`);
   }
   // compare: each row's times slower, its interval and its verdict.
   const est = await page.$$eval("circle.ci-estimate", (cs) => cs.map((c) => ({ name: c.dataset.name, value: Number(c.dataset.value) })));
@@ -244,7 +268,7 @@ async function checkBench(page) {
     if (s.comparison) p.push(["comparison", "time_per_request_ms", "median"], ["comparison", "times_slower"], ["comparison", "extra_ms_per_request"]);
     return p;
   }, [["connections", "close_reasons"], ["requests", "errors"], ["requests", "error_details"], ["requests", "status_codes"]]);
-  await checkSentences(page, "li.verdict", comparisons.flatMap((c) => c.explanations), "verdict");
+  await checkSentences(page, "li.verdict", ((report.concurrency_sweep && report.concurrency_sweep.series) || []).map((k) => k.verdict).concat(comparisons.flatMap((c) => c.explanations)), "verdict");
   await checkRun(page, report.scenarios.map((s) => s.url));
   // The headline: compare's sentences; bench's, one per scenario that measured something,
   // opening with its requests and connections.

@@ -330,6 +330,16 @@ impl Nginx {
         n_ports: usize,
         servers: impl Fn(&[u16], &std::path::Path) -> String,
     ) -> Option<Nginx> {
+        Nginx::start_workers(1, http, n_ports, servers)
+    }
+
+    /// [`Nginx::start_servers`] with `workers` worker processes.
+    pub fn start_workers(
+        workers: usize,
+        http: &str,
+        n_ports: usize,
+        servers: impl Fn(&[u16], &std::path::Path) -> String,
+    ) -> Option<Nginx> {
         let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists());
@@ -356,7 +366,7 @@ impl Nginx {
         let d = dir.display();
         let servers = servers(&ports, &dir);
         let conf = format!(
-            "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+            "worker_processes {workers};\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
              events {{ worker_connections 1024; }}\nhttp {{\n access_log off;\n\
              client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;\n\
              uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n {http}\n\
@@ -395,6 +405,11 @@ impl Nginx {
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/", self.port)
+    }
+
+    /// The master's PID (its workers are its children).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 

@@ -269,6 +269,56 @@
     });
   }
 
+  // compare -c 1,10,50,...: requests/s and latency against concurrency, one line per
+  // strategy; the steps evenly spaced (they usually grow by factors).
+  if (data.knee) {
+    document.getElementById("knee-section").hidden = false;
+    const steps = data.knee.series[0].points.map(p => p.concurrency);
+    const xK = j => left + (steps.length > 1 ? j / (steps.length - 1) : 0.5) * W;
+    const axes = (svg, maxY, unit) => {
+      svg.setAttribute("width", left + W + 200);
+      svg.setAttribute("height", H + 50);
+      el("line", { x1: left, y1: top + H, x2: left + W, y2: top + H, stroke: "#999" }, svg);
+      el("line", { x1: left, y1: top, x2: left, y2: top + H, stroke: "#999" }, svg);
+      steps.forEach((c, j) => text(svg, xK(j), top + H + 16, "c=" + c, "middle"));
+      for (let k = 0; k <= 4; k++) text(svg, left - 6, top + H - k / 4 * H + 4, fmt(maxY * k / 4) + unit, "end");
+    };
+    const line = (svg, cls, s, values, maxY, color, dash) => {
+      const pts = values.map((v, j) => xK(j).toFixed(1) + "," + (top + H - v / maxY * H).toFixed(1)).join(" ");
+      const attrs = { class: cls, points: pts, fill: "none", stroke: color, "stroke-width": 2, "data-name": s.name, "data-values": values.join(",") };
+      if (dash) attrs["stroke-dasharray"] = "6,4";
+      el("polyline", attrs, svg);
+    };
+    const rps = document.getElementById("knee-rps");
+    const maxR = Math.max(...data.knee.series.flatMap(s => s.points.map(p => p.requests_per_s.median)), 1e-9);
+    axes(rps, maxR, "");
+    const lat = document.getElementById("knee-latency");
+    const maxL = Math.max(...data.knee.series.flatMap(s => s.points.map(p => p.latency_p99_ms.median)), 1e-9);
+    axes(lat, maxL, "");
+    const tbody = document.querySelector("#knee-table tbody");
+    data.knee.series.forEach((s, i) => {
+      const color = LINE_COLORS[i % LINE_COLORS.length];
+      const values = s.points.map(p => p.requests_per_s.median);
+      line(rps, "knee-rps", s, values, maxR, color, false);
+      s.points.forEach((p, j) => {
+        const knee = s.knee === p.concurrency;
+        el("circle", { class: knee ? "knee" : "", cx: xK(j).toFixed(1), cy: (top + H - values[j] / maxR * H).toFixed(1), r: knee ? 6 : 3, fill: color, "data-name": s.name, "data-concurrency": p.concurrency }, rps);
+      });
+      line(lat, "knee-p50", s, s.points.map(p => p.latency_p50_ms.median), maxL, color, false);
+      line(lat, "knee-p99", s, s.points.map(p => p.latency_p99_ms.median), maxL, color, true);
+      for (const svg of [rps, lat]) {
+        el("rect", { x: left + W + 14, y: top + i * 18, width: 12, height: 12, fill: color }, svg);
+        text(svg, left + W + 32, top + i * 18 + 11, s.name);
+      }
+      const pct = x => x == null ? "-" : Math.round(x.median * 100) + " %";
+      for (const p of s.points) {
+        const g = p.growth ? p.growth.ratio.toFixed(2) + "x " + (p.growth.grew ? "grew" : p.growth.fell ? "fell" : "same") : "";
+        const tr = h("tr", { class: "knee-row", "data-name": s.name, "data-concurrency": p.concurrency }, tbody);
+        for (const cell of [s.name, (s.knee === p.concurrency ? "knee: " : "") + p.concurrency, Math.round(p.requests_per_s.median), fmt(p.latency_p50_ms.median), fmt(p.latency_p99_ms.median), pct(p.client_cores), pct(p.server_cores), pct(p.machine_busy), g]) h("td", {}, tr, cell);
+      }
+    });
+  }
+
   // Timelines: per scenario with two buckets or more (open when there is one).
   const withTimeline = entries.filter(e => e.timeline.length >= 2);
   if (withTimeline.length) document.getElementById("timeline-section").hidden = false;

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod doctor;
+mod knee;
 mod table;
 pub mod trace;
 pub mod watch;
@@ -850,6 +851,12 @@ fn render_unfitted(report: &Report, layout: &Layout) -> String {
     }
     if let Some(sw) = &report.rtt_sweep {
         out.push_str(&render_sweep(sw, layout));
+        return out;
+    }
+    if let Some(sw) = &report.concurrency_sweep {
+        out.push_str(&knee::render(sw, layout.width));
+        server_line(&mut out, report.server.as_ref());
+        link_line(&mut out, report.link.as_ref());
         return out;
     }
     if let Some(c) = &report.comparison {
