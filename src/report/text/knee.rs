@@ -31,7 +31,16 @@ pub fn render(sw: &ConcurrencySweep, width: usize) -> String {
     for step in &sw.steps {
         for h in &step.comparison.headline {
             let c = format!("c={}", step.concurrency);
-            let _ = writeln!(out, "At {c}: {}", h.replace(&format!("{c} "), ""));
+            let h = h.replace(&format!("{c} "), "");
+            // "No strategy costs..." reads on after the step as "no strategy costs...".
+            let mut chars = h.chars();
+            let h: String = match chars.next() {
+                Some(first) if !h.starts_with("HTTP") => {
+                    first.to_lowercase().chain(chars).collect()
+                }
+                _ => h.clone(),
+            };
+            let _ = writeln!(out, "At {c}: {h}");
         }
     }
     out
