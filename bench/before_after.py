@@ -18,8 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from cpu_per_request import NGINX_CONF, handshake
-from loopback import free_port, stop, wait_port
+from loopback import NGINX_CONF, free_port, handshake_bench, stop, wait_port
 
 
 def main():
@@ -55,7 +54,7 @@ def main():
                 got = {}
                 for who in order:
                     binary = args.a if who == "A" else args.b
-                    done, _, cpu = handshake(binary, url, args.conns, n, keepalive, args.threads)
+                    done, _, cpu = handshake_bench(binary, url, args.conns, n, keepalive, args.threads)
                     got[who] = cpu * 1e6 / done
                     us[who].append(got[who])
                 ratios.append(got["B"] / got["A"])

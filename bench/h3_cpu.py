@@ -30,8 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import free_port, run_measured, stop, wait_port
-from cpu_per_request import proc_cpu
+from loopback import free_port, proc_cpu, run_measured, stop, wait_port
 
 NEW = ["close", "close-resumed", "close-0rtt", "h3-close", "h3-resumed", "h3-0rtt"]
 REUSED = ["keepalive", "h3"]

@@ -1,10 +1,37 @@
 """Helpers the benchmark scripts share: a free loopback port, waiting for a server to
-listen on it, stopping a process we started by its PID, and running a tool while
-measuring its own CPU time."""
+listen on it, stopping a process we started by its PID, running a tool while measuring
+its own CPU time, the CPU time of processes from /proc, a one-worker nginx config, a CA
+and a leaf certificate, and one `handshake bench` run."""
+import json
+import os
 import resource
 import socket
 import subprocess
 import time
+
+# One nginx worker answering "Hello, world" on 127.0.0.1:{port}, its files in {tmp}.
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    keepalive_requests 100000000;
+    keepalive_timeout 75s;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location / {{ return 200 "Hello, world\\n"; }}
+    }}
+}}
+"""
+
 
 
 def free_port():
@@ -45,3 +72,45 @@ def run_measured(cmd, timeout=300):
         raise SystemExit(f"{cmd} failed: {out.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return out.stdout, cpu
+
+
+def handshake_bench(binary, url, conns, n, keepalive, threads):
+    cmd = [binary, "bench", url, "-c", str(conns), "-n", str(n), "--json", "--no-progress",
+           "--strategy", "keepalive" if keepalive else "close", "-t", str(threads)]
+    out, cpu = run_measured(cmd)
+    s = json.loads(out)["scenarios"][0]
+    return s["requests"]["attempted"], s["throughput"]["requests_per_s"], cpu
+
+
+def proc_cpu(pids):
+    """utime+stime in seconds of these processes (all their threads)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], stdout=subprocess.PIPE, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def sh(*cmd):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_certs(tmp):
+    """A P-256 CA and a leaf for localhost and 127.0.0.1 signed by it."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    sh("openssl", "req", "-x509", *ec, "-days", "2", "-subj", "/CN=bench CA",
+       "-keyout", f"{tmp}/ca.key", "-out", f"{tmp}/ca.pem")
+    sh("openssl", "req", *ec, "-subj", "/CN=localhost",
+       "-keyout", f"{tmp}/leaf.key", "-out", f"{tmp}/leaf.csr")
+    with open(f"{tmp}/ext.cnf", "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    sh("openssl", "x509", "-req", "-in", f"{tmp}/leaf.csr", "-CA", f"{tmp}/ca.pem",
+       "-CAkey", f"{tmp}/ca.key", "-CAcreateserial", "-days", "2",
+       "-extfile", f"{tmp}/ext.cnf", "-out", f"{tmp}/leaf.pem")

@@ -26,8 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from cpu_per_request import NGINX_CONF
-from loopback import free_port, stop, wait_port
+from loopback import NGINX_CONF, free_port, stop, wait_port
 
 
 def find_vegeta():

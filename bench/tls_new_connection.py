@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import free_port, run_measured, stop, wait_port
+from loopback import free_port, make_certs, run_measured, stop, wait_port
 
 NGINX_CONF = """
 worker_processes 1;
@@ -55,24 +55,6 @@ http {{
     }}
 }}
 """
-
-
-def sh(*cmd):
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def make_certs(tmp):
-    """A P-256 CA and a leaf for localhost and 127.0.0.1 signed by it."""
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    sh("openssl", "req", "-x509", *ec, "-days", "2", "-subj", "/CN=bench CA",
-       "-keyout", f"{tmp}/ca.key", "-out", f"{tmp}/ca.pem")
-    sh("openssl", "req", *ec, "-subj", "/CN=localhost",
-       "-keyout", f"{tmp}/leaf.key", "-out", f"{tmp}/leaf.csr")
-    with open(f"{tmp}/ext.cnf", "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
-    sh("openssl", "x509", "-req", "-in", f"{tmp}/leaf.csr", "-CA", f"{tmp}/ca.pem",
-       "-CAkey", f"{tmp}/ca.key", "-CAcreateserial", "-days", "2",
-       "-extfile", f"{tmp}/ext.cnf", "-out", f"{tmp}/leaf.pem")
 
 
 def handshake(binary, url, n, cacert, extra, keepalive=False):

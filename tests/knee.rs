@@ -137,6 +137,16 @@ fn one_nginx_worker_has_its_knee_where_its_cpu_reaches_a_core() {
         (read - nginx_cpu).abs() <= 0.1 * nginx_cpu + 0.05,
         "the sweep read {read:.3} s of nginx's CPU, /proc says {nginx_cpu:.3} s"
     );
+    // Each step's rows carry the server's CPU per request too, from the same PIDs.
+    for step in sw["steps"].as_array().unwrap() {
+        for row in step["comparison"]["rows"].as_array().unwrap() {
+            assert!(
+                f(&row["server_cpu_us_per_request"]["median"]) > 0.0,
+                "{}",
+                row["name"]
+            );
+        }
+    }
     for strategy in ["keepalive", "close"] {
         let s = series(&v, strategy);
         let verdict = s["verdict"].as_str().unwrap();
