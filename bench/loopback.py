@@ -9,8 +9,9 @@ import socket
 import subprocess
 import time
 
-# One nginx worker answering "Hello, world" on 127.0.0.1:{port}, its files in {tmp}.
-NGINX_CONF = """
+# One nginx worker, its files in {tmp}, persistent connections unbounded: the start of
+# its config, up to its servers (a config closes with "}}").
+NGINX_HEAD = """
 worker_processes 1;
 daemon off;
 pid {tmp}/nginx.pid;
@@ -25,6 +26,10 @@ http {{
     scgi_temp_path {tmp}/scgi;
     keepalive_requests 100000000;
     keepalive_timeout 75s;
+"""
+
+# That nginx answering "Hello, world" on 127.0.0.1:{port}.
+NGINX_CONF = NGINX_HEAD + """
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         location / {{ return 200 "Hello, world\\n"; }}

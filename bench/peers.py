@@ -40,26 +40,12 @@ import sys
 import tempfile
 import time
 
-from loopback import children, free_port, make_certs, proc_cpu, run_measured, stop, wait_port
+from loopback import NGINX_HEAD, children, free_port, make_certs, proc_cpu, run_measured, stop, wait_port
 
 C = 50
 H2_CONNS, H2_STREAMS = 4, 16
 
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    keepalive_requests 100000000;
-    keepalive_timeout 75s;
+NGINX_CONF = NGINX_HEAD + """
     ssl_protocols TLSv1.3;
     ssl_session_tickets off;
     ssl_session_cache off;

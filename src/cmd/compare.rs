@@ -216,35 +216,28 @@ impl Plan<'_> {
         self.steps
             .set_total((self.points * arms.len() * self.rounds) as u64, true);
         let run = || {
-            let server =
-                compare::ServerSide::new(embedded.as_ref().map(|e| &e.srv), &self.a.server_pid);
-            let rtt = embedded.as_ref().and_then(Embedded::rtt_set_ms);
+            let how = compare::Rounds {
+                rounds: self.rounds,
+                server: compare::ServerSide::new(
+                    embedded.as_ref().map(|e| &e.srv),
+                    &self.a.server_pid,
+                ),
+                noise_threshold: self.noise_threshold,
+                rtt_set_ms: embedded.as_ref().and_then(Embedded::rtt_set_ms),
+                steps: &self.steps,
+            };
             anyhow::Ok(if knee {
                 let sweep = compare::knee::SweepArms {
                     arms: &arms,
                     at: &at,
                 };
-                let (scenarios, k) = compare::knee::sweep(
-                    sweep,
-                    self.rounds,
-                    &server,
-                    self.noise_threshold,
-                    rtt,
-                    &self.steps,
-                )?;
+                let (scenarios, k) = compare::knee::sweep(sweep, &how)?;
                 Outcome {
                     scenarios,
                     judged: Judged::Knee(k),
                 }
             } else {
-                let r = compare::run(
-                    &arms,
-                    self.rounds,
-                    &server,
-                    self.noise_threshold,
-                    rtt,
-                    &self.steps,
-                )?;
+                let r = compare::run(&arms, &how)?;
                 Outcome {
                     scenarios: r.scenarios,
                     judged: Judged::One(r.comparison),

@@ -4,9 +4,8 @@
 //! stops growing by more than the noise (a paired estimate over the rounds with its
 //! 95 % interval), and who is at its limit there, from the CPU each side used.
 
-use super::{paired, play, summaries, Arm, Judge, RunFigures, ServerSide, Spread, CONFIDENCE};
+use super::{paired, play, summaries, Arm, Judge, Rounds, RunFigures, Spread, CONFIDENCE};
 use crate::procs::ServerCpu;
-use crate::progress::Steps;
 use crate::report::knee::{ConcurrencyStep, ConcurrencySweep, Growth, KneePoint, KneeSeries};
 use crate::report::ScenarioReport;
 
@@ -29,13 +28,10 @@ pub struct SweepArms<'a> {
 /// Play every arm `rounds` times and judge each step and each series.
 pub fn sweep(
     s: SweepArms,
-    rounds: usize,
-    server: &ServerSide,
-    noise_threshold: f64,
-    rtt_set_ms: Option<f64>,
-    progress: &Steps,
+    how: &Rounds,
 ) -> anyhow::Result<(Vec<ScenarioReport>, ConcurrencySweep)> {
-    let played = play(s.arms, rounds, server, rtt_set_ms, progress)?;
+    let (rounds, noise_threshold, rtt_set_ms) = (how.rounds, how.noise_threshold, how.rtt_set_ms);
+    let played = play(s.arms, how)?;
     let scenarios = summaries(s.arms, &played);
     let mut concurrencies: Vec<usize> = s.at.to_vec();
     concurrencies.dedup();
@@ -89,7 +85,7 @@ pub fn sweep(
             )
         })
         .collect();
-    let server_cpu_from = match server.cpu {
+    let server_cpu_from = match how.server.cpu {
         ServerCpu::Unknown => None,
         ServerCpu::Embedded(_) => Some("embedded".to_string()),
         ServerCpu::Pids(_) => Some("pids".to_string()),

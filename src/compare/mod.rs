@@ -152,23 +152,16 @@ struct Played {
 
 /// Run every arm `rounds` times, in turn, in a new random order every round; each round
 /// said on stderr (`steps`) with an estimate of the time to go.
-pub fn run(
-    arms: &[Arm],
-    rounds: usize,
-    server: &ServerSide,
-    noise_threshold: f64,
-    rtt_set_ms: Option<f64>,
-    steps: &Steps,
-) -> anyhow::Result<CompareResult> {
-    let played = play(arms, rounds, server, rtt_set_ms, steps)?;
+pub fn run(arms: &[Arm], how: &Rounds) -> anyhow::Result<CompareResult> {
+    let played = play(arms, how)?;
     let scenarios = summaries(arms, &played);
     let judge = Judge {
         arms,
         scenarios: &scenarios,
         connect_min: &played.connect_min,
-        rounds,
-        rtt_set_ms,
-        noise_threshold,
+        rounds: how.rounds,
+        rtt_set_ms: how.rtt_set_ms,
+        noise_threshold: how.noise_threshold,
     };
     let comparison = judge.comparison(&played.runs);
     Ok(CompareResult {
@@ -221,14 +214,20 @@ impl Judge<'_> {
     }
 }
 
+/// How the rounds run and are judged, whatever the arms.
+pub struct Rounds<'a> {
+    pub rounds: usize,
+    pub server: ServerSide<'a>,
+    pub noise_threshold: f64,
+    /// Across the lab's link: the round trip set.
+    pub rtt_set_ms: Option<f64>,
+    /// Where each round is said (stderr), with the time to go.
+    pub steps: &'a Steps,
+}
+
 /// The rounds themselves: every arm once a round, in a new random order each.
-fn play(
-    arms: &[Arm],
-    rounds: usize,
-    server: &ServerSide,
-    rtt_set_ms: Option<f64>,
-    steps: &Steps,
-) -> anyhow::Result<Played> {
+fn play(arms: &[Arm], how: &Rounds) -> anyhow::Result<Played> {
+    let (rounds, server, rtt_set_ms, steps) = (how.rounds, &how.server, how.rtt_set_ms, how.steps);
     let began = std::time::Instant::now();
     let mut played = Played {
         runs: vec![Vec::new(); arms.len()],
