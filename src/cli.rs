@@ -614,7 +614,8 @@ pub struct LoadArgs {
     #[arg(long, short = 'r')]
     pub rate: Option<f64>,
 
-    /// OS threads for the workers (default: number of CPUs, at most -c)
+    /// OS threads for the workers (default: the number of CPUs, at most -c; bench with a
+    /// persistent strategy against this machine: half of them, the server needs the rest)
     #[arg(long, short = 't')]
     pub threads: Option<usize>,
 

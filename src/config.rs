@@ -57,6 +57,37 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
     load_config_at(a, defaults, concurrency)
 }
 
+/// With no `-t`, a persistent strategy (keep-alive, h2, h3) against a server on this
+/// machine (a loopback address, or a name `--resolve` pins to one) takes half the cores,
+/// at least one: the server needs the rest, and its requests are cheap enough that a
+/// second client thread costs more in hand-offs than it adds (bench/peers.py, 2 cores,
+/// nginx: keep-alive 5.6 against 6.4 µs per request at 175,000 against 135,000
+/// requests/s). A new connection per request keeps every core: there the kernel's work
+/// per connection spreads over them.
+pub fn share_the_machine(
+    load: &mut LoadConfig,
+    a: &LoadArgs,
+    strategy: Strategy,
+    req: &RequestConfig,
+) {
+    if a.threads.is_some() || !strategy.persistent() {
+        return;
+    }
+    let local = |u: &crate::plan::build::ParsedUrl| {
+        let host = u.host.trim_start_matches('[').trim_end_matches(']');
+        host == "localhost"
+            || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            || req
+                .resolve
+                .iter()
+                .any(|(h, p, ip)| h == host && *p == u.port && ip.is_loopback())
+    };
+    if !req.urls.is_empty() && req.urls.iter().all(|(_, u)| local(u)) {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        load.threads = (cpus / 2).max(1).min(load.concurrency);
+    }
+}
+
 /// The steps of `-c 1,10,50,200` (more than one, rising), or `None` for one number.
 pub fn concurrency_steps(a: &LoadArgs) -> Result<Option<Vec<usize>>, UsageError> {
     match a.concurrency.as_deref() {

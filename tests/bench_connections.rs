@@ -633,3 +633,27 @@ fn an_open_loop_of_many_workers_fits_a_1024_descriptor_limit() {
     );
     srv.stop();
 }
+
+/// Without -t, a persistent strategy against this machine takes half the cores (the
+/// server needs the rest), a new connection per request all of them, and -t is as given;
+/// the connections each run opened are the server's count either way.
+#[test]
+fn threads_default_to_half_the_cores_for_a_persistent_strategy_on_this_machine() {
+    let srv = start(ServerConfig::default());
+    let cpus = std::thread::available_parallelism().unwrap().get() as u64;
+    let url = http(&srv);
+    let local = url.replace("127.0.0.1", "localhost");
+    for (url, extra, threads) in [
+        (&url, &["--strategy", "keepalive"][..], (cpus / 2).max(1)),
+        (&local, &["--strategy", "keepalive"][..], (cpus / 2).max(1)),
+        (&url, &["--strategy", "h2"][..], (cpus / 2).max(1)),
+        (&url, &["--strategy", "close"][..], cpus.min(8)),
+        (&url, &["--strategy", "keepalive", "-t", "2"][..], 2),
+    ] {
+        let mut args = vec!["-n", "200", "-c", "8"];
+        args.extend_from_slice(extra);
+        let s = bench_against(&srv, url, &args);
+        assert_eq!(u(&s["threads"]), threads, "{url} {extra:?}");
+    }
+    srv.stop();
+}

@@ -53,6 +53,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     };
     let req = config::request_config(&a.request, url.as_deref(), roots)?;
     config::urls_once(&mut load, &a.load, &a.request, &req);
+    config::share_the_machine(&mut load, &a.load, strategy, &req);
     if let Some(seg) = segment {
         config::apply_segment(&mut load, seg)?;
     }
