@@ -596,7 +596,8 @@ pub struct LoadArgs {
     /// Concurrent workers, each with its own connection(s) (closed loop; default: bench 10,
     /// compare 1, compare over a link 10, with --rtt or another link option). compare
     /// takes a rising list (-c 1,10,50,200): each step's requests/s, latency and CPU, and
-    /// the knee where requests/s stops growing, with who is at its limit there
+    /// the knee where requests/s stops growing, with who is at its limit there (a step's
+    /// round sends 25 requests per worker, at least 500, unless -n or -d says)
     #[arg(long, short = 'c', value_delimiter = ',', value_name = "N")]
     pub concurrency: Option<Vec<usize>>,
 

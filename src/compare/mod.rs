@@ -186,7 +186,6 @@ impl Judge<'_> {
         let arms = self.arms;
         let mut rows: Vec<ComparisonRow> =
             (0..arms.len()).map(|i| row(arms, i, &runs[i])).collect();
-        let judge = self;
         let mut groups: Vec<&str> = Vec::new();
         for a in arms {
             if !groups.contains(&a.group.as_str()) {
@@ -196,7 +195,7 @@ impl Judge<'_> {
         let mut said = Said::default();
         let rtts = groups
             .iter()
-            .filter_map(|g| judge.group(g, &mut rows, &mut said))
+            .filter_map(|g| self.group(g, &mut rows, &mut said))
             .collect();
         let first = &arms[0].scenario;
         Comparison {
