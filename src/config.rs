@@ -83,8 +83,7 @@ pub fn share_the_machine(
                 .any(|(h, p, ip)| h == host && *p == u.port && ip.is_loopback())
     };
     if !req.urls.is_empty() && req.urls.iter().all(|(_, u)| local(u)) {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        load.threads = (cpus / 2).max(1).min(load.concurrency);
+        load.threads = (crate::procs::cores() / 2).max(1).min(load.concurrency);
     }
 }
 
@@ -147,7 +146,7 @@ pub fn load_config_at(
     };
     let timeout = parse_positive_duration("--timeout", &a.timeout)?;
     let limits = phase_limits(a)?;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = crate::procs::cores();
     let threads = match a.threads {
         Some(0) => return usage("-t/--threads must be at least 1"),
         Some(t) => t,

@@ -1,7 +1,8 @@
 //! The CPU time of a server's threads (the embedded server's, or the processes given by
 //! `--server-pid` and their children) and of the whole machine, read before and after a
 //! run: what share of a core the server used, on how many threads, and how busy the
-//! machine was (compare's concurrency sweep says from them who is at its limit).
+//! machine was (compare's concurrency sweep says from them who is at its limit); and a
+//! process's tree of descendants (also `watch`'s).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -37,6 +38,17 @@ pub struct Shares {
     pub server_threads: Option<usize>,
     /// The whole machine's busy share, of all its cores (1.0 = every core busy).
     pub machine_busy: Option<f64>,
+}
+
+/// The cores this process may run on.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Clock ticks per second: the unit of /proc's CPU times.
+fn ticks_per_s() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
 }
 
 /// A thread that ran at least this share of the time between two samples was working.
@@ -81,7 +93,7 @@ impl Sample {
             }
             _ => (None, None),
         };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let cores = cores() as f64;
         let machine_busy = match (self.machine, after.machine) {
             (Some(a), Some(b)) => {
                 Some((b.saturating_sub(a).as_secs_f64() / (wall * cores)).min(1.0))
@@ -108,36 +120,66 @@ pub fn check_pids(pids: &[u32]) -> Result<(), String> {
     }
 }
 
-/// `pids` and every process below them (read from each process's parent in /proc).
+/// `pids` and every process below them, each once.
 fn with_descendants(pids: &[u32]) -> Vec<u32> {
-    let mut parent: Vec<(u32, u32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            if let Some(ppid) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| stat_field(&s, 4))
-            {
-                parent.push((pid, ppid as u32));
+    let mut all: Vec<u32> = Vec::new();
+    for &p in pids {
+        for q in process_tree(p as i32) {
+            if !all.contains(&(q as u32)) {
+                all.push(q as u32);
             }
         }
     }
-    let mut all = pids.to_vec();
-    let mut k = 0;
-    while k < all.len() {
-        let p = all[k];
-        all.extend(
-            parent
-                .iter()
-                .filter(|(child, pp)| *pp == p && !all.contains(child))
-                .map(|(c, _)| *c)
-                .collect::<Vec<_>>(),
-        );
-        k += 1;
-    }
     all
+}
+
+/// `root` and its descendants, from /proc/PID/task/TID/children (fast); where the
+/// kernel has no such file, from every process's parent in /proc/PID/stat.
+pub fn process_tree(root: i32) -> Vec<i32> {
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", tree[i])) else {
+            i += 1;
+            continue;
+        };
+        for t in tasks.flatten() {
+            match std::fs::read_to_string(t.path().join("children")) {
+                Ok(list) => tree.extend(
+                    list.split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok()),
+                ),
+                Err(_) => return process_tree_by_stat(root),
+            }
+        }
+        i += 1;
+    }
+    tree
+}
+
+fn process_tree_by_stat(root: i32) -> Vec<i32> {
+    let mut parent: HashMap<i32, i32> = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            if let Some(ppid) = stat_field(&stat, 4) {
+                parent.insert(pid, ppid as i32);
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parent.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    tree
 }
 
 /// Field `n` (1-based, as proc(5) numbers them) of a /proc stat line; the command name
@@ -150,8 +192,7 @@ fn stat_field(stat: &str, n: usize) -> Option<u64> {
 /// The CPU time of every thread of `pids`, keyed by thread id: the scheduler's run time
 /// in nanoseconds (schedstat), or user + system time in clock ticks where it is missing.
 fn threads_of(pids: &[u32]) -> HashMap<u64, Duration> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let hz = ticks_per_s();
     let mut out = HashMap::new();
     for pid in pids {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -190,9 +231,9 @@ fn machine_busy() -> Option<Duration> {
     // user nice system idle iowait irq softirq steal (guest time is inside user).
     let total: u64 = v.iter().take(8).sum();
     let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Some(Duration::from_nanos((total - idle) * (1_000_000_000 / hz)))
+    Some(Duration::from_nanos(
+        (total - idle) * (1_000_000_000 / ticks_per_s()),
+    ))
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ pub fn sweep(
             }
         })
         .collect();
-    let machine_cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let machine_cores = crate::procs::cores();
     let first = range(concurrencies[0]);
     let series = s.arms[first]
         .iter()

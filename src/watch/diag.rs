@@ -1,7 +1,7 @@
 //! This machine's TCP sockets from the kernel (sock_diag over netlink: endpoints, state,
 //! owner inode), and which process owns which socket (its file descriptors in /proc).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io;
 use std::net::SocketAddr;
 
@@ -156,59 +156,6 @@ pub fn listening() -> io::Result<HashSet<SocketAddr>> {
         out.insert(e.local);
     })?;
     Ok(out)
-}
-
-/// `root` and its descendants, from /proc/PID/task/TID/children (fast); where the
-/// kernel has no such file, from every process's parent in /proc/PID/stat.
-pub fn process_tree(root: i32) -> Vec<i32> {
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", tree[i])) else {
-            i += 1;
-            continue;
-        };
-        for t in tasks.flatten() {
-            match std::fs::read_to_string(t.path().join("children")) {
-                Ok(list) => tree.extend(
-                    list.split_whitespace()
-                        .filter_map(|p| p.parse::<i32>().ok()),
-                ),
-                Err(_) => return process_tree_by_stat(root),
-            }
-        }
-        i += 1;
-    }
-    tree
-}
-
-fn process_tree_by_stat(root: i32) -> Vec<i32> {
-    let mut parent: HashMap<i32, i32> = HashMap::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-                continue;
-            };
-            // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-                parent.insert(pid, ppid);
-            }
-        }
-    }
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let p = tree[i];
-        tree.extend(parent.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    tree
 }
 
 /// Whether a process runs: it exists and is not a zombie (ended, not yet reaped).

@@ -261,7 +261,7 @@ fn cgroup_recorder(o: &Options) -> (Option<cgroup::Recorder>, Option<String>) {
     let got = if !o.command.is_empty() {
         cgroup::Recorder::for_command().map_err(|e| format!("no cgroup of its own: {e}"))
     } else if let Some(pid) = o.pid {
-        cgroup::Recorder::for_process(pid, &diag::process_tree(pid))
+        cgroup::Recorder::for_process(pid, &crate::procs::process_tree(pid))
             .map_err(|e| format!("its cgroup is not its own: {e}"))
     } else {
         return (None, None);

@@ -24,7 +24,7 @@ pub fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -
     // the tree, as a daemon does); else the tree of children.
     let tree = match cgroup {
         Some(dir) => cgroup::procs(dir),
-        None => diag::process_tree(root),
+        None => crate::procs::process_tree(root),
     };
     for pid in tree {
         for i in diag::socket_inodes(pid) {
@@ -73,7 +73,7 @@ pub fn resolve(
     }
     for fresh in [false, true] {
         if fresh {
-            *tree = diag::process_tree(root);
+            *tree = crate::procs::process_tree(root);
         }
         if tree
             .iter()
@@ -142,7 +142,7 @@ pub fn spawn_resolver(
         unsafe {
             libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -10);
         }
-        let mut tree = diag::process_tree(root);
+        let mut tree = crate::procs::process_tree(root);
         let Ok(mut sock) = diag::lookup_socket() else {
             return;
         };
