@@ -657,3 +657,56 @@ fn threads_default_to_half_the_cores_for_a_persistent_strategy_on_this_machine()
     }
     srv.stop();
 }
+
+#[test]
+fn responses_that_close_the_connection_arrive_whole() {
+    // The server's last writes on a connection go out with MSG_MORE, so the end of the
+    // response leaves with the FIN; a body larger than the socket's send buffer makes
+    // its writes block and the connection ask the reactor for writes. Over both, every
+    // byte arrives and the connection ends cleanly.
+    use std::io::{Read, Write};
+    const BODY: usize = 3_000_000;
+    let srv = start(ServerConfig {
+        body_size: BODY,
+        ..ServerConfig::default()
+    });
+    let addr = srv.http_addr.unwrap();
+    let mut raw = std::net::TcpStream::connect(addr).unwrap();
+    raw.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    raw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    raw.read_to_end(&mut got).expect("EOF, not a reset");
+    let head_end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&got[..head_end]).to_lowercase();
+    assert!(head.contains(&format!("content-length: {BODY}")), "{head}");
+    assert!(head.contains("connection: close"), "{head}");
+    assert_eq!(got.len() - head_end, BODY);
+
+    let ca = cacert(&srv);
+    for url in [http(&srv), https(&srv)] {
+        let s = bench_against(
+            &srv,
+            &url,
+            &[
+                "-n",
+                "20",
+                "-c",
+                "2",
+                "--strategy",
+                "close",
+                "--cacert",
+                ca.s(),
+            ],
+        );
+        assert_eq!(u(&s["requests"]["ok"]), 20, "{url}");
+        assert_eq!(u(&s["connections"]["opened"]), 20, "{url}");
+        assert_eq!(
+            u(&s["throughput"]["body_bytes_received"]),
+            20 * BODY as u64,
+            "{url}"
+        );
+    }
+    srv.stop();
+}

@@ -273,3 +273,78 @@ fn hundreds_of_simultaneous_connects_are_not_dropped() {
     );
     srv.stop();
 }
+
+#[test]
+fn a_response_that_closes_the_connection_leaves_with_the_fin() {
+    // The server's last writes go out with MSG_MORE: the response's end and the FIN
+    // leave in one segment, so the client's kernel processes one packet instead of
+    // two. Checked on a capture of every segment with a FIN the server sent.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: capturing on loopback needs root");
+        return;
+    }
+    let srv = start(ServerConfig::default());
+    let port = srv.http_addr.unwrap().port();
+    let dir = Dir::new("server-fin");
+    let (cap, log) = (dir.path("fin.pcap"), dir.path("tcpdump.log"));
+    let filter = format!("tcp src port {port} and tcp[tcpflags] & tcp-fin != 0");
+    let mut tcpdump = std::process::Command::new("tcpdump")
+        // A short snapshot: with the default 256 KiB one, a 2 MiB ring holds 8 packets,
+        // and the kernel drops the rest when tcpdump is slow to read (tests in parallel).
+        .args([
+            "-i",
+            "lo",
+            "-n",
+            "-s",
+            "128",
+            "-B",
+            "4096",
+            "-U",
+            "--immediate-mode",
+            "-w",
+            &cap,
+            &filter,
+        ])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("tcpdump runs (scripts/test installs it)");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log).unwrap().contains("listening") {
+        assert!(Instant::now() < deadline, "tcpdump did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = bench_json(&[
+        &srv.http_url().unwrap(),
+        "-s",
+        "close",
+        "-n",
+        "20",
+        "-c",
+        "1",
+    ]);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill has no memory-safety preconditions; the PID is our child's.
+    unsafe { libc::kill(tcpdump.id() as i32, libc::SIGINT) };
+    tcpdump.wait().unwrap();
+    let s = scenario(&r);
+    assert_eq!(u(&s["requests"]["ok"]), 20);
+    assert_eq!(srv.snapshot().connections_accepted, 20);
+    let out = std::process::Command::new("tcpdump")
+        .args(["-r", &cap, "-n"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fins: Vec<&str> = text.lines().filter(|l| l.contains("Flags [F")).collect();
+    assert_eq!(
+        fins.len(),
+        20,
+        "{text}\n{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    for l in &fins {
+        let len: u64 = l.rsplit("length ").next().unwrap().trim().parse().unwrap();
+        assert!(len > 0, "a FIN without the response's end: {l}");
+    }
+    srv.stop();
+}

@@ -6,12 +6,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use super::routes::{
     answer, reason, route_of, write_head, Answer, ConnHeader, Route, FILL, INLINE_BODY,
 };
+use super::stream::ServerStream;
 use super::Shared;
 use crate::proto::h1::{has_token, ChunkedDecoder};
 use crate::proto::h2::PREFACE_START;
@@ -20,7 +20,7 @@ use crate::timer::within;
 const MAX_REQUEST_HEADERS: usize = 64;
 
 pub(crate) async fn handle(
-    sock: TcpStream,
+    sock: ServerStream,
     shared: &Arc<Shared>,
     tls: Option<Arc<rustls::ServerConfig>>,
     over_limit: bool,
@@ -42,7 +42,7 @@ pub(crate) async fn handle(
 /// TLS with early data: the handshake driven here, so a 0-RTT request is read and
 /// answered before the client's Finished.
 async fn handle_early(
-    sock: TcpStream,
+    sock: ServerStream,
     shared: &Arc<Shared>,
     cfg: Arc<rustls::ServerConfig>,
     over_limit: bool,
@@ -64,7 +64,7 @@ async fn handle_early(
 }
 
 async fn handle_tls(
-    sock: TcpStream,
+    sock: ServerStream,
     shared: &Arc<Shared>,
     acceptor: tokio_rustls::TlsAcceptor,
     over_limit: bool,
@@ -221,7 +221,7 @@ impl Buf {
 // The server's hot path: one connection's loop (read, parse, answer, keep or close)
 // as one state machine over one buffer.
 #[allow(clippy::too_many_lines)]
-async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
+async fn serve<S: AsyncRead + AsyncWrite + Unpin + SocketOptions + Send + 'static>(
     mut s: S,
     shared: &Arc<Shared>,
     over_limit: bool,
@@ -402,6 +402,9 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
             }
             &out
         };
+        if !keep {
+            s.last_writes();
+        }
         if s.write_all(bytes).await.is_err() {
             return;
         }
@@ -428,26 +431,46 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + NoDelay + Send + 'static>(
     }
 }
 
-/// Setting TCP_NODELAY on whatever stream a connection is served over.
-pub(crate) trait NoDelay {
+/// What the connection loop asks of whatever stream it serves over: its socket's
+/// options.
+pub(crate) trait SocketOptions {
+    /// Setting TCP_NODELAY.
     fn set_nodelay(&self);
+    /// The writes that follow are the connection's last (`ServerStream::last_writes`).
+    fn last_writes(&mut self);
 }
 
-impl NoDelay for TcpStream {
+impl SocketOptions for ServerStream {
     fn set_nodelay(&self) {
-        let _ = TcpStream::set_nodelay(self, true);
+        let _ = ServerStream::set_nodelay(self, true);
+    }
+
+    fn last_writes(&mut self) {
+        ServerStream::last_writes(self);
     }
 }
 
-impl NoDelay for super::early::EarlyTls {
+impl SocketOptions for super::early::EarlyTls {
     fn set_nodelay(&self) {
         // Set at the start of the handshake.
     }
+
+    fn last_writes(&mut self) {
+        // A response in 0.5-RTT data is written before the client's Finished, which the
+        // close then waits for: a held tail would wait that round trip with it.
+        if !self.session().is_handshaking() {
+            self.socket_mut().last_writes();
+        }
+    }
 }
 
-impl NoDelay for tokio_rustls::server::TlsStream<TcpStream> {
+impl SocketOptions for tokio_rustls::server::TlsStream<ServerStream> {
     fn set_nodelay(&self) {
         // Set once at the handshake already.
+    }
+
+    fn last_writes(&mut self) {
+        self.get_mut().0.last_writes();
     }
 }
 

@@ -12,11 +12,12 @@ use std::task::{ready, Context, Poll};
 
 use rustls::ServerConnection;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
+
+use super::stream::ServerStream;
 
 /// A server TLS stream over a socket; reads give the early data first.
 pub struct EarlyTls {
-    io: TcpStream,
+    io: ServerStream,
     conn: ServerConnection,
     /// Early-data bytes read by the application so far.
     pub early_bytes: u64,
@@ -28,7 +29,7 @@ pub struct EarlyTls {
 
 /// `std::io::Read`/`Write` on a nonblocking socket for rustls: `WouldBlock` when it
 /// would wait (the caller then waits for readiness).
-struct TryIo<'a>(&'a TcpStream);
+struct TryIo<'a>(&'a ServerStream);
 
 impl Read for TryIo<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -54,7 +55,7 @@ impl EarlyTls {
     /// Start the handshake and take it as far as it goes without the client's
     /// Finished: done, or waiting with early data accepted (to be read now).
     pub async fn accept(
-        io: TcpStream,
+        io: ServerStream,
         config: Arc<rustls::ServerConfig>,
         stats: Arc<super::ServerStats>,
     ) -> io::Result<EarlyTls> {
@@ -84,6 +85,10 @@ impl EarlyTls {
 
     pub fn session(&self) -> &ServerConnection {
         &self.conn
+    }
+
+    pub fn socket_mut(&mut self) -> &mut ServerStream {
+        &mut self.io
     }
 
     /// Write what rustls has to send; Pending only when the socket is full.

@@ -7,6 +7,7 @@ mod early;
 mod h2;
 mod h3;
 pub(crate) mod routes;
+mod stream;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::net::TcpListener;
+use tokio::io::unix::AsyncFd;
 
 pub use crate::report::server::StatsSnapshot;
 
@@ -235,15 +236,20 @@ type Bound = (Option<SocketAddr>, Option<SocketAddr>);
 /// at once, and the dropped SYNs come back a second later.
 const LISTEN_BACKLOG: u32 = 4096;
 
-fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let sock = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    sock.set_reuseaddr(true)?;
-    sock.bind(addr)?;
-    sock.listen(LISTEN_BACKLOG)
+/// A listening socket, watched by the runtime's reactor (see `accept`).
+type Listener = AsyncFd<std::net::TcpListener>;
+
+fn listen(addr: SocketAddr) -> std::io::Result<Listener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_reuse_address(true)?;
+    sock.set_nonblocking(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(LISTEN_BACKLOG as i32)?;
+    let l: std::net::TcpListener = sock.into();
+    // SAFETY: the listener owns its descriptor, and nothing closes or replaces it while
+    // the AsyncFd holds it.
+    Ok(unsafe { AsyncFd::register_with_interest(l, tokio::io::Interest::READABLE) }?)
 }
 
 /// Bind the listeners and spawn their accept loops on the current runtime.
@@ -257,12 +263,12 @@ async fn bind_all(
     let mut https_addr = None;
     if let Some(addr) = cfg.listen {
         let l = listen(addr).with_context(|| format!("binding {addr}"))?;
-        http_addr = Some(l.local_addr()?);
+        http_addr = Some(l.get_ref().local_addr()?);
         tokio::spawn(accept_loop(l, shared.clone(), None));
     }
     if let Some(addr) = cfg.tls_listen {
         let l = listen(addr).with_context(|| format!("binding {addr}"))?;
-        let bound = l.local_addr()?;
+        let bound = l.get_ref().local_addr()?;
         https_addr = Some(bound);
         if cfg.h3 {
             h3::bind(bound, quic_config, shared.clone())?;
@@ -330,9 +336,24 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
     })
 }
 
-async fn accept_loop(l: TcpListener, shared: Arc<Shared>, tls: Option<Arc<rustls::ServerConfig>>) {
+/// Accept one connection, to be read when the kernel says it is readable.
+///
+/// Tokio's own `accept` marks a new stream readable at once, so its first read is tried
+/// straight away. Under load the client has not sent its request by then (on loopback
+/// the accept runs as soon as the client's ACK lands), and that read is one `EAGAIN`
+/// per connection. Waiting for the first readiness event, as nginx does, saves it.
+async fn accept(l: &Listener) -> std::io::Result<stream::ServerStream> {
+    let (sock, _peer) = l
+        .async_io(tokio::io::Interest::READABLE, |l| {
+            socket2::SockRef::from(l).accept4(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+        })
+        .await?;
+    stream::ServerStream::new(sock.into())
+}
+
+async fn accept_loop(l: Listener, shared: Arc<Shared>, tls: Option<Arc<rustls::ServerConfig>>) {
     loop {
-        let (sock, _peer) = match l.accept().await {
+        let sock = match accept(&l).await {
             Ok(x) => x,
             Err(_) => {
                 // Out of file descriptors or similar: back off instead of spinning.
