@@ -6,14 +6,18 @@ Runs 1 million and 10 million keep-alive requests (c=50) against `handshake serv
 RSS for each (ru_maxrss of the child, from wait4), with requests/s. Latencies go into
 HDR histograms and errors into fixed tables, so the two peaks should be the same. If wrk
 is installed, it runs for as long as the 1M run took, as a reference for a
-constant-memory peer (oha and hey keep every sample: see ../shared/PEERS.md).
+constant-memory peer. oha and hey keep every sample (see ../shared/PEERS.md): with
+--peers, each of them that is installed (or named by --oha / --hey) runs the same counts
+(or --peer-counts) against the same server, so their peaks stand beside handshake's.
 
 Usage: python3 bench/memory.py [--handshake PATH] [--counts 1000000,10000000] [-c 50]
+                               [--peers] [--oha PATH] [--hey PATH] [--peer-counts N,N]
 Exit status 1 if the largest run's peak exceeds the smallest's by more than 10%.
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -73,11 +77,42 @@ def peak_rss_kib(cmd, timeout):
     return b"".join(chunks), ru.ru_maxrss, time.time() - t0
 
 
+def peer_run(name, path, url, n, c):
+    """One -n run of oha or hey; its own count of successful responses."""
+    if name == "oha":
+        cmd = [path, "-n", str(n), "-c", str(c), "--no-tui", "--output-format", "json", url]
+    else:
+        cmd = [path, "-n", str(n), "-c", str(c), url]
+    out, rss, wall = peak_rss_kib(cmd, timeout=max(300, n / 5000))
+    text = out.decode(errors="replace")
+    if name == "oha":
+        summary = json.loads(text)
+        ok = int(summary["statusCodeDistribution"].get("200", 0))
+        errors = sum(summary.get("errorDistribution", {}).values())
+    else:
+        # hey keeps at most 1,000,000 results: past that its summary counts only those.
+        m = re.search(r"\[200\]\s+(\d+) responses", text)
+        ok = int(m.group(1)) if m else 0
+        tail = text.split("Error distribution:", 1)[1] if "Error distribution:" in text else ""
+        errors = sum(int(e) for e in re.findall(r"^\s+\[(\d+)\]\t", tail, re.M))
+        if ok + errors < n:
+            print(f"hey's summary counts {ok + errors:,} of the {n:,} requests it sent",
+                  file=sys.stderr)
+            return (name, n, ok, n - ok - errors, wall, n / wall, rss)
+    if ok + errors != n:
+        raise SystemExit(f"{name} accounted {ok} + {errors} of {n} requests")
+    return (name, n, ok, errors, wall, ok / wall, rss)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--handshake", default="target/release/handshake")
     ap.add_argument("--counts", default="1000000,10000000")
     ap.add_argument("-c", "--concurrency", type=int, default=50)
+    ap.add_argument("--peers", action="store_true", help="also run oha and hey")
+    ap.add_argument("--oha", default=shutil.which("oha"))
+    ap.add_argument("--hey", default=shutil.which("hey"))
+    ap.add_argument("--peer-counts", help="counts for oha and hey (default: --counts)")
     args = ap.parse_args()
     hs = os.path.abspath(args.handshake)
     if not os.path.exists(hs):
@@ -113,10 +148,16 @@ def main():
             total = next((int(l.split()[0]) for l in text.splitlines()
                           if "requests in" in l), 0)
             rows.append(("wrk", total, total, 0, wall, total / secs, rss))
+        peer_counts = [int(x) for x in (args.peer_counts or args.counts).split(",")]
+        for name, path in (("oha", args.oha), ("hey", args.hey)):
+            if not (args.peers and path):
+                continue
+            for n in peer_counts:
+                rows.append(peer_run(name, path, url, n, args.concurrency))
     finally:
         stop(server, signal.SIGTERM)
 
-    print(f"{'tool':<10} {'requests':>10} {'ok':>10} {'errors':>6} {'wall s':>7} "
+    print(f"{'tool':<10} {'requests':>10} {'ok':>10} {'not ok':>6} {'wall s':>7} "
           f"{'req/s':>9} {'peak RSS MiB':>13}")
     for tool, n, ok, errors, wall, rps, rss in rows:
         print(f"{tool:<10} {n:>10} {ok:>10} {errors:>6} {wall:>7.1f} {rps:>9.0f} "
@@ -124,6 +165,11 @@ def main():
     ours = [r for r in rows if r[0] == "handshake"]
     growth = ours[-1][6] / ours[0][6]
     print(f"peak RSS, {ours[-1][1]:,} vs {ours[0][1]:,} requests: {growth:.3f}x")
+    for peer in ("oha", "hey"):
+        theirs = [r for r in rows if r[0] == peer]
+        if len(theirs) > 1 and theirs[0][6]:
+            print(f"{peer}'s peak RSS, {theirs[-1][1]:,} vs {theirs[0][1]:,} requests: "
+                  f"{theirs[-1][6] / theirs[0][6]:.2f}x")
     sys.exit(0 if growth <= 1.10 else 1)
 
 
