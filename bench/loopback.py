@@ -70,13 +70,18 @@ def stop(proc, sig):
 
 def run_measured(cmd, timeout=300):
     """Run cmd; return (stdout, CPU seconds of that child alone: user + system)."""
+    out, user, system = run_measured_split(cmd, timeout)
+    return out, user + system
+
+
+def run_measured_split(cmd, timeout=300):
+    """Run cmd; return (stdout, its user CPU seconds, its system CPU seconds)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise SystemExit(f"{cmd} failed: {out.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return out.stdout, cpu
+    return out.stdout, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
 
 
 def handshake_bench(binary, url, conns, n, keepalive, threads):

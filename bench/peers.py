@@ -7,7 +7,9 @@ runs once per pair, the order reversed every other pair (A B, B A, ...), --pairs
 (at least 5). A tool's figure is its own CPU time (user + system, rusage of the child)
 per completed request. Per row the script prints each tool's median with its min-max,
 the best peer (lowest median), and handshake's ratio to it per pair: median [min-max],
-for handshake's best setting and for its defaults. Server rows drive `handshake serve`
+for handshake's best setting and for its defaults, and each tool's kernel share (system
+time over user + system): where both tools spend most of their CPU in the kernel, on
+the same system calls, a lead has to come out of the user-space rest. Server rows drive `handshake serve`
 and nginx with the same peer tool and divide each server's CPU (utime+stime of its
 processes from /proc) by the requests answered.
 
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from loopback import NGINX_HEAD, children, free_port, make_certs, proc_cpu, run_measured, stop, wait_port
+from loopback import NGINX_HEAD, children, free_port, make_certs, proc_cpu, run_measured_split, stop, wait_port
 
 C = 50
 H2_CONNS, H2_STREAMS = 4, 16
@@ -96,7 +98,7 @@ def handshake(binary, url, n, strategy, extra=(), cacert=None, conns=C):
            "--json", "--no-progress", *extra]
     if cacert:
         cmd += ["--cacert", cacert]
-    out, cpu = run_measured(cmd, timeout=600)
+    out, *cpu = run_measured_split(cmd, timeout=600)
     s = json.loads(out)["scenarios"][0]
     ok = s["requests"]["ok"]
     if ok != n:
@@ -108,7 +110,7 @@ def wrk(path, url, seconds, threads, close=False, conns=C):
     cmd = [path, f"-t{threads}", f"-c{conns}", f"-d{seconds}s", url]
     if close:
         cmd[1:1] = ["-H", "Connection: close"]
-    out, cpu = run_measured(cmd)
+    out, *cpu = run_measured_split(cmd)
     m = re.search(r"(\d+) requests in ([\d.]+)(\w+)", out)
     n = int(m.group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -120,7 +122,7 @@ def wrk(path, url, seconds, threads, close=False, conns=C):
 
 def ab(path, url, n, keepalive):
     cmd = [path, "-q", "-n", str(n), "-c", str(C)] + (["-k"] if keepalive else []) + [url]
-    out, cpu = run_measured(cmd, timeout=600)
+    out, *cpu = run_measured_split(cmd, timeout=600)
     done = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))
     failed = int(re.search(r"Failed requests:\s+(\d+)", out).group(1))
     if failed:
@@ -137,7 +139,7 @@ def oha(path, url, n, keepalive=True, cacert=None, http_version=None, conns=C, p
         cmd += ["--cacert", cacert]
     if http_version:
         cmd += ["--http-version", http_version, "-p", str(parallel)]
-    out, cpu = run_measured(cmd + [url], timeout=600)
+    out, *cpu = run_measured_split(cmd + [url], timeout=600)
     r = json.loads(out)
     ok = r.get("statusCodeDistribution", {}).get("200", 0)
     if ok != n:
@@ -147,7 +149,7 @@ def oha(path, url, n, keepalive=True, cacert=None, http_version=None, conns=C, p
 
 def h2load(path, url, n, conns=H2_CONNS, streams=H2_STREAMS):
     cmd = [path, "-n", str(n), "-c", str(conns), "-m", str(streams), "-t", "1", url]
-    out, cpu = run_measured(cmd, timeout=600)
+    out, *cpu = run_measured_split(cmd, timeout=600)
     done = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", out).group(2))
     rps = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out).group(1))
     return done, cpu, rps
@@ -164,7 +166,7 @@ def vegeta(path, url, seconds, keepalive, cacert=None):
                f"-targets={targets}", f"-output={tmp}/results.bin", f"-keepalive={'true' if keepalive else 'false'}"]
         if cacert:
             cmd.append(f"-root-certs={cacert}")
-        _, cpu = run_measured(cmd, timeout=600)
+        _, *cpu = run_measured_split(cmd, timeout=600)
         rep = subprocess.run([path, "report", "-type=json", f"{tmp}/results.bin"], stdout=subprocess.PIPE,
                              text=True, check=True).stdout
         r = json.loads(rep)
@@ -290,14 +292,17 @@ def interleaved(tools, pairs, measure):
 
 def client_row(name, what, tools, pairs):
     def measure(t):
-        done, cpu, rps = t[3]()
-        us = cpu * 1e6 / done
-        print(f"  {name:<16} {t[0]:<18} {us:>8.2f} us/req {rps:>10.0f} req/s", file=sys.stderr)
-        return us, rps
+        done, (user, system), rps = t[3]()
+        us = (user + system) * 1e6 / done
+        kernel = system / (user + system)
+        print(f"  {name:<16} {t[0]:<18} {us:>8.2f} us/req {rps:>10.0f} req/s kernel {kernel:.0%}",
+              file=sys.stderr)
+        return us, rps, kernel
     res = interleaved(tools, pairs, measure)
     peers = [t[0] for t in tools if not t[1]]
-    result = {"row": name, "what": what, "tools": {k: {"cpu_us": [x[0] for x in v], "rps": [x[1] for x in v]}
-                                                   for k, v in res.items()}}
+    result = {"row": name, "what": what,
+              "tools": {k: {"cpu_us": [x[0] for x in v], "rps": [x[1] for x in v], "kernel_share": [x[2] for x in v]}
+                        for k, v in res.items()}}
     if not peers:
         return result
     best = min(peers, key=lambda p: statistics.median(result["tools"][p]["cpu_us"]))
@@ -339,9 +344,10 @@ def print_tables(clients, servers, peers, pairs):
         b, h = r["best_peer"], r["handshake_best"]
         print(f"{r['row']:<16} {b:<12} {spread(r['tools'][b]['cpu_us']):>22} {h:<18} "
               f"{spread(r['tools'][h]['cpu_us']):>22} {spread(r['ratio_best']):>20} {spread(r['ratio_default']):>20}")
-    print("\nEvery tool, CPU µs per request and requests/s (medians):")
+    print("\nEvery tool, CPU µs per request, requests/s and the kernel's share of the CPU (medians):")
     for r in clients:
-        cells = ", ".join(f"{k} {statistics.median(v['cpu_us']):.2f} ({statistics.median(v['rps']):.0f}/s)"
+        cells = ", ".join(f"{k} {statistics.median(v['cpu_us']):.2f} ({statistics.median(v['rps']):.0f}/s, "
+                          f"kernel {statistics.median(v['kernel_share']):.0%})"
                           for k, v in r["tools"].items())
         print(f"  {r['row']}: {cells}")
     if servers:
