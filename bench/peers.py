@@ -9,9 +9,9 @@ per completed request. Per row the script prints each tool's median with its min
 the best peer (lowest median), and handshake's ratio to it per pair: median [min-max],
 for handshake's best setting and for its defaults, and each tool's kernel share (system
 time over user + system): where both tools spend most of their CPU in the kernel, on
-the same system calls, a lead has to come out of the user-space rest. Server rows drive `handshake serve`
-and nginx with the same peer tool and divide each server's CPU (utime+stime of its
-processes from /proc) by the requests answered.
+the same system calls, a lead has to come out of the user-space rest. Server rows
+drive `handshake serve` and nginx with the same peer tool and divide each server's CPU
+(utime+stime of its processes from /proc) by the requests answered.
 
 Rows (c=50 unless said; --rows picks some):
   http-keepalive    nginx, HTTP/1.1 keep-alive
@@ -293,6 +293,8 @@ def interleaved(tools, pairs, measure):
 def client_row(name, what, tools, pairs):
     def measure(t):
         done, (user, system), rps = t[3]()
+        if done == 0 or user + system <= 0:
+            raise SystemExit(f"{name}: {t[0]} measured nothing ({done} requests, {user + system:.3f} s of CPU)")
         us = (user + system) * 1e6 / done
         kernel = system / (user + system)
         print(f"  {name:<16} {t[0]:<18} {us:>8.2f} us/req {rps:>10.0f} req/s kernel {kernel:.0%}",
