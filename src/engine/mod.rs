@@ -123,14 +123,17 @@ fn gather(
     handles: Vec<std::thread::JoinHandle<anyhow::Result<ThreadOut>>>,
     start: Instant,
 ) -> anyhow::Result<(Recorder, Instant, CpuTime)> {
-    let mut recorder = Recorder::new();
+    let mut recorder: Option<Recorder> = None;
     let mut last_end = start;
     let mut cpu_total = CpuTime::default();
     let mut first_err = None;
     for h in handles {
         match h.join() {
             Ok(Ok(out)) => {
-                recorder += &out.recorder;
+                match &mut recorder {
+                    Some(r) => *r += &out.recorder,
+                    None => recorder = Some(out.recorder),
+                }
                 last_end = last_end.max(out.last_end);
                 cpu_total = cpu_total + out.cpu;
             }
@@ -140,7 +143,7 @@ fn gather(
     }
     match first_err {
         Some(e) => Err(e),
-        None => Ok((recorder, last_end, cpu_total)),
+        None => Ok((recorder.unwrap_or_default(), last_end, cpu_total)),
     }
 }
 
@@ -202,7 +205,9 @@ fn client_thread(
     }
     drop(guard);
     drop(rt);
-    let recorder = rec.borrow().clone();
+    // The workers are gone with the runtime: the recorder is this thread's alone (a
+    // copy only if something still holds it).
+    let recorder = Rc::try_unwrap(rec).map_or_else(|rc| rc.borrow().clone(), RefCell::into_inner);
     let last_end = *last_end.borrow();
     Ok(ThreadOut {
         recorder,

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::{Counter, Histogram};
 
-use super::recorder::{PhaseStat, QuicStats, Recorder, Span, TcpStats, GOAWAY_SLOTS};
+use super::recorder::{PhaseStat, QuicStats, Recorder, Span, TcpStats, GOAWAY_SLOTS, MAX_NS};
 use super::timeline::{Bucket, Timeline};
 use crate::cpu::CpuTime;
 use crate::net::local_ports::LocalPorts;
@@ -82,8 +82,17 @@ fn raw_phase(p: &PhaseStat) -> RawPhase {
         sum_sq: p.sum_sq,
         min_ns: p.min_ns,
         max_ns: p.max_ns,
-        histogram: encode_histogram(&p.hist),
+        histogram: encode_histogram(&in_its_range(&p.hist)),
     }
+}
+
+/// The histogram over 1 ns to its own largest value: a phase's histogram grows as values
+/// come, so its range depends on their order; the lossless form names a range that
+/// depends on its values alone (merges in any order are equal byte for byte).
+fn in_its_range(h: &Histogram<u64>) -> Histogram<u64> {
+    let mut c = Histogram::new_with_bounds(1, h.max().max(2), 3).expect("valid histogram bounds");
+    c.add(h).expect("the range holds every value");
+    c
 }
 
 fn span(s: &Span) -> RawSpan {
@@ -239,6 +248,12 @@ fn phase_back(p: &RawPhase, s: &mut PhaseStat) -> Result<(), String> {
             "the histogram holds {} samples, the count says {}",
             h.len(),
             p.count
+        ));
+    }
+    if h.max() > h.highest_equivalent(MAX_NS) {
+        return Err(format!(
+            "a value of {} ns is beyond the hour a phase holds",
+            h.max()
         ));
     }
     s.hist.add(&h).map_err(|e| format!("{e:?}"))?;
@@ -533,5 +548,13 @@ mod tests {
         let mut raw = RawRecorder::from(&r);
         raw.phases_new.get_mut("total").unwrap().count += 1;
         assert!(error_of(&raw).contains("the count says"));
+        // A phase of two hours (a recorder clamps at one): no report of this tool.
+        let mut two_hours = Histogram::<u64>::new(3).unwrap();
+        two_hours.record(2 * MAX_NS).unwrap();
+        let mut raw = RawRecorder::from(&r);
+        let total = raw.phases_new.get_mut("total").unwrap();
+        total.histogram = encode_histogram(&two_hours);
+        total.count = 1;
+        assert!(error_of(&raw).contains("beyond the hour a phase holds"));
     }
 }
