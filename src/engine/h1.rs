@@ -11,6 +11,7 @@ use tokio::time::Sleep;
 
 use super::open::{handshake_of, Opener};
 use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
+use crate::net::kernel::TcpView;
 use crate::net::{classify_io_failure, classify_tls_error};
 use crate::plan::{Scenario, Target};
 use crate::proto::h1::conn::{Conn, Response};
@@ -250,8 +251,15 @@ impl H1 {
             // The client asked to close but the server kept the connection open.
             self.rec.borrow_mut().counts.server_ignored_close += 1;
         }
-        closed(&mut self.rec.borrow_mut(), &conn, reason);
-        if server_ends && !resp.eof {
+        let view = closed(&mut self.rec.borrow_mut(), &conn, reason);
+        // Over plain TCP the kernel's view says whether the server's FIN is already
+        // here with nothing unread before it (the FIN counts one in the bytes received):
+        // then the server has closed first and the read of its EOF (a system call per
+        // connection) is not needed.
+        let fin_here = view.is_some_and(|v| {
+            conn.stream.is_plain() && v.peer_closed && v.bytes_received == conn.read_total + 1
+        });
+        if server_ends && !resp.eof && !fin_here {
             // Let the server close first so TIME_WAIT stays on its side.
             let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
             if early_since.is_some() {
@@ -326,10 +334,12 @@ impl H1 {
 }
 
 /// A connection ends: its close reason and requests counted, and the kernel's view of it
-/// read while its socket is still open.
-fn closed(rec: &mut Recorder, conn: &Conn, reason: CloseReason) {
+/// read while its socket is still open (and returned).
+fn closed(rec: &mut Recorder, conn: &Conn, reason: CloseReason) -> Option<TcpView> {
     rec.connection_closed(reason, conn.requests);
-    if let Some(v) = conn.stream.tcp_view() {
+    let view = conn.stream.tcp_view();
+    if let Some(v) = view {
         rec.tcp_closed(v);
     }
+    view
 }

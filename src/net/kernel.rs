@@ -5,6 +5,9 @@
 
 use std::os::fd::AsRawFd;
 
+/// `tcpi_state` of a socket whose peer has closed and which has not (linux/tcp_states.h).
+const TCP_CLOSE_WAIT: u8 = 8;
+
 /// One reading of `TCP_INFO`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpView {
@@ -15,6 +18,11 @@ pub struct TcpView {
     pub min_rtt_us: u32,
     /// Segments sent again over the connection's life (the SYN's included).
     pub total_retrans: u32,
+    /// The peer's FIN has arrived (the socket is in CLOSE_WAIT).
+    pub peer_closed: bool,
+    /// Bytes received in order over the connection's life, the peer's FIN counting one
+    /// (Linux 4.1 and later; 0 before).
+    pub bytes_received: u64,
 }
 
 /// Read `TCP_INFO` of a connected socket; `None` where the kernel does not say.
@@ -37,5 +45,7 @@ pub fn tcp_view(s: &impl AsRawFd) -> Option<TcpView> {
         rtt_us: info.tcpi_rtt,
         min_rtt_us: info.tcpi_min_rtt,
         total_retrans: info.tcpi_total_retrans,
+        peer_closed: info.tcpi_state == TCP_CLOSE_WAIT,
+        bytes_received: info.tcpi_bytes_received,
     })
 }

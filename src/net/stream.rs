@@ -24,6 +24,11 @@ impl Stream {
         }
     }
 
+    /// Plain TCP (no TLS): the bytes read are the bytes the kernel received.
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Stream::Tcp(_))
+    }
+
     /// The kernel's view of the TCP connection beneath.
     pub fn tcp_view(&self) -> Option<super::kernel::TcpView> {
         match self {

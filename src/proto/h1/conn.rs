@@ -35,6 +35,8 @@ pub struct Conn<S = Stream> {
     /// connection so an attempt that fails or times out still reports what arrived.
     pub got_bytes: u64,
     pub got_body_bytes: u64,
+    /// Bytes read from the stream over the connection's life.
+    pub read_total: u64,
 }
 
 /// A complete response.
@@ -76,6 +78,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             last_head: Vec::new(),
             got_bytes: 0,
             got_body_bytes: 0,
+            read_total: 0,
         }
     }
 
@@ -126,6 +129,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
         let n = self.stream.read(&mut self.buf[self.end..]).await?;
         self.end += n;
+        self.read_total += n as u64;
         Ok(n)
     }
 
