@@ -617,6 +617,8 @@ pub struct RequestRecord {
     pub refused_retry: bool,
     /// Open loop: the send started later than its intended time (by >= 1 ms).
     pub late: bool,
+    /// When the attempt ended: its response complete, or its failure.
+    pub end: std::time::Instant,
 }
 
 /// The server's SETTINGS (the values it sent; `None`: not sent, the default applies).

@@ -379,9 +379,8 @@ impl H2 {
                 }
             }
         };
-        if *reused {
-            add_blocked(phases, waiting_since);
-        }
+        // A stream slot at hand: the end of `blocked` is the start of `send`.
+        let t_ready = reused.then(|| add_blocked(phases, waiting_since));
         {
             let mut st = conn.st.borrow_mut();
             st.started += 1;
@@ -391,7 +390,7 @@ impl H2 {
                 st.draining = true;
             }
         }
-        let res = self.stream(sc, target, &conn, phases).await;
+        let res = self.stream(sc, target, &conn, phases, t_ready).await;
         let ends = {
             let mut st = conn.st.borrow_mut();
             st.in_flight -= 1;
@@ -543,7 +542,8 @@ impl H2 {
         Ok(conn)
     }
 
-    /// One stream: send the request, wait for the head, read the body.
+    /// One stream: send the request (from `t_ready`, when the clock was just read), wait
+    /// for the head, read the body.
     // One stream's life as one sequence (a free stream, send, head, body), each stage
     // with its own phase and failure classified where it happens.
     #[allow(clippy::too_many_lines)]
@@ -553,13 +553,14 @@ impl H2 {
         target: &Target,
         conn: &Rc<Conn>,
         phases: &mut Phases,
+        t_ready: Option<Instant>,
     ) -> Result<(u16, Option<u32>, Instant), Fail> {
         let fail = |sf: StreamFailure| Fail {
             failure: sf.failure,
             retry: sf.refused,
             at_deadline: false,
         };
-        let t_send = Instant::now();
+        let t_send = t_ready.unwrap_or_else(Instant::now);
         let Some(send) = conn.send.borrow().clone() else {
             // Picked, but the connection is gone: it never opened a stream.
             let failure = conn.st.borrow().failure.unwrap_or(Failure::new(
@@ -654,7 +655,10 @@ impl H2 {
     }
 }
 
-/// Add the time since `since` to the attempt's `blocked` phase (waiting for a stream).
-fn add_blocked(phases: &mut Phases, since: Instant) {
-    phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(since, Instant::now()));
+/// Add the time since `since` to the attempt's `blocked` phase (waiting for a stream);
+/// the clock's reading, which ends it.
+fn add_blocked(phases: &mut Phases, since: Instant) -> Instant {
+    let now = Instant::now();
+    phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(since, now));
+    now
 }

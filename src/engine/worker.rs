@@ -83,21 +83,25 @@ pub(super) async fn request<D: Driver>(
             ..Phases::default()
         };
         let t = driver.try_once(sc, target, &mut phases).await;
-        let (outcome, (bytes_received, body_bytes)) = match t.result {
+        let (outcome, (bytes_received, body_bytes), end) = match t.result {
             Ok(a) => {
                 phases.total = Some(ns(t0, a.end));
                 let ok = Outcome::Ok {
                     status: a.status,
                     retry_after_s: a.retry_after_s,
                 };
-                (ok, (a.bytes, a.body_bytes))
+                (ok, (a.bytes, a.body_bytes), a.end)
             }
             Err(f) if f.at_deadline => return None,
             Err(f) if f.retry && may_retry && !retried => {
                 retried = true;
                 continue;
             }
-            Err(f) => (Outcome::Error(f.failure), t.got_before_failing),
+            Err(f) => (
+                Outcome::Error(f.failure),
+                t.got_before_failing,
+                Instant::now(),
+            ),
         };
         return Some(RequestRecord {
             reused: t.reused,
@@ -108,6 +112,7 @@ pub(super) async fn request<D: Driver>(
             stale_retry: retried && D::RETRY == Retry::Stale,
             refused_retry: retried && D::RETRY != Retry::Stale,
             late: blocked.is_some_and(|b| b >= LATE_AFTER),
+            end,
         });
     }
 }
@@ -225,12 +230,8 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
         match request(&mut driver, sc, target, (t0, blocked), seat.run_deadline).await {
             Some(r) => {
                 seat.rec.borrow_mut().record(&r);
-                let end = match (r.outcome, r.phases.total) {
-                    (Outcome::Ok { .. }, Some(total)) => t0 + Duration::from_nanos(total),
-                    _ => Instant::now(),
-                };
                 let mut last = seat.last_end.borrow_mut();
-                *last = (*last).max(end);
+                *last = (*last).max(r.end);
             }
             None => {
                 seat.rec.borrow_mut().aborted();

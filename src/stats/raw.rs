@@ -456,6 +456,7 @@ mod tests {
                 stale_retry: false,
                 refused_retry: false,
                 late: false,
+                end: std::time::Instant::now(),
             };
             rec.record(&r);
             if i % reused_every == reused_every - 1 {

@@ -318,7 +318,7 @@ impl Recorder {
                 if retry_after_s.is_some() && matches!(status, 429 | 503) {
                     self.retry_after_s = retry_after_s;
                 }
-                self.timeline.request(r.phases.total, None);
+                self.timeline.request_at(r.end, r.phases.total, None);
                 self.counts.ok += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
                 if r.reused {
@@ -336,7 +336,7 @@ impl Recorder {
                 }
             }
             Outcome::Error(f) => {
-                self.timeline.request(None, Some(f.kind));
+                self.timeline.request_at(r.end, None, Some(f.kind));
                 self.errors[f.kind.index()] += 1;
                 if let Some(d) = f.detail {
                     self.error_details[d.index()] += 1;

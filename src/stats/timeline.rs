@@ -101,6 +101,8 @@ impl AddAssign<&Bucket> for Bucket {
 pub struct Timeline {
     /// The run's start on the monotonic clock (0: not started; events are then dropped).
     start_ns: u64,
+    /// The same start as an `Instant`, for events that carry their own time.
+    start: Option<Instant>,
     /// Bucket width in seconds: 1, doubling whenever the buckets would exceed the cap.
     width_s: u64,
     buckets: Vec<Bucket>,
@@ -112,6 +114,7 @@ impl Default for Timeline {
     fn default() -> Self {
         Timeline {
             start_ns: 0,
+            start: None,
             width_s: 1,
             buckets: Vec::new(),
             max: MAX_BUCKETS,
@@ -124,12 +127,14 @@ impl Timeline {
     pub fn begin(&mut self, start: Instant) {
         let since = start.elapsed().as_nanos() as u64;
         self.start_ns = now_ns().saturating_sub(since).max(1);
+        self.start = Some(start);
     }
 
     /// A timeline of finished buckets (`merge`: an agent's, read from its report).
     pub fn from_buckets(width_s: u64, buckets: Vec<Bucket>) -> Timeline {
         Timeline {
             start_ns: 0,
+            start: None,
             width_s,
             buckets,
             max: MAX_BUCKETS,
@@ -178,6 +183,21 @@ impl Timeline {
             self.buckets.push(a);
         }
         self.width_s *= 2;
+    }
+
+    /// A request that ended at `end`, in its bucket (the clock is not read again).
+    #[inline]
+    pub fn request_at(
+        &mut self,
+        end: Instant,
+        ok_latency_ns: Option<u64>,
+        error: Option<ErrorKind>,
+    ) {
+        let Some(start) = self.start else {
+            return self.request(ok_latency_ns, error);
+        };
+        let at = end.saturating_duration_since(start).as_nanos() as u64;
+        record_request(self.bucket_at(at), ok_latency_ns, error);
     }
 
     #[inline]
@@ -232,6 +252,7 @@ impl Timeline {
         }
         if self.start_ns == 0 {
             self.start_ns = o.start_ns;
+            self.start = o.start;
         }
     }
 
@@ -249,6 +270,7 @@ impl Timeline {
     fn with_cap(max: usize) -> Timeline {
         Timeline {
             start_ns: 1,
+            start: None,
             max,
             ..Timeline::default()
         }
@@ -274,6 +296,7 @@ impl AddAssign<&Timeline> for Timeline {
     fn add_assign(&mut self, o: &Timeline) {
         if self.start_ns == 0 {
             self.start_ns = o.start_ns;
+            self.start = o.start;
         }
         let mut o = o.clone();
         while o.width_s < self.width_s {
