@@ -174,21 +174,6 @@ fn on_loopback_no_syn_is_sent_again_and_the_kernel_s_rtt_is_tiny() {
     assert_eq!(u(&mk["min_rtt_ms"]["count"]), 100, "{mk}");
 }
 
-/// The sockets in TIME_WAIT on 127.0.0.1:`port`'s side (`src`) or towards it (`dst`).
-fn time_wait(side: &str, port: u16) -> usize {
-    let out = Command::new("ss")
-        .args([
-            "-Htan",
-            "state",
-            "time-wait",
-            side,
-            &format!("127.0.0.1:{port}"),
-        ])
-        .output()
-        .expect("ss runs (Debian package iproute2)");
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
-
 /// A new connection per request over plain TCP: the client closes only after the
 /// server's FIN (read from the socket, or seen in `TCP_INFO` with nothing unread before
 /// it), so every TIME_WAIT is the server's and none the client's, against nginx (which
@@ -207,13 +192,14 @@ fn a_new_connection_per_request_leaves_time_wait_on_the_server() {
             srv.http_addr.unwrap().port(),
         ),
     ] {
-        let (server_before, client_before) = (time_wait("src", port), time_wait("dst", port));
+        let time_wait = |side| time_wait_sockets(side, port).len();
+        let (server_before, client_before) = (time_wait("src"), time_wait("dst"));
         let v = bench_json(&[&url, "-s", "close", "-n", "400", "-c", "4"]);
         let s = scenario(&v);
         assert_eq!(u(&s["connections"]["opened"]), 400, "{name}");
         assert_eq!(close_reason(s, "client_policy"), 400, "{name}");
-        let server = time_wait("src", port) - server_before;
-        let client = time_wait("dst", port).saturating_sub(client_before);
+        let server = time_wait("src").saturating_sub(server_before);
+        let client = time_wait("dst").saturating_sub(client_before);
         assert_eq!(
             client, 0,
             "{name}: the client's side holds {client} TIME_WAITs"

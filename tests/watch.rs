@@ -134,24 +134,6 @@ fn watch(opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
     json_command("watch", opts, command)
 }
 
-/// The sockets in TIME_WAIT to 127.0.0.1:`port`, as `ss` lists them (a line each).
-fn time_wait_to(port: &str) -> Vec<String> {
-    let out = Command::new("ss")
-        .args([
-            "-Htan",
-            "state",
-            "time-wait",
-            "dst",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .output()
-        .expect("ss runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(String::from)
-        .collect()
-}
-
 /// The report matches docs/watch.schema.json.
 fn check_schema(v: &Value) {
     let errors = schema_violations("watch.schema.json", v);
@@ -425,7 +407,7 @@ fn time_wait_and_lifetimes_are_only_the_watched_connections() {
             .unwrap();
         assert!(st.success());
     }
-    let earlier = time_wait_to(&port).len();
+    let earlier = time_wait_sockets("dst", srv.port).len();
     assert!(earlier >= 2, "the curls' sockets in TIME_WAIT: {earlier}");
     let holder = "import http.client,sys,time\nc=http.client.HTTPConnection('127.0.0.1',int(sys.argv[1]))\nc.request('GET','/g');c.getresponse().read()\ntime.sleep(30)\n";
     let watched = |json: bool| -> String {
@@ -907,7 +889,7 @@ fn peak_concurrency_idle_gaps_lifetimes_and_time_wait() {
     let life = t["lifetimes_ms"]["min"].as_f64().unwrap();
     assert!(life >= 300.0, "{v}");
     assert_eq!(u(&t["endings"]["client_fin"]), 3, "{v}");
-    let sockets = time_wait_to(&port);
+    let sockets = time_wait_sockets("dst", srv.port);
     let listed = sockets.len() as u64;
     assert_eq!(listed, 3, "{sockets:?}");
     assert_eq!(u(&t["time_wait"]["client"]), listed, "{v}");

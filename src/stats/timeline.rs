@@ -4,8 +4,10 @@
 //! length: at most [`MAX_BUCKETS`] buckets; when a run outlasts them, neighbouring
 //! buckets merge pairwise and the width doubles (1 s for the first hour, then 2 s, ...).
 //!
-//! Events are placed by the monotonic clock (`CLOCK_MONOTONIC` through the vDSO, some
-//! 20 ns to read), so that an event is never put in the second before its own.
+//! Events are placed by the monotonic clock (`Instant`: `CLOCK_MONOTONIC` through the
+//! vDSO, some 20 ns to read; not the coarse clock, which lags by up to a tick and more,
+//! 7.8 ms seen here with a 4 ms tick, and put a request sent on a second's boundary into
+//! the second before), so that an event is never put in the second before its own.
 
 use std::ops::AddAssign;
 use std::time::{Duration, Instant};
@@ -19,22 +21,6 @@ pub const MAX_BUCKETS: usize = 3600;
 /// Latency histograms per bucket: µs from 1 µs to an hour, 1 significant figure
 /// (values within ~6 %), so that a bucket costs ~2 KiB and an hour of them a few MiB.
 const MAX_US: u64 = 3_600_000_000;
-
-/// Nanoseconds on the monotonic clock (the one `Instant` reads). Not the coarse one: it
-/// lags by up to a tick, and more (7.8 ms seen here, with a 4 ms tick), which put a
-/// request sent on a second's boundary into the second before; the vDSO read costs some
-/// 20 ns more per event, against microseconds per request.
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write into; the clock id is a constant.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// One bucket's counts.
 #[derive(Clone, Default)]
@@ -99,9 +85,7 @@ impl AddAssign<&Bucket> for Bucket {
 /// The buckets of one run (or one thread's share of it).
 #[derive(Clone)]
 pub struct Timeline {
-    /// The run's start on the monotonic clock (0: not started; events are then dropped).
-    start_ns: u64,
-    /// The same start as an `Instant`, for events that carry their own time.
+    /// The run's start (none: not started; events are then dropped).
     start: Option<Instant>,
     /// Bucket width in seconds: 1, doubling whenever the buckets would exceed the cap.
     width_s: u64,
@@ -113,7 +97,6 @@ pub struct Timeline {
 impl Default for Timeline {
     fn default() -> Self {
         Timeline {
-            start_ns: 0,
             start: None,
             width_s: 1,
             buckets: Vec::new(),
@@ -125,15 +108,12 @@ impl Default for Timeline {
 impl Timeline {
     /// Start the clock at the run's start.
     pub fn begin(&mut self, start: Instant) {
-        let since = start.elapsed().as_nanos() as u64;
-        self.start_ns = now_ns().saturating_sub(since).max(1);
         self.start = Some(start);
     }
 
     /// A timeline of finished buckets (`merge`: an agent's, read from its report).
     pub fn from_buckets(width_s: u64, buckets: Vec<Bucket>) -> Timeline {
         Timeline {
-            start_ns: 0,
             start: None,
             width_s,
             buckets,
@@ -165,10 +145,7 @@ impl Timeline {
     /// The bucket for an event now, if the clock runs.
     #[inline]
     fn now(&mut self) -> Option<&mut Bucket> {
-        if self.start_ns == 0 {
-            return None;
-        }
-        let at = now_ns().saturating_sub(self.start_ns);
+        let at = self.start?.elapsed().as_nanos() as u64;
         Some(self.bucket_at(at))
     }
 
@@ -194,7 +171,7 @@ impl Timeline {
         error: Option<ErrorKind>,
     ) {
         let Some(start) = self.start else {
-            return self.request(ok_latency_ns, error);
+            return;
         };
         let at = end.saturating_duration_since(start).as_nanos() as u64;
         record_request(self.bucket_at(at), ok_latency_ns, error);
@@ -250,8 +227,7 @@ impl Timeline {
             let at = base + i as u64 * width_ns;
             *self.bucket_at(at) += b;
         }
-        if self.start_ns == 0 {
-            self.start_ns = o.start_ns;
+        if self.start.is_none() {
             self.start = o.start;
         }
     }
@@ -269,8 +245,7 @@ impl Timeline {
     #[cfg(test)]
     fn with_cap(max: usize) -> Timeline {
         Timeline {
-            start_ns: 1,
-            start: None,
+            start: Some(Instant::now()),
             max,
             ..Timeline::default()
         }
@@ -294,8 +269,7 @@ fn record_request(b: &mut Bucket, ok_latency_ns: Option<u64>, error: Option<Erro
 impl AddAssign<&Timeline> for Timeline {
     /// Threads of one run: bucket by bucket (a coarser side sets the width).
     fn add_assign(&mut self, o: &Timeline) {
-        if self.start_ns == 0 {
-            self.start_ns = o.start_ns;
+        if self.start.is_none() {
             self.start = o.start;
         }
         let mut o = o.clone();

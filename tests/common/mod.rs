@@ -674,3 +674,22 @@ pub fn json_command(sub: &str, opts: &[&str], command: &[&str]) -> (Option<i32>,
     });
     (out.status.code(), v)
 }
+
+/// The sockets in TIME_WAIT on 127.0.0.1:`port`'s side (`side` "src") or towards it
+/// ("dst"), as `ss` lists them (a line each).
+pub fn time_wait_sockets(side: &str, port: u16) -> Vec<String> {
+    let out = Command::new("ss")
+        .args([
+            "-Htan",
+            "state",
+            "time-wait",
+            side,
+            &format!("127.0.0.1:{port}"),
+        ])
+        .output()
+        .expect("ss runs (Debian package iproute2)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
