@@ -7,7 +7,9 @@ and the ratios' median and min-max: a median inside the pairs' spread is no diff
 
 Usage: python3 bench/before_after.py A_BINARY B_BINARY [--pairs 5] [--requests 200000]
        [--close-requests 20000] [--conns 50] [--threads 1]
-Needs: nginx.
+       python3 bench/before_after.py A_BINARY B_BINARY --serve [--pairs 5] [--seconds 3]
+Needs: nginx; with --serve, wrk (each build's `serve --threads 1` driven by wrk -t1, its
+CPU per request served, keep-alive and a new connection per request).
 """
 import argparse
 import os
@@ -18,7 +20,8 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import NGINX_CONF, free_port, handshake_bench, stop, wait_port
+from loopback import NGINX_CONF, free_port, handshake_bench, proc_cpu, stop, wait_port
+from peers import wrk
 
 
 def main():
@@ -30,7 +33,11 @@ def main():
     ap.add_argument("--close-requests", type=int, default=20_000)
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--serve", action="store_true", help="compare the builds' servers instead")
+    ap.add_argument("--seconds", type=int, default=3, help="with --serve: each wrk run's length")
     args = ap.parse_args()
+    if args.serve:
+        return compare_servers(args)
     if not shutil.which("nginx"):
         raise SystemExit("needs nginx (Debian package nginx)")
     tmp = tempfile.mkdtemp(prefix="hs-before-after-")
@@ -60,11 +67,50 @@ def main():
                 ratios.append(got["B"] / got["A"])
                 print(f"  {mode:<10} pair {i + 1}: A {got['A']:.2f}  B {got['B']:.2f}  "
                       f"B/A {ratios[-1]:.3f}", file=sys.stderr)
-            print(f"{mode:<10} A {statistics.median(us['A']):.2f}  B {statistics.median(us['B']):.2f}  "
-                  f"B/A median {statistics.median(ratios):.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f})")
+            report(mode, us, ratios)
     finally:
         stop(nginx, signal.SIGQUIT)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def report(mode, us, ratios):
+    print(f"{mode:<10} A {statistics.median(us['A']):.2f}  B {statistics.median(us['B']):.2f}  "
+          f"B/A median {statistics.median(ratios):.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f})")
+
+
+def compare_servers(args):
+    """Each build's `serve --threads 1` on its own port, driven by wrk -t1 in interleaved
+    pairs; the server's CPU (user+sys, /proc) per request wrk completed."""
+    if not shutil.which("wrk"):
+        raise SystemExit("--serve needs wrk (Debian package wrk)")
+    servers = {}
+    try:
+        for who, binary in (("A", args.a), ("B", args.b)):
+            port = free_port()
+            p = subprocess.Popen([binary, "serve", "--threads", "1", "--listen", f"127.0.0.1:{port}", "--no-tls"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            servers[who] = (p, f"http://127.0.0.1:{port}/")
+            wait_port(port)
+        print(f"A = {args.a}\nB = {args.b}\nserve --threads 1, driven by wrk -t1 -c {args.conns} "
+              f"-d {args.seconds}s, {args.pairs} interleaved pairs; the server's CPU (user+sys) per request, us")
+        for mode, close in (("keep-alive", False), ("close", True)):
+            us = {"A": [], "B": []}
+            ratios = []
+            for i in range(args.pairs):
+                got = {}
+                for who in ("A", "B") if i % 2 == 0 else ("B", "A"):
+                    proc, url = servers[who]
+                    before = proc_cpu([proc.pid])
+                    done, _, _ = wrk("wrk", url, args.seconds, 1, close, args.conns)
+                    got[who] = (proc_cpu([proc.pid]) - before) * 1e6 / done
+                    us[who].append(got[who])
+                ratios.append(got["B"] / got["A"])
+                print(f"  {mode:<10} pair {i + 1}: A {got['A']:.2f}  B {got['B']:.2f}  "
+                      f"B/A {ratios[-1]:.3f}", file=sys.stderr)
+            report(mode, us, ratios)
+    finally:
+        for proc, _ in servers.values():
+            stop(proc, signal.SIGINT)
 
 
 if __name__ == "__main__":

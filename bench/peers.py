@@ -77,6 +77,17 @@ def version(cmd):
     return line[:60] or "installed (no version given)"
 
 
+def module_version(path):
+    """A Go binary's main module and version, from the build information it carries."""
+    try:
+        r = subprocess.run(["go", "version", "-m", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    mod = next((l.split()[1:3] for l in r.stdout.splitlines() if l.strip().startswith("mod\t")), None)
+    return " ".join(mod) if mod else None
+
+
 def find_peers(oha_path):
     """Each peer installed here, with its version line; oha's HTTP/3 is checked by use."""
     peers = {}
@@ -84,7 +95,11 @@ def find_peers(oha_path):
                       ("vegeta", ["vegeta", "-version"])):
         path = shutil.which(name) or (os.path.expanduser(f"~/go/bin/{name}") if name == "vegeta" else None)
         if path and os.path.exists(path):
-            peers[name] = (path, version([path] + cmd[1:]))
+            v = version([path] + cmd[1:])
+            if name == "vegeta" and (v or "").startswith("Runtime"):
+                # Built by `go install` (no version stamped): the module's version.
+                v = module_version(path) or v
+            peers[name] = (path, v)
     oha = oha_path or shutil.which("oha")
     if oha and os.path.exists(oha):
         peers["oha"] = (oha, version([oha, "--version"]))
@@ -318,6 +333,11 @@ def client_row(name, what, tools, pairs):
     result["handshake_best"] = best_hs
     result["ratio_best"] = ratios(best_hs)
     result["ratio_default"] = ratios(default)
+    # The ratio handshake's best setting would have with no user time at all: its kernel
+    # time alone (the exchange's system calls and packets) over the best peer's total.
+    hs = result["tools"][best_hs]
+    result["floor_best"] = [u * k / b for u, k, b in zip(hs["cpu_us"], hs["kernel_share"],
+                                                       result["tools"][best]["cpu_us"])]
     return result
 
 
@@ -352,6 +372,18 @@ def print_tables(clients, servers, peers, pairs):
                           f"kernel {statistics.median(v['kernel_share']):.0%})"
                           for k, v in r["tools"].items())
         print(f"  {r['row']}: {cells}")
+    print("\nEach row's user and kernel CPU (µs per request, medians), and the floor: handshake's kernel "
+          "time alone over the best peer's total per pair, the ratio it would have with no user time:")
+    for r in clients:
+        if "best_peer" not in r:
+            continue
+        parts = []
+        for k in (r["best_peer"], r["handshake_best"]):
+            v = r["tools"][k]
+            kern = statistics.median([u * sh for u, sh in zip(v["cpu_us"], v["kernel_share"])])
+            user = statistics.median([u * (1 - sh) for u, sh in zip(v["cpu_us"], v["kernel_share"])])
+            parts.append(f"{k} user {user:.2f} + kernel {kern:.2f}")
+        print(f"  {r['row']:<16} {'; '.join(parts)}; floor {spread(r['floor_best'])}")
     if servers:
         print(f"\nServer rows: the server's CPU per request (µs), median [min-max] of {pairs} pairs; "
               f"ratio = serve / nginx per pair")

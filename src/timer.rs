@@ -44,6 +44,23 @@ pub async fn within<F: Future>(
     }
 }
 
+/// Keep the runtime's timer waking at least once a `period`, for as long as the future
+/// runs (spawn it on the runtime).
+///
+/// Tokio's time driver writes to the reactor's wake-up descriptor whenever a timer is
+/// armed earlier than the driver's next planned wake-up, and with no timer armed at all
+/// that is every timer: a server taking one connection at a time (each with its idle
+/// timeout, armed when its first read waits) paid a `write` system call per connection
+/// for it, and the reactor a wake-up for nothing. With this tick armed, a timer more
+/// than `period` ahead never asks for one; the cost is one wake-up per `period`.
+pub async fn keep_timer_awake(period: std::time::Duration) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+    }
+}
+
 /// One worker's pacing timer. Without a `timerfd` (an old kernel, or out of file
 /// descriptors) it falls back to tokio's timer, coarser but correct.
 pub struct Pacer {

@@ -259,6 +259,9 @@ async fn bind_all(
     quic_config: Arc<rustls::ServerConfig>,
 ) -> anyhow::Result<Bound> {
     let cfg = &shared.cfg;
+    // Connections arm their idle timeouts seconds ahead: with this tick they do so
+    // without waking the reactor (see `keep_timer_awake`).
+    tokio::spawn(crate::timer::keep_timer_awake(Duration::from_secs(1)));
     let mut http_addr = None;
     let mut https_addr = None;
     if let Some(addr) = cfg.listen {
