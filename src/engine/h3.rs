@@ -163,13 +163,14 @@ pub(crate) struct Broke {
 }
 
 /// Send the request on a new stream and read the response to its end, timing send,
-/// wait and receive.
+/// wait and receive. `now`: a clock reading taken just before, where the send starts
+/// (read here when `None`).
 pub(crate) async fn exchange(
     send: &mut SendRequest,
     target: &Target,
     phases: &mut Phases,
-    stage: &Cell<Stage>,
-    got_body: &Cell<u64>,
+    (stage, got_body): (&Cell<Stage>, &Cell<u64>),
+    now: Option<Instant>,
 ) -> Result<Got, Broke> {
     let head = target
         .h2_request
@@ -177,7 +178,7 @@ pub(crate) async fn exchange(
         .expect("h3 scenarios carry a request head");
     let broke = |error, stage| Broke { error, stage };
     stage.set(Stage::Send);
-    let t_send = Instant::now();
+    let t_send = now.unwrap_or_else(Instant::now);
     let mut stream = send
         .send_request(head)
         .await
@@ -477,7 +478,13 @@ impl H3 {
         let left = Instant::now();
         phases.quic_handshake = Some(ns(started, left));
         let mut accepted = std::pin::pin!(accepted);
-        let ex = exchange(&mut live.send, target, phases, &stage, &got_body);
+        let ex = exchange(
+            &mut live.send,
+            target,
+            phases,
+            (&stage, &got_body),
+            Some(left),
+        );
         let raced = within(
             self.sleep.as_mut(),
             deadline,
@@ -569,7 +576,7 @@ impl H3 {
         let out = within(
             self.sleep.as_mut(),
             deadline,
-            exchange(&mut live.send, target, phases, stage, got_body),
+            exchange(&mut live.send, target, phases, (stage, got_body), None),
         )
         .await;
         let res = match out {
@@ -623,8 +630,8 @@ impl H3 {
         let pool = self.pool.clone().expect("strategy h3 has a pool");
         let o = target.origin;
         let seat = self.seat % pool.slots.borrow()[o].len();
-        let t_blocked = Instant::now();
-        let mut waited = false;
+        // When this attempt began waiting (for another worker's open), if it did.
+        let mut t_blocked: Option<Instant> = None;
         let (conn, reused) = loop {
             let slot = std::mem::replace(&mut pool.slots.borrow_mut()[o][seat], Slot::Opening);
             match slot {
@@ -645,7 +652,7 @@ impl H3 {
                 }
                 Slot::Opening => {
                     // Another worker is opening it: wait.
-                    waited = true;
+                    t_blocked.get_or_insert_with(Instant::now);
                     let notified = pool.notify.notified();
                     if within(self.sleep.as_mut(), self.deadline, notified)
                         .await
@@ -694,9 +701,12 @@ impl H3 {
                 }
             }
         };
-        if waited {
-            phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(t_blocked, Instant::now()));
-        }
+        // The reading that ends `blocked` starts `send`.
+        let t_ready = t_blocked.map(|since| {
+            let now = Instant::now();
+            phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(since, now));
+            now
+        });
         let n = conn.in_flight.get() + 1;
         conn.in_flight.set(n);
         conn.peak.set(conn.peak.get().max(n));
@@ -713,7 +723,7 @@ impl H3 {
         let out = within(
             self.sleep.as_mut(),
             self.deadline,
-            exchange(&mut send, target, phases, &stage, &got_body),
+            exchange(&mut send, target, phases, (&stage, &got_body), t_ready),
         )
         .await;
         conn.in_flight.set(conn.in_flight.get() - 1);

@@ -216,7 +216,13 @@ impl H3Probe {
         let mut phases = Phases::default();
         let (stage, got) = (Cell::new(Stage::Send), Cell::new(0));
         let mut accepted = std::pin::pin!(accepted);
-        let ex = exchange(&mut self.live.send, target, &mut phases, &stage, &got);
+        let ex = exchange(
+            &mut self.live.send,
+            target,
+            &mut phases,
+            (&stage, &got),
+            None,
+        );
         let raced = tokio::time::timeout_at(by, race_verdict(ex, &mut accepted)).await;
         let Ok((outcome, verdict)) = raced else {
             return Err(self.timed_out(stage.get(), timeout));
@@ -263,7 +269,13 @@ impl H3Probe {
         let (stage, got) = (Cell::new(Stage::Send), Cell::new(0));
         let r = tokio::time::timeout(
             timeout,
-            exchange(&mut self.live.send, target, &mut phases, &stage, &got),
+            exchange(
+                &mut self.live.send,
+                target,
+                &mut phases,
+                (&stage, &got),
+                None,
+            ),
         )
         .await;
         match r {
