@@ -5,7 +5,9 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 
 use rustls::pki_types::ServerName;
-use tokio::net::{TcpSocket, TcpStream};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
 
 use crate::record::{ErrorDetail, ErrorKind, Failure};
 
@@ -59,7 +61,10 @@ pub async fn connect(addrs: &[SocketAddr], local: &[IpAddr], turn: usize) -> io:
             .filter(|l| l.is_ipv4() == addr.is_ipv4())
             .collect();
         let result = if local.is_empty() {
-            TcpStream::connect(addr).await
+            match new_socket(*addr) {
+                Ok(socket) => connect_socket(socket, *addr).await,
+                Err(e) => Err(e),
+            }
         } else if same_family.is_empty() {
             Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -69,14 +74,43 @@ pub async fn connect(addrs: &[SocketAddr], local: &[IpAddr], turn: usize) -> io:
             connect_from(*addr, &same_family, turn).await
         };
         match result {
-            Ok(s) => {
-                let _ = s.set_nodelay(true);
-                return Ok(s);
-            }
+            Ok(s) => return Ok(s),
             Err(e) => last = e,
         }
     }
     Err(last)
+}
+
+/// A nonblocking TCP socket for `addr`'s family, with `TCP_NODELAY` set.
+fn new_socket(addr: SocketAddr) -> io::Result<Socket> {
+    let socket = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.nonblocking(),
+        Some(Protocol::TCP),
+    )?;
+    socket.set_tcp_nodelay(true)?;
+    Ok(socket)
+}
+
+/// Connect `socket` to `addr` and wait until the connect is done.
+///
+/// Tokio's `connect` reads the socket's error (`getsockopt(SO_ERROR)`) after every
+/// connect, a system call per connection. A connect that failed leaves the socket
+/// closed, which the reactor reports as write-closed: the error is read only then.
+async fn connect_socket(socket: Socket, addr: SocketAddr) -> io::Result<TcpStream> {
+    match socket.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    let stream = TcpStream::from_std(std::net::TcpStream::from(socket))?;
+    let ready = stream.ready(Interest::WRITABLE).await?;
+    if ready.is_write_closed() {
+        if let Some(e) = stream.take_error()? {
+            return Err(e);
+        }
+    }
+    Ok(stream)
 }
 
 /// Connect from one of `sources`, starting at `turn`; on `EADDRNOTAVAIL` (no free port
@@ -85,14 +119,10 @@ async fn connect_from(addr: SocketAddr, sources: &[IpAddr], turn: usize) -> io::
     let mut last = None;
     for i in 0..sources.len() {
         let source = sources[(turn + i) % sources.len()];
-        let socket = if addr.is_ipv4() {
-            TcpSocket::new_v4()?
-        } else {
-            TcpSocket::new_v6()?
-        };
+        let socket = new_socket(addr)?;
         bind_address_no_port(&socket);
-        socket.bind(SocketAddr::new(source, 0))?;
-        match socket.connect(addr).await {
+        socket.bind(&SocketAddr::new(source, 0).into())?;
+        match connect_socket(socket, addr).await {
             Ok(s) => return Ok(s),
             Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => last = Some(e),
             Err(e) => return Err(e),
@@ -104,7 +134,7 @@ async fn connect_from(addr: SocketAddr, sources: &[IpAddr], turn: usize) -> io::
 /// `IP_BIND_ADDRESS_NO_PORT`: bind the address now but pick the port at connect time, so
 /// a port is shared by connections to different destinations (Linux 4.2+).
 #[cfg(target_os = "linux")]
-fn bind_address_no_port(socket: &TcpSocket) {
+fn bind_address_no_port(socket: &Socket) {
     use std::os::fd::AsRawFd;
     let one: libc::c_int = 1;
     // SAFETY: a valid socket descriptor and a c_int option of the right size.
@@ -120,7 +150,7 @@ fn bind_address_no_port(socket: &TcpSocket) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn bind_address_no_port(_socket: &TcpSocket) {}
+fn bind_address_no_port(_socket: &Socket) {}
 
 /// Category of a failed TCP connect: running out of local ports or files is the
 /// client's own resource, not the server's fault.
