@@ -88,7 +88,8 @@ fn new_socket(addr: SocketAddr) -> io::Result<Socket> {
         Type::STREAM.nonblocking(),
         Some(Protocol::TCP),
     )?;
-    socket.set_tcp_nodelay(true)?;
+    // Best effort, as before: a socket without it still connects.
+    let _ = socket.set_tcp_nodelay(true);
     Ok(socket)
 }
 
