@@ -54,26 +54,29 @@ def main():
               f"{args.pairs} interleaved pairs; CPU (user+sys) per request, us")
         for mode, keepalive, n in (("keep-alive", True, args.requests),
                                    ("close", False, args.close_requests)):
-            us = {"A": [], "B": []}
-            ratios = []
-            for i in range(args.pairs):
-                order = ("A", "B") if i % 2 == 0 else ("B", "A")
-                got = {}
-                for who in order:
-                    binary = args.a if who == "A" else args.b
-                    done, _, cpu = handshake_bench(binary, url, args.conns, n, keepalive, args.threads)
-                    got[who] = cpu * 1e6 / done
-                    us[who].append(got[who])
-                ratios.append(got["B"] / got["A"])
-                print(f"  {mode:<10} pair {i + 1}: A {got['A']:.2f}  B {got['B']:.2f}  "
-                      f"B/A {ratios[-1]:.3f}", file=sys.stderr)
-            report(mode, us, ratios)
+            def measure(who, keepalive=keepalive, n=n):
+                binary = args.a if who == "A" else args.b
+                done, _, cpu = handshake_bench(binary, url, args.conns, n, keepalive, args.threads)
+                return cpu * 1e6 / done
+            in_pairs(mode, args.pairs, measure)
     finally:
         stop(nginx, signal.SIGQUIT)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def report(mode, us, ratios):
+def in_pairs(mode, pairs, measure):
+    """`measure("A")` and `measure("B")` (µs per request) in interleaved pairs (A B, B A,
+    ...); each pair on stderr, then the medians and the ratios' median and min-max."""
+    us = {"A": [], "B": []}
+    ratios = []
+    for i in range(pairs):
+        got = {}
+        for who in ("A", "B") if i % 2 == 0 else ("B", "A"):
+            got[who] = measure(who)
+            us[who].append(got[who])
+        ratios.append(got["B"] / got["A"])
+        print(f"  {mode:<10} pair {i + 1}: A {got['A']:.2f}  B {got['B']:.2f}  "
+              f"B/A {ratios[-1]:.3f}", file=sys.stderr)
     print(f"{mode:<10} A {statistics.median(us['A']):.2f}  B {statistics.median(us['B']):.2f}  "
           f"B/A median {statistics.median(ratios):.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f})")
 
@@ -94,20 +97,12 @@ def compare_servers(args):
         print(f"A = {args.a}\nB = {args.b}\nserve --threads 1, driven by wrk -t1 -c {args.conns} "
               f"-d {args.seconds}s, {args.pairs} interleaved pairs; the server's CPU (user+sys) per request, us")
         for mode, close in (("keep-alive", False), ("close", True)):
-            us = {"A": [], "B": []}
-            ratios = []
-            for i in range(args.pairs):
-                got = {}
-                for who in ("A", "B") if i % 2 == 0 else ("B", "A"):
-                    proc, url = servers[who]
-                    before = proc_cpu([proc.pid])
-                    done, _, _ = wrk("wrk", url, args.seconds, 1, close, args.conns)
-                    got[who] = (proc_cpu([proc.pid]) - before) * 1e6 / done
-                    us[who].append(got[who])
-                ratios.append(got["B"] / got["A"])
-                print(f"  {mode:<10} pair {i + 1}: A {got['A']:.2f}  B {got['B']:.2f}  "
-                      f"B/A {ratios[-1]:.3f}", file=sys.stderr)
-            report(mode, us, ratios)
+            def measure(who, close=close):
+                proc, url = servers[who]
+                before = proc_cpu([proc.pid])
+                done, _, _ = wrk("wrk", url, args.seconds, 1, close, args.conns)
+                return (proc_cpu([proc.pid]) - before) * 1e6 / done
+            in_pairs(mode, args.pairs, measure)
     finally:
         for proc, _ in servers.values():
             stop(proc, signal.SIGINT)
