@@ -18,7 +18,7 @@ use tokio::task::AbortHandle;
 use tokio::time::Sleep;
 
 use super::open::{connect_deadline, Opener};
-use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
+use super::worker::{add_blocked, ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::Stream;
 use crate::plan::{Scenario, Target};
 use crate::proto::h2::wire::{Seen, Watched};
@@ -653,12 +653,4 @@ impl H2 {
         phases.receive = Some(ns(first_byte, end));
         Ok((status, retry_after_s, end))
     }
-}
-
-/// Add the time since `since` to the attempt's `blocked` phase (waiting for a stream);
-/// the clock's reading, which ends it.
-fn add_blocked(phases: &mut Phases, since: Instant) -> Instant {
-    let now = Instant::now();
-    phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(since, now));
-    now
 }

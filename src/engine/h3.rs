@@ -21,7 +21,7 @@ use tokio::task::AbortHandle;
 use tokio::time::Sleep;
 
 use super::open::{connect_deadline, Opener};
-use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
+use super::worker::{add_blocked, ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::quic::Seen;
 use crate::plan::{Scenario, Strategy, Target};
 use crate::proto::h3::{classify_connection, classify_stream, close_reason, refused, H3_NO_ERROR};
@@ -702,11 +702,7 @@ impl H3 {
             }
         };
         // The reading that ends `blocked` starts `send`.
-        let t_ready = t_blocked.map(|since| {
-            let now = Instant::now();
-            phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(since, now));
-            now
-        });
+        let t_ready = t_blocked.map(|since| add_blocked(phases, since));
         let n = conn.in_flight.get() + 1;
         conn.in_flight.set(n);
         conn.peak.set(conn.peak.get().max(n));

@@ -176,6 +176,14 @@ pub(super) fn ns(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_nanos() as u64
 }
 
+/// Add the time since `since` to the attempt's `blocked` phase (waiting for a stream);
+/// the clock's reading, which ends it.
+pub(super) fn add_blocked(phases: &mut Phases, since: Instant) -> Instant {
+    let now = Instant::now();
+    phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(since, now));
+    now
+}
+
 /// The attempt's deadline: its timeout, or the run's end if sooner.
 pub(super) fn attempt_deadline(
     sc: &Scenario,
