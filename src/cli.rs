@@ -734,6 +734,12 @@ pub struct OutputArgs {
     /// every strategy, or those named first ('keepalive:reuse_ratio<0.9'); repeatable
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Vec<String>,
+
+    /// Count these statuses as successes too: classes or codes, comma-separated ('4xx',
+    /// '404,410'). Without it a run in which no response was 2xx or 3xx exits 1, as one
+    /// with no response does
+    #[arg(long = "ok-status", value_name = "STATUSES")]
+    pub ok_status: Option<String>,
 }
 
 /// What a client of the embedded server or the audit may cost it.

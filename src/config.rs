@@ -162,6 +162,16 @@ pub fn load_config_at(
     })
 }
 
+/// Workers never exceed the work: with `-n` smaller than `-c` (and no `-d`), `-n`
+/// workers, each with one request (more would only hold connections open idle).
+pub fn cap_workers(load: &mut LoadConfig) {
+    if let (Some(n), None) = (load.stop.requests, load.stop.duration) {
+        let n = usize::try_from(n).unwrap_or(usize::MAX).max(1);
+        load.concurrency = load.concurrency.min(n);
+        load.threads = load.threads.min(load.concurrency);
+    }
+}
+
 /// `--segment I/N`, or `--segments N` with the index from `$JOB_COMPLETION_INDEX`
 /// (0-based, as a Kubernetes Indexed Job sets it).
 pub fn parse_segment(

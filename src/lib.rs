@@ -12,6 +12,7 @@ pub mod embedded;
 pub mod engine;
 pub mod fmt;
 pub mod host;
+pub mod interrupt;
 pub mod lab;
 pub mod merge;
 pub mod net;

@@ -36,7 +36,12 @@ fn main() {
         }
         Err(e) => {
             eprintln!("handshake: {e:#}");
-            2
+            // Ctrl-C that left nothing to report is still an interrupt.
+            if handshake::interrupt::requested() {
+                handshake::interrupt::EXIT_STATUS
+            } else {
+                2
+            }
         }
     };
     std::process::exit(code);

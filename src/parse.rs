@@ -152,9 +152,47 @@ pub fn parse_addr(flag: &str, s: &str) -> Result<std::net::SocketAddr, UsageErro
     })
 }
 
+/// Statuses a user counts as successes beside 2xx and 3xx (`--ok-status 4xx`,
+/// `--ok-status 404,410`, `--ok-status 4xx,503`): inclusive ranges of codes.
+pub fn parse_ok_status(flag: &str, s: &str) -> Result<Vec<(u16, u16)>, UsageError> {
+    let bad = |p: &str| {
+        UsageError(format!(
+            "{flag}: {p:?} is not a status (100-599) or a class like 4xx; give a comma-separated list such as 4xx or 404,410"
+        ))
+    };
+    let mut out = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        let range = match p.as_bytes() {
+            [c @ b'1'..=b'5', b'x' | b'X', b'x' | b'X'] => {
+                let lo = u16::from(c - b'0') * 100;
+                (lo, lo + 99)
+            }
+            _ => match p.parse::<u16>() {
+                Ok(c) if (100..600).contains(&c) => (c, c),
+                _ => return Err(bad(p)),
+            },
+        };
+        out.push(range);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ok_statuses() {
+        assert_eq!(parse_ok_status("x", "4xx").unwrap(), [(400, 499)]);
+        assert_eq!(
+            parse_ok_status("x", "404, 5XX").unwrap(),
+            [(404, 404), (500, 599)]
+        );
+        for bad in ["", "6xx", "99", "600", "4x", "ok", "404,"] {
+            let e = parse_ok_status("--ok-status", bad).unwrap_err().0;
+            assert!(e.contains("--ok-status"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn sizes() {

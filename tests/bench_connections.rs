@@ -136,7 +136,7 @@ fn http10_keepalive_on_a_server_that_ignores_it() {
     );
     assert_eq!(u(&s["connections"]["opened"]), 1000);
     assert_eq!(close_reason(&s, "server_http10"), 1000);
-    let diag = s["diagnosis"][0].as_str().unwrap();
+    let diag = s["diagnosis"][0]["text"].as_str().unwrap();
     assert!(
         diag.contains("HTTP/1.0 without keep-alive on every connection"),
         "{diag}"
@@ -186,7 +186,7 @@ fn server_keepalive_off_is_diagnosed_in_one_sentence() {
     assert_eq!(close_reason(&s, "server_close_header"), 200);
     let d = s["diagnosis"].as_array().unwrap();
     assert_eq!(d.len(), 1, "{d:?}");
-    let d = d[0].as_str().unwrap();
+    let d = d[0]["text"].as_str().unwrap();
     assert!(
         d.contains("`Connection: close` on its first response on every connection"),
         "{d}"

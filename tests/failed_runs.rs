@@ -217,7 +217,7 @@ fn statuses_are_counted_by_class_and_explained_first() {
     assert_eq!(u(&req["status_classes"]["4xx"]), 20);
     assert_eq!(u(&req["status_classes"]["2xx"]), 0);
     assert_eq!(u(&req["non_2xx"]), 20);
-    let first = s["diagnosis"][0].as_str().unwrap();
+    let first = s["diagnosis"][0]["text"].as_str().unwrap();
     assert!(
         first.contains("20 of 20 were 401 (Unauthorized)") && first.contains("-H 'Authorization"),
         "{first}"
@@ -248,7 +248,7 @@ fn statuses_are_counted_by_class_and_explained_first() {
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
     assert_eq!(u(&s["requests"]["status_codes"]["429"]), 6);
     assert_eq!(u(&s["requests"]["retry_after_s"]), 30);
-    let first = s["diagnosis"][0].as_str().unwrap();
+    let first = s["diagnosis"][0]["text"].as_str().unwrap();
     assert!(
         first.contains("shedding load") && first.contains("Retry-After: 30 s"),
         "{first}"

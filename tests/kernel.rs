@@ -134,7 +134,7 @@ fn connects_whose_syn_was_lost_equal_the_syns_a_capture_saw_twice() {
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(Value::as_str)
+        .filter_map(|d| d["text"].as_str())
         .collect();
     let want = format!("{again} of {} connects took ~", u(&k["connects"]));
     assert!(

@@ -62,7 +62,12 @@ fn stale_idle_connections_are_retried_once_and_counted() {
     );
     assert_eq!(u(&s["connections"]["opened"]), 4);
     let d = s["diagnosis"].as_array().unwrap();
-    assert!(d.iter().any(|x| x.as_str().unwrap().contains("closed") && x.as_str().unwrap().contains("idle")), "{d:?}");
+    assert!(
+        d.iter()
+            .any(|x| x["text"].as_str().unwrap().contains("closed")
+                && x["text"].as_str().unwrap().contains("idle")),
+        "{d:?}"
+    );
     srv.stop();
 }
 
@@ -131,8 +136,10 @@ fn a_server_that_ignores_connection_close_is_reported() {
     assert_eq!(u(&s["connections"]["server_ignored_close"]), 4);
     let d = s["diagnosis"].as_array().unwrap();
     assert!(
-        d.iter()
-            .any(|x| x.as_str().unwrap().contains("ignored the request to close")),
+        d.iter().any(|x| x["text"]
+            .as_str()
+            .unwrap()
+            .contains("ignored the request to close")),
         "{d:?}"
     );
 }

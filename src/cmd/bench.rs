@@ -19,6 +19,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         config::parse_strategy("--strategy", &a.strategy)?
     };
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
+    let accepted = super::ok_statuses(&a.output)?;
     let mut load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
     let segment = config::parse_segment(a.segment.as_deref(), a.segments)?;
     let start_at = a
@@ -57,6 +58,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     if let Some(seg) = segment {
         config::apply_segment(&mut load, seg)?;
     }
+    config::cap_workers(&mut load);
     let sc = config::scenario(
         strategy.name(),
         strategy,
@@ -83,6 +85,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         }
     }
     let started_at = crate::host::now_rfc3339();
+    crate::interrupt::install();
     let run = || engine::run(sc.clone(), progress);
     let result = on_client(embedded.as_ref(), run)??;
     let mut rep = Report::new(vec![summary::summarize_with_raw(
@@ -101,6 +104,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         rep.server = Some(server);
         rep.link = link;
     }
+    rep.interrupted = super::interrupted("the run", &rep);
     let code = emit_checked(&mut rep, &a.output, &thresholds, false)?;
-    Ok(code.max(super::no_success(&rep)))
+    let code = code.max(super::no_success(&rep, &accepted));
+    Ok(super::exit_status(code))
 }

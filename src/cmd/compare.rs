@@ -14,6 +14,7 @@ use crate::report::{thresholds, Report};
 
 pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let started_at = crate::host::now_rfc3339();
+    crate::interrupt::install();
     // Across a link every round costs round trips; 6 is the fewest that give an interval.
     let rounds = a.rounds.unwrap_or(if a.link.any() { 6 } else { 10 });
     if rounds == 0 || rounds > 1000 {
@@ -30,6 +31,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     }
     let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
+    let accepted = super::ok_statuses(&a.output)?;
     let path = embedded_path(
         a.url.as_deref(),
         &a.link,
@@ -101,9 +103,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     if plan.sweep() {
         rep.rtt_sweep = Some(compare::RttSweep::new(points, &names));
     }
+    rep.interrupted = super::interrupted("the rounds that ran whole", &rep);
     let code = emit_checked(&mut rep, &a.output, &thresholds, a.verbose)?;
     // A row in which no request succeeded at all fails the run.
-    Ok(code.max(super::no_success(&rep)))
+    let code = code.max(super::no_success(&rep, &accepted));
+    Ok(super::exit_status(code))
 }
 
 /// What every step of a comparison shares (one step, or one per RTT of a sweep).

@@ -10,6 +10,7 @@ use crate::report::thresholds;
 
 pub fn run(a: MergeArgs) -> anyhow::Result<i32> {
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
+    let accepted = super::ok_statuses(&a.output)?;
     // Reading and merging many large reports takes a while: a bar on a terminal.
     let steps = Steps::on_terminal("merge", !a.output.no_progress);
     steps.set_total(a.files.len() as u64, true);
@@ -27,5 +28,7 @@ pub fn run(a: MergeArgs) -> anyhow::Result<i32> {
     let mut rep = merge(inputs, a.allow_mismatch)?;
     steps.finish();
     rep.run = Some(crate::host::run_info("merge", started_at));
-    emit_checked(&mut rep, &a.output, &thresholds, false)
+    let code = emit_checked(&mut rep, &a.output, &thresholds, false)?;
+    // The merged run is judged as one run is: nothing measured, or no success, fails.
+    Ok(code.max(super::no_success(&rep, &accepted)))
 }

@@ -97,18 +97,48 @@ pub(crate) fn emit_checked(
     Ok(i32::from(checked.failed))
 }
 
-/// A run that measured nothing has failed: for each scenario without a successful
-/// request, one line on stderr saying why; 1 when there was one, else 0.
-pub(crate) fn no_success(rep: &Report) -> i32 {
+/// A run that measured nothing has failed, and so has one in which no response was a
+/// success (2xx, 3xx, or a status `--ok-status` accepts): for each such scenario, one
+/// line on stderr saying why; 1 when there was one, else 0.
+pub(crate) fn no_success(rep: &Report, accepted: &[(u16, u16)]) -> i32 {
     let lines: Vec<String> = rep
         .scenarios
         .iter()
-        .filter_map(report::failure::no_success_line)
+        .filter_map(|s| report::failure::no_success_line(s, accepted))
         .collect();
     for l in &lines {
         eprintln!("handshake: {l}");
     }
     i32::from(!lines.is_empty())
+}
+
+/// When Ctrl-C cut the work short: the mark saying what the report covers (`what`:
+/// "the run", "the rounds completed").
+pub(crate) fn interrupted(what: &str, rep: &Report) -> Option<report::finding::Finding> {
+    crate::interrupt::requested().then(|| {
+        let r = rep.scenarios.iter().map(|s| &s.requests);
+        let completed = r.clone().map(|r| r.attempted).sum();
+        let given_up = r.map(|r| r.aborted_at_deadline).sum();
+        report::finding::interrupted(what, completed, given_up)
+    })
+}
+
+/// The exit status: `code`, or 130 when Ctrl-C cut the work short.
+pub(crate) fn exit_status(code: i32) -> i32 {
+    if crate::interrupt::requested() {
+        crate::interrupt::EXIT_STATUS
+    } else {
+        code
+    }
+}
+
+/// `--ok-status`: the statuses counted as successes beside 2xx and 3xx (read before the
+/// run, so a mistake in it costs no run).
+pub(crate) fn ok_statuses(output: &OutputArgs) -> Result<Vec<(u16, u16)>, UsageError> {
+    match &output.ok_status {
+        Some(s) => crate::parse::parse_ok_status("--ok-status", s),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Print the report (JSON, or text fitted to the terminal, with the explanations when

@@ -148,18 +148,26 @@ struct Played {
     /// The shortest TCP connect of each round: a round trip without queueing (under load
     /// the median connect also waits in the server's accept queue).
     connect_min: Vec<Vec<f64>>,
+    /// The rounds that ran whole (fewer than asked when Ctrl-C cut one short: that one is
+    /// left out, so every arm has the same rounds to pair).
+    rounds: usize,
 }
 
 /// Run every arm `rounds` times, in turn, in a new random order every round; each round
 /// said on stderr (`steps`) with an estimate of the time to go.
 pub fn run(arms: &[Arm], how: &Rounds) -> anyhow::Result<CompareResult> {
     let played = play(arms, how)?;
+    if played.rounds == 0 {
+        anyhow::bail!(
+            "interrupted before the first round ended: no strategy ran a whole round, so nothing can be compared"
+        );
+    }
     let scenarios = summaries(arms, &played);
     let judge = Judge {
         arms,
         scenarios: &scenarios,
         connect_min: &played.connect_min,
-        rounds: how.rounds,
+        rounds: played.rounds,
         rtt_set_ms: how.rtt_set_ms,
         noise_threshold: how.noise_threshold,
     };
@@ -241,6 +249,7 @@ fn play(arms: &[Arm], how: &Rounds) -> anyhow::Result<Played> {
             })
             .collect(),
         connect_min: vec![Vec::new(); arms.len()],
+        rounds: 0,
     };
     // A new random order every round (Fisher-Yates from a xorshift seeded by the clock):
     // no strategy always runs first, or always after the one that warms or tires the
@@ -271,22 +280,56 @@ fn play(arms: &[Arm], how: &Rounds) -> anyhow::Result<Played> {
             seed ^= seed << 17;
             order.swap(k, (seed % (k as u64 + 1)) as usize);
         }
+        let mut pieces = Vec::with_capacity(order.len());
         for &i in &order {
+            if crate::interrupt::requested() {
+                break;
+            }
             steps.show(&format!(
                 "{}round {} of {rounds}: {}",
                 steps_label(rtt_set_ms),
                 round + 1,
                 arms[i].name
             ));
-            play_one(&arms[i], i, server, &mut played)?;
+            pieces.push((i, play_one(&arms[i], server)?));
             steps.advance();
         }
+        // Ctrl-C: a round cut short is left out (its arms would pair with nothing).
+        if crate::interrupt::requested() {
+            break;
+        }
+        for (i, piece) in pieces {
+            piece.keep(i, &mut played);
+        }
+        played.rounds += 1;
     }
     Ok(played)
 }
 
-/// One run of one arm, its figures kept and its records merged into the arm's.
-fn play_one(arm: &Arm, i: usize, server: &ServerSide, played: &mut Played) -> anyhow::Result<()> {
+/// One run of one arm: its figures, its records, and its shortest connect.
+struct Piece {
+    figures: RunFigures,
+    result: engine::RunResult,
+    connect_min: Option<f64>,
+}
+
+impl Piece {
+    /// Keep it as arm `i`'s next round: its records merged into the arm's.
+    fn keep(self, i: usize, played: &mut Played) {
+        if let Some(c) = self.connect_min {
+            played.connect_min[i].push(c);
+        }
+        played.runs[i].push(self.figures);
+        let m = &mut played.merged[i];
+        // The strategy's rounds laid end to end on its timeline.
+        m.0.add_after(&self.result.recorder, m.1);
+        m.1 += self.result.wall;
+        m.2 = m.2 + self.result.cpu;
+    }
+}
+
+/// One run of one arm.
+fn play_one(arm: &Arm, server: &ServerSide) -> anyhow::Result<Piece> {
     let accepted = || server.embedded.map(|s| s.snapshot().connections_accepted);
     let (before, accepted_before) = (server.cpu.sample(), accepted());
     let result = engine::run(arm.scenario.clone(), false)?;
@@ -298,16 +341,11 @@ fn play_one(arm: &Arm, i: usize, server: &ServerSide, played: &mut Played) -> an
         result.wall,
         result.cpu,
     );
-    if rep.phases_ms.new.connect.count > 0 {
-        played.connect_min[i].push(rep.phases_ms.new.connect.min);
-    }
-    played.runs[i].push(figures(&arm.scenario, &rep, shares, accepted));
-    let m = &mut played.merged[i];
-    // The strategy's rounds laid end to end on its timeline.
-    m.0.add_after(&result.recorder, m.1);
-    m.1 += result.wall;
-    m.2 = m.2 + result.cpu;
-    Ok(())
+    Ok(Piece {
+        figures: figures(&arm.scenario, &rep, shares, accepted),
+        connect_min: (rep.phases_ms.new.connect.count > 0).then_some(rep.phases_ms.new.connect.min),
+        result,
+    })
 }
 
 /// Arm `i`'s row: the medians and spreads of its rounds, not yet set against its best.

@@ -195,10 +195,23 @@ fn client_thread(
         run_deadline,
         last_end: &last_end,
     };
-    let endpoints = spawn_workers(p, &local, &rec, &dns, &at);
+    let in_flight = Rc::new(std::cell::Cell::new(0));
+    let endpoints = spawn_workers(p, &local, &rec, &dns, &at, &in_flight);
     // CPU while requests run: thread, runtime and recorder setup excluded.
     let cpu_start = cpu::thread();
-    rt.block_on(local);
+    let mut local = std::pin::pin!(local);
+    rt.block_on(async {
+        tokio::select! {
+            biased;
+            () = &mut local => {}
+            // Ctrl-C: the workers take no new tickets; what is still in flight a second
+            // later is given up, counted as cut by the run's end.
+            () = crate::interrupt::grace_over() => {
+                rec.borrow_mut().counts.aborted_at_deadline += in_flight.get();
+            }
+        }
+    });
+    drop(local);
     let cpu = cpu::thread() - cpu_start;
     if let Some(e) = &endpoints {
         rt.block_on(e.close_all());
@@ -232,6 +245,7 @@ fn spawn_workers(
     rec: &Rc<RefCell<Recorder>>,
     dns: &Arc<worker::Dns>,
     at: &Clock<'_>,
+    in_flight: &Rc<std::cell::Cell<u64>>,
 ) -> Option<Rc<h3::Endpoints>> {
     let (sc, t, threads) = (&p.sc, p.t, p.threads);
     let workers: Vec<usize> = (t..sc.concurrency).step_by(threads).collect();
@@ -250,6 +264,7 @@ fn spawn_workers(
             run_deadline: at.run_deadline,
             counters: p.counters.clone(),
             thread: t,
+            in_flight: in_flight.clone(),
         };
         let opener = open::Opener {
             dns: dns.clone(),

@@ -141,6 +141,9 @@ pub(super) struct Seat {
     pub run_deadline: Option<Instant>,
     pub counters: Option<Arc<Vec<Progress>>>,
     pub thread: usize,
+    /// The thread's requests under way (given up, and counted so, when an interrupt's
+    /// grace runs out).
+    pub in_flight: Rc<std::cell::Cell<u64>>,
 }
 
 /// How a single try failed.
@@ -211,7 +214,7 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
     let mut k: u64 = 0;
     let pacer = matches!(sc.load, LoadShape::Open { .. }).then(Pacer::new);
     loop {
-        if quota.is_some_and(|q| k >= q) {
+        if quota.is_some_and(|q| k >= q) || crate::interrupt::requested() {
             break;
         }
         let now = Instant::now();
@@ -235,7 +238,10 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
             }
         };
         let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
-        match request(&mut driver, sc, target, (t0, blocked), seat.run_deadline).await {
+        seat.in_flight.set(seat.in_flight.get() + 1);
+        let done = request(&mut driver, sc, target, (t0, blocked), seat.run_deadline).await;
+        seat.in_flight.set(seat.in_flight.get() - 1);
+        match done {
             Some(r) => {
                 seat.rec.borrow_mut().record(&r);
                 let mut last = seat.last_end.borrow_mut();

@@ -210,8 +210,51 @@ pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure 
 /// ALPN mismatch has its own detail.
 pub fn classify_tls_error(e: &io::Error) -> Failure {
     let f = tls_failure(e);
-    crate::record::note_error(f, e);
+    match tls_words(e) {
+        Some(words) => crate::record::note_error(f, words),
+        None => crate::record::note_error(f, e),
+    }
     f
+}
+
+/// What a refused certificate means, in words (rustls names some reasons only by their
+/// Rust names, `Other(OtherError(CaUsedAsEndEntity))`); `None` where its own message says
+/// it plainly.
+fn tls_words(e: &io::Error) -> Option<String> {
+    use rustls::{CertificateError, Error as TlsError};
+    let tls = e.get_ref()?.downcast_ref::<TlsError>()?;
+    let TlsError::InvalidCertificate(c) = tls else {
+        return None;
+    };
+    Some(match c {
+        CertificateError::UnknownIssuer => {
+            "invalid peer certificate: it is not signed by a certificate authority this client trusts".into()
+        }
+        CertificateError::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+            "invalid peer certificate: the server presents a CA certificate as its own (a self-signed certificate, as `openssl req -x509` makes), which no client trusts unless given it as a CA".into()
+        }
+        CertificateError::Other(o) => {
+            format!("invalid peer certificate: {}", rust_name_as_words(&format!("{o:?}")))
+        }
+        _ => return None,
+    })
+}
+
+/// `Other(OtherError(SomeReason))` as "some reason": the innermost name, its words apart.
+fn rust_name_as_words(debug: &str) -> String {
+    let inner = debug
+        .split(['(', ')', ' ', ','])
+        .filter(|w| !w.is_empty() && *w != "Other" && *w != "OtherError")
+        .last()
+        .unwrap_or(debug);
+    let mut out = String::new();
+    for (i, ch) in inner.chars().enumerate() {
+        if ch.is_uppercase() && i > 0 {
+            out.push(' ');
+        }
+        out.extend(ch.to_lowercase());
+    }
+    out
 }
 
 fn tls_failure(e: &io::Error) -> Failure {
@@ -233,6 +276,11 @@ fn tls_failure(e: &io::Error) -> Failure {
                 ErrorDetail::CertNotYetValid
             }
             CertificateError::UnknownIssuer => ErrorDetail::CertUnknownIssuer,
+            // A self-signed certificate (CA:TRUE) presented as the server's own: to the
+            // user, a CA this client was not given.
+            CertificateError::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+                ErrorDetail::CertUnknownIssuer
+            }
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
                 ErrorDetail::CertWrongName
             }

@@ -65,7 +65,7 @@ fn local_transport(code: u64, reason: &str) -> Failure {
     if !(CRYPTO_BASE..CRYPTO_BASE + 0x100).contains(&code) {
         return Failure::new(ErrorKind::Quic, ErrorDetail::QuicTransportError);
     }
-    let detail = if reason.contains("UnknownIssuer") {
+    let detail = if reason.contains("UnknownIssuer") || reason.contains("CaUsedAsEndEntity") {
         ErrorDetail::CertUnknownIssuer
     } else if reason.contains("NotValidForName") {
         ErrorDetail::CertWrongName

@@ -84,7 +84,9 @@ pub fn hint(url: &str, key: &str, example: &str) -> Option<String> {
         "empty_reply" | "eof_in_head" if !https => format!(
             "the server at {at} closed without answering: if it speaks TLS, try https://"
         ),
-        "cert_unknown_issuer" => "the server's certificate is not signed by a CA this client trusts: give its CA with --cacert FILE, or skip verification with --insecure".into(),
+        "cert_unknown_issuer" => format!(
+            "give the CA that signed the server's certificate with --cacert FILE (for a self-signed certificate, the certificate itself; `openssl s_client -connect {at} -showcerts </dev/null` prints what the server sends); or, second best, skip verification with --insecure"
+        ),
         "cert_wrong_name" => format!(
             "the certificate does not name {}: use a name it covers (with --resolve NAME:PORT:ADDR to reach this address by it), or skip verification with --insecure",
             host(at)
@@ -154,10 +156,11 @@ pub fn example_sentence(s: &ScenarioReport) -> Option<String> {
 }
 
 /// A run that measured nothing has failed: the line to print when no request
-/// succeeded, naming the leading error. `None` when some request did.
-pub fn no_success_line(s: &ScenarioReport) -> Option<String> {
+/// succeeded, naming the leading error, or when no response was a success (2xx, 3xx, or
+/// a status in `accepted`), naming the status most had. `None` when some request did.
+pub fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
     if s.requests.ok > 0 {
-        return None;
+        return no_success_status(s, accepted);
     }
     Some(match leading_sentence(s) {
         Some(why) => format!("{}: no request succeeded: {why}", s.name),
@@ -167,6 +170,38 @@ pub fn no_success_line(s: &ScenarioReport) -> Option<String> {
         ),
         None => format!("{}: no request succeeded", s.name),
     })
+}
+
+/// "close: no response was a success: 10 of 10 were 400 (add --ok-status 4xx if these
+/// are what you meant to measure)", when none was 2xx, 3xx or accepted.
+fn no_success_status(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
+    let r = &s.requests;
+    let success = r
+        .status_codes
+        .iter()
+        .filter_map(|(c, n)| Some((c.parse::<u16>().ok()?, *n)))
+        .filter(|(c, _)| {
+            (200..400).contains(c) || accepted.iter().any(|(lo, hi)| (lo..=hi).contains(&c))
+        })
+        .map(|(_, n)| n)
+        .sum::<u64>();
+    if success > 0 {
+        return None;
+    }
+    let (code, n) = r
+        .status_codes
+        .iter()
+        .max_by_key(|(c, n)| (**n, std::cmp::Reverse((*c).clone())))?;
+    let said = r
+        .status_examples
+        .get(code)
+        .map(|m| format!(" ({m})"))
+        .unwrap_or_default();
+    let class = code.chars().next().unwrap_or('4');
+    Some(format!(
+        "{}: no response was a success: {n} of {} were {code}{said}; a run with no 2xx or 3xx response fails (--ok-status {class}xx counts them as successes)",
+        s.name, r.ok
+    ))
 }
 
 #[cfg(test)]

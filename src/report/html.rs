@@ -42,7 +42,7 @@ struct Entry<'a> {
     phases_reused: &'a PhaseGroup,
     connections: &'a ConnectionsReport,
     requests: &'a RequestsReport,
-    diagnosis: &'a [String],
+    diagnosis: &'a [super::finding::Finding],
     /// compare: this scenario's row of the comparison.
     row: Option<&'a ComparisonRow>,
     /// Second by second (compare: the strategy's rounds end to end).
@@ -107,21 +107,23 @@ fn verdict<'a>(
         .collect()
 }
 
-/// The sentences a bench or compare page opens with: the comparisons' headlines, else
-/// each scenario's.
+/// The sentences a bench or compare page opens with: that the run was interrupted, if it
+/// was; then the comparisons' headlines, else each scenario's.
 fn headline(report: &Report, comparisons: &[&super::comparison::Comparison]) -> Vec<String> {
-    if comparisons.is_empty() {
+    let cut = report.interrupted.iter().map(|i| i.text.clone());
+    let lines: Vec<String> = if comparisons.is_empty() {
         report
             .scenarios
             .iter()
-            .filter_map(super::ScenarioReport::headline)
+            .filter_map(|s| s.headline.as_ref().map(|h| h.text.clone()))
             .collect()
     } else {
         comparisons
             .iter()
             .flat_map(|c| c.headline.iter().cloned())
             .collect()
-    }
+    };
+    cut.chain(lines).collect()
 }
 
 fn data(report: &Report) -> Data<'_> {

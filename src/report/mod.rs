@@ -5,6 +5,7 @@ pub mod audit;
 pub mod comparison;
 pub mod doctor;
 pub mod failure;
+pub mod finding;
 pub mod html;
 pub mod knee;
 pub mod link;
@@ -18,8 +19,6 @@ pub mod watch;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-
-use crate::fmt::{ms as fmt_ms, plural};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -53,6 +52,9 @@ pub struct Report {
     /// `merge`: the agents whose runs make up this report, one row each.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agents: Option<Vec<AgentReport>>,
+    /// Ctrl-C cut the run short: what the report covers (exit status 130).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<finding::Finding>,
 }
 
 /// A run's identity.
@@ -171,6 +173,7 @@ impl Report {
             thresholds: None,
             run: None,
             agents: None,
+            interrupted: None,
         }
     }
 }
@@ -198,63 +201,19 @@ pub struct ScenarioReport {
     /// Present when connects found no free local port: the client's ports at the end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_ports: Option<LocalPortsReport>,
-    /// Plain sentences: why reuse did not happen, what went wrong.
-    pub diagnosis: Vec<String>,
+    /// What the run measured in one sentence; or, when a finding explains the run (most
+    /// attempts failed, most responses were errors, the strategy's feature never
+    /// happened), that finding first. Absent when no request succeeded.
+    pub headline: Option<finding::Finding>,
+    /// Why reuse did not happen and what went wrong: findings in the order of their
+    /// causes, each with its evidence.
+    pub diagnosis: Vec<finding::Finding>,
     /// What happened second by second (compare: the strategy's rounds end to end).
     pub timeline: Vec<TimelineBucket>,
     /// The scenario losslessly: its shape, every counter and every histogram (HdrHistogram
     /// V2, base64), from which `merge` rebuilds it exactly.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<raw::RawScenario>,
-}
-
-impl ScenarioReport {
-    /// "2000 requests ok over 10 connections (200.0 per connection): p50 0.053 ms, p99
-    /// 0.534 ms, 29058 requests/s; setting up a new connection took 0.115 ms (mean)." The
-    /// figures of a run that measured something, in one sentence; `None` when no request
-    /// succeeded.
-    pub fn headline(&self) -> Option<String> {
-        let s = self;
-        let r = &s.requests;
-        if r.ok == 0 {
-            return None;
-        }
-        let c = &s.connections;
-        let errors: u64 = r.errors.values().sum();
-        let per = if c.opened > 0 && r.ok > c.opened {
-            format!(" ({:.1} per connection)", r.ok as f64 / c.opened as f64)
-        } else {
-            String::new()
-        };
-        let failed = if errors > 0 {
-            format!(" ({errors} failed)")
-        } else {
-            String::new()
-        };
-        let new = &s.phases_ms.new;
-        let setup: f64 = ["dns", "connect", "tls", "h2_setup", "quic_handshake"]
-            .iter()
-            .filter_map(|n| new.get(n))
-            .filter(|p| p.count > 0)
-            .map(|p| p.mean)
-            .sum();
-        let setup = if new.requests > 0 {
-            format!(
-                "; setting up a new connection took {} ms (mean)",
-                fmt_ms(setup)
-            )
-        } else {
-            String::new()
-        };
-        Some(format!(
-            "{} ok{failed} over {}{per}: p50 {} ms, p99 {} ms, {:.0} requests/s{setup}.",
-            plural(r.ok, "request", "requests"),
-            plural(c.opened, "connection", "connections"),
-            fmt_ms(s.latency_ms.p50),
-            fmt_ms(s.latency_ms.p99),
-            s.throughput.requests_per_s
-        ))
-    }
 }
 
 /// One bucket of the timeline: `width_s` seconds from `t_s` after the run's start (1 s,
@@ -324,6 +283,10 @@ pub struct RequestsReport {
     pub error_examples: BTreeMap<String, String>,
     pub retries: RetriesReport,
     pub status_codes: BTreeMap<String, u64>,
+    /// What the first 4xx/5xx response of each status said: its status line and the
+    /// first bytes of its body (HTTP/1).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub status_examples: BTreeMap<String, String>,
     /// Responses by status class: `1xx` to `5xx`, each always present.
     pub status_classes: BTreeMap<String, u64>,
     /// Responses whose status was not 2xx (answered, so counted in `ok`, but not a

@@ -191,6 +191,9 @@ counters! {
         connections_closed,
         /// Requests carried by the connections that ended (for the mean per connection).
         rpc_sum,
+        /// Requests carried by the connections the server closed at its limit of
+        /// requests per connection (`server_max_requests`), for that limit's mean.
+        rpc_sum_server_max_requests,
         /// Connections where the client asked for close but the server kept the
         /// connection open, so the client closed it.
         server_ignored_close,
@@ -237,6 +240,10 @@ pub struct RawRecorder {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub error_examples: BTreeMap<String, String>,
     pub status_codes: BTreeMap<String, u64>,
+    /// What the first 4xx/5xx response of each status said: its status line and the
+    /// first bytes of its body.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status_examples: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_s: Option<u32>,
     pub close_reasons: BTreeMap<String, u64>,

@@ -133,6 +133,11 @@ impl From<&Recorder> for RawRecorder {
                 .filter(|(_, n)| **n > 0)
                 .map(|(code, n)| (code.to_string(), *n))
                 .collect(),
+            status_examples: r
+                .status_examples
+                .iter()
+                .map(|(k, m)| (k.to_string(), m.clone()))
+                .collect(),
             retry_after_s: r.retry_after_s,
             close_reasons: nonzero(
                 CloseReason::ALL
@@ -337,6 +342,14 @@ impl TryFrom<&RawRecorder> for Recorder {
         by_name(&r.status_codes, &mut rec.status[..], "status code", |n| {
             numeric_index(n, slots)
         })?;
+        for (k, m) in &r.status_examples {
+            let code: u16 = k
+                .parse()
+                .ok()
+                .filter(|c| (400..600).contains(c))
+                .ok_or_else(|| format!("status example of {k:?}: not a 4xx or 5xx status"))?;
+            rec.status_examples.insert(code, m.clone());
+        }
         rec.retry_after_s = r.retry_after_s;
         by_name(
             &r.close_reasons,

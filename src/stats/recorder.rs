@@ -112,6 +112,9 @@ pub struct Recorder {
     /// seen. Bounded by the number of details.
     pub error_examples: std::collections::BTreeMap<&'static str, String>,
     pub status: Box<[u64; STATUS_SLOTS]>,
+    /// What the first 4xx/5xx response of each status said (its status line and the
+    /// first bytes of its body): bounded by the statuses the readers keep.
+    pub status_examples: std::collections::BTreeMap<u16, String>,
     /// The last `Retry-After` (seconds) a 429 or 503 carried.
     pub retry_after_s: Option<u32>,
     pub close_reasons: [u64; CloseReason::ALL.len()],
@@ -280,6 +283,7 @@ impl Recorder {
             error_details: [0; ErrorDetail::ALL.len()],
             error_examples: std::collections::BTreeMap::new(),
             status: Box::new([0; STATUS_SLOTS]),
+            status_examples: std::collections::BTreeMap::new(),
             retry_after_s: None,
             goaway_codes: [0; GOAWAY_SLOTS],
             peak_streams_max: 0,
@@ -321,6 +325,11 @@ impl Recorder {
                 self.timeline.request_at(r.end, r.phases.total, None);
                 self.counts.ok += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
+                if status >= 400 && !self.status_examples.contains_key(&status) {
+                    if let Some(m) = crate::record::status_example(status) {
+                        self.status_examples.insert(status, m);
+                    }
+                }
                 if r.reused {
                     self.counts.reused_requests += 1;
                 }
@@ -479,6 +488,9 @@ impl Recorder {
         self.rpc_min = self.rpc_min.min(requests);
         self.rpc_max = self.rpc_max.max(requests);
         self.counts.rpc_sum += requests;
+        if reason == CloseReason::ServerMaxRequests {
+            self.counts.rpc_sum_server_max_requests += requests;
+        }
     }
 
     /// An HTTP/2 connection ended: the most streams it carried at once, and the code of
@@ -525,6 +537,9 @@ impl AddAssign<&Recorder> for Recorder {
         }
         for (k, m) in &o.error_examples {
             self.error_examples.entry(k).or_insert_with(|| m.clone());
+        }
+        for (k, m) in &o.status_examples {
+            self.status_examples.entry(*k).or_insert_with(|| m.clone());
         }
         for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
             *a += b;

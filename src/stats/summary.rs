@@ -1,5 +1,5 @@
 //! Pure summary: a merged `Recorder` and the scenario become a `ScenarioReport`,
-//! including the one-sentence diagnosis of missing reuse.
+//! with its findings (`diagnose`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -7,8 +7,6 @@ use std::time::Duration;
 use super::raw::{RawScenario, ScenarioShape};
 use super::recorder::{PhaseStat, Recorder};
 use crate::cpu::CpuTime;
-use crate::fmt::plural;
-use crate::net::local_ports::LocalPorts;
 use crate::plan::Strategy;
 use crate::proto::h2::wire::error_code_name;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
@@ -155,31 +153,6 @@ fn kernel_report(rec: &Recorder) -> Option<KernelReport> {
     })
 }
 
-/// "3 of 40 connects took ~1.02 s (1.01-1.02 s): their SYN or its answer was lost and
-/// the SYN sent again after the kernel's retransmission timeout (...; 3 SYNs sent again);
-/// the round trip is 20.1 ms (the kernel's least RTT per connection, median)."
-fn syn_sentence(k: &KernelReport) -> Option<String> {
-    let slow = k.syn_retransmitted_connect_ms?;
-    let secs = |ms: f64| format!("{:.2} s", ms / 1000.0);
-    let others = if k.min_rtt_ms.count > 0 {
-        format!(
-            "; the round trip is {} ms (the kernel's least RTT per connection, median)",
-            crate::fmt::ms(k.min_rtt_ms.p50)
-        )
-    } else {
-        String::new()
-    };
-    Some(format!(
-        "{} of {} connects took ~{} ({:.2}-{}): their SYN or its answer was lost and the SYN sent again after the kernel's retransmission timeout (1 s, then 2 s, 4 s...; {} sent again){others}.",
-        k.syn_retransmitted,
-        k.connects,
-        secs(slow.mean),
-        slow.min / 1000.0,
-        secs(slow.max),
-        crate::fmt::plural_s(k.syn_retransmits, "SYN")
-    ))
-}
-
 fn quic_report(sc: &ScenarioShape, rec: &Recorder) -> QuicReport {
     let q = &rec.quic;
     let shared = sc.strategy == Strategy::H3;
@@ -229,18 +202,8 @@ pub fn summarize(
     cpu: CpuTime,
 ) -> ScenarioReport {
     let mut rep = summarize_counts(sc, rec, wall, cpu);
-    if let Some(line) = rep.connections.kernel.as_ref().and_then(syn_sentence) {
-        rep.diagnosis.push(line);
-    }
-    if let Some(line) = crate::report::failure::example_sentence(&rep) {
-        // Right after the sentence counting the errors by category.
-        let at = rep
-            .diagnosis
-            .iter()
-            .position(|d| d.contains(" attempts failed: "))
-            .map_or(rep.diagnosis.len(), |i| i + 1);
-        rep.diagnosis.insert(at, line);
-    }
+    rep.diagnosis = super::diagnose::diagnose(sc, rec, &rep);
+    rep.headline = super::diagnose::headline(&rep, &rep.diagnosis);
     rep
 }
 
@@ -305,7 +268,8 @@ fn summarize_counts(
             time_wait: p.time_wait,
             port_range: p.range.map(|(lo, hi)| [lo, hi]),
         }),
-        diagnosis: diagnose(sc, rec),
+        headline: None,
+        diagnosis: Vec::new(),
         timeline: timeline(&rec.timeline, wall_s),
         raw: None,
     }
@@ -350,6 +314,11 @@ fn requests_report(rec: &Recorder) -> RequestsReport {
             refused_stream: rec.counts.refused_retries,
         },
         status_codes,
+        status_examples: rec
+            .status_examples
+            .iter()
+            .map(|(k, m)| (k.to_string(), m.clone()))
+            .collect(),
         status_classes,
         non_2xx,
         retry_after_s: rec.retry_after_s,
@@ -475,228 +444,6 @@ pub fn timeline(t: &crate::stats::timeline::Timeline, wall_s: f64) -> Vec<Timeli
             }
         })
         .collect()
-}
-
-/// Plain sentences about reuse that was asked for and not obtained, and about errors.
-pub fn diagnose(sc: &ScenarioShape, rec: &Recorder) -> Vec<String> {
-    let mut out: Vec<String> = status_sentence(rec).into_iter().collect();
-    let reasons = |r: CloseReason| rec.close_reasons[r.index()];
-    let closed = rec.counts.connections_closed.max(1);
-    let every = |n: u64| {
-        if n == closed {
-            "every".to_string()
-        } else {
-            format!("{n} of {closed}")
-        }
-    };
-    let asked_reuse = sc.strategy.persistent();
-    let reuse_ratio = if rec.counts.ok > 0 {
-        rec.counts.reused_requests as f64 / rec.counts.ok as f64
-    } else {
-        1.0
-    };
-    // Reuse was asked for and each connection carried few requests.
-    let expected_rpc = rec.counts.ok as f64 / (sc.concurrency as f64 * sc.origins.max(1) as f64);
-    let mean_rpc = rec.counts.rpc_sum as f64 / closed as f64;
-    if asked_reuse && rec.counts.ok > 0 && (reuse_ratio < 0.5 || mean_rpc < expected_rpc / 2.0) {
-        let mut ranked: Vec<(CloseReason, u64)> = [
-            CloseReason::ServerHttp10,
-            CloseReason::ServerCloseHeader,
-            CloseReason::ServerCloseDelimited,
-            CloseReason::ServerMaxRequests,
-            CloseReason::ServerIdleClose,
-            CloseReason::ClientPolicy,
-            CloseReason::Error,
-        ]
-        .iter()
-        .map(|r| (*r, reasons(*r)))
-        .filter(|(_, n)| *n > 0)
-        .collect();
-        ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
-        if let Some((reason, n)) = ranked.first().copied() {
-            out.push(not_reused(sc, rec, (reason, n), &every(n), mean_rpc));
-        }
-    } else if asked_reuse && reasons(CloseReason::ServerIdleClose) > 0 {
-        out.push(format!(
-            "The server closed {} while idle; {} were retried on new connections.",
-            plural(
-                reasons(CloseReason::ServerIdleClose),
-                "connection",
-                "connections"
-            ),
-            plural(rec.counts.stale_retries, "request", "requests")
-        ));
-    }
-    if !asked_reuse && rec.counts.server_ignored_close > 0 {
-        out.push(format!(
-            "The server ignored the request to close on {}: the client closed them itself.",
-            plural(rec.counts.server_ignored_close, "connection", "connections")
-        ));
-    }
-    out.extend(error_sentences(rec));
-    out
-}
-
-/// Why connections were not reused, by the close reason most of them had: `n` of
-/// them (`every`, in words).
-fn not_reused(
-    sc: &ScenarioShape,
-    rec: &Recorder,
-    (reason, n): (CloseReason, u64),
-    every: &str,
-    mean_rpc: f64,
-) -> String {
-    match reason {
-        CloseReason::ServerHttp10 => format!(
-            "Connections were not reused: the server answered HTTP/1.0 without keep-alive on {} connection{}{}.",
-            every,
-            crate::fmt::s(n),
-            if sc.strategy == Strategy::Http10KeepAlive { ", ignoring the request's `Connection: keep-alive`" } else { "" }
-        ),
-        CloseReason::ServerCloseHeader => format!(
-            "Connections were not reused: the server sent `Connection: close` on its first response on {} connection{} (its keep-alive is off).",
-            every,
-            crate::fmt::s(n)
-        ),
-        CloseReason::ServerCloseDelimited => format!(
-            "Connections were not reused: the server sent its responses without a length (no Content-Length, not chunked) and ended each body by closing the connection, on {} connection{}; a response that states its length (Content-Length or chunked) lets the connection be reused.",
-            every,
-            crate::fmt::s(n)
-        ),
-        CloseReason::ServerMaxRequests => format!(
-            "Connections were closed by the server after {:.0} requests each on average (its max requests per connection), {}.",
-            mean_rpc,
-            plural(n, "connection", "connections")
-        ),
-        CloseReason::ServerIdleClose => format!(
-            "The server closed {} while idle before they could be reused ({}); its idle timeout is shorter than the gaps between requests, or it closes without saying so.",
-            plural(n, "connection", "connections"),
-            plural(rec.counts.stale_retries, "stale-connection retry", "stale-connection retries")
-        ),
-        CloseReason::ClientPolicy => format!(
-            "The client ended {} by its own policy (--requests-per-connection {}).",
-            plural(n, "connection", "connections"),
-            sc.requests_per_connection.unwrap_or(0)
-        ),
-        _ => format!("{} ended in errors, so they could not be reused.", plural(n, "connection", "connections")),
-    }
-}
-
-/// The failed attempts by category, and what to do about ports or descriptors run out.
-fn error_sentences(rec: &Recorder) -> Vec<String> {
-    let mut out = Vec::new();
-    let errors = rec.errors_total();
-    if errors > 0 {
-        let mut by: Vec<(ErrorKind, u64)> = ErrorKind::ALL
-            .iter()
-            .map(|k| (*k, rec.errors[k.index()]))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        by.sort_by_key(|e| std::cmp::Reverse(e.1));
-        let list: Vec<String> = by
-            .iter()
-            .map(|(k, n)| format!("{} {}", n, k.name()))
-            .collect();
-        out.push(format!(
-            "{} of {} attempts failed: {}.",
-            errors,
-            rec.counts.attempted,
-            list.join(", ")
-        ));
-        let exhausted = rec.error_details[ErrorDetail::PortsExhausted.index()];
-        if exhausted > 0 {
-            out.push(ports_exhausted_sentence(exhausted, rec.local_ports));
-        }
-        let files = rec.error_details[ErrorDetail::TooManyOpenFiles.index()];
-        if files > 0 {
-            out.push(format!(
-                "{} for lack of file descriptors (EMFILE/ENFILE): raise the open-file limit (ulimit -n) or use fewer connections.",
-                plural(files, "connect failed", "connects failed")
-            ));
-        }
-    }
-    out
-}
-
-/// When most responses were 4xx or 5xx: which status, and its likely cause (said first:
-/// a run answered with errors measured the server's error path).
-fn status_sentence(rec: &Recorder) -> Option<String> {
-    let sum = |lo: usize, hi: usize| rec.status[lo..hi].iter().sum::<u64>();
-    let failing = sum(400, 600);
-    if rec.counts.ok == 0 || failing * 2 <= rec.counts.ok {
-        return None;
-    }
-    let (code, n) = (400..600)
-        .map(|c| (c, rec.status[c]))
-        .max_by_key(|(c, n)| (*n, std::cmp::Reverse(*c)))?;
-    let retry = match rec.retry_after_s {
-        Some(s) if matches!(code, 429 | 503) => format!(" (it sent Retry-After: {s} s)"),
-        _ => String::new(),
-    };
-    let cause = match code {
-        401 | 407 => "the server wants credentials: send them with -H 'Authorization: ...'".to_string(),
-        403 => "the server refuses this client or these credentials: check -H 'Authorization: ...' and what the path allows".to_string(),
-        404 | 410 => "the path does not exist on this server: check the URL's path".to_string(),
-        405 => "the method is not allowed on this path: check -m/--method".to_string(),
-        400 | 411 | 413 | 415 | 422 => "the server would not take the request as sent: check the method, -H headers and the body".to_string(),
-        429 => format!("the server is shedding load (rate limiting){retry}: lower --rate or -c"),
-        503 => format!("the server is shedding load or unavailable{retry}: lower --rate or -c, or check the server"),
-        500..=599 => "the server failed: its own log says why".to_string(),
-        _ => "the server refused the requests".to_string(),
-    };
-    Some(format!(
-        "Most responses were errors: {} of {} were {code}{}, {} were 4xx or 5xx in all: {cause}. The latencies are those of the error responses.",
-        n,
-        rec.counts.ok,
-        reason_phrase(code).map(|r| format!(" ({r})")).unwrap_or_default(),
-        failing
-    ))
-}
-
-fn reason_phrase(code: usize) -> Option<&'static str> {
-    Some(match code {
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        407 => "Proxy Authentication Required",
-        410 => "Gone",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        415 => "Unsupported Media Type",
-        422 => "Unprocessable Content",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => return None,
-    })
-}
-
-/// Why connects failed with `EADDRNOTAVAIL`, with the figures that show it, and the fixes.
-fn ports_exhausted_sentence(n: u64, ports: Option<LocalPorts>) -> String {
-    let mut s = format!(
-        "{} with EADDRNOTAVAIL (\"Cannot assign requested address\"): the client ran out of local ports.",
-        plural(n, "connect failed", "connects failed")
-    );
-    if let Some(p) = ports {
-        if let Some(tw) = p.time_wait {
-            s.push_str(&format!(" {tw} sockets sit in TIME_WAIT"));
-            s.push_str(match p.range {
-                Some(_) => ";",
-                None => ".",
-            });
-        }
-        if let (Some((lo, hi)), Some(size)) = (p.range, p.range_size()) {
-            s.push_str(&format!(
-                " the local port range is {lo}-{hi} ({size} ports per source address and destination)."
-            ));
-        }
-    }
-    s.push_str(" Fix: keep connections alive (reuse them), spread connections over more source addresses (--local-addr ADDR,ADDR...), or widen the range (sysctl net.ipv4.ip_local_port_range).");
-    s
 }
 
 /// `sum / n`, none when `n` is 0.

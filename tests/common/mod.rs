@@ -54,15 +54,24 @@ pub fn bench_json(args: &[&str]) -> Value {
 }
 
 /// A bench or compare run exits 1, with a line on stderr, when a scenario had no
-/// successful request, and 0 otherwise (no --fail-if given).
+/// successful request or no 2xx/3xx response (unless --ok-status), and 0 otherwise (no
+/// --fail-if given).
 pub fn check_exit(args: &[&str], out: &Output, report: &Value) {
     let err = String::from_utf8_lossy(&out.stderr);
-    let nothing = report["scenarios"]
-        .as_array()
-        .is_some_and(|s| s.iter().any(|s| s["requests"]["ok"] == 0));
-    if nothing {
+    let nothing = report["scenarios"].as_array().is_some_and(|s| {
+        s.iter().any(|s| {
+            let c = &s["requests"]["status_classes"];
+            let success = c["2xx"].as_u64().unwrap_or(0) + c["3xx"].as_u64().unwrap_or(0);
+            s["requests"]["ok"] == 0 || success == 0
+        })
+    });
+    let accepted = args.iter().any(|a| *a == "--ok-status");
+    if nothing && !accepted {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains("no request succeeded"), "{args:?}: {err}");
+        assert!(
+            err.contains("no request succeeded") || err.contains("no response was a success"),
+            "{args:?}: {err}"
+        );
     } else {
         assert!(
             out.status.success(),

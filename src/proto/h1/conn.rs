@@ -196,6 +196,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                             self.last_head
                                 .extend_from_slice(&self.buf[self.start..self.start + h.head_len]);
                         }
+                        if h.status >= 400 && crate::record::wants_status_example(h.status) {
+                            // The first error response of its status on this thread: what
+                            // it said (the body's first bytes that arrived with the head).
+                            let head = &self.buf[self.start..self.start + h.head_len];
+                            let line = head.split(|b| *b == b'\n').next().unwrap_or(head);
+                            let body = &self.buf[self.start + h.head_len..self.end];
+                            crate::record::note_status(h.status, line, body);
+                        }
                         self.start += h.head_len;
                         if h.status == 101 {
                             return Err(fail(

@@ -343,7 +343,12 @@
   for (const e of withDiagnosis) {
     const box = document.getElementById("diagnosis");
     if (entries.length > 1) h("h3", {}, box, e.name);
-    sentences(h("ul", { class: "sentences" }, box), e.diagnosis, "diagnosis", e.name);
+    const ul = h("ul", { class: "sentences" }, box);
+    for (const d of e.diagnosis) {
+      const li = h("li", { class: "diagnosis" }, ul, d.text);
+      li.setAttribute("data-name", e.name);
+      li.setAttribute("data-code", d.code);
+    }
   }
 
   // Numbers.

@@ -220,8 +220,8 @@ fn summary(out: &mut String, s: &ScenarioReport) {
 
 pub fn render_scenario(s: &ScenarioReport, width: usize) -> String {
     let mut out = String::new();
-    if let Some(h) = s.headline() {
-        let _ = writeln!(out, "{h}\n");
+    if let Some(h) = &s.headline {
+        let _ = writeln!(out, "{}\n", h.text);
     }
     heading(&mut out, s);
 
@@ -238,7 +238,7 @@ pub fn render_scenario(s: &ScenarioReport, width: usize) -> String {
     if !s.diagnosis.is_empty() {
         let _ = writeln!(out, "\nDiagnosis");
         for d in &s.diagnosis {
-            let _ = writeln!(out, "  {d}");
+            let _ = writeln!(out, "  {}", d.text);
         }
     }
     out
@@ -846,6 +846,9 @@ pub fn render(report: &Report, layout: &Layout) -> String {
 
 fn render_unfitted(report: &Report, layout: &Layout) -> String {
     let mut out = String::new();
+    if let Some(i) = &report.interrupted {
+        let _ = writeln!(out, "{}\n", i.text);
+    }
     if let Some(l) = &report.link {
         let _ = writeln!(out, "Link: {}\n", l.describe());
     }

@@ -1,0 +1,96 @@
+//! Ctrl-C keeps what was measured: the first SIGINT asks the running command to stop
+//! starting new work, to let what is in flight finish (or give it up after
+//! [`GRACE`]) and to report what completed, marked as interrupted, with exit status 130;
+//! a second SIGINT exits at once. Commands that run for more than a moment call
+//! [`install`]; the engine and the probes ask [`requested`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long work in flight may go on after the first SIGINT.
+pub const GRACE: Duration = Duration::from_secs(1);
+
+/// The exit status of an interrupted command (128 + SIGINT), as shells give it.
+pub const EXIT_STATUS: i32 = 130;
+
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+static AT: OnceLock<Instant> = OnceLock::new();
+static INSTALLED: OnceLock<()> = OnceLock::new();
+static NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Whether the user asked to stop (a relaxed load: cheap enough for every request).
+#[inline]
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::Relaxed)
+}
+
+/// When the first SIGINT came, if one did.
+pub fn at() -> Option<Instant> {
+    AT.get().copied()
+}
+
+/// Ask to stop, as the first SIGINT does (also for tests of the machinery).
+pub fn request() {
+    let _ = AT.set(Instant::now());
+    REQUESTED.store(true, Ordering::SeqCst);
+    NOTIFY.notify_waiters();
+}
+
+/// Completes once a stop was asked for and [`GRACE`] has passed since: what is still in
+/// flight then is given up.
+pub async fn grace_over() {
+    let notified = NOTIFY.notified();
+    if !requested() {
+        notified.await;
+    }
+    let since = at().map_or(Duration::ZERO, |t| t.elapsed());
+    tokio::time::sleep(GRACE.saturating_sub(since)).await;
+}
+
+/// Completes as soon as a stop is asked for.
+pub async fn stopped() {
+    let notified = NOTIFY.notified();
+    if !requested() {
+        notified.await;
+    }
+}
+
+/// Watch for SIGINT on a thread of its own (once per process): the first asks to stop,
+/// the second exits with status 130 at once. Returns when the handler is in place, so a
+/// Ctrl-C right after is not lost.
+pub fn install() {
+    if INSTALLED.set(()).is_err() {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("handshake-sigint".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                let _ = tx.send(());
+                return;
+            };
+            rt.block_on(async move {
+                use tokio::signal::unix::{signal, SignalKind};
+                let Ok(mut int) = signal(SignalKind::interrupt()) else {
+                    let _ = tx.send(());
+                    return;
+                };
+                let _ = tx.send(());
+                if int.recv().await.is_none() {
+                    return;
+                }
+                request();
+                if int.recv().await.is_some() {
+                    std::process::exit(EXIT_STATUS);
+                }
+            });
+        });
+    if spawned.is_ok() {
+        let _ = rx.recv();
+    }
+}

@@ -1,0 +1,602 @@
+//! A new user's first hour: the usual mistakes and situations, each set up in a real
+//! nginx (its own access log the ground truth: one line per request with its connection
+//! serial, the requests on that connection, its status, whether TLS resumed and whether
+//! the request came in early data), run through the commands a user would try, asserting
+//! the exit status, the headline's claim and each finding's evidence against nginx's
+//! count. Every sentence printed must be true of what nginx saw.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::UdpSocket;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, run, write_certs, Nginx};
+use serde_json::Value;
+
+/// nginx's access log: one line per request.
+const LOG_FORMAT: &str =
+    "log_format gt '$connection $connection_requests $status $ssl_session_reused $ssl_early_data';";
+
+/// One request as nginx logged it.
+#[derive(Debug)]
+struct Logged {
+    connection: u64,
+    on_connection: u64,
+    status: u16,
+    resumed: bool,
+    early: bool,
+}
+
+fn access_log(n: &Nginx) -> Vec<Logged> {
+    // nginx writes each line as the request ends; give the last a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    let text = std::fs::read_to_string(n.dir.join("access.log")).unwrap_or_default();
+    text.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            Logged {
+                connection: f[0].parse().unwrap(),
+                on_connection: f[1].parse().unwrap(),
+                status: f[2].parse().unwrap(),
+                resumed: f.get(3) == Some(&"r"),
+                early: f.get(4) == Some(&"1"),
+            }
+        })
+        .collect()
+}
+
+/// Distinct connections in nginx's log, each with the most requests it carried.
+fn connections(log: &[Logged]) -> BTreeMap<u64, u64> {
+    let mut by = BTreeMap::new();
+    for l in log {
+        let e = by.entry(l.connection).or_insert(0);
+        *e = (*e).max(l.on_connection);
+    }
+    by
+}
+
+/// nginx with a plain HTTP server (`location` in `location /`) logging to access.log.
+fn nginx_http(http: &str, location: &str) -> Option<Nginx> {
+    Nginx::start_servers(&format!("{LOG_FORMAT} {http}"), 1, |ports, d| {
+        format!(
+            "server {{ listen 127.0.0.1:{}; access_log {}/access.log gt; location / {{ {location} }} }}",
+            ports[0],
+            d.display()
+        )
+    })
+}
+
+/// nginx with a TLS server (certificates written by `certs` into its directory; `tls`
+/// more directives in the server block).
+fn nginx_tls(certs: impl Fn(&std::path::Path), tls: &str) -> Option<Nginx> {
+    Nginx::start_servers(LOG_FORMAT, 1, |ports, d| {
+        certs(d);
+        format!(
+            "server {{ listen 127.0.0.1:{} ssl; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
+             ssl_protocols TLSv1.2 TLSv1.3; {tls} access_log {d}/access.log gt; \
+             location / {{ return 200 \"hello\\n\"; }} }}",
+            ports[0],
+            d = d.display()
+        )
+    })
+}
+
+/// `handshake bench --json --no-progress ARGS`: the exit status, the report, stderr.
+fn bench(args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec!["bench", "--json", "--no-progress"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bench {args:?}: no JSON ({e}): {err}"));
+    (out.status.code().unwrap_or(-1), v, err)
+}
+
+fn codes(s: &Value) -> Vec<String> {
+    s["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The evidence entry of `finding` whose figure starts with `figure`.
+fn evidence<'a>(finding: &'a Value, figure: &str) -> &'a Value {
+    finding["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["figure"].as_str().unwrap().starts_with(figure))
+        .unwrap_or_else(|| panic!("no evidence {figure} in {finding}"))
+}
+
+fn finding<'a>(s: &'a Value, code: &str) -> &'a Value {
+    s["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == code)
+        .unwrap_or_else(|| panic!("no finding {code} in {}", s["diagnosis"]))
+}
+
+/// No message carries Rust's debug formatting.
+fn no_debug_text(what: &str, text: &str) {
+    for bad in ["Other(", "Error {", "OtherError", "Some(", "kind: "] {
+        assert!(!text.contains(bad), "{what}: {bad:?} in {text}");
+    }
+}
+
+// Row 2 of issue 42: nginx's keepalive_requests is 100; 250 requests on one worker close
+// two connections at the limit and leave one open at the end. The limit is said as 100
+// (the mean over the two nginx closed), not 83 (the open one averaged in).
+#[test]
+fn the_server_s_request_limit_is_the_mean_over_the_connections_it_closed() {
+    let Some(n) = nginx_http("keepalive_requests 100;", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let (code, v, err) = bench(&[&n.url(), "-n", "250", "-c", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let s = &v["scenarios"][0];
+    let log = access_log(&n);
+    let conns = connections(&log);
+    assert_eq!(log.len(), 250);
+    assert_eq!(
+        conns.len() as u64,
+        s["connections"]["opened"].as_u64().unwrap()
+    );
+    let at_limit = conns.values().filter(|r| **r == 100).count() as u64;
+    assert_eq!(at_limit, 2, "{conns:?}");
+    let f = finding(s, "not_reused_server_max_requests");
+    assert!(
+        f["text"]
+            .as_str()
+            .unwrap()
+            .contains("after 100 requests each"),
+        "{f}"
+    );
+    let mean = evidence(f, "requests per connection closed at the server's limit");
+    assert_eq!(mean["value"], 100.0);
+    assert_eq!(mean["of"], at_limit);
+    let closed = evidence(f, "connections.close_reasons.server_max_requests");
+    assert_eq!(closed["value"].as_f64().unwrap() as u64, at_limit);
+}
+
+// Row 3: plain HTTP to nginx's TLS port. Every response is nginx's 400 "The plain HTTP
+// request was sent to HTTPS port": the headline says so in nginx's words, nothing is
+// said about keep-alive, and the run fails (exit 1) unless --ok-status takes 4xx.
+#[test]
+fn plain_http_to_a_tls_port_is_said_in_the_server_s_words_and_fails() {
+    let Some(n) = nginx_tls(|d| write_certs(d, &["localhost"]), "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/", n.port);
+    let (code, v, err) = bench(&[&url, "-n", "10", "-c", "1"]);
+    let log = access_log(&n);
+    assert_eq!(log.len(), 10);
+    assert!(log.iter().all(|l| l.status == 400), "{log:?}");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no response was a success"), "{err}");
+    assert!(err.contains("--ok-status 4xx"), "{err}");
+    let s = &v["scenarios"][0];
+    let h = &s["headline"];
+    assert_eq!(h["code"], "no_success_status", "{h}");
+    let text = h["text"].as_str().unwrap();
+    assert!(
+        text.contains("plain HTTP request was sent to HTTPS port"),
+        "{text}"
+    );
+    assert!(text.contains("https://"), "{text}");
+    assert_eq!(evidence(h, "requests.status_codes.400")["value"], 10.0);
+    assert_eq!(evidence(h, "requests.status_codes.400")["of"], 10);
+    // Status explains the run: no reuse finding after it.
+    let c = codes(s);
+    assert!(!c.iter().any(|c| c.starts_with("not_reused")), "{c:?}");
+    assert_eq!(
+        c.last().map(String::as_str),
+        Some("no_success_status"),
+        "{c:?}"
+    );
+    // Accepted on purpose: exit 0, the same words.
+    let (code, v, err) = bench(&[&url, "-n", "3", "-c", "1", "--ok-status", "4xx"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["scenarios"][0]["headline"]["code"], "no_success_status");
+    // A mistake in the flag costs no run.
+    let out = run(&["bench", &url, "--ok-status", "6xx"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--ok-status"));
+}
+
+// Row 7: a self-signed certificate (CA:TRUE, as `openssl req -x509` makes) and no
+// --cacert: the message names --cacert FILE first and has no Rust debug text.
+#[test]
+fn a_self_signed_certificate_names_cacert_first() {
+    let Some(n) = nginx_tls(
+        |d| {
+            let st = Command::new("openssl")
+                .args([
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "rsa:2048",
+                    "-nodes",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=localhost",
+                ])
+                .args(["-addext", "subjectAltName=DNS:localhost"])
+                .arg("-keyout")
+                .arg(d.join("key.pem"))
+                .arg("-out")
+                .arg(d.join("cert.pem"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl runs");
+            assert!(st.success());
+        },
+        "",
+    ) else {
+        return;
+    };
+    let url = format!("https://localhost:{}/", n.port);
+    let (code, v, err) = bench(&[&url, "-n", "3", "-c", "1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(access_log(&n).is_empty());
+    let cacert = err.find("--cacert FILE").unwrap_or_else(|| panic!("{err}"));
+    let insecure = err.find("--insecure").unwrap_or_else(|| panic!("{err}"));
+    assert!(cacert < insecure, "{err}");
+    no_debug_text("stderr", &err);
+    no_debug_text("report", &v.to_string());
+    let s = &v["scenarios"][0];
+    assert_eq!(s["requests"]["error_details"]["cert_unknown_issuer"], 3);
+    // With the certificate as its CA, the same server is measured.
+    let (code, v, err) = bench(&[
+        &url,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--cacert",
+        n.dir.join("cert.pem").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["scenarios"][0]["requests"]["ok"], 3);
+    assert_eq!(access_log(&n).len(), 3);
+}
+
+// Row 6: close-0rtt against nginx that resumes sessions but has no ssl_early_data: the
+// headline says 0-RTT never happened, with nginx's own count (no request came early).
+#[test]
+fn zero_rtt_never_accepted_is_said_in_the_headline() {
+    let Some(n) = nginx_tls(
+        |d| write_certs(d, &["localhost"]),
+        "ssl_session_cache shared:S:1m; ssl_session_tickets on;",
+    ) else {
+        return;
+    };
+    let url = format!("https://localhost:{}/", n.port);
+    let ca = n.dir.join("ca.pem");
+    let (code, v, err) = bench(&[
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "close-0rtt",
+        "-n",
+        "30",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let log = access_log(&n);
+    assert_eq!(log.len(), 30);
+    assert!(log.iter().all(|l| !l.early), "{log:?}");
+    let resumed = log.iter().filter(|l| l.resumed).count() as u64;
+    assert!(resumed >= 28, "nginx resumed {resumed}");
+    let s = &v["scenarios"][0];
+    assert_eq!(s["connections"]["tls_handshakes"]["resumed"], resumed);
+    let h = &s["headline"];
+    assert_eq!(h["code"], "early_data_never_accepted", "{h}");
+    assert!(
+        h["text"]
+            .as_str()
+            .unwrap()
+            .contains("never accepted 0-RTT: 0 of 30"),
+        "{h}"
+    );
+    assert!(
+        h["text"].as_str().unwrap().contains("ssl_early_data on"),
+        "{h}"
+    );
+    assert_eq!(evidence(h, "connections.early_data.accepted")["value"], 0.0);
+    // With early data on, the finding goes (nginx's log says which requests came early).
+    let Some(n) = nginx_tls(
+        |d| write_certs(d, &["localhost"]),
+        "ssl_session_cache shared:S:1m; ssl_early_data on;",
+    ) else {
+        return;
+    };
+    let url = format!("https://localhost:{}/", n.port);
+    let ca = n.dir.join("ca.pem");
+    let (code, v, err) = bench(&[
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "close-0rtt",
+        "-n",
+        "30",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let early = access_log(&n).iter().filter(|l| l.early).count() as u64;
+    let s = &v["scenarios"][0];
+    assert!(early > 0);
+    assert_eq!(s["connections"]["early_data"]["accepted"], early);
+    assert_eq!(s["headline"]["code"], "measured");
+    assert!(!codes(s).contains(&"early_data_never_accepted".to_string()));
+}
+
+/// A DNS server on 127.0.0.1 that answers every A query with 127.0.0.1 after `delay`,
+/// counting the queries (ground truth for lookups). Stops when dropped.
+struct SlowDns {
+    port: u16,
+    queries: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SlowDns {
+    fn start(delay: Duration) -> SlowDns {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let port = sock.local_addr().unwrap().port();
+        let queries = std::sync::Arc::new(AtomicU64::new(0));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (q, st) = (queries.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            while !st.load(Ordering::Relaxed) {
+                let Ok((len, from)) = sock.recv_from(&mut buf) else {
+                    continue;
+                };
+                if len < 12 {
+                    continue;
+                }
+                q.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(delay);
+                // The question as asked; an A record (127.0.0.1, TTL 60) for A queries,
+                // no answer for others (AAAA).
+                let qtype = u16::from_be_bytes([buf[len - 4], buf[len - 3]]);
+                let mut r = buf[..len].to_vec();
+                r[2] = 0x81;
+                r[3] = 0x80;
+                let answers: u16 = u16::from(qtype == 1);
+                r[6..8].copy_from_slice(&answers.to_be_bytes());
+                r[8..12].copy_from_slice(&[0, 0, 0, 0]);
+                if qtype == 1 {
+                    r.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1]);
+                }
+                let _ = sock.send_to(&r, from);
+            }
+        });
+        SlowDns {
+            port,
+            queries,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for SlowDns {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// Row 1: a resolver that answers after 50 ms and 200 new connections: one lookup, the
+// rest from the cache. The headline's setup is a mean over every new connection (about a
+// millisecond), not over the two that waited for the lookup (50 ms), and says how many
+// waited.
+#[test]
+fn setup_is_a_mean_over_the_new_connections_and_names_those_that_waited_for_dns() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let dns = SlowDns::start(Duration::from_millis(50));
+    let url = format!("http://slow.test:{}/", n.port);
+    let server = format!("127.0.0.1:{}", dns.port);
+    let (code, v, err) = bench(&[
+        &url,
+        "--dns-servers",
+        &server,
+        "--strategy",
+        "close",
+        "-n",
+        "200",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let s = &v["scenarios"][0];
+    let looked_up = dns.queries.load(std::sync::atomic::Ordering::Relaxed);
+    // A and AAAA for the one lookup (the resolver's own count).
+    assert!((1..=2).contains(&looked_up), "{looked_up} queries");
+    assert_eq!(s["dns"]["lookups"], 1);
+    assert_eq!(access_log(&n).len(), 200);
+    let h = &s["headline"];
+    assert_eq!(h["code"], "measured");
+    let setup = evidence(h, "setup per new connection");
+    assert_eq!(setup["of"], 200);
+    let waited = evidence(h, "phases_ms.new.dns.mean");
+    assert!(waited["value"].as_f64().unwrap() >= 50.0, "{waited}");
+    let wait_count = waited["of"].as_u64().unwrap();
+    assert!((1..=2).contains(&wait_count), "{waited}");
+    // The mean over 200: the 50 ms lookups count 1 or 2 in 200.
+    let mean = setup["value"].as_f64().unwrap();
+    assert!(mean < 5.0, "setup {mean} ms: {}", h["text"]);
+    let text = h["text"].as_str().unwrap();
+    assert!(
+        text.contains("mean over 200 requests on new connections"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{wait_count} of which waited")),
+        "{text}"
+    );
+}
+
+// Row 10 (its first half): -n smaller than -c starts -n workers, not -c; nginx sees at
+// most -n connections.
+#[test]
+fn workers_never_exceed_the_requests() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let (code, v, err) = bench(&[&n.url(), "-n", "50", "-c", "1000"]);
+    assert_eq!(code, 0, "{err}");
+    let s = &v["scenarios"][0];
+    assert_eq!(s["concurrency"], 50);
+    let conns = connections(&access_log(&n));
+    assert!(conns.len() <= 50, "{}", conns.len());
+    assert_eq!(
+        conns.len() as u64,
+        s["connections"]["opened"].as_u64().unwrap()
+    );
+}
+
+/// Send SIGINT to `child` after `after`, then wait for its output.
+fn interrupt_after(mut cmd: Command, after: Duration) -> (Option<i32>, String, String) {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    std::thread::sleep(after);
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < after + Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+// Row 8: Ctrl-C keeps what was measured. bench -d 30s interrupted after 1.5 s prints the
+// report of what completed (JSON and text), marked as interrupted, exit 130; its counts
+// are nginx's.
+#[test]
+fn ctrl_c_keeps_what_bench_measured() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "bench",
+        &n.url(),
+        "-d",
+        "30s",
+        "-c",
+        "2",
+        "--strategy",
+        "close",
+        "--json",
+        "--no-progress",
+    ]);
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(1500));
+    assert_eq!(code, Some(130), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    let s = &v["scenarios"][0];
+    let ok = s["requests"]["ok"].as_u64().unwrap();
+    assert!(ok > 0);
+    let logged = access_log(&n);
+    // Requests nginx answered are those the report counts, but for what was in flight
+    // and given up.
+    let given_up = s["requests"]["aborted_at_deadline"].as_u64().unwrap();
+    assert!(
+        logged.len() as u64 >= ok && logged.len() as u64 <= ok + given_up,
+        "nginx {} report {ok} (+{given_up})",
+        logged.len()
+    );
+    let (conns, opened) = (
+        connections(&logged).len() as u64,
+        s["connections"]["opened"].as_u64().unwrap(),
+    );
+    assert!(
+        conns <= opened && conns + given_up >= opened,
+        "nginx {conns} connections, report {opened}"
+    );
+    assert_eq!(v["interrupted"]["code"], "interrupted");
+    assert!(s["duration_s"].as_f64().unwrap() < 3.0);
+    // In text too.
+    let mut cmd = Command::new(bin());
+    cmd.args(["bench", &n.url(), "-d", "30s", "-c", "2", "--no-progress"]);
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(1000));
+    assert_eq!(code, Some(130), "{err}");
+    assert!(out.starts_with("Interrupted (Ctrl-C)"), "{out}");
+    assert!(out.contains("requests ok over"), "{out}");
+}
+
+// Row 8 for compare: the rounds that ran whole are compared; the one cut short is left
+// out; exit 130.
+#[test]
+fn ctrl_c_keeps_the_rounds_compare_completed() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "compare",
+        &n.url(),
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "400",
+        "-c",
+        "2",
+        "--rounds",
+        "1000",
+        "--json",
+        "--no-progress",
+    ]);
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(2500));
+    assert_eq!(code, Some(130), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    let rounds = v["comparison"]["rounds"].as_u64().unwrap();
+    assert!((1..1000).contains(&rounds), "{rounds}");
+    for s in v["scenarios"].as_array().unwrap() {
+        // Each strategy ran exactly the rounds compared.
+        assert_eq!(
+            s["requests"]["ok"].as_u64().unwrap(),
+            400 * rounds,
+            "{}",
+            s["name"]
+        );
+    }
+    assert_eq!(v["interrupted"]["code"], "interrupted");
+    // nginx saw those rounds, and at most the one cut short besides.
+    let logged = access_log(&n).len() as u64;
+    assert!(
+        logged >= 800 * rounds && logged <= 800 * (rounds + 1),
+        "nginx {logged}, rounds {rounds}"
+    );
+}
