@@ -7,10 +7,14 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 /// The exit statuses of every command, shown by `--help` (and the README's "Exit status").
 pub const EXIT_STATUS: &str = "Exit status:
   0  the run measured what it set out to, and no --fail-if expression held
-  1  a run or a check failed: no request succeeded (bench; compare: a row
-     without any), a --fail-if expression held, doctor found a problem
+  1  a run or a check failed: no request succeeded, or no response was a
+     success (no 2xx or 3xx; --ok-status counts others) (bench, merge;
+     compare: a row without any), a --fail-if expression held, doctor found
+     a problem
   2  usage or setup error: a bad flag or value (the message names it), a
      server or link that could not be set up
+  130  interrupted by Ctrl-C (bench, compare): the report of what completed
+     was printed, marked as interrupted; a second Ctrl-C exits at once
   audit -- COMMAND and watch -- COMMAND pass on the command's own non-zero
   status";
 

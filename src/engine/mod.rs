@@ -199,19 +199,22 @@ fn client_thread(
     let endpoints = spawn_workers(p, &local, &rec, &dns, &at, &in_flight);
     // CPU while requests run: thread, runtime and recorder setup excluded.
     let cpu_start = cpu::thread();
-    let mut local = std::pin::pin!(local);
-    rt.block_on(async {
-        tokio::select! {
-            biased;
-            () = &mut local => {}
-            // Ctrl-C: the workers take no new tickets; what is still in flight a second
-            // later is given up, counted as cut by the run's end.
-            () = crate::interrupt::grace_over() => {
-                rec.borrow_mut().counts.aborted_at_deadline += in_flight.get();
+    {
+        // The set and whatever it still holds (workers given up after an interrupt) end
+        // here, inside the runtime, before the recorder is taken.
+        let mut local = std::pin::pin!(local);
+        rt.block_on(async {
+            tokio::select! {
+                biased;
+                () = &mut local => {}
+                // Ctrl-C: the workers take no new tickets; what is still in flight a
+                // second later is given up, counted as cut by the run's end.
+                () = crate::interrupt::grace_over() => {
+                    rec.borrow_mut().counts.aborted_at_deadline += in_flight.get();
+                }
             }
-        }
-    });
-    drop(local);
+        });
+    }
     let cpu = cpu::thread() - cpu_start;
     if let Some(e) = &endpoints {
         rt.block_on(e.close_all());

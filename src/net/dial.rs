@@ -244,8 +244,7 @@ fn tls_words(e: &io::Error) -> Option<String> {
 fn rust_name_as_words(debug: &str) -> String {
     let inner = debug
         .split(['(', ')', ' ', ','])
-        .filter(|w| !w.is_empty() && *w != "Other" && *w != "OtherError")
-        .last()
+        .rfind(|w| !w.is_empty() && *w != "Other" && *w != "OtherError")
         .unwrap_or(debug);
     let mut out = String::new();
     for (i, ch) in inner.chars().enumerate() {

@@ -65,7 +65,7 @@ pub fn check_exit(args: &[&str], out: &Output, report: &Value) {
             s["requests"]["ok"] == 0 || success == 0
         })
     });
-    let accepted = args.iter().any(|a| *a == "--ok-status");
+    let accepted = args.contains(&"--ok-status");
     if nothing && !accepted {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(
