@@ -170,6 +170,9 @@ pub enum ErrorDetail {
     UnrequestedUpgrade,
     /// HTTP/2: the server broke the protocol (a malformed frame, a bad header block...).
     H2Protocol,
+    /// HTTP/2: the server answered the client's preface in HTTP/1 (`HTTP/1.1 400 ...`):
+    /// it does not speak h2c (prior knowledge) on this port.
+    H2cRefused,
     /// HTTP/2: the server allows no concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS 0).
     ZeroConcurrentStreams,
     /// HTTP/3: the server broke the protocol (a bad frame, QPACK, a missing SETTINGS...).
@@ -240,7 +243,7 @@ pub enum ErrorDetail {
 }
 
 impl ErrorDetail {
-    pub const ALL: [ErrorDetail; 52] = [
+    pub const ALL: [ErrorDetail; 53] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -250,6 +253,7 @@ impl ErrorDetail {
         ErrorDetail::BadChunk,
         ErrorDetail::UnrequestedUpgrade,
         ErrorDetail::H2Protocol,
+        ErrorDetail::H2cRefused,
         ErrorDetail::ZeroConcurrentStreams,
         ErrorDetail::H3Protocol,
         ErrorDetail::TooManyHeaders,
@@ -309,6 +313,7 @@ impl ErrorDetail {
             ErrorDetail::BadChunk => "bad_chunk",
             ErrorDetail::UnrequestedUpgrade => "unrequested_upgrade",
             ErrorDetail::H2Protocol => "h2_protocol_error",
+            ErrorDetail::H2cRefused => "h2c_refused",
             ErrorDetail::ZeroConcurrentStreams => "zero_concurrent_streams",
             ErrorDetail::H3Protocol => "h3_protocol_error",
             ErrorDetail::TooManyHeaders => "too_many_headers",

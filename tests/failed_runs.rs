@@ -211,7 +211,8 @@ fn statuses_are_counted_by_class_and_explained_first() {
     let r = bench_json(&[&url, "-m", "POST", "-n", "20", "-c", "2"]);
     let s = scenario(&r);
     let req = &s["requests"];
-    // Answered, so ok and exit 0; but every one was a 401, as the server counted.
+    // Answered, so ok; but every one was a 401, as the server counted: no success, so
+    // exit 1 (bench_json checks it and the line on stderr).
     assert_eq!(srv.snapshot().requests, 20);
     assert_eq!(u(&req["ok"]), 20);
     assert_eq!(u(&req["status_classes"]["4xx"]), 20);
@@ -223,9 +224,16 @@ fn statuses_are_counted_by_class_and_explained_first() {
         "{first}"
     );
     // The text says it beside the codes.
-    let (code, out, _) = bench_text(&[&url, "-n", "20", "-c", "2"]);
-    assert_eq!(code, Some(0));
+    let (code, out, err) = bench_text(&[&url, "-n", "20", "-c", "2"]);
+    assert_eq!(code, Some(1));
     assert!(out.contains("401: 20 (4xx 20; non-2xx 20 of 20)"), "{out}");
+    assert!(
+        err.contains("no response was a success: 20 of 20 were 401"),
+        "{err}"
+    );
+    // Meant: exit 0.
+    let (code, _, err) = bench_text(&[&url, "-n", "20", "-c", "2", "--ok-status", "401"]);
+    assert_eq!(code, Some(0), "{err}");
     // All 2xx: said so, and no status sentence.
     let ok = bench_json(&[&srv.http_url().unwrap(), "-n", "10"]);
     assert_eq!(u(&scenario(&ok)["requests"]["non_2xx"]), 0);

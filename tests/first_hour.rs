@@ -600,3 +600,100 @@ fn ctrl_c_keeps_the_rounds_compare_completed() {
         "nginx {logged}, rounds {rounds}"
     );
 }
+
+// A proxy in the environment that handshake does not use yet: one line on stderr names
+// the variable and the proxy, never its password, and the run goes direct (nginx sees it).
+#[test]
+fn a_proxy_in_the_environment_is_said_to_be_unused() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let out = Command::new(bin())
+        .args(["bench", &n.url(), "-n", "3", "-c", "1", "--no-progress"])
+        .env("HTTPS_PROXY", "http://user:secret@127.0.0.1:3128")
+        .env("http_proxy", "http://127.0.0.1:3128")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("HTTPS_PROXY=http://127.0.0.1:3128"), "{err}");
+    assert!(err.contains("http_proxy=http://127.0.0.1:3128"), "{err}");
+    assert!(err.contains("not used"), "{err}");
+    assert!(!err.contains("secret"), "{err}");
+    assert_eq!(access_log(&n).len(), 3);
+    // Without one, no such line.
+    let out = Command::new(bin())
+        .args(["bench", &n.url(), "-n", "1", "--no-progress"])
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("proxy"));
+}
+
+// Rows 4 and 5: HTTP/2 over cleartext (prior knowledge) against nginx without h2c. nginx
+// answers the preface with an HTTP/1.1 400: bench says so in nginx's words with the fix
+// (exit 1), and doctor --h2c neither prints SETTINGS it never got nor says "no problem".
+#[test]
+fn h2c_against_an_http1_server_is_said_to_be_refused() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let (code, v, err) = bench(&[&n.url(), "--strategy", "h2", "-n", "20", "-c", "2"]);
+    assert_eq!(code, 1, "{err}");
+    let s = &v["scenarios"][0];
+    assert_eq!(s["requests"]["error_details"]["h2c_refused"], 20);
+    let log = access_log(&n);
+    // nginx logged each preface as a 400 (its own words for a request it could not read).
+    assert_eq!(log.len(), 20, "{log:?}");
+    assert!(log.iter().all(|l| l.status == 400));
+    assert_eq!(
+        connections(&log).len() as u64,
+        s["connections"]["opened"].as_u64().unwrap()
+    );
+    assert!(
+        err.contains("answered the HTTP/2 preface with `HTTP/1.1 400 Bad Request`"),
+        "{err}"
+    );
+    assert!(err.contains("--strategy keepalive"), "{err}");
+    let lead = finding(s, "leading_error");
+    assert_eq!(lead["cause"], "protocol");
+    assert_eq!(
+        evidence(lead, "requests.error_details.h2c_refused")["value"],
+        20.0
+    );
+    // doctor --h2c: a problem (exit 1), the policy says no HTTP/2, no SETTINGS line.
+    let out = Command::new(bin())
+        .args([
+            "doctor",
+            &n.url(),
+            "--h2c",
+            "--no-progress",
+            "--max-idle",
+            "1s",
+            "--max-requests",
+            "20",
+        ])
+        .env("COLUMNS", "1000")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("no HTTP/2 (asked for, not spoken)"), "{text}");
+    assert!(!text.contains("SETTINGS came"), "{text}");
+    assert!(!text.contains("No problem found"), "{text}");
+    assert!(text.contains("listen PORT http2"), "{text}");
+    // trace --http2 says the same.
+    let out = run(&["trace", &n.url(), "--http2"]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("HTTP/1.1 400"), "{all}");
+}

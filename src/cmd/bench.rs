@@ -20,6 +20,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     };
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
     let accepted = super::ok_statuses(&a.output)?;
+    super::proxy_env_note();
     let mut load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
     let segment = config::parse_segment(a.segment.as_deref(), a.segments)?;
     let start_at = a

@@ -32,6 +32,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
     let accepted = super::ok_statuses(&a.output)?;
+    super::proxy_env_note();
     let path = embedded_path(
         a.url.as_deref(),
         &a.link,

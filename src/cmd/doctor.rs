@@ -17,6 +17,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
         return Err(UsageError("--max-requests must be at least 1".into()).into());
     }
     let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
+    super::proxy_env_note();
     let steps = Steps::new("doctor", !a.no_progress);
     let (url, roots, embedded) = single_target(
         a.url.as_deref(),

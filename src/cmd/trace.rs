@@ -13,6 +13,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     if a.count == 0 || a.count > 100_000 {
         return Err(UsageError("--count must be between 1 and 100000".into()).into());
     }
+    super::proxy_env_note();
     let strategy = if a.http2 {
         crate::plan::Strategy::H2
     } else if a.http3 {

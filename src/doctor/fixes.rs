@@ -50,6 +50,8 @@ pub enum Setting {
     H2IdleTimeout,
     /// TLS 1.3 early data (0-RTT), over TCP or QUIC.
     EarlyData,
+    /// HTTP/2 on at all (by ALPN over TLS, or h2c on a cleartext port).
+    H2On,
 }
 
 /// Each server's directive for `setting`; a server missing from the list has none doctor
@@ -93,6 +95,12 @@ fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
                 "idle_timeout in the global servers options, default 5m",
             ),
             (Haproxy, "timeout http-keep-alive"),
+        ],
+        Setting::H2On => &[
+            (Nginx, "`listen PORT ssl http2` or `http2 on`; on a cleartext port `listen PORT http2` is h2c"),
+            (Apache, "Protocols h2 http/1.1 (h2c: Protocols h2c http/1.1)"),
+            (Caddy, "on by default over TLS; h2c: protocols h1 h2c in the servers options"),
+            (Haproxy, "alpn h2,http/1.1 on the bind line; h2c: proto h2"),
         ],
         Setting::EarlyData => &[
             (Nginx, "ssl_early_data on"),

@@ -524,7 +524,13 @@ fn judge_h2(
     problems: &mut Vec<String>,
 ) {
     if let Some(e) = &h.error {
+        // Nothing of HTTP/2 was measured: no SETTINGS, no limits to report.
         findings.push(format!("HTTP/2 probes failed: {e}"));
+        problems.push(format!(
+            "HTTP/2 was asked for and the server does not speak it here ({e}). A client that needs HTTP/2 gets HTTP/1.1 or nothing; turn it on {}.",
+            fix(Setting::H2On, server)
+        ));
+        return;
     }
     let s = &h.settings;
     let shown = |v: Option<u32>, default: &str| v.map_or(default.to_string(), |v| v.to_string());
@@ -764,6 +770,7 @@ pub fn policy(r: &DoctorReport) -> String {
     }
     if let Some(h) = &r.h2 {
         parts.push(match h.settings.max_concurrent_streams {
+            _ if h.error.is_some() => "no HTTP/2 (asked for, not spoken)".to_string(),
             Some(n) => format!("HTTP/2 ({n} streams at once)"),
             None => "HTTP/2".to_string(),
         });

@@ -515,7 +515,17 @@ impl H2 {
         let Some(settings_at) = settings_at else {
             // The connection ended before the server's SETTINGS: it said nothing, or
             // something that was not HTTP/2.
-            let failure = if let Some(f) = conn.st.borrow().failure {
+            let http1 = seen.borrow().http1_status_line.clone();
+            let failure = if let Some(line) = http1 {
+                let f = Failure::new(ErrorKind::Protocol, ErrorDetail::H2cRefused);
+                crate::record::note_error(
+                    f,
+                    format_args!(
+                        "the server answered the HTTP/2 preface with `{line}`: it speaks HTTP/1 only on this port"
+                    ),
+                );
+                f
+            } else if let Some(f) = conn.st.borrow().failure {
                 f
             } else if seen.borrow().bytes > 0 {
                 Failure::new(ErrorKind::Protocol, ErrorDetail::H2Protocol)

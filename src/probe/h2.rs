@@ -123,9 +123,15 @@ pub async fn open(
         (s.settings_at, s.settings)
     };
     let Some(settings_at) = settings_at else {
+        let http1 = seen.borrow().http1_status_line.clone();
         return Err(err(
             ErrorKind::Protocol,
-            "the connection ended before the server's SETTINGS: it does not speak HTTP/2 here",
+            match http1 {
+                Some(line) => format!(
+                    "the server answered the HTTP/2 preface with `{line}`: it speaks HTTP/1 only here"
+                ),
+                None => "the connection ended before the server's SETTINGS: it does not speak HTTP/2 here".to_string(),
+            },
         ));
     };
     Ok(H2Probe {

@@ -93,6 +93,7 @@ pub fn hint(url: &str, key: &str, example: &str) -> Option<String> {
         ),
         "cert_expired" | "cert_not_yet_valid" => "the certificate is outside its validity period (or this machine's clock is wrong); --insecure skips verification".into(),
         "cert_invalid" => "the certificate was refused; --insecure skips verification".into(),
+        "h2c_refused" => "the server does not speak HTTP/2 over cleartext (h2c prior knowledge) here: use --strategy keepalive for HTTP/1.1, or https:// where it offers h2 by ALPN (nginx: `listen PORT http2` turns h2c on)".into(),
         "alpn_mismatch" => "the server takes none of the protocols offered by ALPN: try another --strategy (h2 needs a server that offers h2)".into(),
         "name_not_found" | "no_address" => format!(
             "the name {} does not resolve: check its spelling, or give its address with --resolve NAME:PORT:ADDR",

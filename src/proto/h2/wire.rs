@@ -60,6 +60,8 @@ pub struct Seen {
     pub resets: u64,
     /// Bytes read from the server.
     pub bytes: u64,
+    /// The server answered in HTTP/1: the status line its first bytes began with.
+    pub http1_status_line: Option<String>,
 }
 
 /// A frame's 9-byte header (RFC 9113 §4.1).
@@ -219,6 +221,16 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
             let new = &buf.filled()[before..];
             if !new.is_empty() {
                 let mut seen = me.seen.borrow_mut();
+                if seen.bytes == 0 && new.starts_with(b"HTTP/1.") {
+                    // Not a frame but an HTTP/1 response to the preface (the server's
+                    // first read only).
+                    let line = new
+                        .split(|b| *b == b'\r' || *b == b'\n')
+                        .next()
+                        .unwrap_or(new);
+                    let line = &line[..line.len().min(80)];
+                    seen.http1_status_line = Some(String::from_utf8_lossy(line).into_owned());
+                }
                 let had_settings = seen.settings_at.is_some();
                 me.parser.feed(new, &mut seen);
                 if !had_settings && seen.settings_at.is_some() {
