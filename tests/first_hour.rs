@@ -336,8 +336,13 @@ fn zero_rtt_never_accepted_is_said_in_the_headline() {
     assert_eq!(code, 0, "{err}");
     let early = access_log(&n).iter().filter(|l| l.early).count() as u64;
     let s = &v["scenarios"][0];
-    assert!(early > 0);
-    assert_eq!(s["connections"]["early_data"]["accepted"], early);
+    // On loopback nginx often reaches an early request after the handshake's end, when
+    // $ssl_early_data no longer says "1": its count is a floor (tests/early_data.rs).
+    let accepted = s["connections"]["early_data"]["accepted"].as_u64().unwrap();
+    assert!(
+        early <= accepted && accepted >= 10,
+        "nginx {early}, report {accepted}"
+    );
     assert_eq!(s["headline"]["code"], "measured");
     assert!(!codes(s).contains(&"early_data_never_accepted".to_string()));
 }
@@ -696,4 +701,312 @@ fn h2c_against_an_http1_server_is_said_to_be_refused() {
     );
     assert_ne!(out.status.code(), Some(0), "{all}");
     assert!(all.contains("HTTP/1.1 400"), "{all}");
+}
+
+// Row 9: watch on a backend while a client goes through an nginx proxy without upstream
+// keep-alive. nginx sends its upstream requests as HTTP/1.0 with `Connection: close`:
+// watch's headline names the client's requests (the proxy's) as the cause, not "the
+// server closed them"; the backend's own log counts the requests and connections.
+#[test]
+fn watch_names_the_client_s_request_as_the_cause_of_no_reuse() {
+    let Some(n) = Nginx::start_servers(LOG_FORMAT, 2, |ports, d| {
+        format!(
+            "server {{ listen 127.0.0.1:{}; access_log {d}/access.log gt; location / {{ return 200 \"hi\\n\"; }} }}\n\
+             server {{ listen 127.0.0.1:{}; location / {{ proxy_pass http://127.0.0.1:{}; }} }}",
+            ports[0],
+            ports[1],
+            ports[0],
+            d = d.display()
+        )
+    }) else {
+        return;
+    };
+    let backend = n.ports[0].to_string();
+    let front = format!("http://127.0.0.1:{}/", n.ports[1]);
+    let w = Command::new(bin())
+        .args(["watch", "--json", "--port", &backend, "-d", "3s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // Five requests on one client connection to the proxy (curl reuses it).
+    let st = Command::new("curl")
+        .args([
+            "-sf",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+        ])
+        .args([&front, &front, &front, &front, &front])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = w.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let log = access_log(&n);
+    assert_eq!(log.len(), 5);
+    let conns = connections(&log).len() as u64;
+    assert_eq!(conns, 5, "nginx closes each upstream connection");
+    let t = &v["total"];
+    assert_eq!(t["requests"], 5, "{t}");
+    assert_eq!(t["connections"], conns);
+    assert_eq!(
+        t["client_asked_close"]["http10_without_keep_alive"], 5,
+        "{t}"
+    );
+    let headline = v["headline"].as_str().unwrap();
+    assert!(
+        headline.contains("the client asked to close them"),
+        "{headline}"
+    );
+    assert!(
+        headline.contains("HTTP/1.0 without `Connection: keep-alive` on 5 of 5"),
+        "{headline}"
+    );
+    assert!(!headline.contains("the server closed them"), "{headline}");
+}
+
+// Row 8 for doctor: Ctrl-C during its idle probes (--max-idle 30s) prints the probes
+// that ended, marked as interrupted, exit 130; the idle timeout it did not finish
+// measuring is missing, not claimed.
+#[test]
+fn ctrl_c_keeps_the_probes_doctor_finished() {
+    let Some(n) = nginx_http("keepalive_timeout 60s;", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "doctor",
+        &n.url(),
+        "--max-idle",
+        "30s",
+        "--max-requests",
+        "20",
+        "--json",
+        "--no-progress",
+    ]);
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(2500));
+    assert_eq!(code, Some(130), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    assert_eq!(v["interrupted"]["code"], "interrupted");
+    assert_eq!(v["http11"]["persistent"], true, "{v}");
+    assert!(v["idle_timeout"].is_null(), "{v}");
+    // What nginx answered: the probes' requests that ended are in its log.
+    assert!(!access_log(&n).is_empty());
+    // In text, the mark comes first and the verdict says it covers the probes that ended.
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "doctor",
+        &n.url(),
+        "--max-idle",
+        "30s",
+        "--max-requests",
+        "20",
+        "--no-progress",
+    ]);
+    cmd.env("COLUMNS", "1000");
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(2500));
+    assert_eq!(code, Some(130), "{err}");
+    assert!(out.starts_with("Interrupted (Ctrl-C)"), "{out}");
+    assert!(
+        !out.contains("No problem found: connections can be reused"),
+        "{out}"
+    );
+}
+
+// compare's default set against an nginx that offers HTTP/1.1 over TLS only (no h2, no
+// early data, no HTTP/3): the rows it cannot run are named with why, and the probes
+// that found out are said in the progress lines; the rows it ran are nginx's requests.
+#[test]
+fn compare_names_the_strategies_it_left_out_and_why() {
+    let Some(n) = nginx_tls(
+        |d| write_certs(d, &["localhost"]),
+        "ssl_session_cache shared:S:1m;",
+    ) else {
+        return;
+    };
+    let url = format!("https://localhost:{}/", n.port);
+    let ca = n.dir.join("ca.pem");
+    let out = run(&[
+        "compare",
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<&str> = v["comparison"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["strategy"].as_str().unwrap())
+        .collect();
+    for absent in ["h2", "close-0rtt", "h3", "h3-close", "h3-0rtt"] {
+        assert!(!rows.contains(&absent), "{rows:?}");
+    }
+    let left: Vec<String> = v["comparison"]["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["text"].as_str().unwrap().to_string())
+        .collect();
+    let said = left.join("\n");
+    assert!(said.contains("h2: the server did not choose h2"), "{said}");
+    assert!(
+        said.contains("close-0rtt: the server accepted no early data"),
+        "{said}"
+    );
+    assert!(
+        said.contains("h3-close, h3-0rtt, h3: no HTTP/3 answer"),
+        "{said}"
+    );
+    for probe in [
+        "does it answer HTTP/3",
+        "does it choose h2 by ALPN",
+        "does it accept TLS 0-RTT",
+    ] {
+        assert!(err.contains(probe), "{probe}: {err}");
+    }
+    // The rows ran: nginx answered each of their requests (and the probes' few).
+    let ok: u64 = v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["requests"]["ok"].as_u64().unwrap())
+        .sum();
+    let logged = access_log(&n).len() as u64;
+    assert!(
+        logged >= ok && logged <= ok + 10,
+        "nginx {logged}, report {ok}"
+    );
+}
+
+// audit of a program that makes 5 one-shot calls (requests.get) and 5 on a Session: the
+// headline says the five one-shot connections were not reused beside the one that was,
+// instead of a mean of 1.7 per connection; nginx behind audit answered all ten.
+#[test]
+fn audit_does_not_hide_one_shot_connections_behind_a_mean() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let prog = "import requests,sys\nu=sys.argv[1]\nfor _ in range(5): requests.get(u).content\ns=requests.Session()\nfor _ in range(5): s.get(u).content\n";
+    let out = run(&[
+        "audit",
+        "--json",
+        "--upstream",
+        &n.url(),
+        "--",
+        "python3",
+        "-c",
+        prog,
+        "{url}",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(access_log(&n).len(), 10);
+    let t = &v["total"];
+    assert_eq!(t["requests"], 10, "{t}");
+    assert_eq!(t["connections"], 6, "{t}");
+    assert_eq!(t["one_request_connections"], 5, "{t}");
+    let h = v["headline"].as_str().unwrap();
+    assert_eq!(
+        h,
+        "10 requests over 6 connections: partly reused: 5 of 6 connections carried one request each (not reused); the other connection carried the other 5 (5.0 per connection)."
+    );
+}
+
+/// `TcpExtListenOverflows` of this network namespace, as the test reads it itself.
+fn listen_overflows() -> u64 {
+    let t = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("TcpExt:")).collect();
+    let at = lines[0]
+        .split_whitespace()
+        .position(|n| n == "ListenOverflows")
+        .unwrap();
+    lines[1]
+        .split_whitespace()
+        .nth(at)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+// Row 10's second half: many connects at once against nginx with a listen backlog of 4.
+// The kernel's own count of listen-queue overflows (read by the test around the run)
+// bounds the report's; when there were some, the diagnosis names the backlog (not TLS).
+#[test]
+fn listen_queue_overflows_are_named_from_the_kernel_s_count() {
+    let Some(n) = Nginx::start_servers(LOG_FORMAT, 1, |ports, d| {
+        format!(
+            "server {{ listen 127.0.0.1:{} backlog=4; access_log {}/access.log gt; location / {{ return 200 \"hi\\n\"; }} }}",
+            ports[0],
+            d.display()
+        )
+    }) else {
+        return;
+    };
+    let before = listen_overflows();
+    let (code, v, err) = bench(&[
+        &n.url(),
+        "--strategy",
+        "close",
+        "-n",
+        "1500",
+        "-c",
+        "500",
+        "--timeout",
+        "10s",
+    ]);
+    let during = listen_overflows() - before;
+    let s = &v["scenarios"][0];
+    let reported = s["raw"]["recorder"]["listen_overflows"].as_u64().unwrap();
+    assert!(reported <= during, "report {reported}, kernel {during}");
+    // nginx answered every ok request, and some the client had given up on (reset or
+    // timed out while their connect or answer waited): between the two.
+    let (ok, attempted) = (
+        s["requests"]["ok"].as_u64().unwrap(),
+        s["requests"]["attempted"].as_u64().unwrap(),
+    );
+    let logged = access_log(&n).len() as u64;
+    assert!(
+        ok <= logged && logged <= attempted,
+        "nginx {logged}, ok {ok} of {attempted}: {}",
+        s["requests"]["errors"]
+    );
+    let has = codes(s).contains(&"listen_backlog_overflow".to_string());
+    assert_eq!(has, reported > 0, "{}", s["diagnosis"]);
+    if reported > 0 {
+        let f = finding(s, "listen_backlog_overflow");
+        assert_eq!(
+            evidence(f, "raw.recorder.listen_overflows")["value"]
+                .as_f64()
+                .unwrap() as u64,
+            reported
+        );
+        assert!(f["text"].as_str().unwrap().contains("ss -lnt"), "{f}");
+        // No TLS hint beside it.
+        assert!(
+            !s["diagnosis"].to_string().contains("try https://"),
+            "{}",
+            s["diagnosis"]
+        );
+    }
+    eprintln!("listen overflows: kernel {during}, report {reported}; exit {code}: {err}");
 }

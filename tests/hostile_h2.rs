@@ -326,17 +326,19 @@ fn malformed_frames_and_http1_answers_are_protocol_errors() {
     // SETTINGS (empty), then DATA on stream 0: a connection error.
     let settings = [0u8, 0, 0, 4, 0, 0, 0, 0, 0];
     let data_on_zero = [0u8, 0, 4, 0, 0, 0, 0, 0, 0, b'a', b'b', b'c', b'd'];
-    let cases: Vec<(&str, Vec<u8>)> = vec![
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         (
             "DATA on stream 0",
             [&settings[..], &data_on_zero[..]].concat(),
+            "h2_protocol_error",
         ),
         (
             "an HTTP/1.1 answer to the preface",
             b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+            "h2c_refused",
         ),
     ];
-    for (name, bytes) in cases {
+    for (name, bytes, detail) in cases {
         let (addr, accepted) = script_server(move |mut s, _| {
             let mut preface = [0u8; 24];
             if s.read_exact(&mut preface).is_err() {
@@ -355,7 +357,7 @@ fn malformed_frames_and_http1_answers_are_protocol_errors() {
             s,
             accepted.load(Ordering::SeqCst),
             0,
-            Some(("protocol", "h2_protocol_error")),
+            Some(("protocol", detail)),
         );
     }
 }

@@ -29,6 +29,7 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         tls_handshakes: TlsCounts::default(),
         cut_responses: CutResponses::default(),
         unused_connections: conns.iter().filter(|c| c.requests == 0).count() as u64,
+        one_request_connections: conns.iter().filter(|c| c.requests == 1).count() as u64,
         h2: None,
     };
     let mut with_requests = 0u64;

@@ -145,6 +145,18 @@ pub fn headline(t: &ClientSummary) -> String {
             Some(c) => format!("{over}: not reused, because {}.", c.because),
             None => format!("{over}: not reused; what the client sent does not say why."),
         }
+    } else if t.one_request_connections > 0 {
+        // Some connections were reused and others carried one request each: both said,
+        // so a mean does not hide the one-shot ones.
+        let one = t.one_request_connections;
+        let rest = t.connections - one - t.unused_connections.min(t.connections - one);
+        let on_rest = t.requests - one;
+        format!(
+            "{over}: partly reused: {one} of {} carried one request each (not reused); {} carried the other {on_rest} ({:.1} per connection).",
+            plural(t.connections, "connection"),
+            if rest == 1 { "the other connection".to_string() } else { format!("the other {rest}") },
+            on_rest as f64 / rest.max(1) as f64
+        )
     } else {
         format!(
             "{over}: reused ({:.1} requests per connection).",

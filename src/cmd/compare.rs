@@ -139,7 +139,7 @@ impl Plan<'_> {
         embedded: Option<&Embedded>,
         prefix: &str,
         load: &config::LoadConfig,
-    ) -> anyhow::Result<Vec<compare::Arm>> {
+    ) -> anyhow::Result<(Vec<compare::Arm>, Vec<crate::report::finding::Finding>)> {
         let (a, chosen) = (self.a, self.chosen);
         // (group, URL) for each scheme compared.
         let urls: Vec<(String, Option<String>)> = match (embedded, self.path) {
@@ -175,6 +175,7 @@ impl Plan<'_> {
             multiplexed_connections: config::connections(a.connections, Strategy::H2)?,
             load: &load,
             prefix,
+            steps: &self.steps,
         };
         Ok(rows.arms(&targets)?)
     }
@@ -202,13 +203,17 @@ impl Plan<'_> {
         let knee = self.loads.len() > 1;
         let mut arms = Vec::new();
         let mut at = Vec::new();
+        let mut left_out = Vec::new();
         for load in self.loads {
             let prefix = match (&prefix, knee) {
                 (_, true) => format!("c={} ", load.concurrency),
                 (Some(p), false) => p.clone(),
                 (None, false) => String::new(),
             };
-            let step = self.arms(embedded.as_ref(), &prefix, load)?;
+            let (step, left) = self.arms(embedded.as_ref(), &prefix, load)?;
+            if left_out.is_empty() {
+                left_out = left;
+            }
             at.extend(step.iter().map(|_| load.concurrency));
             if names.is_empty() {
                 *names = step
@@ -242,7 +247,8 @@ impl Plan<'_> {
                     judged: Judged::Knee(k),
                 }
             } else {
-                let r = compare::run(&arms, &how)?;
+                let mut r = compare::run(&arms, &how)?;
+                r.comparison.left_out = left_out;
                 Outcome {
                     scenarios: r.scenarios,
                     judged: Judged::One(r.comparison),

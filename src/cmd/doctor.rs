@@ -18,6 +18,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     }
     let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
     super::proxy_env_note();
+    crate::interrupt::install();
     let steps = Steps::new("doctor", !a.no_progress);
     let (url, roots, embedded) = single_target(
         a.url.as_deref(),
@@ -67,11 +68,14 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     if let Some(e) = embedded {
         d.link = e.finish().1;
     }
+    if crate::interrupt::requested() {
+        d.interrupted = Some(crate::report::finding::probes_interrupted());
+    }
     let out = if a.json {
         serde_json::to_string_pretty(&d).expect("doctor report serializes")
     } else {
         text::doctor::render(&d, crate::fmt::width())
     };
     println!("{out}");
-    Ok(if d.problems.is_empty() { 0 } else { 1 })
+    Ok(super::exit_status(i32::from(!d.problems.is_empty())))
 }

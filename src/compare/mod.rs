@@ -217,6 +217,7 @@ impl Judge<'_> {
             rows,
             headline: said.headline,
             explanations: said.explanations,
+            left_out: Vec::new(),
         }
     }
 }

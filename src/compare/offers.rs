@@ -8,6 +8,7 @@ use super::Arm;
 use crate::parse::UsageError;
 use crate::plan::build::{self, LoadConfig, RequestConfig};
 use crate::plan::{Choice, LoadShape, Scenario, StopWhen, Strategy};
+use crate::report::finding::{Cause, Finding};
 
 /// What an https:// target's server offers beyond HTTP/1.1 over TLS.
 #[derive(Debug, Clone, Copy, Default)]
@@ -47,6 +48,61 @@ fn default_strategies(tls: bool, o: Offers) -> Vec<Strategy> {
         v.push(Strategy::H3);
     }
     v
+}
+
+/// The strategies of the default set left out for a target, each with why: those its
+/// scheme cannot carry, and those its server's probes said it does not offer.
+fn left_out(tls: bool, o: Offers, h2c: bool, url: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut say = |names: &str, why: String| {
+        out.push(Finding::new(
+            "strategy_left_out",
+            Cause::Protocol,
+            format!("{names}: {why}."),
+        ));
+    };
+    if !tls {
+        say(
+            "close-resumed, close-0rtt",
+            format!("TLS resumption and early data need an https:// URL ({url} is http://)"),
+        );
+        if !h2c {
+            say(
+                "h2",
+                "HTTP/2 over cleartext (h2c prior knowledge) is compared only with --h2c".into(),
+            );
+        }
+        say(
+            "h3-close, h3-0rtt, h3",
+            "HTTP/3 runs over QUIC with TLS: an https:// URL".into(),
+        );
+        return out;
+    }
+    if !o.h2 {
+        say(
+            "h2",
+            "the server did not choose h2 when offered h2 and http/1.1 (ALPN, one handshake)"
+                .into(),
+        );
+    }
+    if !o.early_tcp {
+        say(
+            "close-0rtt",
+            "the server accepted no early data on a resumed session (2 probe requests; nginx: `ssl_early_data on`)".into(),
+        );
+    }
+    if !o.h3 {
+        say(
+            "h3-close, h3-0rtt, h3",
+            "no HTTP/3 answer on UDP at the URL's port within 2 s (one probe request)".into(),
+        );
+    } else if !o.early_quic {
+        say(
+            "h3-0rtt",
+            "the server accepted no 0-RTT over QUIC (2 probe requests)".into(),
+        );
+    }
+    out
 }
 
 /// A short one-at-a-time run of `strategy` against the target, for a probe: `requests`
@@ -124,12 +180,14 @@ pub struct Rows<'a> {
     pub load: &'a LoadConfig,
     /// Before every name (the RTT of a sweep's step: "20ms ").
     pub prefix: &'a str,
+    /// Where the probes of what a server offers are said (stderr).
+    pub steps: &'a crate::progress::Steps,
 }
 
 impl Rows<'_> {
     /// The rows for one target: the chosen ones its scheme allows, or the default set
     /// with what its server offers.
-    fn strategies(&self, req: &RequestConfig) -> Result<Vec<Choice>, UsageError> {
+    fn strategies(&self, req: &RequestConfig) -> Result<(Vec<Choice>, Vec<Finding>), UsageError> {
         let tls = req.urls.iter().any(|(_, u)| u.tls);
         let chosen = match self.chosen {
             // With the embedded server, a TLS-only row (a strategy that needs TLS, or a
@@ -150,15 +208,25 @@ impl Rows<'_> {
                 }
                 c.to_vec()
             }
-            None => default_strategies(tls, self.offers(tls, req)?)
-                .into_iter()
-                .map(|strategy| Choice {
-                    strategy,
-                    groups: None,
-                })
-                .collect(),
+            None => {
+                let offers = self.offers(tls, req)?;
+                let url = req.urls.first().map_or("", |(raw, _)| raw.as_str());
+                let left = if self.embedded {
+                    Vec::new()
+                } else {
+                    left_out(tls, offers, self.h2c, url)
+                };
+                let all = default_strategies(tls, offers)
+                    .into_iter()
+                    .map(|strategy| Choice {
+                        strategy,
+                        groups: None,
+                    })
+                    .collect();
+                return Ok((all, left));
+            }
         };
-        Ok(chosen)
+        Ok((chosen, Vec::new()))
     }
 
     fn offers(&self, tls: bool, req: &RequestConfig) -> Result<Offers, UsageError> {
@@ -179,20 +247,36 @@ impl Rows<'_> {
         }
         let load = self.load;
         let probe = build::scenario("probe", Strategy::KeepAlive, None, req, load)?;
+        let url = req.urls.first().map_or("", |(raw, _)| raw.as_str());
+        let say = |what: &str| self.steps.say(&format!("probing {url}: {what}"));
+        say("does it answer HTTP/3 (QUIC, UDP)? up to 2 s");
         let h3 = offers_h3(req, load);
+        say("does it choose h2 by ALPN?");
+        let h2 = offers_h2(req, &probe);
+        say("does it accept TLS 0-RTT? 2 requests");
+        let early_tcp = accepts_early_data(Strategy::Close0Rtt, req, load);
+        if h3 {
+            say("does it accept 0-RTT over QUIC? 2 requests");
+        }
         Ok(Offers {
-            h2: offers_h2(req, &probe),
+            h2,
             h3,
-            early_tcp: accepts_early_data(Strategy::Close0Rtt, req, load),
+            early_tcp,
             early_quic: h3 && accepts_early_data(Strategy::H3ZeroRtt, req, load),
         })
     }
 
     /// The rows: each strategy against each target, given as (group, request).
-    pub fn arms(&self, targets: &[(String, RequestConfig)]) -> Result<Vec<Arm>, UsageError> {
+    /// The rows, and the strategies of the default set left out with why.
+    pub fn arms(
+        &self,
+        targets: &[(String, RequestConfig)],
+    ) -> Result<(Vec<Arm>, Vec<Finding>), UsageError> {
         let mut arms = Vec::new();
+        let mut left = Vec::new();
         for (group, req) in targets {
-            let choices = self.strategies(req)?;
+            let (choices, left_here) = self.strategies(req)?;
+            left.extend(left_here);
             for (k, choice) in choices.iter().enumerate() {
                 let st = choice.strategy;
                 // A row listed again (an A/A run) gets "#2", "#3" after its name.
@@ -224,6 +308,6 @@ impl Rows<'_> {
                 });
             }
         }
-        Ok(arms)
+        Ok((arms, left))
     }
 }

@@ -606,6 +606,41 @@ async fn kept_probes(
     Ok((max_requests, idle))
 }
 
+/// `probe`, or `None` when Ctrl-C comes first (or came before it began).
+async fn unless_interrupted<T>(probe: impl std::future::Future<Output = T>) -> Option<T> {
+    if crate::interrupt::requested() {
+        return None;
+    }
+    tokio::select! {
+        biased;
+        () = crate::interrupt::stopped() => None,
+        r = probe => Some(r),
+    }
+}
+
+/// TLS's probes for an https:// target (none for http://), unless Ctrl-C came.
+async fn tls_part(
+    sc: &Scenario,
+    req: &RequestConfig,
+    steps: &Steps,
+) -> Result<Option<TlsFindings>, ProbeError> {
+    if !sc.origins[0].tls {
+        return Ok(None);
+    }
+    steps.say("TLS: full and resumed handshakes, early data");
+    advanced(
+        steps,
+        unless_interrupted(tls_findings(sc, req, steps)).await,
+    )
+    .transpose()
+}
+
+/// `found`, with one more probe said done on `steps`.
+fn advanced<T>(steps: &Steps, found: T) -> T {
+    steps.advance();
+    found
+}
+
 /// Probe everything and build the verdict.
 pub async fn execute(
     sc: &Scenario,
@@ -649,36 +684,32 @@ pub async fn execute(
     let keeps = http11.persistent && http11.reused;
     steps.set_total(probes(keeps, h2_sc.is_some()), false);
     steps.advance();
+    // From here each probe runs unless Ctrl-C came (one under way is given up): the
+    // report holds the probes that ended.
     let (max_requests, idle) = if keeps {
-        let (m, i) = kept_probes(sc, max_req, max_idle, claimed, steps).await?;
-        (Some(m), Some(i))
+        unless_interrupted(kept_probes(sc, max_req, max_idle, claimed, steps))
+            .await
+            .transpose()?
+            .unzip()
     } else {
         (None, None)
     };
-    let tls = if sc.origins[0].tls {
-        steps.say("TLS: full and resumed handshakes, early data");
-        let found = tls_findings(sc, req, steps).await?;
-        steps.advance();
-        Some(found)
-    } else {
-        None
-    };
+    let tls = tls_part(sc, req, steps).await?;
 
     // HTTP/2 where the server offers it (or --h2c asked for it on http://).
     let speaks_h2 = tls.as_ref().map_or(true, |t| t.offers_h2);
     let h2_sc = h2_sc.filter(|_| speaks_h2);
     steps.set_total(probes(keeps, h2_sc.is_some()), false);
     let h2 = match h2_sc {
-        Some(s) => {
-            let found = h2_findings(s, max_req, max_idle, steps).await;
-            steps.advance();
-            Some(found)
-        }
+        Some(s) => advanced(
+            steps,
+            unless_interrupted(h2_findings(s, max_req, max_idle, steps)).await,
+        ),
         None => None,
     };
     // HTTP/3 at the port its Alt-Svc names (else the URL's); the engine's own threads
     // run the probes, this one waits.
-    let h3 = sc.origins[0].tls.then(|| {
+    let h3 = (sc.origins[0].tls && !crate::interrupt::requested()).then(|| {
         steps.say(&format!(
             "HTTP/3: QUIC handshake, resumption, 0-RTT (at most {} requests; {})",
             h3::PROBE_REQUESTS,
@@ -716,6 +747,7 @@ pub async fn execute(
         policy: String::new(),
         findings: Vec::new(),
         problems: Vec::new(),
+        interrupted: None,
     };
     (report.findings, report.problems) = judge(&report);
     report.policy = policy(&report);
@@ -1043,6 +1075,7 @@ fn h3_only(
         policy: String::new(),
         findings,
         problems,
+        interrupted: None,
     };
     report.policy = policy(&report);
     Ok(report)

@@ -97,6 +97,7 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
     for _ in 0..threads {
         let _ = ready_rx.recv();
     }
+    let overflows_before = crate::net::listen_queue::overflows();
     let start = Instant::now();
     for tx in &starts {
         let _ = tx.send(Some(start));
@@ -107,6 +108,9 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
         let _ = p.join();
     }
     let (mut recorder, last_end, cpu) = gathered?;
+    if let (Some(a), Some(b)) = (overflows_before, crate::net::listen_queue::overflows()) {
+        recorder.counts.listen_overflows = b.saturating_sub(a);
+    }
     if recorder.error_details[ErrorDetail::PortsExhausted.index()] > 0 {
         recorder.local_ports = Some(LocalPorts::snapshot());
     }

@@ -4,6 +4,7 @@
 pub mod dial;
 pub mod dns;
 pub mod kernel;
+pub mod listen_queue;
 pub mod local_ports;
 pub mod quic;
 pub mod stream;

@@ -113,6 +113,8 @@ pub struct ClientSummary {
     pub cut_responses: CutResponses,
     /// Connections that carried no request (opened, then closed or left unused).
     pub unused_connections: u64,
+    /// Connections that carried exactly one request (not reused).
+    pub one_request_connections: u64,
     /// The connections that spoke HTTP/2, if any: their streams and concurrency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h2: Option<H2Summary>,

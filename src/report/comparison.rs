@@ -130,6 +130,10 @@ pub struct Comparison {
     /// its costliest, and what the costliest pays for.
     pub headline: Vec<String>,
     pub explanations: Vec<String>,
+    /// The strategies of the default set left out for this server, each with why (its
+    /// scheme cannot carry it, or the server's probe said it does not offer it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<super::finding::Finding>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -174,6 +174,9 @@ pub struct DoctorReport {
     pub findings: Vec<String>,
     /// Each problem with a concrete fix. Empty: exit status 0.
     pub problems: Vec<String>,
+    /// Ctrl-C cut the probes short: the report holds those that ended (exit status 130).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<super::finding::Finding>,
 }
 
 /// TLS 1.3 early data on a resumed connection (over TCP, or QUIC's 0-RTT).

@@ -111,14 +111,19 @@ pub fn hint(url: &str, key: &str, example: &str) -> Option<String> {
     })
 }
 
-/// `head` then the leading error's message and hint, as sentences.
-fn with_message_and_hint(s: &ScenarioReport, l: &Leading<'_>, head: String) -> String {
+/// `head` then the leading error's message and (when `hinted`) its hint, as sentences.
+fn with_message_and_hint(
+    s: &ScenarioReport,
+    l: &Leading<'_>,
+    head: String,
+    hinted: bool,
+) -> String {
     let mut line = head;
     if let Some(m) = l.example {
         line.push_str(&format!(": {m}"));
     }
     end(&mut line);
-    if let Some(h) = hint(&s.url, l.key, l.example.unwrap_or("")) {
+    if let Some(h) = hint(&s.url, l.key, l.example.unwrap_or("")).filter(|_| hinted) {
         line.push_str(&format!(" Hint: {h}"));
         end(&mut line);
     }
@@ -144,16 +149,16 @@ pub fn leading_sentence(s: &ScenarioReport) -> Option<String> {
         s.requests.attempted,
         name(&l)
     );
-    Some(with_message_and_hint(s, &l, head))
+    Some(with_message_and_hint(s, &l, head, true))
 }
 
 /// For the diagnosis, beside the count of errors by category: the leading error's
-/// message and hint ("Leading error: connect (refused): Connection refused (os error
-/// 111). Hint: ...").
-pub fn example_sentence(s: &ScenarioReport) -> Option<String> {
+/// message and (when `hinted`) its hint ("Leading error: connect (refused): Connection
+/// refused (os error 111). Hint: ...").
+pub fn example_sentence(s: &ScenarioReport, hinted: bool) -> Option<String> {
     let l = leading(s)?;
     let head = format!("Leading error: {}", name(&l));
-    Some(with_message_and_hint(s, &l, head))
+    Some(with_message_and_hint(s, &l, head, hinted))
 }
 
 /// A run that measured nothing has failed: the line to print when no request

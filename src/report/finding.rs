@@ -177,6 +177,15 @@ pub fn interrupted(what: &str, completed: u64, given_up: u64) -> Finding {
     ))
 }
 
+/// The mark of a doctor cut short by Ctrl-C: its report holds the probes that ended.
+pub fn probes_interrupted() -> Finding {
+    Finding::new(
+        "interrupted",
+        Cause::Measured,
+        "Interrupted (Ctrl-C): this report holds the probes that ended before it; the one under way and those after it did not run, so their parts of the policy are missing, not fine.".to_string(),
+    )
+}
+
 /// `findings` in the order of their causes (stable within a cause), without those of a
 /// cause later than the first one that explains the run.
 pub fn ordered(mut findings: Vec<Finding>) -> Vec<Finding> {

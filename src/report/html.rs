@@ -120,7 +120,12 @@ fn headline(report: &Report, comparisons: &[&super::comparison::Comparison]) -> 
     } else {
         comparisons
             .iter()
-            .flat_map(|c| c.headline.iter().cloned())
+            .flat_map(|c| {
+                c.headline
+                    .iter()
+                    .cloned()
+                    .chain(c.left_out.iter().map(|f| f.text.clone()))
+            })
             .collect()
     };
     cut.chain(lines).collect()

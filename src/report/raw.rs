@@ -223,6 +223,10 @@ counters! {
         /// QUIC handshakes beyond their one (quinn's RTT: the anti-amplification limit).
         tls_flight_waits,
         quic_flight_waits,
+        /// The kernel's listen-queue overflows in this network namespace while the run
+        /// went (`TcpExtListenOverflows`, after minus before: an upper bound for this
+        /// run's connects).
+        listen_overflows,
     }
 }
 

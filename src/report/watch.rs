@@ -58,6 +58,9 @@ pub struct EndpointSummary {
     pub lifetimes_ms: Spread,
     pub idle_gaps: GapStats,
     pub unused_connections: u64,
+    /// Connections whose client's last request asked to close them, read from cleartext
+    /// HTTP/1 heads: `http10_without_keep_alive`, `connection_close`.
+    pub client_asked_close: BTreeMap<String, u64>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
 }

@@ -74,7 +74,10 @@ fn error_findings(rec: &Recorder, rep: &ScenarioReport) -> Vec<Finding> {
     }
     out.push(f);
     if let Some(l) = crate::report::failure::leading(rep) {
-        if let Some(text) = crate::report::failure::example_sentence(rep) {
+        // With the listen queue overflowing, a reset is that, not a protocol mix-up: the
+        // message without the hint.
+        let hinted = rec.counts.listen_overflows == 0;
+        if let Some(text) = crate::report::failure::example_sentence(rep, hinted) {
             let figure = if l.key == l.kind {
                 format!("requests.errors.{}", l.kind)
             } else {
@@ -86,6 +89,37 @@ fn error_findings(rec: &Recorder, rep: &ScenarioReport) -> Vec<Finding> {
                     .with(Evidence::count(&figure, l.count, attempted, "attempts")),
             );
         }
+    }
+    out.extend(resource_findings(rec, explains));
+    out
+}
+
+/// What the machine ran out of or turned away: the server's listen queue (the kernel's
+/// count), the client's local ports, its file descriptors.
+fn resource_findings(rec: &Recorder, explains: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let attempted = rec.counts.attempted;
+    // Connects the server's full accept queue turned away show up as resets, empty
+    // replies and slow connects: the kernel's count says so, before any other hint.
+    let overflows = rec.counts.listen_overflows;
+    if overflows > 0 {
+        out.push(
+            Finding::new(
+                "listen_backlog_overflow",
+                Cause::Transport,
+                format!(
+                    "The server's listen queue overflowed {} during the run (the kernel's TcpExtListenOverflows; an upper bound: other programs here count too): more connects arrived at once than its accept queue holds, and those were dropped or reset. See its queue with `ss -lnt` (Recv-Q against Send-Q, the backlog), raise the backlog (nginx: `listen ... backlog=N`) and net.core.somaxconn, or open connections more slowly (fewer -c).",
+                    plural(overflows, "time", "times")
+                ),
+            )
+            .explaining(explains)
+            .with(Evidence::figure(
+                "raw.recorder.listen_overflows",
+                overflows as f64,
+                None,
+                "listen-queue overflows in this network namespace during the run",
+            )),
+        );
     }
     let exhausted = rec.error_details[ErrorDetail::PortsExhausted.index()];
     if exhausted > 0 {

@@ -48,6 +48,7 @@ pub struct Acc {
     alpn: BTreeMap<String, u64>,
     alpn_offered: BTreeMap<String, u64>,
     endings: BTreeMap<String, u64>,
+    client_close: BTreeMap<String, u64>,
     lifetimes: GapStats,
     gaps: GapStats,
     unused: u64,
@@ -94,6 +95,9 @@ impl Acc {
                 }
             }
         }
+        if let Some(how) = c.client_close {
+            *self.client_close.entry(how.name().into()).or_default() += 1;
+        }
         let ending = c.ending.unwrap_or(Ending::OpenAtEnd);
         *self.endings.entry(ending_name(ending).into()).or_default() += 1;
         if let Some(end) = c.ended {
@@ -136,6 +140,7 @@ impl Acc {
             tls_alpn: self.alpn.clone(),
             tls_alpn_offered: self.alpn_offered.clone(),
             endings: self.endings.clone(),
+            client_asked_close: self.client_close.clone(),
             time_wait,
             lifetimes_ms: Spread {
                 count: self.lifetimes.count,
@@ -189,6 +194,10 @@ pub fn headline(t: &EndpointSummary) -> String {
     } else if t.requests == 1 {
         format!("{over}: one request cannot show reuse.")
     } else if t.connections >= t.requests {
+        // The client's own request heads asked to close: its cause, whoever closed first.
+        if let Some(why) = client_asked(t) {
+            return format!("{over}: not reused, because {why}.");
+        }
         let closer = if client * 2 > t.connections {
             Some(("the client", client))
         } else if server * 2 > t.connections {
@@ -209,6 +218,29 @@ pub fn headline(t: &EndpointSummary) -> String {
             t.requests_per_connection.mean
         )
     }
+}
+
+/// "the client asked to close them: its requests were HTTP/1.0 without `Connection:
+/// keep-alive` on 5 of 5 connections", when the client's cleartext request heads asked to
+/// close most connections.
+fn client_asked(t: &EndpointSummary) -> Option<String> {
+    let n = |k: &str| t.client_asked_close.get(k).copied().unwrap_or(0);
+    let (http10, header) = (n("http10_without_keep_alive"), n("connection_close"));
+    if (http10 + header) * 2 <= t.connections {
+        return None;
+    }
+    let what = if http10 >= header {
+        format!(
+            "its requests were HTTP/1.0 without `Connection: keep-alive` on {http10} of {} connections (a proxy's default towards its upstream: nginx needs `proxy_http_version 1.1` and an empty `Connection` header)",
+            t.connections
+        )
+    } else {
+        format!(
+            "its requests carried `Connection: close` on {header} of {} connections",
+            t.connections
+        )
+    };
+    Some(format!("the client asked to close them: {what}"))
 }
 
 /// Plain sentences per endpoint: reuse or none, TLS handshakes, who closes, drops.
@@ -259,9 +291,14 @@ pub fn verdict(r: &WatchReport) -> Vec<String> {
                     e.tls_handshakes.full, e.tls_handshakes.resumed
                 );
             }
-            s.push_str(
-                ". Keep connections alive and reuse them (one client, a keep-alive agent or pool).",
-            );
+            match client_asked(e) {
+                Some(why) => {
+                    let _ = write!(s, ": {why}. Let the client keep its connections (HTTP/1.1, no `Connection: close`).");
+                }
+                None => s.push_str(
+                    ". Keep connections alive and reuse them (one client, a keep-alive agent or pool).",
+                ),
+            }
             v.push(s);
         } else if e.requests <= e.connections {
             v.push(format!(

@@ -146,6 +146,48 @@ pub struct Conn {
     /// response has not begun.
     h2_last_stream: u32,
     h2_awaiting: std::collections::BTreeSet<u32>,
+    /// Cleartext HTTP/1: what the client's last request head asked of the connection's
+    /// end, if it asked to close it.
+    pub client_close: Option<ClientClose>,
+}
+
+/// How a client's request asked for its connection to end after the response (read from
+/// its cleartext head).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientClose {
+    /// `HTTP/1.0` without `Connection: keep-alive`.
+    Http10,
+    /// `Connection: close`.
+    Header,
+}
+
+impl ClientClose {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientClose::Http10 => "http10_without_keep_alive",
+            ClientClose::Header => "connection_close",
+        }
+    }
+}
+
+/// What a request head asks of its connection's end: `Connection: close`, or HTTP/1.0
+/// without `Connection: keep-alive`; `None` when it lets the connection persist.
+fn asks_close(r: &httparse::Request<'_, '_>) -> Option<ClientClose> {
+    let connection = |token: &str| {
+        r.headers.iter().any(|h| {
+            h.name.eq_ignore_ascii_case("connection")
+                && crate::proto::h1::response::has_token(h.value, token)
+        })
+    };
+    // HTTP/1.0 without keep-alive ends the connection whatever else it says (nginx's
+    // upstream requests also carry `Connection: close`): named as such.
+    if r.version == Some(0) && !connection("keep-alive") {
+        Some(ClientClose::Http10)
+    } else if connection("close") {
+        Some(ClientClose::Header)
+    } else {
+        None
+    }
 }
 
 impl Conn {
@@ -175,6 +217,7 @@ impl Conn {
             heads_pending: std::collections::VecDeque::new(),
             h2_last_stream: 0,
             h2_awaiting: std::collections::BTreeSet::new(),
+            client_close: None,
         }
     }
 
@@ -589,6 +632,7 @@ fn request_head(c: &mut Conn, data: &[u8]) -> Head {
     let mut r = httparse::Request::new(&mut headers);
     let head = match r.parse(data) {
         Ok(httparse::Status::Complete(n)) => {
+            c.client_close = asks_close(&r);
             Head::Started(Some(n), Some(request_framing(r.headers)))
         }
         Ok(httparse::Status::Partial) if r.method.is_some() && r.path.is_some() => {

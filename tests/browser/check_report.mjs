@@ -273,7 +273,7 @@ async function checkBench(page) {
   // The headline: compare's sentences; bench's, one per scenario that measured something,
   // opening with its requests and connections.
   const cut = report.interrupted ? [report.interrupted.text] : [];
-  if (comparisons.length) await checkSentences(page, "li.headline", cut.concat(comparisons.flatMap((c) => c.headline)), "headline");
+  if (comparisons.length) await checkSentences(page, "li.headline", cut.concat(comparisons.flatMap((c) => c.headline.concat((c.left_out || []).map((f) => f.text)))), "headline");
   else {
     // Each the JSON's headline, as a value of the report (text, code and evidence).
     await checkSentences(page, "li.headline", cut.concat(report.scenarios.filter((s) => s.headline).map((s) => s.headline.text)), "headline");

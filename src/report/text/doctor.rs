@@ -7,6 +7,9 @@ use crate::report::doctor::DoctorReport;
 /// The policy line, what the server does and the verdict, fitted to `width`.
 pub fn render(d: &DoctorReport, width: usize) -> String {
     let mut out = String::new();
+    if let Some(i) = &d.interrupted {
+        let _ = writeln!(out, "{}\n", i.text);
+    }
     let _ = writeln!(out, "{}\n", d.policy);
     let _ = writeln!(out, "doctor {}", d.url);
     if let Some(l) = &d.link {
@@ -17,8 +20,17 @@ pub fn render(d: &DoctorReport, width: usize) -> String {
         let _ = writeln!(out, "  - {f}");
     }
     let _ = writeln!(out, "\nVerdict");
-    if d.problems.is_empty() {
-        let _ = writeln!(out, "  No problem found: connections can be reused.");
+    match (d.problems.is_empty(), d.interrupted.is_some()) {
+        (true, false) => {
+            let _ = writeln!(out, "  No problem found: connections can be reused.");
+        }
+        (true, true) => {
+            let _ = writeln!(
+                out,
+                "  No problem found in the probes that ended (interrupted)."
+            );
+        }
+        _ => {}
     }
     for p in &d.problems {
         let _ = writeln!(out, "  ! {p}");

@@ -666,6 +666,12 @@ pub fn render_comparison(c: &Comparison, layout: &Layout) -> String {
         comparison_table(&rows).render(&mut out, layout.width);
         time_bars(&mut out, &rows, layout.width);
     }
+    if !c.left_out.is_empty() {
+        let _ = writeln!(out, "\nLeft out");
+        for f in &c.left_out {
+            let _ = writeln!(out, "  {}", f.text);
+        }
+    }
     if let Some(r) = c.rows.iter().find(|r| r.repeat_of.is_some()) {
         let _ = writeln!(
             out,
