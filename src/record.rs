@@ -485,10 +485,10 @@ const STATUS_NOTES_MAX: usize = 16;
 /// Longest part of an error response's body kept in its example (bytes).
 pub const STATUS_BODY_MAX_BYTES: usize = 160;
 
-/// Whether an example of `status` (4xx or 5xx) is still wanted on this thread: a cheap
-/// check the response readers make before they copy anything.
+/// Whether an example of `status` (3xx, 4xx or 5xx) is still wanted on this thread: a
+/// cheap check the response readers make before they copy anything.
 pub fn wants_status_example(status: u16) -> bool {
-    (400..600).contains(&status)
+    (300..600).contains(&status)
         && STATUS_NOTES
             .with_borrow(|v| v.len() < STATUS_NOTES_MAX && !v.iter().any(|(s, _)| *s == status))
 }

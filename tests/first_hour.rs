@@ -1010,3 +1010,269 @@ fn listen_queue_overflows_are_named_from_the_kernel_s_count() {
     }
     eprintln!("listen overflows: kernel {during}, report {reported}; exit {code}: {err}");
 }
+
+// A redirect to https (nginx `return 301`): 3xx is a success, so exit 0, but the headline
+// says the run measured the redirect, where it points, and that it is not followed.
+#[test]
+fn a_redirect_is_said_to_be_what_was_measured() {
+    let Some(n) = nginx_http("", "return 301 https://localhost:8443$request_uri;") else {
+        return;
+    };
+    let (code, v, err) = bench(&[&n.url(), "-n", "20", "-c", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let log = access_log(&n);
+    assert_eq!(log.len(), 20);
+    assert!(log.iter().all(|l| l.status == 301));
+    let h = &v["scenarios"][0]["headline"];
+    assert_eq!(h["code"], "mostly_redirects", "{h}");
+    let text = h["text"].as_str().unwrap();
+    assert!(
+        text.contains("20 of 20 were 301 (Moved Permanently) to https://localhost:8443/"),
+        "{text}"
+    );
+    assert!(text.contains("does not follow redirects"), "{text}");
+    assert_eq!(evidence(h, "requests.status_codes.301")["value"], 20.0);
+}
+
+// A path that does not exist, and a 503 an upstream sends through nginx: exit 1, the
+// headline names the status with its cause, nginx's log has the same statuses.
+#[test]
+fn error_statuses_name_their_cause_and_fail_the_run() {
+    let Some(n) = Nginx::start_servers(LOG_FORMAT, 2, |ports, d| {
+        format!(
+            "server {{ listen 127.0.0.1:{}; access_log {d}/access.log gt; location / {{ return 404; }} location /busy {{ return 503; }} }}\n\
+             server {{ listen 127.0.0.1:{}; location / {{ proxy_pass http://127.0.0.1:{}/busy; }} }}",
+            ports[0],
+            ports[1],
+            ports[0],
+            d = d.display()
+        )
+    }) else {
+        return;
+    };
+    let (code, v, err) = bench(&[&format!("{}nope", n.url()), "-n", "10", "-c", "1"]);
+    assert_eq!(code, 1, "{err}");
+    let h = &v["scenarios"][0]["headline"];
+    assert_eq!(h["code"], "no_success_status", "{h}");
+    let text = h["text"].as_str().unwrap();
+    assert!(
+        text.contains("10 of 10 were 404 (Not Found)") && text.contains("check the URL's path"),
+        "{text}"
+    );
+    assert!(text.contains("404 Not Found"), "nginx's own words: {text}");
+    assert_eq!(
+        access_log(&n).iter().filter(|l| l.status == 404).count(),
+        10
+    );
+    // Through the proxy: the upstream's 503.
+    let front = format!("http://127.0.0.1:{}/", n.ports[1]);
+    let (code, v, err) = bench(&[&front, "-n", "10", "-c", "1"]);
+    assert_eq!(code, 1, "{err}");
+    let text = v["scenarios"][0]["headline"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("10 of 10 were 503 (Service Unavailable)")
+            && text.contains("shedding load or unavailable"),
+        "{text}"
+    );
+    assert_eq!(
+        access_log(&n).iter().filter(|l| l.status == 503).count(),
+        10
+    );
+}
+
+// Keep-alive off in nginx (keepalive_timeout 0): bench names the server's
+// `Connection: close`, with nginx's connection count; doctor says it is a problem and
+// names nginx's directive.
+#[test]
+fn keep_alive_off_is_named_by_bench_and_doctor() {
+    let Some(n) = nginx_http("keepalive_timeout 0;", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let (code, v, err) = bench(&[&n.url(), "-n", "20", "-c", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let s = &v["scenarios"][0];
+    assert_eq!(connections(&access_log(&n)).len(), 20);
+    assert_eq!(s["connections"]["opened"], 20);
+    let f = finding(s, "not_reused_server_close_header");
+    assert!(
+        f["text"].as_str().unwrap().contains("on every connection"),
+        "{f}"
+    );
+    assert_eq!(
+        evidence(f, "connections.close_reasons.server_close_header")["value"],
+        20.0
+    );
+    let out = Command::new(bin())
+        .args([
+            "doctor",
+            &n.url(),
+            "--no-progress",
+            "--max-idle",
+            "1s",
+            "--max-requests",
+            "20",
+        ])
+        .env("COLUMNS", "1000")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("keepalive_timeout above 0"), "{text}");
+}
+
+// A short keepalive_timeout (1 s) and a client that waits longer between requests: the
+// server closes each idle connection; the run says so and retries on new ones; nginx's
+// connections are the report's.
+#[test]
+fn an_idle_timeout_shorter_than_the_gaps_is_named() {
+    let Some(n) = nginx_http("keepalive_timeout 1s;", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let (code, v, err) = bench(&[&n.url(), "--rate", "0.6", "-d", "5s", "-c", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let s = &v["scenarios"][0];
+    let log = access_log(&n);
+    assert_eq!(log.len() as u64, s["requests"]["ok"].as_u64().unwrap());
+    assert_eq!(
+        connections(&log).len() as u64,
+        s["connections"]["opened"].as_u64().unwrap()
+    );
+    assert!(s["requests"]["ok"].as_u64().unwrap() >= 2, "{s}");
+    let c = codes(s);
+    assert!(
+        c.iter()
+            .any(|c| c == "not_reused_server_idle_close" || c == "server_idle_close"),
+        "{c:?}: {}",
+        s["diagnosis"]
+    );
+    // doctor measures the timeout between two probes and says it as those bounds, which
+    // hold nginx's 1 s.
+    let out = Command::new(bin())
+        .args([
+            "doctor",
+            &n.url(),
+            "--json",
+            "--no-progress",
+            "--max-idle",
+            "3s",
+            "--max-requests",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (lo, hi) = (
+        d["idle_timeout"]["at_least_s"].as_f64().unwrap(),
+        d["idle_timeout"]["at_most_s"].as_f64().unwrap(),
+    );
+    assert!(lo <= 1.0 && 1.0 <= hi + 0.05, "{lo}-{hi}");
+    let problem = d["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .find(|p| p.contains("closes idle connections"))
+        .unwrap_or_else(|| panic!("{d}"));
+    assert!(
+        problem.contains("(between two probes)")
+            && problem.contains(&format!("{}-", handshake::fmt::ms(lo))),
+        "{problem}"
+    );
+}
+
+// Python's http.server (HTTP/1.0, a server nobody here wrote): bench's keep-alive is
+// refused on every connection, said with the server's version; its own log counts the
+// requests, one connection each.
+#[test]
+fn an_http10_only_server_is_named() {
+    let dir = common::Dir::new("first-hour-http10");
+    std::fs::write(dir.0.join("index.html"), "hi\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut srv = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+        ])
+        .arg(&dir.0)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.0.join("log")).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "http.server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, v, err) = bench(&[&url, "-n", "10", "-c", "1"]);
+    common::stop_child(&mut srv, "-TERM");
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.0.join("log")).unwrap();
+    // The wait for the port was a connection without a request: only GETs count.
+    let served = log
+        .lines()
+        .filter(|l| l.contains("\"GET / HTTP/1.1\" 200"))
+        .count();
+    assert_eq!(served, 10, "{log}");
+    let s = &v["scenarios"][0];
+    assert_eq!(s["connections"]["opened"], 10);
+    let f = finding(s, "not_reused_server_http10");
+    assert!(
+        f["text"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP/1.0 without keep-alive on every connection"),
+        "{f}"
+    );
+}
+
+// Names that do not resolve, ports that refuse and certificates for another name: exit 1,
+// one line saying what to do, and nothing reached the server.
+#[test]
+fn unreachable_targets_say_what_to_do() {
+    let (code, _, err) = bench(&["http://nosuch.invalid/", "-n", "2"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("does not resolve") && err.contains("--resolve"),
+        "{err}"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (code, _, err) = bench(&[&format!("http://127.0.0.1:{port}/"), "-n", "2"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("nothing accepts connections at 127.0.0.1:{port}")),
+        "{err}"
+    );
+    let Some(n) = nginx_tls(|d| write_certs(d, &["other.test"]), "") else {
+        return;
+    };
+    let url = format!("https://localhost:{}/", n.port);
+    let ca = n.dir.join("ca.pem");
+    let (code, v, err) = bench(&[&url, "--cacert", ca.to_str().unwrap(), "-n", "2"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not name localhost"), "{err}");
+    no_debug_text("stderr", &err);
+    assert_eq!(
+        v["scenarios"][0]["requests"]["error_details"]["cert_wrong_name"],
+        2
+    );
+    assert!(access_log(&n).is_empty());
+}

@@ -162,6 +162,36 @@ fn output_into_a_closed_pipe_exits_quietly() {
     }
 }
 
+/// The same for a command that measures (audit, its report into a closed pipe): no
+/// panic, and its own exit status (0: the client ran and reused its connection).
+#[test]
+fn a_report_into_a_closed_pipe_is_no_panic() {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    unsafe { libc::close(fds[0]) };
+    let write = unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) };
+    let out = std::process::Command::new(common::bin())
+        .args([
+            "audit",
+            "--",
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "{url}",
+            "{url}",
+        ])
+        .stdout(std::process::Stdio::from(write))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 /// docs/commands holds a page per command whose options are generated from the
 /// command-line definitions (`handshake man --markdown docs/commands`): regenerated
 /// into a copy, every page is unchanged (the docs are current), every command has one,

@@ -67,7 +67,7 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     } else {
         render(&report, crate::fmt::width())
     };
-    println!("{out}");
+    super::print_out(&out);
     for l in lines {
         eprintln!("{l}");
     }

@@ -76,6 +76,6 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     } else {
         text::doctor::render(&d, crate::fmt::width())
     };
-    println!("{out}");
+    super::print_out(&out);
     Ok(super::exit_status(i32::from(!d.problems.is_empty())))
 }

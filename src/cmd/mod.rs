@@ -179,6 +179,13 @@ pub(crate) fn ok_statuses(output: &OutputArgs) -> Result<Vec<(u16, u16)>, UsageE
     }
 }
 
+/// Print a command's report on stdout; a reader that stopped reading (`| head`) is not
+/// an error (println! would panic on the broken pipe).
+pub(crate) fn print_out(out: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{out}");
+}
+
 /// Print the report (JSON, or text fitted to the terminal, with the explanations when
 /// `verbose`) and write the HTML file if asked.
 pub(crate) fn emit(rep: &Report, output: &OutputArgs, verbose: bool) -> anyhow::Result<()> {

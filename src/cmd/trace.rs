@@ -44,6 +44,6 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     } else {
         text::trace::render(&t, crate::fmt::width())
     };
-    println!("{out}");
+    super::print_out(&out);
     Ok(if t.error.is_some() { 1 } else { 0 })
 }

@@ -48,7 +48,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     } else {
         text::watch::render(&rep, crate::fmt::width())
     };
-    println!("{out}");
+    super::print_out(&out);
     for l in lines {
         eprintln!("{l}");
     }

@@ -485,7 +485,7 @@ fn idle_finding(
     label: &str,
     ends: &str,
     findings: &mut Vec<String>,
-) -> Option<String> {
+) -> Option<(String, String)> {
     let at_least = fmt_ms(i.at_least_s);
     let Some(hi) = i.at_most_s else {
         findings.push(format!(
@@ -498,7 +498,9 @@ fn idle_finding(
         fmt_ms(hi),
         i.probes
     ));
-    (hi < SHORT_IDLE_S).then_some(at_least)
+    // Measured between two probes, so said as its bounds: the range, and the lower bound
+    // a client must stay under.
+    (hi < SHORT_IDLE_S).then(|| (format!("{at_least}-{}", fmt_ms(hi)), at_least))
 }
 
 /// The requests-per-connection finding (HTTP/1 and HTTP/2, each in its own words): the
@@ -578,9 +580,9 @@ fn judge_h2(
     }
     if let Some(i) = &h.idle_timeout {
         let ends = "ends idle connections (GOAWAY or close)";
-        if let Some(x) = idle_finding(i, "HTTP/2 idle timeout", ends, findings) {
+        if let Some((range, lo)) = idle_finding(i, "HTTP/2 idle timeout", ends, findings) {
             problems.push(format!(
-                "The server ends idle HTTP/2 connections after {x} s: a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {x} s, or raise the server's {}.",
+                "The server ends idle HTTP/2 connections after {range} s (between two probes): a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {lo} s, or raise the server's {}.",
                 fix(Setting::H2IdleTimeout, server)
             ));
         }
@@ -952,9 +954,9 @@ fn judge_idle(
     problems: &mut Vec<String>,
 ) {
     let ends = "closes idle connections";
-    if let Some(x) = idle_finding(i, "Idle timeout", ends, findings) {
+    if let Some((range, lo)) = idle_finding(i, "Idle timeout", ends, findings) {
         problems.push(format!(
-            "The server closes idle connections after {x} s: a client pool whose idle timeout is {x} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {x} s, or raise the server's idle timeout above the pool's {}.",
+            "The server closes idle connections after {range} s (between two probes): a client pool whose idle timeout is {lo} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {lo} s, or raise the server's idle timeout above the pool's {}.",
             fix(Setting::IdleTimeout, server)
         ));
     }

@@ -283,8 +283,8 @@ pub struct RequestsReport {
     pub error_examples: BTreeMap<String, String>,
     pub retries: RetriesReport,
     pub status_codes: BTreeMap<String, u64>,
-    /// What the first 4xx/5xx response of each status said: its status line and the
-    /// first bytes of its body (HTTP/1).
+    /// What the first 3xx/4xx/5xx response of each status said: its status line, and
+    /// a redirect's Location or an error's first body bytes (HTTP/1).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub status_examples: BTreeMap<String, String>,
     /// Responses by status class: `1xx` to `5xx`, each always present.

@@ -244,8 +244,8 @@ pub struct RawRecorder {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub error_examples: BTreeMap<String, String>,
     pub status_codes: BTreeMap<String, u64>,
-    /// What the first 4xx/5xx response of each status said: its status line and the
-    /// first bytes of its body.
+    /// What the first 3xx/4xx/5xx response of each status said: its status line, and
+    /// a redirect's Location or an error's first body bytes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub status_examples: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

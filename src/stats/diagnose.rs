@@ -19,6 +19,7 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder, rep: &ScenarioReport) -> Vec
         out.push(f);
     }
     out.extend(status_finding(rec, &rep.url));
+    out.extend(redirect_finding(rec));
     out.extend(protocol_findings(sc, rec));
     out.extend(reuse_findings(sc, rec));
     ordered(out)
@@ -286,8 +287,45 @@ fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
     )
 }
 
+/// When most responses were redirects: the run measured the redirect, not the page it
+/// points to (handshake does not follow redirects). Where it points, from the first one.
+fn redirect_finding(rec: &Recorder) -> Option<Finding> {
+    let ok = rec.counts.ok;
+    let redirects: u64 = rec.status[300..400].iter().sum();
+    if ok == 0 || redirects * 2 <= ok {
+        return None;
+    }
+    let (code, n) = (300..400)
+        .map(|c| (c as u16, rec.status[c]))
+        .max_by_key(|(c, n)| (*n, std::cmp::Reverse(*c)))?;
+    let to = rec.status_examples.get(&code).and_then(|m| {
+        m.split_once(": \"")
+            .map(|(_, to)| to.trim_end_matches('"').to_string())
+    });
+    let text = format!(
+        "Most responses were redirects: {n} of {ok} were {code}{}{}: handshake does not follow redirects, so the figures are those of the redirect; measure the URL it points to.",
+        reason_phrase(code).map(|r| format!(" ({r})")).unwrap_or_default(),
+        to.as_ref().map(|t| format!(" to {t}")).unwrap_or_default(),
+    );
+    Some(
+        Finding::new("mostly_redirects", Cause::Status, text)
+            .explaining(true)
+            .with(Evidence::count(
+                &format!("requests.status_codes.{code}"),
+                n,
+                ok,
+                "responses",
+            )),
+    )
+}
+
 pub fn reason_phrase(code: u16) -> Option<&'static str> {
     Some(match code {
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",

@@ -346,8 +346,8 @@ impl TryFrom<&RawRecorder> for Recorder {
             let code: u16 = k
                 .parse()
                 .ok()
-                .filter(|c| (400..600).contains(c))
-                .ok_or_else(|| format!("status example of {k:?}: not a 4xx or 5xx status"))?;
+                .filter(|c| (300..600).contains(c))
+                .ok_or_else(|| format!("status example of {k:?}: not a 3xx, 4xx or 5xx status"))?;
             rec.status_examples.insert(code, m.clone());
         }
         rec.retry_after_s = r.retry_after_s;

@@ -112,8 +112,9 @@ pub struct Recorder {
     /// seen. Bounded by the number of details.
     pub error_examples: std::collections::BTreeMap<&'static str, String>,
     pub status: Box<[u64; STATUS_SLOTS]>,
-    /// What the first 4xx/5xx response of each status said (its status line and the
-    /// first bytes of its body): bounded by the statuses the readers keep.
+    /// What the first 3xx/4xx/5xx response of each status said (its status line, and a
+    /// redirect's Location or an error's first body bytes): bounded by the statuses the
+    /// readers keep.
     pub status_examples: std::collections::BTreeMap<u16, String>,
     /// The last `Retry-After` (seconds) a 429 or 503 carried.
     pub retry_after_s: Option<u32>,
@@ -325,7 +326,7 @@ impl Recorder {
                 self.timeline.request_at(r.end, r.phases.total, None);
                 self.counts.ok += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
-                if status >= 400 && !self.status_examples.contains_key(&status) {
+                if status >= 300 && !self.status_examples.contains_key(&status) {
                     if let Some(m) = crate::record::status_example(status) {
                         self.status_examples.insert(status, m);
                     }

@@ -196,13 +196,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                             self.last_head
                                 .extend_from_slice(&self.buf[self.start..self.start + h.head_len]);
                         }
-                        if h.status >= 400 && crate::record::wants_status_example(h.status) {
-                            // The first error response of its status on this thread: what
-                            // it said (the body's first bytes that arrived with the head).
+                        if h.status >= 300 && crate::record::wants_status_example(h.status) {
+                            // The first redirect or error response of its status on this
+                            // thread: what it said (a redirect's Location; an error's first
+                            // body bytes that arrived with the head).
                             let head = &self.buf[self.start..self.start + h.head_len];
                             let line = head.split(|b| *b == b'\n').next().unwrap_or(head);
-                            let body = &self.buf[self.start + h.head_len..self.end];
-                            crate::record::note_status(h.status, line, body);
+                            let said = if h.status < 400 {
+                                location(head).unwrap_or_default()
+                            } else {
+                                &self.buf[self.start + h.head_len..self.end]
+                            };
+                            crate::record::note_status(h.status, line, said);
                         }
                         self.start += h.head_len;
                         if h.status == 101 {
@@ -351,4 +356,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
         }
     }
+}
+
+/// The value of a response head's `Location` header, if it has one.
+fn location(head: &[u8]) -> Option<&[u8]> {
+    head.split(|b| *b == b'\n').find_map(|l| {
+        let (name, value) = l.split_at(l.iter().position(|b| *b == b':')?);
+        name.eq_ignore_ascii_case(b"location")
+            .then(|| value[1..].trim_ascii())
+    })
 }
