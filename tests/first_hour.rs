@@ -268,6 +268,23 @@ fn a_self_signed_certificate_names_cacert_first() {
     assert_eq!(access_log(&n).len(), 3);
 }
 
+/// 30 requests with close-0rtt, one at a time, to nginx's TLS port.
+fn zero_rtt_run(n: &Nginx) -> (i32, Value, String) {
+    let url = format!("https://localhost:{}/", n.port);
+    let ca = n.dir.join("ca.pem");
+    bench(&[
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "close-0rtt",
+        "-n",
+        "30",
+        "-c",
+        "1",
+    ])
+}
+
 // Row 6: close-0rtt against nginx that resumes sessions but has no ssl_early_data: the
 // headline says 0-RTT never happened, with nginx's own count (no request came early).
 #[test]
@@ -278,19 +295,7 @@ fn zero_rtt_never_accepted_is_said_in_the_headline() {
     ) else {
         return;
     };
-    let url = format!("https://localhost:{}/", n.port);
-    let ca = n.dir.join("ca.pem");
-    let (code, v, err) = bench(&[
-        &url,
-        "--cacert",
-        ca.to_str().unwrap(),
-        "-s",
-        "close-0rtt",
-        "-n",
-        "30",
-        "-c",
-        "1",
-    ]);
+    let (code, v, err) = zero_rtt_run(&n);
     assert_eq!(code, 0, "{err}");
     let log = access_log(&n);
     assert_eq!(log.len(), 30);
@@ -320,19 +325,7 @@ fn zero_rtt_never_accepted_is_said_in_the_headline() {
     ) else {
         return;
     };
-    let url = format!("https://localhost:{}/", n.port);
-    let ca = n.dir.join("ca.pem");
-    let (code, v, err) = bench(&[
-        &url,
-        "--cacert",
-        ca.to_str().unwrap(),
-        "-s",
-        "close-0rtt",
-        "-n",
-        "30",
-        "-c",
-        "1",
-    ]);
+    let (code, v, err) = zero_rtt_run(&n);
     assert_eq!(code, 0, "{err}");
     let early = access_log(&n).iter().filter(|l| l.early).count() as u64;
     let s = &v["scenarios"][0];

@@ -53,14 +53,7 @@ pub struct Evidence {
 impl Evidence {
     /// `value` of `of` in `population` (`2 of 200 new connections`).
     pub fn count(figure: &str, value: u64, of: u64, population: &str) -> Evidence {
-        Evidence {
-            figure: figure.to_string(),
-            value: value as f64,
-            unit: None,
-            of: Some(of),
-            population: population.to_string(),
-            bounds: None,
-        }
+        Evidence::mean(figure, value as f64, None, of, population)
     }
 
     /// A mean in milliseconds over `of` members of `population`.
