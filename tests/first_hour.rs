@@ -122,6 +122,27 @@ fn finding<'a>(s: &'a Value, code: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no finding {code} in {}", s["diagnosis"]))
 }
 
+/// A quick `doctor URL ARGS` (idle probes to 1 s, 20 requests per connection) as text
+/// on one unfolded line per sentence: its output and its stdout.
+fn doctor_text(url: &str, args: &[&str]) -> (std::process::Output, String) {
+    let out = Command::new(bin())
+        .args([
+            "doctor",
+            url,
+            "--no-progress",
+            "--max-idle",
+            "1s",
+            "--max-requests",
+            "20",
+        ])
+        .args(args)
+        .env("COLUMNS", "1000")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
+}
+
 /// No message carries Rust's debug formatting.
 fn no_debug_text(what: &str, text: &str) {
     for bad in ["Other(", "Error {", "OtherError", "Some(", "kind: "] {
@@ -665,21 +686,7 @@ fn h2c_against_an_http1_server_is_said_to_be_refused() {
         20.0
     );
     // doctor --h2c: a problem (exit 1), the policy says no HTTP/2, no SETTINGS line.
-    let out = Command::new(bin())
-        .args([
-            "doctor",
-            &n.url(),
-            "--h2c",
-            "--no-progress",
-            "--max-idle",
-            "1s",
-            "--max-requests",
-            "20",
-        ])
-        .env("COLUMNS", "1000")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (out, text) = doctor_text(&n.url(), &["--h2c"]);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("no HTTP/2 (asked for, not spoken)"), "{text}");
     assert!(!text.contains("SETTINGS came"), "{text}");
@@ -1098,20 +1105,7 @@ fn keep_alive_off_is_named_by_bench_and_doctor() {
         evidence(f, "connections.close_reasons.server_close_header")["value"],
         20.0
     );
-    let out = Command::new(bin())
-        .args([
-            "doctor",
-            &n.url(),
-            "--no-progress",
-            "--max-idle",
-            "1s",
-            "--max-requests",
-            "20",
-        ])
-        .env("COLUMNS", "1000")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (out, text) = doctor_text(&n.url(), &[]);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("keepalive_timeout above 0"), "{text}");
 }

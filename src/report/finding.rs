@@ -70,12 +70,8 @@ impl Evidence {
         population: &str,
     ) -> Evidence {
         Evidence {
-            figure: figure.to_string(),
-            value,
-            unit,
             of: Some(of),
-            population: population.to_string(),
-            bounds: None,
+            ..Evidence::figure(figure, value, unit, population)
         }
     }
 
