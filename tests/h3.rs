@@ -10,7 +10,8 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use common::*;
 use serde_json::Value;
@@ -915,5 +916,176 @@ fn trace_http3_text_and_usage() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// A UDP relay in front of a QUIC server that holds back the second Initial datagram
+/// of each connection (a ClientHello with a post-quantum key share fills two) for
+/// `hold`: the server has the connection, but not yet the client's transport
+/// parameters, when the first one arrives. Stops with its threads on drop.
+struct SplitHello {
+    port: u16,
+    /// Connections whose second Initial was held back.
+    held: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl SplitHello {
+    fn start(server: std::net::SocketAddr, hold: std::time::Duration) -> SplitHello {
+        use std::net::UdpSocket;
+        let front = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let back = UdpSocket::bind("127.0.0.1:0").unwrap();
+        back.connect(server).unwrap();
+        let tick = Some(std::time::Duration::from_millis(20));
+        front.set_read_timeout(tick).unwrap();
+        back.set_read_timeout(tick).unwrap();
+        let port = front.local_addr().unwrap().port();
+        let (held, stop) = (
+            Arc::new(AtomicU64::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let client = Arc::new(Mutex::new(None));
+        // The connection IDs the server chose: the client's later Initials go to them.
+        let server_ids = Arc::new(Mutex::new(std::collections::HashSet::<Vec<u8>>::new()));
+        let up = {
+            let (front, back) = (front.try_clone().unwrap(), back.try_clone().unwrap());
+            let (held, stop, client) = (held.clone(), stop.clone(), client.clone());
+            let server_ids = server_ids.clone();
+            std::thread::spawn(move || {
+                let mut initials: std::collections::HashMap<Vec<u8>, u32> = Default::default();
+                let mut buf = [0u8; 65_536];
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok((len, from)) = front.recv_from(&mut buf) else {
+                        continue;
+                    };
+                    *client.lock().unwrap() = Some(from);
+                    let d = &buf[..len];
+                    // A long header (bit 7), a version, packet type 0 (Initial), then
+                    // the destination connection ID the client chose.
+                    let initial = len > 6 && d[0] & 0x80 != 0 && (d[0] >> 4) & 0x03 == 0;
+                    let dcid = (len >= 6 + d[5] as usize).then(|| d[6..6 + d[5] as usize].to_vec());
+                    let nth = match dcid {
+                        Some(id) if initial && !server_ids.lock().unwrap().contains(&id) => {
+                            let n = initials.entry(id).or_default();
+                            *n += 1;
+                            *n
+                        }
+                        _ => 0,
+                    };
+                    if nth == 2 {
+                        held.fetch_add(1, Ordering::Relaxed);
+                        let (back, d) = (back.try_clone().unwrap(), d.to_vec());
+                        std::thread::spawn(move || {
+                            std::thread::sleep(hold);
+                            let _ = back.send(&d);
+                        });
+                    } else {
+                        let _ = back.send(d);
+                    }
+                }
+            })
+        };
+        let down = {
+            let stop = stop.clone();
+            let server_ids = server_ids.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65_536];
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(len) = back.recv(&mut buf) else {
+                        continue;
+                    };
+                    // A long header: the destination ID (the client's), then the source
+                    // ID, the server's.
+                    let d = &buf[..len];
+                    if len > 6 && d[0] & 0x80 != 0 {
+                        let at = 6 + d[5] as usize;
+                        if let Some(&l) = d.get(at) {
+                            if let Some(id) = d.get(at + 1..at + 1 + l as usize) {
+                                server_ids.lock().unwrap().insert(id.to_vec());
+                            }
+                        }
+                    }
+                    if let Some(to) = *client.lock().unwrap() {
+                        let _ = front.send_to(&buf[..len], to);
+                    }
+                }
+            })
+        };
+        SplitHello {
+            port,
+            held,
+            stop,
+            threads: vec![up, down],
+        }
+    }
+}
+
+impl Drop for SplitHello {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A ClientHello whose second Initial comes 80 ms after the first (a delayed or
+/// reordered datagram, as on a real path): the embedded server still reads each request
+/// and answers it. It used to open its HTTP/3 control streams before it had the client's
+/// stream limits and wait on them for good, so the request timed out (one connection in
+/// about a hundred over the lab's 40 ms link).
+#[test]
+fn a_client_hello_in_two_initials_apart_is_still_answered() {
+    let _s = serial();
+    let srv = start(ServerConfig {
+        h3: true,
+        ..ServerConfig::default()
+    });
+    let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
+    let relay = SplitHello::start(
+        srv.https_addr.unwrap(),
+        std::time::Duration::from_millis(80),
+    );
+    let url = format!("https://127.0.0.1:{}/", relay.port);
+    for strategy in ["h3-close", "h3-0rtt"] {
+        let before = srv.snapshot();
+        let held = relay.held.load(Ordering::Relaxed);
+        let r = bench_json(&[
+            &url,
+            "--cacert",
+            ca.s(),
+            "--strategy",
+            strategy,
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--timeout",
+            "3s",
+        ]);
+        let s = scenario(&r);
+        check_accounting(s);
+        let after = srv.snapshot();
+        // Each connection's ClientHello came in two Initials, the second held back.
+        let opened = n(&s["connections"]["opened"]);
+        assert_eq!(opened, 3, "{strategy}: {s}");
+        assert_eq!(
+            relay.held.load(Ordering::Relaxed) - held,
+            opened,
+            "{strategy}: one held-back Initial per connection"
+        );
+        assert_eq!(n(&s["requests"]["ok"]), 3, "{strategy}: {}", s["requests"]);
+        assert_eq!(after.h3_requests - before.h3_requests, 3, "{strategy}");
+        assert_eq!(after.h3_connections - before.h3_connections, opened);
+        if strategy == "h3-0rtt" {
+            // The early data still counted on both sides.
+            let ed = &s["connections"]["early_data"];
+            assert_eq!(
+                n(&ed["accepted"]),
+                after.h3_early_data_connections - before.h3_early_data_connections,
+                "{ed}"
+            );
+        }
     }
 }

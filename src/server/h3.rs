@@ -121,9 +121,18 @@ async fn accept_loop(ep: quinn::Endpoint, shared: Arc<Shared>) {
 /// One QUIC connection: its handshake (answering 0-RTT requests meanwhile), then its
 /// requests until the client leaves or the idle timeout.
 async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
-    let Ok(connecting) = incoming.accept() else {
+    let Ok(mut connecting) = incoming.accept() else {
         return;
     };
+    // The whole ClientHello first: its transport parameters hold the client's stream
+    // limits, and a ClientHello in two Initials (a post-quantum key share) whose second
+    // comes later would leave h3's control streams waiting to open, for good (quinn's
+    // `open_uni` is not woken when the peer's parameters arrive): the request would never
+    // be read.
+    let hello = tokio::time::timeout(shared.cfg.header_timeout, connecting.handshake_data());
+    if !matches!(hello.await, Ok(Ok(_))) {
+        return;
+    }
     // A server's into_0rtt always succeeds: requests in 0-RTT are answered before the
     // handshake completes.
     let Ok((conn, established)) = connecting.into_0rtt() else {
