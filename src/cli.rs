@@ -13,9 +13,9 @@ pub const EXIT_STATUS: &str = "Exit status:
      a problem
   2  usage or setup error: a bad flag or value (the message names it), a
      server or link that could not be set up
-  130  interrupted by Ctrl-C (bench, compare, doctor): the report of what
-     completed was printed, marked as interrupted; a second Ctrl-C exits at
-     once
+  130  interrupted by Ctrl-C (bench, compare, doctor, audit, watch, lab):
+     the report of what completed was printed, marked as interrupted; a
+     second Ctrl-C exits at once
   audit -- COMMAND and watch -- COMMAND pass on the command's own non-zero
   status";
 

@@ -19,6 +19,37 @@ static AT: OnceLock<Instant> = OnceLock::new();
 static INSTALLED: OnceLock<()> = OnceLock::new();
 static NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
+/// Run at a second SIGINT, before the process exits (the lab's processes and files).
+static CLEANUP: std::sync::Mutex<Vec<fn()>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether the running command handles Ctrl-C itself ([`install`] was called): then the
+/// first SIGINT is its to act on.
+pub fn installed() -> bool {
+    INSTALLED.get().is_some()
+}
+
+/// Have `f` run when a second SIGINT ends the process at once.
+pub fn on_exit(f: fn()) {
+    CLEANUP.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+}
+
+/// End the process now with [`EXIT_STATUS`], after the cleanups registered.
+pub fn exit_now() -> ! {
+    let fs = std::mem::take(&mut *CLEANUP.lock().unwrap_or_else(|p| p.into_inner()));
+    for f in fs {
+        f();
+    }
+    std::process::exit(EXIT_STATUS)
+}
+
+/// Whether this process's group is its terminal's foreground group: a Ctrl-C typed
+/// there went to each process of the group (a child command got it too).
+pub fn from_terminal() -> bool {
+    // SAFETY: getpgrp and tcgetpgrp only read the process's and the terminal's state.
+    let ours = unsafe { libc::getpgrp() };
+    (0..3).any(|fd| unsafe { libc::tcgetpgrp(fd) } == ours)
+}
+
 /// Whether the user asked to stop (a relaxed load: cheap enough for every request).
 #[inline]
 pub fn requested() -> bool {
@@ -86,7 +117,7 @@ pub fn install() {
                 }
                 request();
                 if int.recv().await.is_some() {
-                    std::process::exit(EXIT_STATUS);
+                    exit_now();
                 }
             });
         });

@@ -89,7 +89,7 @@ fn curl_with_connection_close_opens_one_connection_per_request() {
         "{s}"
     );
     assert_eq!(
-        v["headline"],
+        v["headline"]["text"],
         "3 requests over 3 connections: not reused, because the client sent `Connection: close` on every request."
     );
 }
@@ -183,7 +183,7 @@ fn node_default_agent_and_agent_false() {
     // Node's agent: false sends `Connection: close`: the headline names it.
     assert_eq!(u(&total(&v)["connection_headers"]["close"]), 5);
     assert_eq!(
-        v["headline"],
+        v["headline"]["text"],
         "5 requests over 5 connections: not reused, because the client sent `Connection: close` on every request."
     );
 }
@@ -248,7 +248,7 @@ fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
         "the client closed each connection itself after one response"
     };
     assert_eq!(
-        v["headline"],
+        v["headline"]["text"],
         format!("5 requests over 5 connections: not reused, because {because}.")
     );
 }

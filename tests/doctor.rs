@@ -99,7 +99,7 @@ fn a_claim_beyond_the_probe_is_a_bound_not_a_match() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| f.as_str().unwrap())
+        .map(|f| f["text"].as_str().unwrap())
         .collect();
     assert!(!found.iter().any(|f| f.contains("matches")), "{found:?}");
     assert!(

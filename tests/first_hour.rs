@@ -620,6 +620,130 @@ fn ctrl_c_keeps_the_rounds_compare_completed() {
     );
 }
 
+/// A client loop for audit and watch: curl, one request per process, against
+/// `$HANDSHAKE_URL` (or `url`), until a signal ends it; its shell's PID in `pid_file`.
+fn curl_loop(url: &str, pid_file: &std::path::Path) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "echo $$ > {}; while :; do curl -s -o /dev/null {url}; sleep 0.05; done",
+            pid_file.display()
+        ),
+    ]
+}
+
+/// The shell whose PID is in `pid_file` has ended (and was reaped).
+fn ended(pid_file: &std::path::Path) -> bool {
+    let pid = std::fs::read_to_string(pid_file).unwrap();
+    !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
+}
+
+// Row 8 for audit and watch: Ctrl-C ends the client command they run (it gets the
+// interrupt and a second to end), and the report of what was seen is printed, marked
+// interrupted, exit 130; its requests are those nginx logged.
+#[test]
+fn ctrl_c_keeps_what_audit_and_watch_saw() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let dir = common::Dir::new("ctrl-c-audit");
+    let pid_file = std::path::PathBuf::from(dir.path("client.pid"));
+    let mut cmd = Command::new(bin());
+    cmd.args(["audit", "--json", "--upstream", &n.url(), "--"])
+        .args(curl_loop("\"$HANDSHAKE_URL\"", &pid_file));
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(2000));
+    assert_eq!(code, Some(130), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    assert_eq!(v["interrupted"]["code"], "interrupted", "{v}");
+    assert!(ended(&pid_file), "the client was stopped");
+    let logged = access_log(&n).len() as u64;
+    let t = &v["total"];
+    assert!(logged >= 3, "{logged}");
+    assert_eq!(t["requests"], logged, "{t}");
+    // curl in a new process each time: one connection per request.
+    assert_eq!(t["connections"], logged, "{t}");
+    // watch: the same loop straight to nginx.
+    if !common::root("watch") {
+        return;
+    }
+    let before = access_log(&n);
+    let pid_file = std::path::PathBuf::from(dir.path("watched.pid"));
+    let mut cmd = Command::new(bin());
+    cmd.args(["watch", "--json", "--port", &n.ports[0].to_string(), "--"])
+        .args(curl_loop(&n.url(), &pid_file));
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(2500));
+    assert_eq!(code, Some(130), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    assert_eq!(v["interrupted"]["code"], "interrupted", "{v}");
+    assert!(common::schema_violations("watch.schema.json", &v).is_empty());
+    assert!(ended(&pid_file), "the watched command was stopped");
+    let log = access_log(&n);
+    let new = &log[before.len()..];
+    let t = &v["total"];
+    assert!(new.len() >= 3, "{}", new.len());
+    assert_eq!(t["requests"], new.len() as u64, "{t}");
+    assert_eq!(t["connections"], connections(new).len() as u64, "{t}");
+    // In text, the mark comes first.
+    let mut cmd = Command::new(bin());
+    cmd.args(["audit", "-d", "30s"]);
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(800));
+    assert_eq!(code, Some(130), "{err}");
+    assert!(out.starts_with("Interrupted (Ctrl-C) after "), "{out}");
+}
+
+// Row 8 in the lab: bench --rtt keeps what it measured over the emulated link (the lab
+// leaves the first Ctrl-C to it), and `lab -- COMMAND` passes it to the command, marks
+// its own report and exits 130.
+#[test]
+fn ctrl_c_in_the_lab_keeps_the_run() {
+    if !common::root("the lab") {
+        return;
+    }
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "bench",
+        "--rtt",
+        "20ms",
+        "-d",
+        "30s",
+        "-c",
+        "2",
+        "--strategy",
+        "close",
+        "--json",
+        "--no-progress",
+    ]);
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(3000));
+    assert_eq!(code, Some(130), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    assert_eq!(v["interrupted"]["code"], "interrupted", "{v}");
+    let s = &v["scenarios"][0];
+    let ok = s["requests"]["ok"].as_u64().unwrap();
+    let given_up = s["requests"]["aborted_at_deadline"].as_u64().unwrap();
+    let served = v["server"]["requests"].as_u64().unwrap();
+    assert!(ok > 0, "{s}");
+    assert!(
+        served >= ok && served <= ok + given_up,
+        "server {served}, report {ok} (+{given_up})"
+    );
+    // The lab running a command.
+    let dir = common::Dir::new("ctrl-c-lab");
+    let pid_file = dir.path("cmd.pid");
+    let mut cmd = Command::new(bin());
+    cmd.args(["lab", "--rtt", "10ms", "--json", "--", "sh", "-c"])
+        .arg(format!("echo $$ > {pid_file}; exec sleep 30"));
+    let (code, _, err) = interrupt_after(cmd, Duration::from_millis(2500));
+    assert_eq!(code, Some(130), "{err}");
+    let json = &err[err.find("\n{").map_or(0, |i| i + 1)..];
+    let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(v["interrupted"]["code"], "interrupted", "{v}");
+    assert!(
+        ended(std::path::Path::new(&pid_file)),
+        "the command was stopped"
+    );
+}
+
 // A proxy in the environment that handshake does not use yet: one line on stderr names
 // the variable and the proxy, never its password, and the run goes direct (nginx sees it).
 #[test]
@@ -763,7 +887,18 @@ fn watch_names_the_client_s_request_as_the_cause_of_no_reuse() {
         t["client_asked_close"]["http10_without_keep_alive"], 5,
         "{t}"
     );
-    let headline = v["headline"].as_str().unwrap();
+    let headline = v["headline"]["text"].as_str().unwrap();
+    assert_eq!(v["headline"]["code"], "client_asked_close");
+    // The evidence: the connections whose requests asked to close, of all, as nginx
+    // logged them.
+    let e = evidence(
+        &v["headline"],
+        "total.client_asked_close.http10_without_keep_alive",
+    );
+    assert_eq!(
+        (e["value"].as_f64(), e["of"].as_u64()),
+        (Some(5.0), Some(conns))
+    );
     assert!(
         headline.contains("the client asked to close them"),
         "{headline}"
@@ -925,7 +1060,14 @@ fn audit_does_not_hide_one_shot_connections_behind_a_mean() {
     assert_eq!(t["requests"], 10, "{t}");
     assert_eq!(t["connections"], 6, "{t}");
     assert_eq!(t["one_request_connections"], 5, "{t}");
-    let h = v["headline"].as_str().unwrap();
+    let h = v["headline"]["text"].as_str().unwrap();
+    assert_eq!(v["headline"]["code"], "partly_reused");
+    let e = evidence(&v["headline"], "total.one_request_connections");
+    assert_eq!(
+        (e["value"].as_f64(), e["of"].as_u64()),
+        (Some(5.0), Some(6))
+    );
+    assert_eq!(evidence(&v["headline"], "total.requests")["value"], 10.0);
     assert_eq!(
         h,
         "10 requests over 6 connections: partly reused: 5 of 6 connections carried one request each (not reused); the other connection carried the other 5 (5.0 per connection)."
@@ -1156,13 +1298,17 @@ fn an_idle_timeout_shorter_than_the_gaps_is_named() {
         d["idle_timeout"]["at_most_s"].as_f64().unwrap(),
     );
     assert!(lo <= 1.0 && 1.0 <= hi + 0.05, "{lo}-{hi}");
-    let problem = d["problems"]
+    let found = d["problems"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| p.as_str().unwrap())
-        .find(|p| p.contains("closes idle connections"))
+        .find(|p| p["code"] == "idle_timeout_short")
         .unwrap_or_else(|| panic!("{d}"));
+    // Its evidence is the probes' bounds, as the report's idle_timeout has them.
+    let e = evidence(found, "idle_timeout");
+    assert_eq!(e["bounds"], serde_json::json!([lo, hi]), "{found}");
+    let problem = found["text"].as_str().unwrap();
+    assert!(problem.contains("closes idle connections"), "{problem}");
     assert!(
         problem.contains("(between two probes)")
             && problem.contains(&format!("{}-", handshake::fmt::ms(lo))),

@@ -601,7 +601,7 @@ fn texts(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap()
         .iter()
-        .map(|s| s.as_str().unwrap().to_string())
+        .map(|s| s["text"].as_str().unwrap().to_string())
         .collect()
 }
 

@@ -110,7 +110,10 @@ fn oversized_head_gets_431_and_oversized_body_413() {
     assert_eq!(audit.total.responses, 3);
     assert_ending(&audit, Ending::TooLarge, 3);
     assert!(
-        audit.verdict.iter().any(|v| v.contains("431 or 413")),
+        audit
+            .verdict
+            .iter()
+            .any(|v| v.code == "too_large" && v.text.contains("431 or 413")),
         "{:?}",
         audit.verdict
     );
@@ -202,7 +205,10 @@ fn connections_over_the_limit_get_503() {
     assert_ending(&audit, Ending::OverLimit, 1);
     assert_eq!(audit.total.connections, 3);
     assert!(
-        audit.verdict.iter().any(|v| v.contains("503")),
+        audit
+            .verdict
+            .iter()
+            .any(|v| v.code == "over_limit" && v.text.contains("503")),
         "{:?}",
         audit.verdict
     );

@@ -565,7 +565,7 @@ fn said(v: &Value, key: &str, start: &str) -> String {
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(Value::as_str)
+        .filter_map(|f| f["text"].as_str())
         .find(|f| f.starts_with(start))
         .unwrap_or_else(|| panic!("no {key} starting {start:?}: {v}"))
         .to_string()
@@ -615,6 +615,25 @@ fn doctor_finds_the_groups_go_accepts_and_what_it_prefers() {
     assert!(
         list.contains("the server accepts X25519MLKEM768, x25519, secp256r1, secp384r1, not SecP256r1MLKEM768, MLKEM768, MLKEM1024; a full handshake took X25519MLKEM768 "),
         "{list}"
+    );
+    // The finding's evidence: the groups Go agreed on, of those offered alone.
+    let found = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "kx_groups")
+        .unwrap_or_else(|| panic!("{v}"));
+    let e = found["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["figure"] == "tls.key_exchange.groups.accepted")
+        .unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(e["value"].as_f64(), Some(server.len() as f64), "{e}");
+    assert_eq!(
+        e["of"].as_u64(),
+        Some(kx["groups"].as_array().unwrap().len() as u64),
+        "{e}"
     );
     assert!(
         !v["problems"].to_string().contains("HelloRetryRequest"),

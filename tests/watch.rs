@@ -188,7 +188,8 @@ fn curl_several_urls_reuse_one_connection_and_close_opens_one_each() {
     assert_eq!(d[..2], [1, 3], "{v}");
     assert!(verdict(&v).contains("reused"), "{v}");
     assert_eq!(
-        v["headline"], "3 requests over 1 connection: reused (3.0 requests per connection).",
+        v["headline"]["text"],
+        "3 requests over 1 connection: reused (3.0 requests per connection).",
         "{v}"
     );
     let (v, d) = watched_against(
@@ -220,7 +221,7 @@ fn curl_several_urls_reuse_one_connection_and_close_opens_one_each() {
     // Whichever side closed first, the cause is the client's: its request heads asked
     // to close (read from the cleartext heads, as audit reads them).
     assert_eq!(t["client_asked_close"]["connection_close"], 3, "{v}");
-    let h = v["headline"].as_str().unwrap();
+    let h = v["headline"]["text"].as_str().unwrap();
     assert_eq!(
         h,
         "3 requests over 3 connections: not reused, because the client asked to close them: its requests carried `Connection: close` on 3 of 3 connections.",

@@ -139,6 +139,7 @@ pub(super) fn report(
         total,
         clients,
         run: None,
+        interrupted: None,
         headline,
         verdict,
         timeline,

@@ -1,88 +1,171 @@
-//! The audit's verdict: plain sentences with the likely cause and the fix.
+//! The audit's verdict: findings (a code, the sentence with the likely cause and the
+//! fix, and the client's figures it was read from).
 
 use std::collections::BTreeMap;
 
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{ClientSummary, Ending};
+use crate::report::finding::{Cause as Kind, Evidence, Finding};
+
+/// The figures most findings stand on: requests over connections.
+fn over(f: Finding, t: &ClientSummary) -> Finding {
+    f.with(Evidence::figure(
+        "total.requests",
+        t.requests as f64,
+        None,
+        "requests",
+    ))
+    .with(Evidence::figure(
+        "total.connections",
+        t.connections as f64,
+        None,
+        "connections",
+    ))
+}
+
+/// `n` of the client's requests that carried `what` (`total.connection_headers.close`).
+fn of_requests(figure: &str, n: u64, t: &ClientSummary) -> Evidence {
+    Evidence::count(figure, n, t.requests, "requests")
+}
+
+/// `n` of the client's connections that ended so (`total.endings.client_reset`).
+fn of_connections(figure: &str, n: u64, t: &ClientSummary) -> Evidence {
+    Evidence::count(figure, n, t.connections, "connections")
+}
 
 /// The fix for nginx as a reverse proxy that opens an upstream connection per request:
 /// it speaks HTTP/1.0 upstream and sends `Connection: close` unless told otherwise.
 const NGINX_UPSTREAM_FIX: &str = "If the client is nginx (its default is `proxy_http_version 1.0` with `Connection: close`), set `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` where it proxies, and `keepalive 16;` in its `upstream` block.";
 
-/// Plain sentences: what the client does with connections, the likely cause, the fix.
+/// The findings: what the client does with connections, the likely cause, the fix.
 /// `peak_open`: the most client connections open at once.
-pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<String> {
+pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
     let mut v = reuse(t);
     v.extend(h2(t, peak_open));
     if t.unused_connections > 0 && t.requests > 0 {
-        v.push(format!(
-            "{} carried no request (opened, then closed or left unused): a client that dials ahead, or several at once before its first is up (Go's HTTP/2 transport does when many requests start together).",
-            plural(t.unused_connections, "connection")
-        ));
+        v.push(
+            Finding::new("unused_connections", Kind::Reuse, format!(
+                "{} carried no request (opened, then closed or left unused): a client that dials ahead, or several at once before its first is up (Go's HTTP/2 transport does when many requests start together).",
+                plural(t.unused_connections, "connection")
+            ))
+            .with(of_connections("total.unused_connections", t.unused_connections, t)),
+        );
     }
     let tls = t.tls_handshakes;
-    if tls.full + tls.resumed > 1 {
-        v.push(if tls.resumed == 0 {
-            format!(
+    let handshakes = tls.full + tls.resumed;
+    if handshakes > 1 {
+        let f = if tls.resumed == 0 {
+            Finding::new("tls_never_resumed", Kind::Tls, format!(
                 "TLS: all {} handshakes were full: the client does not resume sessions, so each new connection pays the full handshake.",
                 tls.full
-            )
+            ))
         } else {
-            format!("TLS: {} of {} handshakes resumed a session.", tls.resumed, tls.full + tls.resumed)
-        });
+            Finding::new(
+                "tls_resumed",
+                Kind::Tls,
+                format!(
+                    "TLS: {} of {handshakes} handshakes resumed a session.",
+                    tls.resumed
+                ),
+            )
+        };
+        v.push(f.with(Evidence::count(
+            "total.tls_handshakes.resumed",
+            tls.resumed,
+            handshakes,
+            "TLS handshakes",
+        )));
     }
     v.extend(endings(t));
     if t.responses < t.requests {
-        v.push(format!(
-            "{} of {} requests got no complete response.",
-            t.requests - t.responses,
-            t.requests
-        ));
+        v.push(
+            Finding::new(
+                "responses_incomplete",
+                Kind::Transport,
+                format!(
+                    "{} of {} requests got no complete response.",
+                    t.requests - t.responses,
+                    t.requests
+                ),
+            )
+            .with(of_requests("total.responses", t.responses, t)),
+        );
     }
     v
 }
 
 /// Whether the client reused its connections, and when not, the likely cause and fix.
-fn reuse(t: &ClientSummary) -> Vec<String> {
+fn reuse(t: &ClientSummary) -> Vec<Finding> {
     let mut v = Vec::new();
     if t.requests == 0 {
-        v.push(format!(
-            "No request was seen ({}).",
-            plural(t.connections, "connection")
+        v.push(over(
+            Finding::new(
+                "no_request",
+                Kind::Measured,
+                format!(
+                    "No request was seen ({}).",
+                    plural(t.connections, "connection")
+                ),
+            ),
+            t,
         ));
     } else if t.connections >= t.requests && t.requests > 1 {
-        v.push(format!(
-            "{} over {}: no reuse.",
-            plural(t.requests, "request"),
-            plural(t.connections, "connection")
+        v.push(over(
+            Finding::new(
+                "not_reused",
+                Kind::Reuse,
+                format!(
+                    "{} over {}: no reuse.",
+                    plural(t.requests, "request"),
+                    plural(t.connections, "connection")
+                ),
+            ),
+            t,
         ));
-        v.extend(no_reuse_cause(t).and_then(|c| c.sentence));
+        v.extend(no_reuse_cause(t).and_then(|c| c.finding));
     } else if t.requests == 1 {
-        v.push(format!(
+        v.push(over(Finding::new("one_request", Kind::Measured, format!(
             "1 request over {}: one request cannot show reuse. Run the client with two or more requests in one process (for example `curl URL URL`) to see whether it keeps its connection.",
             plural(t.connections, "connection")
-        ));
-        if count(&t.connection_headers, &"close".to_string()) == 1 {
+        )), t));
+        let close = count(&t.connection_headers, &"close".to_string());
+        if close == 1 {
             v.push(
-                "The client sent `Connection: close`: it would not reuse the connection.".into(),
+                Finding::new(
+                    "client_close_header",
+                    Kind::Reuse,
+                    "The client sent `Connection: close`: it would not reuse the connection."
+                        .into(),
+                )
+                .with(of_requests("total.connection_headers.close", close, t)),
             );
         }
     } else if t.connections < t.requests {
-        v.push(format!(
-            "{} over {}: connections are reused ({:.1} requests per connection).",
-            plural(t.requests, "request"),
-            plural(t.connections, "connection"),
-            t.requests_per_connection.mean
+        v.push(over(
+            Finding::new(
+                "reused",
+                Kind::Measured,
+                format!(
+                    "{} over {}: connections are reused ({:.1} requests per connection).",
+                    plural(t.requests, "request"),
+                    plural(t.connections, "connection"),
+                    t.requests_per_connection.mean
+                ),
+            ),
+            t,
         ));
     }
     v
 }
 
 /// Why a client opened a connection per request: in a few words (the headline's
-/// "because …") and, when the endings do not already say it, in full with its fix.
+/// "because …"), its code and evidence, and, when the endings do not already say it, the
+/// finding in full with its fix.
 struct Cause {
+    code: &'static str,
     because: &'static str,
-    sentence: Option<String>,
+    evidence: Vec<Evidence>,
+    finding: Option<Finding>,
 }
 
 /// The cause of no reuse, read from the client's requests' headers and how its
@@ -92,34 +175,55 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
     let v10 = count(&t.http_versions, &"HTTP/1.0".to_string());
     let ka = count(&t.connection_headers, &"keep-alive".to_string());
     let unread = count(&t.endings, &Ending::ClientClosedUnread);
-    let cause = |because: &'static str, sentence: String| {
-        Some(Cause {
-            because,
-            sentence: Some(sentence),
-        })
-    };
+    let closed = count(&t.endings, &Ending::ClientClosed);
+    let close_e = || of_requests("total.connection_headers.close", close, t);
+    let v10_e = || of_requests("total.http_versions.HTTP/1.0", v10, t);
+    let cause =
+        |code: &'static str, because: &'static str, sentence: String, evidence: Vec<Evidence>| {
+            let mut f = Finding::new(code, Kind::Reuse, sentence);
+            f.evidence = evidence.clone();
+            Some(Cause {
+                code,
+                because,
+                evidence,
+                finding: Some(f),
+            })
+        };
     if close == t.requests && v10 == t.requests {
-        cause("the client sent HTTP/1.0 with `Connection: close` on every request", format!("The client sent HTTP/1.0 requests with `Connection: close` on every request: what nginx sends to an upstream by default. {NGINX_UPSTREAM_FIX}"))
+        cause("client_http10_close", "the client sent HTTP/1.0 with `Connection: close` on every request", format!("The client sent HTTP/1.0 requests with `Connection: close` on every request: what nginx sends to an upstream by default. {NGINX_UPSTREAM_FIX}"), vec![v10_e(), close_e()])
     } else if close == t.requests && t.forwarded_requests > 0 {
-        cause("a proxy sent `Connection: close` on every request", format!("The client sent `Connection: close` on every request, and its requests carry a proxy's headers (Via, Forwarded, X-Forwarded-For or X-Real-IP): a proxy that closes its upstream connections. {NGINX_UPSTREAM_FIX} In HAProxy, drop `option httpclose` and `option http-server-close`."))
+        cause("proxy_close_header", "a proxy sent `Connection: close` on every request", format!("The client sent `Connection: close` on every request, and its requests carry a proxy's headers (Via, Forwarded, X-Forwarded-For or X-Real-IP): a proxy that closes its upstream connections. {NGINX_UPSTREAM_FIX} In HAProxy, drop `option httpclose` and `option http-server-close`."), vec![close_e(), of_requests("total.forwarded_requests", t.forwarded_requests, t)])
     } else if close == t.requests {
         cause(
+            "client_close_header",
             "the client sent `Connection: close` on every request",
             "The client sent `Connection: close` on every request.".into(),
+            vec![close_e()],
         )
     } else if v10 == t.requests && ka == 0 {
         cause(
+            "client_http10",
             "the client sent HTTP/1.0 without `Connection: keep-alive`",
             "The client sent HTTP/1.0 requests without `Connection: keep-alive`.".into(),
+            vec![
+                v10_e(),
+                of_requests("total.connection_headers.keep-alive", ka, t),
+            ],
         )
     } else if unread * 2 >= t.connections {
         // Said in full with the endings.
         Some(Cause {
+            code: "client_reset_unread",
             because: "the client reset its connections with response bytes unread",
-            sentence: None,
+            evidence: vec![of_connections(
+                "total.endings.client_closed_unread",
+                unread,
+                t,
+            )],
+            finding: None,
         })
-    } else if count(&t.endings, &Ending::ClientClosed) * 2 >= t.connections {
-        cause("the client closed each connection itself after one response", "The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into())
+    } else if closed * 2 >= t.connections {
+        cause("client_closed_itself", "the client closed each connection itself after one response", "The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into(), vec![of_connections("total.endings.client_closed", closed, t), close_e()])
     } else {
         None
     }
@@ -127,23 +231,48 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
 
 /// The verdict in one sentence: "N requests over M connections: reused (x per
 /// connection)", or "not reused, because …" with the cause when one is read.
-pub fn headline(t: &ClientSummary) -> String {
-    let over = format!(
+pub fn headline(t: &ClientSummary) -> Finding {
+    let over_s = format!(
         "{} over {}",
         plural(t.requests, "request"),
         plural(t.connections, "connection")
     );
+    let f = |code, text| over(Finding::new(code, Kind::Measured, text), t);
     if t.requests == 0 {
-        format!(
-            "No request was seen ({}).",
-            plural(t.connections, "connection")
+        f(
+            "no_request",
+            format!(
+                "No request was seen ({}).",
+                plural(t.connections, "connection")
+            ),
         )
     } else if t.requests == 1 {
-        format!("{over}: one request cannot show reuse.")
+        f(
+            "one_request",
+            format!("{over_s}: one request cannot show reuse."),
+        )
     } else if t.connections >= t.requests {
         match no_reuse_cause(t) {
-            Some(c) => format!("{over}: not reused, because {}.", c.because),
-            None => format!("{over}: not reused; what the client sent does not say why."),
+            Some(c) => {
+                let mut h = over(
+                    Finding::new(
+                        c.code,
+                        Kind::Reuse,
+                        format!("{over_s}: not reused, because {}.", c.because),
+                    ),
+                    t,
+                );
+                h.evidence.extend(c.evidence);
+                h
+            }
+            None => over(
+                Finding::new(
+                    "not_reused",
+                    Kind::Reuse,
+                    format!("{over_s}: not reused; what the client sent does not say why."),
+                ),
+                t,
+            ),
         }
     } else if t.one_request_connections > 0 {
         // Some connections were reused and others carried one request each: both said,
@@ -151,95 +280,151 @@ pub fn headline(t: &ClientSummary) -> String {
         let one = t.one_request_connections;
         let rest = t.connections - one - t.unused_connections.min(t.connections - one);
         let on_rest = t.requests - one;
-        format!(
-            "{over}: partly reused: {one} of {} carried one request each (not reused); {} carried the other {on_rest} ({:.1} per connection).",
+        over(Finding::new("partly_reused", Kind::Reuse, format!(
+            "{over_s}: partly reused: {one} of {} carried one request each (not reused); {} carried the other {on_rest} ({:.1} per connection).",
             plural(t.connections, "connection"),
             if rest == 1 { "the other connection".to_string() } else { format!("the other {rest}") },
             on_rest as f64 / rest.max(1) as f64
-        )
+        )), t)
+        .with(of_connections("total.one_request_connections", one, t))
     } else {
-        format!(
-            "{over}: reused ({:.1} requests per connection).",
-            t.requests_per_connection.mean
+        f(
+            "reused",
+            format!(
+                "{over_s}: reused ({:.1} requests per connection).",
+                t.requests_per_connection.mean
+            ),
         )
+        .with(Evidence::mean(
+            "total.requests_per_connection.mean",
+            t.requests_per_connection.mean,
+            None,
+            t.connections,
+            "connections",
+        ))
     }
 }
 
 /// HTTP/2: whether the client multiplexed its requests on one connection.
-fn h2(t: &ClientSummary, peak_open: u64) -> Option<String> {
+fn h2(t: &ClientSummary, peak_open: u64) -> Option<Finding> {
     let h = t.h2.as_ref()?;
     let conns = plural(h.connections, "HTTP/2 connection");
-    if h.streams > 1 && h.connections >= h.streams {
-        Some(format!(
+    let f = if h.streams > 1 && h.connections >= h.streams {
+        Finding::new("h2_not_multiplexed", Kind::Reuse, format!(
             "{} over {conns}: a new HTTP/2 connection per request, so nothing is multiplexed. Reuse one client (and its connection) for all requests.",
             plural(h.streams, "stream")
         ))
     } else if h.connections > 1 && peak_open > 1 {
-        Some(format!(
+        Finding::new("h2_not_shared", Kind::Reuse, format!(
             "The client opened {conns} to one origin (up to {peak_open} connections at once) for {}: it does not share a connection. One HTTP/2 connection carries about 100 requests at once; share one client.",
             plural(h.streams, "stream")
         ))
+        .with(Evidence::figure("peak_concurrent_connections", peak_open as f64, None, "connections open at once"))
     } else if h.streams > 0 {
-        Some(format!(
-            "HTTP/2: {} over {conns}, up to {} at once on one connection: multiplexed.",
-            plural(h.streams, "stream"),
-            h.peak_concurrent_streams
+        Finding::new(
+            "h2_multiplexed",
+            Kind::Measured,
+            format!(
+                "HTTP/2: {} over {conns}, up to {} at once on one connection: multiplexed.",
+                plural(h.streams, "stream"),
+                h.peak_concurrent_streams
+            ),
+        )
+        .with(Evidence::figure(
+            "total.h2.peak_concurrent_streams",
+            h.peak_concurrent_streams as f64,
+            None,
+            "streams open at once on one connection",
         ))
     } else {
-        None
-    }
+        return None;
+    };
+    Some(
+        f.with(Evidence::figure(
+            "total.h2.streams",
+            h.streams as f64,
+            None,
+            "streams",
+        ))
+        .with(Evidence::figure(
+            "total.h2.connections",
+            h.connections as f64,
+            None,
+            "HTTP/2 connections",
+        )),
+    )
 }
 
 /// How connections ended badly: unread responses (which prevent reuse), garbage,
 /// stalls, disconnections, resets, limits.
-fn endings(t: &ClientSummary) -> Vec<String> {
+fn endings(t: &ClientSummary) -> Vec<Finding> {
     let mut v = Vec::new();
     let unread = count(&t.endings, &Ending::ClientClosedUnread);
     if unread > 0 {
-        v.push(format!(
+        v.push(Finding::new("client_reset_unread", Kind::Reuse, format!(
             "The client reset {} with unread response bytes left: it does not read response bodies to the end, which prevents reuse (in Go: read the body to EOF and close it).",
             plural(unread, "connection")
-        ));
+        )).with(of_connections("total.endings.client_closed_unread", unread, t)));
     }
-    for (e, what) in [
-        (Ending::Garbage, "sent something that is not HTTP"),
+    for (e, code, what) in [
+        (
+            Ending::Garbage,
+            "garbage",
+            "sent something that is not HTTP",
+        ),
         (
             Ending::Stalled,
+            "stalled",
             "stalled inside a request past the header timeout",
         ),
         (
             Ending::ClientClosedMidRequest,
+            "client_closed_mid_request",
             "disconnected in the middle of a request",
         ),
         (
             Ending::ClientClosedMidResponse,
+            "client_closed_mid_response",
             "disconnected while a response was being written",
         ),
-        (Ending::ClientReset, "reset the connection"),
+        (Ending::ClientReset, "client_reset", "reset the connection"),
         (
             Ending::TooLarge,
+            "too_large",
             "sent a request over the size limits (answered 431 or 413)",
         ),
         (
             Ending::OverLimit,
+            "over_limit",
             "came over the connection limit (answered 503)",
         ),
     ] {
         let n = count(&t.endings, &e);
         if n > 0 {
-            let detail =
-                if e == Ending::ClientClosedMidResponse && t.cut_responses.body_bytes_total > 0 {
-                    format!(
-                        " ({} of {} body bytes had been written)",
-                        t.cut_responses.body_bytes_written, t.cut_responses.body_bytes_total
-                    )
-                } else {
-                    String::new()
-                };
-            v.push(format!(
-                "On {} the client {what}{detail}.",
-                plural(n, "connection")
-            ));
+            let cut = e == Ending::ClientClosedMidResponse && t.cut_responses.body_bytes_total > 0;
+            let detail = if cut {
+                format!(
+                    " ({} of {} body bytes had been written)",
+                    t.cut_responses.body_bytes_written, t.cut_responses.body_bytes_total
+                )
+            } else {
+                String::new()
+            };
+            let mut f = Finding::new(
+                code,
+                Kind::Transport,
+                format!("On {} the client {what}{detail}.", plural(n, "connection")),
+            )
+            .with(of_connections(&format!("total.endings.{code}"), n, t));
+            if cut {
+                f = f.with(Evidence::count(
+                    "total.cut_responses.body_bytes_written",
+                    t.cut_responses.body_bytes_written,
+                    t.cut_responses.body_bytes_total,
+                    "body bytes of the responses cut off",
+                ));
+            }
+            v.push(f);
         }
     }
     v

@@ -17,6 +17,7 @@ use crate::server::ServerConfig;
 
 pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     let thresholds = thresholds::parse_all(&a.fail_if, thresholds::Subject::Audit)?;
+    crate::interrupt::install();
     let listen = parse_addr("--listen", &a.listen)?;
     let idle_timeout = parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?;
     let header_timeout = parse_positive_duration("--header-timeout", &a.limits.header_timeout)?;
@@ -46,8 +47,15 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     }
     eprintln!("handshake audit: listening on {}", running.url);
     let started_at = crate::host::now_rfc3339();
+    let started = std::time::Instant::now();
     let (command, status) = run_client(&a.command, duration, &running.url)?;
     let mut report = running.finish(command, status);
+    report.interrupted = crate::interrupt::requested().then(|| {
+        crate::report::finding::ended_by_interrupt(
+            "the client's connections",
+            started.elapsed().as_secs_f64(),
+        )
+    });
     report.run = Some(crate::report::RunInfo {
         urls: vec![report.url.clone()],
         ..crate::host::run_info("audit", started_at)
@@ -71,8 +79,9 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     for l in lines {
         eprintln!("{l}");
     }
-    // The command's failure comes first; then the thresholds'.
+    // Ctrl-C first; then the command's failure; then the thresholds'.
     Ok(match status {
+        _ if report.interrupted.is_some() => crate::interrupt::EXIT_STATUS,
         Some(code) if code != 0 => code,
         _ => i32::from(failed),
     })
@@ -118,11 +127,9 @@ fn run_client(
         rt.block_on(async {
             match duration {
                 Some(d) => {
-                    tokio::select! { _ = tokio::time::sleep(d) => {}, _ = tokio::signal::ctrl_c() => {} }
+                    tokio::select! { _ = tokio::time::sleep(d) => {}, () = crate::interrupt::stopped() => {} }
                 }
-                None => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
+                None => crate::interrupt::stopped().await,
             }
         });
         (None, None)
@@ -130,12 +137,13 @@ fn run_client(
         let args: Vec<String> = command.iter().map(|x| x.replace("{url}", url)).collect();
         // The command's standard output goes to stderr: stdout is the report's.
         let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
-        let st = std::process::Command::new(&args[0])
+        let mut child = std::process::Command::new(&args[0])
             .args(&args[1..])
             .env("HANDSHAKE_URL", url)
             .stdout(std::process::Stdio::from(to_stderr))
-            .status()
+            .spawn()
             .with_context(|| format!("starting {}", args[0]))?;
+        let st = super::wait_interruptible(&mut child)?;
         // Let the client's last closes and resets arrive.
         std::thread::sleep(std::time::Duration::from_millis(200));
         let code = st.code().unwrap_or_else(|| {

@@ -83,6 +83,7 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
         .env("HANDSHAKE_URL", &url)
         .env("HANDSHAKE_HTTPS_URL", &https_url)
         .env("HANDSHAKE_CACERT", &ca);
+    let started = std::time::Instant::now();
     let mut child = l
         .spawn_client(&mut cmd)
         .with_context(|| format!("starting {}", args[0]))?;
@@ -99,8 +100,27 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
         snap
     });
     let link = l.finish();
+    Ok(report(&a, &link, server, &args, code, started))
+}
+
+/// The lab's own report (on stderr; stdout is the command's) and its exit status: the
+/// command's, or 130 after a Ctrl-C.
+fn report(
+    a: &LabArgs,
+    link: &crate::report::link::LinkReport,
+    server: Option<crate::server::StatsSnapshot>,
+    args: &[String],
+    code: i32,
+    started: std::time::Instant,
+) -> i32 {
+    let interrupted = crate::interrupt::requested().then(|| {
+        crate::report::finding::ended_by_interrupt(
+            "the link and the command's run",
+            started.elapsed().as_secs_f64(),
+        )
+    });
     if a.json {
-        let v = serde_json::json!({ "link": link, "server": server, "command": args, "exit_status": code });
+        let v = serde_json::json!({ "link": link, "server": server, "command": args, "exit_status": code, "interrupted": interrupted });
         eprintln!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
     } else {
         say(&link.describe_line());
@@ -114,8 +134,15 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
             ));
         }
         say(&format!("the command exited with {code}"));
+        if let Some(i) = &interrupted {
+            say(&i.text);
+        }
     }
-    Ok(code)
+    if interrupted.is_some() {
+        crate::interrupt::EXIT_STATUS
+    } else {
+        code
+    }
 }
 
 /// A line of the lab's own on stderr, fitted to the width.

@@ -52,7 +52,9 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     for l in lines {
         eprintln!("{l}");
     }
+    // Ctrl-C first; then the command's failure; then the thresholds'.
     Ok(match rep.exit_status {
+        _ if rep.interrupted.is_some() => crate::interrupt::EXIT_STATUS,
         Some(code) if code != 0 => code,
         _ => i32::from(failed),
     })

@@ -11,6 +11,7 @@ use crate::fmt::ms as fmt_ms;
 use crate::plan::build::{self, RequestConfig};
 use crate::plan::Strategy;
 use crate::record::{ErrorDetail, ErrorKind, PHASE_NAMES};
+use crate::report::finding::{Cause, Evidence, Finding};
 use crate::stats::recorder::Recorder;
 
 use super::fixes::{fix, Setting};
@@ -170,68 +171,123 @@ pub fn probe(
     f
 }
 
-/// The plain sentences about HTTP/3, and its problems with their fixes.
+/// The findings about HTTP/3, and its problems with their fixes.
 pub fn judge(
     h: &H3Findings,
     server: Option<ServerKind>,
-    findings: &mut Vec<String>,
-    problems: &mut Vec<String>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
 ) {
     let port = h.port;
+    let f = |code, cause, text| Finding::new(code, cause, text);
     match (h.advertised, h.answered) {
-        (true, true) => findings.push(format!(
+        (true, true) => findings.push(f("h3_answered", Cause::Measured, format!(
             "HTTP/3: advertised (Alt-Svc: {}) and answered over QUIC at UDP port {port}.",
             h.alt_svc.as_deref().unwrap_or_default()
-        )),
-        (false, true) => findings.push(format!(
+        ))),
+        (false, true) => findings.push(f("h3_not_advertised", Cause::Protocol, format!(
             "HTTP/3: answered over QUIC at UDP port {port}, but not advertised: without an `Alt-Svc: h3=\":{port}\"` header (or an HTTPS DNS record) browsers and curl never try it."
-        )),
-        (true, false) => problems.push(format!(
+        ))),
+        (true, false) => problems.push(f("h3_advertised_not_answered", Cause::Protocol, format!(
             "The server advertises HTTP/3 (Alt-Svc: {}) but no QUIC handshake completed at UDP port {port}: {}. Clients that follow Alt-Svc try QUIC first and fall back to TCP after a delay; open UDP {port} (firewall, load balancer) or stop advertising h3.",
             h.alt_svc.as_deref().unwrap_or_default(),
             h.error.as_deref().unwrap_or("no answer")
-        )),
-        (false, false) => findings.push(format!(
+        ))),
+        (false, false) => findings.push(f("h3_not_offered", Cause::Measured, format!(
             "HTTP/3: not offered (no Alt-Svc h3; no QUIC answer at UDP port {port}: {}).",
             h.error.as_deref().unwrap_or("no answer")
-        )),
+        ))),
     }
     if !h.answered {
         return;
     }
+    let full_e = |full: f64| {
+        Evidence::figure(
+            "h3.full_handshake_ms",
+            full,
+            Some("ms"),
+            "full QUIC handshakes (median)",
+        )
+    };
     if let Some(full) = h.full_handshake_ms {
-        findings.push(format!(
-            "QUIC handshake (transport and TLS 1.3 in one round trip): {} ms full{}.",
-            fmt_ms(full),
-            h.resumed_handshake_ms
-                .map(|r| format!(", {} ms resumed", fmt_ms(r)))
-                .unwrap_or_default()
-        ));
+        let mut found = f(
+            "h3_handshake",
+            Cause::Measured,
+            format!(
+                "QUIC handshake (transport and TLS 1.3 in one round trip): {} ms full{}.",
+                fmt_ms(full),
+                h.resumed_handshake_ms
+                    .map(|r| format!(", {} ms resumed", fmt_ms(r)))
+                    .unwrap_or_default()
+            ),
+        )
+        .with(full_e(full));
+        if let Some(r) = h.resumed_handshake_ms {
+            found = found.with(Evidence::figure(
+                "h3.resumed_handshake_ms",
+                r,
+                Some("ms"),
+                "resumed QUIC handshakes (median)",
+            ));
+        }
+        findings.push(found);
     }
+    let resumed = Evidence::count(
+        "h3.resumed",
+        h.resumed,
+        h.resume_tries,
+        "new connections that offered a ticket",
+    );
     if h.resumption {
-        findings.push(format!(
-            "QUIC session resumption works: {} of {} new connections resumed the TLS session.",
-            h.resumed, h.resume_tries
-        ));
+        findings.push(
+            f(
+                "h3_resumption",
+                Cause::Measured,
+                format!(
+                    "QUIC session resumption works: {} of {} new connections resumed the TLS session.",
+                    h.resumed, h.resume_tries
+                ),
+            )
+            .with(resumed),
+        );
     } else {
-        problems.push(format!(
+        let mut p = f("h3_resumption_never_granted", Cause::Protocol, format!(
             "QUIC sessions are not resumed ({} new connections offered a ticket, none resumed): every new HTTP/3 connection pays a full TLS handshake{}. Enable session tickets for QUIC on the server.",
             h.resume_tries,
             h.full_handshake_ms
                 .map(|f| format!(" ({} ms here)", fmt_ms(f)))
                 .unwrap_or_default()
-        ));
+        ))
+        .with(resumed);
+        if let Some(full) = h.full_handshake_ms {
+            p = p.with(full_e(full));
+        }
+        problems.push(p);
     }
+    early_data(h, server, findings);
+}
+
+/// What the 0-RTT probe found.
+fn early_data(h: &H3Findings, server: Option<ServerKind>, findings: &mut Vec<Finding>) {
+    let f = |code, cause, text| Finding::new(code, cause, text);
     match h.early_data {
-        Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
+        Some(EarlyDataFinding { accepted: true, .. }) => findings.push(f(
+            "h3_early_data_accepted",
+            Cause::Measured,
             "QUIC 0-RTT: accepted; a client's first request on a resumed QUIC connection goes with its Initial, with no round trip before it (idempotent requests only: 0-RTT can be replayed).".to_string(),
-        ),
-        Some(EarlyDataFinding { offered: true, .. }) => findings.push(
+        )),
+        Some(EarlyDataFinding { offered: true, .. }) => findings.push(f(
+            "h3_early_data_rejected",
+            Cause::Protocol,
             "QUIC 0-RTT: the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
-        ),
-        Some(_) => findings.push(format!(
-            "QUIC 0-RTT: not offered; the server's session tickets do not allow early data {}.",
-            fix(Setting::EarlyData, server)
+        )),
+        Some(_) => findings.push(f(
+            "h3_early_data_not_offered",
+            Cause::Protocol,
+            format!(
+                "QUIC 0-RTT: not offered; the server's session tickets do not allow early data {}.",
+                fix(Setting::EarlyData, server)
+            ),
         )),
         None => {}
     }

@@ -13,6 +13,7 @@ use crate::plan::Scenario;
 use crate::probe;
 use crate::record::kx_group_name;
 pub use crate::report::doctor::{GroupProbe, KeyExchangeFindings, OfferProbe};
+use crate::report::finding::{Cause, Evidence, Finding};
 
 /// Full handshakes timed per group and per offer.
 const SAMPLES: usize = 3;
@@ -139,6 +140,16 @@ pub(super) async fn probe(sc: &Scenario, req: &RequestConfig) -> KeyExchangeFind
     }
 }
 
+/// Groups the server accepted offered alone, of those offered.
+fn accepted(n: usize, of: usize) -> Evidence {
+    Evidence::count(
+        "tls.key_exchange.groups.accepted",
+        n as u64,
+        of as u64,
+        "groups offered one at a time",
+    )
+}
+
 fn group<'a>(k: &'a KeyExchangeFindings, name: &str) -> Option<&'a GroupProbe> {
     k.groups.iter().find(|g| g.group == name)
 }
@@ -147,8 +158,8 @@ fn group<'a>(k: &'a KeyExchangeFindings, name: &str) -> Option<&'a GroupProbe> {
 /// prefers, and a problem when the browsers' offer costs a HelloRetryRequest.
 pub(super) fn judge(
     k: &KeyExchangeFindings,
-    findings: &mut Vec<String>,
-    problems: &mut Vec<String>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
 ) {
     let (yes, no): (Vec<&GroupProbe>, Vec<&GroupProbe>) = k.groups.iter().partition(|g| g.accepted);
     let names = |v: &[&GroupProbe]| {
@@ -158,13 +169,20 @@ pub(super) fn judge(
             .join(", ")
     };
     if yes.is_empty() {
-        findings.push(format!(
-            "Key exchange: the server accepted none of {} offered alone (the first said: {}).",
-            names(&no),
-            no.first()
-                .and_then(|g| g.error.as_deref())
-                .unwrap_or("no reason")
-        ));
+        findings.push(
+            Finding::new(
+                "kx_none_accepted",
+                Cause::Tls,
+                format!(
+                    "Key exchange: the server accepted none of {} offered alone (the first said: {}).",
+                    names(&no),
+                    no.first()
+                        .and_then(|g| g.error.as_deref())
+                        .unwrap_or("no reason")
+                ),
+            )
+            .with(accepted(0, no.len())),
+        );
     } else {
         let refused = if no.is_empty() {
             String::new()
@@ -175,11 +193,23 @@ pub(super) fn judge(
             .iter()
             .map(|g| format!("{} {} ms", g.group, fmt_ms(g.handshake_ms.unwrap_or(0.0))))
             .collect();
-        findings.push(format!(
+        let mut f = Finding::new("kx_groups", Cause::Measured, format!(
             "Key exchange: offered one group at a time, the server accepts {}{refused}; a full handshake took {} (medians of {SAMPLES}).",
             names(&yes),
             times.join(", ")
-        ));
+        ))
+        .with(accepted(yes.len(), yes.len() + no.len()));
+        for g in &yes {
+            if let Some(ms) = g.handshake_ms {
+                f = f.with(Evidence::mean_ms(
+                    &format!("tls.key_exchange.groups[{}].handshake_ms", g.group),
+                    ms,
+                    SAMPLES as u64,
+                    "full handshakes (median)",
+                ));
+            }
+        }
+        findings.push(f);
     }
     preference(k, findings);
     let pq = &k.post_quantum_first;
@@ -188,20 +218,27 @@ pub(super) fn judge(
             .and_then(|g| g.handshake_ms)
             .map(|ms| format!(", {} ms offered {chosen} alone", fmt_ms(ms)))
             .unwrap_or_default();
-        problems.push(format!(
+        problems.push(Finding::new("kx_hello_retry", Cause::Tls, format!(
             "Offering {POST_QUANTUM} and {CLASSICAL} first, as browsers and Go do, costs a HelloRetryRequest here: the server takes neither share and asks for {chosen}, one more round trip on every full handshake (a handshake took {} ms offered that way{alone}). Accept {CLASSICAL} (and {POST_QUANTUM}) on the server.",
             fmt_ms(pq.handshake_ms.unwrap_or(0.0))
-        ));
+        )).with(Evidence::figure(
+            "tls.key_exchange.post_quantum_first.handshake_ms",
+            pq.handshake_ms.unwrap_or(0.0),
+            Some("ms"),
+            "a full handshake offering the browsers' groups",
+        )));
     }
 }
 
 /// Which group the server prefers, from the two offers of several.
-fn preference(k: &KeyExchangeFindings, findings: &mut Vec<String>) {
+fn preference(k: &KeyExchangeFindings, findings: &mut Vec<Finding>) {
     let (pq, cl) = (&k.post_quantum_first, &k.classical_first);
     let (Some(p), Some(c)) = (&pq.chosen, &cl.chosen) else {
         if let Some(e) = pq.error.as_ref().or(cl.error.as_ref()) {
-            findings.push(format!(
-                "Key exchange: a handshake offering several groups failed: {e}."
+            findings.push(Finding::new(
+                "kx_offer_failed",
+                Cause::Tls,
+                format!("Key exchange: a handshake offering several groups failed: {e}."),
             ));
         }
         return;
@@ -240,5 +277,9 @@ fn preference(k: &KeyExchangeFindings, findings: &mut Vec<String>) {
             retry(cl)
         )
     };
-    findings.push(format!("Key exchange preference: {said}."));
+    findings.push(Finding::new(
+        "kx_preference",
+        Cause::Measured,
+        format!("Key exchange preference: {said}."),
+    ));
 }

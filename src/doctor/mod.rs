@@ -29,6 +29,7 @@ pub use crate::report::doctor::{
     Concurrency, DoctorReport, EarlyDataFinding, H2Findings, IdleTimeout, MaxRequests,
     PersistProbe, ServerKind, TlsFindings,
 };
+use crate::report::finding::{Cause, Evidence, Finding};
 use fixes::{fix, Setting};
 
 /// How long to wait for a server to close a connection it said it would end.
@@ -483,108 +484,172 @@ fn each_wait(sc: &Scenario) -> String {
 fn idle_finding(
     i: &IdleTimeout,
     label: &str,
-    ends: &str,
-    findings: &mut Vec<String>,
+    (ends, figure): (&str, &str),
+    findings: &mut Vec<Finding>,
 ) -> Option<(String, String)> {
     let at_least = fmt_ms(i.at_least_s);
     let Some(hi) = i.at_most_s else {
-        findings.push(format!(
-            "{label}: idle connections stay open for at least {at_least} s (--max-idle)."
-        ));
+        findings.push(
+            Finding::new(
+                "idle_timeout_not_met",
+                Cause::Measured,
+                format!(
+                    "{label}: idle connections stay open for at least {at_least} s (--max-idle)."
+                ),
+            )
+            .with(idle_evidence(i, figure)),
+        );
         return None;
     };
-    findings.push(format!(
-        "{label}: the server {ends} after {at_least}-{} s ({} probes).",
-        fmt_ms(hi),
-        i.probes
-    ));
+    findings.push(
+        Finding::new(
+            "idle_timeout",
+            Cause::Measured,
+            format!(
+                "{label}: the server {ends} after {at_least}-{} s ({} probes).",
+                fmt_ms(hi),
+                i.probes
+            ),
+        )
+        .with(idle_evidence(i, figure)),
+    );
     // Measured between two probes, so said as its bounds: the range, and the lower bound
     // a client must stay under.
     (hi < SHORT_IDLE_S).then(|| (format!("{at_least}-{}", fmt_ms(hi)), at_least))
+}
+
+/// An idle timeout as the probes bound it: between the longest idle time a connection
+/// survived and the shortest after which it was found closed (in seconds).
+fn idle_evidence(i: &IdleTimeout, figure: &str) -> Evidence {
+    Evidence {
+        // Open at the probe's limit: a lower bound only, the value.
+        bounds: i.at_most_s.map(|hi| [i.at_least_s, hi]),
+        ..Evidence::mean(figure, i.at_least_s, Some("s"), i.probes, "idle probes")
+    }
+}
+
+/// The evidence of a requests-per-connection probe: the limit met (or the requests
+/// probed without meeting one) on one connection.
+fn max_requests_evidence(m: &MaxRequests, figure: &str) -> Evidence {
+    Evidence::figure(
+        figure,
+        m.limit.unwrap_or(m.probed) as f64,
+        None,
+        if m.limit.is_some() {
+            "requests on one connection before the server ended it"
+        } else {
+            "requests on one connection without meeting a limit"
+        },
+    )
 }
 
 /// The requests-per-connection finding (HTTP/1 and HTTP/2, each in its own words): the
 /// limit when it is low enough to be a problem, which the caller says in its words.
 fn max_requests_finding(
     m: &MaxRequests,
-    limit: impl Fn(u64) -> String,
-    none_met: impl Fn(u64) -> String,
-    findings: &mut Vec<String>,
+    (limit, none_met): (impl Fn(u64) -> String, impl Fn(u64) -> String),
+    figure: &str,
+    findings: &mut Vec<Finding>,
 ) -> Option<u64> {
-    let Some(n) = m.limit else {
-        findings.push(none_met(m.probed));
-        return None;
+    let (code, text) = match m.limit {
+        Some(n) => ("max_requests", limit(n)),
+        None => ("max_requests_not_met", none_met(m.probed)),
     };
-    findings.push(limit(n));
-    (n < LOW_MAX_REQUESTS).then_some(n)
+    findings.push(Finding::new(code, Cause::Measured, text).with(max_requests_evidence(m, figure)));
+    m.limit.filter(|n| *n < LOW_MAX_REQUESTS)
 }
 
 fn judge_h2(
     h: &H2Findings,
     server: Option<ServerKind>,
-    findings: &mut Vec<String>,
-    problems: &mut Vec<String>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
 ) {
     if let Some(e) = &h.error {
         // Nothing of HTTP/2 was measured: no SETTINGS, no limits to report.
-        findings.push(format!("HTTP/2 probes failed: {e}"));
-        problems.push(format!(
+        findings.push(Finding::new(
+            "h2_probes_failed",
+            Cause::Protocol,
+            format!("HTTP/2 probes failed: {e}"),
+        ));
+        problems.push(Finding::new("h2_not_spoken", Cause::Protocol, format!(
             "HTTP/2 was asked for and the server does not speak it here ({e}). A client that needs HTTP/2 gets HTTP/1.1 or nothing; turn it on {}.",
             fix(Setting::H2On, server)
-        ));
+        )).explaining(true));
         return;
     }
     let s = &h.settings;
     let shown = |v: Option<u32>, default: &str| v.map_or(default.to_string(), |v| v.to_string());
-    findings.push(format!(
+    let streams = |m: u32| {
+        Evidence::figure(
+            "h2.settings.max_concurrent_streams",
+            f64::from(m),
+            None,
+            "streams at once on one connection (the server's SETTINGS)",
+        )
+    };
+    let mut settings = Finding::new("h2_settings", Cause::Measured, format!(
         "HTTP/2: SETTINGS max concurrent streams {}, initial window {}, max frame {}; the server's SETTINGS came {} ms after the preface.",
         shown(s.max_concurrent_streams, "unlimited"),
         shown(s.initial_window_size, "65535 (default)"),
         shown(s.max_frame_size, "16384 (default)"),
         fmt_ms(h.h2_setup_ms)
-    ));
+    )).with(Evidence::figure("h2.h2_setup_ms", h.h2_setup_ms, Some("ms"), "the SETTINGS probe"));
+    if let Some(m) = s.max_concurrent_streams {
+        settings = settings.with(streams(m));
+    }
+    findings.push(settings);
     if let Some(m) = s
         .max_concurrent_streams
         .filter(|m| *m < LOW_CONCURRENT_STREAMS)
     {
-        problems.push(format!(
+        problems.push(Finding::new("h2_few_streams", Cause::Protocol, format!(
             "The server allows only {m} concurrent HTTP/2 streams per connection: a client multiplexing more requests waits for a stream or opens more connections (browsers and gRPC expect about 100). Raise it {}.",
             fix(Setting::H2Streams, server)
-        ));
+        )).with(streams(m)));
     }
     if let Some(c) = &h.concurrency {
-        findings.push(format!(
+        let refused = Evidence::count(
+            "h2.concurrency.refused",
+            c.refused,
+            c.tried,
+            "streams sent at once on one connection",
+        );
+        findings.push(Finding::new("h2_concurrency", Cause::Measured, format!(
             "HTTP/2: {} streams sent at once on one connection: {} answered, {} refused, {} failed.",
             c.tried, c.answered, c.refused, c.failed
-        ));
+        )).with(Evidence::count("h2.concurrency.answered", c.answered, c.tried, "streams sent at once on one connection")).with(refused.clone()));
         if c.refused > 0 {
-            problems.push(format!(
+            problems.push(Finding::new("h2_streams_refused", Cause::Protocol, format!(
                 "The server refused {} of {} concurrent streams that its SETTINGS allowed: clients see REFUSED_STREAM and must retry.",
                 c.refused, c.tried
-            ));
+            )).with(refused));
         }
     }
     if let Some(m) = &h.max_requests {
         let said = max_requests_finding(
             m,
-            |n| format!("HTTP/2: the server ends a connection with GOAWAY after {n} streams."),
-            |p| format!("HTTP/2: at least {p} streams on one connection (no limit met)."),
+            (
+                |n| format!("HTTP/2: the server ends a connection with GOAWAY after {n} streams."),
+                |p| format!("HTTP/2: at least {p} streams on one connection (no limit met)."),
+            ),
+            "h2.max_requests",
             findings,
         );
         if let Some(n) = said {
-            problems.push(format!(
+            problems.push(Finding::new("h2_max_requests_low", Cause::Reuse, format!(
                 "The server sends GOAWAY after {n} HTTP/2 streams: a busy client sets up a new connection (and TLS handshake) every {n} requests. Raise the limit {}.",
                 fix(Setting::H2MaxRequests, server)
-            ));
+            )).with(max_requests_evidence(m, "h2.max_requests")));
         }
     }
     if let Some(i) = &h.idle_timeout {
-        let ends = "ends idle connections (GOAWAY or close)";
+        let ends = ("ends idle connections (GOAWAY or close)", "h2.idle_timeout");
         if let Some((range, lo)) = idle_finding(i, "HTTP/2 idle timeout", ends, findings) {
-            problems.push(format!(
+            problems.push(Finding::new("h2_idle_timeout_short", Cause::Reuse, format!(
                 "The server ends idle HTTP/2 connections after {range} s (between two probes): a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {lo} s, or raise the server's {}.",
                 fix(Setting::H2IdleTimeout, server)
-            ));
+            )).with(idle_evidence(i, "h2.idle_timeout")));
         }
     }
 }
@@ -833,18 +898,22 @@ fn idle_policy(i: &IdleTimeout) -> String {
 
 /// What the probes found, and the problems among it, in the order the report gives
 /// them: the server, HTTP/1, its limits, TLS, HTTP/2, HTTP/3.
-fn judge(r: &DoctorReport) -> (Vec<String>, Vec<String>) {
+fn judge(r: &DoctorReport) -> (Vec<Finding>, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut problems = Vec::new();
     let server = r.server_kind;
     if let Some(h) = &r.server {
-        findings.push(format!(
-            "The server says it is `{h}`{}.",
-            if server.is_some() {
-                ": fixes below name its own settings"
-            } else {
-                ""
-            }
+        findings.push(Finding::new(
+            "server_says",
+            Cause::Measured,
+            format!(
+                "The server says it is `{h}`{}.",
+                if server.is_some() {
+                    ": fixes below name its own settings"
+                } else {
+                    ""
+                }
+            ),
         ));
     }
     if let (Some(http10), Some(http10_keep_alive)) = (&r.http10, &r.http10_keep_alive) {
@@ -879,70 +948,109 @@ fn judge_http1(
     [http11, http10, http10_keep_alive]: [&PersistProbe; 3],
     keeps: bool,
     server: Option<ServerKind>,
-    findings: &mut Vec<String>,
-    problems: &mut Vec<String>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
 ) {
     let version = http11.http_version.clone().unwrap_or_default();
+    let f = |code, cause, text: String| Finding::new(code, cause, text);
     if keeps {
-        findings.push(format!(
-            "HTTP/1.1: the connection is kept open and reused (the server answers {version})."
-        ));
+        findings.push(
+            f(
+                "http11_kept",
+                Cause::Measured,
+                format!("HTTP/1.1: the connection is kept open and reused (the server answers {version})."),
+            )
+            .with(persisted("http11", http11)),
+        );
     } else {
-        findings.push(format!(
+        findings.push(f("http11_closed", Cause::Reuse, format!(
             "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
             http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
-        ));
-        problems.push(format!(
+        )).with(persisted("http11", http11)));
+        problems.push(f("keep_alive_off", Cause::Reuse, format!(
             "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
             fix(Setting::KeepAlive, server)
-        ));
+        )).with(persisted("http11", http11)));
     }
-    findings.push(if http10.persistent {
-        "HTTP/1.0 without a keep-alive header: the server keeps the connection open anyway."
-            .to_string()
-    } else {
-        format!(
-            "HTTP/1.0 without a keep-alive header: the connection ends after the response{}.",
-            if http10.server_closed {
-                " (the server closes it)"
-            } else {
-                ""
-            }
+    findings.push(
+        if http10.persistent {
+            f(
+            "http10_kept",
+            Cause::Measured,
+            "HTTP/1.0 without a keep-alive header: the server keeps the connection open anyway."
+                .to_string(),
         )
-    });
+        } else {
+            f(
+                "http10_closed",
+                Cause::Measured,
+                format!(
+                "HTTP/1.0 without a keep-alive header: the connection ends after the response{}.",
+                if http10.server_closed {
+                    " (the server closes it)"
+                } else {
+                    ""
+                }
+            ),
+            )
+        }
+        .with(persisted("http10", http10)),
+    );
     let honours = http10_keep_alive.persistent && http10_keep_alive.reused;
+    let e = || persisted("http10_keep_alive", http10_keep_alive);
     if honours {
         findings.push(
-            "HTTP/1.0 with `Connection: keep-alive`: honoured, the connection is reused."
-                .to_string(),
+            f(
+                "http10_keep_alive_honoured",
+                Cause::Measured,
+                "HTTP/1.0 with `Connection: keep-alive`: honoured, the connection is reused."
+                    .to_string(),
+            )
+            .with(e()),
         );
     } else {
-        findings.push("HTTP/1.0 with `Connection: keep-alive`: ignored, the connection ends after the response.".to_string());
+        findings.push(f("http10_keep_alive_ignored", Cause::Reuse, "HTTP/1.0 with `Connection: keep-alive`: ignored, the connection ends after the response.".to_string()).with(e()));
         problems.push(
-            "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string(),
+            f("http10_keep_alive_ignored", Cause::Reuse, "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string()).with(e()),
         );
     }
+}
+
+/// A persistence probe's outcome: whether its connection carried a second request (1)
+/// or not (0), of the one connection probed.
+fn persisted(figure: &str, p: &PersistProbe) -> Evidence {
+    Evidence::count(
+        &format!("{figure}.reused"),
+        u64::from(p.persistent && p.reused),
+        1,
+        "connections probed (a second request sent on it)",
+    )
 }
 
 fn judge_max_requests(
     m: &MaxRequests,
     server: Option<ServerKind>,
-    findings: &mut Vec<String>,
-    problems: &mut Vec<String>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
 ) {
     let said = max_requests_finding(
         m,
-        |n| {
-            format!("Max requests per connection: the server ends a connection after {n} requests.")
-        },
-        |p| format!("Max requests per connection: at least {p} (no limit met)."),
+        (
+            |n| {
+                format!(
+                    "Max requests per connection: the server ends a connection after {n} requests."
+                )
+            },
+            |p| format!("Max requests per connection: at least {p} (no limit met)."),
+        ),
+        "max_requests",
         findings,
     );
     if let Some(n) = said {
-        problems.push(format!(
+        problems.push(Finding::new("max_requests_low", Cause::Reuse, format!(
             "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
             fix(Setting::MaxRequests, server)
-        ));
+        )).with(max_requests_evidence(m, "max_requests")));
     }
 }
 
@@ -950,34 +1058,47 @@ fn judge_max_requests(
 fn judge_idle(
     i: &IdleTimeout,
     server: Option<ServerKind>,
-    findings: &mut Vec<String>,
-    problems: &mut Vec<String>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
 ) {
-    let ends = "closes idle connections";
+    let ends = ("closes idle connections", "idle_timeout");
     if let Some((range, lo)) = idle_finding(i, "Idle timeout", ends, findings) {
-        problems.push(format!(
+        problems.push(Finding::new("idle_timeout_short", Cause::Reuse, format!(
             "The server closes idle connections after {range} s (between two probes): a client pool whose idle timeout is {lo} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {lo} s, or raise the server's idle timeout above the pool's {}.",
             fix(Setting::IdleTimeout, server)
-        ));
+        )).with(idle_evidence(i, "idle_timeout")));
     }
     if let Some(c) = i.claimed_s {
         let hi = i.at_most_s.unwrap_or(f64::INFINITY);
+        let claimed = Evidence::figure(
+            "idle_timeout.claimed_s",
+            c,
+            Some("s"),
+            "the server's Keep-Alive header",
+        );
+        let f = |code, cause, text| {
+            Finding::new(code, cause, text)
+                .with(claimed.clone())
+                .with(idle_evidence(i, "idle_timeout"))
+        };
         if c + 1.0 < i.at_least_s || c > hi + 1.0 {
-            problems.push(format!(
+            problems.push(f("keep_alive_header_mismatch", Cause::Reuse, format!(
                 "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
                 fmt_ms(i.at_least_s),
                 i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
-            ));
+            )));
         } else if i.at_most_s.is_none() {
             // Open at the probe's limit: the claim is not contradicted, not confirmed.
-            findings.push(format!(
+            findings.push(f("keep_alive_header_not_contradicted", Cause::Measured, format!(
                 "Its `Keep-Alive: timeout={c}` header is not contradicted: idle connections stayed open for at least {} s, the probe's limit (--max-idle {}s would check it).",
                 fmt_ms(i.at_least_s),
                 (c + 5.0).ceil()
-            ));
+            )));
         } else {
-            findings.push(format!(
-                "Its `Keep-Alive: timeout={c}` header matches what it does."
+            findings.push(f(
+                "keep_alive_header_matches",
+                Cause::Measured,
+                format!("Its `Keep-Alive: timeout={c}` header matches what it does."),
             ));
         }
     }
@@ -986,42 +1107,76 @@ fn judge_idle(
 fn judge_tls(
     t: &TlsFindings,
     server: Option<ServerKind>,
-    findings: &mut Vec<String>,
-    problems: &mut Vec<String>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
 ) {
-    findings.push(format!(
-        "TLS: {} with {}; offered h2 and http/1.1, the server chose {}.",
-        t.version,
-        t.cipher_suite,
-        t.alpn_selected.as_deref().unwrap_or("none (no ALPN)")
+    let f = |code, cause, text: String| Finding::new(code, cause, text);
+    findings.push(f(
+        "tls",
+        Cause::Measured,
+        format!(
+            "TLS: {} with {}; offered h2 and http/1.1, the server chose {}.",
+            t.version,
+            t.cipher_suite,
+            t.alpn_selected.as_deref().unwrap_or("none (no ALPN)")
+        ),
     ));
     if !t.offers_h2 {
-        findings.push(
+        findings.push(f(
+            "h2_not_offered",
+            Cause::Protocol,
             "The server does not offer HTTP/2 (ALPN h2): multiplexing is not available."
                 .to_string(),
-        );
+        ));
     }
+    let full = Evidence::figure(
+        "tls.full_handshake_ms",
+        t.full_handshake_ms,
+        Some("ms"),
+        "full handshakes (median)",
+    );
     match t.resumed_handshake_ms {
-        Some(r) => findings.push(format!(
-            "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
-            fmt_ms(t.full_handshake_ms),
-            fmt_ms(r)
-        )),
-        None => problems.push(format!(
+        Some(r) => findings.push(
+            f(
+                "tls_resumption",
+                Cause::Measured,
+                format!(
+                    "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
+                    fmt_ms(t.full_handshake_ms),
+                    fmt_ms(r)
+                ),
+            )
+            .with(full)
+            .with(Evidence::figure(
+                "tls.resumed_handshake_ms",
+                r,
+                Some("ms"),
+                "resumed handshakes (median)",
+            )),
+        ),
+        None => problems.push(f("resumption_never_granted", Cause::Protocol, format!(
             "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
             fmt_ms(t.full_handshake_ms)
-        )),
+        )).with(full)),
     }
     match t.early_data {
-        Some(EarlyDataFinding { accepted: true, .. }) => findings.push(
+        Some(EarlyDataFinding { accepted: true, .. }) => findings.push(f(
+            "early_data_accepted",
+            Cause::Measured,
             "TLS 1.3 early data (0-RTT): accepted; a client's first request on a resumed connection can go with its ClientHello, a round trip sooner (idempotent requests only: early data can be replayed).".to_string(),
-        ),
-        Some(EarlyDataFinding { offered: true, .. }) => findings.push(
+        )),
+        Some(EarlyDataFinding { offered: true, .. }) => findings.push(f(
+            "early_data_rejected",
+            Cause::Protocol,
             "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
-        ),
-        Some(_) => findings.push(format!(
-            "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
-            fix(Setting::EarlyData, server)
+        )),
+        Some(_) => findings.push(f(
+            "early_data_not_offered",
+            Cause::Protocol,
+            format!(
+                "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
+                fix(Setting::EarlyData, server)
+            ),
         )),
         None => {}
     }
@@ -1053,9 +1208,9 @@ fn h3_only(
             h3.error.as_deref().unwrap_or("no answer")
         );
     }
-    let mut findings = vec![format!(
+    let mut findings = vec![Finding::new("h3_only", Cause::Transport, format!(
         "TCP: no connection ({why}); the server answers only over QUIC (HTTP/3). HTTP/1.x, HTTP/2 and TLS over TCP were not probed, and clients without HTTP/3 (most load tools, networks that block UDP) cannot reach it."
-    )];
+    ))];
     let mut problems = Vec::new();
     h3::judge(&h3, None, &mut findings, &mut problems);
     let mut report = DoctorReport {

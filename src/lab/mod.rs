@@ -359,10 +359,21 @@ fn stop_children() {
     }
 }
 
-/// On SIGINT or SIGTERM: the first is passed to the command the lab runs, if one runs;
-/// otherwise (or at the second) stop the lab's processes by PID and exit (130 or 143).
-/// The namespaces and TUN devices go with the process.
+/// Stop the lab's processes by PID and remove its files (the namespaces and TUN
+/// devices go with the process).
+fn clean_up() {
+    stop_children();
+    for dir in std::mem::take(&mut *temp_dirs().lock().unwrap_or_else(|p| p.into_inner())) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// On SIGINT or SIGTERM: the first is passed to the command the lab runs, if one runs,
+/// and a first SIGINT is left to a command that handles Ctrl-C itself in this process
+/// (`bench --rtt` reports what it measured); otherwise (or at the second) stop the lab's
+/// processes by PID and exit (130 or 143). A first SIGINT marks the run interrupted.
 fn watch_signals() {
+    crate::interrupt::on_exit(clean_up);
     let _ = std::thread::Builder::new()
         .name("handshake-lab-signals".into())
         .spawn(move || {
@@ -395,20 +406,23 @@ fn watch_signals() {
                     .filter(|(pid, group)| !group && alive(*pid))
                     .map(|(pid, _)| *pid)
                     .collect();
-                if !forwarded && !clients.is_empty() {
+                let in_process = sig == libc::SIGINT && crate::interrupt::installed();
+                if !forwarded && (in_process || !clients.is_empty()) {
                     forwarded = true;
-                    for pid in clients {
-                        unsafe { libc::kill(pid as libc::pid_t, sig) };
+                    if sig == libc::SIGINT {
+                        crate::interrupt::request();
+                    }
+                    // A terminal's Ctrl-C reached the whole foreground group, the
+                    // command with it: a second one would end it at once, unreported.
+                    if !(sig == libc::SIGINT && crate::interrupt::from_terminal()) {
+                        for pid in clients {
+                            unsafe { libc::kill(pid as libc::pid_t, sig) };
+                        }
                     }
                     continue;
                 }
                 eprintln!("handshake lab: interrupted; stopping the lab's processes");
-                stop_children();
-                for dir in
-                    std::mem::take(&mut *temp_dirs().lock().unwrap_or_else(|p| p.into_inner()))
-                {
-                    let _ = std::fs::remove_dir_all(dir);
-                }
+                clean_up();
                 std::process::exit(code);
             }
         });

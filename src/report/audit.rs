@@ -164,9 +164,12 @@ pub struct AuditReport {
     /// What the run was: the URL, when, the command line, the machine.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<super::RunInfo>,
+    /// Ctrl-C ended it (exit status 130): what the report covers (code `interrupted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<super::finding::Finding>,
     /// The verdict in one sentence: requests over connections, reused or not, and why.
-    pub headline: String,
-    pub verdict: Vec<String>,
+    pub headline: super::finding::Finding,
+    pub verdict: Vec<super::finding::Finding>,
     /// Second by second since the audit started: connections opened and ended, requests,
     /// TLS handshakes.
     pub timeline: Vec<AuditBucket>,

@@ -171,9 +171,9 @@ pub struct DoctorReport {
     /// The connection policy in one line (the report's headline).
     pub policy: String,
     /// What was seen, in plain sentences.
-    pub findings: Vec<String>,
+    pub findings: Vec<super::finding::Finding>,
     /// Each problem with a concrete fix. Empty: exit status 0.
-    pub problems: Vec<String>,
+    pub problems: Vec<super::finding::Finding>,
     /// Ctrl-C cut the probes short: the report holds those that ended (exit status 130).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<super::finding::Finding>,

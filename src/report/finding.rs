@@ -166,6 +166,22 @@ pub fn interrupted(what: &str, completed: u64, given_up: u64) -> Finding {
     ))
 }
 
+/// The mark of a watch, audit or lab ended by Ctrl-C after `after_s` seconds: the
+/// report covers `what` until then (exit status 130).
+pub fn ended_by_interrupt(what: &str, after_s: f64) -> Finding {
+    Finding::new(
+        "interrupted",
+        Cause::Measured,
+        format!("Interrupted (Ctrl-C) after {after_s:.1} s: this report covers {what} until then."),
+    )
+    .with(Evidence::figure(
+        "duration_s",
+        after_s,
+        Some("s"),
+        "the run until the interrupt",
+    ))
+}
+
 /// The mark of a doctor cut short by Ctrl-C: its report holds the probes that ended.
 pub fn probes_interrupted() -> Finding {
     Finding::new(

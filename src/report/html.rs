@@ -280,7 +280,12 @@ pub fn render_audit(report: &AuditReport) -> String {
         title: format!("handshake audit {}", report.url),
         generated_by: format!("{} {}", report.tool, report.version),
         run: report.run.as_ref(),
-        headline: vec![report.headline.clone()],
+        headline: report
+            .interrupted
+            .iter()
+            .map(|i| i.text.clone())
+            .chain([report.headline.text.clone()])
+            .collect(),
         report,
     };
     page(&d.title, &d, AUDIT_BODY, AUDIT_SCRIPT)

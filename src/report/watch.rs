@@ -117,8 +117,11 @@ pub struct WatchReport {
     /// the figures above).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_connections: Option<u64>,
+    /// Ctrl-C ended it (exit status 130): what the report covers (code `interrupted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<super::finding::Finding>,
     /// The verdict in one sentence: requests over connections, reused or not, and who
     /// closed them.
-    pub headline: String,
-    pub verdict: Vec<String>,
+    pub headline: super::finding::Finding,
+    pub verdict: Vec<super::finding::Finding>,
 }

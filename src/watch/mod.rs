@@ -30,12 +30,6 @@ use owners::Owned;
 use summary::Acc;
 use track::{Conn, Tracker};
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// Which connections count.
 #[derive(Clone, Copy)]
 struct Filter {
@@ -306,9 +300,23 @@ fn wait_for_end(
     child: &mut Option<std::process::Child>,
     started: Instant,
 ) -> anyhow::Result<Option<i32>> {
+    let mut asked: Option<Instant> = None;
     loop {
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            return Ok(None);
+        if crate::interrupt::requested() {
+            // A command watched gets the interrupt too (unless a terminal sent it to the
+            // whole group) and a moment to end on its own, its last closes seen.
+            let Some(c) = child else { return Ok(None) };
+            match asked {
+                None => {
+                    if !crate::interrupt::from_terminal() {
+                        // SAFETY: a signal to the child's PID, which has not been reaped.
+                        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGINT) };
+                    }
+                    asked = Some(Instant::now());
+                }
+                Some(t) if t.elapsed() >= crate::interrupt::GRACE => return Ok(None),
+                Some(_) => {}
+            }
         }
         if o.duration.is_some_and(|d| started.elapsed() >= d) {
             return Ok(None);
@@ -367,10 +375,7 @@ impl TimeWait {
 pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
     let cap = open_capture(o.buffer)?;
     let listening = diag::listening().context("reading the TCP sockets (sock_diag)")?;
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-    }
+    crate::interrupt::install();
     let started = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let owned: Owned = Arc::new(Mutex::new(HashMap::new()));
@@ -474,6 +479,7 @@ fn report(
         .iter()
         .map(|(ep, acc)| acc.summary(ep.to_string(), time_wait.at(*ep)))
         .collect();
+    let total = out.total.summary("all".into(), time_wait.total.clone());
     let mut rep = WatchReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "handshake",
@@ -488,13 +494,18 @@ fn report(
         exit_status: status,
         capture,
         peak_concurrent_connections: out.peak,
-        total: out.total.summary("all".into(), time_wait.total.clone()),
         endpoints,
         other_connections: process_mode.then_some(out.other),
-        headline: String::new(),
+        interrupted: crate::interrupt::requested().then(|| {
+            crate::report::finding::ended_by_interrupt(
+                "the connections seen",
+                started.elapsed().as_secs_f64(),
+            )
+        }),
+        headline: summary::headline(&total),
+        total,
         verdict: Vec::new(),
     };
-    rep.headline = summary::headline(&rep.total);
     rep.verdict = summary::verdict(&rep);
     rep
 }

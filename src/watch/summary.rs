@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::track::{Conn, Ending, Kind};
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{GapStats, RpcStats, TlsCounts};
+use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::watch::{EndpointSummary, Spread, WatchReport};
 
 fn ending_name(e: Ending) -> &'static str {
@@ -167,14 +168,45 @@ fn requests(e: &EndpointSummary) -> String {
     }
 }
 
+/// Requests over connections, of `t` (`at`: the figures' place in the report, `total`
+/// or `endpoints[ADDR]`).
+fn over(f: Finding, t: &EndpointSummary, at: &str) -> Finding {
+    let requests = if t.requests_estimated {
+        "requests (estimated from TLS records)"
+    } else {
+        "requests"
+    };
+    f.with(Evidence::figure(
+        &format!("{at}.requests"),
+        t.requests as f64,
+        None,
+        requests,
+    ))
+    .with(Evidence::figure(
+        &format!("{at}.connections"),
+        t.connections as f64,
+        None,
+        "connections",
+    ))
+}
+
 /// The verdict in one sentence, over every connection watched: "N requests over M
 /// connections: reused (x per connection)", or "not reused, because the client (or the
 /// server) closed them (n of M)" when most ended that way.
-pub fn headline(t: &EndpointSummary) -> String {
+pub fn headline(t: &EndpointSummary) -> Finding {
+    let at = "total";
     if t.connections == 0 {
-        return "No TCP connection was seen.".into();
+        return over(
+            Finding::new(
+                "no_connection",
+                Cause::Measured,
+                "No TCP connection was seen.".into(),
+            ),
+            t,
+            at,
+        );
     }
-    let over = format!(
+    let over_s = format!(
         "{} over {}",
         requests(t),
         plural(t.connections, "connection")
@@ -189,144 +221,257 @@ pub fn headline(t: &EndpointSummary) -> String {
         by(["client_fin", "client_reset"]),
         by(["server_fin", "server_reset"]),
     );
+    let f = |code, cause, text| over(Finding::new(code, cause, text), t, at);
     if t.requests == 0 {
-        format!("{over}: no request seen.")
+        f(
+            "no_request",
+            Cause::Measured,
+            format!("{over_s}: no request seen."),
+        )
     } else if t.requests == 1 {
-        format!("{over}: one request cannot show reuse.")
+        f(
+            "one_request",
+            Cause::Measured,
+            format!("{over_s}: one request cannot show reuse."),
+        )
     } else if t.connections >= t.requests {
         // The client's own request heads asked to close: its cause, whoever closed first.
-        if let Some(why) = client_asked(t) {
-            return format!("{over}: not reused, because {why}.");
+        if let Some((why, e)) = client_asked(t, at) {
+            return f(
+                "client_asked_close",
+                Cause::Reuse,
+                format!("{over_s}: not reused, because {why}."),
+            )
+            .with(e);
         }
         let closer = if client * 2 > t.connections {
-            Some(("the client", client))
+            Some((
+                "the client",
+                "client_closed",
+                client,
+                "client_fin+client_reset",
+            ))
         } else if server * 2 > t.connections {
-            Some(("the server", server))
+            Some((
+                "the server",
+                "server_closed",
+                server,
+                "server_fin+server_reset",
+            ))
         } else {
             None
         };
         match closer {
-            Some((who, n)) => format!(
-                "{over}: not reused, because {who} closed them ({n} of {}).",
-                t.connections
-            ),
-            None => format!("{over}: not reused."),
+            Some((who, code, n, endings)) => f(
+                code,
+                Cause::Reuse,
+                format!(
+                    "{over_s}: not reused, because {who} closed them ({n} of {}).",
+                    t.connections
+                ),
+            )
+            .with(Evidence::count(
+                &format!("{at}.endings.{endings}"),
+                n,
+                t.connections,
+                "connections (FIN or RST first)",
+            )),
+            None => f("not_reused", Cause::Reuse, format!("{over_s}: not reused.")),
         }
     } else {
-        format!(
-            "{over}: reused ({:.1} requests per connection).",
-            t.requests_per_connection.mean
+        f(
+            "reused",
+            Cause::Measured,
+            format!(
+                "{over_s}: reused ({:.1} requests per connection).",
+                t.requests_per_connection.mean
+            ),
         )
+        .with(Evidence::mean(
+            &format!("{at}.requests_per_connection.mean"),
+            t.requests_per_connection.mean,
+            None,
+            t.connections,
+            "connections",
+        ))
     }
 }
 
 /// "the client asked to close them: its requests were HTTP/1.0 without `Connection:
 /// keep-alive` on 5 of 5 connections", when the client's cleartext request heads asked to
-/// close most connections.
-fn client_asked(t: &EndpointSummary) -> Option<String> {
+/// close most connections; with the count it stands on.
+fn client_asked(t: &EndpointSummary, at: &str) -> Option<(String, Evidence)> {
     let n = |k: &str| t.client_asked_close.get(k).copied().unwrap_or(0);
     let (http10, header) = (n("http10_without_keep_alive"), n("connection_close"));
     if (http10 + header) * 2 <= t.connections {
         return None;
     }
-    let what = if http10 >= header {
-        format!(
+    let (what, key, count) = if http10 >= header {
+        (format!(
             "its requests were HTTP/1.0 without `Connection: keep-alive` on {http10} of {} connections (a proxy's default towards its upstream: nginx needs `proxy_http_version 1.1` and an empty `Connection` header)",
             t.connections
-        )
+        ), "http10_without_keep_alive", http10)
     } else {
-        format!(
-            "its requests carried `Connection: close` on {header} of {} connections",
-            t.connections
+        (
+            format!(
+                "its requests carried `Connection: close` on {header} of {} connections",
+                t.connections
+            ),
+            "connection_close",
+            header,
         )
     };
-    Some(format!("the client asked to close them: {what}"))
+    Some((
+        format!("the client asked to close them: {what}"),
+        Evidence::count(
+            &format!("{at}.client_asked_close.{key}"),
+            count,
+            t.connections,
+            "connections",
+        ),
+    ))
 }
 
-/// Plain sentences per endpoint: reuse or none, TLS handshakes, who closes, drops.
-pub fn verdict(r: &WatchReport) -> Vec<String> {
-    let mut v = Vec::new();
-    if r.capture.kernel_drops > 0 {
-        v.push(format!(
-            "The kernel dropped {} of {} captured packets (the capture's buffer was full): connections and requests in them were not seen, so the figures below may be short.",
-            r.capture.kernel_drops, r.capture.packets
-        ));
-    }
-    if let Some(n) = r.capture.attribution_lost.filter(|n| *n > 0) {
-        v.push(format!(
-            "The kernel could not record {} of the program's connections (its record was full): they are counted as other connections.",
-            plural(n, "connection")
-        ));
-    }
-    if r.capture.attribution == Some("sockets") {
-        v.push(format!(
-            "The program's connections were told from others' by looking up each socket's owner after its SYN was seen ({}): a connection shorter than that lookup may be counted as another program's.",
-            r.capture.attribution_note.as_deref().unwrap_or("the cgroup way was not open")
-        ));
-    }
+/// The findings per endpoint: reuse or none, TLS handshakes, who closes, drops.
+pub fn verdict(r: &WatchReport) -> Vec<Finding> {
+    let mut v = capture(r);
     if r.total.connections == 0 {
-        v.push("No TCP connection was seen.".into());
+        v.push(over(
+            Finding::new(
+                "no_connection",
+                Cause::Measured,
+                "No TCP connection was seen.".into(),
+            ),
+            &r.total,
+            "total",
+        ));
         return v;
     }
     for e in &r.endpoints {
+        v.extend(endpoint(e));
+    }
+    v
+}
+
+/// What the capture missed or could only estimate.
+fn capture(r: &WatchReport) -> Vec<Finding> {
+    let mut v = Vec::new();
+    let c = &r.capture;
+    if c.kernel_drops > 0 {
+        v.push(Finding::new("capture_drops", Cause::Transport, format!(
+            "The kernel dropped {} of {} captured packets (the capture's buffer was full): connections and requests in them were not seen, so the figures below may be short.",
+            c.kernel_drops, c.packets
+        )).with(Evidence::count("capture.kernel_drops", c.kernel_drops, c.packets, "packets captured")));
+    }
+    if let Some(n) = c.attribution_lost.filter(|n| *n > 0) {
+        v.push(Finding::new("attribution_lost", Cause::Transport, format!(
+            "The kernel could not record {} of the program's connections (its record was full): they are counted as other connections.",
+            plural(n, "connection")
+        )).with(Evidence::figure("capture.attribution_lost", n as f64, None, "connections")));
+    }
+    if c.attribution == Some("sockets") {
+        v.push(Finding::new("attribution_by_sockets", Cause::Measured, format!(
+            "The program's connections were told from others' by looking up each socket's owner after its SYN was seen ({}): a connection shorter than that lookup may be counted as another program's.",
+            c.attribution_note.as_deref().unwrap_or("the cgroup way was not open")
+        )));
+    }
+    v
+}
+
+/// One endpoint's findings: reuse or none, unanswered requests, TLS resumption.
+fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
+    let mut v = Vec::new();
+    {
+        let at = format!("endpoints[{}]", e.endpoint);
         let reqs = requests(e);
+        let conns = plural(e.connections, "connection");
+        let f = |code, cause, text| over(Finding::new(code, cause, text), e, &at);
         if e.requests == 0 {
-            v.push(format!(
-                "{}: {} and no request seen.",
-                e.endpoint,
-                plural(e.connections, "connection")
+            v.push(f(
+                "no_request",
+                Cause::Measured,
+                format!("{}: {conns} and no request seen.", e.endpoint),
             ));
         } else if e.connections >= e.requests && e.requests > 1 {
-            let mut s = format!(
-                "{}: {reqs} over {}: no reuse",
-                e.endpoint,
-                plural(e.connections, "connection")
-            );
-            if e.tls_handshakes.full > 0 && e.tls_handshakes.resumed == 0 {
+            let mut s = format!("{}: {reqs} over {conns}: no reuse", e.endpoint);
+            let hs = e.tls_handshakes;
+            if hs.full > 0 && hs.resumed == 0 {
                 s.push_str("; each one paid a full TLS handshake");
-            } else if e.tls_handshakes.resumed > 0 {
-                let _ = write!(
-                    s,
-                    "; TLS: {} full, {} resumed",
-                    e.tls_handshakes.full, e.tls_handshakes.resumed
-                );
+            } else if hs.resumed > 0 {
+                let _ = write!(s, "; TLS: {} full, {} resumed", hs.full, hs.resumed);
             }
-            match client_asked(e) {
-                Some(why) => {
+            let asked = client_asked(e, &at);
+            match &asked {
+                Some((why, _)) => {
                     let _ = write!(s, ": {why}. Let the client keep its connections (HTTP/1.1, no `Connection: close`).");
                 }
                 None => s.push_str(
                     ". Keep connections alive and reuse them (one client, a keep-alive agent or pool).",
                 ),
             }
-            v.push(s);
+            let mut finding = f("not_reused", Cause::Reuse, s);
+            if hs.full + hs.resumed > 0 {
+                finding = finding.with(Evidence::count(
+                    &format!("{at}.tls_handshakes.resumed"),
+                    hs.resumed,
+                    hs.full + hs.resumed,
+                    "TLS handshakes",
+                ));
+            }
+            v.extend([match asked {
+                Some((_, ev)) => finding.with(ev),
+                None => finding,
+            }]);
         } else if e.requests <= e.connections {
-            v.push(format!(
-                "{}: {reqs} over {}.",
-                e.endpoint,
-                plural(e.connections, "connection")
+            v.push(f(
+                "one_request",
+                Cause::Measured,
+                format!("{}: {reqs} over {conns}.", e.endpoint),
             ));
         } else {
-            v.push(format!(
-                "{}: {reqs} over {}: connections are reused ({:.1} requests per connection).",
-                e.endpoint,
-                plural(e.connections, "connection"),
-                e.requests_per_connection.mean
-            ));
+            v.push(
+                f(
+                    "reused",
+                    Cause::Measured,
+                    format!(
+                        "{}: {reqs} over {conns}: connections are reused ({:.1} requests per connection).",
+                        e.endpoint, e.requests_per_connection.mean
+                    ),
+                )
+                .with(Evidence::mean(
+                    &format!("{at}.requests_per_connection.mean"),
+                    e.requests_per_connection.mean,
+                    None,
+                    e.connections,
+                    "connections",
+                )),
+            );
         }
         if e.unanswered_requests > 0 {
-            v.push(format!(
+            v.push(Finding::new("unanswered_requests", Cause::Reuse, format!(
                 "{}: {} sent on connections the server was closing or had reset got no answer there (a client sends such a request again on a new connection): the client reused connections the server had already given up.",
                 e.endpoint,
                 plural(e.unanswered_requests, "request")
-            ));
+            )).with(Evidence::count(&format!("{at}.unanswered_requests"), e.unanswered_requests, e.requests, "requests")));
         }
         let full = e.tls_handshakes.full;
         if full > 1 && e.tls_handshakes.resumed == 0 {
-            v.push(format!(
-                "{}: all {full} TLS handshakes were full: the client does not resume sessions.",
-                e.endpoint
-            ));
+            v.push(
+                Finding::new(
+                    "tls_never_resumed",
+                    Cause::Tls,
+                    format!(
+                        "{}: all {full} TLS handshakes were full: the client does not resume sessions.",
+                        e.endpoint
+                    ),
+                )
+                .with(Evidence::count(
+                    &format!("{at}.tls_handshakes.full"),
+                    full,
+                    full,
+                    "TLS handshakes",
+                )),
+            );
         }
     }
     v

@@ -297,8 +297,10 @@ async function checkAudit(page) {
     const cmd = await page.textContent("#command");
     if (!cmd.includes(report.command.join(" ")) || !cmd.includes(`exit status ${report.exit_status}`)) failures.push(`command line "${cmd}"`);
   }
-  await checkSentences(page, "li.verdict", report.verdict, "verdict");
-  await checkSentences(page, "li.headline", [report.headline], "headline");
+  await checkSentences(page, "li.verdict", report.verdict.map((f) => f.text), "verdict");
+  const verdictCodes = await page.$$eval("li.verdict", (ls) => ls.map((l) => l.dataset.code));
+  if (JSON.stringify(verdictCodes) !== JSON.stringify(report.verdict.map((f) => f.code))) failures.push(`verdict codes: ${JSON.stringify(verdictCodes)}`);
+  await checkSentences(page, "li.headline", (report.interrupted ? [report.interrupted.text] : []).concat([report.headline.text]), "headline");
   await checkRun(page, [report.url]);
   await checkThresholds(page, report.thresholds);
   const clients = [report.total].concat(report.clients.length > 1 ? report.clients : []);

@@ -556,7 +556,7 @@ pub fn verdict(v: &Value) -> String {
         .as_array()
         .unwrap()
         .iter()
-        .map(|x| x.as_str().unwrap())
+        .map(|x| x["text"].as_str().unwrap())
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -567,7 +567,7 @@ pub fn problems(v: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| p.as_str().unwrap().to_string())
+        .map(|p| p["text"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -701,4 +701,15 @@ pub fn time_wait_sockets(side: &str, port: u16) -> Vec<String> {
         .lines()
         .map(String::from)
         .collect()
+}
+
+/// Whether the test runs as root (network namespaces, packet capture); if not, it says
+/// that `what` is skipped.
+pub fn root(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("SKIPPED {what}: needs root");
+    }
+    root
 }

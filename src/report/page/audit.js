@@ -3,7 +3,10 @@
   if (r.command) h("li", { id: "command" }, about, "Command: " + r.command.join(" ") + " (exit status " + (r.exit_status === null ? "-" : r.exit_status) + ")");
   const peak = h("li", {}, about, "Peak concurrent connections: ");
   fig(peak, "b", "report", ["peak_concurrent_connections"], r.peak_concurrent_connections);
-  sentences(document.getElementById("verdict"), r.verdict, "verdict");
+  for (const f of r.verdict) {
+    const li = h("li", { class: "verdict" }, document.getElementById("verdict"), f.text);
+    li.setAttribute("data-code", f.code);
+  }
   thresholdsList(r.thresholds);
   // The clients: in total, then each address when there are several.
   const clients = [r.total].concat(r.clients.length > 1 ? r.clients : []);

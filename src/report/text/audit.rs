@@ -96,7 +96,10 @@ fn client_block(out: &mut String, s: &ClientSummary) {
 /// The audit as text, its headline first, fitted to `width`.
 pub fn render(r: &AuditReport, width: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}\n", r.headline);
+    if let Some(i) = &r.interrupted {
+        let _ = writeln!(out, "{}", i.text);
+    }
+    let _ = writeln!(out, "{}\n", r.headline.text);
     let _ = writeln!(out, "audit {}", r.url);
     if let Some(c) = &r.command {
         let _ = writeln!(
@@ -127,7 +130,7 @@ pub fn render(r: &AuditReport, width: usize) -> String {
     super::sparklines(&mut out, &widths, &series, width);
     let _ = writeln!(out, "\nVerdict");
     for v in &r.verdict {
-        let _ = writeln!(out, "  {v}");
+        let _ = writeln!(out, "  {}", v.text);
     }
     crate::fmt::fit(&out, width)
 }

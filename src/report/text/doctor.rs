@@ -17,7 +17,7 @@ pub fn render(d: &DoctorReport, width: usize) -> String {
     }
     let _ = writeln!(out, "\nWhat the server does");
     for f in &d.findings {
-        let _ = writeln!(out, "  - {f}");
+        let _ = writeln!(out, "  - {}", f.text);
     }
     let _ = writeln!(out, "\nVerdict");
     match (d.problems.is_empty(), d.interrupted.is_some()) {
@@ -33,7 +33,7 @@ pub fn render(d: &DoctorReport, width: usize) -> String {
         _ => {}
     }
     for p in &d.problems {
-        let _ = writeln!(out, "  ! {p}");
+        let _ = writeln!(out, "  ! {}", p.text);
     }
     crate::fmt::fit(&out, width)
 }

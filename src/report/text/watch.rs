@@ -85,7 +85,10 @@ fn endpoint_block(out: &mut String, e: &EndpointSummary) {
 /// The headline, what was watched, the figures and the verdict, fitted to `width`.
 pub fn render(r: &WatchReport, width: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}\n", r.headline);
+    if let Some(i) = &r.interrupted {
+        let _ = writeln!(out, "{}", i.text);
+    }
+    let _ = writeln!(out, "{}\n", r.headline.text);
     let w = &r.watched;
     let what = match (&w.command, w.pid, w.port, &w.host) {
         (Some(c), _, _, _) => format!("command: {}", c.join(" ")),
@@ -128,7 +131,7 @@ pub fn render(r: &WatchReport, width: usize) -> String {
     }
     let _ = writeln!(out, "\nVerdict");
     for v in &r.verdict {
-        let _ = writeln!(out, "  {v}");
+        let _ = writeln!(out, "  {}", v.text);
     }
     crate::fmt::fit(&out, width)
 }
