@@ -8,8 +8,8 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 pub const EXIT_STATUS: &str = "Exit status:
   0  the run measured what it set out to, and no --fail-if expression held
   1  a run or a check failed: no request succeeded, or no response was a
-     success (no 2xx or 3xx; --ok-status counts others) (bench, merge;
-     compare: a row without any), a --fail-if expression held, doctor found
+     success (no 2xx or 3xx; --ok-status counts others) (bench, merge,
+     trace; compare: a row without any), a --fail-if expression held, doctor found
      a problem
   2  usage or setup error: a bad flag or value (the message names it), a
      server or link that could not be set up
@@ -436,6 +436,12 @@ pub struct TraceArgs {
     /// Print the trace as JSON
     #[arg(long)]
     pub json: bool,
+
+    /// Count these statuses as successes too: classes or codes, comma-separated ('4xx',
+    /// '404,410'). Without it a trace in which no response was 2xx or 3xx exits 1, as
+    /// one that failed does
+    #[arg(long = "ok-status", value_name = "STATUSES")]
+    pub ok_status: Option<String>,
 }
 
 #[derive(Debug, Args)]

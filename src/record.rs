@@ -510,6 +510,35 @@ pub fn note_status(status: u16, status_line: &[u8], body: &[u8]) {
     STATUS_NOTES.with_borrow_mut(|v| v.push((status, example)));
 }
 
+/// An HTTP/2 or HTTP/3 error response whose example is wanted, waiting for its first
+/// body bytes.
+pub struct PendingStatus {
+    status: u16,
+    line: String,
+}
+
+impl PendingStatus {
+    /// Keep the example with `body`, the response's first DATA (empty when it had none).
+    pub fn body(self, body: &[u8]) {
+        note_status(self.status, self.line.as_bytes(), body);
+    }
+}
+
+/// The example of an HTTP/2 or HTTP/3 response (`version`: "HTTP/2", "HTTP/3"; its
+/// status line as curl prints it, with no reason phrase): a redirect's `Location` is
+/// kept now; an error's body words come with its first DATA, through what is returned.
+pub fn status_note(version: &str, status: u16, location: Option<&[u8]>) -> Option<PendingStatus> {
+    if status < 300 || !wants_status_example(status) {
+        return None;
+    }
+    let line = format!("{version} {status}");
+    if status < 400 {
+        note_status(status, line.as_bytes(), location.unwrap_or_default());
+        return None;
+    }
+    Some(PendingStatus { status, line })
+}
+
 /// The example kept for `status` on this thread, if any (it stays for later recorders).
 pub fn status_example(status: u16) -> Option<String> {
     STATUS_NOTES.with_borrow(|v| v.iter().find(|(s, _)| *s == status).map(|(_, m)| m.clone()))

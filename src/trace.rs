@@ -28,6 +28,13 @@ impl TraceReport {
             protocol: sc.strategy.protocol().to_string(),
             h2_settings,
             link: None,
+            status_examples: steps
+                .iter()
+                .filter(|s| s.status >= 300)
+                .filter_map(|s| {
+                    crate::record::status_example(s.status).map(|m| (s.status.to_string(), m))
+                })
+                .collect(),
             steps,
             error,
         }

@@ -230,6 +230,95 @@ fn plain_http_to_a_tls_port_is_said_in_the_server_s_words_and_fails() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ok-status"));
 }
 
+// Row 3 through trace, doctor and compare: each says what nginx said and fails; none
+// goes on to keep-alive.
+#[test]
+fn plain_http_to_a_tls_port_through_trace_doctor_and_compare() {
+    let Some(n) = nginx_tls(|d| write_certs(d, &["localhost"]), "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/", n.port);
+    // trace: each response and what nginx said, and it fails too (exit 1; 0 with
+    // --ok-status 4xx); nginx logged the two requests.
+    let before = access_log(&n).len();
+    let out = Command::new(bin())
+        .args(["trace", &url, "--count", "2"])
+        .env("COLUMNS", "400")
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert_eq!(access_log(&n).len() - before, 2);
+    assert!(
+        text.contains("Said        HTTP/1.1 400 Bad Request: \""),
+        "{text}"
+    );
+    assert!(
+        text.starts_with("Every response was an error (2 of 2 were 400: HTTP/1.1 400 Bad Request: \"400 The plain HTTP request was sent to HTTPS port"),
+        "{text}"
+    );
+    assert!(
+        err.contains("no response was a success: 2 of 2 were 400"),
+        "{err}"
+    );
+    let out = run(&["trace", &url, "--ok-status", "4xx", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        t["status_examples"]["400"]
+            .as_str()
+            .unwrap()
+            .contains("plain HTTP request was sent to HTTPS port"),
+        "{t}"
+    );
+    // doctor: the 400 and nginx's words, not "turn keep-alive on" (nginx closes after an
+    // error whatever its keep-alive).
+    let out = run(&["doctor", &url, "--json", "--no-progress"]);
+    assert_eq!(out.status.code(), Some(1));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &d["problems"];
+    assert_eq!(p.as_array().unwrap().len(), 1, "{p}");
+    assert_eq!(p[0]["code"], "error_status", "{p}");
+    assert_eq!(evidence(&p[0], "http11.status")["value"], 400.0);
+    assert!(
+        p[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("plain HTTP request was sent to HTTPS port"),
+        "{p}"
+    );
+    assert!(!d.to_string().contains("keep-alive on"), "{d}");
+    assert!(
+        d["policy"].as_str().unwrap().contains("answered 400"),
+        "{d}"
+    );
+    // compare: each row is a run of 400s, so it fails, saying so.
+    let out = run(&[
+        "compare",
+        &url,
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--no-progress",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no response was a success"), "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("plain HTTP request was sent to HTTPS port"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 // Row 7: a self-signed certificate (CA:TRUE, as `openssl req -x509` makes) and no
 // --cacert: the message names --cacert FILE first and has no Rust debug text.
 #[test]
@@ -1151,6 +1240,71 @@ fn listen_queue_overflows_are_named_from_the_kernel_s_count() {
         );
     }
     eprintln!("listen overflows: kernel {during}, report {reported}; exit {code}: {err}");
+}
+
+// HTTP/2 error responses are quoted as HTTP/1's are: nginx's 404 page over h2 (its
+// status line as curl prints it, its page's words), and a redirect's Location; the run of
+// 404s fails (exit 1); nginx logged each request, over HTTP/2.
+#[test]
+fn http2_statuses_are_quoted_as_http1_ones_are() {
+    let Some(n) = Nginx::start_servers(LOG_FORMAT, 1, |ports, d| {
+        write_certs(d, &["localhost"]);
+        format!(
+            "server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
+             access_log {d}/access.log gt; location / {{ return 404; }} location /old {{ return 302 https://localhost/new; }} }}",
+            ports[0],
+            d = d.display()
+        )
+    }) else {
+        return;
+    };
+    let ca = n.dir.join("ca.pem");
+    let url = format!("https://localhost:{}/", n.port);
+    let (code, v, err) = bench(&[
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "h2",
+        "-n",
+        "6",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let log = access_log(&n);
+    assert_eq!(log.len(), 6);
+    assert!(log.iter().all(|l| l.status == 404), "{log:?}");
+    let s = &v["scenarios"][0];
+    assert_eq!(s["protocol"], "h2", "{s}");
+    let said = s["requests"]["status_examples"]["404"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(said.starts_with("HTTP/2 404: \"404 Not Found"), "{said}");
+    assert!(said.contains("nginx/1."), "{said}");
+    let h = &s["headline"];
+    assert_eq!(h["code"], "no_success_status", "{h}");
+    assert!(h["text"].as_str().unwrap().contains("HTTP/2 404"), "{h}");
+    // A redirect over HTTP/2: its Location.
+    let old = format!("{url}old");
+    let (code, v, err) = bench(&[
+        &old,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "h2",
+        "-n",
+        "4",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let s = &v["scenarios"][0];
+    assert_eq!(
+        s["requests"]["status_examples"]["302"], "HTTP/2 302: \"https://localhost/new\"",
+        "{s}"
+    );
+    assert_eq!(s["headline"]["code"], "mostly_redirects");
 }
 
 // A redirect to https (nginx `return 301`): 3xx is a success, so exit 0, but the headline

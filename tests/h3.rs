@@ -919,6 +919,53 @@ fn trace_http3_text_and_usage() {
     }
 }
 
+/// An HTTP/3 error response is quoted as HTTP/1's are: aioquic's 400 ("bad bytes") with
+/// its status line as curl prints it; the run of 400s fails (exit 1); aioquic counted the
+/// requests.
+#[test]
+fn http3_error_statuses_are_quoted() {
+    let _s = serial();
+    let srv = AioQuic::start(&[]);
+    let (url, ca) = (format!("{}?bytes=many", srv.url()), srv.ca());
+    let out = run(&[
+        "bench",
+        &url,
+        "--cacert",
+        &ca,
+        "--strategy",
+        "h3",
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--json",
+        "--no-progress",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = scenario(&r);
+    assert_eq!(n(&s["requests"]["ok"]), 4, "{s}");
+    assert_eq!(n(&srv.stats()["requests"]), 4, "{}", srv.stats());
+    assert_eq!(
+        s["requests"]["status_examples"]["400"], "HTTP/3 400: \"bad bytes\"",
+        "{s}"
+    );
+    let h = &s["headline"];
+    assert_eq!(h["code"], "no_success_status", "{h}");
+    assert!(
+        h["text"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP/3 400: \"bad bytes\""),
+        "{h}"
+    );
+}
+
 /// A UDP relay in front of a QUIC server that holds back the second Initial datagram
 /// of each connection (a ClientHello with a post-quantum key share fills two) for
 /// `hold`: the server has the connection, but not yet the client's transport

@@ -235,6 +235,7 @@ impl Plan<'_> {
                 noise_threshold: self.noise_threshold,
                 rtt_set_ms: embedded.as_ref().and_then(Embedded::rtt_set_ms),
                 steps: &self.steps,
+                accepted: super::ok_statuses(&self.a.output)?,
             };
             anyhow::Ok(if knee {
                 let sweep = compare::knee::SweepArms {

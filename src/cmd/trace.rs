@@ -13,6 +13,10 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     if a.count == 0 || a.count > 100_000 {
         return Err(UsageError("--count must be between 1 and 100000".into()).into());
     }
+    let accepted = match &a.ok_status {
+        Some(s) => crate::parse::parse_ok_status("--ok-status", s)?,
+        None => Vec::new(),
+    };
     super::proxy_env_note();
     let strategy = if a.http2 {
         crate::plan::Strategy::H2
@@ -45,5 +49,33 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         text::trace::render(&t, crate::fmt::width())
     };
     super::print_out(&out);
-    Ok(if t.error.is_some() { 1 } else { 0 })
+    let failed = no_success(&t, &accepted);
+    if let Some(line) = &failed {
+        eprintln!("handshake: {line}");
+    }
+    Ok(i32::from(t.error.is_some() || failed.is_some()))
+}
+
+/// "no response was a success: 2 of 2 were 400 (what the server said); ...", when the
+/// trace has responses and none was 2xx, 3xx or accepted by `--ok-status`.
+fn no_success(t: &TraceReport, accepted: &[(u16, u16)]) -> Option<String> {
+    let ok = |c: u16| {
+        (200..400).contains(&c) || accepted.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c))
+    };
+    let first = t.steps.first()?;
+    if t.steps.iter().any(|s| ok(s.status)) {
+        return None;
+    }
+    let n = t.steps.iter().filter(|s| s.status == first.status).count();
+    let said = t
+        .status_examples
+        .get(&first.status.to_string())
+        .map(|m| format!(" ({m})"))
+        .unwrap_or_default();
+    Some(format!(
+        "no response was a success: {n} of {} were {}{said}; a trace with no 2xx or 3xx response fails (--ok-status {}xx counts them as successes)",
+        t.steps.len(),
+        first.status,
+        first.status / 100
+    ))
 }

@@ -50,6 +50,7 @@ pub fn sweep(
                 rounds,
                 rtt_set_ms,
                 noise_threshold,
+                accepted: &how.accepted,
             };
             ConcurrencyStep {
                 concurrency: c,

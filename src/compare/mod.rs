@@ -170,6 +170,7 @@ pub fn run(arms: &[Arm], how: &Rounds) -> anyhow::Result<CompareResult> {
         rounds: played.rounds,
         rtt_set_ms: how.rtt_set_ms,
         noise_threshold: how.noise_threshold,
+        accepted: &how.accepted,
     };
     let comparison = judge.comparison(&played.runs);
     Ok(CompareResult {
@@ -231,6 +232,8 @@ pub struct Rounds<'a> {
     pub rtt_set_ms: Option<f64>,
     /// Where each round is said (stderr), with the time to go.
     pub steps: &'a Steps,
+    /// `--ok-status`: statuses counted as successes beside 2xx and 3xx.
+    pub accepted: Vec<(u16, u16)>,
 }
 
 /// The rounds themselves: every arm once a round, in a new random order each.
@@ -417,9 +420,27 @@ struct Judge<'a> {
     rounds: usize,
     rtt_set_ms: Option<f64>,
     noise_threshold: f64,
+    accepted: &'a [(u16, u16)],
 }
 
 impl Judge<'_> {
+    /// Whether scenario `i` had responses and none was a success (2xx, 3xx or
+    /// `--ok-status`): its time per request is that of error answers, not of the
+    /// requests meant, so it is not ranked.
+    fn no_success(&self, i: usize) -> bool {
+        let r = &self.scenarios[i].requests;
+        r.ok > 0
+            && !r.status_codes.keys().any(|c| {
+                c.parse::<u16>().is_ok_and(|c| {
+                    (200..400).contains(&c)
+                        || self
+                            .accepted
+                            .iter()
+                            .any(|(lo, hi)| (*lo..=*hi).contains(&c))
+                })
+            })
+    }
+
     /// Set group `g`'s rows against its best (the lowest median time per request among
     /// the rows that succeeded in every round), count their round trips on a real link,
     /// and explain each; the group's round trip. `None` when no row can be ranked.
@@ -434,10 +455,18 @@ impl Judge<'_> {
                 self.rounds,
             ));
         }
+        // Nor is a row whose every response was an error: said instead, in its own
+        // headline's words (what the server said).
+        for &i in idx.iter().filter(|i| self.no_success(**i)) {
+            let s = &self.scenarios[i];
+            if let Some(h) = &s.headline {
+                said.headline.push(format!("{}: {}", rows[i].name, h.text));
+            }
+        }
         let ranked: Vec<usize> = idx
             .iter()
             .copied()
-            .filter(|i| rows[*i].failed_rounds == 0)
+            .filter(|i| rows[*i].failed_rounds == 0 && !self.no_success(*i))
             .collect();
         let best = ranked.iter().copied().min_by(|a, b| {
             rows[*a]

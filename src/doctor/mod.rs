@@ -828,14 +828,16 @@ pub fn policy(r: &DoctorReport) -> String {
     let mut parts = Vec::new();
     if r.http10.is_some() {
         let h11 = &r.http11;
-        parts.push(if h11.persistent && h11.reused {
+        parts.push(if let Some(st) = error_status(h11) {
+            format!("HTTP/1.1 answered {st} (not its policy for a request it serves)")
+        } else if h11.persistent && h11.reused {
             "HTTP/1.1 keep-alive".to_string()
         } else if h11.error.is_some() && h11.status.is_none() {
             "HTTP/1.1 not answered".to_string()
         } else {
             "HTTP/1.1 closes after each response".to_string()
         });
-        if let (Some(a), Some(b)) = (&r.http10, &r.http10_keep_alive) {
+        if let (Some(a), Some(b), None) = (&r.http10, &r.http10_keep_alive, error_status(h11)) {
             parts.push(
                 match (a.reused, b.reused) {
                     (true, _) => "HTTP/1.0 keep-alive",
@@ -888,6 +890,11 @@ pub fn policy(r: &DoctorReport) -> String {
     format!("Policy: {}.", parts.join("; "))
 }
 
+/// The HTTP/1.1 probe's status when it was an error (4xx or 5xx).
+fn error_status(p: &PersistProbe) -> Option<u16> {
+    p.status.filter(|s| *s >= 400)
+}
+
 /// "idle timeout 3.0-3.1 s", or "idle connections kept at least 2.0 s".
 fn idle_policy(i: &IdleTimeout) -> String {
     match i.at_most_s {
@@ -916,16 +923,27 @@ fn judge(r: &DoctorReport) -> (Vec<Finding>, Vec<Finding>) {
             ),
         ));
     }
-    if let (Some(http10), Some(http10_keep_alive)) = (&r.http10, &r.http10_keep_alive) {
-        let keeps = r.http11.persistent && r.http11.reused;
-        let persistence = [&r.http11, http10, http10_keep_alive];
-        judge_http1(persistence, keeps, server, &mut findings, &mut problems);
-    }
-    if let Some(m) = &r.max_requests {
-        judge_max_requests(m, server, &mut findings, &mut problems);
-    }
-    if let Some(i) = &r.idle_timeout {
-        judge_idle(i, server, &mut findings, &mut problems);
+    if let Some(st) = error_status(&r.http11) {
+        // What the server does with an error answer is not its policy for the requests
+        // it serves (nginx closes after most 4xx): the status is said, not keep-alive.
+        let said = crate::record::status_example(st)
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        problems.push(Finding::new("error_status", Cause::Status, format!(
+            "The server answered the probes' request with {st}{said}: what it does with the connection after an error says nothing of its keep-alive for requests it serves, so none is claimed. Fix the request first (the URL's scheme and port, its path, -H headers), then run doctor again."
+        )).with(Evidence::figure("http11.status", f64::from(st), None, "the probes' first response")).explaining(true));
+    } else {
+        if let (Some(http10), Some(http10_keep_alive)) = (&r.http10, &r.http10_keep_alive) {
+            let keeps = r.http11.persistent && r.http11.reused;
+            let persistence = [&r.http11, http10, http10_keep_alive];
+            judge_http1(persistence, keeps, server, &mut findings, &mut problems);
+        }
+        if let Some(m) = &r.max_requests {
+            judge_max_requests(m, server, &mut findings, &mut problems);
+        }
+        if let Some(i) = &r.idle_timeout {
+            judge_idle(i, server, &mut findings, &mut problems);
+        }
     }
     if let Some(t) = &r.tls {
         judge_tls(t, server, &mut findings, &mut problems);

@@ -620,6 +620,9 @@ impl H2 {
             .headers()
             .get(http::header::RETRY_AFTER)
             .and_then(|v| crate::proto::h1::response::retry_after_seconds(v.as_bytes()));
+        let location = resp.headers().get(http::header::LOCATION);
+        let mut example =
+            crate::record::status_note("HTTP/2", status, location.map(|v| v.as_bytes()));
         let mut body = resp.into_body();
         let mut pace = Pace::new(ReadLimits {
             first_byte_by: None,
@@ -650,6 +653,9 @@ impl H2 {
                 }
                 Some(Some(Ok(chunk))) => {
                     let n = chunk.len();
+                    if let Some(e) = example.take() {
+                        e.body(&chunk);
+                    }
                     let _ = body.flow_control().release_capacity(n);
                     self.got_body += n as u64;
                     if let Some(p) = pace.as_mut() {
@@ -657,6 +663,9 @@ impl H2 {
                     }
                 }
             }
+        }
+        if let Some(e) = example {
+            e.body(&[]);
         }
         let end = Instant::now();
         phases.wait = Some(ns(t_sent, first_byte));

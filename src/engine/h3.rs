@@ -206,14 +206,26 @@ pub(crate) async fn exchange(
         .iter()
         .map(|(k, v)| (k.as_str().len() + v.len() + 4) as u64)
         .sum::<u64>();
+    let location = resp.headers().get(http::header::LOCATION);
+    let mut example = crate::record::status_note(
+        "HTTP/3",
+        resp.status().as_u16(),
+        location.map(|v| v.as_bytes()),
+    );
     let mut body_bytes = 0u64;
     while let Some(chunk) = stream
         .recv_data()
         .await
         .map_err(|e| broke(e, Stage::Receive))?
     {
+        if let Some(e) = example.take() {
+            e.body(chunk.chunk());
+        }
         body_bytes += chunk.remaining() as u64;
         got_body.set(body_bytes);
+    }
+    if let Some(e) = example {
+        e.body(&[]);
     }
     let end = Instant::now();
     phases.receive = Some(ns(t_head, end));

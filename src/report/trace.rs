@@ -116,4 +116,8 @@ pub struct TraceReport {
     pub steps: Vec<TraceStep>,
     /// A step that failed: its category and message.
     pub error: Option<String>,
+    /// What the first redirect or error response of each status said: its status line
+    /// and a redirect's `Location` or the first words of an error's body.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub status_examples: std::collections::BTreeMap<String, String>,
 }

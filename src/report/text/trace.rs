@@ -31,7 +31,11 @@ pub fn render(t: &TraceReport, width: usize) -> String {
     if let Some(l) = &t.link {
         let _ = writeln!(out, "link: {}", l.describe());
     }
-    for s in &t.steps {
+    for (i, s) in t.steps.iter().enumerate() {
+        let said = t
+            .status_examples
+            .get(&s.status.to_string())
+            .filter(|_| !t.steps[..i].iter().any(|e| e.status == s.status));
         let _ = writeln!(
             out,
             "\nRequest {} of {}, {} connection{}",
@@ -44,6 +48,9 @@ pub fn render(t: &TraceReport, width: usize) -> String {
         );
         waterfall(&mut out, s, width);
         details(&mut out, s);
+        if let Some(m) = said {
+            let _ = writeln!(out, "  Said        {m}");
+        }
     }
     if let Some(e) = &t.error {
         let _ = writeln!(out, "\nFailed: {e}");
@@ -109,6 +116,21 @@ pub fn headline(t: &TraceReport) -> Option<String> {
         );
     }
     line.push('.');
+    // Error answers only: the times are theirs, and what the server said comes first.
+    let errors = t.steps.iter().filter(|s| s.status >= 400).count();
+    if errors == t.steps.len() {
+        let said = t
+            .status_examples
+            .get(&first.status.to_string())
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        line = format!(
+            "Every response was an error ({} of {} were {}{said}); the times below are the error answers'. {line}",
+            t.steps.iter().filter(|s| s.status == first.status).count(),
+            t.steps.len(),
+            first.status
+        );
+    }
     Some(line)
 }
 
