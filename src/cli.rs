@@ -9,8 +9,8 @@ pub const EXIT_STATUS: &str = "Exit status:
   0  the run measured what it set out to, and no --fail-if expression held
   1  a run or a check failed: no request succeeded, or no response was a
      success (no 2xx or 3xx; --ok-status counts others) (bench, merge,
-     trace; compare: a row without any), a --fail-if expression held, doctor found
-     a problem
+     trace; compare: a row without any), a --fail-if expression held,
+     doctor found a problem
   2  usage or setup error: a bad flag or value (the message names it), a
      server or link that could not be set up
   130  interrupted by Ctrl-C (bench, compare, doctor, audit, watch, lab):
