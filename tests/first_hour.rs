@@ -295,7 +295,13 @@ fn plain_http_to_a_tls_port_through_trace_doctor_and_compare() {
         d["policy"].as_str().unwrap().contains("answered 400"),
         "{d}"
     );
-    // compare: each row is a run of 400s, so it fails, saying so.
+    compare_ranks_no_row_of_errors(&url);
+}
+
+/// compare against `url`, where every answer is a 400: each row is a run of errors, so
+/// it fails, says so in the server's words, and ranks no row (text and JSON).
+fn compare_ranks_no_row_of_errors(url: &str) {
+    let url = url.to_string();
     let out = run(&[
         "compare",
         &url,
@@ -312,11 +318,40 @@ fn plain_http_to_a_tls_port_through_trace_doctor_and_compare() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("no response was a success"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("plain HTTP request was sent to HTTPS port"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+        text.contains("plain HTTP request was sent to HTTPS port"),
+        "{text}"
     );
+    assert!(
+        text.contains("not ranked: every response an error"),
+        "{text}"
+    );
+    assert!(!text.contains("is the cheapest"), "{text}");
+    // The same in JSON: no row ranked, and the report is the schema's.
+    let out = run(&[
+        "compare",
+        &url,
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--no-progress",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(common::schema_violations("report.schema.json", &v).is_empty());
+    for r in v["comparison"]["rows"].as_array().unwrap() {
+        assert_eq!(
+            (r["no_success"].as_bool(), r["best"].as_bool()),
+            (Some(true), Some(false)),
+            "{r}"
+        );
+    }
 }
 
 // Row 7: a self-signed certificate (CA:TRUE, as `openssl req -x509` makes) and no

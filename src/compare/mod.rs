@@ -391,6 +391,7 @@ fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
         rounds_ms: runs.iter().map(|r| r.time_per_request_ms).collect(),
         rounds_client_cpu_us: runs.iter().map(|r| r.client_cpu_us).collect(),
         failed_rounds: runs.iter().filter(|r| r.ok == 0).count(),
+        no_success: false,
         times_slower: 1.0,
         times_slower_ci: None,
         extra_ms_per_request: 0.0,
@@ -458,6 +459,7 @@ impl Judge<'_> {
         // Nor is a row whose every response was an error: said instead, in its own
         // headline's words (what the server said).
         for &i in idx.iter().filter(|i| self.no_success(**i)) {
+            rows[i].no_success = true;
             let s = &self.scenarios[i];
             if let Some(h) = &s.headline {
                 said.headline.push(format!("{}: {}", rows[i].name, h.text));

@@ -77,6 +77,11 @@ pub struct ComparisonRow {
     /// Rounds in which no request succeeded: a row with any is failed and not ranked
     /// (its time per request is undefined there).
     pub failed_rounds: usize,
+    /// Every response was an error (none 2xx, 3xx or accepted by `--ok-status`): its
+    /// times are those of the error answers, so it is not ranked (best false,
+    /// significant false) and the headline says what the server said instead.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_success: bool,
     /// Time per request relative to the best row of the group: the Hodges-Lehmann
     /// estimate of the per-round ratio (rounds paired), 1 for the best row.
     pub times_slower: f64,

@@ -220,6 +220,7 @@ async function checkBench(page) {
     // The same words as the text and the JSON: a failed row is failed, a row without an
     // interval is not judged, "slower" only where the interval says so.
     const want = r.failed_rounds > 0 ? /^failed: no request succeeded/
+      : r.no_success ? /^not ranked: every response an error$/
       : r.best ? /^best$/
       : !r.times_slower_ci ? new RegExp("^not enough rounds to judge \\(" + r.rounds_ms.length + " of 6\\)$")
       : r.significant ? (r.times_slower >= 1 ? /^slower$/ : /^faster$/) : /^no difference/;

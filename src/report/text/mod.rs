@@ -752,7 +752,7 @@ fn vs_best(r: &ComparisonRow) -> (String, String, String) {
         .filter(|_| !r.best)
         .map(|[lo, hi]| format!("{:.2}x [{lo:.2}-{hi:.2}]", r.times_slower))
         .unwrap_or_else(|| "-".into());
-    let extra = if r.best || r.failed_rounds > 0 {
+    let extra = if r.best || r.failed_rounds > 0 || r.no_success {
         "-".to_string()
     } else {
         let sign = if r.extra_ms_per_request >= 0.0 {
@@ -768,6 +768,8 @@ fn vs_best(r: &ComparisonRow) -> (String, String, String) {
             r.failed_rounds,
             r.rounds_ms.len()
         )
+    } else if r.no_success {
+        "not ranked: every response an error".to_string()
     } else if r.best {
         "best".to_string()
     } else if r.times_slower_ci.is_none() {
@@ -803,6 +805,10 @@ fn time_bars(out: &mut String, rows: &[&ComparisonRow], width: usize) {
     for r in rows {
         if r.failed_rounds > 0 {
             let _ = writeln!(out, "  {:<name_w$} failed", r.name);
+            continue;
+        }
+        if r.no_success {
+            let _ = writeln!(out, "  {:<name_w$} not ranked (error answers)", r.name);
             continue;
         }
         let width = if max > 0.0 {
