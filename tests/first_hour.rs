@@ -644,18 +644,41 @@ fn interrupt_after(mut cmd: Command, after: Duration) -> (Option<i32>, String, S
     )
 }
 
-// Row 8: Ctrl-C keeps what was measured. bench -d 30s interrupted after 1.5 s prints the
-// report of what completed (JSON and text), marked as interrupted, exit 130; its counts
-// are nginx's.
-#[test]
-fn ctrl_c_keeps_what_bench_measured() {
-    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
-        return;
-    };
+/// Send SIGINT to `child` once nginx has logged `lines` requests (its probes got that
+/// far, however loaded the machine), at most after 20 s; then wait for its output.
+fn interrupt_once_logged(cmd: Command, n: &Nginx, lines: usize) -> (Option<i32>, String, String) {
+    let before = access_log(n).len();
+    let t = Instant::now();
+    // interrupt_after's wait, measured from when nginx has seen enough.
+    let mut cmd = cmd;
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while access_log(n).len() < before + lines && t.elapsed() < Duration::from_secs(20) {}
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let asked = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        asked.elapsed()
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// `bench TARGET -d 30s -c 2 --strategy close --json` interrupted after `after`: exit
+/// 130 and its JSON report.
+fn interrupted_bench(target: &[&str], after: Duration) -> Value {
     let mut cmd = Command::new(bin());
-    cmd.args([
-        "bench",
-        &n.url(),
+    cmd.arg("bench").args(target).args([
         "-d",
         "30s",
         "-c",
@@ -665,9 +688,20 @@ fn ctrl_c_keeps_what_bench_measured() {
         "--json",
         "--no-progress",
     ]);
-    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(1500));
+    let (code, out, err) = interrupt_after(cmd, after);
     assert_eq!(code, Some(130), "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"))
+}
+
+// Row 8: Ctrl-C keeps what was measured. bench -d 30s interrupted after 1.5 s prints the
+// report of what completed (JSON and text), marked as interrupted, exit 130; its counts
+// are nginx's.
+#[test]
+fn ctrl_c_keeps_what_bench_measured() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let v = interrupted_bench(&[&n.url()], Duration::from_millis(1500));
     let s = &v["scenarios"][0];
     let ok = s["requests"]["ok"].as_u64().unwrap();
     assert!(ok > 0);
@@ -824,23 +858,7 @@ fn ctrl_c_in_the_lab_keeps_the_run() {
     if !common::root("the lab") {
         return;
     }
-    let mut cmd = Command::new(bin());
-    cmd.args([
-        "bench",
-        "--rtt",
-        "20ms",
-        "-d",
-        "30s",
-        "-c",
-        "2",
-        "--strategy",
-        "close",
-        "--json",
-        "--no-progress",
-    ]);
-    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(3000));
-    assert_eq!(code, Some(130), "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    let v = interrupted_bench(&["--rtt", "20ms"], Duration::from_millis(3000));
     assert_eq!(v["interrupted"]["code"], "interrupted", "{v}");
     let s = &v["scenarios"][0];
     let ok = s["requests"]["ok"].as_u64().unwrap();
@@ -1053,7 +1071,9 @@ fn ctrl_c_keeps_the_probes_doctor_finished() {
         "--json",
         "--no-progress",
     ]);
-    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(2500));
+    // Interrupted in its idle probes: after the persistence probes and the 20 requests
+    // on one connection (25 requests in nginx's log).
+    let (code, out, err) = interrupt_once_logged(cmd, &n, 25);
     assert_eq!(code, Some(130), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
     assert_eq!(v["interrupted"]["code"], "interrupted");
@@ -1073,7 +1093,7 @@ fn ctrl_c_keeps_the_probes_doctor_finished() {
         "--no-progress",
     ]);
     cmd.env("COLUMNS", "1000");
-    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(2500));
+    let (code, out, err) = interrupt_once_logged(cmd, &n, 25);
     assert_eq!(code, Some(130), "{err}");
     assert!(out.starts_with("Interrupted (Ctrl-C)"), "{out}");
     assert!(
