@@ -1506,7 +1506,9 @@ fn an_idle_timeout_shorter_than_the_gaps_is_named() {
         d["idle_timeout"]["at_least_s"].as_f64().unwrap(),
         d["idle_timeout"]["at_most_s"].as_f64().unwrap(),
     );
-    assert!(lo <= 1.0 && 1.0 <= hi + 0.05, "{lo}-{hi}");
+    // The client's idle time starts when it has the response, nginx's timer when it
+    // has written it, in whole milliseconds: the lower bound may pass 1 s by a few ms.
+    assert!(lo <= 1.01 && 1.0 <= hi + 0.05, "{lo}-{hi}");
     let found = d["problems"]
         .as_array()
         .unwrap()
