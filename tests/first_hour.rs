@@ -301,10 +301,9 @@ fn plain_http_to_a_tls_port_through_trace_doctor_and_compare() {
 /// compare against `url`, where every answer is a 400: each row is a run of errors, so
 /// it fails, says so in the server's words, and ranks no row (text and JSON).
 fn compare_ranks_no_row_of_errors(url: &str) {
-    let url = url.to_string();
-    let out = run(&[
+    let args = [
         "compare",
-        &url,
+        url,
         "--strategies",
         "keepalive,close",
         "-n",
@@ -314,7 +313,8 @@ fn compare_ranks_no_row_of_errors(url: &str) {
         "--rounds",
         "2",
         "--no-progress",
-    ]);
+    ];
+    let out = run(&args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("no response was a success"), "{err}");
@@ -329,20 +329,7 @@ fn compare_ranks_no_row_of_errors(url: &str) {
     );
     assert!(!text.contains("is the cheapest"), "{text}");
     // The same in JSON: no row ranked, and the report is the schema's.
-    let out = run(&[
-        "compare",
-        &url,
-        "--strategies",
-        "keepalive,close",
-        "-n",
-        "4",
-        "-c",
-        "1",
-        "--rounds",
-        "2",
-        "--no-progress",
-        "--json",
-    ]);
+    let out = run(&[&args[..], &["--json"]].concat());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(common::schema_violations("report.schema.json", &v).is_empty());
     for r in v["comparison"]["rows"].as_array().unwrap() {
