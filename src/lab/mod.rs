@@ -368,10 +368,11 @@ fn clean_up() {
     }
 }
 
-/// On SIGINT or SIGTERM: the first is passed to the command the lab runs, if one runs,
-/// and a first SIGINT is left to a command that handles Ctrl-C itself in this process
-/// (`bench --rtt` reports what it measured); otherwise (or at the second) stop the lab's
-/// processes by PID and exit (130 or 143). A first SIGINT marks the run interrupted.
+/// On SIGINT or SIGTERM: the first is passed to the command the lab runs, if one runs;
+/// otherwise (or at the second) stop the lab's processes by PID and exit (130 or 143). A
+/// first SIGINT marks the run interrupted. SIGINT is left to a command that handles
+/// Ctrl-C itself in this process (`bench --rtt` reports what it measured; a second
+/// SIGINT exits through it, after the lab's cleanup).
 fn watch_signals() {
     crate::interrupt::on_exit(clean_up);
     let _ = std::thread::Builder::new()
@@ -406,8 +407,13 @@ fn watch_signals() {
                     .filter(|(pid, group)| !group && alive(*pid))
                     .map(|(pid, _)| *pid)
                     .collect();
-                let in_process = sig == libc::SIGINT && crate::interrupt::installed();
-                if !forwarded && (in_process || !clients.is_empty()) {
+                if sig == libc::SIGINT && crate::interrupt::installed() {
+                    // The command in this process acts on every SIGINT itself: the first
+                    // stops its work, the second exits after the lab's cleanup (its
+                    // `on_exit`). One exit, not two threads racing to it.
+                    continue;
+                }
+                if !forwarded && !clients.is_empty() {
                     forwarded = true;
                     if sig == libc::SIGINT {
                         crate::interrupt::request();
