@@ -381,55 +381,54 @@ fn capture(r: &WatchReport) -> Vec<Finding> {
 /// One endpoint's findings: reuse or none, unanswered requests, TLS resumption.
 fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
     let mut v = Vec::new();
-    {
-        let at = format!("endpoints[{}]", e.endpoint);
-        let reqs = requests(e);
-        let conns = plural(e.connections, "connection");
-        let f = |code, cause, text| over(Finding::new(code, cause, text), e, &at);
-        if e.requests == 0 {
-            v.push(f(
-                "no_request",
-                Cause::Measured,
-                format!("{}: {conns} and no request seen.", e.endpoint),
+    let at = format!("endpoints[{}]", e.endpoint);
+    let reqs = requests(e);
+    let conns = plural(e.connections, "connection");
+    let f = |code, cause, text| over(Finding::new(code, cause, text), e, &at);
+    if e.requests == 0 {
+        v.push(f(
+            "no_request",
+            Cause::Measured,
+            format!("{}: {conns} and no request seen.", e.endpoint),
+        ));
+    } else if e.connections >= e.requests && e.requests > 1 {
+        let mut s = format!("{}: {reqs} over {conns}: no reuse", e.endpoint);
+        let hs = e.tls_handshakes;
+        if hs.full > 0 && hs.resumed == 0 {
+            s.push_str("; each one paid a full TLS handshake");
+        } else if hs.resumed > 0 {
+            let _ = write!(s, "; TLS: {} full, {} resumed", hs.full, hs.resumed);
+        }
+        let asked = client_asked(e, &at);
+        match &asked {
+            Some((why, _)) => {
+                let _ = write!(s, ": {why}. Let the client keep its connections (HTTP/1.1, no `Connection: close`).");
+            }
+            None => s.push_str(
+                ". Keep connections alive and reuse them (one client, a keep-alive agent or pool).",
+            ),
+        }
+        let mut finding = f("not_reused", Cause::Reuse, s);
+        if hs.full + hs.resumed > 0 {
+            finding = finding.with(Evidence::count(
+                &format!("{at}.tls_handshakes.resumed"),
+                hs.resumed,
+                hs.full + hs.resumed,
+                "TLS handshakes",
             ));
-        } else if e.connections >= e.requests && e.requests > 1 {
-            let mut s = format!("{}: {reqs} over {conns}: no reuse", e.endpoint);
-            let hs = e.tls_handshakes;
-            if hs.full > 0 && hs.resumed == 0 {
-                s.push_str("; each one paid a full TLS handshake");
-            } else if hs.resumed > 0 {
-                let _ = write!(s, "; TLS: {} full, {} resumed", hs.full, hs.resumed);
-            }
-            let asked = client_asked(e, &at);
-            match &asked {
-                Some((why, _)) => {
-                    let _ = write!(s, ": {why}. Let the client keep its connections (HTTP/1.1, no `Connection: close`).");
-                }
-                None => s.push_str(
-                    ". Keep connections alive and reuse them (one client, a keep-alive agent or pool).",
-                ),
-            }
-            let mut finding = f("not_reused", Cause::Reuse, s);
-            if hs.full + hs.resumed > 0 {
-                finding = finding.with(Evidence::count(
-                    &format!("{at}.tls_handshakes.resumed"),
-                    hs.resumed,
-                    hs.full + hs.resumed,
-                    "TLS handshakes",
-                ));
-            }
-            v.extend([match asked {
-                Some((_, ev)) => finding.with(ev),
-                None => finding,
-            }]);
-        } else if e.requests <= e.connections {
-            v.push(f(
-                "one_request",
-                Cause::Measured,
-                format!("{}: {reqs} over {conns}.", e.endpoint),
-            ));
-        } else {
-            v.push(
+        }
+        v.push(match asked {
+            Some((_, ev)) => finding.with(ev),
+            None => finding,
+        });
+    } else if e.requests <= e.connections {
+        v.push(f(
+            "one_request",
+            Cause::Measured,
+            format!("{}: {reqs} over {conns}.", e.endpoint),
+        ));
+    } else {
+        v.push(
                 f(
                     "reused",
                     Cause::Measured,
@@ -446,33 +445,32 @@ fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
                     "connections",
                 )),
             );
-        }
-        if e.unanswered_requests > 0 {
-            v.push(Finding::new("unanswered_requests", Cause::Reuse, format!(
+    }
+    if e.unanswered_requests > 0 {
+        v.push(Finding::new("unanswered_requests", Cause::Reuse, format!(
                 "{}: {} sent on connections the server was closing or had reset got no answer there (a client sends such a request again on a new connection): the client reused connections the server had already given up.",
                 e.endpoint,
                 plural(e.unanswered_requests, "request")
             )).with(Evidence::count(&format!("{at}.unanswered_requests"), e.unanswered_requests, e.requests, "requests")));
-        }
-        let full = e.tls_handshakes.full;
-        if full > 1 && e.tls_handshakes.resumed == 0 {
-            v.push(
-                Finding::new(
-                    "tls_never_resumed",
-                    Cause::Tls,
-                    format!(
-                        "{}: all {full} TLS handshakes were full: the client does not resume sessions.",
-                        e.endpoint
-                    ),
-                )
-                .with(Evidence::count(
-                    &format!("{at}.tls_handshakes.full"),
-                    full,
-                    full,
-                    "TLS handshakes",
-                )),
-            );
-        }
+    }
+    let full = e.tls_handshakes.full;
+    if full > 1 && e.tls_handshakes.resumed == 0 {
+        v.push(
+            Finding::new(
+                "tls_never_resumed",
+                Cause::Tls,
+                format!(
+                    "{}: all {full} TLS handshakes were full: the client does not resume sessions.",
+                    e.endpoint
+                ),
+            )
+            .with(Evidence::count(
+                &format!("{at}.tls_handshakes.full"),
+                full,
+                full,
+                "TLS handshakes",
+            )),
+        );
     }
     v
 }
