@@ -50,6 +50,33 @@ pub fn from_terminal() -> bool {
     (0..3).any(|fd| unsafe { libc::tcgetpgrp(fd) } == ours)
 }
 
+/// A child command's part in a Ctrl-C: it gets the interrupt once (unless a terminal
+/// sent it to the whole group, the child with it) and [`GRACE`] to end on its own (a
+/// load tool prints what it measured) before it is stopped.
+#[derive(Default)]
+pub struct ChildGrace(Option<Instant>);
+
+impl ChildGrace {
+    /// After a Ctrl-C: pass it on to the process `pid` the first time; true once its
+    /// grace is over.
+    pub fn over(&mut self, pid: u32) -> bool {
+        if !requested() {
+            return false;
+        }
+        match self.0 {
+            None => {
+                if !from_terminal() {
+                    // SAFETY: a signal to the child's PID, which its parent has not reaped.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+                }
+                self.0 = Some(Instant::now());
+                false
+            }
+            Some(t) => t.elapsed() >= GRACE,
+        }
+    }
+}
+
 /// Whether the user asked to stop (a relaxed load: cheap enough for every request).
 #[inline]
 pub fn requested() -> bool {

@@ -123,32 +123,21 @@ pub(crate) fn interrupted(what: &str, rep: &Report) -> Option<report::finding::F
     })
 }
 
-/// Wait for a client command to end. After a Ctrl-C it gets the interrupt too (unless a
-/// terminal sent it to the whole group, the command with it) and [`GRACE`] to end
-/// on its own (a load tool prints what it measured); then it is killed, by its PID.
+/// Wait for a client command to end; after a Ctrl-C, once its [`ChildGrace`] is over,
+/// it is killed, by its PID.
 ///
-/// [`GRACE`]: crate::interrupt::GRACE
+/// [`ChildGrace`]: crate::interrupt::ChildGrace
 pub(crate) fn wait_interruptible(
     child: &mut std::process::Child,
 ) -> std::io::Result<std::process::ExitStatus> {
-    let mut asked: Option<std::time::Instant> = None;
+    let mut grace = crate::interrupt::ChildGrace::default();
     loop {
         if let Some(st) = child.try_wait()? {
             return Ok(st);
         }
-        match asked {
-            None if crate::interrupt::requested() => {
-                if !crate::interrupt::from_terminal() {
-                    // SAFETY: a signal to the child's PID, which has not been reaped.
-                    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-                }
-                asked = Some(std::time::Instant::now());
-            }
-            Some(t) if t.elapsed() >= crate::interrupt::GRACE => {
-                let _ = child.kill();
-                return child.wait();
-            }
-            _ => {}
+        if grace.over(child.id()) {
+            let _ = child.kill();
+            return child.wait();
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -59,11 +59,11 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
 /// "no response was a success: 2 of 2 were 400 (what the server said); ...", when the
 /// trace has responses and none was 2xx, 3xx or accepted by `--ok-status`.
 fn no_success(t: &TraceReport, accepted: &[(u16, u16)]) -> Option<String> {
-    let ok = |c: u16| {
-        (200..400).contains(&c) || accepted.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c))
-    };
     let first = t.steps.first()?;
-    if t.steps.iter().any(|s| ok(s.status)) {
+    if t.steps
+        .iter()
+        .any(|s| crate::report::failure::is_success(s.status, accepted))
+    {
         return None;
     }
     let n = t.steps.iter().filter(|s| s.status == first.status).count();

@@ -429,17 +429,8 @@ impl Judge<'_> {
     /// `--ok-status`): its time per request is that of error answers, not of the
     /// requests meant, so it is not ranked.
     fn no_success(&self, i: usize) -> bool {
-        let r = &self.scenarios[i].requests;
-        r.ok > 0
-            && !r.status_codes.keys().any(|c| {
-                c.parse::<u16>().is_ok_and(|c| {
-                    (200..400).contains(&c)
-                        || self
-                            .accepted
-                            .iter()
-                            .any(|(lo, hi)| (*lo..=*hi).contains(&c))
-                })
-            })
+        let s = &self.scenarios[i];
+        s.requests.ok > 0 && !crate::report::failure::any_success(s, self.accepted)
     }
 
     /// Set group `g`'s rows against its best (the lowest median time per request among

@@ -178,20 +178,25 @@ pub fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<St
     })
 }
 
+/// Whether a response of status `code` is a success: 2xx, 3xx, or among the statuses
+/// `--ok-status` accepts.
+pub fn is_success(code: u16, accepted: &[(u16, u16)]) -> bool {
+    (200..400).contains(&code) || accepted.iter().any(|(lo, hi)| (*lo..=*hi).contains(&code))
+}
+
+/// Whether any of the scenario's responses was a success ([`is_success`]).
+pub fn any_success(s: &ScenarioReport, accepted: &[(u16, u16)]) -> bool {
+    s.requests
+        .status_codes
+        .keys()
+        .any(|c| c.parse::<u16>().is_ok_and(|c| is_success(c, accepted)))
+}
+
 /// "close: no response was a success: 10 of 10 were 400 (add --ok-status 4xx if these
 /// are what you meant to measure)", when none was 2xx, 3xx or accepted.
 fn no_success_status(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
     let r = &s.requests;
-    let success = r
-        .status_codes
-        .iter()
-        .filter_map(|(c, n)| Some((c.parse::<u16>().ok()?, *n)))
-        .filter(|(c, _)| {
-            (200..400).contains(c) || accepted.iter().any(|(lo, hi)| (lo..=hi).contains(&c))
-        })
-        .map(|(_, n)| n)
-        .sum::<u64>();
-    if success > 0 {
+    if any_success(s, accepted) {
         return None;
     }
     let (code, n) = r

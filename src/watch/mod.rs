@@ -300,21 +300,14 @@ fn wait_for_end(
     child: &mut Option<std::process::Child>,
     started: Instant,
 ) -> anyhow::Result<Option<i32>> {
-    let mut asked: Option<Instant> = None;
+    let mut grace = crate::interrupt::ChildGrace::default();
     loop {
         if crate::interrupt::requested() {
-            // A command watched gets the interrupt too (unless a terminal sent it to the
-            // whole group) and a moment to end on its own, its last closes seen.
-            let Some(c) = child else { return Ok(None) };
-            match asked {
-                None => {
-                    if !crate::interrupt::from_terminal() {
-                        // SAFETY: a signal to the child's PID, which has not been reaped.
-                        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGINT) };
-                    }
-                    asked = Some(Instant::now());
-                }
-                Some(t) if t.elapsed() >= crate::interrupt::GRACE => return Ok(None),
+            // A command watched gets the interrupt too and a moment to end on its own,
+            // its last closes seen.
+            match child {
+                None => return Ok(None),
+                Some(c) if grace.over(c.id()) => return Ok(None),
                 Some(_) => {}
             }
         }
