@@ -158,12 +158,15 @@ fn one_nginx_worker_has_its_knee_where_its_cpu_reaches_a_core() {
             f(&past["server_cores"]["median"]) >= 0.9,
             "{strategy}: {past}"
         );
-        // At one request at a time the worker still waits on the client: its core is
-        // reached at the knee, not before.
+        // At one request at a time the worker still waits on the client part of each
+        // cycle: its core is reached at the knee, not before. Even its busiest round at
+        // c=1 used less of it than the median round past the knee (at c=1 how much less
+        // is the machine's: 0.78-0.91 of a core on these 2 cores, where gzip is most of
+        // a request's work).
         let first = &s["points"][0];
         assert!(
-            f(&first["server_cores"]["median"]) < 0.9,
-            "{strategy}: {first}"
+            f(&first["server_cores"]["max"]) < f(&past["server_cores"]["median"]),
+            "{strategy}: c=1 {first}, past the knee {past}"
         );
         assert!(
             verdict.contains("stops growing after c=")
