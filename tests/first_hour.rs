@@ -267,6 +267,20 @@ fn plain_http_to_a_tls_port_through_trace_doctor_and_compare() {
     let out = run(&["trace", &url, "--ok-status", "4xx", "--json"]);
     assert_eq!(out.status.code(), Some(0));
     let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The headline is the finding, with its count: nginx's one more request.
+    let h = &t["headline"];
+    assert_eq!(h["code"], "no_success_status", "{h}");
+    assert_eq!(evidence(h, "steps.status.400")["value"], 1.0, "{h}");
+    assert_eq!(evidence(h, "steps.status.400")["of"], 1, "{h}");
+    assert_eq!(access_log(&n).len() - before, 3);
+    assert!(
+        h["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Every response was an error (1 of 1 was 400"),
+        "{h}"
+    );
+    assert_eq!(t["findings"][0]["code"], "no_success_status", "{t}");
     assert!(
         t["status_examples"]["400"]
             .as_str()
@@ -450,6 +464,30 @@ fn zero_rtt_never_accepted_is_said_in_the_headline() {
         "{h}"
     );
     assert_eq!(evidence(h, "connections.early_data.accepted")["value"], 0.0);
+    // trace says the same of its second connection (the first has no session), and
+    // nginx resumed it without early data.
+    let before = access_log(&n).len();
+    let (code, t, err) = zero_rtt_trace(&n, "2");
+    assert_eq!(code, 0, "{err}");
+    let log = access_log(&n);
+    assert_eq!(log.len() - before, 2);
+    assert!(log[before + 1].resumed && !log[before + 1].early, "{log:?}");
+    let h = &t["headline"];
+    assert_eq!(h["code"], "early_data_never_accepted", "{h}");
+    assert!(
+        h["text"]
+            .as_str()
+            .unwrap()
+            .contains("never accepted 0-RTT: 0 of 1 request on a new connection after the first"),
+        "{h}"
+    );
+    assert_eq!(evidence(h, "steps.early_data.accepted")["of"], 1, "{h}");
+    assert_eq!(evidence(h, "steps.tls.resumed")["value"], 1.0, "{h}");
+    // With one request, trace says 0-RTT needs a second connection, not that it failed.
+    let (code, t, err) = zero_rtt_trace(&n, "1");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(t["headline"]["code"], "measured", "{t}");
+    assert_eq!(t["findings"][0]["code"], "one_connection_only", "{t}");
     // With early data on, the finding goes (nginx's log says which requests came early).
     let Some(n) = nginx_tls(
         |d| write_certs(d, &["localhost"]),
@@ -470,6 +508,124 @@ fn zero_rtt_never_accepted_is_said_in_the_headline() {
     );
     assert_eq!(s["headline"]["code"], "measured");
     assert!(!codes(s).contains(&"early_data_never_accepted".to_string()));
+    // trace's second connection went in early data, and nothing is said against it.
+    let (code, t, err) = zero_rtt_trace(&n, "2");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(t["steps"][1]["early_data"], "accepted", "{t}");
+    assert_eq!(t["headline"]["code"], "measured", "{t}");
+    assert_eq!(t["findings"].as_array().unwrap().len(), 0, "{t}");
+}
+
+// nginx without session tickets or a session cache resumes no TLS session: bench and
+// trace with close-resumed say so first (nginx logged every handshake as full), and the
+// figures are said to be those of full handshakes.
+#[test]
+fn resumption_never_granted_is_said_by_bench_and_trace() {
+    let Some(n) = nginx_tls(
+        |d| write_certs(d, &["localhost"]),
+        "ssl_session_tickets off; ssl_session_cache off;",
+    ) else {
+        return;
+    };
+    let url = format!("https://localhost:{}/", n.port);
+    let ca = n.dir.join("ca.pem");
+    let (code, v, err) = bench(&[
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "close-resumed",
+        "-n",
+        "20",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let log = access_log(&n);
+    assert_eq!(log.len(), 20);
+    assert!(log.iter().all(|l| !l.resumed), "{log:?}");
+    let s = &v["scenarios"][0];
+    assert_eq!(s["connections"]["tls_handshakes"]["full"], 20);
+    let h = &s["headline"];
+    assert_eq!(h["code"], "resumption_never_granted", "{h}");
+    assert!(
+        h["text"]
+            .as_str()
+            .unwrap()
+            .contains("never resumed a TLS session: 20 of 20 handshakes were full, though 19 new connections offered a session"),
+        "{h}"
+    );
+    let e = evidence(h, "connections.tls_handshakes.resumed");
+    assert_eq!(
+        (e["value"].as_f64(), e["of"].as_u64()),
+        (Some(0.0), Some(20))
+    );
+    // trace: its two connections after the first, and nginx logged them full.
+    let out = run(&[
+        "trace",
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "close-resumed",
+        "--count",
+        "3",
+    ]);
+    // The text as one line (it is wrapped to the terminal's width).
+    let text = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let log = access_log(&n);
+    assert_eq!(log.len(), 23);
+    assert!(log.iter().all(|l| !l.resumed), "{log:?}");
+    assert!(
+        text.starts_with("The server never resumed a TLS session: 0 of 2 new connections after the first offered one; the trace measured full handshakes"),
+        "{text}"
+    );
+    let out = run(&[
+        "trace",
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "close-resumed",
+        "--count",
+        "3",
+        "--json",
+    ]);
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let h = &t["headline"];
+    assert_eq!(h["code"], "resumption_never_granted", "{h}");
+    let e = evidence(h, "steps.tls.resumed");
+    assert_eq!(
+        (e["value"].as_f64(), e["of"].as_u64()),
+        (Some(0.0), Some(2))
+    );
+    assert_eq!(access_log(&n).len(), 26);
+}
+
+fn zero_rtt_trace(n: &Nginx, count: &str) -> (i32, Value, String) {
+    let url = format!("https://localhost:{}/", n.port);
+    let ca = n.dir.join("ca.pem");
+    let out = run(&[
+        "trace",
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-s",
+        "close-0rtt",
+        "--count",
+        count,
+        "--json",
+    ]);
+    let t = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        t,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// A DNS server on 127.0.0.1 that answers every A query with 127.0.0.1 after `delay`,

@@ -113,6 +113,13 @@ pub struct TraceReport {
     /// With `--rtt`: the emulated link to the embedded server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkReport>,
+    /// What the trace showed in one sentence, with its evidence: the finding that
+    /// explains it (every response an error, 0-RTT never accepted) followed by what was
+    /// measured, or what was measured alone. Absent when no request was answered.
+    pub headline: Option<super::finding::Finding>,
+    /// Everything the trace found, in the order of their causes (the headline's own
+    /// finding among them); a later cause is left out while an earlier one explains it.
+    pub findings: Vec<super::finding::Finding>,
     pub steps: Vec<TraceStep>,
     /// A step that failed: its category and message.
     pub error: Option<String>,

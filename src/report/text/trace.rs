@@ -9,8 +9,14 @@ use crate::report::trace::{TraceReport, TraceStep};
 /// The headline, then each request's waterfall and details, as text fitted to `width`.
 pub fn render(t: &TraceReport, width: usize) -> String {
     let mut out = String::new();
-    if let Some(h) = headline(t) {
-        let _ = writeln!(out, "{h}\n");
+    if let Some(h) = &t.headline {
+        let _ = writeln!(out, "{}\n", h.text);
+    }
+    // The findings the headline does not already say.
+    for f in &t.findings {
+        if !matches!(&t.headline, Some(h) if h.code == f.code) {
+            let _ = writeln!(out, "{}\n", f.text);
+        }
     }
     let _ = writeln!(
         out,
@@ -56,82 +62,6 @@ pub fn render(t: &TraceReport, width: usize) -> String {
         let _ = writeln!(out, "\nFailed: {e}");
     }
     crate::fmt::fit(&out, width)
-}
-
-/// What setting up a step's connection took: DNS, TCP connect, TLS and the HTTP/2
-/// preface, or the QUIC handshake and HTTP/3's set-up (0 on a reused connection).
-fn setup_ms(s: &TraceStep) -> f64 {
-    [
-        s.dns_ms,
-        s.connect_ms,
-        s.tls_ms,
-        s.h2_setup_ms,
-        s.quic_handshake_ms,
-        s.h3_setup_ms,
-    ]
-    .iter()
-    .flatten()
-    .sum()
-}
-
-/// "2 requests over 1 connection: the first took 1.28 ms, 0.879 ms of it (69 %) setting
-/// up its connection; on the reused connection a request took 0.210 ms." `None` when no
-/// request was answered.
-pub fn headline(t: &TraceReport) -> Option<String> {
-    let first = t.steps.first()?;
-    let new = t.steps.iter().filter(|s| !s.reused).count() as u64;
-    let setup = setup_ms(first);
-    let share = if first.total_ms > 0.0 {
-        setup / first.total_ms * 100.0
-    } else {
-        0.0
-    };
-    let mut line = format!(
-        "{} over {}: the first took {} ms, {} ms of it ({share:.0} %) setting up its connection",
-        crate::fmt::plural_s(t.steps.len() as u64, "request"),
-        crate::fmt::plural_s(new, "connection"),
-        fmt_ms(first.total_ms),
-        fmt_ms(setup),
-    );
-    if let Some(left) = first.request_left_ms {
-        let _ = write!(
-            line,
-            " (its request left in 0-RTT, {} ms in, without waiting for it)",
-            fmt_ms(left)
-        );
-    }
-    let mut reused: Vec<f64> = t
-        .steps
-        .iter()
-        .filter(|s| s.reused)
-        .map(|s| s.total_ms)
-        .collect();
-    reused.sort_by(f64::total_cmp);
-    if let Some(m) = reused.get(reused.len() / 2) {
-        let _ = write!(
-            line,
-            "; on a reused connection a request took {} ms{}",
-            fmt_ms(*m),
-            if reused.len() > 1 { " (median)" } else { "" }
-        );
-    }
-    line.push('.');
-    // Error answers only: the times are theirs, and what the server said comes first.
-    let errors = t.steps.iter().filter(|s| s.status >= 400).count();
-    if errors == t.steps.len() {
-        let said = t
-            .status_examples
-            .get(&first.status.to_string())
-            .map(|m| format!(": {m}"))
-            .unwrap_or_default();
-        line = format!(
-            "Every response was an error ({} of {} were {}{said}); the times below are the error answers'. {line}",
-            t.steps.iter().filter(|s| s.status == first.status).count(),
-            t.steps.len(),
-            first.status
-        );
-    }
-    Some(line)
 }
 
 /// The step's phases as bars on one time scale, and its total.

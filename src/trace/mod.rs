@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+pub mod findings;
+
 use crate::fmt::ms as fmt_ms;
 use crate::plan::Scenario;
 use crate::probe::any::{Answer, Probe, Setup};
@@ -19,6 +21,14 @@ impl TraceReport {
         error: Option<String>,
         h2_settings: Option<crate::record::ServerSettings>,
     ) -> TraceReport {
+        let status_examples = steps
+            .iter()
+            .filter(|s| s.status >= 300)
+            .filter_map(|s| {
+                crate::record::status_example(s.status).map(|m| (s.status.to_string(), m))
+            })
+            .collect();
+        let (headline, findings) = findings::judge(sc.strategy, &steps, &status_examples);
         TraceReport {
             schema_version: crate::report::SCHEMA_VERSION,
             tool: "handshake",
@@ -28,13 +38,9 @@ impl TraceReport {
             protocol: sc.strategy.protocol().to_string(),
             h2_settings,
             link: None,
-            status_examples: steps
-                .iter()
-                .filter(|s| s.status >= 300)
-                .filter_map(|s| {
-                    crate::record::status_example(s.status).map(|m| (s.status.to_string(), m))
-                })
-                .collect(),
+            headline,
+            findings,
+            status_examples,
             steps,
             error,
         }

@@ -1,0 +1,288 @@
+//! What a trace found, as findings with their evidence: what the server said when every
+//! response was an error, the strategy's defining feature that did not happen (0-RTT,
+//! resumption), and the headline of what was measured. Built from the steps, so the
+//! text and the JSON say the same thing.
+
+use crate::fmt::{ms as fmt_ms, plural, plural_s};
+use crate::report::finding::{ordered, Cause, Evidence, Finding};
+use crate::report::trace::TraceStep;
+use crate::strategy::Strategy;
+use std::collections::BTreeMap;
+
+/// The trace's findings in the order of their causes (a later cause left out while an
+/// earlier one explains the trace), and its headline: the finding that explains the
+/// trace followed by what was measured, or what was measured alone. No headline
+/// without an answered request.
+pub fn judge(
+    strategy: Strategy,
+    steps: &[TraceStep],
+    examples: &BTreeMap<String, String>,
+) -> (Option<Finding>, Vec<Finding>) {
+    let mut found = Vec::new();
+    found.extend(no_success(steps, examples));
+    found.extend(protocol(strategy, steps));
+    let found = ordered(found);
+    let Some(measured) = measured(steps) else {
+        return (None, found);
+    };
+    let headline = match found.iter().find(|f| f.explains_run) {
+        Some(first) => {
+            let mut h = first.clone();
+            h.text = format!("{} {}", first.text, measured.text);
+            h.evidence.extend(measured.evidence);
+            h
+        }
+        None => measured,
+    };
+    (Some(headline), found)
+}
+
+/// Every response an error: which status, out of how many, and what the server said.
+fn no_success(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option<Finding> {
+    let first = steps.first()?;
+    if steps.iter().any(|s| s.status < 400) {
+        return None;
+    }
+    let n = steps.iter().filter(|s| s.status == first.status).count() as u64;
+    let said = examples
+        .get(&first.status.to_string())
+        .map(|m| format!(": {m}"))
+        .unwrap_or_default();
+    let text = format!(
+        "Every response was an error ({n} of {} {} {}{said}); the times below are the error answers'.",
+        steps.len(),
+        if n == 1 { "was" } else { "were" },
+        first.status
+    );
+    Some(
+        Finding::new("no_success_status", Cause::Status, text)
+            .explaining(true)
+            .with(Evidence::count(
+                &format!("steps.status.{}", first.status),
+                n,
+                steps.len() as u64,
+                "responses",
+            )),
+    )
+}
+
+/// The strategy's defining feature that never happened over the trace's new
+/// connections: 0-RTT never accepted, a TLS session never resumed. Only connections
+/// after the first can have either (the first has no session to offer).
+fn protocol(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
+    if !strategy.tls_resumption() || strategy.persistent() {
+        return None;
+    }
+    let later: Vec<&TraceStep> = steps.iter().filter(|s| !s.reused).skip(1).collect();
+    let name = strategy.name();
+    if later.is_empty() {
+        // One connection: nothing to resume from. Said, so a single step's "no 0-RTT"
+        // or full handshake is not taken for the server's answer.
+        let what = if strategy.early_data() {
+            "0-RTT"
+        } else {
+            "resumption"
+        };
+        return Some(Finding::new(
+            "one_connection_only",
+            Cause::Protocol,
+            format!(
+                "{name} shows {what} from the second connection on (the first has no session to offer): trace --count 2 or more."
+            ),
+        )
+        .with(Evidence::count(
+            "steps (new connections after the first)",
+            0,
+            steps.len() as u64,
+            "requests traced",
+        )));
+    }
+    let of = later.len() as u64;
+    let resumed = later
+        .iter()
+        .filter(|s| s.tls.as_ref().is_some_and(|t| t.resumed))
+        .count() as u64;
+    let population = "new connections after the first";
+    if resumed == 0 {
+        let text = format!(
+            "The server never resumed a TLS session: 0 of {} offered one{}; the trace measured full handshakes, as --strategy close does. The server keeps no session cache or issues no tickets (nginx: `ssl_session_cache shared:SSL:10m` or `ssl_session_tickets on`).",
+            plural(
+                of,
+                "new connection after the first",
+                "new connections after the first"
+            ),
+            if strategy.early_data() {
+                " (and 0-RTT needs a resumed session)"
+            } else {
+                ""
+            }
+        );
+        return Some(
+            Finding::new("resumption_never_granted", Cause::Protocol, text)
+                .explaining(true)
+                .with(Evidence::count("steps.tls.resumed", 0, of, population)),
+        );
+    }
+    if !strategy.early_data() {
+        return None;
+    }
+    early_data_never_accepted(strategy, &later, resumed)
+}
+
+/// 0-RTT asked for, and none of the `later` connections (`resumed` of them resumed)
+/// had its request accepted in early data.
+fn early_data_never_accepted(
+    strategy: Strategy,
+    later: &[&TraceStep],
+    resumed: u64,
+) -> Option<Finding> {
+    let of = later.len() as u64;
+    let population = "new connections after the first";
+    let accepted = later
+        .iter()
+        .filter(|s| s.early_data == Some("accepted"))
+        .count() as u64;
+    if accepted > 0 {
+        return None;
+    }
+    let rejected = later
+        .iter()
+        .filter(|s| s.early_data == Some("rejected"))
+        .count() as u64;
+    let why = if rejected > 0 {
+        format!(
+            "it rejected {} sent in early data (each was sent again after the handshake)",
+            plural_s(rejected, "request")
+        )
+    } else {
+        format!(
+            "no request went in early data: the server's session tickets allowed none ({resumed} resumed, none with early data)"
+        )
+    };
+    let text = format!(
+        "The server never accepted 0-RTT: 0 of {} went in early data; {why}. The trace measured {} instead (nginx: `ssl_early_data on`).",
+        plural(
+            of,
+            "request on a new connection after the first",
+            "requests on new connections after the first"
+        ),
+        if strategy.quic() {
+            "resumed QUIC handshakes (h3-resumed)"
+        } else {
+            "resumed handshakes (close-resumed)"
+        }
+    );
+    Some(
+        Finding::new("early_data_never_accepted", Cause::Protocol, text)
+            .explaining(true)
+            .with(Evidence::count(
+                "steps.early_data.accepted",
+                0,
+                of,
+                population,
+            ))
+            .with(Evidence::count(
+                "steps.early_data.rejected",
+                rejected,
+                of,
+                population,
+            ))
+            .with(Evidence::count(
+                "steps.tls.resumed",
+                resumed,
+                of,
+                population,
+            )),
+    )
+}
+
+/// What setting up a step's connection took: DNS, TCP connect, TLS and the HTTP/2
+/// preface, or the QUIC handshake and HTTP/3's set-up (0 on a reused connection).
+pub fn setup_ms(s: &TraceStep) -> f64 {
+    [
+        s.dns_ms,
+        s.connect_ms,
+        s.tls_ms,
+        s.h2_setup_ms,
+        s.quic_handshake_ms,
+        s.h3_setup_ms,
+    ]
+    .iter()
+    .flatten()
+    .sum()
+}
+
+/// "2 requests over 1 connection: the first took 1.28 ms, 0.879 ms of it (69 %) setting
+/// up its connection; on a reused connection a request took 0.210 ms." `None` when no
+/// request was answered.
+fn measured(steps: &[TraceStep]) -> Option<Finding> {
+    let first = steps.first()?;
+    let n = steps.len() as u64;
+    let new = steps.iter().filter(|s| !s.reused).count() as u64;
+    let setup = setup_ms(first);
+    let share = if first.total_ms > 0.0 {
+        setup / first.total_ms * 100.0
+    } else {
+        0.0
+    };
+    let mut f = Finding::new("measured", Cause::Measured, String::new())
+        .with(Evidence::count(
+            "steps (new connection)",
+            new,
+            n,
+            "requests traced",
+        ))
+        .with(Evidence::figure(
+            "steps[0].total_ms",
+            first.total_ms,
+            Some("ms"),
+            "the first request",
+        ))
+        .with(Evidence::figure(
+            "steps[0] setup (dns + connect + tls + h2_setup + quic_handshake + h3_setup)",
+            setup,
+            Some("ms"),
+            "the first request",
+        ));
+    let mut text = format!(
+        "{} over {}: the first took {} ms, {} ms of it ({share:.0} %) setting up its connection",
+        plural_s(n, "request"),
+        plural_s(new, "connection"),
+        fmt_ms(first.total_ms),
+        fmt_ms(setup),
+    );
+    if let Some(left) = first.request_left_ms {
+        text.push_str(&format!(
+            " (its request left in 0-RTT, {} ms in, without waiting for it)",
+            fmt_ms(left)
+        ));
+        f = f.with(Evidence::figure(
+            "steps[0].request_left_ms",
+            left,
+            Some("ms"),
+            "the first request",
+        ));
+    }
+    let mut reused: Vec<f64> = steps
+        .iter()
+        .filter(|s| s.reused)
+        .map(|s| s.total_ms)
+        .collect();
+    reused.sort_by(f64::total_cmp);
+    if let Some(m) = reused.get(reused.len() / 2) {
+        text.push_str(&format!(
+            "; on a reused connection a request took {} ms{}",
+            fmt_ms(*m),
+            if reused.len() > 1 { " (median)" } else { "" }
+        ));
+        f = f.with(Evidence::mean_ms(
+            "steps.total_ms (median, reused connection)",
+            *m,
+            reused.len() as u64,
+            "requests on a reused connection",
+        ));
+    }
+    text.push('.');
+    f.text = text;
+    Some(f)
+}
