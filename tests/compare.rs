@@ -167,7 +167,7 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
     let why = r["comparison"]["explanations"].as_array().unwrap();
     let close = why
         .iter()
-        .map(|e| e.as_str().unwrap())
+        .map(|e| e["text"].as_str().unwrap())
         .find(|e| e.starts_with("https close opens"))
         .unwrap_or_else(|| panic!("{why:?}"));
     let own = r["scenarios"]
@@ -188,8 +188,42 @@ fn embedded_server_compares_http_and_https_and_counts_match() {
             && close.contains("the time of https "),
         "{close}"
     );
+    // The sentence is a finding whose evidence is the row's own figures: its
+    // connections (each a full handshake, the server's count above) and its verdict.
+    let f = why
+        .iter()
+        .find(|e| e["text"].as_str().unwrap().starts_with("https close opens"))
+        .unwrap();
+    assert_eq!(f["code"], "costs_more", "{f}");
+    let figure = |name: &str| {
+        f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["figure"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {f}"))
+            .clone()
+    };
+    let opened = figure("rows[\"https close\"].connections.opened");
+    assert_eq!(
+        (opened["value"].as_f64(), u(&opened["of"])),
+        (Some(120.0), 120),
+        "{f}"
+    );
+    let full = figure("rows[\"https close\"].tls_handshakes.full");
+    assert_eq!(full["value"].as_f64(), Some(120.0), "{f}");
+    let row = r["comparison"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "https close")
+        .unwrap();
+    assert_eq!(
+        figure("rows[\"https close\"].times_slower")["value"],
+        row["times_slower"]
+    );
     for e in why {
-        let e = e.as_str().unwrap();
+        let e = e["text"].as_str().unwrap();
         // ("0-RTT" names early data, not a round trip of this link.)
         let link = e.replace("0-RTT", "");
         assert!(!link.contains("RTT") && !link.contains("round trip"), "{e}");

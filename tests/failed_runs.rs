@@ -146,8 +146,10 @@ fn compare_never_ranks_a_row_without_successful_requests() {
     }
     let why = v["comparison"]["explanations"].as_array().unwrap();
     assert!(
-        why.iter()
-            .all(|e| e.as_str().unwrap().contains("failed, not ranked")),
+        why.iter().all(
+            |e| e["text"].as_str().unwrap().contains("failed, not ranked")
+                && e["code"] == "row_failed"
+        ),
         "{why:?}"
     );
 

@@ -309,12 +309,12 @@ fn plain_http_to_a_tls_port_through_trace_doctor_and_compare() {
         d["policy"].as_str().unwrap().contains("answered 400"),
         "{d}"
     );
-    compare_ranks_no_row_of_errors(&url);
+    compare_ranks_no_row_of_errors(&url, &n);
 }
 
 /// compare against `url`, where every answer is a 400: each row is a run of errors, so
 /// it fails, says so in the server's words, and ranks no row (text and JSON).
-fn compare_ranks_no_row_of_errors(url: &str) {
+fn compare_ranks_no_row_of_errors(url: &str, n: &Nginx) {
     let args = [
         "compare",
         url,
@@ -343,9 +343,24 @@ fn compare_ranks_no_row_of_errors(url: &str) {
     );
     assert!(!text.contains("is the cheapest"), "{text}");
     // The same in JSON: no row ranked, and the report is the schema's.
+    let before = access_log(n).len();
     let out = run(&[&args[..], &["--json"]].concat());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(common::schema_violations("report.schema.json", &v).is_empty());
+    // Each row's headline is its run of errors, with its count of 400s: together,
+    // the requests nginx logged (2 rows, 2 rounds of 4).
+    let logged = access_log(n).len() - before;
+    assert_eq!(logged, 16);
+    let heads = v["comparison"]["headline"].as_array().unwrap();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    let mut said = 0.0;
+    for h in heads {
+        assert_eq!(h["code"], "no_success_status", "{h}");
+        said += evidence(h, "requests.status_codes.400")["value"]
+            .as_f64()
+            .unwrap();
+    }
+    assert_eq!(said, logged as f64);
     for r in v["comparison"]["rows"].as_array().unwrap() {
         assert_eq!(
             (r["no_success"].as_bool(), r["best"].as_bool()),

@@ -597,7 +597,7 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| e.as_str().unwrap())
+        .map(|e| e["text"].as_str().unwrap())
         .collect();
     let line = why
         .iter()
@@ -669,7 +669,7 @@ fn compare_over_a_link_explains_each_row_from_its_own_connections() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| e.as_str().unwrap())
+        .map(|e| e["text"].as_str().unwrap())
         .collect();
     for s in scenarios {
         let name = s["name"].as_str().unwrap();

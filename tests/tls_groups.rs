@@ -351,7 +351,7 @@ fn kx_sentence(v: &Value, name: &str) -> String {
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(Value::as_str)
+        .filter_map(|e| e["text"].as_str())
         .find(|e| e.starts_with(&format!("Key exchange, {name} against")))
         .unwrap_or_else(|| panic!("no key-exchange sentence for {name}: {v}"))
         .to_string()

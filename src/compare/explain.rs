@@ -1,14 +1,117 @@
-//! The sentences of a comparison: why a row costs what it costs against its group's best
-//! (connections and handshakes, ms, round trips on a real link, CPU), a failed row's
-//! cause, and the round trips each row takes.
+//! The sentences of a comparison, each a finding with the figures it was built from:
+//! why a row costs what it costs against its group's best (connections and handshakes,
+//! ms, round trips on a real link, CPU), a failed row's cause, and the round trips each
+//! row takes.
 
 use super::{ComparisonRow, RoundTrips};
 use crate::fmt::ms as fmt_ms;
+use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::ScenarioReport;
+
+/// `rows["NAME"].FIELD`: a row's figure, by the name the JSON gives it.
+fn row_figure(r: &ComparisonRow, field: &str) -> String {
+    format!("rows[\"{}\"].{field}", r.name)
+}
+
+/// What a row was judged by against the best: the paired estimates of its time ratio
+/// and its extra ms per request over the rounds, each interval's ends beside it.
+fn judged_by(r: &ComparisonRow) -> Vec<Evidence> {
+    let rounds = r.rounds_ms.len() as u64;
+    let mut out = vec![
+        Evidence::mean(
+            &row_figure(r, "times_slower"),
+            r.times_slower,
+            None,
+            rounds,
+            "paired rounds",
+        ),
+        Evidence::mean(
+            &row_figure(r, "extra_ms_per_request"),
+            r.extra_ms_per_request,
+            Some("ms"),
+            rounds,
+            "paired rounds",
+        ),
+    ];
+    let ends = [
+        ("times_slower_ci", r.times_slower_ci, None),
+        (
+            "extra_ms_per_request_ci",
+            r.extra_ms_per_request_ci,
+            Some("ms"),
+        ),
+    ];
+    for (field, ci, unit) in ends {
+        if let Some([lo, hi]) = ci {
+            for (end, v) in [("0", lo), ("1", hi)] {
+                out.push(Evidence::mean(
+                    &row_figure(r, &format!("{field}[{end}]")),
+                    v,
+                    unit,
+                    rounds,
+                    "paired rounds (95 % interval)",
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A row's connections and TLS handshakes against the requests it got answered, over
+/// all its rounds.
+fn connections_of(r: &ComparisonRow, rs: &ScenarioReport) -> Vec<Evidence> {
+    let c = &rs.connections;
+    let mut out = vec![Evidence::count(
+        &row_figure(r, "connections.opened"),
+        c.opened,
+        rs.requests.ok,
+        "ok requests",
+    )];
+    let h = &c.tls_handshakes;
+    if h.full + h.resumed > 0 {
+        out.push(Evidence::count(
+            &row_figure(r, "tls_handshakes.full"),
+            h.full,
+            c.opened,
+            "connections",
+        ));
+        out.push(Evidence::count(
+            &row_figure(r, "tls_handshakes.resumed"),
+            h.resumed,
+            c.opened,
+            "connections",
+        ));
+    }
+    if c.early_data.attempted > 0 {
+        out.push(Evidence::count(
+            &row_figure(r, "early_data.accepted"),
+            c.early_data.accepted,
+            rs.requests.ok,
+            "ok requests",
+        ));
+    }
+    out
+}
+
+/// The client's CPU per request of `r` and `best` (medians over the rounds).
+fn cpu_of(r: &ComparisonRow, best: &ComparisonRow) -> Vec<Evidence> {
+    [r, best]
+        .iter()
+        .map(|x| {
+            Evidence::mean(
+                &row_figure(x, "client_cpu_us_per_request.median"),
+                x.client_cpu_us_per_request.median,
+                Some("µs"),
+                x.rounds_ms.len() as u64,
+                "rounds",
+            )
+        })
+        .collect()
+}
 
 /// A row that did not succeed in every round: in how many no request succeeded, and the
 /// leading error with its message and hint.
-pub(super) fn failed_explanation(r: &ComparisonRow, rs: &ScenarioReport, rounds: usize) -> String {
+pub(super) fn failed_explanation(r: &ComparisonRow, rs: &ScenarioReport, rounds: usize) -> Finding {
     let when = if r.failed_rounds == rounds {
         "no request succeeded in any round".to_string()
     } else {
@@ -20,7 +123,23 @@ pub(super) fn failed_explanation(r: &ComparisonRow, rs: &ScenarioReport, rounds:
     let why = crate::report::failure::leading_sentence(rs)
         .map(|s| format!(" {s}"))
         .unwrap_or_default();
-    format!("{}: failed, not ranked: {when}.{why}", r.name)
+    Finding::new(
+        "row_failed",
+        Cause::Transport,
+        format!("{}: failed, not ranked: {when}.{why}", r.name),
+    )
+    .with(Evidence::count(
+        &row_figure(r, "failed_rounds"),
+        r.failed_rounds as u64,
+        rounds as u64,
+        "rounds",
+    ))
+    .with(Evidence::count(
+        &format!("scenarios[\"{}\"].requests.ok", r.name),
+        rs.requests.ok,
+        rs.requests.attempted,
+        "attempts",
+    ))
 }
 
 /// One sentence per group on a real link: each row's round trips per request, counted
@@ -30,7 +149,7 @@ pub(super) fn round_trips_line(
     rows: &[ComparisonRow],
     idx: &[usize],
     rtt: f64,
-) -> Option<String> {
+) -> Option<Finding> {
     let with: Vec<(&ComparisonRow, RoundTrips)> = idx
         .iter()
         .filter_map(|&i| rows[i].round_trips.map(|r| (&rows[i], r)))
@@ -63,7 +182,28 @@ pub(super) fn round_trips_line(
     if !saves.is_empty() {
         line.push_str(&format!(" Against {}: {}.", most.name, saves.join(", ")));
     }
-    Some(line)
+    let mut f = Finding::new("round_trips", Cause::Measured, line).with(Evidence::figure(
+        &format!("rtt_ms[\"{group}\"]"),
+        rtt,
+        Some("ms"),
+        "the group's round trip",
+    ));
+    for (r, t) in &with {
+        f = f
+            .with(Evidence::figure(
+                &row_figure(r, "round_trips.counted"),
+                t.counted,
+                None,
+                "ok requests (per request)",
+            ))
+            .with(Evidence::figure(
+                &row_figure(r, "round_trips.measured"),
+                t.measured,
+                None,
+                "rounds (median time per request / RTT)",
+            ));
+    }
+    Some(f)
 }
 
 /// The sentence a comparison is run for, one per group: what the best row (the cheapest)
@@ -77,7 +217,7 @@ pub(super) fn headline(
     ranked: &[usize],
     best: usize,
     rtt: Option<f64>,
-) -> Option<String> {
+) -> Option<Finding> {
     let worst = ranked
         .iter()
         .copied()
@@ -89,23 +229,28 @@ pub(super) fn headline(
                 .total_cmp(&rows[*b].time_per_request_ms.median)
         })?;
     let (b, w) = (&rows[best], &rows[worst]);
+    let (bs, ws) = (&scenarios[best], &scenarios[worst]);
     if w.times_slower_ci.is_none() {
-        return Some(format!(
+        let text = format!(
             "{} is the cheapest and {} the costliest ({}), but {} rounds are too few to tell them apart (a 95 % interval needs {}).",
             b.name,
             w.name,
             ratio_with_ci(w),
             w.rounds_ms.len(),
             crate::report::comparison::MIN_ROUNDS_FOR_INTERVAL
-        ));
+        );
+        return Some(Finding::new("too_few_rounds", Cause::Measured, text).with_all(judged_by(w)));
     }
     if !w.significant {
-        return Some(format!(
+        let text = format!(
             "No strategy costs measurably more than {} here: the costliest, {}, is within the noise ({}).",
             b.name,
             w.name,
             ratio_with_ci(w)
-        ));
+        );
+        return Some(
+            Finding::new("no_measurable_difference", Cause::Measured, text).with_all(judged_by(w)),
+        );
     }
     let round_trips = match (w.round_trips, b.round_trips) {
         (Some(a), Some(c)) if a.counted - c.counted >= 0.05 => {
@@ -126,7 +271,7 @@ pub(super) fn headline(
         w.name,
         w.times_slower
     );
-    let paid = paid(&scenarios[worst], &scenarios[best], rtt);
+    let paid = paid(ws, bs, rtt);
     if let (Some(often), false) = (&paid.often, paid.parts.is_empty()) {
         line.push_str(&format!(
             " {} pays {often}: {}.",
@@ -134,7 +279,13 @@ pub(super) fn headline(
             paid.parts.join(", ")
         ));
     }
-    Some(line)
+    Some(
+        Finding::new("cheapest_saves", Cause::Measured, line)
+            .with_all(judged_by(w))
+            .with_all(connections_of(w, ws))
+            .with_all(connections_of(b, bs))
+            .with_all(cpu_of(w, b)),
+    )
 }
 
 /// How often something happens per request: "for every request", "2 per request",
@@ -226,9 +377,9 @@ pub(super) fn explain(
     bs: &ScenarioReport,
     rtt: Option<f64>,
     noise_threshold: f64,
-) -> String {
-    if let Some(s) = unjudged(r, rs, best, rtt, noise_threshold) {
-        return s;
+) -> Finding {
+    if let Some(f) = unjudged(r, rs, best, rtt, noise_threshold) {
+        return f.with_all(connections_of(r, rs));
     }
     let paid = paid(rs, bs, rtt);
     let costs = format!(
@@ -239,7 +390,7 @@ pub(super) fn explain(
     );
     let cpu = cpu_sentence(r, best);
     let note = paid.note;
-    match paid.often {
+    let text = match paid.often {
         Some(often) => format!(
             "{} opens a new connection {often} ({}; {}): {costs}.{note}{cpu}",
             r.name,
@@ -250,7 +401,12 @@ pub(super) fn explain(
             "{} opens no more connections than {}: {costs}.{note}{cpu}",
             r.name, best.name
         ),
-    }
+    };
+    Finding::new("costs_more", Cause::Measured, text)
+        .with_all(judged_by(r))
+        .with_all(connections_of(r, rs))
+        .with_all(connections_of(best, bs))
+        .with_all(cpu_of(r, best))
 }
 
 /// The sentence for a row that cannot be set against the best (too few rounds) or is
@@ -261,9 +417,9 @@ fn unjudged(
     best: &ComparisonRow,
     rtt: Option<f64>,
     noise_threshold: f64,
-) -> Option<String> {
+) -> Option<Finding> {
     if r.times_slower_ci.is_none() {
-        return Some(format!(
+        let text = format!(
             "{}: not enough rounds to judge against {} ({} of the {} a 95 % interval needs; {}).{}",
             r.name,
             best.name,
@@ -271,7 +427,8 @@ fn unjudged(
             crate::report::comparison::MIN_ROUNDS_FOR_INTERVAL,
             ratio_with_ci(r),
             early_note(rs, rtt).unwrap_or_default()
-        ));
+        );
+        return Some(Finding::new("too_few_rounds", Cause::Measured, text).with_all(judged_by(r)));
     }
     if r.significant {
         return None;
@@ -290,13 +447,14 @@ fn unjudged(
         }
         None => format!("under the {:.0} % noise threshold", noise_threshold * 100.0),
     };
-    Some(format!(
+    let text = format!(
         "{}: no measurable difference from {} ({}; {why}).{}",
         r.name,
         best.name,
         ratio_with_ci(r),
         early_note(rs, rtt).unwrap_or_default()
-    ))
+    );
+    Some(Finding::new("no_measurable_difference", Cause::Measured, text).with_all(judged_by(r)))
 }
 
 /// What a row pays that the best does not: each handshake with its cost, how often the
@@ -437,7 +595,7 @@ pub(super) fn key_exchange(
     other: &ComparisonRow,
     os: &ScenarioReport,
     noise_threshold: f64,
-) -> String {
+) -> Finding {
     let (h, oh) = (
         &rs.connections.tls_handshakes,
         &os.connections.tls_handshakes,
@@ -497,7 +655,28 @@ pub(super) fn key_exchange(
         noise_threshold,
     )
     .map_or_else(String::new, |c| c.said(|v| format!("{v:.1}"), "µs"));
-    format!("{line}. Per request, time: {time}; client CPU: {cpu}.")
+    let mut f = Finding::new(
+        "key_exchange",
+        Cause::Measured,
+        format!("{line}. Per request, time: {time}; client CPU: {cpu}."),
+    );
+    for (row, hs) in [(r, h), (other, oh)] {
+        f = f.with(Evidence::count(
+            &row_figure(row, "tls_handshakes.hello_retry_requests"),
+            hs.hello_retry_requests,
+            hs.full,
+            "full TLS handshakes",
+        ));
+        if let Some(b) = hs.client_hello_bytes {
+            f = f.with(Evidence::figure(
+                &row_figure(row, "tls_handshakes.client_hello_bytes"),
+                b,
+                Some("B"),
+                "full TLS handshakes (mean)",
+            ));
+        }
+    }
+    f.with_all(cpu_of(r, other))
 }
 
 /// "X25519MLKEM768 on all 60 handshakes", "x25519 40, secp256r1 20", "no group known".

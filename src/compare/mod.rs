@@ -409,8 +409,8 @@ fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
 /// What a comparison says: its headline and its explanations, group by group.
 #[derive(Default)]
 struct Said {
-    headline: Vec<String>,
-    explanations: Vec<String>,
+    headline: Vec<crate::report::finding::Finding>,
+    explanations: Vec<crate::report::finding::Finding>,
 }
 
 /// What setting each group's rows against its best needs.
@@ -453,7 +453,9 @@ impl Judge<'_> {
             rows[i].no_success = true;
             let s = &self.scenarios[i];
             if let Some(h) = &s.headline {
-                said.headline.push(format!("{}: {}", rows[i].name, h.text));
+                let mut h = h.clone();
+                h.text = format!("{}: {}", rows[i].name, h.text);
+                said.headline.push(h);
             }
         }
         let ranked: Vec<usize> = idx

@@ -132,9 +132,15 @@ pub struct Comparison {
     pub rtt_ms: Vec<GroupRtt>,
     pub rows: Vec<ComparisonRow>,
     /// One sentence or two per group: what its cheapest row saves per request against
-    /// its costliest, and what the costliest pays for.
-    pub headline: Vec<String>,
-    pub explanations: Vec<String>,
+    /// its costliest, and what the costliest pays for (`cheapest_saves`, or
+    /// `no_measurable_difference`, `too_few_rounds`); a row whose every response was an
+    /// error, its own headline. Each with the figures it was built from.
+    pub headline: Vec<super::finding::Finding>,
+    /// Each row against its group's best (`costs_more`, `no_measurable_difference`,
+    /// `too_few_rounds`), a failed row (`row_failed`), the round trips per request on a
+    /// real link (`round_trips`), and rows of one strategy with other key exchanges
+    /// (`key_exchange`), each with its evidence.
+    pub explanations: Vec<super::finding::Finding>,
     /// The strategies of the default set left out for this server, each with why (its
     /// scheme cannot carry it, or the server's probe said it does not offer it).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -132,6 +132,13 @@ impl Finding {
         self.evidence.push(e);
         self
     }
+
+    /// The same with each of `all` among its evidence.
+    #[must_use]
+    pub fn with_all(mut self, all: impl IntoIterator<Item = Evidence>) -> Finding {
+        self.evidence.extend(all);
+        self
+    }
 }
 
 /// The mark of a report cut short by Ctrl-C: what it covers. `completed` attempts ended

@@ -102,7 +102,7 @@ fn verdict<'a>(
         .chain(
             comparisons
                 .iter()
-                .flat_map(|c| c.explanations.iter().map(String::as_str)),
+                .flat_map(|c| c.explanations.iter().map(|f| f.text.as_str())),
         )
         .collect()
 }
@@ -123,7 +123,7 @@ fn headline(report: &Report, comparisons: &[&super::comparison::Comparison]) -> 
             .flat_map(|c| {
                 c.headline
                     .iter()
-                    .cloned()
+                    .map(|f| f.text.clone())
                     .chain(c.left_out.iter().map(|f| f.text.clone()))
             })
             .collect()

@@ -269,12 +269,12 @@ async function checkBench(page) {
     if (s.comparison) p.push(["comparison", "time_per_request_ms", "median"], ["comparison", "times_slower"], ["comparison", "extra_ms_per_request"]);
     return p;
   }, [["connections", "close_reasons"], ["requests", "errors"], ["requests", "error_details"], ["requests", "status_codes"]]);
-  await checkSentences(page, "li.verdict", ((report.concurrency_sweep && report.concurrency_sweep.series) || []).map((k) => k.verdict).concat(comparisons.flatMap((c) => c.explanations)), "verdict");
+  await checkSentences(page, "li.verdict", ((report.concurrency_sweep && report.concurrency_sweep.series) || []).map((k) => k.verdict).concat(comparisons.flatMap((c) => c.explanations.map((f) => f.text))), "verdict");
   await checkRun(page, report.scenarios.map((s) => s.url));
   // The headline: compare's sentences; bench's, one per scenario that measured something,
   // opening with its requests and connections.
   const cut = report.interrupted ? [report.interrupted.text] : [];
-  if (comparisons.length) await checkSentences(page, "li.headline", cut.concat(comparisons.flatMap((c) => c.headline.concat((c.left_out || []).map((f) => f.text)))), "headline");
+  if (comparisons.length) await checkSentences(page, "li.headline", cut.concat(comparisons.flatMap((c) => c.headline.map((f) => f.text).concat((c.left_out || []).map((f) => f.text)))), "headline");
   else {
     // Each the JSON's headline, as a value of the report (text, code and evidence).
     await checkSentences(page, "li.headline", cut.concat(report.scenarios.filter((s) => s.headline).map((s) => s.headline.text)), "headline");

@@ -31,7 +31,7 @@ pub fn render(sw: &ConcurrencySweep, width: usize) -> String {
     for step in &sw.steps {
         for h in &step.comparison.headline {
             let c = format!("c={}", step.concurrency);
-            let h = h.replace(&format!("{c} "), "");
+            let h = h.text.replace(&format!("{c} "), "");
             // "No strategy costs..." reads on after the step as "no strategy costs...".
             let mut chars = h.chars();
             let h: String = match chars.next() {

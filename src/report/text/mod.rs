@@ -631,7 +631,7 @@ fn count(s: &Spread) -> String {
 pub fn render_comparison(c: &Comparison, layout: &Layout) -> String {
     let mut out = String::new();
     for h in &c.headline {
-        let _ = writeln!(out, "{h}");
+        let _ = writeln!(out, "{}", h.text);
     }
     if !c.headline.is_empty() {
         out.push('\n');
@@ -683,7 +683,7 @@ pub fn render_comparison(c: &Comparison, layout: &Layout) -> String {
     if layout.verbose && !c.explanations.is_empty() {
         let _ = writeln!(out, "\nWhy");
         for e in &c.explanations {
-            let _ = writeln!(out, "  {e}");
+            let _ = writeln!(out, "  {}", e.text);
         }
     } else if !c.explanations.is_empty() {
         let _ = writeln!(
@@ -997,11 +997,8 @@ pub fn render_sweep(sw: &RttSweep, layout: &Layout) -> String {
         for r in &mut c.rows {
             r.name = r.name.trim_start_matches(&prefix).to_string();
         }
-        for e in &mut c.explanations {
-            *e = e.replace(&prefix, "");
-        }
-        for h in &mut c.headline {
-            *h = h.replace(&prefix, "");
+        for f in c.explanations.iter_mut().chain(c.headline.iter_mut()) {
+            f.text = f.text.replace(&prefix, "");
         }
         out.push_str(&render_comparison(&c, layout));
         server_line(&mut out, p.server.as_ref());
