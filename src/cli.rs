@@ -10,7 +10,7 @@ pub const EXIT_STATUS: &str = "Exit status:
   1  a run or a check failed: no request succeeded, or no response was a
      success (no 2xx or 3xx; --ok-status counts others) (bench, merge,
      trace; compare: a row without any), a --fail-if expression held,
-     doctor found a problem
+     doctor found a problem or its first request failed
   2  usage or setup error: a bad flag or value (the message names it), a
      server or link that could not be set up
   130  interrupted by Ctrl-C (bench, compare, doctor, audit, watch, lab):

@@ -1752,6 +1752,7 @@ fn unreachable_targets_say_what_to_do() {
         err.contains("does not resolve") && err.contains("--resolve"),
         "{err}"
     );
+    others_fail_saying("http://nosuch.invalid/", &[], "the name nosuch.invalid does not resolve: check its spelling, or give its address with --resolve NAME:PORT:ADDR");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -1761,6 +1762,25 @@ fn unreachable_targets_say_what_to_do() {
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains(&format!("nothing accepts connections at 127.0.0.1:{port}")),
+        "{err}"
+    );
+    others_fail_saying(
+        &format!("http://127.0.0.1:{port}/"),
+        &[],
+        &format!("nothing accepts connections at 127.0.0.1:{port}: is the server running"),
+    );
+    // doctor on an https:// URL tries HTTP/3 at the same port before it gives up, and
+    // says both.
+    let out = run(&[
+        "doctor",
+        &format!("https://127.0.0.1:{port}/"),
+        "--no-progress",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("HTTP/3 at UDP port {port} did not answer either"))
+            && err.contains("Hint: nothing accepts connections"),
         "{err}"
     );
     let Some(n) = nginx_tls(|d| write_certs(d, &["other.test"]), "") else {
@@ -1776,5 +1796,44 @@ fn unreachable_targets_say_what_to_do() {
         v["scenarios"][0]["requests"]["error_details"]["cert_wrong_name"],
         2
     );
+    others_fail_saying(
+        &url,
+        &["--cacert", ca.to_str().unwrap()],
+        "the certificate does not name localhost: use a name it covers",
+    );
     assert!(access_log(&n).is_empty());
+}
+
+/// trace, doctor and compare against `url` (with `extra` flags) each fail with exit 1
+/// and say `hint`, without Rust debug text (the run measured nothing: not a usage
+/// error's 2).
+fn others_fail_saying(url: &str, extra: &[&str], hint: &str) {
+    let runs: [&[&str]; 3] = [
+        &["trace", url],
+        &["doctor", url, "--no-progress"],
+        &[
+            "compare",
+            url,
+            "--strategies",
+            "keepalive,close",
+            "-n",
+            "2",
+            "--rounds",
+            "2",
+            "--no-progress",
+        ],
+    ];
+    for args in runs {
+        let out = run(&[args, extra].concat());
+        // What was said, on either stream, as one line (the text is wrapped).
+        let said = [out.stdout.as_slice(), out.stderr.as_slice()]
+            .map(String::from_utf8_lossy)
+            .join("\n")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(said.contains(hint), "{args:?}: {said}");
+        no_debug_text(args[0], &said);
+    }
 }

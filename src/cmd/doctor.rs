@@ -63,7 +63,16 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             &steps,
         )))
     };
-    let mut d = on_client(embedded.as_ref(), run)??;
+    let mut d = match on_client(embedded.as_ref(), run)? {
+        Ok(d) => d,
+        // Nothing could be probed: a failed run, not a usage error.
+        Err(e) if e.downcast_ref::<crate::doctor::Unreachable>().is_some() => {
+            steps.finish();
+            eprintln!("handshake: {e}");
+            return Ok(1);
+        }
+        Err(e) => return Err(e),
+    };
     steps.finish();
     if let Some(e) = embedded {
         d.link = e.finish().1;

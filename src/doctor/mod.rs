@@ -52,6 +52,30 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
+/// The first request failed, so nothing about the server's policy could be probed: a
+/// failed run (exit status 1), said with what to do about it where the failure is a
+/// common mistake.
+#[derive(Debug)]
+pub struct Unreachable(pub String);
+
+impl Unreachable {
+    fn new(url: &str, why: &str, key: Option<&str>) -> Unreachable {
+        let mut line = format!("the first request to {url} failed: {why}");
+        if let Some(h) = key.and_then(|k| crate::report::failure::hint(url, k, why)) {
+            line.push_str(&format!(". Hint: {h}"));
+        }
+        Unreachable(line)
+    }
+}
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unreachable {}
+
 /// Send `request` on a fresh connection; if the response lets it persist, send it again.
 async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<Exchange>) {
     let origin = &sc.origins[0];
@@ -65,6 +89,7 @@ async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<E
         reused: false,
         server_closed: false,
         error: None,
+        error_key: None,
         tcp_unreachable: false,
     };
     let mut opened = match probe::open(origin, sc.tls.as_ref(), sc.timeout, &sc.dns).await {
@@ -75,6 +100,7 @@ async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<E
                 crate::record::ErrorKind::Connect | crate::record::ErrorKind::TimeoutConnect
             );
             p.error = Some(e.to_string());
+            p.error_key = Some(e.key);
             return (p, None);
         }
     };
@@ -82,6 +108,7 @@ async fn persist_probe(sc: &Scenario, request: &[u8]) -> (PersistProbe, Option<E
         Ok(ex) => ex,
         Err(e) => {
             p.error = Some(e.to_string());
+            p.error_key = Some(e.key);
             return (p, None);
         }
     };
@@ -264,6 +291,7 @@ async fn tls_findings(
 ) -> Result<TlsFindings, ProbeError> {
     let bad = |message: String| ProbeError {
         kind: crate::record::ErrorKind::Tls,
+        key: crate::record::ErrorKind::Tls.name(),
         message,
     };
     let mk = |alpn: Vec<Vec<u8>>, resume: bool| {
@@ -277,10 +305,10 @@ async fn tls_findings(
     // ALPN: offer h2 and http/1.1, see what the server picks (handshake only).
     let offer = mk(vec![b"h2".to_vec(), b"http/1.1".to_vec()], false)?;
     let first = probe::open(origin, Some(&offer), sc.timeout, &sc.dns).await?;
-    let info = first.tls_info.clone().ok_or_else(|| ProbeError {
-        kind: crate::record::ErrorKind::Tls,
-        message: "no TLS session on an https:// URL".into(),
-    })?;
+    let info = first
+        .tls_info
+        .clone()
+        .ok_or_else(|| bad("no TLS session on an https:// URL".into()))?;
     drop(first);
     // Full handshakes, no resumption offered.
     let full_cfg = mk(vec![b"http/1.1".to_vec()], false)?;
@@ -733,7 +761,7 @@ pub async fn execute(
         if sc.origins[0].tls && http11.tcp_unreachable {
             return h3_only(sc, http11, req, steps);
         }
-        anyhow::bail!("the first request to {} failed: {e}", t.url);
+        return Err(Unreachable::new(&t.url, e, http11.error_key).into());
     }
     let req10 = t
         .template
@@ -1220,11 +1248,12 @@ fn h3_only(
     ));
     let h3 = h3::probe(url, None, req, sc.timeout);
     if !h3.answered {
-        anyhow::bail!(
-            "the first request to {url} failed: {why}; HTTP/3 at UDP port {} did not answer either: {}",
+        let why = format!(
+            "{why}; HTTP/3 at UDP port {} did not answer either: {}",
             h3.port,
             h3.error.as_deref().unwrap_or("no answer")
         );
+        return Err(Unreachable::new(url, &why, tcp.error_key).into());
     }
     let mut findings = vec![Finding::new("h3_only", Cause::Transport, format!(
         "TCP: no connection ({why}); the server answers only over QUIC (HTTP/3). HTTP/1.x, HTTP/2 and TLS over TCP were not probed, and clients without HTTP/3 (most load tools, networks that block UDP) cannot reach it."

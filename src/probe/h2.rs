@@ -151,7 +151,10 @@ pub async fn open(
 
 fn stream_err(f: StreamFailure, what: &str) -> ProbeError {
     let detail = f.failure.detail.map_or("", |d| d.name());
-    err(f.failure.kind, format!("{what}: {detail}"))
+    ProbeError {
+        key: f.failure.key(),
+        ..err(f.failure.kind, format!("{what}: {detail}"))
+    }
 }
 
 impl H2Probe {

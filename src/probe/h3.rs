@@ -69,7 +69,10 @@ fn failure(f: Failure, what: &str, conn: Option<&quinn::Connection>) -> ProbeErr
     if let Some(e) = conn.and_then(|c| c.close_reason()) {
         message.push_str(&format!(": {e}"));
     }
-    err(f.kind, message)
+    ProbeError {
+        key: f.key(),
+        ..err(f.kind, message)
+    }
 }
 
 /// Open a QUIC connection to `origin` and start HTTP/3 on it. With `early` and a

@@ -66,6 +66,9 @@ pub struct Opened {
 #[derive(Debug, Clone)]
 pub struct ProbeError {
     pub kind: ErrorKind,
+    /// The name its kind of failure is counted under: the detail's (`refused`,
+    /// `name_not_found`, `cert_wrong_name`), else the category's.
+    pub key: &'static str,
     pub message: String,
 }
 
@@ -80,6 +83,7 @@ impl std::error::Error for ProbeError {}
 fn err(kind: ErrorKind, message: impl Into<String>) -> ProbeError {
     ProbeError {
         kind,
+        key: kind.name(),
         message: message.into(),
     }
 }
@@ -92,7 +96,10 @@ fn opening_failed(f: Failure) -> ProbeError {
         Some(d) => format!("{message} ({})", d.name()),
         None => message,
     };
-    err(f.kind, message)
+    ProbeError {
+        key: f.key(),
+        ..err(f.kind, message)
+    }
 }
 
 /// A probe's opener, and how long making it took: reading the resolver's configuration

@@ -30,6 +30,9 @@ pub struct PersistProbe {
     /// The server closed the connection after the response (within 1 s).
     pub server_closed: bool,
     pub error: Option<String>,
+    /// The name the error is counted under (`refused`, `name_not_found`), for its hint.
+    #[serde(skip)]
+    pub error_key: Option<&'static str>,
     /// No TCP connection could be made (refused, unreachable, or no answer in time).
     #[serde(skip)]
     pub tcp_unreachable: bool,

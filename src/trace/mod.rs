@@ -47,6 +47,17 @@ impl TraceReport {
     }
 }
 
+/// "request 1: connect: Connection refused (refused). Hint: nothing accepts
+/// connections at 127.0.0.1:1: ...": the failure, and what to do about it where it is a
+/// common mistake.
+fn failed(index: u64, url: &str, e: &crate::probe::ProbeError) -> String {
+    let mut line = format!("request {index}: {e}");
+    if let Some(h) = crate::report::failure::hint(url, e.key, &e.message) {
+        line.push_str(&format!(". Hint: {h}"));
+    }
+    line
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -78,7 +89,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
                     conn = Some(c);
                 }
                 Err(e) => {
-                    error = Some(format!("request {index}: {e}"));
+                    error = Some(failed(index, &target.url, &e));
                     break;
                 }
             }
@@ -87,7 +98,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
         let answer = match c.exchange(target, sc.timeout).await {
             Ok(a) => a,
             Err(e) => {
-                error = Some(format!("request {index}: {e}"));
+                error = Some(failed(index, &target.url, &e));
                 break;
             }
         };
