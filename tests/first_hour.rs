@@ -1593,10 +1593,11 @@ fn error_statuses_name_their_cause_and_fail_the_run() {
 }
 
 // Keep-alive off in nginx (keepalive_timeout 0): bench names the server's
-// `Connection: close`, with nginx's connection count; doctor says it is a problem and
-// names nginx's directive.
+// `Connection: close` in its headline (no request was reused), with nginx's connection
+// count; trace and compare say the same first; doctor says it is a problem and names
+// nginx's directive.
 #[test]
-fn keep_alive_off_is_named_by_bench_and_doctor() {
+fn keep_alive_off_is_named_by_bench_trace_compare_and_doctor() {
     let Some(n) = nginx_http("keepalive_timeout 0;", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -1614,9 +1615,69 @@ fn keep_alive_off_is_named_by_bench_and_doctor() {
         evidence(f, "connections.close_reasons.server_close_header")["value"],
         20.0
     );
+    // No request was reused: keep-alive never happened, and the headline says so first.
+    let h = &s["headline"];
+    assert_eq!(h["code"], "not_reused_server_close_header", "{h}");
+    let e = evidence(h, "connections.reused_requests");
+    assert_eq!(
+        (e["value"].as_f64(), e["of"].as_u64()),
+        (Some(0.0), Some(20))
+    );
     let (out, text) = doctor_text(&n.url(), &[]);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("keepalive_timeout above 0"), "{text}");
+    // trace: three requests, three connections in nginx's log, and why.
+    let before = access_log(&n).len();
+    let out = run(&["trace", &n.url(), "--count", "3", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = access_log(&n);
+    assert_eq!(connections(&log[before..]).len(), 3);
+    let h = &t["headline"];
+    assert_eq!(h["code"], "not_reused_server_close_header", "{h}");
+    assert!(
+        h["text"].as_str().unwrap().starts_with(
+            "No connection was reused: the server sent `Connection: close` (its keep-alive is off) on each of 3 responses"
+        ),
+        "{h}"
+    );
+    assert_eq!(evidence(h, "steps (new connection)")["value"], 3.0);
+    // compare: keepalive is no cheaper than close here, and the headline says why
+    // first; its connections are nginx's.
+    let before = access_log(&n).len();
+    let out = run(&[
+        "compare",
+        &n.url(),
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--json",
+        "--no-progress",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = access_log(&n);
+    assert_eq!(connections(&log[before..]).len(), 40);
+    let h = &v["comparison"]["headline"][0];
+    assert_eq!(h["code"], "not_reused_server_close_header", "{h}");
+    assert!(
+        h["text"].as_str().unwrap().starts_with(
+            "keepalive: Connections were not reused: the server sent `Connection: close`"
+        ),
+        "{h}"
+    );
+    let keepalive = v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["strategy"] == "keepalive")
+        .unwrap();
+    assert_eq!(keepalive["connections"]["opened"], 20);
 }
 
 // A short keepalive_timeout (1 s) and a client that waits longer between requests: the

@@ -21,6 +21,7 @@ use crate::progress::Steps;
 pub use crate::report::comparison::{
     Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSeries, RttSweep, Spread,
 };
+use crate::report::finding::Cause;
 use crate::report::ScenarioReport;
 use crate::server::RunningServer;
 use crate::stats::{paired, summary, Recorder};
@@ -456,6 +457,21 @@ impl Judge<'_> {
                 let mut h = h.clone();
                 h.text = format!("{}: {}", rows[i].name, h.text);
                 said.headline.push(h);
+            }
+        }
+        // A row whose strategy's defining feature never happened (no connection reused,
+        // no session resumed, no 0-RTT accepted) is ranked, but said first: its figures
+        // are those of what happened instead.
+        for &i in idx.iter().filter(|i| !self.no_success(**i)) {
+            let s = &self.scenarios[i];
+            let explains = s
+                .diagnosis
+                .iter()
+                .find(|f| f.explains_run && matches!(f.cause, Cause::Protocol | Cause::Reuse));
+            if let Some(f) = explains {
+                let mut f = f.clone();
+                f.text = format!("{}: {}", rows[i].name, f.text);
+                said.headline.push(f);
             }
         }
         let ranked: Vec<usize> = idx

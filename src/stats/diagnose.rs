@@ -505,12 +505,12 @@ fn close_evidence(reason: CloseReason, n: u64, closed: u64) -> Evidence {
 /// Why connections were not reused, by the close reason most of them had (`n` of them).
 fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64)) -> Finding {
     let closed = rec.counts.connections_closed;
-    let every = if n == closed {
-        "every".to_string()
+    // "every connection", "3 of 5 connections".
+    let (every, s) = if n == closed {
+        ("every".to_string(), "")
     } else {
-        format!("{n} of {closed}")
+        (format!("{n} of {closed}"), crate::fmt::s(n))
     };
-    let s = crate::fmt::s(n);
     let (code, text) = match reason {
         CloseReason::ServerHttp10 => ("not_reused_server_http10", format!(
             "Connections were not reused: the server answered HTTP/1.0 without keep-alive on {every} connection{s}{}.",
@@ -564,7 +564,24 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64
             plural(n, "connection", "connections")
         )),
     };
-    Finding::new(code, Cause::Reuse, text).with(close_evidence(reason, n, closed))
+    // The server refused keep-alive on every connection and no request was reused: the
+    // strategy's defining feature never happened, and the run measured a new connection
+    // per request.
+    let refused = matches!(
+        reason,
+        CloseReason::ServerHttp10
+            | CloseReason::ServerCloseHeader
+            | CloseReason::ServerCloseDelimited
+    );
+    Finding::new(code, Cause::Reuse, text)
+        .explaining(refused && n == closed && rec.counts.reused_requests == 0)
+        .with(close_evidence(reason, n, closed))
+        .with(Evidence::count(
+            "connections.reused_requests",
+            rec.counts.reused_requests,
+            rec.counts.ok,
+            "ok requests",
+        ))
 }
 
 /// Why connects failed with `EADDRNOTAVAIL`, with the figures that show it, and the fixes.

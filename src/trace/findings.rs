@@ -21,6 +21,7 @@ pub fn judge(
     let mut found = Vec::new();
     found.extend(no_success(steps, examples));
     found.extend(protocol(strategy, steps));
+    found.extend(reuse(strategy, steps));
     let found = ordered(found);
     let Some(measured) = measured(steps) else {
         return (None, found);
@@ -193,6 +194,56 @@ fn early_data_never_accepted(
                 of,
                 population,
             )),
+    )
+}
+
+/// HTTP/1 keep-alive asked for, and the server let no connection carry a second
+/// request: why, from its responses (HTTP/1.0 without keep-alive, `Connection: close`,
+/// a body ended by the close), when every response said the same.
+fn reuse(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
+    let n = steps.len() as u64;
+    let h1 = steps.iter().all(|s| s.stream_id.is_none());
+    if !strategy.persistent() || !h1 || n < 2 || steps.iter().any(|s| s.reused || s.persistent) {
+        return None;
+    }
+    let says_close = |s: &TraceStep| {
+        s.connection_header
+            .as_deref()
+            .is_some_and(|h| h.to_ascii_lowercase().contains("close"))
+    };
+    let (code, why, figure, k) = if steps.iter().all(|s| s.http_version == "HTTP/1.0") {
+        (
+            "not_reused_server_http10",
+            "the server answered HTTP/1.0 without keep-alive",
+            "steps.http_version HTTP/1.0",
+            n,
+        )
+    } else if steps.iter().all(says_close) {
+        (
+            "not_reused_server_close_header",
+            "the server sent `Connection: close` (its keep-alive is off)",
+            "steps.connection_header close",
+            n,
+        )
+    } else {
+        (
+            "not_reused",
+            "no response let its connection persist",
+            "steps.persistent",
+            0,
+        )
+    };
+    Some(
+        Finding::new(
+            code,
+            Cause::Reuse,
+            format!(
+                "No connection was reused: {why} on each of {n} responses, so each request opened a new connection."
+            ),
+        )
+        .explaining(true)
+        .with(Evidence::count(figure, k, n, "responses"))
+        .with(Evidence::count("steps (new connection)", n, n, "requests traced")),
     )
 }
 
