@@ -1377,6 +1377,71 @@ fn audit_does_not_hide_one_shot_connections_behind_a_mean() {
 }
 
 /// `TcpExtListenOverflows` of this network namespace, as the test reads it itself.
+// audit of a client whose requests the upstream (nginx) answers 404, and one whose
+// requests get 200s: the first says most answers were errors, in its headline and first
+// in its verdict, with nginx's count of 404s; its reuse verdict stands (audit keeps the
+// client's connection whatever the status); the second says nothing of statuses.
+#[test]
+fn audit_says_when_most_answers_were_errors() {
+    let Some(n) = nginx_http("", "return 404; } location /ok { return 200 \"hi\\n\";") else {
+        return;
+    };
+    let audit = |path: &str| -> Value {
+        let out = run(&[
+            "audit",
+            "--json",
+            "--upstream",
+            &n.url(),
+            "--",
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            &format!("{{url}}{path}"),
+            &format!("{{url}}{path}"),
+            &format!("{{url}}{path}"),
+        ]);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let v = audit("missing");
+    let log = access_log(&n);
+    assert_eq!(log.iter().filter(|l| l.status == 404).count(), 3, "{log:?}");
+    let t = &v["total"];
+    assert_eq!(t["status_codes"]["404"], 3, "{t}");
+    let h = &v["headline"];
+    assert_eq!(h["code"], "reused", "{h}");
+    assert!(
+        h["text"].as_str().unwrap().ends_with(
+            "reused (3.0 requests per connection). Most answers were errors: 3 of 3 were 404 (Not Found), 3 were 4xx or 5xx in all."
+        ),
+        "{h}"
+    );
+    let first = &v["verdict"][0];
+    assert_eq!(first["code"], "mostly_error_status", "{first}");
+    let e = evidence(first, "total.status_codes.404");
+    assert_eq!(
+        (e["value"].as_f64(), e["of"].as_u64()),
+        (Some(3.0), Some(3))
+    );
+    let codes: Vec<&str> = v["verdict"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"reused"), "{codes:?}");
+    // 200s: nothing said of statuses.
+    let v = audit("ok");
+    assert_eq!(v["total"]["status_codes"]["200"], 3, "{}", v["total"]);
+    assert_eq!(access_log(&n).len(), 6);
+    assert!(!v.to_string().contains("mostly_error_status"), "{v}");
+}
+
 fn listen_overflows() -> u64 {
     let t = std::fs::read_to_string("/proc/net/netstat").unwrap();
     let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("TcpExt:")).collect();

@@ -103,7 +103,10 @@ where
                     with_log(&shared.1, |g| {
                         let c = &mut g.conns[idx];
                         match done {
-                            Ok(()) => c.responses += 1,
+                            Ok(status) => {
+                                c.responses += 1;
+                                *c.statuses.entry(status).or_default() += 1;
+                            }
                             Err(cut) => c.cut = Some(cut),
                         }
                     });
@@ -162,7 +165,7 @@ async fn answer(
     req: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
     shared: &(AuditConfig, SharedLog),
-) -> Result<(), (u64, u64)> {
+) -> Result<u16, (u64, u64)> {
     let cfg = &shared.0;
     let (parts, mut body) = req.into_parts();
     let mut data = Vec::new();
@@ -175,7 +178,7 @@ async fn answer(
                 data.extend_from_slice(&chunk);
                 if data.len() as u64 > cfg.server.max_body_bytes {
                     let _ = send_head(&mut respond, 413, &[], true);
-                    return Ok(());
+                    return Ok(413);
                 }
             }
             Ok(Some(Err(_))) | Err(_) => return Err((0, 0)),
@@ -190,7 +193,7 @@ async fn answer(
                 let msg = format!("handshake audit: upstream failed: {e:#}\n");
                 let mut stream = send_head(&mut respond, 502, &[], false).map_err(|_| (0, 0))?;
                 let _ = stream.send_data(Bytes::from(msg), true);
-                return Ok(());
+                return Ok(502);
             }
         },
     };
@@ -199,7 +202,7 @@ async fn answer(
     let mut resp = httparse::Response::new(&mut headers);
     let Ok(httparse::Status::Complete(head_len)) = resp.parse(&bytes) else {
         let _ = send_head(&mut respond, 502, &[], true);
-        return Ok(());
+        return Ok(502);
     };
     let status = resp.code.unwrap_or(502);
     let keep: Vec<(String, Vec<u8>)> = resp
@@ -215,7 +218,7 @@ async fn answer(
     let ends = body_len == 0;
     let mut stream = send_head(&mut respond, status, &keep, ends).map_err(|_| (0, body_len))?;
     if ends {
-        return Ok(());
+        return Ok(status);
     }
     let mut written = 0u64;
     let mut inline_left = inline;
@@ -244,7 +247,7 @@ async fn answer(
             return Err((written, body_len));
         }
     }
-    Ok(())
+    Ok(status)
 }
 
 fn send_head(

@@ -11,6 +11,8 @@ pub(super) struct ConnLog {
     pub(super) client: Option<IpAddr>,
     pub(super) requests: u64,
     pub(super) responses: u64,
+    /// The responses' status codes (answered here or by the upstream).
+    pub(super) statuses: BTreeMap<u16, u64>,
     pub(super) versions: BTreeMap<String, u64>,
     pub(super) connection_headers: BTreeMap<String, u64>,
     /// Requests with a header a proxy adds (Via, Forwarded, X-Forwarded-For, X-Real-IP).

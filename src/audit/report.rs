@@ -15,6 +15,7 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         connections: conns.len() as u64,
         requests: 0,
         responses: 0,
+        status_codes: BTreeMap::new(),
         requests_per_connection: RpcStats {
             min: 0,
             mean: 0.0,
@@ -36,6 +37,9 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
     for c in conns {
         s.requests += c.requests;
         s.responses += c.responses;
+        for (code, n) in &c.statuses {
+            *s.status_codes.entry(code.to_string()).or_default() += n;
+        }
         if c.requests > 0 {
             with_requests += 1;
         }

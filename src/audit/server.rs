@@ -362,7 +362,18 @@ async fn write_response<S: AsyncWrite + Unpin>(
     if s.flush().await.is_err() {
         return Err(cut(written));
     }
-    with_log(log, |g| g.conns[idx].responses += 1);
+    // "HTTP/1.1 404 ...": the status the client got.
+    let status = bytes
+        .get(9..12)
+        .and_then(|d| std::str::from_utf8(d).ok())
+        .and_then(|d| d.parse::<u16>().ok());
+    with_log(log, |g| {
+        let c = &mut g.conns[idx];
+        c.responses += 1;
+        if let Some(code) = status {
+            *c.statuses.entry(code).or_default() += 1;
+        }
+    });
     Ok(())
 }
 

@@ -40,7 +40,8 @@ const NGINX_UPSTREAM_FIX: &str = "If the client is nginx (its default is `proxy_
 /// The findings: what the client does with connections, the likely cause, the fix.
 /// `peak_open`: the most client connections open at once.
 pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
-    let mut v = reuse(t);
+    let mut v: Vec<Finding> = error_statuses(t).into_iter().collect();
+    v.extend(reuse(t));
     v.extend(h2(t, peak_open));
     if t.unused_connections > 0 && t.requests > 0 {
         v.push(
@@ -92,6 +93,55 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
         );
     }
     v
+}
+
+/// When most answers were errors (4xx, 5xx): the leading status, how many, and what it
+/// means for the audit. The client's connections are audit's own, kept whatever the
+/// status, so the reuse figures stand; the requests may not be the ones the client
+/// means to make.
+fn error_statuses(t: &ClientSummary) -> Option<Finding> {
+    let failing: u64 = t
+        .status_codes
+        .iter()
+        .filter(|(c, _)| c.as_str() >= "400")
+        .map(|(_, n)| n)
+        .sum();
+    if t.responses == 0 || failing * 2 <= t.responses {
+        return None;
+    }
+    let (code, n) = t
+        .status_codes
+        .iter()
+        .filter(|(c, _)| c.as_str() >= "400")
+        .max_by_key(|(c, n)| (**n, std::cmp::Reverse(c.as_str())))?;
+    let reason = code
+        .parse()
+        .ok()
+        .and_then(crate::stats::diagnose::reason_phrase)
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    Some(
+        Finding::new(
+            "mostly_error_status",
+            Kind::Status,
+            format!(
+                "Most answers were errors: {n} of {} were {code}{reason}, {failing} were 4xx or 5xx in all: the client's requests may not be the ones it means to make (check its URL, path and credentials). Its connections are audit's own, kept whatever the status, so the reuse figures stand.",
+                t.responses
+            ),
+        )
+        .with(Evidence::count(
+            &format!("total.status_codes.{code}"),
+            *n,
+            t.responses,
+            "responses",
+        ))
+        .with(Evidence::count(
+            "total.status_codes 4xx+5xx",
+            failing,
+            t.responses,
+            "responses",
+        )),
+    )
 }
 
 /// Whether the client reused its connections, and when not, the likely cause and fix.
@@ -232,6 +282,17 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
 /// The verdict in one sentence: "N requests over M connections: reused (x per
 /// connection)", or "not reused, because …" with the cause when one is read.
 pub fn headline(t: &ClientSummary) -> Finding {
+    let mut h = reuse_headline(t);
+    // Most answers errors: said in the headline too, after the reuse it does not change.
+    if let Some(e) = error_statuses(t) {
+        let said = e.text.split(": the client").next().unwrap_or_default();
+        h.text = format!("{} {said}.", h.text);
+        h.evidence.extend(e.evidence);
+    }
+    h
+}
+
+fn reuse_headline(t: &ClientSummary) -> Finding {
     let over_s = format!(
         "{} over {}",
         plural(t.requests, "request"),

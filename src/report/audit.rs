@@ -97,6 +97,8 @@ pub struct ClientSummary {
     pub connections: u64,
     pub requests: u64,
     pub responses: u64,
+    /// The responses by status code ("200", "404"), answered here or by the upstream.
+    pub status_codes: BTreeMap<String, u64>,
     pub requests_per_connection: RpcStats,
     /// Requests that did not open their connection / all requests.
     pub reuse_ratio: f64,

@@ -311,7 +311,7 @@ async function checkAudit(page) {
     ["connections"], ["requests"], ["responses"], ["reuse_ratio"], ["unused_connections"],
     ["requests_per_connection", "min"], ["requests_per_connection", "mean"], ["requests_per_connection", "max"],
     ["tls_handshakes", "full"], ["tls_handshakes", "resumed"], ["cut_responses", "count"],
-  ], [["endings"], ["http_versions"], ["connection_headers"]]);
+  ], [["endings"], ["http_versions"], ["connection_headers"], ["status_codes"]]);
   const bars = await page.$$eval("rect.count-bar", (rs) => rs.map((r) => ({ name: r.dataset.name, key: r.dataset.key, value: Number(r.dataset.value), width: Number(r.getAttribute("width")) })));
   const maxN = Math.max(...clients.flatMap((c) => [c.connections, c.requests]));
   const maxW = Math.max(...bars.map((b) => b.width));

@@ -51,6 +51,7 @@
     add("how connections ended", cell => kvs(cell, n, ["endings"], c.endings));
     add("HTTP versions", cell => kvs(cell, n, ["http_versions"], c.http_versions));
     add("Connection headers", cell => kvs(cell, n, ["connection_headers"], c.connection_headers));
+    add("status codes", cell => kvs(cell, n, ["status_codes"], c.status_codes));
     add("idle gaps between requests (ms)", cell => {
       if (!c.idle_gaps.count) { h("span", { class: "muted" }, cell, "-"); return; }
       for (const k of ["min_ms", "mean_ms", "max_ms"]) { const s = h("span", { class: "kv" }, cell, k.replace("_ms", "") + " "); fig(s, "b", n, ["idle_gaps", k], c.idle_gaps[k], "num"); }

@@ -43,6 +43,9 @@ fn client_block(out: &mut String, s: &ClientSummary) {
         "  Connection headers    {}",
         fmt_map(&s.connection_headers)
     );
+    if !s.status_codes.is_empty() {
+        let _ = writeln!(out, "  status codes          {}", fmt_map(&s.status_codes));
+    }
     if s.forwarded_requests > 0 {
         let _ = writeln!(
             out,
