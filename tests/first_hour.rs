@@ -1442,6 +1442,62 @@ fn audit_says_when_most_answers_were_errors() {
     assert!(!v.to_string().contains("mostly_error_status"), "{v}");
 }
 
+// Row 3 through watch: clients send plain HTTP to nginx's TLS port; nginx answers each
+// with its 400 and closes. watch's headline says most answers were errors (nginx's own
+// count of 400s), not "the server closed them".
+#[test]
+fn watch_says_when_most_answers_were_errors() {
+    let Some(n) = nginx_tls(|d| write_certs(d, &["localhost"]), "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/", n.port);
+    let w = Command::new(bin())
+        .args(["watch", "--json", "--port", &n.port.to_string(), "-d", "3s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let st = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+        ])
+        .args([&url, &url, &url])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = w.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(common::schema_violations("watch.schema.json", &v).is_empty());
+    let log = access_log(&n);
+    let bad = log.iter().filter(|l| l.status == 400).count() as u64;
+    assert_eq!((bad, log.len() as u64), (3, 3), "{log:?}");
+    let t = &v["total"];
+    assert_eq!(t["status_codes"]["400"], bad, "{t}");
+    assert_eq!(t["connections"], 3, "{t}");
+    let h = &v["headline"];
+    assert_eq!(h["code"], "mostly_error_status", "{h}");
+    let e = evidence(h, "total.status_codes.400");
+    assert_eq!(
+        (e["value"].as_f64(), e["of"].as_u64()),
+        (Some(3.0), Some(3))
+    );
+    let text = h["text"].as_str().unwrap();
+    assert!(
+        text.contains("most answers were errors: 3 of 3 were 400 (Bad Request)"),
+        "{text}"
+    );
+    assert!(!text.contains("the server closed them"), "{text}");
+    assert_eq!(v["verdict"][0]["code"], "mostly_error_status", "{v}");
+}
+
 fn listen_overflows() -> u64 {
     let t = std::fs::read_to_string("/proc/net/netstat").unwrap();
     let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("TcpExt:")).collect();

@@ -100,47 +100,17 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
 /// status, so the reuse figures stand; the requests may not be the ones the client
 /// means to make.
 fn error_statuses(t: &ClientSummary) -> Option<Finding> {
-    let failing: u64 = t
-        .status_codes
-        .iter()
-        .filter(|(c, _)| c.as_str() >= "400")
-        .map(|(_, n)| n)
-        .sum();
-    if t.responses == 0 || failing * 2 <= t.responses {
-        return None;
-    }
-    let (code, n) = t
-        .status_codes
-        .iter()
-        .filter(|(c, _)| c.as_str() >= "400")
-        .max_by_key(|(c, n)| (**n, std::cmp::Reverse(c.as_str())))?;
-    let reason = code
-        .parse()
-        .ok()
-        .and_then(crate::stats::diagnose::reason_phrase)
-        .map(|r| format!(" ({r})"))
-        .unwrap_or_default();
+    let (said, evidence) =
+        crate::stats::diagnose::mostly_errors(&t.status_codes, t.responses, "total")?;
     Some(
         Finding::new(
             "mostly_error_status",
             Kind::Status,
             format!(
-                "Most answers were errors: {n} of {} were {code}{reason}, {failing} were 4xx or 5xx in all: the client's requests may not be the ones it means to make (check its URL, path and credentials). Its connections are audit's own, kept whatever the status, so the reuse figures stand.",
-                t.responses
+                "Most answers were errors: {said}: the client's requests may not be the ones it means to make (check its URL, path and credentials). Its connections are audit's own, kept whatever the status, so the reuse figures stand."
             ),
         )
-        .with(Evidence::count(
-            &format!("total.status_codes.{code}"),
-            *n,
-            t.responses,
-            "responses",
-        ))
-        .with(Evidence::count(
-            "total.status_codes 4xx+5xx",
-            failing,
-            t.responses,
-            "responses",
-        )),
+        .with_all(evidence),
     )
 }
 

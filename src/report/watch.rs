@@ -34,6 +34,8 @@ pub struct EndpointSummary {
     /// closing or had reset (clients then send them again on a new one), or cut off.
     pub unanswered_requests: u64,
     pub responses: u64,
+    /// Cleartext HTTP/1: the responses by status code ("200", "400").
+    pub status_codes: BTreeMap<String, u64>,
     /// Some requests are estimates (TLS connections).
     pub requests_estimated: bool,
     pub requests_per_connection: RpcStats,

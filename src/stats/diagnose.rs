@@ -319,6 +319,46 @@ fn redirect_finding(rec: &Recorder) -> Option<Finding> {
     )
 }
 
+/// Answers seen from the server's side (audit, watch) when most were errors: "3 of 3
+/// were 404 (Not Found), 3 were 4xx or 5xx in all", with the counts it stands on
+/// (`at`: the figures' place in the report, `total` or `endpoints[ADDR]`). `None` when
+/// at most half were errors.
+pub fn mostly_errors(
+    codes: &std::collections::BTreeMap<String, u64>,
+    responses: u64,
+    at: &str,
+) -> Option<(String, Vec<Evidence>)> {
+    let errors = || codes.iter().filter(|(c, _)| c.as_str() >= "400");
+    let failing: u64 = errors().map(|(_, n)| n).sum();
+    if responses == 0 || failing * 2 <= responses {
+        return None;
+    }
+    let (code, n) = errors().max_by_key(|(c, n)| (**n, std::cmp::Reverse(c.as_str())))?;
+    let reason = code
+        .parse()
+        .ok()
+        .and_then(reason_phrase)
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    Some((
+        format!("{n} of {responses} were {code}{reason}, {failing} were 4xx or 5xx in all"),
+        vec![
+            Evidence::count(
+                &format!("{at}.status_codes.{code}"),
+                *n,
+                responses,
+                "responses",
+            ),
+            Evidence::count(
+                &format!("{at}.status_codes 4xx+5xx"),
+                failing,
+                responses,
+                "responses",
+            ),
+        ],
+    ))
+}
+
 pub fn reason_phrase(code: u16) -> Option<&'static str> {
     Some(match code {
         301 => "Moved Permanently",

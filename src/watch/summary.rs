@@ -38,6 +38,7 @@ pub struct Acc {
     requests: u64,
     unanswered: u64,
     responses: u64,
+    statuses: BTreeMap<String, u64>,
     estimated: bool,
     with_requests: u64,
     rpc_min: Option<u64>,
@@ -67,6 +68,9 @@ impl Acc {
         self.requests += answered;
         self.unanswered += c.requests - answered;
         self.responses += c.responses;
+        for (code, n) in &c.statuses {
+            *self.statuses.entry(code.to_string()).or_default() += n;
+        }
         self.estimated |= c.kind == Kind::Tls;
         if answered > 0 {
             self.with_requests += 1;
@@ -119,6 +123,7 @@ impl Acc {
             requests: self.requests,
             unanswered_requests: self.unanswered,
             responses: self.responses,
+            status_codes: self.statuses.clone(),
             requests_estimated: self.estimated,
             requests_per_connection: RpcStats {
                 min: self.rpc_min.unwrap_or(0),
@@ -235,6 +240,19 @@ pub fn headline(t: &EndpointSummary) -> Finding {
             format!("{over_s}: one request cannot show reuse."),
         )
     } else if t.connections >= t.requests {
+        // Most answers errors: the first cause (a server closes after many an error, and
+        // the requests are not the ones meant), before who closed.
+        if let Some((said, evidence)) =
+            crate::stats::diagnose::mostly_errors(&t.status_codes, t.responses, at)
+        {
+            return f(
+                "mostly_error_status",
+                Cause::Status,
+                format!("{over_s}: not reused, and most answers were errors: {said}. Fix the requests first: a server may close after an error."),
+            )
+            .explaining(true)
+            .with_all(evidence);
+        }
         // The client's own request heads asked to close: its cause, whoever closed first.
         if let Some((why, e)) = client_asked(t, at) {
             return f(
@@ -279,22 +297,39 @@ pub fn headline(t: &EndpointSummary) -> Finding {
             None => f("not_reused", Cause::Reuse, format!("{over_s}: not reused.")),
         }
     } else {
-        f(
+        reused(t, &over_s, at)
+    }
+}
+
+/// "N requests over M connections: reused (x per connection)", and when most answers
+/// were errors, that after it (it does not change the reuse).
+fn reused(t: &EndpointSummary, over_s: &str, at: &str) -> Finding {
+    let mut h = over(
+        Finding::new(
             "reused",
             Cause::Measured,
             format!(
                 "{over_s}: reused ({:.1} requests per connection).",
                 t.requests_per_connection.mean
             ),
-        )
-        .with(Evidence::mean(
-            &format!("{at}.requests_per_connection.mean"),
-            t.requests_per_connection.mean,
-            None,
-            t.connections,
-            "connections",
-        ))
+        ),
+        t,
+        at,
+    )
+    .with(Evidence::mean(
+        &format!("{at}.requests_per_connection.mean"),
+        t.requests_per_connection.mean,
+        None,
+        t.connections,
+        "connections",
+    ));
+    if let Some((said, evidence)) =
+        crate::stats::diagnose::mostly_errors(&t.status_codes, t.responses, at)
+    {
+        h.text = format!("{} Most answers were errors: {said}.", h.text);
+        h.evidence.extend(evidence);
     }
+    h
 }
 
 /// "the client asked to close them: its requests were HTTP/1.0 without `Connection:
@@ -378,6 +413,22 @@ fn capture(r: &WatchReport) -> Vec<Finding> {
     v
 }
 
+/// An endpoint whose answers were mostly errors: which status, how many.
+fn error_statuses(e: &EndpointSummary, at: &str) -> Option<Finding> {
+    let (said, evidence) = crate::stats::diagnose::mostly_errors(&e.status_codes, e.responses, at)?;
+    Some(
+        Finding::new(
+            "mostly_error_status",
+            Cause::Status,
+            format!(
+                "{}: most answers were errors: {said}. Its clients' requests may not be the ones they mean to make (check their URLs, paths and credentials), and a server may close a connection after an error.",
+                e.endpoint
+            ),
+        )
+        .with_all(evidence),
+    )
+}
+
 /// One endpoint's findings: reuse or none, unanswered requests, TLS resumption.
 fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
     let mut v = Vec::new();
@@ -385,6 +436,7 @@ fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
     let reqs = requests(e);
     let conns = plural(e.connections, "connection");
     let f = |code, cause, text| over(Finding::new(code, cause, text), e, &at);
+    v.extend(error_statuses(e, &at));
     if e.requests == 0 {
         v.push(f(
             "no_request",

@@ -121,6 +121,8 @@ pub struct Conn {
     pub kind: Kind,
     pub requests: u64,
     pub responses: u64,
+    /// Cleartext HTTP/1: the final responses' status codes, with how many of each.
+    pub statuses: Vec<(u16, u64)>,
     pub tls: Option<TlsInfo>,
     client_session_id: Option<Vec<u8>>,
     pub ending: Option<Ending>,
@@ -201,6 +203,7 @@ impl Conn {
             kind: Kind::Unknown,
             requests: 0,
             responses: 0,
+            statuses: Vec::new(),
             tls: None,
             client_session_id: None,
             ending: None,
@@ -649,6 +652,20 @@ fn request_head(c: &mut Conn, data: &[u8]) -> Head {
 fn response_head(c: &mut Conn, data: &[u8]) -> Head {
     // A response to HEAD has no body (nor do 204 and 304: `parse_head` knows).
     let to_head = c.heads_pending.front().copied().unwrap_or(false);
+    // "HTTP/1.1 404 ...": its status, counted for a final response (not 1xx).
+    let status = data
+        .get(9..12)
+        .filter(|_| data.starts_with(b"HTTP/"))
+        .and_then(|d| std::str::from_utf8(d).ok())
+        .and_then(|d| d.parse::<u16>().ok())
+        .filter(|s| *s >= 200);
+    if let Some(s) = status {
+        match c.statuses.iter().position(|(code, _)| *code == s) {
+            Some(i) => c.statuses[i].1 += 1,
+            None if c.statuses.len() < 16 => c.statuses.push((s, 1)),
+            None => {}
+        }
+    }
     match parse_head(data, to_head) {
         Ok(Some(h)) if h.is_informational() => Head::Interim(h.head_len),
         Ok(Some(h)) => {

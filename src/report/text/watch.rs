@@ -62,6 +62,9 @@ fn endpoint_block(out: &mut String, e: &EndpointSummary) {
             }
         );
     }
+    if !e.status_codes.is_empty() {
+        let _ = writeln!(out, "  status codes          {}", map(&e.status_codes));
+    }
     let _ = writeln!(out, "  who closed first      {}", map(&e.endings));
     if e.lifetimes_ms.count == 0 {
         let _ = writeln!(out, "  lifetimes             none ended");
