@@ -758,6 +758,87 @@ fn setup_is_a_mean_over_the_new_connections_and_names_those_that_waited_for_dns(
     );
 }
 
+// Row 1 through trace and compare: trace's first request waits for the slow lookup (the
+// resolver's one lookup) and says so in its headline's evidence; the reused requests do
+// not look up. compare's setup per new connection is a mean over its new connections
+// (the lookup counted once), not the 50 ms of the one that waited.
+#[test]
+fn slow_dns_through_trace_and_compare() {
+    let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let dns = SlowDns::start(Duration::from_millis(50));
+    let url = format!("http://slow.test:{}/", n.port);
+    let server = format!("127.0.0.1:{}", dns.port);
+    let out = run(&[
+        "trace",
+        &url,
+        "--dns-servers",
+        &server,
+        "--count",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let looked_up = dns.queries.load(std::sync::atomic::Ordering::Relaxed);
+    assert!((1..=2).contains(&looked_up), "{looked_up} queries");
+    let log = access_log(&n);
+    assert_eq!((log.len(), connections(&log).len()), (3, 1));
+    let steps = t["steps"].as_array().unwrap();
+    assert!(steps[0]["dns_ms"].as_f64().unwrap() >= 50.0, "{t}");
+    assert!(
+        steps[1..]
+            .iter()
+            .all(|s| s["reused"] == true && s["dns_ms"].is_null()),
+        "{t}"
+    );
+    let h = &t["headline"];
+    assert_eq!(h["code"], "measured", "{h}");
+    assert_eq!(evidence(h, "steps (new connection)")["value"], 1.0);
+    let setup = evidence(h, "steps[0] setup")["value"].as_f64().unwrap();
+    assert!(setup >= 50.0, "{h}");
+    // compare: close opens 2 rounds x 20 connections; the lookup is cached after the
+    // first.
+    let before = access_log(&n).len();
+    let out = run(&[
+        "compare",
+        &url,
+        "--dns-servers",
+        &server,
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--json",
+        "--no-progress",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(access_log(&n).len() - before, 80);
+    let close = v["comparison"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["strategy"] == "close")
+        .unwrap();
+    let s = v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["strategy"] == "close")
+        .unwrap();
+    assert_eq!(s["connections"]["opened"], 40);
+    let setup = close["setup_ms_per_new_connection"]["median"]
+        .as_f64()
+        .unwrap();
+    assert!(setup < 10.0, "setup {setup} ms per new connection: {close}");
+}
+
 // Row 10 (its first half): -n smaller than -c starts -n workers, not -c; nginx sees at
 // most -n connections.
 #[test]
@@ -1662,6 +1743,47 @@ fn a_redirect_is_said_to_be_what_was_measured() {
     );
     assert!(text.contains("does not follow redirects"), "{text}");
     assert_eq!(evidence(h, "requests.status_codes.301")["value"], 20.0);
+    // trace says the same of its two requests (exit 0: a redirect is an answer).
+    let out = run(&["trace", &n.url(), "--count", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(access_log(&n).len(), 22);
+    let h = &t["headline"];
+    assert_eq!(h["code"], "mostly_redirects", "{h}");
+    assert!(
+        h["text"].as_str().unwrap().starts_with(
+            "Every response was a redirect (2 of 2 were 301 to https://localhost:8443/)"
+        ),
+        "{h}"
+    );
+    assert_eq!(evidence(h, "steps.status.301")["value"], 2.0);
+    // compare: each row's redirects said above the table, with its own count.
+    let out = run(&[
+        "compare",
+        &n.url(),
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--json",
+        "--no-progress",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(access_log(&n).len(), 42);
+    let heads = v["comparison"]["headline"].as_array().unwrap();
+    let redirects: Vec<&Value> = heads
+        .iter()
+        .filter(|h| h["code"] == "mostly_redirects")
+        .collect();
+    assert_eq!(redirects.len(), 2, "{heads:?}");
+    for h in redirects {
+        assert_eq!(evidence(h, "requests.status_codes.301")["value"], 10.0);
+    }
 }
 
 // A path that does not exist, and a 503 an upstream sends through nginx: exit 1, the
@@ -1711,6 +1833,34 @@ fn error_statuses_name_their_cause_and_fail_the_run() {
         access_log(&n).iter().filter(|l| l.status == 503).count(),
         10
     );
+    // trace and doctor through the proxy: the same 503 said first, and both fail.
+    let out = run(&["trace", &front, "--count", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let h = &t["headline"];
+    assert_eq!(h["code"], "no_success_status", "{h}");
+    assert_eq!(evidence(h, "steps.status.503")["value"], 2.0);
+    assert!(
+        h["text"].as_str().unwrap().contains("503 Service"),
+        "nginx's own words: {h}"
+    );
+    // The trace's two 503s are the upstream's.
+    assert_eq!(
+        access_log(&n).iter().filter(|l| l.status == 503).count(),
+        12
+    );
+    let out = run(&[
+        "doctor",
+        &front,
+        "--json",
+        "--no-progress",
+        "--max-idle",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["problems"][0]["code"], "error_status", "{d}");
+    assert_eq!(evidence(&d["problems"][0], "http11.status")["value"], 503.0);
 }
 
 // Keep-alive off in nginx (keepalive_timeout 0): bench names the server's

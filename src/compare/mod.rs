@@ -459,15 +459,15 @@ impl Judge<'_> {
                 said.headline.push(h);
             }
         }
-        // A row whose strategy's defining feature never happened (no connection reused,
-        // no session resumed, no 0-RTT accepted) is ranked, but said first: its figures
-        // are those of what happened instead.
+        // A row whose figures are not those of what it set out to measure (most
+        // responses redirects or errors; its strategy's defining feature never
+        // happened: no connection reused, no session resumed, no 0-RTT accepted) is
+        // ranked, but said first, in the words of its own run's explaining finding.
         for &i in idx.iter().filter(|i| !self.no_success(**i)) {
             let s = &self.scenarios[i];
-            let explains = s
-                .diagnosis
-                .iter()
-                .find(|f| f.explains_run && matches!(f.cause, Cause::Protocol | Cause::Reuse));
+            let explains = s.diagnosis.iter().find(|f| {
+                f.explains_run && matches!(f.cause, Cause::Status | Cause::Protocol | Cause::Reuse)
+            });
             if let Some(f) = explains {
                 let mut f = f.clone();
                 f.text = format!("{}: {}", rows[i].name, f.text);

@@ -20,6 +20,7 @@ pub fn judge(
 ) -> (Option<Finding>, Vec<Finding>) {
     let mut found = Vec::new();
     found.extend(no_success(steps, examples));
+    found.extend(redirects(steps, examples));
     found.extend(protocol(strategy, steps));
     found.extend(reuse(strategy, steps));
     let found = ordered(found);
@@ -57,6 +58,37 @@ fn no_success(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Optio
     );
     Some(
         Finding::new("no_success_status", Cause::Status, text)
+            .explaining(true)
+            .with(Evidence::count(
+                &format!("steps.status.{}", first.status),
+                n,
+                steps.len() as u64,
+                "responses",
+            )),
+    )
+}
+
+/// Every response a redirect: handshake does not follow them, so the times are the
+/// redirect's; where it points, from the first one.
+fn redirects(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option<Finding> {
+    let first = steps.first()?;
+    if !steps.iter().all(|s| (300..400).contains(&s.status)) {
+        return None;
+    }
+    let n = steps.iter().filter(|s| s.status == first.status).count() as u64;
+    let to = examples
+        .get(&first.status.to_string())
+        .and_then(|m| m.split_once(": \""))
+        .map(|(_, to)| format!(" to {}", to.trim_end_matches('"')))
+        .unwrap_or_default();
+    let text = format!(
+        "Every response was a redirect ({n} of {} {} {}{to}): handshake does not follow redirects, so the times below are the redirect's; trace the URL it points to.",
+        steps.len(),
+        if n == 1 { "was" } else { "were" },
+        first.status
+    );
+    Some(
+        Finding::new("mostly_redirects", Cause::Status, text)
             .explaining(true)
             .with(Evidence::count(
                 &format!("steps.status.{}", first.status),
