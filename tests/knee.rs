@@ -149,7 +149,7 @@ fn one_nginx_worker_has_its_knee_where_its_cpu_reaches_a_core() {
     }
     for strategy in ["keepalive", "close"] {
         let s = series(&v, strategy);
-        let verdict = s["verdict"].as_str().unwrap();
+        let verdict = s["verdict"]["text"].as_str().unwrap();
         assert!(s["knee"].is_u64(), "{strategy}: no knee: {verdict}");
         assert_eq!(s["limit"], "server", "{strategy}: {verdict}");
         let past = judged(s);
@@ -158,6 +158,16 @@ fn one_nginx_worker_has_its_knee_where_its_cpu_reaches_a_core() {
             f(&past["server_cores"]["median"]) >= 0.9,
             "{strategy}: {past}"
         );
+        // The verdict stands on that point's figures: its evidence is the point's.
+        let at = format!("points[c={}].server_cores.median", past["concurrency"]);
+        let said = s["verdict"]["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["figure"] == at.as_str())
+            .unwrap_or_else(|| panic!("no {at} in {}", s["verdict"]));
+        assert_eq!(said["value"], past["server_cores"]["median"]);
+        assert_eq!(s["verdict"]["code"], "knee");
         // At one request at a time the worker still waits on the client part of each
         // cycle: its core is reached at the knee, not before. Even its busiest round at
         // c=1 used less of it than the median round past the knee (at c=1 how much less
@@ -204,7 +214,7 @@ fn two_nginx_workers_share_the_two_cores_with_the_client() {
     assert_eq!(v["concurrency_sweep"]["machine_cores"], 2);
     for strategy in ["keepalive", "close"] {
         let s = series(&v, strategy);
-        let verdict = s["verdict"].as_str().unwrap();
+        let verdict = s["verdict"]["text"].as_str().unwrap();
         assert_eq!(s["limit"], "machine", "{strategy}: {verdict}");
         assert!(
             verdict.contains("client and server share the machine: its 2 cores are"),

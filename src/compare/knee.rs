@@ -6,6 +6,7 @@
 
 use super::{paired, play, summaries, Arm, Judge, Rounds, RunFigures, Spread, CONFIDENCE};
 use crate::procs::ServerCpu;
+use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::knee::{ConcurrencyStep, ConcurrencySweep, Growth, KneePoint, KneeSeries};
 use crate::report::ScenarioReport;
 
@@ -147,15 +148,61 @@ fn series(
     let at = knee.map_or(points.len() - 1, |k| k + 1);
     let (limit, why) = limit(&points[at], machine_cores);
     let growth = growth_sentence(n.name, &points, knee, noise_threshold);
+    let verdict = Finding::new(
+        if knee.is_some() { "knee" } else { "no_knee" },
+        Cause::Measured,
+        format!("{growth}; at c={}, {why}.", points[at].concurrency),
+    )
+    .with_all(evidence(&points, knee, at));
     KneeSeries {
         name: n.name.to_string(),
         group: n.group.to_string(),
         strategy: n.strategy.to_string(),
         knee: knee.map(|k| points[k].concurrency),
         limit: limit.to_string(),
-        verdict: format!("{growth}; at c={}, {why}.", points[at].concurrency),
+        verdict,
         points,
     }
+}
+
+/// The figures a knee's verdict stands on: requests/s at the knee, the growth of the
+/// step after it (with its interval's ends), and at the step where the limit is read,
+/// the client's, the server's and the machine's shares (`points[c=N]`: the series'
+/// point at that concurrency; medians over the rounds).
+fn evidence(points: &[KneePoint], knee: Option<usize>, at: usize) -> Vec<Evidence> {
+    let rounds = "rounds (median)";
+    let fig = |p: &KneePoint, field: &str, v: f64| {
+        Evidence::figure(
+            &format!("points[c={}].{field}", p.concurrency),
+            v,
+            None,
+            rounds,
+        )
+    };
+    let mut out = Vec::new();
+    if let Some(k) = knee {
+        out.push(fig(
+            &points[k],
+            "requests_per_s.median",
+            points[k].requests_per_s.median,
+        ));
+    }
+    let p = &points[at];
+    if let Some(g) = &p.growth {
+        out.push(fig(p, "growth.ratio", g.ratio));
+        if let Some([lo, hi]) = g.ratio_ci {
+            out.push(fig(p, "growth.ratio_ci[0]", lo));
+            out.push(fig(p, "growth.ratio_ci[1]", hi));
+        }
+    }
+    out.push(fig(p, "client_cores.median", p.client_cores.median));
+    if let Some(s) = &p.server_cores {
+        out.push(fig(p, "server_cores.median", s.median));
+    }
+    if let Some(m) = &p.machine_busy {
+        out.push(fig(p, "machine_busy.median", m.median));
+    }
+    out
 }
 
 fn point(
@@ -415,13 +462,11 @@ mod tests {
         let runs: Vec<&[RunFigures]> = steps.iter().map(Vec::as_slice).collect();
         let s = series(named(), &[1, 10, 50], &runs, 0.05, 2);
         assert_eq!(s.knee, Some(10), "{s:?}");
-        assert_eq!(s.limit, "server", "{}", s.verdict);
-        assert!(
-            s.verdict.contains("stops growing after c=10"),
-            "{}",
-            s.verdict
-        );
-        assert!(s.verdict.contains("this is its capacity"), "{}", s.verdict);
+        let v = &s.verdict.text;
+        assert_eq!(s.limit, "server", "{v}");
+        assert!(v.contains("stops growing after c=10"), "{v}");
+        assert!(v.contains("this is its capacity"), "{v}");
+        assert_eq!(s.verdict.code, "knee");
     }
 
     #[test]
@@ -437,8 +482,10 @@ mod tests {
         let runs: Vec<&[RunFigures]> = vec![&steps[0], &last];
         let s = series(named(), &[1, 10], &runs, 0.05, 2);
         assert_eq!(s.knee, None);
-        assert_eq!(s.limit, "machine", "{}", s.verdict);
-        assert!(s.verdict.contains("still grows"), "{}", s.verdict);
-        assert!(s.verdict.contains("share the machine"), "{}", s.verdict);
+        let v = &s.verdict.text;
+        assert_eq!(s.limit, "machine", "{v}");
+        assert!(v.contains("still grows"), "{v}");
+        assert!(v.contains("share the machine"), "{v}");
+        assert_eq!(s.verdict.code, "no_knee");
     }
 }

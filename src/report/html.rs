@@ -98,7 +98,7 @@ fn verdict<'a>(
     report
         .concurrency_sweep
         .iter()
-        .flat_map(|k| k.series.iter().map(|s| s.verdict.as_str()))
+        .flat_map(|k| k.series.iter().map(|s| s.verdict.text.as_str()))
         .chain(
             comparisons
                 .iter()

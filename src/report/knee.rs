@@ -40,8 +40,9 @@ pub struct KneeSeries {
     /// "elsewhere" (neither side saturated) or "unknown" (the server's CPU unknown and
     /// the machine not busy).
     pub limit: String,
-    /// The sentence that says it, with the figures.
-    pub verdict: String,
+    /// The sentence that says it (code `knee`, or `no_knee` when requests/s still grew
+    /// at the last step), with the figures it stands on.
+    pub verdict: super::finding::Finding,
 }
 
 /// One step of one series: medians and spreads over the rounds.

@@ -200,7 +200,7 @@ async function checkBench(page) {
     const want = ks.reduce((n, s) => n + s.points.length, 0);
     if (trs !== want) failures.push(`${trs} knee table rows for ${want} steps`);
     const verdictTexts = await page.$$eval("#verdict li", (ls) => ls.map((l) => l.textContent));
-    for (const s of ks) if (!verdictTexts.some((t) => t.includes(s.verdict))) failures.push(`${s.name}: verdict not shown: ${s.verdict}`);
+    for (const s of ks) if (!verdictTexts.some((t) => t.includes(s.verdict.text))) failures.push(`${s.name}: verdict not shown: ${s.verdict.text}`);
   }
   // compare: each row's times slower, its interval and its verdict.
   const est = await page.$$eval("circle.ci-estimate", (cs) => cs.map((c) => ({ name: c.dataset.name, value: Number(c.dataset.value) })));
@@ -269,7 +269,7 @@ async function checkBench(page) {
     if (s.comparison) p.push(["comparison", "time_per_request_ms", "median"], ["comparison", "times_slower"], ["comparison", "extra_ms_per_request"]);
     return p;
   }, [["connections", "close_reasons"], ["requests", "errors"], ["requests", "error_details"], ["requests", "status_codes"]]);
-  await checkSentences(page, "li.verdict", ((report.concurrency_sweep && report.concurrency_sweep.series) || []).map((k) => k.verdict).concat(comparisons.flatMap((c) => c.explanations.map((f) => f.text))), "verdict");
+  await checkSentences(page, "li.verdict", ((report.concurrency_sweep && report.concurrency_sweep.series) || []).map((k) => k.verdict.text).concat(comparisons.flatMap((c) => c.explanations.map((f) => f.text))), "verdict");
   await checkRun(page, report.scenarios.map((s) => s.url));
   // The headline: compare's sentences; bench's, one per scenario that measured something,
   // opening with its requests and connections.

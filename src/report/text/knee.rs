@@ -25,7 +25,7 @@ pub fn render(sw: &ConcurrencySweep, width: usize) -> String {
     for s in &sw.series {
         let _ = writeln!(out, "\n{}", s.name);
         table(&s.points, s.knee, width, &mut out);
-        let _ = writeln!(out, "{}", s.verdict);
+        let _ = writeln!(out, "{}", s.verdict.text);
     }
     out.push('\n');
     for step in &sw.steps {
