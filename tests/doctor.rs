@@ -168,7 +168,7 @@ fn doctor_on_a_healthy_tls_server_finds_no_problem() {
     assert!(v["idle_timeout"]["at_least_s"].as_f64().unwrap() >= 1.9);
     assert!(v["max_requests"]["limit"].is_null());
     assert_eq!(v["max_requests"]["probed"], 1000);
-    let policy = v["policy"].as_str().unwrap();
+    let policy = v["policy"]["text"].as_str().unwrap();
     let said = format!(
         "Policy: HTTP/1.1 keep-alive; HTTP/1.0 keep-alive only when asked; at least 1000 requests per connection; idle connections kept at least {:.1} s; TLSv1.3 with resumption",
         v["idle_timeout"]["at_least_s"].as_f64().unwrap()
@@ -198,8 +198,24 @@ fn doctor_on_nginx_with_a_3s_timeout_and_100_requests() {
     assert_eq!(v["http10_keep_alive"]["reused"], true);
     // The headline: nginx's policy, in its own figures.
     let i = &v["idle_timeout"];
+    // Its evidence: the request limit nginx has, and the idle timeout as the bounds the
+    // probes found (nginx's 3 s between them).
+    let figure = |name: &str| {
+        v["policy"]["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["figure"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {}", v["policy"]))
+            .clone()
+    };
+    assert_eq!(figure("max_requests.limit")["value"], 100.0);
+    let b = figure("idle_timeout (at_least_s, at_most_s)")["bounds"].clone();
+    let (lo, hi) = (b[0].as_f64().unwrap(), b[1].as_f64().unwrap());
+    assert!(lo <= 3.0 && 3.0 <= hi + 0.1, "{b}");
+    assert_eq!(v["policy"]["code"], "policy");
     assert_eq!(
-        v["policy"],
+        v["policy"]["text"],
         format!(
             "Policy: HTTP/1.1 keep-alive; HTTP/1.0 keep-alive only when asked; 100 requests per connection; idle timeout {:.1}-{:.1} s.",
             i["at_least_s"].as_f64().unwrap(),
@@ -218,7 +234,7 @@ fn doctor_on_nginx_with_keepalive_off() {
     assert_eq!(v["http11"]["persistent"], false);
     assert!(problems(&v)[0].contains("keep-alive is off"));
     assert_eq!(
-        v["policy"],
+        v["policy"]["text"],
         "Policy: HTTP/1.1 closes after each response; HTTP/1.0 closes."
     );
 }

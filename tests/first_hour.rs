@@ -306,7 +306,10 @@ fn plain_http_to_a_tls_port_through_trace_doctor_and_compare() {
     );
     assert!(!d.to_string().contains("keep-alive on"), "{d}");
     assert!(
-        d["policy"].as_str().unwrap().contains("answered 400"),
+        d["policy"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("answered 400"),
         "{d}"
     );
     compare_ranks_no_row_of_errors(&url, &n);

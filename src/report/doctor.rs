@@ -171,8 +171,10 @@ pub struct DoctorReport {
     /// https:// URLs: whether the server offers HTTP/3, resumes QUIC sessions and takes
     /// 0-RTT on QUIC.
     pub h3: Option<H3Findings>,
-    /// The connection policy in one line (the report's headline).
-    pub policy: String,
+    /// The connection policy in one line (the report's headline), with the probes'
+    /// figures it was read from (code `policy`; the idle timeout and an unreached
+    /// request limit as their bounds).
+    pub policy: super::finding::Finding,
     /// What was seen, in plain sentences.
     pub findings: Vec<super::finding::Finding>,
     /// Each problem with a concrete fix. Empty: exit status 0.

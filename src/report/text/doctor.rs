@@ -10,7 +10,7 @@ pub fn render(d: &DoctorReport, width: usize) -> String {
     if let Some(i) = &d.interrupted {
         let _ = writeln!(out, "{}\n", i.text);
     }
-    let _ = writeln!(out, "{}\n", d.policy);
+    let _ = writeln!(out, "{}\n", d.policy.text);
     let _ = writeln!(out, "doctor {}", d.url);
     if let Some(l) = &d.link {
         let _ = writeln!(out, "link: {}", l.describe());
