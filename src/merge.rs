@@ -15,6 +15,7 @@ use std::io::Read as _;
 use serde_json::Value;
 
 use crate::parse::UsageError;
+use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::{AgentReport, Report, RunInfo};
 use crate::stats::raw::{RawScenario, ScenarioShape};
 use crate::stats::summary;
@@ -167,7 +168,86 @@ fn agent(
         } else {
             0.0
         },
+        flags: Vec::new(),
     })
+}
+
+/// A figure an agent can stand out by: its code, its words, its name in the report, how
+/// it is read, its unit.
+type Outlier = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&AgentReport) -> f64,
+    &'static str,
+);
+
+/// What sets agent `a` apart from `all`: errors, and with two agents or more a p99 or a
+/// CPU per request above 1.5x the agents' median (an agent on a busy or distant
+/// machine), each with its figure and the median.
+fn flags(a: &AgentReport, all: &[AgentReport]) -> Vec<Finding> {
+    let n = all.len() as u64;
+    let median = |f: fn(&AgentReport) -> f64| {
+        let mut v: Vec<f64> = all.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let mut out = Vec::new();
+    if a.errors > 0 {
+        out.push(
+            Finding::new(
+                "agent_errors",
+                Cause::Transport,
+                format!("{} errors", a.errors),
+            )
+            .with(Evidence::count(
+                "agents[].errors",
+                a.errors,
+                a.requests,
+                "the agent's attempts",
+            )),
+        );
+    }
+    if all.len() < 2 {
+        return out;
+    }
+    let outliers: [Outlier; 2] = [
+        (
+            "agent_p99_outlier",
+            "p99",
+            "agents[].p99_ms",
+            |a| a.p99_ms,
+            "ms",
+        ),
+        (
+            "agent_cpu_outlier",
+            "CPU per request",
+            "agents[].client_cpu_us_per_request",
+            |a| a.client_cpu_us_per_request,
+            "µs",
+        ),
+    ];
+    for (code, what, figure, f, unit) in outliers {
+        let m = median(f);
+        if m > 0.0 && f(a) > 1.5 * m {
+            out.push(
+                Finding::new(
+                    code,
+                    Cause::Measured,
+                    format!("{what} {:.1}x the median", f(a) / m),
+                )
+                .with(Evidence::figure(figure, f(a), Some(unit), "the agent"))
+                .with(Evidence::mean(
+                    &format!("{figure} (median over the agents)"),
+                    m,
+                    Some(unit),
+                    n,
+                    "agents",
+                )),
+            );
+        }
+    }
+    out
 }
 
 /// The canonical order of agents: by segment (the whole workload first), host, start.
@@ -254,6 +334,10 @@ pub fn merge(mut inputs: Vec<Input>, allow_mismatch: bool) -> Result<Report, Usa
         .collect();
     let mut agents: Vec<AgentReport> = inputs.into_iter().flat_map(|i| i.agents).collect();
     agents.sort_by_key(agent_key);
+    let flags: Vec<Vec<Finding>> = agents.iter().map(|a| flags(a, &agents)).collect();
+    for (a, f) in agents.iter_mut().zip(flags) {
+        a.flags = f;
+    }
     let mut rep = Report::new(scenarios);
     rep.agents = Some(agents);
     Ok(rep)
@@ -323,4 +407,46 @@ fn check(inputs: &[Input]) -> Result<(), UsageError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(host: &str, errors: u64, p99_ms: f64, cpu: f64) -> AgentReport {
+        AgentReport {
+            host: host.into(),
+            started_at: String::new(),
+            segment: None,
+            wall_s: 1.0,
+            requests: 100,
+            ok: 100 - errors,
+            errors,
+            connections: 10,
+            p99_ms,
+            client_cpu_us_per_request: cpu,
+            flags: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_agent_is_flagged_by_its_errors_and_figures_far_above_the_median() {
+        let all = [
+            agent("a", 0, 1.0, 10.0),
+            agent("b", 3, 1.1, 10.0),
+            agent("c", 0, 2.0, 16.0),
+        ];
+        let codes =
+            |i: usize| -> Vec<&str> { flags(&all[i], &all).iter().map(|f| f.code).collect() };
+        assert!(codes(0).is_empty());
+        assert_eq!(codes(1), ["agent_errors"]);
+        // 2.0 ms against the median 1.1: 1.8x; 16 µs against 10: 1.6x.
+        let f = flags(&all[2], &all);
+        assert_eq!(f[0].code, "agent_p99_outlier");
+        assert_eq!(f[0].text, "p99 1.8x the median");
+        assert_eq!(f[0].evidence[1].value, 1.1);
+        assert_eq!(f[1].code, "agent_cpu_outlier");
+        // One agent has no median to stand apart from.
+        assert!(flags(&all[2], &all[2..]).is_empty());
+    }
 }

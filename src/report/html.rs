@@ -227,7 +227,7 @@ fn data(report: &Report) -> Data<'_> {
         thresholds: report.thresholds.as_deref(),
         agents: report.agents.as_ref().map(|all| {
             all.iter()
-                .map(|a| (a, super::text::agent_flags(a, all)))
+                .map(|a| (a, a.flags.iter().map(|f| f.text.clone()).collect()))
                 .collect()
         }),
     }

@@ -128,6 +128,11 @@ pub struct AgentReport {
     pub connections: u64,
     pub p99_ms: f64,
     pub client_cpu_us_per_request: f64,
+    /// What sets this agent apart from the others (`agent_errors`, `agent_p99_outlier`,
+    /// `agent_cpu_outlier`), each with its figure and the agents' median: judged again
+    /// whenever agents are merged.
+    #[serde(skip_deserializing, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<finding::Finding>,
 }
 
 impl Report {

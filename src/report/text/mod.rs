@@ -894,34 +894,6 @@ fn render_unfitted(report: &Report, layout: &Layout) -> String {
     out
 }
 
-/// Why an agent stands out among the others, if it does: errors, or a p99 or CPU per
-/// request well above the agents' median.
-pub fn agent_flags(a: &super::AgentReport, all: &[super::AgentReport]) -> Vec<String> {
-    let median = |f: fn(&super::AgentReport) -> f64| {
-        let mut v: Vec<f64> = all.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
-    };
-    let mut flags = Vec::new();
-    if a.errors > 0 {
-        flags.push(format!("{} errors", a.errors));
-    }
-    if all.len() >= 2 {
-        let p99 = median(|a| a.p99_ms);
-        if p99 > 0.0 && a.p99_ms > 1.5 * p99 {
-            flags.push(format!("p99 {:.1}x the median", a.p99_ms / p99));
-        }
-        let cpu = median(|a| a.client_cpu_us_per_request);
-        if cpu > 0.0 && a.client_cpu_us_per_request > 1.5 * cpu {
-            flags.push(format!(
-                "CPU per request {:.1}x the median",
-                a.client_cpu_us_per_request / cpu
-            ));
-        }
-    }
-    flags
-}
-
 fn render_agents(out: &mut String, agents: &[super::AgentReport]) {
     let _ = writeln!(
         out,
@@ -942,7 +914,7 @@ fn render_agents(out: &mut String, agents: &[super::AgentReport]) {
         "CPU µs/req"
     );
     for a in agents {
-        let flags = agent_flags(a, agents);
+        let flags: Vec<&str> = a.flags.iter().map(|f| f.text.as_str()).collect();
         let _ = writeln!(
             out,
             "  {:<8} {:<20} {:<24} {:>9} {:>7} {:>7} {:>9} {:>8.3} {:>11.1}{}",
