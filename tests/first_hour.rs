@@ -374,7 +374,8 @@ fn compare_ranks_no_row_of_errors(url: &str, n: &Nginx) {
 }
 
 // Row 7: a self-signed certificate (CA:TRUE, as `openssl req -x509` makes) and no
-// --cacert: the message names --cacert FILE first and has no Rust debug text.
+// --cacert: the message names --cacert FILE first and has no Rust debug text, in bench,
+// trace, doctor and compare.
 #[test]
 fn a_self_signed_certificate_names_cacert_first() {
     let Some(n) = nginx_tls(
@@ -417,6 +418,13 @@ fn a_self_signed_certificate_names_cacert_first() {
     no_debug_text("report", &v.to_string());
     let s = &v["scenarios"][0];
     assert_eq!(s["requests"]["error_details"]["cert_unknown_issuer"], 3);
+    // trace, doctor and compare say the same, first the --cacert FILE.
+    others_fail_saying(
+        &url,
+        &[],
+        "give the CA that signed the server's certificate with --cacert FILE",
+    );
+    assert!(access_log(&n).is_empty());
     // With the certificate as its CA, the same server is measured.
     let (code, v, err) = bench(&[
         &url,
@@ -430,6 +438,14 @@ fn a_self_signed_certificate_names_cacert_first() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["scenarios"][0]["requests"]["ok"], 3);
     assert_eq!(access_log(&n).len(), 3);
+    let out = run(&[
+        "trace",
+        &url,
+        "--cacert",
+        n.dir.join("cert.pem").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(access_log(&n).len(), 4);
 }
 
 /// 30 requests with close-0rtt, one at a time, to nginx's TLS port.
@@ -2021,8 +2037,9 @@ fn an_idle_timeout_shorter_than_the_gaps_is_named() {
 }
 
 // Python's http.server (HTTP/1.0, a server nobody here wrote): bench's keep-alive is
-// refused on every connection, said with the server's version; its own log counts the
-// requests, one connection each.
+// refused on every connection, said with the server's version; trace and compare say
+// the same first, doctor's policy says it closes; its own log counts the requests, one
+// connection each.
 #[test]
 fn an_http10_only_server_is_named() {
     let dir = common::Dir::new("first-hour-http10");
@@ -2056,15 +2073,55 @@ fn an_http10_only_server_is_named() {
     }
     let url = format!("http://127.0.0.1:{port}/");
     let (code, v, err) = bench(&[&url, "-n", "10", "-c", "1"]);
+    // trace and compare on the same server: each request on a connection of its own.
+    let traced = run(&["trace", &url, "--count", "3", "--json"]);
+    let compared = run(&[
+        "compare",
+        &url,
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--json",
+        "--no-progress",
+    ]);
+    // The wait for the port was a connection without a request: only GETs count.
+    let served = || {
+        let log = std::fs::read_to_string(dir.0.join("log")).unwrap();
+        log.lines()
+            .filter(|l| l.contains("\"GET / HTTP/1.1\" 200"))
+            .count()
+    };
+    let logged = served();
+    let doctor = run(&["doctor", &url, "--json", "--no-progress"]);
     common::stop_child(&mut srv, "-TERM");
     assert_eq!(code, 0, "{err}");
-    let log = std::fs::read_to_string(dir.0.join("log")).unwrap();
-    // The wait for the port was a connection without a request: only GETs count.
-    let served = log
-        .lines()
-        .filter(|l| l.contains("\"GET / HTTP/1.1\" 200"))
-        .count();
-    assert_eq!(served, 10, "{log}");
+    assert_eq!(logged, 10 + 3 + 20, "http.server's log");
+    let t: Value = serde_json::from_slice(&traced.stdout).unwrap();
+    assert_eq!(traced.status.code(), Some(0));
+    assert_eq!(t["headline"]["code"], "not_reused_server_http10", "{t}");
+    assert_eq!(
+        evidence(&t["headline"], "steps.http_version HTTP/1.0")["value"],
+        3.0
+    );
+    let c: Value = serde_json::from_slice(&compared.stdout).unwrap();
+    assert_eq!(compared.status.code(), Some(0));
+    let heads = c["comparison"]["headline"].as_array().unwrap();
+    assert!(
+        heads.iter().any(|h| h["code"] == "not_reused_server_http10"
+            && h["text"].as_str().unwrap().starts_with("keepalive: ")),
+        "{heads:?}"
+    );
+    let d: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    assert_eq!(doctor.status.code(), Some(1), "{d}");
+    assert_eq!(
+        d["policy"]["text"],
+        "Policy: HTTP/1.1 closes after each response; HTTP/1.0 closes."
+    );
     let s = &v["scenarios"][0];
     assert_eq!(s["connections"]["opened"], 10);
     let f = finding(s, "not_reused_server_http10");
