@@ -17,12 +17,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// The embedded server's HTTPS URL and a file with its CA. Over TLS a new connection
 /// costs ~0.5 ms against ~0.05 ms per keep-alive request: far above this machine's
 /// round-to-round noise, which on loopback HTTP (~0.03 ms per handshake) it can reach.
-fn https_target(srv: &RunningServer, tag: &str) -> (String, std::path::PathBuf) {
-    let ca = std::env::temp_dir().join(format!(
-        "handshake-compare-{}-{tag}.pem",
-        std::process::id()
-    ));
-    std::fs::write(&ca, &srv.ca_pem).unwrap();
+fn https_target(srv: &RunningServer, tag: &str) -> (String, common::TempFile) {
+    // Removed when dropped, also when the test fails.
+    let ca = common::TempFile::new(&format!("ca-{tag}.pem"), srv.ca_pem.as_bytes());
     (srv.https_url().unwrap(), ca)
 }
 
@@ -256,8 +253,8 @@ fn walsh_median(d: &[f64]) -> f64 {
 fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
     let _serial = serial();
     let srv = start(ServerConfig::default());
-    let (url, ca) = https_target(&srv, "ratio");
-    let ca = ca.to_str().unwrap();
+    let (url, ca_file) = https_target(&srv, "ratio");
+    let ca = ca_file.s();
     // Two workers keep both vCPUs busy, and rounds of 1000 requests (~50 ms) are long
     // enough that one scheduling mode of the machine does not decide them (see
     // aa_and_same_cost_pairs_... below).
@@ -353,7 +350,6 @@ fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
     assert!(text.contains("█"), "bar chart drawn");
     assert!(text.contains("within ±5 % is no difference"), "{text}");
     srv.stop();
-    let _ = std::fs::remove_file(ca);
 }
 
 /// Against the embedded server, 20 compare runs of keepalive twice (A/A), the same-cost
@@ -364,8 +360,8 @@ fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
 fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
     let _serial = serial();
     let srv = start(ServerConfig::default());
-    let (url, ca) = https_target(&srv, "aa");
-    let ca = ca.to_str().unwrap();
+    let (url, ca_file) = https_target(&srv, "aa");
+    let ca = ca_file.s();
     let (mut false_alarms, mut runs) = (0, 0);
     for _ in 0..20 {
         // 2000 requests per round: a round of keep-alive requests lasts ~100 ms, long
@@ -409,7 +405,6 @@ fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
         "{false_alarms} same-cost rows called different in {runs} runs"
     );
     srv.stop();
-    let _ = std::fs::remove_file(ca);
 }
 
 #[test]

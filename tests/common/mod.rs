@@ -468,8 +468,9 @@ pub fn browser_check() -> Option<PathBuf> {
 /// check is skipped). The run must exit 0.
 pub fn check_html(args: &[&str], tag: &str) -> Option<Value> {
     let dir = browser_check()?;
-    let tmp = std::env::temp_dir().join(format!("handshake-html-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    // Removed when dropped, also when a check fails.
+    let tmp_dir = Dir::new(&format!("html-{tag}"));
+    let tmp = tmp_dir.0.clone();
     let html = tmp.join("report.html");
     let json = tmp.join("report.json");
     let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
@@ -517,7 +518,6 @@ pub fn check_html(args: &[&str], tag: &str) -> Option<Value> {
         std::fs::metadata(&shot).unwrap().len() > 10_000,
         "a real screenshot was taken"
     );
-    let _ = std::fs::remove_dir_all(&tmp);
     Some(serde_json::from_slice(&out.stdout).unwrap())
 }
 
