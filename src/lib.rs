@@ -1,5 +1,5 @@
 //! handshake: measure what connection setup (DNS, TCP, TLS) costs HTTP traffic and
-//! prove whether connection reuse happens. See DESIGN.md and docs/timing.md.
+//! prove whether connection reuse happens. See ARCHITECTURE.md and docs/timing.md.
 
 pub mod audit;
 pub mod cli;

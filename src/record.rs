@@ -1,5 +1,5 @@
 //! What one attempt and one connection produce: phase durations, outcome, close reason.
-//! These are the words of DESIGN.md section 3; every layer above uses them.
+//! These are the words of docs/timing.md (phases and counters); every layer above uses them.
 
 use serde::{Deserialize, Serialize};
 

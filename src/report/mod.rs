@@ -525,7 +525,7 @@ impl PhaseMeans {
     }
 }
 
-/// One summary per phase, in the order of DESIGN.md.
+/// One summary per phase, in the order of docs/timing.md ("Phases of one attempt").
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseGroup {
     pub requests: u64,
