@@ -471,3 +471,69 @@ fn doctor_over_h2_against_nginx() {
     assert!(!p.contains("concurrent HTTP/2 streams"), "{p}");
     assert!(!p.contains("HTTP/2 streams: a busy"), "{p}");
 }
+
+/// The client's SETTINGS as a server reads them off the wire: the first connection
+/// to a listener that answers nothing (the client then fails, which is not the point).
+fn client_settings(args: impl Fn(&str) -> Vec<String>) -> Vec<(u16, u32)> {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let reader = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        // The preface, then the first frame (SETTINGS): 9 bytes of header, its payload.
+        let mut head = [0u8; 24 + 9];
+        s.read_exact(&mut head).unwrap();
+        assert_eq!(&head[..24], b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        let f = &head[24..];
+        assert_eq!(f[3], 0x4, "the first frame is SETTINGS");
+        let len = usize::from(f[0]) << 16 | usize::from(f[1]) << 8 | usize::from(f[2]);
+        let mut payload = vec![0u8; len];
+        s.read_exact(&mut payload).unwrap();
+        payload
+            .chunks(6)
+            .map(|c| {
+                (
+                    u16::from_be_bytes([c[0], c[1]]),
+                    u32::from_be_bytes([c[2], c[3], c[4], c[5]]),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    let a = args(&url);
+    let out = std::process::Command::new(bin()).args(&a).output().unwrap();
+    let settings = reader.join().unwrap();
+    assert_ne!(out.status.code(), Some(0), "{a:?}: nothing answered");
+    settings
+}
+
+/// bench's connections and trace's probe (doctor's HTTP/2 probes open theirs the same
+/// way) are opened by one HTTP/2 client: the same SETTINGS on the wire (push off, a
+/// 16 MiB stream window). Before, the probes kept h2's 64 KiB default window.
+#[test]
+fn bench_and_trace_open_the_same_http2_connection() {
+    let bench = client_settings(|u| {
+        [
+            "bench",
+            u,
+            "-s",
+            "h2",
+            "-n",
+            "1",
+            "--timeout",
+            "1s",
+            "--no-progress",
+        ]
+        .map(String::from)
+        .to_vec()
+    });
+    let trace = client_settings(|u| {
+        ["trace", u, "--http2", "--timeout", "1s"]
+            .map(String::from)
+            .to_vec()
+    });
+    // SETTINGS_ENABLE_PUSH (0x2) off, SETTINGS_INITIAL_WINDOW_SIZE (0x4) 16 MiB.
+    assert!(bench.contains(&(0x2, 0)), "{bench:?}");
+    assert!(bench.contains(&(0x4, 16 << 20)), "{bench:?}");
+    assert_eq!(trace, bench);
+}

@@ -28,11 +28,6 @@ use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, Phases, Stage}
 use crate::stats::Recorder;
 use crate::timer::within;
 
-/// Flow-control windows the client offers: large, so that a response is never held up
-/// by the client's window across a long round trip (h2load offers 1 GiB).
-const STREAM_WINDOW: u32 = 16 << 20;
-const CONNECTION_WINDOW: u32 = 64 << 20;
-
 /// One HTTP/2 connection, shared by the workers of a thread.
 struct Conn {
     /// The handle to start streams; dropped when the connection is retired, so `h2`
@@ -449,11 +444,7 @@ impl H2 {
         let seen = watched.seen.clone();
         let settings_came = watched.settings_came.clone();
         let t = Instant::now();
-        let handshake = h2::client::Builder::new()
-            .enable_push(false)
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake::<_, Bytes>(watched);
+        let handshake = crate::proto::h2::client().handshake::<_, Bytes>(watched);
         let (send, connection) = match within(self.sleep.as_mut(), by, handshake).await {
             None => {
                 let f = Fail::timed_out(Stage::H2Setup, self.run_deadline);

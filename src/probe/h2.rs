@@ -85,9 +85,7 @@ pub async fn open(
     let t = Instant::now();
     let (send, connection) = tokio::time::timeout(
         timeout,
-        h2::client::Builder::new()
-            .enable_push(false)
-            .handshake::<_, Bytes>(watched),
+        crate::proto::h2::client().handshake::<_, Bytes>(watched),
     )
     .await
     .map_err(|_| err(ErrorKind::TimeoutH2Setup, "the HTTP/2 handshake timed out"))?

@@ -13,6 +13,22 @@ use wire::GoAway;
 /// from HTTP/1 by a server.
 pub const PREFACE_START: &[u8] = b"PRI * HTTP/2.0\r\n";
 
+/// Flow-control windows the client offers: large, so that a response is never held up
+/// by the client's window across a long round trip (h2load offers 1 GiB).
+const STREAM_WINDOW: u32 = 16 << 20;
+const CONNECTION_WINDOW: u32 = 64 << 20;
+
+/// The HTTP/2 client every connection is opened with (the engine's, and the probes' of
+/// `trace` and `doctor`), so that they open the same connection: no server push, and
+/// the large flow-control windows above.
+pub fn client() -> h2::client::Builder {
+    let mut b = h2::client::Builder::new();
+    b.enable_push(false)
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW);
+    b
+}
+
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2): connection-specific ones. `Host` becomes
 /// the `:authority` pseudo-header.
 const NOT_IN_H2: [&str; 6] = [
