@@ -539,6 +539,13 @@ pub fn status_note(version: &str, status: u16, location: Option<&[u8]>) -> Optio
     Some(PendingStatus { status, line })
 }
 
+/// Where a redirect's example (`HTTP/1.1 301 Moved Permanently: "https://…"`) points.
+pub fn redirect_target(example: &str) -> Option<&str> {
+    example
+        .split_once(": \"")
+        .map(|(_, to)| to.trim_end_matches('"'))
+}
+
 /// The example kept for `status` on this thread, if any (it stays for later recorders).
 pub fn status_example(status: u16) -> Option<String> {
     STATUS_NOTES.with_borrow(|v| v.iter().find(|(s, _)| *s == status).map(|(_, m)| m.clone()))

@@ -298,14 +298,14 @@ fn redirect_finding(rec: &Recorder) -> Option<Finding> {
     let (code, n) = (300..400)
         .map(|c| (c as u16, rec.status[c]))
         .max_by_key(|(c, n)| (*n, std::cmp::Reverse(*c)))?;
-    let to = rec.status_examples.get(&code).and_then(|m| {
-        m.split_once(": \"")
-            .map(|(_, to)| to.trim_end_matches('"').to_string())
-    });
+    let to = rec
+        .status_examples
+        .get(&code)
+        .and_then(|m| crate::record::redirect_target(m));
     let text = format!(
         "Most responses were redirects: {n} of {ok} were {code}{}{}: handshake does not follow redirects, so the figures are those of the redirect; measure the URL it points to.",
         reason_phrase(code).map(|r| format!(" ({r})")).unwrap_or_default(),
-        to.as_ref().map(|t| format!(" to {t}")).unwrap_or_default(),
+        to.map(|t| format!(" to {t}")).unwrap_or_default(),
     );
     Some(
         Finding::new("mostly_redirects", Cause::Status, text)

@@ -39,63 +39,73 @@ pub fn judge(
     (Some(headline), found)
 }
 
-/// Every response an error: which status, out of how many, and what the server said.
-fn no_success(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option<Finding> {
+/// The first response's status when every response's status is in `class`: "2 of 2
+/// were 400", the server's words for it (from `examples`), and its count as evidence.
+struct Leading<'a> {
+    said: String,
+    example: Option<&'a String>,
+    evidence: Evidence,
+}
+
+fn leading<'a>(
+    steps: &[TraceStep],
+    examples: &'a BTreeMap<String, String>,
+    class: std::ops::Range<u16>,
+) -> Option<Leading<'a>> {
     let first = steps.first()?;
-    if steps.iter().any(|s| s.status < 400) {
+    if !steps.iter().all(|s| class.contains(&s.status)) {
         return None;
     }
-    let n = steps.iter().filter(|s| s.status == first.status).count() as u64;
-    let said = examples
-        .get(&first.status.to_string())
-        .map(|m| format!(": {m}"))
-        .unwrap_or_default();
+    let status = first.status;
+    let n = steps.iter().filter(|s| s.status == status).count() as u64;
+    Some(Leading {
+        said: format!(
+            "{n} of {} {} {status}",
+            steps.len(),
+            if n == 1 { "was" } else { "were" }
+        ),
+        example: examples.get(&status.to_string()),
+        evidence: Evidence::count(
+            &format!("steps.status.{status}"),
+            n,
+            steps.len() as u64,
+            "responses",
+        ),
+    })
+}
+
+/// Every response an error: which status, out of how many, and what the server said.
+fn no_success(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option<Finding> {
+    let l = leading(steps, examples, 400..1000)?;
+    let said = l.example.map(|m| format!(": {m}")).unwrap_or_default();
     let text = format!(
-        "Every response was an error ({n} of {} {} {}{said}); the times below are the error answers'.",
-        steps.len(),
-        if n == 1 { "was" } else { "were" },
-        first.status
+        "Every response was an error ({}{said}); the times below are the error answers'.",
+        l.said
     );
     Some(
         Finding::new("no_success_status", Cause::Status, text)
             .explaining(true)
-            .with(Evidence::count(
-                &format!("steps.status.{}", first.status),
-                n,
-                steps.len() as u64,
-                "responses",
-            )),
+            .with(l.evidence),
     )
 }
 
 /// Every response a redirect: handshake does not follow them, so the times are the
 /// redirect's; where it points, from the first one.
 fn redirects(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option<Finding> {
-    let first = steps.first()?;
-    if !steps.iter().all(|s| (300..400).contains(&s.status)) {
-        return None;
-    }
-    let n = steps.iter().filter(|s| s.status == first.status).count() as u64;
-    let to = examples
-        .get(&first.status.to_string())
-        .and_then(|m| m.split_once(": \""))
-        .map(|(_, to)| format!(" to {}", to.trim_end_matches('"')))
+    let l = leading(steps, examples, 300..400)?;
+    let to = l
+        .example
+        .and_then(|m| crate::record::redirect_target(m))
+        .map(|to| format!(" to {to}"))
         .unwrap_or_default();
     let text = format!(
-        "Every response was a redirect ({n} of {} {} {}{to}): handshake does not follow redirects, so the times below are the redirect's; trace the URL it points to.",
-        steps.len(),
-        if n == 1 { "was" } else { "were" },
-        first.status
+        "Every response was a redirect ({}{to}): handshake does not follow redirects, so the times below are the redirect's; trace the URL it points to.",
+        l.said
     );
     Some(
         Finding::new("mostly_redirects", Cause::Status, text)
             .explaining(true)
-            .with(Evidence::count(
-                &format!("steps.status.{}", first.status),
-                n,
-                steps.len() as u64,
-                "responses",
-            )),
+            .with(l.evidence),
     )
 }
 
