@@ -547,9 +547,18 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
 /// compare at 40 ms with the 0-RTT and HTTP/3 rows: per request, https close takes 3
 /// round trips, close-0rtt 2, h3-close 2, h3-0rtt 1 (plus its first, full handshakes)
 /// and h3 1, as counted from each row's handshakes, and the time per request measured
-/// is within 10 % + 1 ms of that count; the Why lines say what each saves against
-/// close. The server's own counts of QUIC connections and 0-RTT requests equal the
-/// rows'.
+/// is what that count predicts; the Why lines say what each saves against close. The
+/// server's own counts of QUIC connections and 0-RTT requests equal the rows'.
+///
+/// The prediction is a range. At least the count at the set RTT. At most the count plus
+/// what the count cannot see, at the link's own RTT (the delay line adds its own time,
+/// 0.6 ms at 40 ms here): time per request is the wall time of the slowest worker, and
+/// a worker whose first connection made a full handshake (0-RTT rows), or whose first
+/// stream waited for the one connection's handshake (h3), waits one more round trip
+/// than the count, which spreads that setup over all requests; that is at most one
+/// round trip per worker, c/n per request (0.1 here). Then 5 % + 1 ms for the
+/// handshakes' own CPU on both sides of the test build and the link's jitter (CI
+/// measured h3-0rtt at 48.68 ms for a count of 1.08: 43.3 ms at 40 ms, 48.0 at most).
 #[test]
 fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
     let Some(_g) = lab_test("compare --rtt with h3") else {
@@ -570,6 +579,10 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
     assert_schema(&rep);
     let rows = rep["comparison"]["rows"].as_array().unwrap();
     let rtt = 40.0;
+    let link_rtt = f(&rep["link"]["rtt_measured_ms"]);
+    assert!((rtt..rtt * 1.05).contains(&link_rtt), "link RTT {link_rtt}");
+    // One uncounted round trip per worker at most: c / n per request.
+    let per_worker = 6.0 / 60.0;
     for (name, lo, hi) in [
         ("https close", 3.0, 3.0),
         ("https close-0rtt", 2.0, 2.1),
@@ -587,10 +600,11 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
         );
         let measured_ms = f(&r["time_per_request_ms"]["median"]);
         assert!((f(&rt["measured"]) - measured_ms / rtt).abs() < 1e-6);
-        let expected_ms = counted * rtt;
+        let least = counted * rtt;
+        let most = (counted + per_worker) * link_rtt * 1.05 + 1.0;
         assert!(
-            (measured_ms - expected_ms).abs() <= expected_ms * 0.10 + 1.0,
-            "{name}: {measured_ms:.2} ms per request, counted {counted:.2} round trips ({expected_ms:.1} ms)"
+            measured_ms >= least - 0.5 && measured_ms <= most,
+            "{name}: {measured_ms:.2} ms per request, counted {counted:.2} round trips ({least:.1} to {most:.1} ms)"
         );
     }
     let why: Vec<&str> = rep["comparison"]["explanations"]
