@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Two builds of handshake, side by side: CPU per request against the same nginx (one
-worker, loopback), keep-alive and a new connection per request, in interleaved pairs
-(A B, B A, A B, ...), so a change to the hot path is judged against the machine's own
-drift. Prints per mode each build's median CPU per request, the ratio B/A of each pair,
-and the ratios' median and min-max: a median inside the pairs' spread is no difference.
+worker, loopback), keep-alive and a new connection per request, then HTTP/2 and HTTP/3
+(`--strategy h2` and `h3`) against the same server (build A's `serve --threads 1` over
+TLS: nginx here has no HTTP/3), in interleaved pairs (A B, B A, A B, ...), so a change
+to the hot path is judged against the machine's own drift. Prints per mode each
+build's median CPU per request, the ratio B/A of each pair, and the ratios' median and
+min-max: a median inside the pairs' spread is no difference.
 
 Usage: python3 bench/before_after.py A_BINARY B_BINARY [--pairs 5] [--requests 200000]
-       [--close-requests 20000] [--conns 50] [--threads 1]
+       [--close-requests 20000] [--mux-requests 100000] [--conns 50] [--threads 1]
        python3 bench/before_after.py A_BINARY B_BINARY --serve [--pairs 5] [--seconds 3]
 Needs: nginx; with --serve, wrk (each build's `serve --threads 1` driven by wrk -t1, its
 CPU per request served, keep-alive and a new connection per request).
 """
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -20,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import NGINX_CONF, free_port, handshake_bench, proc_cpu, stop, wait_port
+from loopback import (NGINX_CONF, free_port, handshake_bench, proc_cpu, run_measured, stop,
+                      wait_port)
 from peers import wrk
 
 
@@ -31,6 +35,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--close-requests", type=int, default=20_000)
+    ap.add_argument("--mux-requests", type=int, default=100_000,
+                    help="requests of each h2 and h3 run (0: no h2 and h3 rows)")
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--serve", action="store_true", help="compare the builds' servers instead")
@@ -61,6 +67,39 @@ def main():
             in_pairs(mode, args.pairs, measure)
     finally:
         stop(nginx, signal.SIGQUIT)
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.mux_requests > 0:
+        multiplexed(args)
+
+
+def multiplexed(args):
+    """HTTP/2 and HTTP/3 rows: both builds' `bench --strategy h2|h3` against build A's
+    `serve --threads 1` (TLS, h2 by ALPN, h3 on the same UDP port); the client's CPU
+    per request."""
+    tmp = tempfile.mkdtemp(prefix="hs-before-after-mux-")
+    port = free_port()
+    cacert = os.path.join(tmp, "ca.pem")
+    server = subprocess.Popen([args.a, "serve", "--threads", "1",
+                               "--listen", f"127.0.0.1:{free_port()}",
+                               "--tls-listen", f"127.0.0.1:{port}", "--cacert-out", cacert],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        url = f"https://127.0.0.1:{port}/"
+        print(f"build A's serve --threads 1 (TLS), -c {args.conns} -t {args.threads}, "
+              f"{args.mux_requests} requests a run")
+        for strategy in ("h2", "h3"):
+            def measure(who, strategy=strategy):
+                binary = args.a if who == "A" else args.b
+                cmd = [binary, "bench", url, "-c", str(args.conns), "-n", str(args.mux_requests),
+                       "--json", "--no-progress", "--strategy", strategy, "--cacert", cacert,
+                       "-t", str(args.threads)]
+                out, cpu = run_measured(cmd)
+                s = json.loads(out)["scenarios"][0]
+                return cpu * 1e6 / s["requests"]["attempted"]
+            in_pairs(strategy, args.pairs, measure)
+    finally:
+        stop(server, signal.SIGINT)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -156,16 +156,8 @@ fn fold(out: &mut String, line: &str, width: usize, hang: Option<usize>) {
 
 /// The columns of the terminal on stdout, if it is one.
 fn terminal_columns() -> Option<usize> {
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one winsize into the struct passed; fd 1 may be anything,
-    // and a failure leaves it untouched.
-    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
-    (rc == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+    let ws = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (ws.ws_col > 0).then_some(usize::from(ws.ws_col))
 }
 
 #[cfg(test)]

@@ -21,22 +21,12 @@ pub fn run_info(command: &str, started_at: String) -> RunInfo {
 /// The CPUs this process may run on, and the kernel's name and release.
 pub fn machine() -> Machine {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    // SAFETY: utsname is plain old data; uname fills it and NUL-terminates its fields.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid utsname to write into.
-    let kernel = if unsafe { libc::uname(&mut u) } == 0 {
-        let field = |f: &[libc::c_char]| {
-            let bytes: Vec<u8> = f
-                .iter()
-                .take_while(|c| **c != 0)
-                .map(|c| *c as u8)
-                .collect();
-            String::from_utf8_lossy(&bytes).into_owned()
-        };
-        format!("{} {}", field(&u.sysname), field(&u.release))
-    } else {
-        "unknown".into()
-    };
+    let u = rustix::system::uname();
+    let kernel = format!(
+        "{} {}",
+        u.sysname().to_string_lossy(),
+        u.release().to_string_lossy()
+    );
     Machine { cpus, kernel }
 }
 
@@ -50,15 +40,10 @@ pub fn now_rfc3339() -> String {
         .unwrap_or_default()
 }
 
-/// This machine's host name (gethostname), or "unknown".
+/// This machine's host name (uname's node name).
 pub fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it
-    // (or truncates, which the search for NUL below handles).
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
 }

@@ -45,9 +45,16 @@ pub fn exit_now() -> ! {
 /// Whether this process's group is its terminal's foreground group: a Ctrl-C typed
 /// there went to each process of the group (a child command got it too).
 pub fn from_terminal() -> bool {
-    // SAFETY: getpgrp and tcgetpgrp only read the process's and the terminal's state.
-    let ours = unsafe { libc::getpgrp() };
-    (0..3).any(|fd| unsafe { libc::tcgetpgrp(fd) } == ours)
+    use std::os::fd::AsFd;
+    let ours = rustix::process::getpgrp();
+    let foreground = |fd: std::os::fd::BorrowedFd<'_>| rustix::termios::tcgetpgrp(fd).ok();
+    [
+        std::io::stdin().as_fd(),
+        std::io::stdout().as_fd(),
+        std::io::stderr().as_fd(),
+    ]
+    .into_iter()
+    .any(|fd| foreground(fd) == Some(ours))
 }
 
 /// A child command's part in a Ctrl-C: it gets the interrupt once (unless a terminal
@@ -66,8 +73,10 @@ impl ChildGrace {
         match self.0 {
             None => {
                 if !from_terminal() {
-                    // SAFETY: a signal to the child's PID, which its parent has not reaped.
-                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+                    // The child's PID, which its parent has not reaped.
+                    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+                    }
                 }
                 self.0 = Some(Instant::now());
                 false

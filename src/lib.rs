@@ -28,6 +28,7 @@ pub mod runtime_thread;
 pub mod server;
 pub mod stats;
 pub mod strategy;
+pub mod sys;
 pub mod timer;
 pub mod trace;
 pub mod watch;

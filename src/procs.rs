@@ -47,8 +47,7 @@ pub fn cores() -> usize {
 
 /// Clock ticks per second: the unit of /proc's CPU times.
 fn ticks_per_s() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
+    rustix::param::clock_ticks_per_second().max(1)
 }
 
 /// A thread that ran at least this share of the time between two samples was working.

@@ -1,7 +1,14 @@
 //! What one attempt and one connection produce: phase durations, outcome, close reason.
 //! These are the words of docs/timing.md (phases and counters); every layer above uses them.
 
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
+
+/// Nanoseconds from `from` to `to` (zero if `to` is earlier): how a phase is stored.
+pub fn ns(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_nanos() as u64
+}
 
 /// The phases of one attempt, in nanoseconds. `None` means the phase did not happen.
 #[derive(Debug, Clone, Copy, Default)]

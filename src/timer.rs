@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::pin::Pin;
 use std::time::Instant;
 
@@ -76,18 +76,13 @@ impl Default for Pacer {
 impl Pacer {
     /// Must be called inside the runtime that will wait on it.
     pub fn new() -> Pacer {
-        // SAFETY: timerfd_create takes no pointers; a non-negative result is a new file
-        // descriptor that nothing else owns.
-        let raw = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        let timer = (raw >= 0)
-            .then(|| unsafe { OwnedFd::from_raw_fd(raw) })
-            // SAFETY: the `OwnedFd` stays open, unreplaced, while the `AsyncFd` owns it.
-            .and_then(|fd| unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok());
+        use rustix::time::{timerfd_create, TimerfdClockId, TimerfdFlags};
+        let timer = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )
+        .ok()
+        .and_then(|fd| crate::sys::async_fd(fd, Interest::READABLE).ok());
         Pacer { timer }
     }
 
@@ -113,41 +108,40 @@ impl Pacer {
 /// lowers it; a failure leaves it as it was (connections over it fail as
 /// `local_resource`, counted and said).
 pub fn reserve_descriptors(n: u64) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    // `None`: no limit.
+    let Some(soft) = lim.current else {
+        return;
     };
-    // SAFETY: getrlimit and setrlimit read and write the one struct we own.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= n as libc::rlim_t
-        {
-            return;
-        }
-        lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
-        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    if soft >= n {
+        return;
     }
+    let raised = lim.maximum.map_or(n, |hard| n.min(hard));
+    let _ = setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(raised),
+            maximum: lim.maximum,
+        },
+    );
 }
 
 /// Set the timer to fire once, `wait` from now.
 fn arm(timer: &AsyncFd<OwnedFd>, wait: std::time::Duration) -> io::Result<()> {
-    let spec = libc::itimerspec {
-        it_interval: libc::timespec {
+    use rustix::time::{timerfd_settime, Itimerspec, TimerfdTimerFlags, Timespec};
+    let spec = Itimerspec {
+        it_interval: Timespec {
             tv_sec: 0,
             tv_nsec: 0,
         },
-        it_value: libc::timespec {
-            tv_sec: wait.as_secs() as libc::time_t,
-            tv_nsec: wait.subsec_nanos() as libc::c_long,
+        it_value: Timespec {
+            tv_sec: wait.as_secs() as i64,
+            tv_nsec: i64::from(wait.subsec_nanos()),
         },
     };
-    // SAFETY: the descriptor is open for the timer's lifetime and `spec` outlives the call;
-    // the old value is not asked for (null).
-    let r = unsafe { libc::timerfd_settime(timer.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    timerfd_settime(timer.get_ref(), TimerfdTimerFlags::empty(), &spec)?;
+    Ok(())
 }
 
 /// Wait until the armed timer has fired, and consume its expiry count.
@@ -156,13 +150,8 @@ async fn expiry(timer: &AsyncFd<OwnedFd>) -> io::Result<()> {
         let mut guard = timer.readable().await?;
         let read = guard.try_io(|fd| {
             let mut count = [0u8; 8];
-            // SAFETY: reads at most 8 bytes into an 8-byte buffer we own.
-            let n = unsafe { libc::read(fd.as_raw_fd(), count.as_mut_ptr().cast(), count.len()) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
+            rustix::io::read(fd.get_ref(), &mut count)?;
+            Ok(())
         });
         match read {
             Ok(Ok(())) => return Ok(()),

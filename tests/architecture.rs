@@ -45,6 +45,11 @@ fn code(text: &str) -> String {
         Some(i) => &text[..i],
         None => text,
     };
+    without_comments_and_strings(text)
+}
+
+/// A file's text without its comments and string literals.
+fn without_comments_and_strings(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         let line = match line.find("//") {
@@ -361,4 +366,163 @@ fn every_room_is_on_the_map() {
     }
     missing.sort();
     assert!(missing.is_empty(), "not in ARCHITECTURE.md: {missing:?}");
+}
+
+/// The arrows from modules under any of `rooms` to any module under `banned`, as
+/// "from -> to".
+fn arrows_into(src: &Path, rooms: &[&str], banned: &[&str]) -> Vec<String> {
+    let under = |m: &str, prefixes: &[&str]| {
+        prefixes
+            .iter()
+            .any(|p| m == *p || m.starts_with(&format!("{p}::")))
+    };
+    let known = modules(src);
+    let mut out = Vec::new();
+    for (m, p) in &known {
+        if !under(m, rooms) {
+            continue;
+        }
+        for to in arrows(m, &std::fs::read_to_string(p).unwrap(), &known) {
+            if under(&to, banned) {
+                out.push(format!("{m} -> {to}"));
+            }
+        }
+    }
+    out
+}
+
+/// The rooms that step one connection through (probe, trace, doctor, audit) open it
+/// with the protocol's own client in `proto/`, not through the engine's drivers
+/// (issue 43, item 1: `probe`, `doctor` and `trace` reached into `engine::h3`).
+const STEPPERS: [&str; 4] = ["probe", "trace", "doctor", "audit"];
+const DRIVERS: [&str; 2] = ["engine::h2", "engine::h3"];
+
+#[test]
+fn one_connection_is_stepped_through_proto_not_the_engines_drivers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = arrows_into(&src, &STEPPERS, &DRIVERS);
+    assert!(
+        found.is_empty(),
+        "reach proto::h2::client or proto::h3::client instead: {found:?}"
+    );
+}
+
+/// The check sees such an arrow, by `use` and by a path in code, and not in a comment.
+#[test]
+fn the_check_catches_a_probe_reaching_into_a_driver() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-drv-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("engine")).unwrap();
+    std::fs::create_dir_all(src.join("probe")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod engine;\npub mod probe;\n").unwrap();
+    std::fs::write(src.join("engine/mod.rs"), "pub mod h3;\npub mod open;\n").unwrap();
+    std::fs::write(src.join("engine/h3.rs"), "pub struct Endpoints;\n").unwrap();
+    std::fs::write(src.join("engine/open.rs"), "pub struct Opener;\n").unwrap();
+    std::fs::write(
+        src.join("probe/mod.rs"),
+        "pub mod h3;\nuse crate::engine::open::Opener;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("probe/h3.rs"),
+        "use crate::engine::h3::Endpoints;\n",
+    )
+    .unwrap();
+    let by_use = arrows_into(&src, &STEPPERS, &DRIVERS);
+    std::fs::write(
+        src.join("probe/h3.rs"),
+        "// crate::engine::h3 in a comment\nfn f() { let _ = crate::engine::h3::Endpoints; }\n",
+    )
+    .unwrap();
+    let in_code = arrows_into(&src, &STEPPERS, &DRIVERS);
+    std::fs::write(src.join("probe/h3.rs"), "// crate::engine::h3::Endpoints\n").unwrap();
+    let in_comment = arrows_into(&src, &STEPPERS, &DRIVERS);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(by_use, ["probe::h3 -> engine::h3"]);
+    assert_eq!(in_code, ["probe::h3 -> engine::h3"]);
+    assert!(in_comment.is_empty(), "{in_comment:?}");
+}
+
+/// The files under `src` (outside `src/sys/`) whose code says `unsafe`, tests included.
+fn unsafe_outside_sys(src: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in modules(src).values() {
+        let rel = p.strip_prefix(src).unwrap();
+        if rel.starts_with("sys") {
+            continue;
+        }
+        let code = without_comments_and_strings(&std::fs::read_to_string(p).unwrap());
+        let says = code
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w == "unsafe");
+        if says {
+            out.push(rel.display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// System calls go through one door (issue 43, item 5): no `unsafe` outside `src/sys/`,
+/// where each block says why it is sound.
+#[test]
+fn no_unsafe_outside_sys() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = unsafe_outside_sys(&src);
+    assert!(
+        found.is_empty(),
+        "unsafe outside src/sys/ (use rustix, or a safe function in src/sys/): {found:?}"
+    );
+    // Each unsafe block in src/sys/ says why it is sound.
+    for e in std::fs::read_dir(src.join("sys")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = without_comments_and_strings(line);
+            if !code.contains("unsafe {") && !code.contains("unsafe fn") {
+                continue;
+            }
+            let before = lines[..i]
+                .iter()
+                .rev()
+                .take(5)
+                .any(|l| l.contains("SAFETY:"));
+            assert!(
+                before,
+                "{}:{}: an unsafe block without its SAFETY: reason",
+                p.display(),
+                i + 1
+            );
+        }
+    }
+}
+
+/// The check sees `unsafe` in code and in a test module, not in a comment or a string,
+/// and not under `src/sys/`.
+#[test]
+fn the_check_catches_unsafe_outside_sys() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-unsafe-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("sys")).unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "pub mod a;\npub mod b;\npub mod c;\npub mod sys;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("a.rs"), "fn f() { unsafe { g() } }\n").unwrap();
+    std::fs::write(
+        src.join("b.rs"),
+        "fn f() {}\n#[cfg(test)]\nmod tests {\n    fn g() { unsafe { h() } }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("c.rs"),
+        "// unsafe here\nconst S: &str = \"unsafe\";\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("sys/mod.rs"), "pub fn f() { unsafe { g() } }\n").unwrap();
+    let found = unsafe_outside_sys(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found, ["a.rs", "b.rs"]);
 }

@@ -5,7 +5,6 @@
 
 use rustls::crypto::SupportedKxGroup;
 
-use super::median;
 use crate::fmt::ms as fmt_ms;
 use crate::net::tls;
 use crate::plan::build::RequestConfig;
@@ -282,4 +281,10 @@ fn preference(k: &KeyExchangeFindings, findings: &mut Vec<Finding>) {
         Cause::Measured,
         format!("Key exchange preference: {said}."),
     ));
+}
+
+/// The median of samples: one handshake delayed by the scheduler says nothing about the
+/// server.
+pub(super) fn median(v: &[f64]) -> f64 {
+    crate::report::comparison::Spread::of(v).median
 }

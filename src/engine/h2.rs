@@ -21,9 +21,12 @@ use super::open::{connect_deadline, Opener};
 use super::worker::{add_blocked, ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::Stream;
 use crate::plan::{Scenario, Target};
+use crate::proto::h2::client::{
+    alpn_refused, await_settings, exchange, handshake, no_settings, Handshaken, NoSettings,
+    SettingsWait, Stopped, StreamRequest,
+};
 use crate::proto::h2::wire::{Seen, Watched};
 use crate::proto::h2::{classify, StreamFailure};
-use crate::proto::pace::{Pace, ReadLimits};
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, Phases, Stage};
 use crate::stats::Recorder;
 use crate::timer::within;
@@ -96,6 +99,27 @@ impl Conn {
             }
         }
         classify(e, self.seen.borrow().goaway, id, in_body)
+    }
+
+    /// Why a connection that ended before the server's SETTINGS failed: it said
+    /// nothing, answered HTTP/1, or sent something that was not HTTP/2.
+    fn ended_before_settings(&self) -> Failure {
+        let instead = no_settings(&self.seen.borrow());
+        match (&instead, self.st.borrow().failure) {
+            (NoSettings::Http1(_), _) => {
+                let f = Failure::new(ErrorKind::Protocol, ErrorDetail::H2cRefused);
+                crate::record::note_error(f, instead.says());
+                f
+            }
+            (_, Some(f)) => f,
+            (NoSettings::NotHttp2, None) => {
+                Failure::new(ErrorKind::Protocol, ErrorDetail::H2Protocol)
+            }
+            (NoSettings::Nothing, None) => Failure::new(
+                ErrorKind::ClosedBeforeResponse,
+                ErrorDetail::NoServerSettings,
+            ),
+        }
     }
 }
 
@@ -407,9 +431,6 @@ impl H2 {
 
     /// Open connection `slot` to `origin`: dns, connect, tls (ALPN h2), then the
     /// preface and the server's SETTINGS (`h2_setup`).
-    // Opening an HTTP/2 connection is one sequence (dns, connect, tls, preface, the
-    // server's SETTINGS), each step with its own phase and failure.
-    #[allow(clippy::too_many_lines)]
     async fn open(
         &mut self,
         sc: &Scenario,
@@ -432,7 +453,7 @@ impl H2 {
         let closed_early = |rec: &Rc<RefCell<Recorder>>| {
             rec.borrow_mut().connection_closed(CloseReason::Error, 0);
         };
-        if o.tls && opened.alpn.as_deref() != Some(b"h2".as_slice()) {
+        if alpn_refused(o.tls, opened.alpn.as_deref()) {
             closed_early(&self.rec);
             return Err(Fail::new(Failure::new(
                 ErrorKind::Tls,
@@ -440,12 +461,7 @@ impl H2 {
             )));
         }
         let by = connect_deadline(self.deadline, sc.limits.connect);
-        let watched = Watched::new(opened.stream);
-        let seen = watched.seen.clone();
-        let settings_came = watched.settings_came.clone();
-        let t = Instant::now();
-        let handshake = crate::proto::h2::client().handshake::<_, Bytes>(watched);
-        let (send, connection) = match within(self.sleep.as_mut(), by, handshake).await {
+        let started = match within(self.sleep.as_mut(), by, handshake(opened.stream)).await {
             None => {
                 let f = Fail::timed_out(Stage::H2Setup, self.run_deadline);
                 closed_early(&self.rec);
@@ -457,6 +473,13 @@ impl H2 {
             }
             Some(Ok(x)) => x,
         };
+        let Handshaken {
+            send,
+            connection,
+            seen,
+            settings_came,
+            started: t,
+        } = started;
         let id = self.pool.next_id.get();
         self.pool.next_id.set(id + 1);
         let conn = Rc::new(Conn {
@@ -475,11 +498,10 @@ impl H2 {
         ));
         self.pool.tasks.borrow_mut().push((id, task.abort_handle()));
         // The server's SETTINGS: its limits apply from the first stream.
-        while seen.borrow().settings_at.is_none() && !conn.st.borrow().ended {
-            if within(self.sleep.as_mut(), by, settings_came.notified())
-                .await
-                .is_none()
-            {
+        let ended = || conn.st.borrow().ended;
+        let came = await_settings(&seen, &settings_came, ended, self.sleep.as_mut(), by).await;
+        let (settings_at, settings) = match came {
+            SettingsWait::TimedOut => {
                 let f = Fail::timed_out(Stage::H2Setup, self.run_deadline);
                 let reason = if f.at_deadline {
                     CloseReason::EndOfRun
@@ -489,13 +511,11 @@ impl H2 {
                 self.pool.end(&conn, reason);
                 return Err(f);
             }
-        }
-        let (settings_at, settings) = {
-            let s = seen.borrow();
-            (s.settings_at, s.settings)
+            SettingsWait::Ended => return Err(Fail::new(conn.ended_before_settings())),
+            SettingsWait::Came(at, settings) => (at, settings),
         };
         let gone = conn.st.borrow().gone.is_some() || conn.st.borrow().ended;
-        if let (Some(_), true) = (settings_at, gone) {
+        if gone {
             // SETTINGS came, and then the connection failed at once.
             let failure = conn.st.borrow().failure.unwrap_or(Failure::new(
                 ErrorKind::ClosedBeforeResponse,
@@ -503,31 +523,6 @@ impl H2 {
             ));
             return Err(Fail::new(failure));
         }
-        let Some(settings_at) = settings_at else {
-            // The connection ended before the server's SETTINGS: it said nothing, or
-            // something that was not HTTP/2.
-            let http1 = seen.borrow().http1_status_line.clone();
-            let failure = if let Some(line) = http1 {
-                let f = Failure::new(ErrorKind::Protocol, ErrorDetail::H2cRefused);
-                crate::record::note_error(
-                    f,
-                    format_args!(
-                        "the server answered the HTTP/2 preface with `{line}`: it speaks HTTP/1 only on this port"
-                    ),
-                );
-                f
-            } else if let Some(f) = conn.st.borrow().failure {
-                f
-            } else if seen.borrow().bytes > 0 {
-                Failure::new(ErrorKind::Protocol, ErrorDetail::H2Protocol)
-            } else {
-                Failure::new(
-                    ErrorKind::ClosedBeforeResponse,
-                    ErrorDetail::NoServerSettings,
-                )
-            };
-            return Err(Fail::new(failure));
-        };
         phases.h2_setup = Some(ns(t, settings_at));
         self.rec
             .borrow_mut()
@@ -545,9 +540,6 @@ impl H2 {
 
     /// One stream: send the request (from `t_ready`, when the clock was just read), wait
     /// for the head, read the body.
-    // One stream's life as one sequence (a free stream, send, head, body), each stage
-    // with its own phase and failure classified where it happens.
-    #[allow(clippy::too_many_lines)]
     async fn stream(
         &mut self,
         sc: &Scenario,
@@ -556,11 +548,6 @@ impl H2 {
         phases: &mut Phases,
         t_ready: Option<Instant>,
     ) -> Result<(u16, Option<u32>, Instant), Fail> {
-        let fail = |sf: StreamFailure| Fail {
-            failure: sf.failure,
-            retry: sf.refused,
-            at_deadline: false,
-        };
         let t_send = t_ready.unwrap_or_else(Instant::now);
         let Some(send) = conn.send.borrow().clone() else {
             // Picked, but the connection is gone: it never opened a stream.
@@ -570,97 +557,35 @@ impl H2 {
             ));
             return Err(Fail::new(failure));
         };
-        let send = match within(self.sleep.as_mut(), self.deadline, send.ready()).await {
-            None => return Err(Fail::timed_out(Stage::Send, self.run_deadline)),
-            Some(Err(e)) => return Err(fail(conn.classify(&e, None, false))),
-            Some(Ok(s)) => s,
-        };
-        let mut send = send;
-        let head = target
-            .h2_request
-            .clone()
-            .expect("h2 scenarios carry an HTTP/2 request head");
-        let body = target.template.body.as_deref();
-        let (response, mut stream) = send
-            .send_request(head, body.is_none())
-            .map_err(|e| fail(conn.classify(&e, None, false)))?;
-        if let Some(b) = body {
-            stream
-                .send_data(Bytes::copy_from_slice(b), true)
-                .map_err(|e| fail(conn.classify(&e, None, false)))?;
-        }
-        let id = response.stream_id().as_u32();
-        let t_sent = Instant::now();
-        phases.send = Some(ns(t_send, t_sent));
-
-        let first_by = sc.limits.wait.map(|w| t_sent + w);
-        let wait_until = first_by.map_or(self.deadline, |f| f.min(self.deadline));
-        let resp = match within(self.sleep.as_mut(), wait_until, response).await {
-            None => {
-                if Instant::now() < self.deadline {
-                    return Err(Fail::new(ErrorKind::TimeoutWait.into()));
-                }
-                return Err(Fail::timed_out(Stage::Wait, self.run_deadline));
-            }
-            Some(Err(e)) => return Err(fail(conn.classify(&e, Some(id), false))),
-            Some(Ok(r)) => r,
-        };
-        let first_byte = Instant::now();
-        let status = resp.status().as_u16();
-        let retry_after_s = resp
-            .headers()
-            .get(http::header::RETRY_AFTER)
-            .and_then(|v| crate::proto::h1::response::retry_after_seconds(v.as_bytes()));
-        let location = resp.headers().get(http::header::LOCATION);
-        let mut example =
-            crate::record::status_note("HTTP/2", status, location.map(|v| v.as_bytes()));
-        let mut body = resp.into_body();
-        let mut pace = Pace::new(ReadLimits {
-            first_byte_by: None,
+        let (head, body) = target.stream_request();
+        let req = StreamRequest {
+            head,
+            body,
+            deadline: self.deadline,
+            wait: sc.limits.wait,
             min_speed: sc.limits.min_speed,
-        });
-        if let Some(p) = pace.as_mut() {
-            let _ = p.on_bytes(0, first_byte);
-        }
-        loop {
-            let until = pace
-                .as_ref()
-                .and_then(Pace::deadline)
-                .map_or(self.deadline, |d| d.min(self.deadline));
-            let next = within(self.sleep.as_mut(), until, body.data()).await;
-            match next {
-                None => {
-                    let now = Instant::now();
-                    if now >= self.deadline {
-                        return Err(Fail::timed_out(Stage::Receive, self.run_deadline));
-                    }
-                    if let Some(p) = pace.as_mut() {
-                        p.expired(now).map_err(Fail::new)?;
-                    }
-                }
-                Some(None) => break,
-                Some(Some(Err(e))) => {
-                    return Err(fail(conn.classify(&e, Some(id), true)));
-                }
-                Some(Some(Ok(chunk))) => {
-                    let n = chunk.len();
-                    if let Some(e) = example.take() {
-                        e.body(&chunk);
-                    }
-                    let _ = body.flow_control().release_capacity(n);
-                    self.got_body += n as u64;
-                    if let Some(p) = pace.as_mut() {
-                        p.on_bytes(n, Instant::now()).map_err(Fail::new)?;
-                    }
-                }
+        };
+        let answered = exchange(
+            send,
+            req,
+            self.sleep.as_mut(),
+            t_send,
+            phases,
+            &mut self.got_body,
+        )
+        .await;
+        match answered {
+            Ok(a) => Ok((a.status, a.retry_after_s, a.end)),
+            Err(Stopped::Deadline(stage)) => Err(Fail::timed_out(stage, self.run_deadline)),
+            Err(Stopped::Limit(f)) => Err(Fail::new(f)),
+            Err(Stopped::Stream(e, id, in_body)) => {
+                let sf = conn.classify(&e, id, in_body);
+                Err(Fail {
+                    failure: sf.failure,
+                    retry: sf.refused,
+                    at_deadline: false,
+                })
             }
         }
-        if let Some(e) = example {
-            e.body(&[]);
-        }
-        let end = Instant::now();
-        phases.wait = Some(ns(t_sent, first_byte));
-        phases.receive = Some(ns(first_byte, end));
-        Ok((status, retry_after_s, end))
     }
 }

@@ -253,13 +253,16 @@ fn spawn_workers(
     dns: &Arc<worker::Dns>,
     at: &Clock<'_>,
     in_flight: &Rc<std::cell::Cell<u64>>,
-) -> Option<Rc<h3::Endpoints>> {
+) -> Option<Rc<crate::proto::h3::client::Endpoints>> {
     let (sc, t, threads) = (&p.sc, p.t, p.threads);
     let workers: Vec<usize> = (t..sc.concurrency).step_by(threads).collect();
     let share = sc.connections / threads + usize::from(t < sc.connections % threads);
     let pool =
         (sc.strategy == Strategy::H2).then(|| h2::Pool::new(sc, share, workers.len(), rec.clone()));
-    let endpoints = sc.strategy.quic().then(h3::Endpoints::new);
+    let endpoints = sc
+        .strategy
+        .quic()
+        .then(crate::proto::h3::client::Endpoints::new);
     let h3_pool =
         (sc.strategy == Strategy::H3).then(|| h3::Pool::new(sc, share, workers.len(), rec.clone()));
     for (i, w) in workers.iter().copied().enumerate() {

@@ -2,6 +2,7 @@
 //! Hands out tickets (so `-n` is exact), paces an open loop, stops at the run's end and
 //! records each attempt; the protocol's `Driver` carries the request.
 
+pub(super) use crate::record::ns;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -173,10 +174,6 @@ impl Fail {
             at_deadline: run_deadline.is_some_and(|d| Instant::now() >= d),
         }
     }
-}
-
-pub(super) fn ns(from: Instant, to: Instant) -> u64 {
-    to.saturating_duration_since(from).as_nanos() as u64
 }
 
 /// Add the time since `since` to the attempt's `blocked` phase (waiting for a stream);

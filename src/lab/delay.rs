@@ -12,10 +12,14 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::num::NonZeroU64;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::time::Timespec;
 
 use crate::report::link::{DirStats, LineStats};
 
@@ -61,9 +65,9 @@ struct Packet {
     data: Vec<u8>,
 }
 
-struct Direction {
-    from: RawFd,
-    to: RawFd,
+struct Direction<'a> {
+    from: BorrowedFd<'a>,
+    to: BorrowedFd<'a>,
     queue: VecDeque<Packet>,
     /// When the serializer is next free (bandwidth), ns.
     link_free_ns: u64,
@@ -87,12 +91,10 @@ impl Rng {
 impl DelayLine {
     /// Start moving packets between `client_tun` and `server_tun`.
     pub fn start(client_tun: OwnedFd, server_tun: OwnedFd, shape: Shape) -> io::Result<DelayLine> {
-        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if stop < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let stop = unsafe { OwnedFd::from_raw_fd(stop) };
-        let stop_fd = stop.as_raw_fd();
+        use rustix::event::{eventfd, EventfdFlags};
+        let stop = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        // The thread's own handle on the same eventfd: a write to either wakes it.
+        let stop_rx = stop.try_clone()?;
         let shared = Arc::new(Shared {
             dirs: Default::default(),
             cpu_ns: AtomicU64::new(0),
@@ -103,7 +105,7 @@ impl DelayLine {
             .spawn(move || {
                 // The fds live as long as this thread: the devices go with it.
                 let (c, s) = (client_tun, server_tun);
-                run(c.as_raw_fd(), s.as_raw_fd(), stop_fd, shape, &sh);
+                run([c.as_fd(), s.as_fd()], stop_rx.as_fd(), shape, &sh);
             })?;
         Ok(DelayLine {
             stop,
@@ -132,10 +134,7 @@ impl DelayLine {
     /// End the thread (the TUN devices close with it) and return the final counts.
     pub fn stop(&mut self) -> LineStats {
         if let Some(t) = self.thread.take() {
-            let one: u64 = 1;
-            unsafe {
-                libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8);
-            }
+            let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
             let _ = t.join();
         }
         self.stats()
@@ -149,24 +148,17 @@ impl Drop for DelayLine {
 }
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn run(client: RawFd, server: RawFd, stop: RawFd, shape: Shape, shared: &Shared) {
+fn run([client, server]: [BorrowedFd<'_>; 2], stop: BorrowedFd<'_>, shape: Shape, shared: &Shared) {
     // Wake up on time, not up to 50 µs late (the default timer slack), and ahead of the
     // client's and server's threads when a packet is due (a real-time priority where
     // allowed: the kernel's netem runs in softirq, ahead of any task). The thread sleeps
     // whenever nothing is due, and the kernel's real-time throttling bounds it anyway.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
-        let param = libc::sched_param { sched_priority: 10 };
-        libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
-    }
+    let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
+    let _ = crate::sys::process::realtime_fifo(10);
     let epoch = Instant::now();
     let now_ns = || epoch.elapsed().as_nanos() as u64;
     let mut rng = Rng(std::time::SystemTime::now()
@@ -206,47 +198,31 @@ fn run(client: RawFd, server: RawFd, stop: RawFd, shape: Shape, shared: &Shared)
             .min();
         let timeout = next_due.map(|due| {
             let wait = due.saturating_sub(now_ns());
-            libc::timespec {
-                tv_sec: (wait / 1_000_000_000) as libc::time_t,
-                tv_nsec: (wait % 1_000_000_000) as libc::c_long,
+            Timespec {
+                tv_sec: (wait / 1_000_000_000) as i64,
+                tv_nsec: (wait % 1_000_000_000) as i64,
             }
         });
         let mut fds = [
-            libc::pollfd {
-                fd: client,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: server,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: stop,
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            PollFd::from_borrowed_fd(client, PollFlags::IN),
+            PollFd::from_borrowed_fd(server, PollFlags::IN),
+            PollFd::from_borrowed_fd(stop, PollFlags::IN),
         ];
-        let tp = timeout
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 3, tp, std::ptr::null()) };
-        if n < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
+        match poll(&mut fds, timeout.as_ref()) {
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => break,
+            Ok(_) => {}
         }
-        if fds[2].revents != 0 {
+        let revents = fds.map(|f| f.revents());
+        if !revents[2].is_empty() {
             break;
         }
         for (k, d) in dirs.iter_mut().enumerate() {
-            if fds[k].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+            if revents[k].intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL) {
                 shared.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
                 return;
             }
-            if fds[k].revents & libc::POLLIN != 0 {
+            if revents[k].contains(PollFlags::IN) {
                 take_in(d, &mut buf, &mut spare, &mut rng, &now_ns, &shared.dirs[k]);
             }
         }
@@ -266,12 +242,11 @@ fn take_in(
     counters: &DirCounters,
 ) {
     for _ in 0..64 {
-        let n = unsafe { libc::read(d.from, buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            return;
-        }
+        let len = match rustix::io::read(d.from, &mut *buf) {
+            Ok(n) if n > 0 => n,
+            _ => return,
+        };
         let now = now_ns();
-        let len = n as usize;
         let s = d.shape;
         if s.loss > 0.0 && rng.unit() < s.loss {
             counters.lost.fetch_add(1, Ordering::Relaxed);
@@ -308,8 +283,7 @@ fn take_in(
 fn release(d: &mut Direction, now: u64, counters: &DirCounters, spare: &mut Vec<Vec<u8>>) {
     while d.queue.front().is_some_and(|p| p.due_ns <= now) {
         let p = d.queue.pop_front().expect("front exists");
-        let n = unsafe { libc::write(d.to, p.data.as_ptr().cast(), p.data.len()) };
-        if n > 0 {
+        if rustix::io::write(d.to, &p.data).is_ok_and(|n| n > 0) {
             counters.packets.fetch_add(1, Ordering::Relaxed);
             counters
                 .bytes

@@ -12,13 +12,14 @@ pub mod netem;
 pub mod netns;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::parse::UsageError;
 use crate::progress::Steps;
+use rustix::process::{Pid, Signal};
 
 use crate::report::link::LinkReport;
 pub use delay::Shape;
@@ -225,23 +226,15 @@ impl Lab {
         client: bool,
         own_group: bool,
     ) -> std::io::Result<std::process::Child> {
-        let fd = if client {
-            self.client_ns.as_raw_fd()
+        let ns = if client {
+            &self.client_ns
         } else {
-            self.server_ns.as_raw_fd()
+            &self.server_ns
         };
         if own_group {
             cmd.process_group(0);
         }
-        unsafe {
-            cmd.pre_exec(move || {
-                netns::die_with_parent()?;
-                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::sys::exec::enter_network_namespace(cmd, ns.as_fd(), true);
         let child = cmd.spawn()?;
         children()
             .lock()
@@ -337,25 +330,29 @@ fn stop_children() {
     if list.is_empty() {
         return;
     }
-    let signal = |sig: libc::c_int| {
+    let signal = |sig: Signal| {
         for (pid, group) in &list {
-            let target = if *group {
-                -(*pid as libc::pid_t)
-            } else {
-                *pid as libc::pid_t
+            let Some(pid) = Pid::from_raw(*pid as i32) else {
+                continue;
             };
-            unsafe { libc::kill(target, sig) };
+            let _ = if *group {
+                rustix::process::kill_process_group(pid, sig)
+            } else {
+                rustix::process::kill_process(pid, sig)
+            };
         }
     };
-    signal(libc::SIGTERM);
+    signal(Signal::TERM);
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline && list.iter().any(|(p, _)| alive(*p)) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    signal(libc::SIGKILL);
+    signal(Signal::KILL);
     for (pid, _) in &list {
         // Reap what was not waited for elsewhere (ignore "no child").
-        unsafe { libc::waitpid(*pid as libc::pid_t, std::ptr::null_mut(), libc::WNOHANG) };
+        if let Some(pid) = Pid::from_raw(*pid as i32) {
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+        }
     }
 }
 
@@ -421,8 +418,11 @@ fn watch_signals() {
                     // A terminal's Ctrl-C reached the whole foreground group, the
                     // command with it: a second one would end it at once, unreported.
                     if !(sig == libc::SIGINT && crate::interrupt::from_terminal()) {
+                        let sig = Signal::from_named_raw(sig);
                         for pid in clients {
-                            unsafe { libc::kill(pid as libc::pid_t, sig) };
+                            if let (Some(pid), Some(sig)) = (Pid::from_raw(pid as i32), sig) {
+                                let _ = rustix::process::kill_process(pid, sig);
+                            }
                         }
                     }
                     continue;

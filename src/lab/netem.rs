@@ -2,8 +2,7 @@
 //! a netem qdisc on each end (the one-way delay, jitter, loss and rate of its direction).
 //! Configured with iproute2's `ip` and `tc`, run inside each namespace.
 
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::process::Command;
 
 use super::delay::Shape;
@@ -13,17 +12,9 @@ const SERVER_DEV: &str = "hs-lab-s";
 
 /// Run `program args` with its network namespace set to `ns`; its error output on failure.
 fn run_in(ns: &OwnedFd, program: &str, args: &[&str]) -> Result<(), String> {
-    let fd = ns.as_raw_fd();
     let mut cmd = Command::new(program);
     cmd.args(args);
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::sys::exec::enter_network_namespace(&mut cmd, ns.as_fd(), false);
     let out = cmd.output().map_err(|e| format!("{program}: {e}"))?;
     if out.status.success() {
         Ok(())

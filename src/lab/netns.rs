@@ -9,20 +9,13 @@
 //! exits, however it exits (Ctrl-C, an error, SIGKILL). Processes the lab starts inside
 //! are stopped by their PID (and die with the lab by PR_SET_PDEATHSIG).
 
-use std::ffi::CString;
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 
-/// Turn a -1 return into the OS error with what was being done.
-fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        let e = io::Error::last_os_error();
-        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
-    } else {
-        Ok(ret)
-    }
-}
+use rustix::fs::{Mode, OFlags};
+
+use crate::sys;
 
 /// One side of the link: a network namespace (from /proc/thread-self/ns/net) with
 /// loopback up.
@@ -37,25 +30,24 @@ pub fn create_side() -> io::Result<Side> {
         .name("handshake-lab-netns".into())
         .spawn(move || -> io::Result<Side> {
             // Only this thread moves; it ends when the side is made.
-            check(
-                unsafe { libc::unshare(libc::CLONE_NEWNET) },
-                "creating a network namespace (unshare CLONE_NEWNET)",
-            )?;
-            let netns = open_cloexec("/proc/thread-self/ns/net", libc::O_RDONLY)?;
+            sys::ns::unshare_network()?;
+            let netns = open_cloexec("/proc/thread-self/ns/net", OFlags::RDONLY)?;
             for conf in ["default", "all"] {
                 let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{conf}/disable_ipv6"), "1");
             }
             let sock = inet_socket()?;
-            set_up(sock.as_raw_fd(), "lo")?;
+            sys::netif::set_up(&sock, "lo")?;
             Ok(Side { netns })
         })?
         .join()
         .map_err(|_| io::Error::other("the namespace thread panicked"))?
 }
 
+/// An AF_INET socket for the device ioctls.
 fn inet_socket() -> io::Result<OwnedFd> {
-    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    Ok(unsafe { OwnedFd::from_raw_fd(check(sock, "socket for interface setup")?) })
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)
+        .map_err(|e| io::Error::new(e.kind(), format!("socket for interface setup: {e}")))?;
+    Ok(sock.into())
 }
 
 /// Add a TUN device `dev` to the namespace `ns`, holding `local` with the point-to-point
@@ -70,110 +62,42 @@ pub fn add_tun(
 ) -> io::Result<OwnedFd> {
     run_in(ns, || -> io::Result<OwnedFd> {
         let sock = inet_socket()?;
-        let fd = sock.as_raw_fd();
         // The device is made in the namespace of the thread that opens /dev/net/tun.
         let tun = open_tun(dev)?;
-        let mut req = ifreq(dev);
-        req.ifr_ifru.ifru_addr = sockaddr(local);
-        ioctl(fd, libc::SIOCSIFADDR, &mut req, "setting the address")?;
-        req.ifr_ifru.ifru_dstaddr = sockaddr(peer);
-        ioctl(fd, libc::SIOCSIFDSTADDR, &mut req, "setting the peer")?;
-        req.ifr_ifru.ifru_netmask = sockaddr(Ipv4Addr::new(255, 255, 255, 255));
-        ioctl(fd, libc::SIOCSIFNETMASK, &mut req, "setting the netmask")?;
-        req.ifr_ifru.ifru_mtu = mtu as libc::c_int;
-        ioctl(fd, libc::SIOCSIFMTU, &mut req, "setting the MTU")?;
+        sys::netif::set_point_to_point(&sock, dev, local, peer, mtu)?;
         // Room for a burst while the delay line is busy with the other direction (best
         // effort: a user namespace may not set it; the default is 500 packets).
-        req.ifr_ifru.ifru_ifindex = 4096;
-        let _ = ioctl(
-            fd,
-            libc::SIOCSIFTXQLEN,
-            &mut req,
-            "setting the queue length",
-        );
-        set_up(fd, dev)?;
+        let _ = sys::netif::set_tx_queue_len(&sock, dev, 4096);
+        sys::netif::set_up(&sock, dev)?;
         Ok(tun)
     })?
 }
 
-fn open_cloexec(path: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = CString::new(path).expect("no NUL in path");
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
-    Ok(unsafe { OwnedFd::from_raw_fd(check(fd, &format!("opening {path}"))?) })
-}
-
-fn ifreq(name: &str) -> libc::ifreq {
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in req
-        .ifr_name
-        .iter_mut()
-        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
-    {
-        *d = s as libc::c_char;
-    }
-    req
-}
-
-fn sockaddr(ip: Ipv4Addr) -> libc::sockaddr {
-    let sin = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(ip).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    // sockaddr_in and sockaddr have the same size (16 bytes).
-    unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
-}
-
-fn ioctl(fd: RawFd, op: libc::c_ulong, req: &mut libc::ifreq, what: &str) -> io::Result<()> {
-    let name: String = req
-        .ifr_name
-        .iter()
-        .take_while(|c| **c != 0)
-        .map(|c| *c as u8 as char)
-        .collect();
-    check(
-        unsafe { libc::ioctl(fd, op as _, req as *mut libc::ifreq) },
-        &format!("{what} of {name}"),
-    )?;
-    Ok(())
-}
-
-fn set_up(sock: RawFd, dev: &str) -> io::Result<()> {
-    let mut req = ifreq(dev);
-    ioctl(sock, libc::SIOCGIFFLAGS, &mut req, "reading the flags")?;
-    unsafe { req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short };
-    ioctl(sock, libc::SIOCSIFFLAGS, &mut req, "bringing up")
+fn open_cloexec(path: &str, flags: OFlags) -> io::Result<OwnedFd> {
+    rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("opening {path}: {e}")))
 }
 
 /// A TUN device (IP packets, no packet-information header), in the calling thread's
 /// namespace, non-blocking.
 fn open_tun(dev: &str) -> io::Result<OwnedFd> {
-    let fd = open_cloexec("/dev/net/tun", libc::O_RDWR | libc::O_NONBLOCK)?;
-    let mut req = ifreq(dev);
-    req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
-    check(
-        unsafe {
-            libc::ioctl(
-                fd.as_raw_fd(),
-                libc::TUNSETIFF as _,
-                &mut req as *mut libc::ifreq,
-            )
-        },
-        &format!("creating the TUN device {dev} (TUNSETIFF)"),
-    )?;
+    let fd = open_cloexec("/dev/net/tun", OFlags::RDWR | OFlags::NONBLOCK)?;
+    sys::netif::make_tun(&fd, dev)?;
     Ok(fd)
 }
 
 /// Move the calling thread into the namespace `fd`.
 pub fn enter(fd: &OwnedFd) -> io::Result<()> {
-    check(
-        unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) },
-        "entering the lab's network namespace (setns)",
-    )?;
-    Ok(())
+    rustix::thread::move_into_link_name_space(
+        fd.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .map_err(|e| {
+        io::Error::new(
+            io::Error::from(e).kind(),
+            format!("entering the lab's network namespace (setns): {e}"),
+        )
+    })
 }
 
 /// Run `f` on a new thread inside the namespace `fd` (threads it starts are inside too)
@@ -195,24 +119,14 @@ pub fn run_in<T: Send>(fd: &OwnedFd, f: impl FnOnce() -> T + Send) -> io::Result
 /// network namespaces can be made, where the kernel allows it. Must run before the
 /// process starts a second thread. Returns whether it did.
 pub fn try_user_namespace() -> bool {
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    if uid == 0 {
-        return false;
-    }
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+    let (uid, gid) = (
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+    );
+    if uid == 0 || sys::ns::unshare_user().is_err() {
         return false;
     }
     let _ = std::fs::write("/proc/self/setgroups", "deny");
     std::fs::write("/proc/self/uid_map", format!("0 {uid} 1")).is_ok()
         && std::fs::write("/proc/self/gid_map", format!("0 {gid} 1")).is_ok()
-}
-
-/// Set the process-death signal of a child (in a `pre_exec` hook): it is killed when the
-/// lab's thread that started it ends, so no process outlives a lab killed outright.
-pub fn die_with_parent() -> io::Result<()> {
-    check(
-        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) },
-        "PR_SET_PDEATHSIG",
-    )?;
-    Ok(())
 }

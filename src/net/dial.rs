@@ -136,18 +136,8 @@ async fn connect_from(addr: SocketAddr, sources: &[IpAddr], turn: usize) -> io::
 /// a port is shared by connections to different destinations (Linux 4.2+).
 #[cfg(target_os = "linux")]
 fn bind_address_no_port(socket: &Socket) {
-    use std::os::fd::AsRawFd;
-    let one: libc::c_int = 1;
-    // SAFETY: a valid socket descriptor and a c_int option of the right size.
-    unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_BIND_ADDRESS_NO_PORT,
-            &one as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    // Best effort: without it, the port is picked at bind time, as before Linux 4.2.
+    let _ = crate::sys::socket::set_bind_address_no_port(socket);
 }
 
 #[cfg(not(target_os = "linux"))]

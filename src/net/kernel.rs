@@ -3,7 +3,7 @@
 //! the SYN: the kernel waited its retransmission timeout (1 s, then 2 s, 4 s…) for the
 //! SYN or its answer, lost on the way.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
 /// `tcpi_state` of a socket whose peer has closed and which has not (linux/tcp_states.h).
 const TCP_CLOSE_WAIT: u8 = 8;
@@ -26,22 +26,10 @@ pub struct TcpView {
 }
 
 /// Read `TCP_INFO` of a connected socket; `None` where the kernel does not say.
-pub fn tcp_view(s: &impl AsRawFd) -> Option<TcpView> {
-    // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it
-    // and says how many it wrote.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        )
-    };
+pub fn tcp_view(s: &impl AsFd) -> Option<TcpView> {
     // tcpi_min_rtt came with Linux 4.6; an older kernel's shorter answer leaves it 0.
-    (rc == 0).then_some(TcpView {
+    let info = crate::sys::socket::tcp_info(s)?;
+    Some(TcpView {
         rtt_us: info.tcpi_rtt,
         min_rtt_us: info.tcpi_min_rtt,
         total_retrans: info.tcpi_total_retrans,

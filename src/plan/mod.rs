@@ -85,6 +85,17 @@ pub struct Target {
     pub h2_request: Option<http::Request<()>>,
 }
 
+impl Target {
+    /// The request an HTTP/2 or HTTP/3 stream sends: its head and body.
+    pub fn stream_request(&self) -> (&http::Request<()>, Option<&[u8]>) {
+        let head = self
+            .h2_request
+            .as_ref()
+            .expect("h2 and h3 scenarios carry a request head");
+        (head, self.template.body.as_deref())
+    }
+}
+
 /// Closed loop (`-c` workers back to back) or open loop (`--rate`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LoadShape {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::h2::H2Probe;
 use super::h3::{H3Probe, QuicInfo};
 use super::{err, exchange, open, server_closes_within, Opened, ProbeError, TlsInfo};
-use crate::engine::h3::Endpoints;
 use crate::plan::{Scenario, Target};
+use crate::proto::h3::client::Endpoints;
 use crate::record::ErrorKind;
 use crate::strategy::Strategy;
 
@@ -197,7 +197,9 @@ impl Probe {
                         "no HTTP/2 request head for this target",
                     )
                 })?;
-                let ex = c.exchange(head, timeout).await?;
+                let ex = c
+                    .exchange((head, target.template.body.as_deref()), timeout)
+                    .await?;
                 Ok(Answer {
                     status: ex.status,
                     version: "HTTP/2",

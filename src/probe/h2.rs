@@ -18,9 +18,13 @@ use tokio::sync::Notify;
 use super::{err, open as open_stream, Opened, ProbeError};
 use crate::net::dns::DnsSettings;
 use crate::net::Origin;
-use crate::proto::h2::wire::{error_code_name, GoAway, Seen, ServerSettings, Watched};
+use crate::proto::h2::client::{
+    alpn_refused, await_settings, exchange, handshake, no_settings, Handshaken, SettingsWait,
+    Stopped, StreamRequest,
+};
+use crate::proto::h2::wire::{error_code_name, GoAway, Seen, ServerSettings};
 use crate::proto::h2::{classify, StreamFailure};
-use crate::record::ErrorKind;
+use crate::record::{ErrorKind, Phases, Stage};
 
 /// An open HTTP/2 connection and what opening it cost.
 pub struct H2Probe {
@@ -73,23 +77,23 @@ pub async fn open(
         tls_info,
         ..
     } = open_stream(origin, tls, timeout, dns).await?;
-    if origin.tls && tls_info.as_ref().and_then(|t| t.alpn.as_deref()) != Some("h2") {
+    let alpn = tls_info.as_ref().and_then(|t| t.alpn.as_deref());
+    if alpn_refused(origin.tls, alpn.map(str::as_bytes)) {
         return Err(err(
             ErrorKind::Tls,
             "the server did not choose h2 by ALPN: it does not offer HTTP/2 over TLS",
         ));
     }
-    let watched = Watched::new(conn.into_stream());
-    let seen = watched.seen.clone();
-    let settings_came = watched.settings_came.clone();
-    let t = Instant::now();
-    let (send, connection) = tokio::time::timeout(
-        timeout,
-        crate::proto::h2::client().handshake::<_, Bytes>(watched),
-    )
-    .await
-    .map_err(|_| err(ErrorKind::TimeoutH2Setup, "the HTTP/2 handshake timed out"))?
-    .map_err(|e| err(ErrorKind::Protocol, format!("HTTP/2 handshake: {e}")))?;
+    let Handshaken {
+        send,
+        connection,
+        seen,
+        settings_came,
+        started,
+    } = tokio::time::timeout(timeout, handshake(conn.into_stream()))
+        .await
+        .map_err(|_| err(ErrorKind::TimeoutH2Setup, "the HTTP/2 handshake timed out"))?
+        .map_err(|e| err(ErrorKind::Protocol, format!("HTTP/2 handshake: {e}")))?;
     let closed_at = Rc::new(Cell::new(None));
     let ended = Rc::new(Notify::new());
     let task = {
@@ -104,40 +108,34 @@ pub async fn open(
         })
     };
     let limit = Instant::now() + timeout;
-    while seen.borrow().settings_at.is_none() && closed_at.get().is_none() {
-        if tokio::time::timeout_at(limit.into(), settings_came.notified())
-            .await
-            .is_err()
-        {
+    let sleep = std::pin::pin!(tokio::time::sleep_until(limit.into()));
+    let came = await_settings(
+        &seen,
+        &settings_came,
+        || closed_at.get().is_some(),
+        sleep,
+        limit,
+    )
+    .await;
+    let (settings_at, settings) = match came {
+        SettingsWait::Came(at, settings) => (at, settings),
+        SettingsWait::TimedOut => {
             task.abort();
             return Err(err(
                 ErrorKind::TimeoutH2Setup,
                 format!("no SETTINGS from the server within {timeout:?}"),
             ));
         }
-    }
-    let (settings_at, settings) = {
-        let s = seen.borrow();
-        (s.settings_at, s.settings)
-    };
-    let Some(settings_at) = settings_at else {
-        let http1 = seen.borrow().http1_status_line.clone();
-        return Err(err(
-            ErrorKind::Protocol,
-            match http1 {
-                Some(line) => format!(
-                    "the server answered the HTTP/2 preface with `{line}`: it speaks HTTP/1 only here"
-                ),
-                None => "the connection ended before the server's SETTINGS: it does not speak HTTP/2 here".to_string(),
-            },
-        ));
+        SettingsWait::Ended => {
+            return Err(err(ErrorKind::Protocol, no_settings(&seen.borrow()).says()));
+        }
     };
     Ok(H2Probe {
         dns: dns_time,
         connect,
         tls: tls_time,
         tls_info,
-        h2_setup: settings_at.saturating_duration_since(t),
+        h2_setup: settings_at.saturating_duration_since(started),
         settings,
         send,
         seen,
@@ -166,59 +164,54 @@ impl H2Probe {
         self.goaway().is_none() && self.closed_at.get().is_none()
     }
 
-    /// Send `head` on a new stream and read the whole response.
+    /// Send `head` (and `body`) on a new stream and read the whole response.
     pub async fn exchange(
         &self,
-        head: &http::Request<()>,
+        (head, body): (&http::Request<()>, Option<&[u8]>),
         timeout: Duration,
     ) -> Result<H2Exchange, ProbeError> {
         let t0 = Instant::now();
-        let limit = t0 + timeout;
-        let goaway = || self.seen.borrow().goaway;
-        let send = tokio::time::timeout_at(limit.into(), self.send.clone().ready())
-            .await
-            .map_err(|_| err(ErrorKind::TimeoutSend, "no stream slot in time"))?
-            .map_err(|e| stream_err(classify(&e, goaway(), None, false), "opening a stream"))?;
-        let mut send = send;
-        let (response, _stream) = send
-            .send_request(head.clone(), true)
-            .map_err(|e| stream_err(classify(&e, goaway(), None, false), "sending"))?;
-        let id = response.stream_id().as_u32();
-        let t_sent = Instant::now();
-        let resp = tokio::time::timeout_at(limit.into(), response)
-            .await
-            .map_err(|_| err(ErrorKind::TimeoutWait, "no response head in time"))?
-            .map_err(|e| stream_err(classify(&e, goaway(), Some(id), false), "the response"))?;
-        let first = Instant::now();
-        let status = resp.status().as_u16();
-        let mut body = resp.into_body();
-        let mut body_bytes = 0u64;
-        loop {
-            let next = tokio::time::timeout_at(limit.into(), body.data())
-                .await
-                .map_err(|_| err(ErrorKind::TimeoutReceive, "the body did not end in time"))?;
-            match next {
-                None => break,
-                Some(Ok(chunk)) => {
-                    body_bytes += chunk.len() as u64;
-                    let _ = body.flow_control().release_capacity(chunk.len());
-                }
-                Some(Err(e)) => {
-                    return Err(stream_err(
-                        classify(&e, goaway(), Some(id), true),
-                        "the body",
-                    ))
-                }
+        let deadline = t0 + timeout;
+        let req = StreamRequest {
+            head,
+            body,
+            deadline,
+            wait: None,
+            min_speed: None,
+        };
+        let sleep = std::pin::pin!(tokio::time::sleep_until(deadline.into()));
+        let mut phases = Phases::default();
+        let answered = exchange(self.send.clone(), req, sleep, t0, &mut phases, &mut 0).await;
+        let a = answered.map_err(|stopped| match stopped {
+            Stopped::Deadline(Stage::Send) => err(ErrorKind::TimeoutSend, "no stream slot in time"),
+            Stopped::Deadline(Stage::Receive) => {
+                err(ErrorKind::TimeoutReceive, "the body did not end in time")
             }
-        }
-        let end = Instant::now();
+            Stopped::Deadline(_) => err(ErrorKind::TimeoutWait, "no response head in time"),
+            Stopped::Limit(f) => stream_err(
+                StreamFailure {
+                    failure: f,
+                    refused: false,
+                },
+                "the response",
+            ),
+            Stopped::Stream(e, id, in_body) => {
+                let what = match (id, in_body) {
+                    (None, _) => "opening a stream",
+                    (Some(_), false) => "the response",
+                    (Some(_), true) => "the body",
+                };
+                stream_err(classify(&e, self.goaway(), id, in_body), what)
+            }
+        })?;
+        let d = |v: Option<u64>| Duration::from_nanos(v.unwrap_or(0));
         Ok(H2Exchange {
-            stream_id: id,
-            status,
-            send: t_sent - t0,
-            wait: first - t_sent,
-            receive: end - first,
-            body_bytes,
+            stream_id: a.stream_id,
+            status: a.status,
+            send: d(phases.send),
+            wait: d(phases.wait),
+            receive: d(phases.receive),
+            body_bytes: a.body_bytes,
         })
     }
 

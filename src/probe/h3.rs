@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{err, resolve, ProbeError, TlsInfo};
-use crate::engine::h3::{exchange, race_verdict, Endpoints, Live};
 use crate::net::dns::DnsSettings;
 use crate::net::quic::{QuicTls, Seen};
 use crate::net::{classify_connect_error, Origin};
 use crate::plan::Target;
+use crate::proto::h3::client::{exchange, race_verdict, Endpoints, Live};
 use crate::proto::h3::{classify_connection, classify_stream, H3_NO_ERROR};
 use crate::record::{ErrorKind, Failure, Phases, Stage};
 pub use crate::report::trace::QuicInfo;
@@ -221,7 +221,7 @@ impl H3Probe {
         let mut accepted = std::pin::pin!(accepted);
         let ex = exchange(
             &mut self.live.send,
-            target,
+            target.stream_request(),
             &mut phases,
             (&stage, &got),
             None,
@@ -274,7 +274,7 @@ impl H3Probe {
             timeout,
             exchange(
                 &mut self.live.send,
-                target,
+                target.stream_request(),
                 &mut phases,
                 (&stage, &got),
                 None,
@@ -289,7 +289,7 @@ impl H3Probe {
 
     fn done(
         &self,
-        r: Result<crate::engine::h3::Got, crate::engine::h3::Broke>,
+        r: Result<crate::proto::h3::client::Got, crate::proto::h3::client::Broke>,
         phases: Phases,
         got: u64,
         early: Option<(Duration, bool)>,

@@ -247,9 +247,7 @@ fn listen(addr: SocketAddr) -> std::io::Result<Listener> {
     sock.bind(&addr.into())?;
     sock.listen(LISTEN_BACKLOG as i32)?;
     let l: std::net::TcpListener = sock.into();
-    // SAFETY: the listener owns its descriptor, and nothing closes or replaces it while
-    // the AsyncFd holds it.
-    Ok(unsafe { AsyncFd::register_with_interest(l, tokio::io::Interest::READABLE) }?)
+    crate::sys::async_fd(l, tokio::io::Interest::READABLE)
 }
 
 /// Bind the listeners and spawn their accept loops on the current runtime.

@@ -29,9 +29,7 @@ fn register(
     s: std::net::TcpStream,
     interest: Interest,
 ) -> io::Result<AsyncFd<std::net::TcpStream>> {
-    // SAFETY: the stream owns its descriptor, and nothing closes or replaces it while
-    // the AsyncFd holds it.
-    Ok(unsafe { AsyncFd::register_with_interest(s, interest) }?)
+    crate::sys::async_fd(s, interest)
 }
 
 impl ServerStream {

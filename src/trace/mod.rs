@@ -69,7 +69,7 @@ fn ms(d: Duration) -> f64 {
 /// HTTP/3 run in a `LocalSet`.
 pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
     let target = &sc.targets[0];
-    let endpoints = crate::engine::h3::Endpoints::new();
+    let endpoints = crate::proto::h3::client::Endpoints::new();
     let mut steps = Vec::new();
     let mut error = None;
     let mut settings = None;

@@ -3,14 +3,12 @@
 //! keeps IPv4 and IPv6 TCP and drops loopback's outgoing copy of each packet (loopback
 //! delivers every packet twice). The kernel's drop count is read with PACKET_STATISTICS.
 
-use std::io;
-use std::mem::MaybeUninit;
+use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
-use socket2::{Domain, Protocol, SockAddr, SockFilter, Socket, Type};
+use socket2::{Domain, Protocol, SockFilter, Socket, Type};
 
 use super::track::Segment;
 
@@ -49,7 +47,7 @@ fn tcp_filter(lo_ifindex: u32, snaplen: u32) -> Vec<SockFilter> {
 
 pub struct Capture {
     sock: Socket,
-    buf: Vec<MaybeUninit<u8>>,
+    buf: Vec<u8>,
     /// PACKET_STATISTICS resets on each read: the sums so far.
     pub packets: u64,
     pub drops: u64,
@@ -66,46 +64,19 @@ impl Capture {
     pub fn open(buffer: u64) -> io::Result<Capture> {
         // Protocol 0 receives nothing until bind: no packet gets in before the filter.
         let sock = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(0)))?;
-        // SAFETY: a NUL-terminated name.
-        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+        let lo = rustix::net::netdevice::name_to_index(&sock, "lo").unwrap_or(0);
         sock.attach_filter(&tcp_filter(lo, SNAPLEN))?;
         // As large a buffer as asked (SO_RCVBUFFORCE passes rmem_max, for root).
         let size = libc::c_int::try_from(buffer).unwrap_or(libc::c_int::MAX);
-        // SAFETY: a valid socket and an int option.
-        let forced = unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUFFORCE,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if forced != 0 {
+        if crate::sys::socket::set_recv_buffer_force(&sock, size).is_err() {
             let _ = sock.set_recv_buffer_size(size as usize);
         }
         sock.set_read_timeout(Some(Duration::from_millis(50)))?;
-        // SAFETY: sockaddr_ll is plain data; zeroed is a valid start.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-        sll.sll_ifindex = 0;
-        // SAFETY: the storage is large enough for a sockaddr_ll, whose bytes are copied in.
-        let (_, addr) = unsafe {
-            SockAddr::try_init(|storage, len| {
-                std::ptr::copy_nonoverlapping(
-                    (&sll as *const libc::sockaddr_ll).cast::<u8>(),
-                    storage.cast::<u8>(),
-                    std::mem::size_of::<libc::sockaddr_ll>(),
-                );
-                *len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-                Ok(())
-            })?
-        };
+        let addr = crate::sys::socket::packet_any()?;
         sock.bind(&addr)?;
         Ok(Capture {
             sock,
-            buf: vec![MaybeUninit::uninit(); SNAPLEN as usize + 1],
+            buf: vec![0; SNAPLEN as usize + 1],
             packets: 0,
             drops: 0,
         })
@@ -114,7 +85,7 @@ impl Capture {
     /// The next packet's TCP segment (None after the read timeout, or for a packet that
     /// is not a parsable TCP segment).
     pub fn next(&mut self, f: &mut dyn FnMut(&Segment)) -> io::Result<bool> {
-        let n = match self.sock.recv(&mut self.buf) {
+        let n = match (&self.sock).read(&mut self.buf) {
             Ok(n) => n,
             Err(e)
                 if matches!(
@@ -129,8 +100,7 @@ impl Capture {
             Err(e) => return Err(e),
         };
         let at = Instant::now();
-        // SAFETY: recv initialized the first n bytes.
-        let data = unsafe { std::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), n) };
+        let data = &self.buf[..n];
         let Ok(p) = LaxSlicedPacket::from_ip(data) else {
             return Ok(true);
         };
@@ -164,21 +134,9 @@ impl Capture {
     /// Add the kernel's counts since the last read (packets it passed the filter, and of
     /// them those dropped for want of buffer room).
     pub fn read_stats(&mut self) {
-        // SAFETY: tpacket_stats is plain data; getsockopt writes at most its size.
-        let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
-        let r = unsafe {
-            libc::getsockopt(
-                self.sock.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                (&mut st as *mut libc::tpacket_stats).cast(),
-                &mut len,
-            )
-        };
-        if r == 0 {
-            self.packets += u64::from(st.tp_packets);
-            self.drops += u64::from(st.tp_drops);
+        if let Some((packets, drops)) = crate::sys::socket::packet_statistics(&self.sock) {
+            self.packets += u64::from(packets);
+            self.drops += u64::from(drops);
         }
     }
 }

@@ -15,16 +15,12 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
+
+use crate::sys::bpf::{self, Map};
 use std::path::{Path, PathBuf};
 
-// bpf(2) commands, map and program types (linux/bpf.h).
-const BPF_MAP_CREATE: libc::c_long = 0;
-const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
-const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
-const BPF_PROG_LOAD: libc::c_long = 5;
-const BPF_MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
-const BPF_LINK_CREATE: libc::c_long = 28;
+// Map and program types (linux/bpf.h).
 const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_F_NO_PREALLOC: u32 = 1;
@@ -44,33 +40,6 @@ const MAP_ENTRIES: u32 = 65536;
 const KEY_LEN: usize = 52;
 /// Offsets in `struct bpf_sock_ops` of the key's thirteen words, in key order.
 const CTX_FIELDS: [i16; 13] = [20, 68, 64, 28, 24, 48, 52, 56, 60, 32, 36, 40, 44];
-
-fn bpf(cmd: libc::c_long, attr: &mut [u8; 128]) -> io::Result<i64> {
-    // SAFETY: attr is a zero-padded `union bpf_attr` of the size passed.
-    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), attr.len()) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
-fn put(attr: &mut [u8; 128], off: usize, v: &[u8]) {
-    attr[off..off + v.len()].copy_from_slice(v);
-}
-
-fn fd(r: i64) -> OwnedFd {
-    // SAFETY: bpf(2) returned a new file descriptor that nothing else owns.
-    unsafe { OwnedFd::from_raw_fd(r as RawFd) }
-}
-
-fn map_create(kind: u32, key: u32, value: u32, entries: u32, flags: u32) -> io::Result<OwnedFd> {
-    let mut a = [0u8; 128];
-    for (i, v) in [kind, key, value, entries, flags].into_iter().enumerate() {
-        put(&mut a, i * 4, &v.to_ne_bytes());
-    }
-    bpf(BPF_MAP_CREATE, &mut a).map(fd)
-}
 
 /// One eBPF instruction: opcode, destination and source registers, offset, immediate.
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> [u8; 8] {
@@ -139,47 +108,6 @@ fn program(keys: RawFd, lost: RawFd) -> Vec<[u8; 8]> {
     p
 }
 
-fn load(insns: &[[u8; 8]]) -> io::Result<OwnedFd> {
-    let code: Vec<u8> = insns.concat();
-    let license = c"GPL";
-    let mut log = vec![0u8; 16384];
-    let mut a = [0u8; 128];
-    put(&mut a, 0, &BPF_PROG_TYPE_SOCK_OPS.to_ne_bytes());
-    put(&mut a, 4, &(insns.len() as u32).to_ne_bytes());
-    put(&mut a, 8, &(code.as_ptr() as u64).to_ne_bytes());
-    put(&mut a, 16, &(license.as_ptr() as u64).to_ne_bytes());
-    put(&mut a, 24, &1u32.to_ne_bytes()); // log level
-    put(&mut a, 28, &(log.len() as u32).to_ne_bytes());
-    put(&mut a, 32, &(log.as_mut_ptr() as u64).to_ne_bytes());
-    put(&mut a, 48, b"handshake_watch\0");
-    bpf(BPF_PROG_LOAD, &mut a).map(fd).map_err(|e| {
-        let end = log.iter().position(|b| *b == 0).unwrap_or(log.len());
-        let why = String::from_utf8_lossy(&log[..end]);
-        io::Error::new(e.kind(), format!("{e}; verifier: {}", why.trim()))
-    })
-}
-
-fn link(prog: &OwnedFd, cgroup: &OwnedFd) -> io::Result<OwnedFd> {
-    let mut a = [0u8; 128];
-    put(&mut a, 0, &(prog.as_raw_fd() as u32).to_ne_bytes());
-    put(&mut a, 4, &(cgroup.as_raw_fd() as u32).to_ne_bytes());
-    put(&mut a, 8, &BPF_CGROUP_SOCK_OPS.to_ne_bytes());
-    bpf(BPF_LINK_CREATE, &mut a).map(fd)
-}
-
-/// `map_fd`, `key`, `value` (or next key): the attr of the element commands.
-fn elem(cmd: libc::c_long, map: &OwnedFd, key: Option<&[u8]>, value: &mut [u8]) -> io::Result<()> {
-    let mut a = [0u8; 128];
-    put(&mut a, 0, &(map.as_raw_fd() as u32).to_ne_bytes());
-    put(
-        &mut a,
-        8,
-        &(key.map_or(0, |k| k.as_ptr() as u64)).to_ne_bytes(),
-    );
-    put(&mut a, 16, &(value.as_mut_ptr() as u64).to_ne_bytes());
-    bpf(cmd, &mut a).map(|_| ())
-}
-
 /// The cgroup v2 hierarchy's mount point.
 fn cgroup2_root() -> io::Result<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo")?;
@@ -230,8 +158,8 @@ fn addr(family: u32, ip4: &[u8], ip6: &[u8], port: u16) -> SocketAddr {
 
 /// The kernel's record of one cgroup's connections.
 pub struct Recorder {
-    keys: OwnedFd,
-    lost: OwnedFd,
+    keys: Map,
+    lost: Map,
     _prog: OwnedFd,
     _link: OwnedFd,
     /// The cgroup the watch made for its command (removed at the end), if it did.
@@ -241,17 +169,21 @@ pub struct Recorder {
 
 impl Recorder {
     fn attach(dir: PathBuf, made: Option<PathBuf>) -> io::Result<Recorder> {
-        let keys = map_create(
+        let keys = Map::create(
             BPF_MAP_TYPE_HASH,
-            KEY_LEN as u32,
+            KEY_LEN,
             8,
             MAP_ENTRIES,
             BPF_F_NO_PREALLOC,
         )?;
-        let lost = map_create(BPF_MAP_TYPE_ARRAY, 4, 8, 1, 0)?;
-        let prog = load(&program(keys.as_raw_fd(), lost.as_raw_fd()))?;
+        let lost = Map::create(BPF_MAP_TYPE_ARRAY, 4, 8, 1, 0)?;
+        let prog = bpf::load_program(
+            BPF_PROG_TYPE_SOCK_OPS,
+            &program(keys.raw_fd(), lost.raw_fd()),
+            c"handshake_watch",
+        )?;
         let cg = std::fs::File::open(&dir)?;
-        let link = link(&prog, &OwnedFd::from(cg))?;
+        let link = bpf::link(&prog, &OwnedFd::from(cg), BPF_CGROUP_SOCK_OPS)?;
         Ok(Recorder {
             keys,
             lost,
@@ -297,35 +229,17 @@ impl Recorder {
         Recorder::attach(dir, None)
     }
 
-    /// For the child, between fork and exec: join the cgroup. Only async-signal-safe
-    /// calls (open, write, close) on a path made before the fork.
-    pub fn join_in_child(
-        &self,
-    ) -> io::Result<impl FnMut() -> io::Result<()> + Send + Sync + 'static> {
-        let path = CString::new(
+    /// The child of `cmd` joins the cgroup between fork and exec.
+    pub fn join_at_exec(&self, cmd: &mut std::process::Command) -> io::Result<()> {
+        let procs = CString::new(
             self.dir
                 .join("cgroup.procs")
                 .into_os_string()
                 .into_encoded_bytes(),
         )
         .map_err(io::Error::other)?;
-        Ok(move || {
-            // SAFETY: open/write/close with a valid C string and buffer.
-            unsafe {
-                let f = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if f < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                let ok = libc::write(f, b"0\n".as_ptr().cast(), 2) == 2;
-                let err = io::Error::last_os_error();
-                libc::close(f);
-                if ok {
-                    Ok(())
-                } else {
-                    Err(err)
-                }
-            }
-        })
+        crate::sys::exec::join_cgroup(cmd, procs);
+        Ok(())
     }
 
     /// Take every connection recorded since the last drain, as (local, remote) of the
@@ -334,15 +248,8 @@ impl Recorder {
         let mut key = [0u8; KEY_LEN];
         let mut value = [0u8; 8];
         // Each key is deleted as it is read, so the first key is always the next one.
-        while elem(BPF_MAP_GET_NEXT_KEY, &self.keys, None, &mut key).is_ok() {
-            if elem(
-                BPF_MAP_LOOKUP_AND_DELETE_ELEM,
-                &self.keys,
-                Some(&key),
-                &mut value,
-            )
-            .is_err()
-            {
+        while self.keys.next_key(None, &mut key).is_ok() {
+            if self.keys.take(&key, &mut value).is_err() {
                 break;
             }
             let w = |i: usize| &key[4 * i..4 * i + 4];
@@ -359,7 +266,7 @@ impl Recorder {
     pub fn lost(&self) -> u64 {
         let mut v = [0u8; 8];
         let key = 0u32.to_ne_bytes();
-        match elem(BPF_MAP_LOOKUP_ELEM, &self.lost, Some(&key), &mut v) {
+        match self.lost.lookup(&key, &mut v) {
             Ok(()) => u64::from_ne_bytes(v),
             Err(_) => 0,
         }

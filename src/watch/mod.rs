@@ -280,12 +280,7 @@ fn spawn_command(
     cmd.args(&command[1..])
         .stdout(std::process::Stdio::from(to_stderr));
     if let Some(r) = rec {
-        use std::os::unix::process::CommandExt;
-        let join = r.join_in_child()?;
-        // SAFETY: the hook only opens, writes and closes a file (async-signal-safe).
-        unsafe {
-            cmd.pre_exec(join);
-        }
+        r.join_at_exec(&mut cmd)?;
     }
     let child = cmd
         .spawn()

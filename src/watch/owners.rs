@@ -138,10 +138,8 @@ pub fn spawn_resolver(
         // lookup that comes after the connection ended finds nothing. Not real-time:
         // at thousands of connections a second it would starve the capture and the
         // program watched.
-        // SAFETY: this thread's own priority (a thread id is a valid `who`).
-        unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -10);
-        }
+        // This thread's own priority (PRIO_PROCESS with a thread's id sets the thread's).
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), -10);
         let mut tree = crate::procs::process_tree(root);
         let Ok(mut sock) = diag::lookup_socket() else {
             return;

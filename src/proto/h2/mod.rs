@@ -1,7 +1,9 @@
 //! HTTP/2 on the client side, over the `h2` crate (framing, HPACK, flow control): the
+//! client connection (`client`: opened, its SETTINGS awaited, a stream exchanged), the
 //! request head built once per target, how a stream's failure is classified, and what
 //! the server's frames said about the connection (`wire`).
 
+pub mod client;
 pub mod wire;
 
 use crate::net::classify_io_failure;
@@ -12,22 +14,6 @@ use wire::GoAway;
 /// The client preface's first line: how a prior-knowledge (h2c) connection is told
 /// from HTTP/1 by a server.
 pub const PREFACE_START: &[u8] = b"PRI * HTTP/2.0\r\n";
-
-/// Flow-control windows the client offers: large, so that a response is never held up
-/// by the client's window across a long round trip (h2load offers 1 GiB).
-const STREAM_WINDOW: u32 = 16 << 20;
-const CONNECTION_WINDOW: u32 = 64 << 20;
-
-/// The HTTP/2 client every connection is opened with (the engine's, and the probes' of
-/// `trace` and `doctor`), so that they open the same connection: no server push, and
-/// the large flow-control windows above.
-pub fn client() -> h2::client::Builder {
-    let mut b = h2::client::Builder::new();
-    b.enable_push(false)
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW);
-    b
-}
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2): connection-specific ones. `Host` becomes
 /// the `:authority` pseudo-header.

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::Series;
+use super::sparkline::{sparklines, Series};
 use crate::report::audit::{AuditReport, ClientSummary};
 
 /// One client's (or all clients') connections, requests and reuse.
@@ -130,7 +130,7 @@ pub fn render(r: &AuditReport, width: usize) -> String {
         series.push(Series::rate("resumed TLS/s", t, |b| b.tls_resumed));
     }
     let widths: Vec<f64> = t.iter().map(|b| b.width_s).collect();
-    super::sparklines(&mut out, &widths, &series, width);
+    sparklines(&mut out, &widths, &series, width);
     let _ = writeln!(out, "\nVerdict");
     for v in &r.verdict {
         let _ = writeln!(out, "  {}", v.text);

@@ -2,6 +2,8 @@
 //! QUIC connection's end or an HTTP/3 stream's failure is classified, and the close
 //! codes HTTP/3 uses.
 
+pub mod client;
+
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure};
 
 /// H3_NO_ERROR (RFC 9114 8.1): a graceful close.

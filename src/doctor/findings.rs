@@ -1,0 +1,503 @@
+//! The doctor's findings: each probe's result judged, with its evidence and the
+//! server's own fix where one applies.
+
+use super::{flight, h3, kx};
+
+use super::policy::error_status;
+use crate::fmt::ms as fmt_ms;
+use crate::report::doctor::DoctorReport;
+use crate::report::doctor::EarlyDataFinding;
+use crate::report::doctor::H2Findings;
+use crate::report::doctor::IdleTimeout;
+use crate::report::doctor::MaxRequests;
+use crate::report::doctor::PersistProbe;
+use crate::report::doctor::ServerKind;
+use crate::report::doctor::TlsFindings;
+use crate::report::finding::Cause;
+use crate::report::finding::Evidence;
+use crate::report::finding::Finding;
+
+use super::fixes::{fix, Setting};
+
+/// Below this idle timeout, pools and load balancers in front commonly outlive it.
+const SHORT_IDLE_S: f64 = 60.0;
+/// Below this many requests per connection, the limit is worth fixing.
+const LOW_MAX_REQUESTS: u64 = 100;
+/// HTTP/2: below this many concurrent streams a server throttles multiplexing clients
+/// (browsers and gRPC expect ~100; nginx allows 128).
+const LOW_CONCURRENT_STREAMS: u32 = 100;
+
+/// The finding of an idle-timeout probe: "{label}: the server {ends} after A-B s (N
+/// probes)." or "{label}: idle connections stay open for at least A s (--max-idle)."
+/// Returns the probe's lower bound, as written, when the server ends idle connections
+/// sooner than pools and load balancers commonly keep them (a problem to name).
+pub(super) fn idle_finding(
+    i: &IdleTimeout,
+    label: &str,
+    (ends, figure): (&str, &str),
+    findings: &mut Vec<Finding>,
+) -> Option<(String, String)> {
+    let at_least = fmt_ms(i.at_least_s);
+    let Some(hi) = i.at_most_s else {
+        findings.push(
+            Finding::new(
+                "idle_timeout_not_met",
+                Cause::Measured,
+                format!(
+                    "{label}: idle connections stay open for at least {at_least} s (--max-idle)."
+                ),
+            )
+            .with(idle_evidence(i, figure)),
+        );
+        return None;
+    };
+    findings.push(
+        Finding::new(
+            "idle_timeout",
+            Cause::Measured,
+            format!(
+                "{label}: the server {ends} after {at_least}-{} s ({} probes).",
+                fmt_ms(hi),
+                i.probes
+            ),
+        )
+        .with(idle_evidence(i, figure)),
+    );
+    // Measured between two probes, so said as its bounds: the range, and the lower bound
+    // a client must stay under.
+    (hi < SHORT_IDLE_S).then(|| (format!("{at_least}-{}", fmt_ms(hi)), at_least))
+}
+
+/// An idle timeout as the probes bound it: between the longest idle time a connection
+/// survived and the shortest after which it was found closed (in seconds).
+pub(super) fn idle_evidence(i: &IdleTimeout, figure: &str) -> Evidence {
+    Evidence {
+        // Open at the probe's limit: a lower bound only, the value.
+        bounds: i.at_most_s.map(|hi| [i.at_least_s, hi]),
+        ..Evidence::mean(figure, i.at_least_s, Some("s"), i.probes, "idle probes")
+    }
+}
+
+/// The evidence of a requests-per-connection probe: the limit met (or the requests
+/// probed without meeting one) on one connection.
+pub(super) fn max_requests_evidence(m: &MaxRequests, figure: &str) -> Evidence {
+    Evidence::figure(
+        figure,
+        m.limit.unwrap_or(m.probed) as f64,
+        None,
+        if m.limit.is_some() {
+            "requests on one connection before the server ended it"
+        } else {
+            "requests on one connection without meeting a limit"
+        },
+    )
+}
+
+/// The requests-per-connection finding (HTTP/1 and HTTP/2, each in its own words): the
+/// limit when it is low enough to be a problem, which the caller says in its words.
+pub(super) fn max_requests_finding(
+    m: &MaxRequests,
+    (limit, none_met): (impl Fn(u64) -> String, impl Fn(u64) -> String),
+    figure: &str,
+    findings: &mut Vec<Finding>,
+) -> Option<u64> {
+    let (code, text) = match m.limit {
+        Some(n) => ("max_requests", limit(n)),
+        None => ("max_requests_not_met", none_met(m.probed)),
+    };
+    findings.push(Finding::new(code, Cause::Measured, text).with(max_requests_evidence(m, figure)));
+    m.limit.filter(|n| *n < LOW_MAX_REQUESTS)
+}
+
+pub(super) fn judge_h2(
+    h: &H2Findings,
+    server: Option<ServerKind>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
+) {
+    if let Some(e) = &h.error {
+        // Nothing of HTTP/2 was measured: no SETTINGS, no limits to report.
+        findings.push(Finding::new(
+            "h2_probes_failed",
+            Cause::Protocol,
+            format!("HTTP/2 probes failed: {e}"),
+        ));
+        problems.push(Finding::new("h2_not_spoken", Cause::Protocol, format!(
+            "HTTP/2 was asked for and the server does not speak it here ({e}). A client that needs HTTP/2 gets HTTP/1.1 or nothing; turn it on {}.",
+            fix(Setting::H2On, server)
+        )).explaining(true));
+        return;
+    }
+    let s = &h.settings;
+    let shown = |v: Option<u32>, default: &str| v.map_or(default.to_string(), |v| v.to_string());
+    let streams = |m: u32| {
+        Evidence::figure(
+            "h2.settings.max_concurrent_streams",
+            f64::from(m),
+            None,
+            "streams at once on one connection (the server's SETTINGS)",
+        )
+    };
+    let mut settings = Finding::new("h2_settings", Cause::Measured, format!(
+        "HTTP/2: SETTINGS max concurrent streams {}, initial window {}, max frame {}; the server's SETTINGS came {} ms after the preface.",
+        shown(s.max_concurrent_streams, "unlimited"),
+        shown(s.initial_window_size, "65535 (default)"),
+        shown(s.max_frame_size, "16384 (default)"),
+        fmt_ms(h.h2_setup_ms)
+    )).with(Evidence::figure("h2.h2_setup_ms", h.h2_setup_ms, Some("ms"), "the SETTINGS probe"));
+    if let Some(m) = s.max_concurrent_streams {
+        settings = settings.with(streams(m));
+    }
+    findings.push(settings);
+    if let Some(m) = s
+        .max_concurrent_streams
+        .filter(|m| *m < LOW_CONCURRENT_STREAMS)
+    {
+        problems.push(Finding::new("h2_few_streams", Cause::Protocol, format!(
+            "The server allows only {m} concurrent HTTP/2 streams per connection: a client multiplexing more requests waits for a stream or opens more connections (browsers and gRPC expect about 100). Raise it {}.",
+            fix(Setting::H2Streams, server)
+        )).with(streams(m)));
+    }
+    if let Some(c) = &h.concurrency {
+        let refused = Evidence::count(
+            "h2.concurrency.refused",
+            c.refused,
+            c.tried,
+            "streams sent at once on one connection",
+        );
+        findings.push(Finding::new("h2_concurrency", Cause::Measured, format!(
+            "HTTP/2: {} streams sent at once on one connection: {} answered, {} refused, {} failed.",
+            c.tried, c.answered, c.refused, c.failed
+        )).with(Evidence::count("h2.concurrency.answered", c.answered, c.tried, "streams sent at once on one connection")).with(refused.clone()));
+        if c.refused > 0 {
+            problems.push(Finding::new("h2_streams_refused", Cause::Protocol, format!(
+                "The server refused {} of {} concurrent streams that its SETTINGS allowed: clients see REFUSED_STREAM and must retry.",
+                c.refused, c.tried
+            )).with(refused));
+        }
+    }
+    if let Some(m) = &h.max_requests {
+        let said = max_requests_finding(
+            m,
+            (
+                |n| format!("HTTP/2: the server ends a connection with GOAWAY after {n} streams."),
+                |p| format!("HTTP/2: at least {p} streams on one connection (no limit met)."),
+            ),
+            "h2.max_requests",
+            findings,
+        );
+        if let Some(n) = said {
+            problems.push(Finding::new("h2_max_requests_low", Cause::Reuse, format!(
+                "The server sends GOAWAY after {n} HTTP/2 streams: a busy client sets up a new connection (and TLS handshake) every {n} requests. Raise the limit {}.",
+                fix(Setting::H2MaxRequests, server)
+            )).with(max_requests_evidence(m, "h2.max_requests")));
+        }
+    }
+    if let Some(i) = &h.idle_timeout {
+        let ends = ("ends idle connections (GOAWAY or close)", "h2.idle_timeout");
+        if let Some((range, lo)) = idle_finding(i, "HTTP/2 idle timeout", ends, findings) {
+            problems.push(Finding::new("h2_idle_timeout_short", Cause::Reuse, format!(
+                "The server ends idle HTTP/2 connections after {range} s (between two probes): a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {lo} s, or raise the server's {}.",
+                fix(Setting::H2IdleTimeout, server)
+            )).with(idle_evidence(i, "h2.idle_timeout")));
+        }
+    }
+}
+
+/// What the probes found, and the problems among it, in the order the report gives
+/// them: the server, HTTP/1, its limits, TLS, HTTP/2, HTTP/3.
+pub(super) fn judge(r: &DoctorReport) -> (Vec<Finding>, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut problems = Vec::new();
+    let server = r.server_kind;
+    if let Some(h) = &r.server {
+        findings.push(Finding::new(
+            "server_says",
+            Cause::Measured,
+            format!(
+                "The server says it is `{h}`{}.",
+                if server.is_some() {
+                    ": fixes below name its own settings"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    if let Some(st) = error_status(&r.http11) {
+        // What the server does with an error answer is not its policy for the requests
+        // it serves (nginx closes after most 4xx): the status is said, not keep-alive.
+        let said = crate::record::status_example(st)
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        problems.push(Finding::new("error_status", Cause::Status, format!(
+            "The server answered the probes' request with {st}{said}: what it does with the connection after an error says nothing of its keep-alive for requests it serves, so none is claimed. Fix the request first (the URL's scheme and port, its path, -H headers), then run doctor again."
+        )).with(Evidence::figure("http11.status", f64::from(st), None, "the probes' first response")).explaining(true));
+    } else {
+        if let (Some(http10), Some(http10_keep_alive)) = (&r.http10, &r.http10_keep_alive) {
+            let keeps = r.http11.persistent && r.http11.reused;
+            let persistence = [&r.http11, http10, http10_keep_alive];
+            judge_http1(persistence, keeps, server, &mut findings, &mut problems);
+        }
+        if let Some(m) = &r.max_requests {
+            judge_max_requests(m, server, &mut findings, &mut problems);
+        }
+        if let Some(i) = &r.idle_timeout {
+            judge_idle(i, server, &mut findings, &mut problems);
+        }
+    }
+    if let Some(t) = &r.tls {
+        judge_tls(t, server, &mut findings, &mut problems);
+    }
+    if let Some(h) = &r.h2 {
+        judge_h2(h, server, &mut findings, &mut problems);
+    }
+    if let Some(h) = &r.h3 {
+        h3::judge(h, server, &mut findings, &mut problems);
+    }
+    if let Some(t) = &r.tls {
+        let quic = r.h3.as_ref().is_some_and(|h| h.answered);
+        flight::judge(t, quic, &mut problems);
+    }
+    (findings, problems)
+}
+
+/// The HTTP/1.1, HTTP/1.0 and HTTP/1.0 keep-alive persistence probes, judged.
+pub(super) fn judge_http1(
+    [http11, http10, http10_keep_alive]: [&PersistProbe; 3],
+    keeps: bool,
+    server: Option<ServerKind>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
+) {
+    let version = http11.http_version.clone().unwrap_or_default();
+    let f = |code, cause, text: String| Finding::new(code, cause, text);
+    if keeps {
+        findings.push(
+            f(
+                "http11_kept",
+                Cause::Measured,
+                format!("HTTP/1.1: the connection is kept open and reused (the server answers {version})."),
+            )
+            .with(persisted("http11", http11)),
+        );
+    } else {
+        findings.push(f("http11_closed", Cause::Reuse, format!(
+            "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
+            http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
+        )).with(persisted("http11", http11)));
+        problems.push(f("keep_alive_off", Cause::Reuse, format!(
+            "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
+            fix(Setting::KeepAlive, server)
+        )).with(persisted("http11", http11)));
+    }
+    findings.push(
+        if http10.persistent {
+            f(
+            "http10_kept",
+            Cause::Measured,
+            "HTTP/1.0 without a keep-alive header: the server keeps the connection open anyway."
+                .to_string(),
+        )
+        } else {
+            f(
+                "http10_closed",
+                Cause::Measured,
+                format!(
+                "HTTP/1.0 without a keep-alive header: the connection ends after the response{}.",
+                if http10.server_closed {
+                    " (the server closes it)"
+                } else {
+                    ""
+                }
+            ),
+            )
+        }
+        .with(persisted("http10", http10)),
+    );
+    let honours = http10_keep_alive.persistent && http10_keep_alive.reused;
+    let e = || persisted("http10_keep_alive", http10_keep_alive);
+    if honours {
+        findings.push(
+            f(
+                "http10_keep_alive_honoured",
+                Cause::Measured,
+                "HTTP/1.0 with `Connection: keep-alive`: honoured, the connection is reused."
+                    .to_string(),
+            )
+            .with(e()),
+        );
+    } else {
+        findings.push(f("http10_keep_alive_ignored", Cause::Reuse, "HTTP/1.0 with `Connection: keep-alive`: ignored, the connection ends after the response.".to_string()).with(e()));
+        problems.push(
+            f("http10_keep_alive_ignored", Cause::Reuse, "The server ignores `Connection: keep-alive` on HTTP/1.0: HTTP/1.0 clients (ab without -k, old proxies and libraries) open a connection per request. Have clients speak HTTP/1.1, or enable keep-alive for HTTP/1.0 on the server.".to_string()).with(e()),
+        );
+    }
+}
+
+/// A persistence probe's outcome: whether its connection carried a second request (1)
+/// or not (0), of the one connection probed.
+pub(super) fn persisted(figure: &str, p: &PersistProbe) -> Evidence {
+    Evidence::count(
+        &format!("{figure}.reused"),
+        u64::from(p.persistent && p.reused),
+        1,
+        "connections probed (a second request sent on it)",
+    )
+}
+
+pub(super) fn judge_max_requests(
+    m: &MaxRequests,
+    server: Option<ServerKind>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
+) {
+    let said = max_requests_finding(
+        m,
+        (
+            |n| {
+                format!(
+                    "Max requests per connection: the server ends a connection after {n} requests."
+                )
+            },
+            |p| format!("Max requests per connection: at least {p} (no limit met)."),
+        ),
+        "max_requests",
+        findings,
+    );
+    if let Some(n) = said {
+        problems.push(Finding::new("max_requests_low", Cause::Reuse, format!(
+            "The server closes each connection after {n} requests: busy clients reconnect every {n} requests. Raise the limit {}.",
+            fix(Setting::MaxRequests, server)
+        )).with(max_requests_evidence(m, "max_requests")));
+    }
+}
+
+/// The idle timeout found, and whether the server's `Keep-Alive: timeout=` matches it.
+pub(super) fn judge_idle(
+    i: &IdleTimeout,
+    server: Option<ServerKind>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
+) {
+    let ends = ("closes idle connections", "idle_timeout");
+    if let Some((range, lo)) = idle_finding(i, "Idle timeout", ends, findings) {
+        problems.push(Finding::new("idle_timeout_short", Cause::Reuse, format!(
+            "The server closes idle connections after {range} s (between two probes): a client pool whose idle timeout is {lo} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {lo} s, or raise the server's idle timeout above the pool's {}.",
+            fix(Setting::IdleTimeout, server)
+        )).with(idle_evidence(i, "idle_timeout")));
+    }
+    if let Some(c) = i.claimed_s {
+        let hi = i.at_most_s.unwrap_or(f64::INFINITY);
+        let claimed = Evidence::figure(
+            "idle_timeout.claimed_s",
+            c,
+            Some("s"),
+            "the server's Keep-Alive header",
+        );
+        let f = |code, cause, text| {
+            Finding::new(code, cause, text)
+                .with(claimed.clone())
+                .with(idle_evidence(i, "idle_timeout"))
+        };
+        if c + 1.0 < i.at_least_s || c > hi + 1.0 {
+            problems.push(f("keep_alive_header_mismatch", Cause::Reuse, format!(
+                "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
+                fmt_ms(i.at_least_s),
+                i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
+            )));
+        } else if i.at_most_s.is_none() {
+            // Open at the probe's limit: the claim is not contradicted, not confirmed.
+            findings.push(f("keep_alive_header_not_contradicted", Cause::Measured, format!(
+                "Its `Keep-Alive: timeout={c}` header is not contradicted: idle connections stayed open for at least {} s, the probe's limit (--max-idle {}s would check it).",
+                fmt_ms(i.at_least_s),
+                (c + 5.0).ceil()
+            )));
+        } else {
+            findings.push(f(
+                "keep_alive_header_matches",
+                Cause::Measured,
+                format!("Its `Keep-Alive: timeout={c}` header matches what it does."),
+            ));
+        }
+    }
+}
+
+pub(super) fn judge_tls(
+    t: &TlsFindings,
+    server: Option<ServerKind>,
+    findings: &mut Vec<Finding>,
+    problems: &mut Vec<Finding>,
+) {
+    let f = |code, cause, text: String| Finding::new(code, cause, text);
+    findings.push(f(
+        "tls",
+        Cause::Measured,
+        format!(
+            "TLS: {} with {}; offered h2 and http/1.1, the server chose {}.",
+            t.version,
+            t.cipher_suite,
+            t.alpn_selected.as_deref().unwrap_or("none (no ALPN)")
+        ),
+    ));
+    if !t.offers_h2 {
+        findings.push(f(
+            "h2_not_offered",
+            Cause::Protocol,
+            "The server does not offer HTTP/2 (ALPN h2): multiplexing is not available."
+                .to_string(),
+        ));
+    }
+    let full = Evidence::figure(
+        "tls.full_handshake_ms",
+        t.full_handshake_ms,
+        Some("ms"),
+        "full handshakes (median)",
+    );
+    match t.resumed_handshake_ms {
+        Some(r) => findings.push(
+            f(
+                "tls_resumption",
+                Cause::Measured,
+                format!(
+                    "TLS session resumption works: a full handshake took {} ms, a resumed one {} ms.",
+                    fmt_ms(t.full_handshake_ms),
+                    fmt_ms(r)
+                ),
+            )
+            .with(full)
+            .with(Evidence::figure(
+                "tls.resumed_handshake_ms",
+                r,
+                Some("ms"),
+                "resumed handshakes (median)",
+            )),
+        ),
+        None => problems.push(f("resumption_never_granted", Cause::Protocol, format!(
+            "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
+            fmt_ms(t.full_handshake_ms)
+        )).with(full)),
+    }
+    match t.early_data {
+        Some(EarlyDataFinding { accepted: true, .. }) => findings.push(f(
+            "early_data_accepted",
+            Cause::Measured,
+            "TLS 1.3 early data (0-RTT): accepted; a client's first request on a resumed connection can go with its ClientHello, a round trip sooner (idempotent requests only: early data can be replayed).".to_string(),
+        )),
+        Some(EarlyDataFinding { offered: true, .. }) => findings.push(f(
+            "early_data_rejected",
+            Cause::Protocol,
+            "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
+        )),
+        Some(_) => findings.push(f(
+            "early_data_not_offered",
+            Cause::Protocol,
+            format!(
+                "TLS 1.3 early data (0-RTT): not offered; the server's session tickets do not allow it {}.",
+                fix(Setting::EarlyData, server)
+            ),
+        )),
+        None => {}
+    }
+    kx::judge(&t.key_exchange, findings, problems);
+}

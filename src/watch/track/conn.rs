@@ -1,0 +1,239 @@
+//! A watched TCP connection as the packets show it: its segments, which side spoke,
+//! what it carries (HTTP/1, HTTP/2, TLS), the state of each direction's reading, and
+//! what was counted on it until it ended.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::proto::h1::chunked::ChunkedDecoder;
+use crate::proto::h2::wire::Frames;
+
+/// A TCP segment as captured.
+pub struct Segment<'a> {
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub seq: u32,
+    pub syn: bool,
+    pub ack: bool,
+    pub fin: bool,
+    pub rst: bool,
+    pub payload: &'a [u8],
+    pub at: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// What a connection carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    #[default]
+    Unknown,
+    Http,
+    /// Cleartext HTTP/2 with prior knowledge (its requests are streams: not counted).
+    Http2,
+    Tls,
+    Other,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TlsInfo {
+    pub sni: Option<String>,
+    /// The version the server selected: "1.3", "1.2", ...
+    pub version: Option<String>,
+    /// The protocol the server chose, where the ServerHello shows it (TLS 1.2; in 1.3 it
+    /// is in the encrypted extensions).
+    pub alpn: Option<String>,
+    /// The protocols the client offered, comma-separated.
+    pub alpn_offered: Option<String>,
+    /// None until the ServerHello is seen.
+    pub resumed: Option<bool>,
+    /// The client offered a session to resume (a PSK for 1.3, a session id or ticket
+    /// for 1.2).
+    pub offered_resumption: bool,
+}
+
+/// How a connection ended, as far as the watch saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    ClientFin,
+    ServerFin,
+    ClientReset,
+    ServerReset,
+    /// Still open when the watch ended.
+    OpenAtEnd,
+}
+
+/// One direction's stream.
+#[derive(Default)]
+pub(super) struct Dir {
+    /// The next sequence number expected (after the SYN, or the first segment seen).
+    pub(super) next: Option<u32>,
+    pub(super) bytes: u64,
+    /// The first bytes, kept until the connection's kind is known (TLS hellos).
+    pub(super) head: Vec<u8>,
+    /// Body bytes still to skip before the next HTTP head (u64::MAX: until the close).
+    pub(super) skip: u64,
+    /// In a chunked body: where.
+    pub(super) chunk: Option<ChunkedDecoder>,
+    pub(super) fin: bool,
+    /// TLS: this direction's hello was read (or given up on).
+    pub(super) hello_done: bool,
+    /// Cleartext HTTP/2: bytes of the client's connection preface passed, and where the
+    /// frame reader is.
+    pub(super) h2_preface: usize,
+    pub(super) h2_frames: Frames,
+    /// TLS records: bytes left of the current one, and a record header split over
+    /// segments.
+    pub(super) rec_left: usize,
+    pub(super) rec_head: Vec<u8>,
+}
+
+/// Keep at most this much of a direction's first bytes (a ClientHello is a few hundred
+/// bytes; with post-quantum key shares a couple of KiB).
+pub(super) const HEAD_MAX: usize = 16 * 1024;
+
+pub struct Conn {
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    /// No SYN was seen: it began before the watch.
+    pub already_open: bool,
+    /// The client's initial sequence number (from its SYN): a SYN sent again with the
+    /// same one is a retransmission, not a new connection.
+    pub(super) client_isn: Option<u32>,
+    pub opened: Instant,
+    pub kind: Kind,
+    pub requests: u64,
+    pub responses: u64,
+    /// Cleartext HTTP/1: the final responses' status codes, with how many of each.
+    pub statuses: Vec<(u16, u64)>,
+    pub tls: Option<TlsInfo>,
+    pub(super) client_session_id: Option<Vec<u8>>,
+    pub ending: Option<Ending>,
+    pub ended: Option<Instant>,
+    pub(super) c2s: Dir,
+    pub(super) s2c: Dir,
+    /// Who sent the last data (turn-taking).
+    pub(super) last: Option<Side>,
+    /// The current client burst already counted as a request (TLS estimate).
+    pub(super) burst_counted: bool,
+    /// TLS: a request was counted and its response not yet.
+    pub(super) awaiting_response: bool,
+    /// TLS 1.3: the client's first application-data record (its Finished) was passed.
+    pub(super) client_finished: bool,
+    pub(super) last_response_end: Option<Instant>,
+    /// When the current client burst began.
+    pub(super) burst_start: Option<Instant>,
+    pub gaps: Vec<Duration>,
+    /// Requests whose responses have not begun: whether each was a HEAD (its response
+    /// has no body whatever its Content-Length says).
+    pub(super) heads_pending: std::collections::VecDeque<bool>,
+    /// Cleartext HTTP/2: the highest stream the client opened, and the streams whose
+    /// response has not begun.
+    pub(super) h2_last_stream: u32,
+    pub(super) h2_awaiting: std::collections::BTreeSet<u32>,
+    /// Cleartext HTTP/1: what the client's last request head asked of the connection's
+    /// end, if it asked to close it.
+    pub client_close: Option<ClientClose>,
+}
+
+/// How a client's request asked for its connection to end after the response (read from
+/// its cleartext head).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientClose {
+    /// `HTTP/1.0` without `Connection: keep-alive`.
+    Http10,
+    /// `Connection: close`.
+    Header,
+}
+
+impl ClientClose {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientClose::Http10 => "http10_without_keep_alive",
+            ClientClose::Header => "connection_close",
+        }
+    }
+}
+
+/// What a request head asks of its connection's end: `Connection: close`, or HTTP/1.0
+/// without `Connection: keep-alive`; `None` when it lets the connection persist.
+pub(super) fn asks_close(r: &httparse::Request<'_, '_>) -> Option<ClientClose> {
+    let connection = |token: &str| {
+        r.headers.iter().any(|h| {
+            h.name.eq_ignore_ascii_case("connection")
+                && crate::proto::h1::response::has_token(h.value, token)
+        })
+    };
+    // HTTP/1.0 without keep-alive ends the connection whatever else it says (nginx's
+    // upstream requests also carry `Connection: close`): named as such.
+    if r.version == Some(0) && !connection("keep-alive") {
+        Some(ClientClose::Http10)
+    } else if connection("close") {
+        Some(ClientClose::Header)
+    } else {
+        None
+    }
+}
+
+impl Conn {
+    pub(super) fn new(
+        client: SocketAddr,
+        server: SocketAddr,
+        already_open: bool,
+        at: Instant,
+    ) -> Conn {
+        Conn {
+            client,
+            server,
+            already_open,
+            client_isn: None,
+            opened: at,
+            kind: Kind::Unknown,
+            requests: 0,
+            responses: 0,
+            statuses: Vec::new(),
+            tls: None,
+            client_session_id: None,
+            ending: None,
+            ended: None,
+            c2s: Dir::default(),
+            s2c: Dir::default(),
+            last: None,
+            burst_counted: false,
+            awaiting_response: false,
+            client_finished: false,
+            last_response_end: None,
+            burst_start: None,
+            gaps: Vec::new(),
+            heads_pending: std::collections::VecDeque::new(),
+            h2_last_stream: 0,
+            h2_awaiting: std::collections::BTreeSet::new(),
+            client_close: None,
+        }
+    }
+
+    pub fn bytes(&self) -> (u64, u64) {
+        (self.c2s.bytes, self.s2c.bytes)
+    }
+}
+
+/// A request began. The first of a client burst ends an idle gap: from the end of the
+/// last response to this burst's start.
+pub(super) fn request_seen(c: &mut Conn) {
+    if !c.burst_counted {
+        if let (Some(end), Some(start)) = (c.last_response_end, c.burst_start) {
+            c.gaps.push(start.saturating_duration_since(end));
+        }
+    }
+    c.burst_counted = true;
+    c.requests += 1;
+}
