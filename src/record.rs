@@ -6,6 +6,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 /// Nanoseconds from `from` to `to` (zero if `to` is earlier): how a phase is stored.
+#[inline]
 pub fn ns(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_nanos() as u64
 }

@@ -68,6 +68,16 @@ impl Shared {
         !self.draining.get() && !self.ended.get() && self.live.conn.close_reason().is_none()
     }
 
+    /// Why it closed: the QUIC connection's own end, else this side's, in error after a
+    /// failed request (`failed`).
+    fn why_closed(&self, failed: bool) -> CloseReason {
+        match self.live.conn.close_reason() {
+            Some(e) => close_reason(&e),
+            None if failed => CloseReason::Error,
+            None => CloseReason::ClientPolicy,
+        }
+    }
+
     /// Account for its end once: `reason`, its requests and quinn's figures.
     fn end(&self, reason: CloseReason, rec: &mut Recorder) {
         if self.ended.replace(true) {
@@ -421,11 +431,38 @@ impl H3 {
         });
     }
 
+    /// Open the worker's shared connection to origin `o`: QUIC, then HTTP/3 on it. A
+    /// connection whose HTTP/3 failed to start is counted closed in error.
+    async fn open_shared(
+        &mut self,
+        sc: &Scenario,
+        o: usize,
+        phases: &mut Phases,
+    ) -> Result<Rc<Shared>, Fail> {
+        let (conn, _, _, _) = self.connect(sc, o, false, phases).await?;
+        let live = match Live::start(conn.clone()).await {
+            Ok(live) => live,
+            Err(f) => {
+                // Opened (its handshake counted), then HTTP/3 failed.
+                let mut rec = self.rec.borrow_mut();
+                conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
+                quic_ended(&conn, &mut rec);
+                rec.connection_closed(CloseReason::Error, 0);
+                return Err(Fail::new(f));
+            }
+        };
+        Ok(Rc::new(Shared {
+            live,
+            requests: Cell::new(0),
+            in_flight: Cell::new(0),
+            peak: Cell::new(0),
+            draining: Cell::new(false),
+            ended: Cell::new(false),
+        }))
+    }
+
     /// One request on the worker's shared connection (strategy `h3`), opening it when
     /// there is none. Returns whether the request went on a connection it did not open.
-    // One request on the shared QUIC connection as one sequence (open or reuse, 0-RTT
-    // or not, the stream), each stage with its own phase and failure.
-    #[allow(clippy::too_many_lines)]
     async fn shared(
         &mut self,
         sc: &Scenario,
@@ -447,11 +484,7 @@ impl H3 {
                 Slot::Open(c) => {
                     // Found ended: say why once its streams are done.
                     if c.in_flight.get() == 0 {
-                        let reason = match c.live.conn.close_reason() {
-                            Some(e) => close_reason(&e),
-                            None => CloseReason::ClientPolicy,
-                        };
-                        c.end(reason, &mut self.rec.borrow_mut());
+                        c.end(c.why_closed(false), &mut self.rec.borrow_mut());
                     }
                     pool.slots.borrow_mut()[o][seat] = Slot::Empty;
                 }
@@ -468,31 +501,9 @@ impl H3 {
                 }
                 Slot::Empty => {
                     // This worker opens it (the slot says Opening meanwhile).
-                    let opened = self.connect(sc, o, false, phases).await;
-                    let opened = match opened {
-                        Ok((conn, _, _, _)) => match Live::start(conn.clone()).await {
-                            Ok(live) => Ok(live),
-                            Err(f) => {
-                                // Opened (its handshake counted), then HTTP/3 failed.
-                                let mut rec = self.rec.borrow_mut();
-                                conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
-                                quic_ended(&conn, &mut rec);
-                                rec.connection_closed(CloseReason::Error, 0);
-                                Err(Fail::new(f))
-                            }
-                        },
-                        Err(f) => Err(f),
-                    };
+                    let opened = self.open_shared(sc, o, phases).await;
                     match opened {
-                        Ok(live) => {
-                            let c = Rc::new(Shared {
-                                live,
-                                requests: Cell::new(0),
-                                in_flight: Cell::new(0),
-                                peak: Cell::new(0),
-                                draining: Cell::new(false),
-                                ended: Cell::new(false),
-                            });
+                        Ok(c) => {
                             pool.slots.borrow_mut()[o][seat] = Slot::Open(c.clone());
                             pool.notify.notify_waiters();
                             break (c, false);
@@ -548,12 +559,7 @@ impl H3 {
             conn.requests.set(conn.requests.get() - 1);
         }
         if conn.in_flight.get() == 0 && !conn.usable() {
-            let reason = match conn.live.conn.close_reason() {
-                Some(e) => close_reason(&e),
-                None if res.is_err() => CloseReason::Error,
-                None => CloseReason::ClientPolicy,
-            };
-            conn.end(reason, &mut self.rec.borrow_mut());
+            conn.end(conn.why_closed(res.is_err()), &mut self.rec.borrow_mut());
             let mut slots = pool.slots.borrow_mut();
             if matches!(&slots[o][seat], Slot::Open(c) if Rc::ptr_eq(c, &conn)) {
                 slots[o][seat] = Slot::Empty;
