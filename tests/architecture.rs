@@ -526,3 +526,39 @@ fn the_check_catches_unsafe_outside_sys() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs", "b.rs"]);
 }
+
+/// The files under `src` longer than `max` lines, as "path: lines".
+fn longer_than(src: &Path, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = modules(src)
+        .values()
+        .filter_map(|p| {
+            let n = std::fs::read_to_string(p).unwrap().lines().count();
+            (n > max).then(|| format!("{}: {n}", p.strip_prefix(src).unwrap().display()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Rooms of one job (issue 43, item 4): no file in `src/` over 700 lines, its tests
+/// included.
+#[test]
+fn no_file_over_700_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = longer_than(&src, 700);
+    assert!(found.is_empty(), "split along the file's seams: {found:?}");
+}
+
+/// The check counts a file's lines: 701 fail, 700 pass.
+#[test]
+fn the_check_catches_a_long_file() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-long-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
+    std::fs::write(src.join("a.rs"), "// line\n".repeat(701)).unwrap();
+    std::fs::write(src.join("b.rs"), "// line\n".repeat(700)).unwrap();
+    let found = longer_than(&src, 700);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found, ["a.rs: 701"]);
+}

@@ -530,7 +530,7 @@ impl Judge<'_> {
                 o.strategy == arm.choice.strategy && !o.same(&arm.choice)
             });
             if let Some(j) = other {
-                said.explanations.push(explain::key_exchange(
+                said.explanations.push(explain::kx::key_exchange(
                     &rows[i],
                     &self.scenarios[i],
                     &rows[j],

@@ -108,7 +108,7 @@ impl Conn {
         match (&instead, self.st.borrow().failure) {
             (NoSettings::Http1(_), _) => {
                 let f = Failure::new(ErrorKind::Protocol, ErrorDetail::H2cRefused);
-                crate::record::note_error(f, instead.says());
+                crate::record::notes::note_error(f, instead.says());
                 f
             }
             (_, Some(f)) => f,

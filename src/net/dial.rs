@@ -147,7 +147,7 @@ fn bind_address_no_port(_socket: &Socket) {}
 /// client's own resource, not the server's fault.
 pub fn classify_connect_error(e: &io::Error) -> Failure {
     let f = connect_failure(e);
-    crate::record::note_error(f, e);
+    crate::record::notes::note_error(f, e);
     f
 }
 
@@ -192,7 +192,7 @@ pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure 
         ErrorKind::Reset => Failure::new(ErrorKind::Reset, reset_detail),
         kind => kind.into(),
     };
-    crate::record::note_error(f, e);
+    crate::record::notes::note_error(f, e);
     f
 }
 
@@ -201,8 +201,8 @@ pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure 
 pub fn classify_tls_error(e: &io::Error) -> Failure {
     let f = tls_failure(e);
     match tls_words(e) {
-        Some(words) => crate::record::note_error(f, words),
-        None => crate::record::note_error(f, e),
+        Some(words) => crate::record::notes::note_error(f, words),
+        None => crate::record::notes::note_error(f, e),
     }
     f
 }

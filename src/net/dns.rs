@@ -110,15 +110,15 @@ impl Resolver {
             Err(e) => {
                 let f = Failure::new(ErrorKind::Dns, classify(&e));
                 match f.detail {
-                    Some(ErrorDetail::NameNotFound) => crate::record::note_error(
+                    Some(ErrorDetail::NameNotFound) => crate::record::notes::note_error(
                         f,
                         format_args!("{host}: no such name (NXDOMAIN)"),
                     ),
-                    Some(ErrorDetail::NoAddress) => crate::record::note_error(
+                    Some(ErrorDetail::NoAddress) => crate::record::notes::note_error(
                         f,
                         format_args!("{host}: the name has no address (no A or AAAA record)"),
                     ),
-                    _ => crate::record::note_error(f, format_args!("{host}: {e}")),
+                    _ => crate::record::notes::note_error(f, format_args!("{host}: {e}")),
                 }
                 Err(f)
             }

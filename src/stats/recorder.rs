@@ -327,7 +327,7 @@ impl Recorder {
                 self.counts.ok += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
                 if status >= 300 && !self.status_examples.contains_key(&status) {
-                    if let Some(m) = crate::record::status_example(status) {
+                    if let Some(m) = crate::record::notes::status_example(status) {
                         self.status_examples.insert(status, m);
                     }
                 }
@@ -351,7 +351,7 @@ impl Recorder {
                 if let Some(d) = f.detail {
                     self.error_details[d.index()] += 1;
                 }
-                let message = crate::record::take_error_message(f);
+                let message = crate::record::notes::take_error_message(f);
                 if !self.error_examples.contains_key(f.key()) {
                     let m = message.unwrap_or_else(|| crate::record::describe(f).to_string());
                     self.error_examples.insert(f.key(), m);

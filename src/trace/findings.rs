@@ -95,7 +95,7 @@ fn redirects(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option
     let l = leading(steps, examples, 300..400)?;
     let to = l
         .example
-        .and_then(|m| crate::record::redirect_target(m))
+        .and_then(|m| crate::record::notes::redirect_target(m))
         .map(|to| format!(" to {to}"))
         .unwrap_or_default();
     let text = format!(

@@ -25,7 +25,7 @@ impl TraceReport {
             .iter()
             .filter(|s| s.status >= 300)
             .filter_map(|s| {
-                crate::record::status_example(s.status).map(|m| (s.status.to_string(), m))
+                crate::record::notes::status_example(s.status).map(|m| (s.status.to_string(), m))
             })
             .collect();
         let (headline, findings) = findings::judge(sc.strategy, &steps, &status_examples);

@@ -196,7 +196,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                             self.last_head
                                 .extend_from_slice(&self.buf[self.start..self.start + h.head_len]);
                         }
-                        if h.status >= 300 && crate::record::wants_status_example(h.status) {
+                        if h.status >= 300 && crate::record::notes::wants_status_example(h.status) {
                             // The first redirect or error response of its status on this
                             // thread: what it said (a redirect's Location; an error's first
                             // body bytes that arrived with the head).
@@ -207,7 +207,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                             } else {
                                 &self.buf[self.start + h.head_len..self.end]
                             };
-                            crate::record::note_status(h.status, line, said);
+                            crate::record::notes::note_status(h.status, line, said);
                         }
                         self.start += h.head_len;
                         if h.status == 101 {
@@ -224,7 +224,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     }
                     Ok(None) => {}
                     Err(e) => {
-                        crate::record::note_error(e.failure(), e.message());
+                        crate::record::notes::note_error(e.failure(), e.message());
                         return Err(ReadFail {
                             failure: e.failure(),
                             any_byte: true,

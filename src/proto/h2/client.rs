@@ -233,7 +233,8 @@ pub async fn exchange(
         .get(http::header::RETRY_AFTER)
         .and_then(|v| crate::proto::h1::response::retry_after_seconds(v.as_bytes()));
     let location = resp.headers().get(http::header::LOCATION);
-    let mut example = crate::record::status_note("HTTP/2", status, location.map(|v| v.as_bytes()));
+    let mut example =
+        crate::record::notes::status_note("HTTP/2", status, location.map(|v| v.as_bytes()));
     let mut body = resp.into_body();
     let mut pace = Pace::new(ReadLimits {
         first_byte_by: None,

@@ -170,7 +170,7 @@ pub async fn exchange(
         .map(|(k, v)| (k.as_str().len() + v.len() + 4) as u64)
         .sum::<u64>();
     let location = resp.headers().get(http::header::LOCATION);
-    let mut example = crate::record::status_note(
+    let mut example = crate::record::notes::status_note(
         "HTTP/3",
         resp.status().as_u16(),
         location.map(|v| v.as_bytes()),

@@ -19,7 +19,7 @@ const ALERT_NO_APPLICATION_PROTOCOL: u64 = 120;
 /// head had arrived).
 pub fn classify_connection(e: &quinn::ConnectionError, in_body: bool) -> Failure {
     let f = connection_failure(e, in_body);
-    crate::record::note_error(f, e);
+    crate::record::notes::note_error(f, e);
     f
 }
 

@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
+mod shared;
+
+pub use shared::{LimitArgs, LinkArgs, LoadArgs, OutputArgs, RequestArgs};
+
 /// The exit statuses of every command, shown by `--help` (and the README's "Exit status").
 pub const EXIT_STATUS: &str = "Exit status:
   0  the run measured what it set out to, and no --fail-if expression held
@@ -266,40 +270,6 @@ impl Command {
             | Command::Man(_) => false,
         }
     }
-}
-
-/// The emulated link to the embedded server (`bench`, `compare`, `trace`, `doctor`
-/// without a URL, and `lab`). Needs root (CAP_NET_ADMIN).
-#[derive(Debug, Args, Clone, Default)]
-pub struct LinkArgs {
-    /// Run against the embedded server across an emulated link of this round-trip time
-    /// (split evenly per direction), between two network namespaces; compare takes a
-    /// list (0,10ms,40ms,100ms) and adds a table and chart against RTT
-    #[arg(long, value_name = "DUR")]
-    pub rtt: Option<String>,
-
-    /// With the link: vary each packet's delay uniformly by up to this much (packets stay in order)
-    #[arg(long, value_name = "DUR")]
-    pub jitter: Option<String>,
-
-    /// With the link: lose this share of packets, per direction, independently (1% or 1)
-    #[arg(long, value_name = "PERCENT")]
-    pub loss: Option<String>,
-
-    /// With the link: serialize packets at this rate per direction (10mbit, 500kbit, 1gbit)
-    #[arg(long, value_name = "RATE")]
-    pub bandwidth: Option<String>,
-
-    /// With the link: auto (the kernel's netem where it has it, else handshake's delay
-    /// line), netem, or delay-line
-    #[arg(long, value_name = "auto|netem|delay-line")]
-    pub emulator: Option<String>,
-
-    /// The embedded server: pad its certificate chain to about N bytes (as a long chain
-    /// or an RSA-4096 key would), to see what a server's first flight above the initial
-    /// window (TCP) or the anti-amplification limit (QUIC) costs
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=60_000))]
-    pub cert_chain_bytes: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -600,181 +570,6 @@ pub struct BenchArgs {
     /// most a day ahead), so that agents on several machines start together
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct LoadArgs {
-    /// Concurrent workers, each with its own connection(s) (closed loop; default: bench 10,
-    /// compare 1, compare over a link 10, with --rtt or another link option). compare
-    /// takes a rising list (-c 1,10,50,200): each step's requests/s, latency and CPU, and
-    /// the knee where requests/s stops growing, with who is at its limit there (a step's
-    /// round sends 25 requests per worker, at least 500, unless -n or -d says)
-    #[arg(long, short = 'c', value_delimiter = ',', value_name = "N")]
-    pub concurrency: Option<Vec<usize>>,
-
-    /// Total requests (default when no --duration is given: bench 10000, compare 500,
-    /// compare over a link 100)
-    #[arg(long, short = 'n')]
-    pub requests: Option<u64>,
-
-    /// Run for this long (e.g. 10s, 500ms, 2m)
-    #[arg(long, short = 'd', visible_short_alias = 'z')]
-    pub duration: Option<String>,
-
-    /// Open loop: send this many requests per second in total, latency measured from the
-    /// intended send time
-    #[arg(long, short = 'r')]
-    pub rate: Option<f64>,
-
-    /// OS threads for the workers (default: the number of CPUs, at most -c; bench with a
-    /// persistent strategy against this machine: half of them, the server needs the rest)
-    #[arg(long, short = 't')]
-    pub threads: Option<usize>,
-
-    /// Per-request time limit, covering all its phases (e.g. 30s)
-    #[arg(long, default_value = "30s")]
-    pub timeout: String,
-
-    /// Time limit for opening a connection: dns, connect and TLS together (e.g. 2s)
-    #[arg(long, value_name = "DUR")]
-    pub connect_timeout: Option<String>,
-
-    /// Time limit from the end of the send to the first response byte (e.g. 5s)
-    #[arg(long, value_name = "DUR")]
-    pub wait_timeout: Option<String>,
-
-    /// After the first byte, fail a response that arrives slower than this many bytes
-    /// per second over a --min-speed-window (suffixes k, M: 1k = 1000)
-    #[arg(long, value_name = "BYTES_PER_S")]
-    pub min_speed: Option<String>,
-
-    /// The window over which --min-speed is measured
-    #[arg(long, value_name = "DUR", default_value = "1s")]
-    pub min_speed_window: String,
-}
-
-#[derive(Debug, Args)]
-pub struct RequestArgs {
-    /// HTTP method (GET; POST with --data)
-    #[arg(long, short = 'X', visible_short_alias = 'm')]
-    pub method: Option<String>,
-
-    /// Extra request header "Name: value" (repeatable)
-    #[arg(long = "header", short = 'H', value_name = "HEADER")]
-    pub headers: Vec<String>,
-
-    /// Request body, as given
-    #[arg(long, conflicts_with_all = ["body_file", "data"])]
-    pub body: Option<String>,
-
-    /// Request body read from a file
-    #[arg(long, value_name = "FILE", conflicts_with = "data")]
-    pub body_file: Option<PathBuf>,
-
-    /// Request body as curl takes it: DATA as given, or @FILE read from FILE (@- from
-    /// standard input); the method is POST unless -X says otherwise
-    #[arg(long, visible_alias = "data-binary", value_name = "DATA")]
-    pub data: Option<String>,
-
-    /// Content-Type of the body (a "Content-Type: TYPE" header), as ab and hey take it
-    #[arg(long, short = 'T', value_name = "TYPE")]
-    pub content_type: Option<String>,
-
-    /// Read the URLs to request (one per line) from a file: each requested once, in
-    /// turn across the workers; with -n or -d the list is cycled
-    #[arg(long, value_name = "FILE")]
-    pub urls_from_file: Option<PathBuf>,
-
-    /// Accept any TLS certificate
-    #[arg(long, short = 'k')]
-    pub insecure: bool,
-
-    /// Trust the CA certificates in this PEM file (instead of the system roots)
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
-
-    /// Use ADDR for HOST:PORT instead of resolving it, like curl (repeatable)
-    #[arg(long, value_name = "HOST:PORT:ADDR")]
-    pub resolve: Vec<String>,
-
-    /// Cache DNS answers for their TTL, shared by all connections of a run (on), or look
-    /// the name up for every new connection (off)
-    #[arg(long, value_name = "on|off", default_value = "on")]
-    pub dns_cache: String,
-
-    /// Ask these name servers (ADDR[:PORT][,...]) instead of those in /etc/resolv.conf;
-    /// /etc/hosts is still read first
-    #[arg(long, value_name = "ADDR[:PORT][,...]", value_delimiter = ',')]
-    pub dns_servers: Vec<String>,
-
-    /// Offer only this TLS version (1.2 or 1.3)
-    #[arg(long, value_name = "VERSION")]
-    pub tls_version: Option<String>,
-
-    /// TLS key-exchange groups to offer, most preferred first (x25519mlkem768,
-    /// secp256r1mlkem768, x25519, secp256r1, secp384r1, mlkem768, mlkem1024); default:
-    /// x25519mlkem768,x25519,secp256r1,secp384r1, as browsers offer them. A server that
-    /// takes none of the first costs a HelloRetryRequest: one more round trip
-    #[arg(long, value_name = "GROUP[,GROUP...]")]
-    pub tls_groups: Option<String>,
-
-    /// Source addresses for new connections, used in turn (ADDR[,ADDR...]); more
-    /// addresses give more ephemeral ports when a run opens many connections
-    #[arg(long, value_name = "ADDR[,ADDR...]", value_delimiter = ',')]
-    pub local_addr: Vec<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct OutputArgs {
-    /// Print the report as JSON (schema: docs/report.schema.json)
-    #[arg(long)]
-    pub json: bool,
-
-    /// No progress on stderr (a bar on a terminal; compare also writes a line per round
-    /// when stderr is not one)
-    #[arg(long)]
-    pub no_progress: bool,
-
-    /// Also write a self-contained HTML report (charts, no network fetches) to FILE
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-
-    /// Fail (exit 1) when EXPR holds: 'error_rate>1%', 'p99>200ms', 'reuse_ratio<0.9',
-    /// 'connections>10', 'tls_full>1', 'stale_retries>0', or any figure by its dotted path
-    /// in the JSON report ('connections.close_reasons.server_idle_close>0'); compare checks
-    /// every strategy, or those named first ('keepalive:reuse_ratio<0.9'); repeatable
-    #[arg(long = "fail-if", value_name = "EXPR")]
-    pub fail_if: Vec<String>,
-
-    /// Count these statuses as successes too: classes or codes, comma-separated ('4xx',
-    /// '404,410'). Without it a run in which no response was 2xx or 3xx exits 1, as one
-    /// with no response does
-    #[arg(long = "ok-status", value_name = "STATUSES")]
-    pub ok_status: Option<String>,
-}
-
-/// What a client of the embedded server or the audit may cost it.
-#[derive(Debug, Args)]
-pub struct LimitArgs {
-    /// Close connections idle this long between requests (e.g. 5s)
-    #[arg(long, default_value = "60s")]
-    pub idle_timeout: String,
-
-    /// Time allowed for a request once its first byte arrived (slowloris guard; 408)
-    #[arg(long, default_value = "10s")]
-    pub header_timeout: String,
-
-    /// Largest request head accepted (431 beyond)
-    #[arg(long, default_value_t = 16 * 1024)]
-    pub max_header_bytes: usize,
-
-    /// Largest request body accepted (413 beyond)
-    #[arg(long, default_value_t = 16 * 1024 * 1024)]
-    pub max_body_bytes: u64,
-
-    /// Most concurrent connections (503 beyond)
-    #[arg(long, default_value_t = 16_384)]
-    pub max_connections: u64,
 }
 
 #[derive(Debug, Args)]
