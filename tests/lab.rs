@@ -840,11 +840,25 @@ fn doctor_across_the_link() {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     let tls = &d["tls"];
     assert_eq!(tls["resumption"], true, "{d}");
-    assert_near("doctor full handshake", f(&tls["full_handshake_ms"]), 20.0);
-    assert_near(
-        "doctor resumed handshake",
-        f(&tls["resumed_handshake_ms"]),
-        20.0,
+    // A full handshake is its round trip plus its own CPU (the post-quantum key share,
+    // the certificate's signature and its check), measured on loopback: 21.5 ms for
+    // 20 ± 1.5 in two full local runs here, where the other lab tests share the cores
+    // (and 21.7 for a resumed one, run alone).
+    let cpu13 = loopback_tls_p50(&["--strategy", "close", "--embedded-tls"]);
+    let full = f(&tls["full_handshake_ms"]);
+    assert_near("doctor full handshake", full, 20.0 + cpu13);
+    assert!(
+        full >= 20.0,
+        "doctor full handshake: {full} ms, below the round trip"
+    );
+    // Resumed, it still makes a key share (PSK with (EC)DHE): its CPU measured likewise,
+    // the median of 5 connections of which 4 resume.
+    let resumed_cpu = loopback_tls_p50(&["--strategy", "close-resumed", "--embedded-tls"]);
+    let resumed = f(&tls["resumed_handshake_ms"]);
+    assert_near("doctor resumed handshake", resumed, 20.0 + resumed_cpu);
+    assert!(
+        resumed >= 20.0,
+        "doctor resumed handshake: {resumed} ms, below the round trip"
     );
 }
 
