@@ -200,18 +200,17 @@ pub async fn exchange(
     phases: &mut Phases,
     got_body: &mut u64,
 ) -> Result<Answered, Stopped> {
-    let stream_failed = |e, id, in_body| Stopped::Stream(e, id, in_body);
     let mut send = match within(sleep.as_mut(), req.deadline, send.ready()).await {
         None => return Err(Stopped::Deadline(Stage::Send)),
-        Some(r) => r.map_err(|e| stream_failed(e, None, false))?,
+        Some(r) => r.map_err(|e| Stopped::Stream(e, None, false))?,
     };
     let (response, mut stream) = send
         .send_request(req.head.clone(), req.body.is_none())
-        .map_err(|e| stream_failed(e, None, false))?;
+        .map_err(|e| Stopped::Stream(e, None, false))?;
     if let Some(b) = req.body {
         stream
             .send_data(Bytes::copy_from_slice(b), true)
-            .map_err(|e| stream_failed(e, None, false))?;
+            .map_err(|e| Stopped::Stream(e, None, false))?;
     }
     let id = response.stream_id().as_u32();
     let t_sent = Instant::now();
@@ -224,7 +223,7 @@ pub async fn exchange(
             return Err(Stopped::Limit(ErrorKind::TimeoutWait.into()))
         }
         None => return Err(Stopped::Deadline(Stage::Wait)),
-        Some(r) => r.map_err(|e| stream_failed(e, Some(id), false))?,
+        Some(r) => r.map_err(|e| Stopped::Stream(e, Some(id), false))?,
     };
     let first_byte = Instant::now();
     let status = resp.status().as_u16();
@@ -260,7 +259,7 @@ pub async fn exchange(
                 }
             }
             Some(None) => break,
-            Some(Some(Err(e))) => return Err(stream_failed(e, Some(id), true)),
+            Some(Some(Err(e))) => return Err(Stopped::Stream(e, Some(id), true)),
             Some(Some(Ok(chunk))) => {
                 let n = chunk.len();
                 if let Some(e) = example.take() {
