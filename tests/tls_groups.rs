@@ -259,6 +259,32 @@ fn across_a_40ms_link_a_hello_retry_request_costs_one_round_trip() {
         eprintln!("SKIPPED: the lab needs root to create network namespaces");
         return;
     }
+    // What the retry costs in CPU (a second key share on both sides), on loopback
+    // against the same server: the medians' difference over six handshakes each.
+    let retry_cpu = {
+        let srv = GoServer::start("retry-cpu", &["-curves", "P256"]);
+        let url = srv.url();
+        let tls_p50 = |extra: &[&str]| {
+            let out = run(&[
+                &[
+                    "bench", &url, "--cacert", &srv.ca, "-s", "close", "-n", "6", "-c", "1",
+                ],
+                extra,
+                &["--json", "--no-progress"],
+            ]
+            .concat());
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            v["scenarios"][0]["phases_ms"]["new"]["tls"]["p50"]
+                .as_f64()
+                .unwrap()
+        };
+        (tls_p50(&[]) - tls_p50(&["--tls-groups", "secp256r1"])).max(0.0)
+    };
     let dir = Dir::new("tls-groups-lab");
     let server = go_build(&dir.0, "server", include_str!("tls_groups_server.go"));
     let ca = dir.path("ca.pem");
@@ -314,10 +340,19 @@ fn across_a_40ms_link_a_hello_retry_request_costs_one_round_trip() {
             .as_f64()
             .unwrap()
     };
+    // The round trip is the link's own (the retry run's TCP connects: the delay line
+    // adds its time to the set 40 ms), and the retry's CPU is the one measured on
+    // loopback above. No less than the set round trip. (CI once read 42.57 ms, 84.15
+    // against 41.58, against 40 ± 2.5 from the set RTT alone.)
     let extra = median(&r) - median(&p);
+    let link = r["scenarios"][0]["phases_ms"]["new"]["connect"]["p50"]
+        .as_f64()
+        .unwrap();
+    let expected = link + retry_cpu;
+    eprintln!("retry adds {extra:.2} ms; link {link:.2} ms, retry's CPU {retry_cpu:.2} ms");
     assert!(
-        (extra - 40.0).abs() <= 40.0 * 0.05 + 0.5,
-        "the HelloRetryRequest added {extra:.2} ms to the TLS handshake ({:.2} against {:.2} ms), not one 40 ms round trip",
+        (extra - expected).abs() <= expected * 0.05 + 0.5 && extra >= 40.0 * 0.95,
+        "the HelloRetryRequest added {extra:.2} ms to the TLS handshake ({:.2} against {:.2} ms), not one round trip of the link ({link:.2} ms) and the retry's CPU ({retry_cpu:.2} ms)",
         median(&r),
         median(&p)
     );
