@@ -562,3 +562,86 @@ fn the_check_catches_a_long_file() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs: 701"]);
 }
+
+/// Where a recorder is shared behind a cell or a lock (`RefCell<Recorder>`,
+/// `Mutex<stats::Recorder>`, …), and where the engine's drivers name the recorder at all,
+/// as "path: what".
+fn recorder_writers(src: &Path) -> Vec<String> {
+    let drivers = [
+        "engine/h1.rs",
+        "engine/h2.rs",
+        "engine/h3.rs",
+        "engine/open.rs",
+        "engine/worker.rs",
+    ];
+    let mut out = Vec::new();
+    for p in modules(src).values() {
+        let rel = p.strip_prefix(src).unwrap().display().to_string();
+        let text = without_comments_and_strings(&std::fs::read_to_string(p).unwrap());
+        let code: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        for cell in ["RefCell<", "Mutex<", "RwLock<", "UnsafeCell<"] {
+            for (i, _) in code.match_indices(cell) {
+                let inner = &code[i + cell.len()..];
+                let ty = &inner[..inner.find(['>', ',']).unwrap_or(inner.len())];
+                if ty == "Recorder" || ty.ends_with("::Recorder") {
+                    out.push(format!("{rel}: {cell}{ty}>"));
+                }
+            }
+        }
+        let names = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w == "Recorder");
+        if drivers.contains(&rel.as_str()) && names {
+            out.push(format!("{rel}: names the Recorder"));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// One writer per recorder (issue 43, item 2): a client thread's collector alone writes
+/// its recorder; the drivers hand it their connections' events and never hold it.
+#[test]
+fn one_writer_per_recorder() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = recorder_writers(&src);
+    assert!(
+        found.is_empty(),
+        "hand the collector a ConnEvent (engine/collect.rs) instead: {found:?}"
+    );
+}
+
+/// The check sees a recorder behind a cell by any path, and a driver naming it; not in
+/// a comment, and not elsewhere a recorder is owned.
+#[test]
+fn the_check_catches_a_shared_recorder() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-rec-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("engine")).unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "pub mod a;\npub mod b;\npub mod engine;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("a.rs"),
+        "struct S { r: Rc<RefCell< crate::stats::Recorder >> }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("b.rs"),
+        "// Rc<RefCell<Recorder>>\nstruct T { r: Recorder, m: Mutex<u8> }\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("engine/mod.rs"), "mod h2;\n").unwrap();
+    std::fs::write(src.join("engine/h2.rs"), "fn f(r: &mut Recorder) {}\n").unwrap();
+    let found = recorder_writers(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        found,
+        [
+            "a.rs: RefCell<crate::stats::Recorder>",
+            "engine/h2.rs: names the Recorder"
+        ]
+    );
+}

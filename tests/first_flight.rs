@@ -174,10 +174,33 @@ fn a_chain_above_the_anti_amplification_limit_makes_h3_close_take_two_round_trip
         "{}",
         tls(&tcps)
     );
-    near(
-        "QUIC handshake with the long chain",
-        q["handshake_ms"]["mean"].as_f64().unwrap(),
-        80.0,
+    // Two of the link's own round trips (the delay line adds its time to the set one)
+    // and the handshake's CPU, measured on loopback with the same chain; never below two
+    // set round trips. (A CI run read 84.73 ms against 80 ± 4.5 from the set RTT alone.)
+    let link = long["link"]["rtt_measured_ms"]
+        .as_f64()
+        .or_else(|| long["comparison"]["link"]["rtt_measured_ms"].as_f64())
+        .unwrap_or_else(|| panic!("the link's measured round trip: {long}"));
+    let on_loopback = bench_json(&[
+        "--embedded-tls",
+        "-s",
+        "h3-close",
+        "-n",
+        "6",
+        "-c",
+        "1",
+        "--cert-chain-bytes",
+        "9000",
+    ]);
+    let cpu = scenario(&on_loopback)["connections"]["quic"]["handshake_ms"]["mean"]
+        .as_f64()
+        .unwrap();
+    let mean = q["handshake_ms"]["mean"].as_f64().unwrap();
+    eprintln!("QUIC handshake {mean:.2} ms; link {link:.2} ms, CPU on loopback {cpu:.2} ms");
+    near("QUIC handshake with the long chain", mean, 2.0 * link + cpu);
+    assert!(
+        mean >= 80.0,
+        "QUIC handshake with the long chain: {mean:.2} ms"
     );
     // Counted: the request 1, the QUIC handshake 1 and its wait 1; TCP: 1 + 1 + 1.
     assert_eq!(h3["round_trips"]["counted"].as_f64(), Some(3.0), "{h3}");

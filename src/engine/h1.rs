@@ -2,13 +2,12 @@
 //! request at a time on it. Decides reuse and close reasons, and retries a request once
 //! when a reused connection turns out to be stale.
 
-use std::cell::RefCell;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use tokio::time::Sleep;
 
+use super::collect::Notes;
 use super::open::{handshake_of, Opener};
 use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::kernel::TcpView;
@@ -18,7 +17,7 @@ use crate::proto::h1::conn::{Conn, Response};
 use crate::proto::h1::Framing;
 use crate::proto::pace::ReadLimits;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phases, Stage};
-use crate::stats::Recorder;
+use crate::stats::event::ConnEvent;
 use crate::timer::within;
 
 /// How long to wait for the server's FIN after a response that ends the connection.
@@ -27,7 +26,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// One worker's HTTP/1 connections and the state of its current attempt.
 pub(super) struct H1 {
     conns: Vec<Option<Conn>>,
-    rec: Rc<RefCell<Recorder>>,
+    notes: Notes,
     sleep: Pin<Box<Sleep>>,
     /// The current attempt's deadline (its timeout, or the run's end if sooner).
     deadline: Instant,
@@ -44,7 +43,7 @@ impl H1 {
     pub fn new(sc: &Scenario, opener: Opener, start: Instant) -> H1 {
         H1 {
             conns: (0..sc.origins.len()).map(|_| None).collect(),
-            rec: opener.rec.clone(),
+            notes: opener.tally.clone(),
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
             deadline: start,
             spare_buf: None,
@@ -81,9 +80,8 @@ impl Driver for H1 {
 
     fn finish(&mut self) {
         // Connections still open at the end of the run.
-        let mut rec = self.rec.borrow_mut();
         for conn in self.conns.iter_mut().filter_map(Option::take) {
-            closed(&mut rec, &conn, CloseReason::EndOfRun);
+            closed(&self.notes, &conn, CloseReason::EndOfRun);
         }
     }
 }
@@ -249,9 +247,9 @@ impl H1 {
         };
         if !server_ends && reason == CloseReason::ClientPolicy {
             // The client asked to close but the server kept the connection open.
-            self.rec.borrow_mut().counts.server_ignored_close += 1;
+            self.notes.conn(ConnEvent::ServerIgnoredClose);
         }
-        let view = closed(&mut self.rec.borrow_mut(), &conn, reason);
+        let view = closed(&self.notes, &conn, reason);
         // Over plain TCP the kernel's view says whether the server's FIN is already
         // here with nothing unread before it (the FIN counts one in the bytes received):
         // then the server has closed first and the read of its EOF (a system call per
@@ -306,9 +304,10 @@ impl H1 {
                 let conn = self.conns[slot].as_mut().expect("connection present");
                 let wire = conn.stream.take_wire();
                 if let Some(session) = conn.stream.tls_session() {
-                    let mut rec = self.rec.borrow_mut();
-                    rec.tls_handshake(handshake_of(session, wire));
-                    rec.early_data(session.is_early_data_accepted());
+                    self.notes.conn(ConnEvent::Tls(handshake_of(session, wire)));
+                    self.notes.conn(ConnEvent::EarlyData {
+                        accepted: session.is_early_data_accepted(),
+                    });
                 }
                 return Ok(());
             }
@@ -327,19 +326,22 @@ impl H1 {
             } else {
                 reason
             };
-            closed(&mut self.rec.borrow_mut(), &conn, reason);
+            closed(&self.notes, &conn, reason);
             self.spare_buf = Some(conn.into_buf());
         }
     }
 }
 
-/// A connection ends: its close reason and requests counted, and the kernel's view of it
-/// read while its socket is still open (and returned).
-fn closed(rec: &mut Recorder, conn: &Conn, reason: CloseReason) -> Option<TcpView> {
-    rec.connection_closed(reason, conn.requests);
+/// A connection ends: its close reason and requests told, and the kernel's view of it
+/// read while its socket is still open (told, and returned).
+fn closed(notes: &Notes, conn: &Conn, reason: CloseReason) -> Option<TcpView> {
+    notes.conn(ConnEvent::Closed {
+        reason,
+        requests: conn.requests,
+    });
     let view = conn.stream.tcp_view();
     if let Some(v) = view {
-        rec.tcp_closed(v);
+        notes.conn(ConnEvent::TcpClosed(v));
     }
     view
 }

@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Sleep;
 
+use super::collect::Notes;
 use super::open::{connect_deadline, Opener};
 use super::worker::{add_blocked, ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::Stream;
@@ -28,7 +29,7 @@ use crate::proto::h2::client::{
 use crate::proto::h2::wire::{Seen, Watched};
 use crate::proto::h2::{classify, StreamFailure};
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, Phases, Stage};
-use crate::stats::Recorder;
+use crate::stats::event::ConnEvent;
 use crate::timer::within;
 
 /// One HTTP/2 connection, shared by the workers of a thread.
@@ -141,7 +142,7 @@ pub(super) struct Pool {
     /// Woken when a stream slot frees or a connection opens or ends.
     notify: Notify,
     workers_left: Cell<usize>,
-    rec: Rc<RefCell<Recorder>>,
+    notes: Notes,
     /// The connections' driving tasks still running, to stop at the end of the run.
     tasks: RefCell<Vec<(u64, AbortHandle)>>,
     next_id: Cell<u64>,
@@ -149,12 +150,7 @@ pub(super) struct Pool {
 
 impl Pool {
     /// `connections` per origin for this thread, shared by `workers`.
-    pub fn new(
-        sc: &Scenario,
-        connections: usize,
-        workers: usize,
-        rec: Rc<RefCell<Recorder>>,
-    ) -> Rc<Pool> {
+    pub fn new(sc: &Scenario, connections: usize, workers: usize, notes: Notes) -> Rc<Pool> {
         let slots = (0..sc.origins.len())
             .map(|_| (0..connections.max(1)).map(|_| Slot::Empty).collect())
             .collect();
@@ -162,7 +158,7 @@ impl Pool {
             slots: RefCell::new(slots),
             notify: Notify::new(),
             workers_left: Cell::new(workers),
-            rec,
+            notes,
             tasks: RefCell::new(Vec::new()),
             next_id: Cell::new(0),
         })
@@ -219,11 +215,14 @@ impl Pool {
         let code = (reason == CloseReason::ServerGoaway)
             .then(|| conn.seen.borrow().goaway.map(|g| g.error_code))
             .flatten();
-        {
-            let mut rec = self.rec.borrow_mut();
-            rec.connection_closed(reason, done);
-            rec.h2_connection_ended(peak, code);
-        }
+        self.notes.conn(ConnEvent::Closed {
+            reason,
+            requests: done,
+        });
+        self.notes.conn(ConnEvent::StreamsEnded {
+            peak,
+            goaway_code: code,
+        });
         conn.send.borrow_mut().take();
         {
             let mut slots = self.slots.borrow_mut();
@@ -302,7 +301,7 @@ async fn drive(
 pub(super) struct H2 {
     pool: Rc<Pool>,
     opener: Opener,
-    rec: Rc<RefCell<Recorder>>,
+    notes: Notes,
     sleep: Pin<Box<Sleep>>,
     deadline: Instant,
     run_deadline: Option<Instant>,
@@ -314,7 +313,7 @@ impl H2 {
     pub fn new(pool: Rc<Pool>, opener: Opener, start: Instant) -> H2 {
         H2 {
             pool,
-            rec: opener.rec.clone(),
+            notes: opener.tally.clone(),
             run_deadline: opener.run_deadline,
             opener,
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
@@ -450,11 +449,14 @@ impl H2 {
                 phases,
             )
             .await?;
-        let closed_early = |rec: &Rc<RefCell<Recorder>>| {
-            rec.borrow_mut().connection_closed(CloseReason::Error, 0);
+        let closed_early = |notes: &Notes| {
+            notes.conn(ConnEvent::Closed {
+                reason: CloseReason::Error,
+                requests: 0,
+            });
         };
         if alpn_refused(o.tls, opened.alpn.as_deref()) {
-            closed_early(&self.rec);
+            closed_early(&self.notes);
             return Err(Fail::new(Failure::new(
                 ErrorKind::Tls,
                 ErrorDetail::AlpnMismatch,
@@ -464,11 +466,11 @@ impl H2 {
         let started = match within(self.sleep.as_mut(), by, handshake(opened.stream)).await {
             None => {
                 let f = Fail::timed_out(Stage::H2Setup, self.run_deadline);
-                closed_early(&self.rec);
+                closed_early(&self.notes);
                 return Err(f);
             }
             Some(Err(e)) => {
-                closed_early(&self.rec);
+                closed_early(&self.notes);
                 return Err(Fail::new(classify(&e, None, None, false).failure));
             }
             Some(Ok(x)) => x,
@@ -524,10 +526,7 @@ impl H2 {
             return Err(Fail::new(failure));
         }
         phases.h2_setup = Some(ns(t, settings_at));
-        self.rec
-            .borrow_mut()
-            .server_settings
-            .get_or_insert(settings);
+        self.notes.conn(ConnEvent::ServerSettings(settings));
         if settings.max_concurrent_streams == Some(0) {
             self.pool.end(&conn, CloseReason::Error);
             return Err(Fail::new(Failure::new(

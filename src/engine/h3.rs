@@ -6,7 +6,7 @@
 //! Phases: dns, `quic_handshake` (first Initial sent to the handshake complete; with
 //! 0-RTT, to the moment the request left, which is before the handshake completes),
 //! send, wait, receive. Per connection, quinn's own figures (handshake time, RTT
-//! estimate, packets lost) go to the recorder when it ends.
+//! estimate, packets lost) go to the thread's collector when it ends.
 
 use std::cell::{Cell, RefCell};
 use std::pin::Pin;
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio::time::Sleep;
 
+use super::collect::Notes;
 use super::open::{connect_deadline, Opener};
 use super::worker::{add_blocked, ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::quic::Seen;
@@ -26,7 +27,7 @@ use crate::proto::h3::{classify_connection, classify_stream, close_reason, refus
 use crate::record::{
     CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Phases, Stage, TlsHandshake,
 };
-use crate::stats::Recorder;
+use crate::stats::event::{ConnEvent, QuicPath};
 use crate::timer::within;
 
 /// How long a retired connection waits for the server's session ticket: three of its
@@ -35,21 +36,26 @@ const TICKET_WAIT_MIN: Duration = Duration::from_millis(10);
 const TICKET_WAIT_MAX: Duration = Duration::from_secs(1);
 
 /// quinn's figures for a connection that ended.
-fn quic_ended(conn: &quinn::Connection, rec: &mut Recorder) {
+fn quic_ended(conn: &quinn::Connection, notes: &Notes) {
     let s = conn.stats();
-    let q = &mut rec.quic;
-    q.connections += 1;
-    q.rtt.add(s.path.rtt.as_nanos() as u64);
-    q.packets_sent += s.path.sent_packets;
-    q.packets_lost += s.path.lost_packets;
-    q.bytes_lost += s.path.lost_bytes;
-    q.congestion_events += s.path.congestion_events;
+    notes.conn(ConnEvent::QuicEnded(QuicPath {
+        rtt_ns: s.path.rtt.as_nanos() as u64,
+        packets_sent: s.path.sent_packets,
+        packets_lost: s.path.lost_packets,
+        bytes_lost: s.path.lost_bytes,
+        congestion_events: s.path.congestion_events,
+    }));
 }
 
-/// Close `live` (H3_NO_ERROR) and count quinn's figures for it.
-fn end(live: &Live, rec: &mut Recorder) {
+/// Close `live` (H3_NO_ERROR) and tell quinn's figures for it.
+fn end(live: &Live, notes: &Notes) {
     live.close();
-    quic_ended(&live.conn, rec);
+    quic_ended(&live.conn, notes);
+}
+
+/// A connection ended after `requests` responses.
+fn closed(notes: &Notes, reason: CloseReason, requests: u64) {
+    notes.conn(ConnEvent::Closed { reason, requests });
 }
 
 /// One connection shared by the workers of a thread (strategy `h3`).
@@ -79,13 +85,16 @@ impl Shared {
     }
 
     /// Account for its end once: `reason`, its requests and quinn's figures.
-    fn end(&self, reason: CloseReason, rec: &mut Recorder) {
+    fn end(&self, reason: CloseReason, notes: &Notes) {
         if self.ended.replace(true) {
             return;
         }
-        end(&self.live, rec);
-        rec.connection_closed(reason, self.requests.get());
-        rec.h2_connection_ended(self.peak.get(), None);
+        end(&self.live, notes);
+        closed(notes, reason, self.requests.get());
+        notes.conn(ConnEvent::StreamsEnded {
+            peak: self.peak.get(),
+            goaway_code: None,
+        });
     }
 }
 
@@ -99,17 +108,12 @@ enum Slot {
 pub(super) struct Pool {
     slots: RefCell<Vec<Vec<Slot>>>,
     notify: Notify,
-    rec: Rc<RefCell<Recorder>>,
+    notes: Notes,
     workers_left: Cell<usize>,
 }
 
 impl Pool {
-    pub fn new(
-        sc: &Scenario,
-        connections: usize,
-        workers: usize,
-        rec: Rc<RefCell<Recorder>>,
-    ) -> Rc<Pool> {
+    pub fn new(sc: &Scenario, connections: usize, workers: usize, notes: Notes) -> Rc<Pool> {
         Rc::new(Pool {
             slots: RefCell::new(
                 (0..sc.origins.len())
@@ -117,7 +121,7 @@ impl Pool {
                     .collect(),
             ),
             notify: Notify::new(),
-            rec,
+            notes,
             workers_left: Cell::new(workers),
         })
     }
@@ -129,7 +133,7 @@ pub(super) struct H3 {
     pool: Option<Rc<Pool>>,
     /// Which of the pool's connections this worker uses.
     seat: usize,
-    rec: Rc<RefCell<Recorder>>,
+    notes: Notes,
     sleep: Pin<Box<Sleep>>,
     deadline: Instant,
     run_deadline: Option<Instant>,
@@ -148,7 +152,7 @@ impl H3 {
             endpoints,
             pool,
             seat,
-            rec: opener.rec.clone(),
+            notes: opener.tally.clone(),
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
             deadline: start,
             run_deadline: opener.run_deadline,
@@ -224,21 +228,22 @@ impl H3 {
     /// A handshake completed: count the connection, its kind and its duration, and
     /// whether it took more than one round trip at quinn's RTT estimate `rtt`.
     fn handshake_done(&self, seen: &Seen, started: Instant, done: Instant, rtt: Duration) {
-        let mut rec = self.rec.borrow_mut();
-        rec.connection_opened();
+        self.notes.conn(ConnEvent::Opened);
         let kind = if seen.full() {
             HandshakeKind::Full
         } else {
             HandshakeKind::Resumed
         };
-        rec.tls_handshake(TlsHandshake {
+        self.notes.conn(ConnEvent::Tls(TlsHandshake {
             kind,
             tls13: true,
             group: None,
             wire: None,
+        }));
+        self.notes.conn(ConnEvent::QuicHandshake {
+            ns: ns(started, done),
+            rtt_ns: rtt.as_nanos() as u64,
         });
-        rec.quic.handshake.add(ns(started, done));
-        rec.quic_timed(ns(started, done), rtt.as_nanos() as u64);
     }
 
     /// A failed exchange on `conn`: classified, a timeout named by its stage.
@@ -325,14 +330,12 @@ impl H3 {
             }
         }
         self.handshake_done(&full, started, done, conn.rtt());
-        self.rec.borrow_mut().early_data(taken);
+        self.notes.conn(ConnEvent::EarlyData { accepted: taken });
         if taken {
             let lead = done.saturating_duration_since(left);
-            self.rec
-                .borrow_mut()
-                .quic
-                .early_lead
-                .add(lead.as_nanos() as u64);
+            self.notes.conn(ConnEvent::EarlyLead {
+                ns: lead.as_nanos() as u64,
+            });
             let res = match result {
                 Some(Ok(g)) => Ok(g),
                 Some(Err(b)) => Err(self.broke(Some(b), stage.get(), &conn, got_body.get())),
@@ -365,19 +368,18 @@ impl H3 {
         got_body: &Cell<u64>,
     ) -> Result<Got, Fail> {
         let deadline = self.deadline;
-        let rec = self.rec.clone();
         let mut live = match within(self.sleep.as_mut(), deadline, Live::start(conn.clone())).await
         {
             None => {
                 conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
-                quic_ended(&conn, &mut rec.borrow_mut());
+                quic_ended(&conn, &self.notes);
                 let f = self.timed_out(Stage::Send);
-                rec.borrow_mut().connection_closed(reason_of(&f), 0);
+                closed(&self.notes, reason_of(&f), 0);
                 return Err(f);
             }
             Some(Err(f)) => {
-                quic_ended(&conn, &mut rec.borrow_mut());
-                rec.borrow_mut().connection_closed(CloseReason::Error, 0);
+                quic_ended(&conn, &self.notes);
+                closed(&self.notes, CloseReason::Error, 0);
                 return Err(Fail::new(f));
             }
             Some(Ok(l)) => l,
@@ -412,22 +414,20 @@ impl H3 {
             Ok(_) => (CloseReason::ClientPolicy, 1),
             Err(f) => (reason_of(f), 0),
         };
-        let rec = self.rec.clone();
+        let notes = self.notes.clone();
         let linger =
             sc.strategy.tls_resumption() && !seen.ticket() && live.conn.close_reason().is_none();
         if !linger {
-            let mut r = rec.borrow_mut();
-            end(&live, &mut r);
-            r.connection_closed(reason, requests);
+            end(&live, &notes);
+            closed(&notes, reason, requests);
             return;
         }
         let seen = seen.clone();
         let wait = (live.conn.rtt() * 3 + TICKET_WAIT_MIN).min(TICKET_WAIT_MAX);
         tokio::task::spawn_local(async move {
             let _ = tokio::time::timeout(wait, seen.ticket_came.notified()).await;
-            let mut r = rec.borrow_mut();
-            end(&live, &mut r);
-            r.connection_closed(reason, requests);
+            end(&live, &notes);
+            closed(&notes, reason, requests);
         });
     }
 
@@ -444,10 +444,9 @@ impl H3 {
             Ok(live) => live,
             Err(f) => {
                 // Opened (its handshake counted), then HTTP/3 failed.
-                let mut rec = self.rec.borrow_mut();
                 conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
-                quic_ended(&conn, &mut rec);
-                rec.connection_closed(CloseReason::Error, 0);
+                quic_ended(&conn, &self.notes);
+                closed(&self.notes, CloseReason::Error, 0);
                 return Err(Fail::new(f));
             }
         };
@@ -484,7 +483,7 @@ impl H3 {
                 Slot::Open(c) => {
                     // Found ended: say why once its streams are done.
                     if c.in_flight.get() == 0 {
-                        c.end(c.why_closed(false), &mut self.rec.borrow_mut());
+                        c.end(c.why_closed(false), &self.notes);
                     }
                     pool.slots.borrow_mut()[o][seat] = Slot::Empty;
                 }
@@ -559,7 +558,7 @@ impl H3 {
             conn.requests.set(conn.requests.get() - 1);
         }
         if conn.in_flight.get() == 0 && !conn.usable() {
-            conn.end(conn.why_closed(res.is_err()), &mut self.rec.borrow_mut());
+            conn.end(conn.why_closed(res.is_err()), &self.notes);
             let mut slots = pool.slots.borrow_mut();
             if matches!(&slots[o][seat], Slot::Open(c) if Rc::ptr_eq(c, &conn)) {
                 slots[o][seat] = Slot::Empty;
@@ -613,7 +612,6 @@ impl Driver for H3 {
         if left > 0 {
             return;
         }
-        let mut rec = pool.rec.borrow_mut();
         for slots in pool.slots.borrow_mut().iter_mut() {
             for slot in slots.iter_mut() {
                 if let Slot::Open(c) = std::mem::replace(slot, Slot::Empty) {
@@ -621,7 +619,7 @@ impl Driver for H3 {
                         Some(e) => close_reason(&e),
                         None => CloseReason::EndOfRun,
                     };
-                    c.end(reason, &mut rec);
+                    c.end(reason, &pool.notes);
                 }
             }
         }

@@ -1,15 +1,19 @@
 //! Running a scenario: OS threads each with a single-threaded tokio runtime and its own
-//! `Recorder`; workers (one per `-c`) run the protocol-independent loop in `worker`
-//! (tickets, pacing, stop); each protocol's driver (`h1`, `h2`) carries the requests over
-//! connections opened by `open`. No lock, channel or allocation per request.
+//! `Recorder`, written by the thread's collector alone (`collect`); workers (one per
+//! `-c`) run the protocol-independent loop in `worker` (tickets, pacing, stop) and hand
+//! each attempt's record to the collector; each protocol's driver (`h1`, `h2`, `h3`)
+//! carries the requests over connections opened by `open`, and hands its connections'
+//! events to the collector too. No lock or allocation per request.
 
+mod collect;
 mod h1;
 mod h2;
 pub(crate) mod h3;
 pub(crate) mod open;
+#[cfg(test)]
+mod tests;
 mod worker;
 
-use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,8 +54,8 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
         // Each paced worker holds a timer descriptor beside its connections.
         crate::timer::reserve_descriptors(sc.concurrency as u64 * 2 + 256);
     }
-    let counters: Arc<Vec<worker::Progress>> =
-        Arc::new((0..threads).map(|_| worker::Progress::default()).collect());
+    let counters: Arc<Vec<collect::Progress>> =
+        Arc::new((0..threads).map(|_| collect::Progress::default()).collect());
     let done = Arc::new(AtomicBool::new(false));
     let show_progress = show_progress && std::io::stderr().is_terminal();
     let progress = show_progress.then(|| spawn_progress(&sc, counters.clone(), done.clone()));
@@ -157,7 +161,7 @@ struct ThreadPlan {
     sc: Arc<Scenario>,
     t: usize,
     threads: usize,
-    counters: Option<Arc<Vec<worker::Progress>>>,
+    counters: Option<Arc<Vec<collect::Progress>>>,
     dns_cache: Option<Arc<DnsCache>>,
     needs_dns: bool,
 }
@@ -189,18 +193,19 @@ fn client_thread(
     };
     let (rt, dns) = setup?;
     let run_deadline = p.sc.stop.duration.map(|d| start + d);
-    let rec = Rc::new(RefCell::new(Recorder::new()));
-    rec.borrow_mut().timeline.begin(start);
-    let last_end = Rc::new(RefCell::new(start));
+    let (mut collector, notes) =
+        collect::Collector::new(start, p.counters.clone().map(|c| (c, p.t)));
     let local = tokio::task::LocalSet::new();
     let guard = rt.enter();
     let at = Clock {
         start,
         run_deadline,
-        last_end: &last_end,
     };
     let in_flight = Rc::new(std::cell::Cell::new(0));
-    let endpoints = spawn_workers(p, &local, &rec, &dns, &at, &in_flight);
+    let endpoints = spawn_workers(p, &local, &notes, &dns, &at, &in_flight);
+    // The collector's queue closes when the last of its holders (the workers, their
+    // drivers and connections) is gone.
+    drop(notes);
     // CPU while requests run: thread, runtime and recorder setup excluded.
     let cpu_start = cpu::thread();
     {
@@ -210,14 +215,14 @@ fn client_thread(
         rt.block_on(async {
             tokio::select! {
                 biased;
-                () = &mut local => {}
+                ((), ()) = async { tokio::join!(&mut local, collector.run()) } => {}
                 // Ctrl-C: the workers take no new tickets; what is still in flight a
                 // second later is given up, counted as cut by the run's end.
-                () = crate::interrupt::grace_over() => {
-                    rec.borrow_mut().counts.aborted_at_deadline += in_flight.get();
-                }
+                () = crate::interrupt::grace_over() => {}
             }
         });
+        collector.drain();
+        collector.rec.counts.aborted_at_deadline += in_flight.get();
     }
     let cpu = cpu::thread() - cpu_start;
     if let Some(e) = &endpoints {
@@ -225,22 +230,17 @@ fn client_thread(
     }
     drop(guard);
     drop(rt);
-    // The workers are gone with the runtime: the recorder is this thread's alone (a
-    // copy only if something still holds it).
-    let recorder = Rc::try_unwrap(rec).map_or_else(|rc| rc.borrow().clone(), RefCell::into_inner);
-    let last_end = *last_end.borrow();
     Ok(ThreadOut {
-        recorder,
-        last_end,
+        recorder: collector.rec,
+        last_end: collector.last_end,
         cpu,
     })
 }
 
-/// A thread's times: its start, the run's deadline, and the end of its last request.
-struct Clock<'a> {
+/// A thread's times: its start and the run's deadline.
+struct Clock {
     start: Instant,
     run_deadline: Option<Instant>,
-    last_end: &'a Rc<RefCell<Instant>>,
 }
 
 /// The thread's workers, each with its protocol's driver (and the thread's share of the
@@ -249,36 +249,33 @@ struct Clock<'a> {
 fn spawn_workers(
     p: &ThreadPlan,
     local: &tokio::task::LocalSet,
-    rec: &Rc<RefCell<Recorder>>,
+    notes: &collect::Notes,
     dns: &Arc<worker::Dns>,
-    at: &Clock<'_>,
+    at: &Clock,
     in_flight: &Rc<std::cell::Cell<u64>>,
 ) -> Option<Rc<crate::proto::h3::client::Endpoints>> {
     let (sc, t, threads) = (&p.sc, p.t, p.threads);
     let workers: Vec<usize> = (t..sc.concurrency).step_by(threads).collect();
     let share = sc.connections / threads + usize::from(t < sc.connections % threads);
-    let pool =
-        (sc.strategy == Strategy::H2).then(|| h2::Pool::new(sc, share, workers.len(), rec.clone()));
+    let pool = (sc.strategy == Strategy::H2)
+        .then(|| h2::Pool::new(sc, share, workers.len(), notes.clone()));
     let endpoints = sc
         .strategy
         .quic()
         .then(crate::proto::h3::client::Endpoints::new);
-    let h3_pool =
-        (sc.strategy == Strategy::H3).then(|| h3::Pool::new(sc, share, workers.len(), rec.clone()));
+    let h3_pool = (sc.strategy == Strategy::H3)
+        .then(|| h3::Pool::new(sc, share, workers.len(), notes.clone()));
     for (i, w) in workers.iter().copied().enumerate() {
         let seat = worker::Seat {
             id: w,
-            rec: rec.clone(),
-            last_end: at.last_end.clone(),
+            notes: notes.clone(),
             start: at.start,
             run_deadline: at.run_deadline,
-            counters: p.counters.clone(),
-            thread: t,
             in_flight: in_flight.clone(),
         };
         let opener = open::Opener {
             dns: dns.clone(),
-            rec: rec.clone(),
+            tally: notes.clone(),
             run_deadline: at.run_deadline,
             next_local: w,
         };
@@ -303,7 +300,7 @@ fn spawn_workers(
 /// A progress bar on stderr, shown only once the run has lasted a second.
 fn spawn_progress(
     sc: &Scenario,
-    counters: Arc<Vec<worker::Progress>>,
+    counters: Arc<Vec<collect::Progress>>,
     done: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     let total = sc.stop.requests;
@@ -332,7 +329,7 @@ fn spawn_progress(
             bar.set_style(s.progress_chars("=> "));
         }
         bar.set_prefix(name);
-        let sum = |f: fn(&worker::Progress) -> &AtomicU64| -> u64 {
+        let sum = |f: fn(&collect::Progress) -> &AtomicU64| -> u64 {
             counters.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
         };
         // Rates over the last second: samples every 100 ms.

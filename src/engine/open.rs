@@ -1,11 +1,9 @@
 //! Opening a connection for any protocol over TCP: dns, connect and tls, each timed into
-//! the attempt's phases and counted in the recorder.
+//! the attempt's phases, and what happened told to the thread's collector.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,56 +11,29 @@ use rustls::ClientConfig;
 use tokio::time::Sleep;
 use tokio_rustls::TlsConnector;
 
+use super::collect::Notes;
 use super::worker::{ns, Dns, Fail};
 use crate::net::dns::{self, DnsSettings, Resolution};
 use crate::net::tap::Tapped;
 use crate::net::{self, classify_connect_error, classify_tls_error, Origin, Stream};
 use crate::record::{CloseReason, HandshakeKind, Phases, Stage, TlsHandshake, Wire};
-use crate::stats::Recorder;
+use crate::stats::event::ConnEvent;
 use crate::timer::within;
 
-/// Where an opening is counted: the engine's recorder, or nowhere (a probe's opening,
+/// Where an opening is counted: the engine's collector, or nowhere (a probe's opening,
 /// which has its own report).
 pub(crate) trait Tally {
-    fn dns(&self, _how: Resolution) {}
-    fn connection_opened(&self) {}
-    /// A connect done in `connect_ns`: the kernel's view of it is read here when the
-    /// connect took long enough to have sent its SYN again.
-    fn tcp_connected(&self, _tcp: &tokio::net::TcpStream, _connect_ns: u64) {}
-    /// A server's first flight read over `spread_ns`, after a connect of `connect_ns`.
-    fn tls_flight(&self, _spread_ns: u64, _connect_ns: u64) {}
-    fn tls_handshake(&self, _h: TlsHandshake) {}
-    fn connection_closed(&self, _reason: CloseReason) {}
+    /// Whether what is told is counted (the kernel's view after a slow connect is read
+    /// only then).
+    const COUNTED: bool = false;
+    fn note(&self, _e: ConnEvent) {}
 }
 
-impl Tally for Rc<RefCell<Recorder>> {
-    fn dns(&self, how: Resolution) {
-        self.borrow_mut().dns(how);
-    }
+impl Tally for Notes {
+    const COUNTED: bool = true;
 
-    fn connection_opened(&self) {
-        self.borrow_mut().connection_opened();
-    }
-
-    fn tcp_connected(&self, tcp: &tokio::net::TcpStream, connect_ns: u64) {
-        // A SYN sent again waited the kernel's retransmission timeout (1 s at first): a
-        // quicker connect is not read (a system call saved per connection).
-        let v = (connect_ns >= SYN_CHECK_NS)
-            .then(|| net::kernel::tcp_view(tcp))
-            .flatten();
-        self.borrow_mut().tcp_connected(v, connect_ns);
-    }
-
-    fn tls_flight(&self, spread_ns: u64, connect_ns: u64) {
-        self.borrow_mut().tls_flight(spread_ns, connect_ns);
-    }
-
-    fn tls_handshake(&self, h: TlsHandshake) {
-        self.borrow_mut().tls_handshake(h);
-    }
-
-    fn connection_closed(&self, reason: CloseReason) {
-        self.borrow_mut().connection_closed(reason, 0);
+    fn note(&self, e: ConnEvent) {
+        self.conn(e);
     }
 }
 
@@ -76,9 +47,9 @@ pub(crate) struct Untallied;
 impl Tally for Untallied {}
 
 /// What a driver needs to open connections.
-pub(crate) struct Opener<T: Tally = Rc<RefCell<Recorder>>> {
+pub(crate) struct Opener<T: Tally = Notes> {
     pub dns: Arc<Dns>,
-    pub rec: T,
+    pub tally: T,
     pub run_deadline: Option<Instant>,
     /// Which `--local-addr` the next connection starts with (they are used in turn).
     pub next_local: usize,
@@ -115,7 +86,7 @@ impl Opener<Untallied> {
                 resolver,
                 cache: None,
             }),
-            rec: Untallied,
+            tally: Untallied,
             run_deadline: None,
             next_local: 0,
         }
@@ -149,7 +120,7 @@ impl<T: Tally> Opener<T> {
         let Some((answer, how)) = within(sleep.as_mut(), by, lookup).await else {
             return Err(Fail::timed_out(Stage::Dns, self.run_deadline));
         };
-        self.rec.dns(how);
+        self.tally.note(ConnEvent::Dns(how));
         if how != Resolution::CacheHit {
             phases.dns = Some(ns(t, Instant::now()));
         }
@@ -188,9 +159,18 @@ impl<T: Tally> Opener<T> {
         };
         let t_connected = Instant::now();
         phases.connect = Some(ns(t, t_connected));
-        self.rec.connection_opened();
+        self.tally.note(ConnEvent::Opened);
         let connect_ns = ns(t, t_connected);
-        self.rec.tcp_connected(&tcp, connect_ns);
+        if T::COUNTED {
+            // A SYN sent again waited the kernel's retransmission timeout (1 s at
+            // first): a quicker connect is not read (a system call saved per
+            // connection).
+            let view = (connect_ns >= SYN_CHECK_NS)
+                .then(|| net::kernel::tcp_view(&tcp))
+                .flatten();
+            self.tally
+                .note(ConnEvent::TcpConnected { view, connect_ns });
+        }
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
                 stream: Stream::Tcp(tcp),
@@ -215,11 +195,17 @@ impl<T: Tally> Opener<T> {
                 } else {
                     CloseReason::Error
                 };
-                self.rec.connection_closed(reason);
+                self.tally.note(ConnEvent::Closed {
+                    reason,
+                    requests: 0,
+                });
                 return Err(f);
             }
             Some(Err(e)) => {
-                self.rec.connection_closed(CloseReason::Error);
+                self.tally.note(ConnEvent::Closed {
+                    reason: CloseReason::Error,
+                    requests: 0,
+                });
                 return Err(Fail::new(classify_tls_error(&e)));
             }
             Some(Ok(s)) => s,
@@ -239,9 +225,12 @@ impl<T: Tally> Opener<T> {
         let session = tls.get_ref().1;
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
         if let Some(w) = wire {
-            self.rec.tls_flight(w.server_flight_spread_ns, connect_ns);
+            self.tally.note(ConnEvent::TlsFlight {
+                spread_ns: w.server_flight_spread_ns,
+                connect_ns,
+            });
         }
-        self.rec.tls_handshake(handshake_of(session, wire));
+        self.tally.note(ConnEvent::Tls(handshake_of(session, wire)));
         Ok(Opened {
             stream: Stream::Tls(Box::new(tls)),
             alpn,

@@ -3,16 +3,14 @@
 //! records each attempt; the protocol's `Driver` carries the request.
 
 pub(super) use crate::record::ns;
-use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::collect::Notes;
 use crate::net::dns::{DnsCache, Resolver};
 use crate::plan::{LoadShape, Scenario, Target};
 use crate::record::{ErrorKind, Failure, Outcome, Phases, RequestRecord, Stage};
-use crate::stats::Recorder;
 use crate::timer::Pacer;
 
 /// Open loop: a send that starts this much later than intended counts as late.
@@ -125,23 +123,12 @@ pub struct Dns {
     pub cache: Option<Arc<DnsCache>>,
 }
 
-/// A thread's running totals, for the progress line (kept only when it is shown).
-#[derive(Default)]
-pub struct Progress {
-    pub requests: AtomicU64,
-    pub new_connections: AtomicU64,
-    pub errors: AtomicU64,
-}
-
-/// What a worker shares with its thread: the recorder, the latest end seen, the clock.
+/// What a worker shares with its thread: the queue to its collector, the clock.
 pub(super) struct Seat {
     pub id: usize,
-    pub rec: Rc<RefCell<Recorder>>,
-    pub last_end: Rc<RefCell<Instant>>,
+    pub notes: Notes,
     pub start: Instant,
     pub run_deadline: Option<Instant>,
-    pub counters: Option<Arc<Vec<Progress>>>,
-    pub thread: usize,
     /// The thread's requests under way (given up, and counted so, when an interrupt's
     /// grace runs out).
     pub in_flight: Rc<std::cell::Cell<u64>>,
@@ -239,23 +226,11 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
         let done = request(&mut driver, sc, target, (t0, blocked), seat.run_deadline).await;
         seat.in_flight.set(seat.in_flight.get() - 1);
         match done {
-            Some(r) => {
-                seat.rec.borrow_mut().record(&r);
-                let mut last = seat.last_end.borrow_mut();
-                *last = (*last).max(r.end);
-            }
+            Some(r) => seat.notes.request(r),
             None => {
-                seat.rec.borrow_mut().aborted();
+                seat.notes.aborted();
                 break;
             }
-        }
-        if let Some(c) = &seat.counters {
-            let p = &c[seat.thread];
-            let rec = seat.rec.borrow();
-            p.requests.store(rec.counts.attempted, Ordering::Relaxed);
-            p.new_connections
-                .store(rec.counts.connections_opened, Ordering::Relaxed);
-            p.errors.store(rec.errors_total(), Ordering::Relaxed);
         }
     }
     driver.finish();

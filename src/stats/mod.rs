@@ -2,6 +2,7 @@
 //! with `+=`), and the pure `summary` that turns a merged recorder into report numbers.
 
 pub mod diagnose;
+pub mod event;
 pub mod paired;
 pub mod raw;
 pub mod recorder;

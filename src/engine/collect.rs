@@ -1,0 +1,123 @@
+//! A client thread's one writer. Its workers hand each attempt's record, and its drivers
+//! each connection's events, to a queue (`Notes`); the collector alone takes them into
+//! the thread's recorder, in the order they came, and keeps the end of the latest
+//! request and the progress line's totals. Connections end also between attempts (an
+//! HTTP/2 connection's task reads the server's GOAWAY, an HTTP/3 connection waits for
+//! its session ticket after its request), so their events go by the same queue rather
+//! than inside an attempt's result.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use crate::record::RequestRecord;
+use crate::stats::event::{ConnEvent, Note};
+use crate::stats::Recorder;
+
+/// A thread's running totals, for the progress line (kept only when it is shown).
+#[derive(Default)]
+pub struct Progress {
+    pub requests: AtomicU64,
+    pub new_connections: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// Where a worker or a driver hands what happened (a clone per holder).
+#[derive(Clone)]
+pub(crate) struct Notes(UnboundedSender<Note>);
+
+impl Notes {
+    pub fn conn(&self, e: ConnEvent) {
+        // The collector outlives every holder while the thread runs; after an
+        // interrupt's grace it is gone, and what a dropped task said is not counted.
+        let _ = self.0.send(Note::Conn(e));
+    }
+
+    pub fn request(&self, r: RequestRecord) {
+        let _ = self.0.send(Note::Request(r));
+    }
+
+    pub fn aborted(&self) {
+        let _ = self.0.send(Note::Aborted);
+    }
+}
+
+/// The thread's recorder and the one task that writes it.
+pub(super) struct Collector {
+    pub rec: Recorder,
+    /// The end of the latest request taken.
+    pub last_end: Instant,
+    rx: UnboundedReceiver<Note>,
+    /// The progress line's totals for this thread, when one is shown.
+    progress: Option<(Arc<Vec<Progress>>, usize)>,
+}
+
+impl Collector {
+    /// A collector for a thread whose run starts at `start`, and the queue to it.
+    pub fn new(
+        start: Instant,
+        progress: Option<(Arc<Vec<Progress>>, usize)>,
+    ) -> (Collector, Notes) {
+        let (tx, rx) = unbounded_channel();
+        let mut rec = Recorder::new();
+        rec.timeline.begin(start);
+        let c = Collector {
+            rec,
+            last_end: start,
+            rx,
+            progress,
+        };
+        (c, Notes(tx))
+    }
+
+    /// Take what comes until every holder of the queue is gone.
+    pub async fn run(&mut self) {
+        let mut batch = Vec::with_capacity(BATCH);
+        while self.rx.recv_many(&mut batch, BATCH).await > 0 {
+            for n in batch.drain(..) {
+                self.take(&n);
+            }
+            self.show();
+        }
+    }
+
+    /// Take what is queued now (after an interrupt's grace, the workers still held).
+    pub fn drain(&mut self) {
+        while let Ok(n) = self.rx.try_recv() {
+            self.take(&n);
+        }
+        self.show();
+    }
+
+    #[inline]
+    fn take(&mut self, n: &Note) {
+        if let Note::Request(r) = n {
+            self.last_end = self.last_end.max(r.end);
+        }
+        self.rec.take(n);
+    }
+
+    /// The thread's totals for the progress line.
+    fn show(&self) {
+        if let Some((c, t)) = &self.progress {
+            let p = &c[*t];
+            p.requests
+                .store(self.rec.counts.attempted, Ordering::Relaxed);
+            p.new_connections
+                .store(self.rec.counts.connections_opened, Ordering::Relaxed);
+            p.errors.store(self.rec.errors_total(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// A queue and its far end, for a test that reads what was handed over, in order.
+#[cfg(test)]
+pub(super) fn queue() -> (Notes, UnboundedReceiver<Note>) {
+    let (tx, rx) = unbounded_channel();
+    (Notes(tx), rx)
+}
+
+/// Notes taken at a time.
+const BATCH: usize = 64;
