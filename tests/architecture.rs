@@ -645,3 +645,15 @@ fn the_check_catches_a_shared_recorder() {
         ]
     );
 }
+
+/// Arguments resolved once (issue 43, item 3): a command's file in `src/cmd/` reads as
+/// parse, resolve (in `config/`), run, report, in 150 lines at most.
+#[test]
+fn no_command_file_over_150_lines() {
+    let cmd = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd");
+    let found = longer_than(&cmd, 150);
+    assert!(
+        found.is_empty(),
+        "resolve the arguments in config/ and run the work in its own room: {found:?}"
+    );
+}

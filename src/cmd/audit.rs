@@ -3,44 +3,18 @@
 
 use std::os::fd::AsFd;
 
-use crate::audit::{start, AuditConfig, Upstream};
-use crate::cli::AuditArgs;
-use crate::config::{self, parse_duration, parse_positive_duration, UsageError};
-use crate::parse::parse_addr;
-use crate::report::text::audit::render;
-use crate::runtime_thread::current_thread_runtime;
-
 use anyhow::Context;
 
+use crate::audit::start;
+use crate::cli::AuditArgs;
+use crate::report::text::audit::render;
 use crate::report::thresholds;
-use crate::server::ServerConfig;
+use crate::runtime_thread::current_thread_runtime;
 
 pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
-    let thresholds = thresholds::parse_all(&a.fail_if, thresholds::Subject::Audit)?;
+    let plan = crate::config::audit::audit_plan(&a)?;
     crate::interrupt::install();
-    let listen = parse_addr("--listen", &a.listen)?;
-    let idle_timeout = parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?;
-    let header_timeout = parse_positive_duration("--header-timeout", &a.limits.header_timeout)?;
-    let duration = a
-        .duration
-        .as_deref()
-        .map(|d| parse_duration("--duration", d))
-        .transpose()?;
-    let upstream = upstream(&a)?;
-    let running = start(AuditConfig {
-        listen,
-        tls: a.tls,
-        upstream,
-        server: ServerConfig {
-            body_size: a.body_size,
-            idle_timeout,
-            header_timeout,
-            max_header_bytes: a.limits.max_header_bytes,
-            max_body_bytes: a.limits.max_body_bytes,
-            max_connections: a.limits.max_connections,
-            ..ServerConfig::default()
-        },
-    })?;
+    let running = start(plan.config)?;
     if let Some(path) = &a.cacert_out {
         std::fs::write(path, &running.ca_pem)
             .with_context(|| format!("--cacert-out {}", path.display()))?;
@@ -48,7 +22,7 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     eprintln!("handshake audit: listening on {}", running.url);
     let started_at = crate::host::now_rfc3339();
     let started = std::time::Instant::now();
-    let (command, status) = run_client(&a.command, duration, &running.url)?;
+    let (command, status) = run_client(&a.command, plan.duration, &running.url)?;
     let mut report = running.finish(command, status);
     report.interrupted = crate::interrupt::requested().then(|| {
         crate::report::finding::ended_by_interrupt(
@@ -64,7 +38,7 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
         failed,
         lines,
         results,
-    } = thresholds::check_report(&thresholds, &report)?;
+    } = thresholds::check_report(&plan.thresholds, &report)?;
     report.thresholds = results;
     if let Some(path) = &a.html {
         std::fs::write(path, crate::report::html::render_audit(&report))
@@ -84,33 +58,6 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
         _ if report.interrupted.is_some() => crate::interrupt::EXIT_STATUS,
         Some(code) if code != 0 => code,
         _ => i32::from(failed),
-    })
-}
-
-/// `--upstream`: the origin the audit server forwards to, and how to reach it.
-fn upstream(a: &AuditArgs) -> anyhow::Result<Option<Upstream>> {
-    Ok(match &a.upstream {
-        None => None,
-        Some(u) => {
-            let p = config::parse_url(u).map_err(|e| UsageError(format!("--upstream: {e}")))?;
-            let origin = crate::net::Origin::new(p.tls, &p.host, p.port)
-                .map_err(|e| UsageError(format!("--upstream: {e}")))?;
-            let tls = if p.tls {
-                let mut opts = crate::net::tls::TlsOptions {
-                    insecure: a.upstream_insecure,
-                    ..Default::default()
-                };
-                if let Some(path) = &a.upstream_cacert {
-                    opts.extra_roots = crate::net::tls::load_pem_certs(path)
-                        .map_err(|e| UsageError(format!("--upstream-cacert: {e:#}")))?;
-                    opts.only_extra_roots = true;
-                }
-                Some(crate::net::tls::client_config(&opts, true)?)
-            } else {
-                None
-            };
-            Some(Upstream::new(origin, p.authority, tls))
-        }
     })
 }
 
@@ -146,10 +93,7 @@ fn run_client(
         let st = super::wait_interruptible(&mut child)?;
         // Let the client's last closes and resets arrive.
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let code = st.code().unwrap_or_else(|| {
-            use std::os::unix::process::ExitStatusExt;
-            128 + st.signal().unwrap_or(0)
-        });
+        let code = super::code_of(st);
         (Some(args), Some(code))
     })
 }

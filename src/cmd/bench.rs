@@ -3,77 +3,35 @@
 
 use std::sync::Arc;
 
-use super::{embedded_path, emit_checked, one_link};
+use super::emit_checked;
 use crate::cli::BenchArgs;
-use crate::config::{self};
+use crate::config;
 use crate::embedded::{on_client, Embedded};
 use crate::engine;
-use crate::plan::{Scenario, Strategy};
-use crate::report::{thresholds, Report, RunInfo};
+use crate::report::{Report, RunInfo};
 use crate::stats::summary;
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
-    let strategy = if a.disable_keepalive {
-        Strategy::Close
-    } else {
-        config::parse_strategy("--strategy", &a.strategy)?
-    };
-    let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
-    let accepted = super::ok_statuses(&a.output)?;
+    let plan = config::bench::bench_plan(&a)?;
     super::proxy_env_note();
-    let mut load = config::load_config(&a.load, config::BENCH_DEFAULTS)?;
-    let segment = config::parse_segment(a.segment.as_deref(), a.segments)?;
-    let start_at = a
-        .start_at
-        .as_deref()
-        .map(config::parse_start_at)
-        .transpose()?;
-    let spec = one_link(&a.link)?;
-    let path = embedded_path(
-        a.url.as_deref(),
-        &a.link,
-        a.request.urls_from_file.is_some(),
-    )?;
     // Without a URL, start the embedded server (in-process, or across the lab's link) and
     // trust its CA.
-    let embedded = path
+    let embedded = plan
+        .path
         .as_ref()
         .map(|_| {
             let steps = crate::progress::Steps::on_terminal(
                 "bench",
                 !a.output.no_progress && !a.output.json,
             );
-            Embedded::with_early_data(spec, strategy.early_data(), a.link.chain_bytes(), &steps)
+            let early = plan.strategy.early_data();
+            Embedded::with_early_data(plan.link, early, a.link.chain_bytes(), &steps)
         })
         .transpose()?;
-    let (url, roots) = match (&embedded, &path) {
-        (Some(e), Some(p)) => (
-            Some(e.url(a.embedded_tls || strategy.needs_tls(), p)),
-            vec![e.srv.ca_der.clone()],
-        ),
-        _ => (a.url.clone(), Vec::new()),
-    };
-    let req = config::request_config(&a.request, url.as_deref(), roots)?;
-    config::urls_once(&mut load, &a.load, &a.request, &req);
-    config::share_the_machine(&mut load, &a.load, strategy, &req);
-    if let Some(seg) = segment {
-        config::apply_segment(&mut load, seg)?;
-    }
-    config::cap_workers(&mut load);
-    let sc = config::scenario(
-        strategy.name(),
-        strategy,
-        a.requests_per_connection,
-        &req,
-        &load,
-    )?;
-    let sc = Arc::new(Scenario {
-        connections: config::connections(a.connections, strategy)?,
-        ..sc
-    });
+    let sc = Arc::new(plan.scenario(embedded.as_ref())?);
     // Progress on a terminal's stderr only, and never beside JSON output.
     let progress = !a.output.no_progress && !a.output.json;
-    if let Some((at, wait)) = start_at {
+    if let Some((at, wait)) = plan.start_at {
         if wait.is_zero() {
             // With --json the report says it (run.started_at after run.scheduled_at):
             // standard error may be mixed into the JSON stream (`kubectl logs`).
@@ -97,7 +55,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     )]);
     rep.run = Some(RunInfo {
         scheduled_at: a.start_at.clone(),
-        segment,
+        segment: plan.segment,
         ..crate::host::run_info("bench", started_at)
     });
     if let Some(e) = embedded {
@@ -106,7 +64,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         rep.link = link;
     }
     rep.interrupted = super::interrupted("the run", &rep);
-    let code = emit_checked(&mut rep, &a.output, &thresholds, false)?;
-    let code = code.max(super::no_success(&rep, &accepted));
+    let code = emit_checked(&mut rep, &a.output, &plan.thresholds, false)?;
+    let code = code.max(super::no_success(&rep, &plan.accepted));
     Ok(super::exit_status(code))
 }

@@ -12,72 +12,29 @@ use crate::fmt::plural_s;
 use crate::lab::Lab;
 use crate::server::ServerConfig;
 
-/// `handshake lab -- COMMAND`: a server (the embedded one, or `--server-cmd`) on the
-/// server side, the command on the client side, the link between; the command's output
-/// passes through and its status is the lab's.
+/// The server (the embedded one, or `--server-cmd`) and the command: the command's
+/// output passes through and its status is the lab's.
 pub fn run(a: LabArgs) -> anyhow::Result<i32> {
     let spec = crate::config::parse_link(&a.link, false)?[0];
+    if a.https && a.server_cmd.is_some() {
+        return Err(UsageError("--https: with --server-cmd, write the https:// URL yourself (the server's address is {addr}, its port {port})".into()).into());
+    }
     let mut l = Lab::start(spec)?;
     let dir = std::env::temp_dir().join(format!("handshake-lab-{}", std::process::id()));
     let _dir_guard = crate::lab::TempDir::create(&dir)?;
     let cacert = dir.join("ca.pem");
-    let (srv, url, https_url) = match &a.server_cmd {
-        None => {
-            let cfg = ServerConfig {
-                body_size: a.body_size,
-                cert_chain_bytes: a.link.chain_bytes(),
-                ..ServerConfig::default()
-            };
-            let srv = lab_server(&l, cfg)?;
-            std::fs::write(&cacert, &srv.ca_pem).context("writing the CA file")?;
-            let http = srv.http_url().expect("http listener");
-            let https = srv.https_url().expect("https listener");
-            (Some(srv), if a.https { https.clone() } else { http }, https)
-        }
-        Some(cmd) => {
-            if a.https {
-                return Err(UsageError("--https: with --server-cmd, write the https:// URL yourself (the server's address is {addr}, its port {port})".into()).into());
-            }
-            let addr = std::net::SocketAddr::from((crate::lab::SERVER_ADDR, a.port));
-            let line = cmd
-                .replace("{addr}", &crate::lab::SERVER_ADDR.to_string())
-                .replace("{port}", &a.port.to_string());
-            // The server's output goes to stderr: stdout is the command's.
-            let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
-            let mut child = l
-                .spawn_server(
-                    std::process::Command::new("sh")
-                        .arg("-c")
-                        .arg(&line)
-                        .stdout(std::process::Stdio::from(to_stderr)),
-                )
-                .with_context(|| format!("starting --server-cmd {line:?}"))?;
-            if let Err(e) = l.wait_listening(addr, &mut child, std::time::Duration::from_secs(15)) {
-                l.forget(child.id());
-                return Err(e);
-            }
-            std::fs::write(&cacert, "").context("writing the CA file")?;
-            (None, format!("http://{addr}/"), format!("https://{addr}/"))
-        }
-    };
+    let (srv, url, https_url) = server_side(&a, &mut l, &cacert)?;
     let steps = crate::progress::Steps::on_terminal("lab", true);
     l.measure(&steps)?;
     steps.finish();
     say(&l.report().describe());
     say(&format!("running the command against {url}"));
     let ca = cacert.display().to_string();
-    // `{{` and `}}` stand for literal braces: `{{url}}` is left as `{url}` for a command
-    // that fills it itself (`handshake audit -- curl {{url}}`).
-    let fill = |x: &String| {
-        x.replace("{{", "\u{0}(")
-            .replace("}}", "\u{0})")
-            .replace("{https_url}", &https_url)
-            .replace("{url}", &url)
-            .replace("{cacert}", &ca)
-            .replace("\u{0}(", "{")
-            .replace("\u{0})", "}")
-    };
-    let args: Vec<String> = a.command.iter().map(fill).collect();
+    let args: Vec<String> = a
+        .command
+        .iter()
+        .map(|x| crate::lab::fill(x, &url, &https_url, &ca))
+        .collect();
     let mut cmd = std::process::Command::new(&args[0]);
     cmd.args(&args[1..])
         .env("HANDSHAKE_URL", &url)
@@ -89,11 +46,7 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
         .with_context(|| format!("starting {}", args[0]))?;
     let st = child.wait();
     l.forget(child.id());
-    let st = st?;
-    let code = st.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        128 + st.signal().unwrap_or(0)
-    });
+    let code = super::code_of(st?);
     let server = srv.map(|s| {
         let snap = s.snapshot();
         s.stop();
@@ -101,6 +54,48 @@ pub fn run(a: LabArgs) -> anyhow::Result<i32> {
     });
     let link = l.finish();
     Ok(report(&a, &link, server, &args, code, started))
+}
+
+/// The server side: the embedded server (its CA written to `cacert`) or `--server-cmd`
+/// listening; its URL (HTTPS with `--https`) and its HTTPS URL.
+fn server_side(
+    a: &LabArgs,
+    l: &mut Lab,
+    cacert: &std::path::Path,
+) -> anyhow::Result<(Option<crate::server::RunningServer>, String, String)> {
+    let Some(cmd) = &a.server_cmd else {
+        let cfg = ServerConfig {
+            body_size: a.body_size,
+            cert_chain_bytes: a.link.chain_bytes(),
+            ..ServerConfig::default()
+        };
+        let srv = lab_server(l, cfg)?;
+        std::fs::write(cacert, &srv.ca_pem).context("writing the CA file")?;
+        let http = srv.http_url().expect("http listener");
+        let https = srv.https_url().expect("https listener");
+        let url = if a.https { https.clone() } else { http };
+        return Ok((Some(srv), url, https));
+    };
+    let addr = std::net::SocketAddr::from((crate::lab::SERVER_ADDR, a.port));
+    let line = cmd
+        .replace("{addr}", &crate::lab::SERVER_ADDR.to_string())
+        .replace("{port}", &a.port.to_string());
+    // The server's output goes to stderr: stdout is the command's.
+    let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
+    let mut child = l
+        .spawn_server(
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&line)
+                .stdout(std::process::Stdio::from(to_stderr)),
+        )
+        .with_context(|| format!("starting --server-cmd {line:?}"))?;
+    if let Err(e) = l.wait_listening(addr, &mut child, std::time::Duration::from_secs(15)) {
+        l.forget(child.id());
+        return Err(e);
+    }
+    std::fs::write(cacert, "").context("writing the CA file")?;
+    Ok((None, format!("http://{addr}/"), format!("https://{addr}/")))
 }
 
 /// The lab's own report (on stderr; stdout is the command's) and its exit status: the

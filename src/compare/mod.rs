@@ -9,6 +9,7 @@
 mod explain;
 pub mod knee;
 pub mod offers;
+pub mod plan;
 
 use std::sync::Arc;
 use std::time::Duration;

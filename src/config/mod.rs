@@ -1,7 +1,11 @@
 //! Validation and defaults: command-line values become a `Scenario`. Every error
 //! names the flag or value that was wrong (and leads to exit status 2).
 
+pub mod audit;
+pub mod bench;
+pub mod compare;
 mod request;
+pub mod target;
 
 pub use request::request_config;
 use std::net::IpAddr;

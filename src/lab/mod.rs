@@ -463,3 +463,29 @@ impl Drop for TempDir {
             .retain(|d| d != &self.0);
     }
 }
+
+/// A lab command's argument with its placeholders filled: `{url}`, `{https_url}` and
+/// `{cacert}`; `{{` and `}}` stand for literal braces, so `{{url}}` is left as `{url}`
+/// for a command that fills it itself (`handshake audit -- curl {{url}}`).
+pub fn fill(arg: &str, url: &str, https_url: &str, cacert: &str) -> String {
+    arg.replace("{{", "\u{0}(")
+        .replace("}}", "\u{0})")
+        .replace("{https_url}", https_url)
+        .replace("{url}", url)
+        .replace("{cacert}", cacert)
+        .replace("\u{0}(", "{")
+        .replace("\u{0})", "}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_are_filled_and_doubled_braces_left_as_one() {
+        let f = |a| super::fill(a, "http://s/", "https://s/", "/tmp/ca.pem");
+        assert_eq!(f("{url}x"), "http://s/x");
+        assert_eq!(f("--cacert={cacert}"), "--cacert=/tmp/ca.pem");
+        assert_eq!(f("{https_url}"), "https://s/");
+        assert_eq!(f("curl {{url}}"), "curl {url}");
+        assert_eq!(f("{{https_url}} {url}"), "{https_url} http://s/");
+    }
+}

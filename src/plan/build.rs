@@ -101,6 +101,21 @@ pub struct RequestConfig {
     pub dns: DnsSettings,
 }
 
+impl RequestConfig {
+    /// The same request aimed at `url` (the embedded server's, once it is up), trusting
+    /// its CA `root` too.
+    pub fn aimed_at(
+        &self,
+        url: &str,
+        root: rustls::pki_types::CertificateDer<'static>,
+    ) -> Result<RequestConfig, UsageError> {
+        let mut r = self.clone();
+        r.urls = vec![(url.to_string(), parse_url(url)?)];
+        r.tls.extra_roots.insert(0, root);
+        Ok(r)
+    }
+}
+
 /// The load side of a run.
 #[derive(Debug, Clone)]
 pub struct LoadConfig {

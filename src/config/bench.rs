@@ -1,0 +1,127 @@
+//! `bench`'s arguments resolved once into its plan: every flag read and checked, each
+//! error naming it, before the embedded server starts or any traffic; then the scenario,
+//! once the target's URL is known.
+
+use crate::cli::BenchArgs;
+use crate::embedded::Embedded;
+use crate::lab::LinkSpec;
+use crate::parse::UsageError;
+use crate::plan::build::{LoadConfig, RequestConfig};
+use crate::plan::{Scenario, Strategy};
+use crate::report::thresholds::{self, Threshold};
+use crate::report::Segment;
+
+/// A bench run, resolved.
+pub struct BenchPlan<'a> {
+    a: &'a BenchArgs,
+    pub strategy: Strategy,
+    pub thresholds: Vec<Threshold>,
+    /// The statuses `--ok-status` counts as successes.
+    pub accepted: Vec<(u16, u16)>,
+    /// `--segment I/N`: this agent's share of the load.
+    pub segment: Option<Segment>,
+    /// `--start-at`: when, and how long from now.
+    pub start_at: Option<(time::OffsetDateTime, std::time::Duration)>,
+    /// The link to the embedded server, if any.
+    pub link: Option<LinkSpec>,
+    /// The path on the embedded server, when the run is against it.
+    pub path: Option<String>,
+    /// The request (against the embedded server, aimed at it once it is up).
+    request: RequestConfig,
+    /// The load before the target is known (the machine's share and the segment are
+    /// applied with it).
+    load: LoadConfig,
+    connections: usize,
+}
+
+/// The plan of `handshake bench` with these arguments.
+pub fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
+    let strategy = if a.disable_keepalive {
+        Strategy::Close
+    } else {
+        super::parse_strategy("--strategy", &a.strategy)?
+    };
+    let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
+    let accepted = super::target::ok_statuses(&a.output)?;
+    let load = super::load_config(&a.load, super::BENCH_DEFAULTS)?;
+    let segment = super::parse_segment(a.segment.as_deref(), a.segments)?;
+    let start_at = a
+        .start_at
+        .as_deref()
+        .map(super::parse_start_at)
+        .transpose()?;
+    let link = super::target::one_link(&a.link)?;
+    let path = super::target::embedded_path(
+        a.url.as_deref(),
+        &a.link,
+        a.request.urls_from_file.is_some(),
+    )?;
+    let url = match &path {
+        Some(_) => Some("http://127.0.0.1/"),
+        None => a.url.as_deref(),
+    };
+    let request = super::request_config(&a.request, url, Vec::new())?;
+    let connections = super::connections(a.connections, strategy)?;
+    let plan = BenchPlan {
+        a,
+        strategy,
+        thresholds,
+        accepted,
+        segment,
+        start_at,
+        link,
+        path,
+        request,
+        load,
+        connections,
+    };
+    // The load's own checks (a segment with no requests or no workers) before the run.
+    plan.load_for(&plan.request)?;
+    Ok(plan)
+}
+
+impl BenchPlan<'_> {
+    /// The embedded server's listener this run asks for: HTTPS when `--embedded-tls` or
+    /// the strategy needs TLS.
+    pub fn embedded_tls(&self) -> bool {
+        self.a.embedded_tls || self.strategy.needs_tls()
+    }
+
+    /// The runnable scenario, against `embedded` when the run is against it (its URL,
+    /// trusting its CA).
+    pub fn scenario(&self, embedded: Option<&Embedded>) -> Result<Scenario, UsageError> {
+        let req = match (embedded, &self.path) {
+            (Some(e), Some(p)) => self
+                .request
+                .aimed_at(&e.url(self.embedded_tls(), p), e.srv.ca_der.clone())?,
+            _ => self.request.clone(),
+        };
+        let load = self.load_for(&req)?;
+        let sc = super::scenario(
+            self.strategy.name(),
+            self.strategy,
+            self.a.requests_per_connection,
+            &req,
+            &load,
+        )?;
+        Ok(Scenario {
+            connections: self.connections,
+            ..sc
+        })
+    }
+
+    /// The load against `req`'s URLs: each URL of --urls-from-file once, the machine
+    /// shared with a server on loopback, this agent's segment, no more workers than
+    /// requests.
+    fn load_for(&self, req: &RequestConfig) -> Result<LoadConfig, UsageError> {
+        let a = self.a;
+        let mut load = self.load.clone();
+        super::urls_once(&mut load, &a.load, &a.request, req);
+        super::share_the_machine(&mut load, &a.load, self.strategy, req);
+        if let Some(seg) = self.segment {
+            super::apply_segment(&mut load, seg)?;
+        }
+        super::cap_workers(&mut load);
+        Ok(load)
+    }
+}
