@@ -991,6 +991,59 @@ fn ctrl_c_keeps_what_bench_measured() {
     assert!(out.contains("requests ok over"), "{out}");
 }
 
+// Row 8, the grace: requests still in flight a second after Ctrl-C (a server that
+// accepts and never answers) are given up and counted so, each once; the connections
+// the report counts are those the server accepted.
+#[test]
+fn ctrl_c_gives_up_what_is_still_in_flight_after_its_grace() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let silent = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // Accept, read nothing, answer nothing: hold each connection until the end.
+            let mut held = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => held.push(s),
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+            held.len() as u64
+        })
+    };
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "bench",
+        &url,
+        "-d",
+        "30s",
+        "-c",
+        "3",
+        "--timeout",
+        "60s",
+        "--json",
+        "--no-progress",
+    ]);
+    let (code, out, err) = interrupt_after(cmd, Duration::from_millis(800));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let accepted = silent.join().unwrap();
+    assert_eq!(code, Some(130), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    let s = &v["scenarios"][0];
+    assert_eq!(
+        s["requests"]["aborted_at_deadline"].as_u64(),
+        Some(3),
+        "{s}"
+    );
+    assert_eq!(s["requests"]["ok"].as_u64(), Some(0), "{s}");
+    assert_eq!(s["connections"]["opened"].as_u64(), Some(accepted), "{s}");
+    assert_eq!(accepted, 3);
+    assert_eq!(v["interrupted"]["code"], "interrupted");
+}
+
 // Row 8 for compare: the rounds that ran whole are compared; the one cut short is left
 // out; exit 130.
 #[test]

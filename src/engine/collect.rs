@@ -6,11 +6,15 @@
 //! its session ticket after its request), so their events go by the same queue rather
 //! than inside an attempt's result.
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::{
+    unbounded_channel, UnboundedReceiver, UnboundedSender, WeakUnboundedSender,
+};
 
 use crate::record::RequestRecord;
 use crate::stats::event::{ConnEvent, Note};
@@ -24,23 +28,40 @@ pub struct Progress {
     pub errors: AtomicU64,
 }
 
-/// Where a worker or a driver hands what happened (a clone per holder).
+/// Where a worker or a driver hands what happened (a clone per holder). `None` on the
+/// queue is the stop.
 #[derive(Clone)]
-pub(crate) struct Notes(UnboundedSender<Note>);
+pub(crate) struct Notes(UnboundedSender<Option<Note>>);
 
 impl Notes {
     pub fn conn(&self, e: ConnEvent) {
         // The collector outlives every holder while the thread runs; after an
         // interrupt's grace it is gone, and what a dropped task said is not counted.
-        let _ = self.0.send(Note::Conn(e));
+        let _ = self.0.send(Some(Note::Conn(e)));
     }
 
     pub fn request(&self, r: RequestRecord) {
-        let _ = self.0.send(Note::Request(r));
+        let _ = self.0.send(Some(Note::Request(r)));
     }
 
     pub fn aborted(&self) {
-        let _ = self.0.send(Note::Aborted);
+        let _ = self.0.send(Some(Note::Aborted));
+    }
+
+    /// A handle that can stop the collector without keeping it running.
+    pub(super) fn stopper(&self) -> Stopper {
+        Stopper(self.0.downgrade())
+    }
+}
+
+/// Stops the collector when an interrupt's grace is over (if it still runs).
+pub(super) struct Stopper(WeakUnboundedSender<Option<Note>>);
+
+impl Stopper {
+    pub fn stop(&self) {
+        if let Some(tx) = self.0.upgrade() {
+            let _ = tx.send(None);
+        }
     }
 }
 
@@ -49,7 +70,7 @@ pub(super) struct Collector {
     pub rec: Recorder,
     /// The end of the latest request taken.
     pub last_end: Instant,
-    rx: UnboundedReceiver<Note>,
+    rx: UnboundedReceiver<Option<Note>>,
     /// The progress line's totals for this thread, when one is shown.
     progress: Option<(Arc<Vec<Progress>>, usize)>,
 }
@@ -72,23 +93,32 @@ impl Collector {
         (c, Notes(tx))
     }
 
-    /// Take what comes until every holder of the queue is gone.
-    pub async fn run(&mut self) {
+    /// Take what comes until every holder of the queue is gone, or until the stop (an
+    /// interrupt's grace is over): then what is queued is taken, and the requests still
+    /// in flight at that moment are counted as given up (what they say later is not
+    /// counted).
+    pub async fn run(mut self, in_flight: Rc<Cell<u64>>) -> Collector {
         let mut batch = Vec::with_capacity(BATCH);
-        while self.rx.recv_many(&mut batch, BATCH).await > 0 {
+        let mut stopped = false;
+        while !stopped && self.rx.recv_many(&mut batch, BATCH).await > 0 {
             for n in batch.drain(..) {
-                self.take(&n);
+                match n {
+                    Some(n) => self.take(&n),
+                    None => stopped = true,
+                }
             }
             self.show();
         }
-    }
-
-    /// Take what is queued now (after an interrupt's grace, the workers still held).
-    pub fn drain(&mut self) {
-        while let Ok(n) = self.rx.try_recv() {
-            self.take(&n);
+        if stopped {
+            while let Ok(n) = self.rx.try_recv() {
+                if let Some(n) = n {
+                    self.take(&n);
+                }
+            }
+            self.rec.counts.aborted_at_deadline += in_flight.get();
+            self.show();
         }
-        self.show();
+        self
     }
 
     #[inline]
@@ -114,7 +144,7 @@ impl Collector {
 
 /// A queue and its far end, for a test that reads what was handed over, in order.
 #[cfg(test)]
-pub(super) fn queue() -> (Notes, UnboundedReceiver<Note>) {
+pub(super) fn queue() -> (Notes, UnboundedReceiver<Option<Note>>) {
     let (tx, rx) = unbounded_channel();
     (Notes(tx), rx)
 }

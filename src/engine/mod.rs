@@ -15,6 +15,8 @@ mod tests;
 mod worker;
 
 use std::io::IsTerminal;
+
+use anyhow::Context;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -193,8 +195,7 @@ fn client_thread(
     };
     let (rt, dns) = setup?;
     let run_deadline = p.sc.stop.duration.map(|d| start + d);
-    let (mut collector, notes) =
-        collect::Collector::new(start, p.counters.clone().map(|c| (c, p.t)));
+    let (collector, notes) = collect::Collector::new(start, p.counters.clone().map(|c| (c, p.t)));
     let local = tokio::task::LocalSet::new();
     let guard = rt.enter();
     let at = Clock {
@@ -204,26 +205,29 @@ fn client_thread(
     let in_flight = Rc::new(std::cell::Cell::new(0));
     let endpoints = spawn_workers(p, &local, &notes, &dns, &at, &in_flight);
     // The collector's queue closes when the last of its holders (the workers, their
-    // drivers and connections) is gone.
+    // drivers and connections) is gone. It runs as a task of the set: a worker's note
+    // wakes it without a system call (the runtime's own waker writes an eventfd).
+    let stopper = notes.stopper();
     drop(notes);
+    let collecting = local.spawn_local(collector.run(in_flight.clone()));
     // CPU while requests run: thread, runtime and recorder setup excluded.
     let cpu_start = cpu::thread();
-    {
+    let collector = {
         // The set and whatever it still holds (workers given up after an interrupt) end
         // here, inside the runtime, before the recorder is taken.
         let mut local = std::pin::pin!(local);
         rt.block_on(async {
             tokio::select! {
                 biased;
-                ((), ()) = async { tokio::join!(&mut local, collector.run()) } => {}
+                () = &mut local => {}
                 // Ctrl-C: the workers take no new tickets; what is still in flight a
                 // second later is given up, counted as cut by the run's end.
-                () = crate::interrupt::grace_over() => {}
+                () = crate::interrupt::grace_over() => stopper.stop(),
             }
-        });
-        collector.drain();
-        collector.rec.counts.aborted_at_deadline += in_flight.get();
+            local.run_until(collecting).await
+        })
     }
+    .context("the client thread's collector")?;
     let cpu = cpu::thread() - cpu_start;
     if let Some(e) = &endpoints {
         rt.block_on(e.close_all());

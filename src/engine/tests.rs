@@ -81,7 +81,7 @@ fn notes_of<D: worker::Driver + 'static>(
         .expect("the run ends");
     let mut out = Vec::new();
     while let Ok(n) = rx.try_recv() {
-        out.push(n);
+        out.push(n.expect("no stop without an interrupt"));
     }
     out
 }
