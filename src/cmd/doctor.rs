@@ -2,9 +2,8 @@
 //! report.
 
 use crate::cli::DoctorArgs;
-use crate::cmd::single_target;
-use crate::config::single_url_scenario;
-use crate::config::{self, parse_positive_duration, UsageError};
+use crate::config::single::single_plan;
+use crate::config::{parse_positive_duration, UsageError};
 use crate::doctor::{execute, DoctorReport};
 use crate::embedded::on_client;
 use crate::plan::Strategy;
@@ -17,41 +16,20 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
         return Err(UsageError("--max-requests must be at least 1".into()).into());
     }
     let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
+    let plan = single_plan(a.url.as_deref(), &a.link, &a.request, &a.timeout)?;
     super::proxy_env_note();
     crate::interrupt::install();
     let steps = Steps::new("doctor", !a.no_progress);
-    let (url, roots, embedded) = single_target(
-        a.url.as_deref(),
-        &a.link,
-        &a.request,
-        a.embedded_tls,
-        false,
-        &steps,
-    )?;
-    let sc = single_url_scenario(
-        &a.request,
-        &url,
-        roots.clone(),
-        Strategy::KeepAlive,
-        1,
-        &a.timeout,
-    )?;
-    // The HTTP/2 probes: over TLS when the server offers h2; over cleartext with --h2c.
-    let h2_sc = if url.starts_with("https://") || a.h2c {
-        Some(single_url_scenario(
-            &a.request,
-            &url,
-            roots.clone(),
-            Strategy::H2,
-            1,
-            &a.timeout,
-        )?)
-    } else {
-        None
-    };
+    let embedded = super::embedded_for(&plan, false, &steps)?;
     // What each probe sends: the user's request flags, at the URL (HTTP/3's probes at
     // the port the server's Alt-Svc names).
-    let req = config::request_config(&a.request, Some(&url), roots.clone())?;
+    let req = plan.request(embedded.as_ref(), a.embedded_tls)?;
+    let sc = plan.scenario(&req, Strategy::KeepAlive, 1)?;
+    // The HTTP/2 probes: over TLS when the server offers h2; over cleartext with --h2c.
+    let tls = req.urls.first().is_some_and(|(_, u)| u.tls);
+    let h2_sc = (tls || a.h2c)
+        .then(|| plan.scenario(&req, Strategy::H2, 1))
+        .transpose()?;
     let run = || -> anyhow::Result<DoctorReport> {
         let local = tokio::task::LocalSet::new();
         current_thread_runtime()?.block_on(local.run_until(execute(

@@ -14,9 +14,8 @@ pub mod serve;
 pub mod trace;
 pub mod watch;
 
-use crate::cli::{Cli, Command, LinkArgs, RequestArgs};
-use crate::config::target::{embedded_path, one_link};
-use crate::config::UsageError;
+use crate::cli::{Cli, Command};
+use crate::config::single::SinglePlan;
 use crate::embedded::Embedded;
 pub(crate) use output::{emit_checked, exit_status, interrupted, no_success, print_out};
 
@@ -101,31 +100,16 @@ fn without_credentials(url: &str) -> String {
     }
 }
 
-/// The target of `trace` and `doctor`: the URL given, or the embedded server (on
-/// loopback or across the lab's link, taking TLS early data when `early_data`) with the
-/// path given. The lab's link check said on `steps`.
-pub(crate) fn single_target(
-    url: Option<&str>,
-    link: &LinkArgs,
-    request: &RequestArgs,
-    tls: bool,
+/// The embedded server of `trace` and `doctor`, when their target is it (on loopback
+/// or across the lab's link, taking TLS early data when `early_data`); the lab's link
+/// check said on `steps`.
+pub(crate) fn embedded_for(
+    plan: &SinglePlan,
     early_data: bool,
     steps: &crate::progress::Steps,
-) -> anyhow::Result<(
-    String,
-    Vec<rustls::pki_types::CertificateDer<'static>>,
-    Option<Embedded>,
-)> {
-    let spec = one_link(link)?;
-    let path = embedded_path(url, link, request.urls_from_file.is_some())?;
-    match (path, url) {
-        (Some(p), _) => {
-            let e = Embedded::with_early_data(spec, early_data, link.chain_bytes(), steps)?;
-            Ok((e.url(tls, &p), vec![e.srv.ca_der.clone()], Some(e)))
-        }
-        (None, Some(u)) => Ok((u.to_string(), Vec::new(), None)),
-        (None, None) => {
-            Err(UsageError("--urls-from-file: this command takes one URL".into()).into())
-        }
-    }
+) -> anyhow::Result<Option<Embedded>> {
+    plan.path
+        .as_ref()
+        .map(|_| Embedded::with_early_data(plan.link, early_data, plan.chain_bytes, steps))
+        .transpose()
 }

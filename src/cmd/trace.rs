@@ -1,8 +1,7 @@
 //! `handshake trace`: its arguments to a trace (`crate::trace`), and its report.
 
 use crate::cli::TraceArgs;
-use crate::cmd::single_target;
-use crate::config::single_url_scenario;
+use crate::config::single::single_plan;
 use crate::config::{self, UsageError};
 use crate::embedded::on_client;
 use crate::report::text;
@@ -17,7 +16,6 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         Some(s) => crate::parse::parse_ok_status("--ok-status", s)?,
         None => Vec::new(),
     };
-    super::proxy_env_note();
     let strategy = if a.http2 {
         crate::plan::Strategy::H2
     } else if a.http3 {
@@ -25,15 +23,12 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     } else {
         config::parse_strategy("--strategy", &a.strategy)?
     };
-    let (url, roots, embedded) = single_target(
-        a.url.as_deref(),
-        &a.link,
-        &a.request,
-        a.embedded_tls || strategy.needs_tls(),
-        strategy.early_data(),
-        &crate::progress::Steps::on_terminal("trace", true),
-    )?;
-    let sc = single_url_scenario(&a.request, &url, roots, strategy, a.count, &a.timeout)?;
+    let plan = single_plan(a.url.as_deref(), &a.link, &a.request, &a.timeout)?;
+    super::proxy_env_note();
+    let steps = crate::progress::Steps::on_terminal("trace", true);
+    let embedded = super::embedded_for(&plan, strategy.early_data(), &steps)?;
+    let req = plan.request(embedded.as_ref(), a.embedded_tls || strategy.needs_tls())?;
+    let sc = plan.scenario(&req, strategy, a.count)?;
     let run = || -> anyhow::Result<TraceReport> {
         let rt = current_thread_runtime()?;
         let local = tokio::task::LocalSet::new();

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod bench;
 pub mod compare;
 mod request;
+pub mod single;
 pub mod target;
 
 pub use request::request_config;
@@ -461,36 +462,6 @@ pub fn urls_once(load: &mut LoadConfig, a: &LoadArgs, request: &RequestArgs, req
     if request.urls_from_file.is_some() && a.requests.is_none() && a.duration.is_none() {
         load.stop.requests = Some(req.urls.len() as u64);
     }
-}
-
-/// A one-URL scenario for `trace` and `doctor` (one worker, `count` requests).
-pub fn single_url_scenario(
-    request: &RequestArgs,
-    url: &str,
-    roots: Vec<rustls::pki_types::CertificateDer<'static>>,
-    strategy: Strategy,
-    count: u64,
-    timeout: &str,
-) -> Result<crate::plan::Scenario, UsageError> {
-    if request.urls_from_file.is_some() {
-        return Err(UsageError(
-            "--urls-from-file: this command takes one URL".into(),
-        ));
-    }
-    let timeout = parse_positive_duration("--timeout", timeout)?;
-    let req = request_config(request, Some(url), roots)?;
-    let load = LoadConfig {
-        concurrency: 1,
-        threads: 1,
-        load: LoadShape::Closed,
-        stop: StopWhen {
-            requests: Some(count.max(1)),
-            duration: None,
-        },
-        timeout,
-        limits: Default::default(),
-    };
-    scenario(strategy.name(), strategy, None, &req, &load)
 }
 
 #[cfg(test)]
