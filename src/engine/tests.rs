@@ -147,9 +147,22 @@ enum Act {
 fn h1_peer(script: Vec<Vec<Act>>) -> (String, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
     let peer = std::thread::spawn(move || {
-        for acts in script {
-            let (mut s, _) = listener.accept().unwrap();
+        for (i, acts) in script.into_iter().enumerate() {
+            // The client opens each scripted connection within 10 s, or the test fails
+            // (rather than waiting for it forever).
+            let waited = Instant::now();
+            let mut s = loop {
+                match listener.accept() {
+                    Ok((s, _)) => break s,
+                    Err(_) if waited.elapsed() < Duration::from_secs(10) => {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    Err(e) => panic!("the client did not open connection {}: {e}", i + 1),
+                }
+            };
+            s.set_nonblocking(false).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             for &act in &acts {
                 if !matches!(act, Act::Close) {
