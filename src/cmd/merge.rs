@@ -10,7 +10,7 @@ use crate::report::thresholds;
 
 pub fn run(a: MergeArgs) -> anyhow::Result<i32> {
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
-    let accepted = crate::config::target::ok_statuses(&a.output)?;
+    let accepted = crate::config::target::ok_statuses(a.output.ok_status.as_deref())?;
     // Reading and merging many large reports takes a while: a bar on a terminal.
     let steps = Steps::on_terminal("merge", !a.output.no_progress);
     steps.set_total(a.files.len() as u64, true);

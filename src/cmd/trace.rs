@@ -12,10 +12,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     if a.count == 0 || a.count > 100_000 {
         return Err(UsageError("--count must be between 1 and 100000".into()).into());
     }
-    let accepted = match &a.ok_status {
-        Some(s) => crate::parse::parse_ok_status("--ok-status", s)?,
-        None => Vec::new(),
-    };
+    let accepted = config::target::ok_statuses(a.ok_status.as_deref())?;
     let strategy = if a.http2 {
         crate::plan::Strategy::H2
     } else if a.http3 {

@@ -42,7 +42,7 @@ pub fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
         super::parse_strategy("--strategy", &a.strategy)?
     };
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
-    let accepted = super::target::ok_statuses(&a.output)?;
+    let accepted = super::target::ok_statuses(a.output.ok_status.as_deref())?;
     let load = super::load_config(&a.load, super::BENCH_DEFAULTS)?;
     let segment = super::parse_segment(a.segment.as_deref(), a.segments)?;
     let start_at = a
@@ -56,11 +56,7 @@ pub fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
         &a.link,
         a.request.urls_from_file.is_some(),
     )?;
-    let url = match &path {
-        Some(_) => Some("http://127.0.0.1/"),
-        None => a.url.as_deref(),
-    };
-    let request = super::request_config(&a.request, url, Vec::new())?;
+    let request = super::target::base_request(&a.request, a.url.as_deref(), path.as_ref())?;
     let connections = super::connections(a.connections, strategy)?;
     let plan = BenchPlan {
         a,

@@ -27,7 +27,7 @@ pub fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
     }
     let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
-    let accepted = super::target::ok_statuses(&a.output)?;
+    let accepted = super::target::ok_statuses(a.output.ok_status.as_deref())?;
     let path = super::target::embedded_path(
         a.url.as_deref(),
         &a.link,
@@ -43,12 +43,7 @@ pub fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
     };
     check_sweeps(a, sweep.is_some(), links.len(), path.is_some())?;
     // Against the embedded server the request is aimed at it once it is up.
-    let url = match &path {
-        Some(_) => "http://127.0.0.1/",
-        None => a.url.as_deref().unwrap_or_default(),
-    };
-    let url = (path.is_some() || a.url.is_some()).then_some(url);
-    let request = super::request_config(&a.request, url, Vec::new())?;
+    let request = super::target::base_request(&a.request, a.url.as_deref(), path.as_ref())?;
     // Across a link every request costs round trips: fewer, concurrent requests per round.
     let defaults = if a.link.any() {
         super::COMPARE_LAB_DEFAULTS

@@ -37,15 +37,12 @@ pub fn single_plan(
         ));
     }
     let path = super::target::embedded_path(url, link, false)?;
-    let at = match &path {
-        Some(_) => "http://127.0.0.1/",
-        None => url.unwrap_or_default(),
-    };
+    let request = super::target::base_request(request, url, path.as_ref())?;
     Ok(SinglePlan {
         link: super::target::one_link(link)?,
         path,
         chain_bytes: link.chain_bytes(),
-        request: super::request_config(request, Some(at), Vec::new())?,
+        request,
         timeout: parse_positive_duration("--timeout", timeout)?,
     })
 }

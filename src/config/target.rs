@@ -2,9 +2,10 @@
 //! link flags describe) at a path, or a server given by URL; and what counts as a
 //! success beside 2xx and 3xx.
 
-use crate::cli::{LinkArgs, OutputArgs};
+use crate::cli::{LinkArgs, RequestArgs};
 use crate::lab::LinkSpec;
 use crate::parse::UsageError;
+use crate::plan::build::RequestConfig;
 
 /// The link a command without a URL runs across (`--rtt` and the rest), if any.
 pub fn one_link(f: &LinkArgs) -> Result<Option<LinkSpec>, UsageError> {
@@ -43,9 +44,25 @@ pub fn embedded_path(
 
 /// `--ok-status`: the statuses counted as successes beside 2xx and 3xx (read before the
 /// run, so a mistake in it costs no run).
-pub fn ok_statuses(output: &OutputArgs) -> Result<Vec<(u16, u16)>, UsageError> {
-    match &output.ok_status {
+pub fn ok_statuses(ok_status: Option<&str>) -> Result<Vec<(u16, u16)>, UsageError> {
+    match ok_status {
         Some(s) => crate::parse::parse_ok_status("--ok-status", s),
         None => Ok(Vec::new()),
     }
+}
+
+/// The request's flags read once: at `url`, or against the embedded server (`path`) at
+/// a stand-in URL, the request aimed at the server once it is up
+/// (`RequestConfig::aimed_at`).
+pub fn base_request(
+    a: &RequestArgs,
+    url: Option<&str>,
+    path: Option<&String>,
+) -> Result<RequestConfig, UsageError> {
+    let at = if path.is_some() {
+        Some("http://127.0.0.1/")
+    } else {
+        url
+    };
+    super::request_config(a, at, Vec::new())
 }
