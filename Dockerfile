@@ -2,7 +2,7 @@
 #   docker build -t REGISTRY/handshake:0.1.0 .
 # The Kubernetes Job in deploy/kubernetes/ runs this image.
 
-# Build stage. The crate's MSRV is 1.80; TLS is rustls on ring, so the image's C
+# Build stage. The crate's MSRV is 1.85; TLS is rustls on ring, so the image's C
 # compiler is all it needs (no OpenSSL, no pkg-config).
 FROM rust:1-slim-bookworm AS builder
 WORKDIR /src

@@ -134,10 +134,10 @@ fn fold(out: &mut String, line: &str, width: usize, hang: Option<usize>) {
         let mut word = word;
         if k > 0 && col + gap + word.len() > width {
             out.push('\n');
-            out.extend(std::iter::repeat(' ').take(hang));
+            out.extend(std::iter::repeat_n(' ', hang));
             col = hang;
         } else {
-            out.extend(std::iter::repeat(' ').take(gap));
+            out.extend(std::iter::repeat_n(' ', gap));
             col += gap;
         }
         // Longer than the room: cut.
@@ -146,7 +146,7 @@ fn fold(out: &mut String, line: &str, width: usize, hang: Option<usize>) {
             out.extend(word[..room].iter());
             word = &word[room..];
             out.push('\n');
-            out.extend(std::iter::repeat(' ').take(hang));
+            out.extend(std::iter::repeat_n(' ', hang));
             col = hang;
         }
         out.extend(word.iter());

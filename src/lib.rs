@@ -15,6 +15,7 @@ pub mod host;
 pub mod interrupt;
 pub mod lab;
 pub mod merge;
+pub mod metrics;
 pub mod net;
 pub mod parse;
 pub mod plan;

@@ -6,7 +6,7 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 mod shared;
 
-pub use shared::{LimitArgs, LinkArgs, LoadArgs, OutputArgs, RequestArgs};
+pub use shared::{LimitArgs, LinkArgs, LoadArgs, MetricsArgs, OutputArgs, RequestArgs};
 
 /// The exit statuses of every command, shown by `--help` (and the README's "Exit status").
 pub const EXIT_STATUS: &str = "Exit status:
@@ -210,6 +210,15 @@ pub struct WatchArgs {
     /// audit: 'reuse_ratio<0.9', 'connections>10', 'tls_full>1', or a dotted path
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Vec<String>,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+
+    /// With --metrics: at most this many label sets (endpoint, program) per metric; the
+    /// rest add to program="other", and handshake_metrics_series_folded_total counts
+    /// them
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub metrics_max_series: u64,
 
     /// The command to start and watch (its process tree's connections only)
     #[arg(last = true, value_name = "COMMAND")]
@@ -515,6 +524,9 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -550,6 +562,9 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 
     /// With no URL: target the embedded server's HTTPS listener instead of HTTP
     #[arg(long)]

@@ -213,3 +213,31 @@ pub struct LimitArgs {
     #[arg(long, default_value_t = 16_384)]
     pub max_connections: u64,
 }
+
+/// Live metrics for Prometheus (`bench`, `compare`, `watch`; docs/metrics.md).
+#[derive(Debug, Args, Default)]
+pub struct MetricsArgs {
+    /// Serve the metrics at http://ADDR/metrics while running (OpenMetrics, or
+    /// Prometheus text to a scraper asking for it) [ADDR default: 127.0.0.1:9464; an
+    /// address beyond loopback only when given]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::metrics::endpoint::DEFAULT_ADDR)]
+    pub metrics: Option<String>,
+
+    /// After the end, keep serving until one more scrape collects the last values, at
+    /// most this long
+    #[arg(long, value_name = "DUR", default_value = "15s")]
+    pub metrics_linger: String,
+
+    /// Push the metrics to this Prometheus remote-write receiver (remote write 1.0,
+    /// http:// or https://) every --remote-write-interval and once at the end
+    #[arg(long, value_name = "URL")]
+    pub remote_write: Option<String>,
+
+    /// How often to push to --remote-write
+    #[arg(long, value_name = "DUR", default_value = "5s")]
+    pub remote_write_interval: String,
+
+    /// The `instance` label of pushed series [default: this host's name]
+    #[arg(long, value_name = "NAME")]
+    pub instance: Option<String>,
+}

@@ -45,8 +45,15 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     }
     let started_at = crate::host::now_rfc3339();
     crate::interrupt::install();
-    let run = || engine::run(sc.clone(), progress);
+    let segment = plan
+        .segment
+        .map(|s| vec![("segment", format!("{}/{}", s.index, s.count))]);
+    let board = crate::metrics::run::Board::new(segment.unwrap_or_default());
+    let publisher = crate::metrics::publish::Publisher::start(&plan.metrics, board.clone())?;
+    let live = publisher.as_ref().map(|_| board.live(&sc));
+    let run = || engine::run_live(sc.clone(), progress, live);
     let result = on_client(embedded.as_ref(), run)??;
+    board.keep(&sc, &result.recorder);
     let mut rep = Report::new(vec![summary::summarize_with_raw(
         &sc.shape(),
         &result.recorder,
@@ -66,5 +73,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     rep.interrupted = super::interrupted("the run", &rep);
     let code = emit_checked(&mut rep, &a.output, &plan.thresholds, false)?;
     let code = code.max(super::no_success(&rep, &plan.accepted));
+    if let Some(p) = publisher {
+        p.finish();
+    }
     Ok(super::exit_status(code))
 }

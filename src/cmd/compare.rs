@@ -9,8 +9,11 @@ use crate::report::Report;
 pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let started_at = crate::host::now_rfc3339();
     crate::interrupt::install();
-    let plan = crate::config::compare::compare_plan(&a)?;
+    let mut plan = crate::config::compare::compare_plan(&a)?;
     super::proxy_env_note();
+    let board = crate::metrics::run::Board::new(Vec::new());
+    let publisher = crate::metrics::publish::Publisher::start(&plan.metrics, board.clone())?;
+    plan.board = publisher.as_ref().map(|_| board);
     let done = plan.run()?;
     let mut rep = Report::new(done.scenarios);
     rep.run = Some(crate::host::run_info("compare", started_at));
@@ -25,5 +28,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let code = emit_checked(&mut rep, &a.output, &plan.thresholds, a.verbose)?;
     // A row in which no request succeeded at all fails the run.
     let code = code.max(super::no_success(&rep, &plan.accepted));
+    if let Some(p) = publisher {
+        p.finish();
+    }
     Ok(super::exit_status(code))
 }

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::engine;
 use crate::fmt::ms as fmt_ms;
+use crate::metrics::run::Board;
 use crate::plan::{Choice, Scenario};
 use crate::procs::{ServerCpu, Shares};
 use crate::progress::Steps;
@@ -236,6 +237,8 @@ pub struct Rounds<'a> {
     pub steps: &'a Steps,
     /// `--ok-status`: statuses counted as successes beside 2xx and 3xx.
     pub accepted: Vec<(u16, u16)>,
+    /// `--metrics`, `--remote-write`: where each round's counts go, live and kept.
+    pub board: Option<Arc<Board>>,
 }
 
 /// The rounds themselves: every arm once a round, in a new random order each.
@@ -297,14 +300,22 @@ fn play(arms: &[Arm], how: &Rounds) -> anyhow::Result<Played> {
                 round + 1,
                 arms[i].name
             ));
-            pieces.push((i, play_one(&arms[i], server)?));
+            pieces.push((i, play_one(&arms[i], server, how.board.as_ref())?));
             steps.advance();
         }
         // Ctrl-C: a round cut short is left out (its arms would pair with nothing).
         if crate::interrupt::requested() {
+            if let Some(b) = &how.board {
+                for (i, _) in &pieces {
+                    b.discard(&arms[*i].scenario);
+                }
+            }
             break;
         }
         for (i, piece) in pieces {
+            if let Some(b) = &how.board {
+                b.keep(&arms[i].scenario, &piece.result.recorder);
+            }
             piece.keep(i, &mut played);
         }
         played.rounds += 1;
@@ -335,10 +346,11 @@ impl Piece {
 }
 
 /// One run of one arm.
-fn play_one(arm: &Arm, server: &ServerSide) -> anyhow::Result<Piece> {
+fn play_one(arm: &Arm, server: &ServerSide, board: Option<&Arc<Board>>) -> anyhow::Result<Piece> {
     let accepted = || server.embedded.map(|s| s.snapshot().connections_accepted);
     let (before, accepted_before) = (server.cpu.sample(), accepted());
-    let result = engine::run(arm.scenario.clone(), false)?;
+    let live = board.map(|b| b.live(&arm.scenario));
+    let result = engine::run_live(arm.scenario.clone(), false, live)?;
     let (shares, accepted_after) = (before.shares(&server.cpu.sample(), result.wall), accepted());
     let accepted = accepted_before.zip(accepted_after).map(|(a, b)| b - a);
     let rep = summary::summarize(

@@ -54,6 +54,10 @@ pub struct Plan {
     /// The embedded server's certificate chain padded to this many bytes.
     pub chain_bytes: Option<usize>,
     pub progress: bool,
+    /// `--metrics` and `--remote-write`.
+    pub metrics: crate::metrics::publish::MetricsPlan,
+    /// Where the rounds' counts go when the metrics are published.
+    pub board: Option<std::sync::Arc<crate::metrics::run::Board>>,
 }
 
 impl Plan {
@@ -167,7 +171,7 @@ impl At<'_> {
         let early = p
             .chosen
             .as_ref()
-            .map_or(true, |c| c.iter().any(|c| c.strategy.early_data()));
+            .is_none_or(|c| c.iter().any(|c| c.strategy.early_data()));
         let embedded = p
             .path
             .as_ref()
@@ -209,6 +213,7 @@ impl At<'_> {
                 rtt_set_ms: embedded.as_ref().and_then(Embedded::rtt_set_ms),
                 steps: &self.steps,
                 accepted: p.accepted.clone(),
+                board: p.board.clone(),
             };
             anyhow::Ok(if knee {
                 let sweep = compare::knee::SweepArms {

@@ -32,6 +32,8 @@ pub struct BenchPlan<'a> {
     /// applied with it).
     load: LoadConfig,
     connections: usize,
+    /// `--metrics` and `--remote-write`.
+    pub metrics: crate::metrics::publish::MetricsPlan,
 }
 
 /// The plan of `handshake bench` with these arguments.
@@ -58,6 +60,7 @@ pub fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
     )?;
     let request = super::target::base_request(&a.request, a.url.as_deref(), path.as_ref())?;
     let connections = super::connections(a.connections, strategy)?;
+    let metrics = super::metrics::metrics_plan(&a.metrics, 0)?;
     let plan = BenchPlan {
         a,
         strategy,
@@ -70,6 +73,7 @@ pub fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
         request,
         load,
         connections,
+        metrics,
     };
     // The load's own checks (a segment with no requests or no workers) before the run.
     plan.load_for(&plan.request)?;

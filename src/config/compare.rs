@@ -78,6 +78,8 @@ pub fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
         server_pids: a.server_pid.clone(),
         chain_bytes: a.link.chain_bytes(),
         progress: !a.output.no_progress,
+        metrics: super::metrics::metrics_plan(&a.metrics, 0)?,
+        board: None,
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod bench;
 pub mod compare;
+pub mod metrics;
 mod request;
 pub mod single;
 pub mod target;

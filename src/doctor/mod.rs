@@ -114,7 +114,7 @@ pub async fn execute(
     let tls = tls_part(sc, req, steps).await?;
 
     // HTTP/2 where the server offers it (or --h2c asked for it on http://).
-    let speaks_h2 = tls.as_ref().map_or(true, |t| t.offers_h2);
+    let speaks_h2 = tls.as_ref().is_none_or(|t| t.offers_h2);
     let h2_sc = h2_sc.filter(|_| speaks_h2);
     steps.set_total(probes(keeps, h2_sc.is_some()), false);
     let h2 = match h2_sc {

@@ -73,13 +73,21 @@ pub(super) struct Collector {
     rx: UnboundedReceiver<Option<Note>>,
     /// The progress line's totals for this thread, when one is shown.
     progress: Option<(Arc<Vec<Progress>>, usize)>,
+    /// The metrics' hand-off, with this thread's number, and when it was last given a
+    /// copy.
+    live: Option<(super::Live, usize)>,
+    handed: Instant,
 }
+
+/// How often a thread hands the metrics a copy of its recorder.
+const HAND_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Collector {
     /// A collector for a thread whose run starts at `start`, and the queue to it.
     pub fn new(
         start: Instant,
         progress: Option<(Arc<Vec<Progress>>, usize)>,
+        live: Option<(super::Live, usize)>,
     ) -> (Collector, Notes) {
         let (tx, rx) = unbounded_channel();
         let mut rec = Recorder::new();
@@ -89,6 +97,8 @@ impl Collector {
             last_end: start,
             rx,
             progress,
+            live,
+            handed: start,
         };
         (c, Notes(tx))
     }
@@ -118,6 +128,9 @@ impl Collector {
             self.rec.counts.aborted_at_deadline += in_flight.get();
             self.show();
         }
+        if let Some((live, t)) = &self.live {
+            live(*t, &self.rec);
+        }
         self
     }
 
@@ -129,8 +142,15 @@ impl Collector {
         self.rec.take(n);
     }
 
-    /// The thread's totals for the progress line.
-    fn show(&self) {
+    /// The thread's totals for the progress line, and now and then a copy for the
+    /// metrics.
+    fn show(&mut self) {
+        if let Some((live, t)) = &self.live {
+            if self.handed.elapsed() >= HAND_EVERY {
+                live(*t, &self.rec);
+                self.handed = Instant::now();
+            }
+        }
         if let Some((c, t)) = &self.progress {
             let p = &c[*t];
             p.requests

@@ -181,7 +181,7 @@ impl Pool {
                 }
                 Slot::Opening => {}
                 Slot::Open(c) => {
-                    if c.accepts() && best.map_or(true, |b| c.in_flight() < b.in_flight()) {
+                    if c.accepts() && best.is_none_or(|b| c.in_flight() < b.in_flight()) {
                         best = Some(c);
                     }
                 }

@@ -29,6 +29,9 @@ use crate::plan::{Scenario, Strategy};
 use crate::record::ErrorDetail;
 use crate::stats::Recorder;
 
+/// A client thread's hand-off of a copy of its recorder, with the thread's number.
+pub type Live = Arc<dyn Fn(usize, &Recorder) + Send + Sync>;
+
 /// What a run of one scenario produced.
 pub struct RunResult {
     pub recorder: Recorder,
@@ -47,6 +50,16 @@ struct ThreadOut {
 /// Run one scenario to its stop condition. Only setup failures are errors here;
 /// per-request failures are counted in the recorder.
 pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> {
+    run_live(sc, show_progress, None)
+}
+
+/// `run`, with each client thread handing `live` a copy of its recorder now and then
+/// while it runs (the metrics' live values).
+pub fn run_live(
+    sc: Arc<Scenario>,
+    show_progress: bool,
+    live: Option<Live>,
+) -> anyhow::Result<RunResult> {
     let mut threads = sc.threads.clamp(1, sc.concurrency.max(1));
     if sc.strategy.multiplexed() {
         // Each thread owns its share of the shared connections.
@@ -75,6 +88,7 @@ pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> 
             t,
             threads,
             counters: show_progress.then(|| counters.clone()),
+            live: live.clone(),
             dns_cache: dns_cache.clone(),
             needs_dns,
         };
@@ -164,6 +178,7 @@ struct ThreadPlan {
     t: usize,
     threads: usize,
     counters: Option<Arc<Vec<collect::Progress>>>,
+    live: Option<Live>,
     dns_cache: Option<Arc<DnsCache>>,
     needs_dns: bool,
 }
@@ -195,7 +210,11 @@ fn client_thread(
     };
     let (rt, dns) = setup?;
     let run_deadline = p.sc.stop.duration.map(|d| start + d);
-    let (collector, notes) = collect::Collector::new(start, p.counters.clone().map(|c| (c, p.t)));
+    let (collector, notes) = collect::Collector::new(
+        start,
+        p.counters.clone().map(|c| (c, p.t)),
+        p.live.clone().map(|l| (l, p.t)),
+    );
     let local = tokio::task::LocalSet::new();
     let guard = rt.enter();
     let at = Clock {

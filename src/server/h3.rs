@@ -154,7 +154,7 @@ async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
                 return false;
             }
             let st = &shared.stats;
-            let full = seen.as_ref().map_or(true, |s| s.full());
+            let full = seen.as_ref().is_none_or(|s| s.full());
             st.connections_accepted.fetch_add(1, Ordering::Relaxed);
             st.h3_connections.fetch_add(1, Ordering::Relaxed);
             if seen.is_some_and(|s| s.early_packets() > 0) {

@@ -32,6 +32,8 @@ fn extra_round_trips(ns: u64, rtt_ns: u64, needed: u64) -> u64 {
     }
     ((ns + rtt_ns / 2) / rtt_ns).saturating_sub(needed)
 }
+/// The upper bounds of the requests-per-connection buckets.
+pub const RPC_BOUNDS: [u64; 12] = [1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 10000];
 /// Status codes are 100..=999; they index a fixed table.
 const STATUS_SLOTS: usize = 1000;
 /// GOAWAY error codes 0..=13 are named by RFC 9113; the last slot counts the others.
@@ -121,6 +123,9 @@ pub struct Recorder {
     pub close_reasons: [u64; CloseReason::ALL.len()],
     pub rpc_min: u64,
     pub rpc_max: u64,
+    /// Closed connections by the requests each carried, over `RPC_BOUNDS` (the last
+    /// slot: more), for the metrics' histogram.
+    pub rpc_buckets: [u64; RPC_BOUNDS.len() + 1],
     /// HTTP/2: connections ended by a GOAWAY, by its error code (0..=13; 14: others).
     pub goaway_codes: [u64; GOAWAY_SLOTS],
     /// HTTP/2: the most streams one connection carried at once, over its connections:
@@ -293,6 +298,7 @@ impl Recorder {
             local_ports: None,
             rpc_min: u64::MAX,
             rpc_max: 0,
+            rpc_buckets: [0; RPC_BOUNDS.len() + 1],
             tcp: TcpStats::default(),
             quic: QuicStats::default(),
             timeline: Timeline::default(),
@@ -489,6 +495,11 @@ impl Recorder {
         self.rpc_min = self.rpc_min.min(requests);
         self.rpc_max = self.rpc_max.max(requests);
         self.counts.rpc_sum += requests;
+        let slot = RPC_BOUNDS
+            .iter()
+            .position(|b| requests <= *b)
+            .unwrap_or(RPC_BOUNDS.len());
+        self.rpc_buckets[slot] += 1;
         if reason == CloseReason::ServerMaxRequests {
             self.counts.rpc_sum_server_max_requests += requests;
         }
@@ -561,6 +572,9 @@ impl AddAssign<&Recorder> for Recorder {
         }
         self.rpc_min = self.rpc_min.min(o.rpc_min);
         self.rpc_max = self.rpc_max.max(o.rpc_max);
+        for (a, b) in self.rpc_buckets.iter_mut().zip(o.rpc_buckets.iter()) {
+            *a += b;
+        }
         self.tcp += &o.tcp;
         self.quic += &o.quic;
     }

@@ -98,7 +98,7 @@ impl Map {
 
     /// The key after `key` (the first with `None`) into `next`.
     pub fn next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> io::Result<()> {
-        assert!(key.map_or(true, |k| k.len() == self.key_len) && next.len() == self.key_len);
+        assert!(key.is_none_or(|k| k.len() == self.key_len) && next.len() == self.key_len);
         self.elem(MAP_GET_NEXT_KEY, key, next)
     }
 

@@ -46,7 +46,7 @@ impl Filter {
 
     /// Whether `x`, a connection's server side, is the watched endpoint.
     fn server(&self, x: &SocketAddr) -> bool {
-        self.port.map_or(true, |p| p == x.port()) && self.host.map_or(true, |h| h == x.ip())
+        self.port.is_none_or(|p| p == x.port()) && self.host.is_none_or(|h| h == x.ip())
     }
 
     fn conn(&self, c: &Conn) -> bool {

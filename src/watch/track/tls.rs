@@ -57,7 +57,7 @@ pub(super) fn tls(c: &mut Conn, side: Side, data: &[u8]) {
     // Requests, estimated: a client burst that carries an application-data record (in
     // TLS 1.3, after the client's Finished, which travels as one); a response: the
     // server's next application data.
-    let v13 = info.version.as_deref().map_or(true, |v| v == "1.3");
+    let v13 = info.version.as_deref().is_none_or(|v| v == "1.3");
     let mut records = Vec::new();
     let dir = match side {
         Side::Client => &mut c.c2s,

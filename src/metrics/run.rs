@@ -1,0 +1,310 @@
+//! A run's metrics (`bench`, `compare`): each scenario's recorder as families, while it
+//! runs (the client threads' latest copies, added up) and at its end (the recorder the
+//! report is made from, so the last values equal the JSON report's).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use super::{buckets, merged, with_labels, Family, Kind, Label, Series, Value};
+use crate::engine::Live;
+use crate::plan::Scenario;
+use crate::record::{CloseReason, ErrorKind, PHASE_NAMES};
+use crate::stats::recorder::{PhaseStat, RPC_BOUNDS};
+use crate::stats::Recorder;
+
+/// One scenario's part of the board.
+#[derive(Default)]
+struct Part {
+    labels: Vec<Label>,
+    /// The rounds that ended (compare runs a scenario several times).
+    kept: Option<Recorder>,
+    /// The round running: each client thread's latest copy.
+    live: Vec<Option<Arc<Recorder>>>,
+}
+
+/// What a run has counted so far, by scenario, for the endpoint and remote write.
+#[derive(Default)]
+pub struct Board {
+    parts: Mutex<BTreeMap<String, Part>>,
+    /// Labels on every series (`instance` for remote write is added by the pusher).
+    common: Vec<Label>,
+}
+
+impl Board {
+    /// A board whose series all carry `common` (the agent's `segment`).
+    pub fn new(common: Vec<Label>) -> Arc<Board> {
+        Arc::new(Board {
+            parts: Mutex::new(BTreeMap::new()),
+            common,
+        })
+    }
+
+    fn parts(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Part>> {
+        self.parts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The hand-off for a round of `sc` about to run (its labels: scenario, strategy,
+    /// endpoint).
+    pub fn live(self: &Arc<Self>, sc: &Scenario) -> Live {
+        let key = sc.name.clone();
+        {
+            let mut parts = self.parts();
+            let part = parts.entry(key.clone()).or_default();
+            part.labels = labels_of(sc);
+            part.live.clear();
+        }
+        let board = self.clone();
+        Arc::new(move |t: usize, r: &Recorder| {
+            let copy = Arc::new(r.clone());
+            let mut parts = board.parts();
+            if let Some(p) = parts.get_mut(&key) {
+                if p.live.len() <= t {
+                    p.live.resize(t + 1, None);
+                }
+                p.live[t] = Some(copy);
+            }
+        })
+    }
+
+    /// The round of `sc` ended and counts: its recorder (as the report has it) replaces
+    /// the threads' copies.
+    pub fn keep(&self, sc: &Scenario, r: &Recorder) {
+        let mut parts = self.parts();
+        let part = parts.entry(sc.name.clone()).or_default();
+        if part.labels.is_empty() {
+            part.labels = labels_of(sc);
+        }
+        part.live.clear();
+        match &mut part.kept {
+            Some(k) => *k += r,
+            None => part.kept = Some(r.clone()),
+        }
+    }
+
+    /// The round of `sc` ended and does not count (cut short by Ctrl-C).
+    pub fn discard(&self, sc: &Scenario) {
+        if let Some(p) = self.parts().get_mut(&sc.name) {
+            p.live.clear();
+        }
+    }
+}
+
+impl super::Source for Board {
+    fn families(&self) -> Vec<Family> {
+        let sums: Vec<(Vec<Label>, Recorder)> = self
+            .parts()
+            .values()
+            .map(|p| {
+                let mut sum = p.kept.clone().unwrap_or_default();
+                for r in p.live.iter().flatten() {
+                    sum += r.as_ref();
+                }
+                let mut labels = p.labels.clone();
+                labels.extend(self.common.iter().cloned());
+                (labels, sum)
+            })
+            .collect();
+        merged(
+            sums.iter()
+                .map(|(labels, r)| with_labels(families(r), labels))
+                .collect(),
+        )
+    }
+}
+
+/// A scenario's labels: its name, its strategy and the endpoint of its first target
+/// (host and port only: no path, query or user info).
+fn labels_of(sc: &Scenario) -> Vec<Label> {
+    let endpoint = sc
+        .targets
+        .first()
+        .and_then(|t| sc.origins.get(t.origin))
+        .map(|o| {
+            if o.host.contains(':') && !o.host.starts_with('[') {
+                format!("[{}]:{}", o.host, o.port)
+            } else {
+                format!("{}:{}", o.host, o.port)
+            }
+        })
+        .unwrap_or_default();
+    vec![
+        ("scenario", sc.name.clone()),
+        ("strategy", sc.strategy.name().to_string()),
+        ("endpoint", endpoint),
+    ]
+}
+
+fn counter(name: &'static str, help: &'static str, v: u64) -> Family {
+    let mut f = Family::new(name, help, Kind::Counter);
+    f.number(Vec::new(), v as f64);
+    f
+}
+
+/// The families of one recorder, without labels.
+pub fn families(r: &Recorder) -> Vec<Family> {
+    let c = &r.counts;
+    let mut out = vec![
+        counter(
+            "handshake_connections_opened",
+            "Connections opened.",
+            c.connections_opened,
+        ),
+        closed(r),
+        counter(
+            "handshake_requests",
+            "Requests answered (a response came, whatever its status).",
+            c.ok,
+        ),
+        counter(
+            "handshake_requests_reused",
+            "Requests answered on a connection that had carried one before.",
+            c.reused_requests,
+        ),
+    ];
+    let mut tls = Family::new(
+        "handshake_tls_handshakes",
+        "TLS handshakes completed, by kind (full or resumed).",
+        Kind::Counter,
+    );
+    tls.number(vec![("kind", "full".into())], c.tls_full as f64);
+    tls.number(vec![("kind", "resumed".into())], c.tls_resumed as f64);
+    out.push(tls);
+    let mut open = Family::new(
+        "handshake_open_connections",
+        "Connections open now.",
+        Kind::Gauge,
+    );
+    open.number(
+        Vec::new(),
+        c.connections_opened.saturating_sub(c.connections_closed) as f64,
+    );
+    out.push(open);
+    out.push(Family {
+        series: vec![Series {
+            labels: Vec::new(),
+            value: Value::Histogram {
+                sum: c.rpc_sum as f64,
+                count: r.rpc_buckets.iter().sum(),
+                buckets: RPC_BOUNDS
+                    .iter()
+                    .map(|b| *b as f64)
+                    .chain([f64::INFINITY])
+                    .zip(r.rpc_buckets.iter().copied())
+                    .collect(),
+            },
+        }],
+        ..Family::new(
+            "handshake_requests_per_connection",
+            "Requests each closed connection carried.",
+            Kind::Histogram,
+        )
+    });
+    out.extend([errors(r), responses(r), durations(r), phases(r)]);
+    out
+}
+
+fn closed(r: &Recorder) -> Family {
+    let mut f = Family::new(
+        "handshake_connections_closed",
+        "Connections closed, by who closed them and why.",
+        Kind::Counter,
+    );
+    for reason in CloseReason::ALL {
+        f.number(
+            vec![("closed_by", reason.name().to_string())],
+            r.close_reasons[reason.index()] as f64,
+        );
+    }
+    f
+}
+
+fn errors(r: &Recorder) -> Family {
+    let mut f = Family::new(
+        "handshake_errors",
+        "Requests that failed, by category.",
+        Kind::Counter,
+    );
+    for k in ErrorKind::ALL {
+        f.number(
+            vec![("category", k.name().to_string())],
+            r.errors[k.index()] as f64,
+        );
+    }
+    f
+}
+
+fn responses(r: &Recorder) -> Family {
+    let mut f = Family::new(
+        "handshake_responses",
+        "Responses, by status class.",
+        Kind::Counter,
+    );
+    for class in 1..=5usize {
+        let n: u64 = r.status[class * 100..(class + 1) * 100].iter().sum();
+        f.number(vec![("status_class", format!("{class}xx"))], n as f64);
+    }
+    f
+}
+
+/// A phase's distribution as a histogram in seconds (its bucket edges as exact as the
+/// HDR histogram's three significant figures).
+fn seconds_of(stats: &[&PhaseStat]) -> Value {
+    let count = stats.iter().map(|s| s.count).sum();
+    let sum = stats.iter().map(|s| s.sum_ns as f64).sum::<f64>() / 1e9;
+    let upto = |b: f64| {
+        let ns = (b * 1e9) as u64;
+        stats
+            .iter()
+            .map(|s| {
+                if s.count == 0 {
+                    0
+                } else {
+                    s.hist.count_between(0, ns)
+                }
+            })
+            .sum()
+    };
+    Value::Histogram {
+        sum,
+        count,
+        buckets: buckets(&super::SECONDS_BOUNDS, count, upto),
+    }
+}
+
+fn durations(r: &Recorder) -> Family {
+    let total = PHASE_NAMES.len() - 1;
+    Family {
+        series: vec![Series {
+            labels: Vec::new(),
+            value: seconds_of(&[&r.phases_new[total], &r.phases_reused[total]]),
+        }],
+        ..Family::new(
+            "handshake_request_duration_seconds",
+            "Time from a request's start to its response's last byte (successful requests).",
+            Kind::Histogram,
+        )
+    }
+}
+
+fn phases(r: &Recorder) -> Family {
+    let mut f = Family::new(
+        "handshake_phase_seconds",
+        "Each phase of a successful request, on a new or a reused connection (docs/timing.md).",
+        Kind::Histogram,
+    );
+    for (connection, set) in [("new", &r.phases_new), ("reused", &r.phases_reused)] {
+        for (phase, stat) in PHASE_NAMES.iter().zip(set.iter()) {
+            if stat.count == 0 {
+                continue;
+            }
+            f.series.push(Series {
+                labels: vec![
+                    ("phase", (*phase).to_string()),
+                    ("connection", connection.to_string()),
+                ],
+                value: seconds_of(&[stat]),
+            });
+        }
+    }
+    f
+}
