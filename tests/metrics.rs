@@ -1,0 +1,417 @@
+//! Live metrics against the real thing: Debian's Prometheus (2.42) scrapes handshake's
+//! `/metrics` every second (or receives its remote write), and the figures queried from
+//! its HTTP API are set against the JSON report and against the server's own count
+//! (nginx's access log: one line per request with its connection's serial).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, stop_child, write_certs, Dir, Nginx};
+use serde_json::Value;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Prometheus with its own configuration and storage, stopped by its PID on drop.
+struct Prometheus {
+    child: Child,
+    port: u16,
+    _dir: Dir,
+}
+
+impl Prometheus {
+    /// Scraping `targets` every second; with `receiver`, also a remote-write receiver.
+    fn start(name: &str, targets: &[u16], receiver: bool) -> Prometheus {
+        let bin = ["/usr/bin/prometheus", "/usr/sbin/prometheus"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("prometheus is needed (Debian package prometheus; scripts/test installs it)");
+        let dir = Dir::new(&format!("prometheus-{name}"));
+        let port = free_port();
+        let list: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
+        let conf = format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: handshake\n    static_configs:\n      - targets: [{}]\n",
+            list.join(", ")
+        );
+        std::fs::write(dir.path("prometheus.yml"), conf).unwrap();
+        let mut args = vec![
+            format!("--config.file={}", dir.path("prometheus.yml")),
+            format!("--storage.tsdb.path={}", dir.path("data")),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+            "--log.level=warn".into(),
+        ];
+        if receiver {
+            args.push("--web.enable-remote-write-receiver".into());
+        }
+        let child = Command::new(bin)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let p = Prometheus {
+            child,
+            port,
+            _dir: dir,
+        };
+        let t = Instant::now();
+        while curl(&format!("http://127.0.0.1:{port}/-/ready")).is_none() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "prometheus did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Its scrapes begin a few seconds after it is ready (targets are applied every
+        // 5 s): wait for the first attempt (`up`, 0 while nothing serves).
+        while !targets.is_empty() && p.query("up").is_empty() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "prometheus did not scrape"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        p
+    }
+
+    /// An instant query's result vector.
+    fn query(&self, q: &str) -> Vec<Value> {
+        let out = Command::new("curl")
+            .args([
+                "-sfG",
+                &format!("http://127.0.0.1:{}/api/v1/query", self.port),
+                "--data-urlencode",
+                &format!("query={q}"),
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("query {q}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["status"], "success", "{q}: {v}");
+        v["data"]["result"].as_array().unwrap().clone()
+    }
+
+    /// The one value of an instant query (summed), or None when it has no series.
+    fn value(&self, q: &str) -> Option<f64> {
+        let r = self.query(q);
+        (!r.is_empty()).then(|| {
+            r.iter()
+                .map(|s| s["value"][1].as_str().unwrap().parse::<f64>().unwrap())
+                .sum()
+        })
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        stop_child(&mut self.child, "-TERM");
+    }
+}
+
+fn curl(url: &str) -> Option<String> {
+    let out = Command::new("curl").args(["-sf", url]).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+/// nginx's access log: (connection serial, requests on it, status, TLS resumed).
+const LOG_FORMAT: &str =
+    "log_format m '$connection $connection_requests $status $ssl_session_reused';";
+
+fn nginx(certs: bool) -> Nginx {
+    Nginx::start_servers(LOG_FORMAT, 2, |ports, d| {
+        if certs {
+            write_certs(d, &["localhost"]);
+        }
+        format!(
+            "server {{ listen 127.0.0.1:{p0}; access_log {d}/access.log m; location / {{ return 200 \"hello\\n\"; }} }}\n\
+             server {{ listen 127.0.0.1:{p1} ssl http2; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
+             access_log {d}/access.log m; location / {{ return 200 \"hello\\n\"; }} }}",
+            p0 = ports[0],
+            p1 = ports[1],
+            d = d.display()
+        )
+    })
+    .expect("nginx")
+}
+
+/// What nginx logged: requests, distinct connections, resumed TLS sessions (one per
+/// connection), and the log cleared for the next run.
+fn nginx_counts(n: &Nginx) -> (u64, u64, u64) {
+    std::thread::sleep(Duration::from_millis(300));
+    let path = n.dir.join("access.log");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut conns = BTreeSet::new();
+    let mut resumed = BTreeSet::new();
+    let mut requests = 0;
+    for l in text.lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        requests += 1;
+        conns.insert(f[0].to_string());
+        if f.get(3) == Some(&"r") {
+            resumed.insert(f[0].to_string());
+        }
+    }
+    // nginx reopens its log on USR1; truncating keeps the same file open.
+    std::fs::write(&path, "").unwrap();
+    (requests, conns.len() as u64, resumed.len() as u64)
+}
+
+/// Runs `handshake ARGS` (bench or compare, --json), its metrics at `port`; returns the
+/// report once it has exited (after the last scrape).
+fn run_with_metrics(args: &[&str], port: u16) -> Value {
+    let addr = format!("127.0.0.1:{port}");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend([
+        "--json",
+        "--no-progress",
+        "--metrics",
+        &addr,
+        "--metrics-linger",
+        "10s",
+    ]);
+    let out = Command::new(bin()).args(&all).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("metrics at http://{addr}/metrics")),
+        "{args:?}: {err}"
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {err}"))
+}
+
+fn u(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Every bench strategy against nginx: the last scraped values equal the JSON report's,
+/// and both equal nginx's count; while the run went, Prometheus saw the counters rise.
+#[test]
+fn bench_metrics_scraped_by_prometheus_equal_the_report_and_nginx() {
+    let n = nginx(true);
+    let port = free_port();
+    let prom = Prometheus::start("bench", &[port], false);
+    let http = format!("http://127.0.0.1:{}/", n.ports[0]);
+    let https = format!("https://localhost:{}/", n.ports[1]);
+    let ca = n.dir.join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    let runs: Vec<(&str, Vec<&str>)> = vec![
+        ("keepalive", vec!["bench", &http, "-d", "3s", "-c", "2"]),
+        (
+            "close",
+            vec!["bench", &http, "-n", "300", "-c", "2", "-s", "close"],
+        ),
+        (
+            "http10",
+            vec!["bench", &http, "-n", "200", "-c", "2", "-s", "http10"],
+        ),
+        (
+            "close-resumed",
+            vec![
+                "bench",
+                &https,
+                "-n",
+                "200",
+                "-c",
+                "2",
+                "-s",
+                "close-resumed",
+                "--cacert",
+                ca,
+            ],
+        ),
+        (
+            "h2",
+            vec![
+                "bench", &https, "-n", "400", "-c", "4", "-s", "h2", "--cacert", ca,
+            ],
+        ),
+    ];
+    for (strategy, args) in runs {
+        let rep = run_with_metrics(&args, port);
+        let s = &rep["scenarios"][0];
+        let (logged, conns, resumed) = nginx_counts(&n);
+        let sel = format!("{{strategy=\"{strategy}\"}}");
+        let q = |name: &str| {
+            prom.value(&format!("{name}{sel}"))
+                .unwrap_or_else(|| panic!("{strategy}: no {name} in Prometheus"))
+        };
+        let ok = u(&s["requests"]["ok"]);
+        let opened = u(&s["connections"]["opened"]);
+        assert_eq!(q("handshake_requests_total"), ok, "{strategy}: requests");
+        assert_eq!(ok, logged as f64, "{strategy}: nginx logged {logged}");
+        assert_eq!(
+            q("handshake_connections_opened_total"),
+            opened,
+            "{strategy}"
+        );
+        assert_eq!(
+            opened, conns as f64,
+            "{strategy}: nginx saw {conns} connections"
+        );
+        assert_eq!(
+            q("handshake_requests_reused_total"),
+            u(&s["connections"]["reused_requests"]),
+            "{strategy}"
+        );
+        let tls = &s["connections"]["tls_handshakes"];
+        assert_eq!(
+            prom.value(&format!(
+                "handshake_tls_handshakes_total{{strategy=\"{strategy}\",kind=\"resumed\"}}"
+            )),
+            Some(u(&tls["resumed"])),
+            "{strategy}"
+        );
+        assert_eq!(
+            u(&tls["resumed"]),
+            resumed as f64,
+            "{strategy}: nginx's resumed"
+        );
+        assert_eq!(
+            prom.value(&format!(
+                "handshake_tls_handshakes_total{{strategy=\"{strategy}\",kind=\"full\"}}"
+            )),
+            Some(u(&tls["full"])),
+            "{strategy}"
+        );
+        for (reason, n) in s["connections"]["close_reasons"].as_object().unwrap() {
+            assert_eq!(
+                prom.value(&format!(
+                    "handshake_connections_closed_total{{strategy=\"{strategy}\",closed_by=\"{reason}\"}}"
+                )),
+                Some(u(n)),
+                "{strategy}: closed by {reason}"
+            );
+        }
+        for (class, n) in s["requests"]["status_classes"].as_object().unwrap() {
+            assert_eq!(
+                prom.value(&format!(
+                    "handshake_responses_total{{strategy=\"{strategy}\",status_class=\"{class}\"}}"
+                )),
+                Some(u(n)),
+                "{strategy}: {class}"
+            );
+        }
+        assert_eq!(
+            prom.value(&format!("sum(handshake_errors_total{sel})")),
+            Some(0.0),
+            "{strategy}: errors"
+        );
+        assert_eq!(q("handshake_request_duration_seconds_count"), ok);
+        assert_eq!(
+            q("handshake_open_connections"),
+            0.0,
+            "{strategy}: all closed at the end"
+        );
+        let new = prom
+            .value(&format!(
+                "handshake_phase_seconds_count{{strategy=\"{strategy}\",phase=\"total\",connection=\"new\"}}"
+            ))
+            .unwrap_or(0.0);
+        let reused = prom
+            .value(&format!(
+                "handshake_phase_seconds_count{{strategy=\"{strategy}\",phase=\"total\",connection=\"reused\"}}"
+            ))
+            .unwrap_or(0.0);
+        assert_eq!(new + reused, ok, "{strategy}: phases new + reused");
+        assert_eq!(
+            prom.value(&format!(
+                "handshake_requests_per_connection_sum{{strategy=\"{strategy}\"}}"
+            ))
+            .map(f64::round),
+            Some((u(&s["connections"]["requests_per_connection"]["mean"]) * opened).round()),
+            "{strategy}"
+        );
+    }
+    // The 3 s keep-alive run was scraped while it went: its counter rose over several
+    // scrapes before the last.
+    let seen = prom.query("handshake_requests_total{strategy=\"keepalive\"}[5m]");
+    let values: Vec<f64> = seen[0]["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v[1].as_str().unwrap().parse().unwrap())
+        .collect();
+    let rising = values.windows(2).filter(|w| w[1] > w[0]).count();
+    assert!(
+        rising >= 2,
+        "keepalive's counter over the run: {values:?}; up: {:?}; durations: {:?}",
+        prom.query("up[5m]"),
+        prom.query("scrape_duration_seconds[5m]")
+    );
+    assert!(values.windows(2).all(|w| w[1] >= w[0]), "{values:?}");
+}
+
+/// The exposition in Prometheus text 0.0.4 passes `promtool check metrics`; the same
+/// scrape in OpenMetrics ends with `# EOF`; only GET /metrics is served.
+#[test]
+fn promtool_accepts_the_exposition() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(bin())
+        .args([
+            "bench",
+            "/",
+            "-d",
+            "4s",
+            "-c",
+            "2",
+            "--no-progress",
+            "--json",
+            "--metrics",
+            &addr,
+            "--metrics-linger",
+            "0s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://{addr}/metrics");
+    let t = Instant::now();
+    let mut text = None;
+    while text.is_none() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(500));
+        let out = Command::new("curl")
+            .args(["-sf", "-H", "Accept: text/plain;version=0.0.4", &url])
+            .output()
+            .unwrap();
+        if out.status.success() && !out.stdout.is_empty() {
+            text = Some(out.stdout);
+        }
+    }
+    let text = text.expect("a scrape while bench ran");
+    let om = curl(&url).expect("an OpenMetrics scrape");
+    let missing = curl(&format!("http://{addr}/other"));
+    stop_child(&mut child, "-INT");
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(om.contains("# TYPE handshake_requests counter"), "{om}");
+    assert!(missing.is_none(), "/other is not served");
+    let s = String::from_utf8_lossy(&text);
+    assert!(s.contains("# TYPE handshake_requests_total counter"), "{s}");
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    check.stdin.take().unwrap().write_all(&text).unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
