@@ -128,11 +128,9 @@ fn curl(url: &str) -> Option<String> {
 const LOG_FORMAT: &str =
     "log_format m '$connection $connection_requests $status $ssl_session_reused';";
 
-fn nginx(certs: bool) -> Nginx {
+fn nginx() -> Nginx {
     Nginx::start_servers(LOG_FORMAT, 2, |ports, d| {
-        if certs {
-            write_certs(d, &["localhost"]);
-        }
+        write_certs(d, &["localhost"]);
         format!(
             "server {{ listen 127.0.0.1:{p0}; access_log {d}/access.log m; location / {{ return 200 \"hello\\n\"; }} }}\n\
              server {{ listen 127.0.0.1:{p1} ssl http2; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
@@ -197,7 +195,7 @@ fn u(v: &Value) -> f64 {
 /// and both equal nginx's count; while the run went, Prometheus saw the counters rise.
 #[test]
 fn bench_metrics_scraped_by_prometheus_equal_the_report_and_nginx() {
-    let n = nginx(true);
+    let n = nginx();
     let port = free_port();
     let prom = Prometheus::start("bench", &[port], false);
     let http = format!("http://127.0.0.1:{}/", n.ports[0]);
@@ -414,4 +412,190 @@ fn promtool_accepts_the_exposition() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `bench` with these args and `--json --no-progress`: exit status, report, stderr.
+fn bench_out(args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec!["bench", "--json", "--no-progress"];
+    all.extend_from_slice(args);
+    let out = Command::new(bin()).args(&all).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {err}"));
+    (out.status.code().unwrap_or(-1), v, err)
+}
+
+/// Three agents (`--segment 1/3`, `2/3`, `3/3`) push to Prometheus's remote-write
+/// receiver, each its own `instance`: in PromQL, the sum over agents equals `handshake
+/// merge`'s totals of their reports, and nginx's count.
+#[test]
+fn segments_pushed_by_remote_write_sum_to_merge_totals() {
+    let n = nginx();
+    let prom = Prometheus::start("remote", &[], true);
+    let url = format!("http://127.0.0.1:{}/", n.ports[0]);
+    let write = format!("http://127.0.0.1:{}/api/v1/write", prom.port);
+    let dir = Dir::new("remote-segments");
+    let mut files = Vec::new();
+    for i in 1..=3 {
+        let seg = format!("{i}/3");
+        let inst = format!("agent-{i}");
+        let (code, rep, err) = bench_out(&[
+            &url,
+            "-n",
+            "1000",
+            "-c",
+            "3",
+            "-s",
+            "close",
+            "--segment",
+            &seg,
+            "--remote-write",
+            &write,
+            "--remote-write-interval",
+            "300ms",
+            "--instance",
+            &inst,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(!err.contains("remote write"), "no push failed: {err}");
+        let f = dir.path(&format!("agent-{i}.json"));
+        std::fs::write(&f, serde_json::to_vec(&rep).unwrap()).unwrap();
+        files.push(f);
+    }
+    let out = Command::new(bin())
+        .args(["merge", "--json", "--no-progress"])
+        .args(&files)
+        .output()
+        .unwrap();
+    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &merged["scenarios"][0];
+    let (logged, conns, _) = nginx_counts(&n);
+    let sum = |name: &str| {
+        prom.value(&format!("sum without (instance, segment) ({name})"))
+            .unwrap_or_else(|| panic!("no {name} pushed"))
+    };
+    assert_eq!(sum("handshake_requests_total"), u(&s["requests"]["ok"]));
+    assert_eq!(u(&s["requests"]["ok"]), 1000.0);
+    assert_eq!(logged, 1000, "nginx's requests");
+    assert_eq!(
+        sum("handshake_connections_opened_total"),
+        u(&s["connections"]["opened"])
+    );
+    assert_eq!(
+        u(&s["connections"]["opened"]),
+        conns as f64,
+        "nginx's connections"
+    );
+    assert_eq!(
+        sum("handshake_connections_closed_total{closed_by=\"client_policy\"}"),
+        u(&s["connections"]["close_reasons"]["client_policy"])
+    );
+    assert_eq!(
+        sum("handshake_request_duration_seconds_count"),
+        u(&s["requests"]["ok"])
+    );
+    // Each agent is its own series, labelled as given.
+    let agents = prom.query("handshake_requests_total");
+    let mut instances: Vec<String> = agents
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {}",
+                a["metric"]["instance"].as_str().unwrap(),
+                a["metric"]["segment"].as_str().unwrap()
+            )
+        })
+        .collect();
+    instances.sort();
+    assert_eq!(instances, ["agent-1 1/3", "agent-2 2/3", "agent-3 3/3"]);
+}
+
+/// A receiver that accepts and answers each request head with `status` (none: never
+/// answers); stops with the test.
+fn receiver(status: Option<u16>) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming() {
+            let Ok(mut s) = s else { break };
+            let Some(status) = status else {
+                held.push(s);
+                continue;
+            };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buf = vec![0u8; 1 << 16];
+                // Answer each request (its body read as far as one read goes).
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+                        let body = "out of service\n";
+                        let _ = write!(
+                            s,
+                            "HTTP/1.1 {status} Nope\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A receiver that is down, answers 500, or never answers: the run's figures are those
+/// of the run without it (nginx's count), it exits 0, and one line says how many pushes
+/// failed and how many samples were dropped.
+#[test]
+fn a_failing_receiver_never_changes_the_run() {
+    let n = nginx();
+    let url = format!("http://127.0.0.1:{}/", n.ports[0]);
+    let closed = free_port();
+    for (what, port) in [
+        ("down", closed),
+        ("500", receiver(Some(500))),
+        ("stalled", receiver(None)),
+    ] {
+        let write = format!("http://127.0.0.1:{port}/api/v1/write");
+        let t = Instant::now();
+        let (code, rep, err) = bench_out(&[
+            &url,
+            "-n",
+            "3000",
+            "-c",
+            "2",
+            "--remote-write",
+            &write,
+            "--remote-write-interval",
+            "200ms",
+        ]);
+        let took = t.elapsed();
+        assert_eq!(code, 0, "{what}: {err}");
+        let s = &rep["scenarios"][0];
+        let (logged, conns, _) = nginx_counts(&n);
+        assert_eq!(u(&s["requests"]["ok"]), 3000.0, "{what}");
+        assert_eq!(logged, 3000, "{what}: nginx's requests");
+        assert_eq!(u(&s["connections"]["opened"]), conns as f64, "{what}");
+        let line = err
+            .lines()
+            .find(|l| l.contains("remote write to"))
+            .unwrap_or_else(|| panic!("{what}: no line about the failed pushes: {err}"));
+        let failed: u64 = line
+            .split(": ")
+            .nth(2)
+            .and_then(|x| x.split(' ').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        assert!(failed >= 1, "{what}: {line}");
+        assert!(line.contains("samples dropped"), "{line}");
+        match what {
+            "down" => assert!(line.contains("refused"), "{line}"),
+            "500" => assert!(line.contains("500"), "{line}"),
+            _ => assert!(line.contains("no answer within"), "{line}"),
+        }
+        // The last push waits 5 s at most.
+        assert!(took < Duration::from_secs(30), "{what}: {took:?}");
+    }
 }
