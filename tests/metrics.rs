@@ -191,6 +191,103 @@ fn u(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// One strategy's run: Prometheus's last values against the report and nginx's
+/// (requests, connections, resumed sessions).
+fn check_run(prom: &Prometheus, strategy: &str, s: &Value, nginx: (u64, u64, u64)) {
+    let (logged, conns, resumed) = nginx;
+    let sel = format!("{{strategy=\"{strategy}\"}}");
+    let q = |name: &str| {
+        prom.value(&format!("{name}{sel}"))
+            .unwrap_or_else(|| panic!("{strategy}: no {name} in Prometheus"))
+    };
+    let ok = u(&s["requests"]["ok"]);
+    let opened = u(&s["connections"]["opened"]);
+    assert_eq!(q("handshake_requests_total"), ok, "{strategy}: requests");
+    assert_eq!(ok, logged as f64, "{strategy}: nginx logged {logged}");
+    assert_eq!(
+        q("handshake_connections_opened_total"),
+        opened,
+        "{strategy}"
+    );
+    assert_eq!(
+        opened, conns as f64,
+        "{strategy}: nginx saw {conns} connections"
+    );
+    assert_eq!(
+        q("handshake_requests_reused_total"),
+        u(&s["connections"]["reused_requests"]),
+        "{strategy}"
+    );
+    let tls = &s["connections"]["tls_handshakes"];
+    assert_eq!(
+        prom.value(&format!(
+            "handshake_tls_handshakes_total{{strategy=\"{strategy}\",kind=\"resumed\"}}"
+        )),
+        Some(u(&tls["resumed"])),
+        "{strategy}"
+    );
+    assert_eq!(
+        u(&tls["resumed"]),
+        resumed as f64,
+        "{strategy}: nginx's resumed"
+    );
+    assert_eq!(
+        prom.value(&format!(
+            "handshake_tls_handshakes_total{{strategy=\"{strategy}\",kind=\"full\"}}"
+        )),
+        Some(u(&tls["full"])),
+        "{strategy}"
+    );
+    for (reason, n) in s["connections"]["close_reasons"].as_object().unwrap() {
+        assert_eq!(
+            prom.value(&format!(
+                "handshake_connections_closed_total{{strategy=\"{strategy}\",closed_by=\"{reason}\"}}"
+            )),
+            Some(u(n)),
+            "{strategy}: closed by {reason}"
+        );
+    }
+    for (class, n) in s["requests"]["status_classes"].as_object().unwrap() {
+        assert_eq!(
+            prom.value(&format!(
+                "handshake_responses_total{{strategy=\"{strategy}\",status_class=\"{class}\"}}"
+            )),
+            Some(u(n)),
+            "{strategy}: {class}"
+        );
+    }
+    assert_eq!(
+        prom.value(&format!("sum(handshake_errors_total{sel})")),
+        Some(0.0),
+        "{strategy}: errors"
+    );
+    assert_eq!(q("handshake_request_duration_seconds_count"), ok);
+    assert_eq!(
+        q("handshake_open_connections"),
+        0.0,
+        "{strategy}: all closed at the end"
+    );
+    let new = prom
+        .value(&format!(
+            "handshake_phase_seconds_count{{strategy=\"{strategy}\",phase=\"total\",connection=\"new\"}}"
+        ))
+        .unwrap_or(0.0);
+    let reused = prom
+        .value(&format!(
+            "handshake_phase_seconds_count{{strategy=\"{strategy}\",phase=\"total\",connection=\"reused\"}}"
+        ))
+        .unwrap_or(0.0);
+    assert_eq!(new + reused, ok, "{strategy}: phases new + reused");
+    assert_eq!(
+        prom.value(&format!(
+            "handshake_requests_per_connection_sum{{strategy=\"{strategy}\"}}"
+        ))
+        .map(f64::round),
+        Some((u(&s["connections"]["requests_per_connection"]["mean"]) * opened).round()),
+        "{strategy}"
+    );
+}
+
 /// Every bench strategy against nginx: the last scraped values equal the JSON report's,
 /// and both equal nginx's count; while the run went, Prometheus saw the counters rise.
 #[test]
@@ -236,99 +333,7 @@ fn bench_metrics_scraped_by_prometheus_equal_the_report_and_nginx() {
     ];
     for (strategy, args) in runs {
         let rep = run_with_metrics(&args, port);
-        let s = &rep["scenarios"][0];
-        let (logged, conns, resumed) = nginx_counts(&n);
-        let sel = format!("{{strategy=\"{strategy}\"}}");
-        let q = |name: &str| {
-            prom.value(&format!("{name}{sel}"))
-                .unwrap_or_else(|| panic!("{strategy}: no {name} in Prometheus"))
-        };
-        let ok = u(&s["requests"]["ok"]);
-        let opened = u(&s["connections"]["opened"]);
-        assert_eq!(q("handshake_requests_total"), ok, "{strategy}: requests");
-        assert_eq!(ok, logged as f64, "{strategy}: nginx logged {logged}");
-        assert_eq!(
-            q("handshake_connections_opened_total"),
-            opened,
-            "{strategy}"
-        );
-        assert_eq!(
-            opened, conns as f64,
-            "{strategy}: nginx saw {conns} connections"
-        );
-        assert_eq!(
-            q("handshake_requests_reused_total"),
-            u(&s["connections"]["reused_requests"]),
-            "{strategy}"
-        );
-        let tls = &s["connections"]["tls_handshakes"];
-        assert_eq!(
-            prom.value(&format!(
-                "handshake_tls_handshakes_total{{strategy=\"{strategy}\",kind=\"resumed\"}}"
-            )),
-            Some(u(&tls["resumed"])),
-            "{strategy}"
-        );
-        assert_eq!(
-            u(&tls["resumed"]),
-            resumed as f64,
-            "{strategy}: nginx's resumed"
-        );
-        assert_eq!(
-            prom.value(&format!(
-                "handshake_tls_handshakes_total{{strategy=\"{strategy}\",kind=\"full\"}}"
-            )),
-            Some(u(&tls["full"])),
-            "{strategy}"
-        );
-        for (reason, n) in s["connections"]["close_reasons"].as_object().unwrap() {
-            assert_eq!(
-                prom.value(&format!(
-                    "handshake_connections_closed_total{{strategy=\"{strategy}\",closed_by=\"{reason}\"}}"
-                )),
-                Some(u(n)),
-                "{strategy}: closed by {reason}"
-            );
-        }
-        for (class, n) in s["requests"]["status_classes"].as_object().unwrap() {
-            assert_eq!(
-                prom.value(&format!(
-                    "handshake_responses_total{{strategy=\"{strategy}\",status_class=\"{class}\"}}"
-                )),
-                Some(u(n)),
-                "{strategy}: {class}"
-            );
-        }
-        assert_eq!(
-            prom.value(&format!("sum(handshake_errors_total{sel})")),
-            Some(0.0),
-            "{strategy}: errors"
-        );
-        assert_eq!(q("handshake_request_duration_seconds_count"), ok);
-        assert_eq!(
-            q("handshake_open_connections"),
-            0.0,
-            "{strategy}: all closed at the end"
-        );
-        let new = prom
-            .value(&format!(
-                "handshake_phase_seconds_count{{strategy=\"{strategy}\",phase=\"total\",connection=\"new\"}}"
-            ))
-            .unwrap_or(0.0);
-        let reused = prom
-            .value(&format!(
-                "handshake_phase_seconds_count{{strategy=\"{strategy}\",phase=\"total\",connection=\"reused\"}}"
-            ))
-            .unwrap_or(0.0);
-        assert_eq!(new + reused, ok, "{strategy}: phases new + reused");
-        assert_eq!(
-            prom.value(&format!(
-                "handshake_requests_per_connection_sum{{strategy=\"{strategy}\"}}"
-            ))
-            .map(f64::round),
-            Some((u(&s["connections"]["requests_per_connection"]["mean"]) * opened).round()),
-            "{strategy}"
-        );
+        check_run(&prom, strategy, &rep["scenarios"][0], nginx_counts(&n));
     }
     // The 3 s keep-alive run was scraped while it went: its counter rose over several
     // scrapes before the last.
