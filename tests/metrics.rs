@@ -604,3 +604,255 @@ fn a_failing_receiver_never_changes_the_run() {
         assert!(took < Duration::from_secs(30), "{what}: {took:?}");
     }
 }
+
+/// nginx logging each request's connection serial and User-Agent (which client sent it).
+fn nginx_by_agent() -> Nginx {
+    Nginx::start_servers(
+        "log_format ua '$connection $connection_requests \"$http_user_agent\"';",
+        1,
+        |ports, d| {
+            format!(
+                "server {{ listen 127.0.0.1:{}; access_log {}/access.log ua; location / {{ return 200 \"hello\\n\"; }} }}",
+                ports[0],
+                d.display()
+            )
+        },
+    )
+    .expect("nginx")
+}
+
+/// nginx's count for the clients whose User-Agent starts with `agent`: (requests,
+/// connections, requests on a reused connection).
+fn by_agent(n: &Nginx, agent: &str) -> (u64, u64, u64) {
+    let text = std::fs::read_to_string(n.dir.join("access.log")).unwrap_or_default();
+    let mut conns = BTreeSet::new();
+    let (mut requests, mut reused) = (0, 0);
+    for l in text.lines() {
+        let f: Vec<&str> = l.splitn(3, ' ').collect();
+        if !f[2].trim_matches('"').starts_with(agent) {
+            continue;
+        }
+        requests += 1;
+        conns.insert(f[0].to_string());
+        if f[1] != "1" {
+            reused += 1;
+        }
+    }
+    (requests, conns.len() as u64, reused)
+}
+
+fn run_client(args: &[&str]) {
+    let st = Command::new(args[0])
+        .args(&args[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "{args:?}");
+}
+
+/// `watch --port --metrics` as a monitor while known clients talk to nginx (curl with and
+/// without reuse, Python's requests without and with a session, ab with -k): per
+/// client program, the connections and requests Prometheus scraped are that client's
+/// (nginx's count of its User-Agent's requests), and all of them add up to nginx's
+/// count and to the watch's own report.
+#[test]
+fn watch_metrics_per_program_equal_nginx() {
+    if !common::root("watch") {
+        return;
+    }
+    let n = nginx_by_agent();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let prom = Prometheus::start("watch", &[port], false);
+    let mut watch = watch_endpoint(n.port, &addr);
+    let url = n.url();
+    let py = "import requests,sys\nu=sys.argv[1]\nfor _ in range(3): requests.get(u)\ns=requests.Session()\nfor _ in range(3): s.get(u)\n";
+    run_client(&["curl", "-s", &url]);
+    run_client(&["curl", "-s", &url]);
+    run_client(&["curl", "-s", &url, &url, &url]);
+    run_client(&["python3", "-c", py, &url]);
+    run_client(&["ab", "-q", "-k", "-n", "20", "-c", "1", &url]);
+    std::thread::sleep(Duration::from_millis(1000));
+    stop_child_keep(&mut watch);
+    let out = watch.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let programs = prom.query("sum by (program) (handshake_requests_total)");
+    let names: Vec<String> = programs
+        .iter()
+        .map(|p| p["metric"]["program"].as_str().unwrap().to_string())
+        .collect();
+    let python = names
+        .iter()
+        .find(|p| p.starts_with("python"))
+        .unwrap_or_else(|| panic!("no python program among {names:?}"))
+        .clone();
+    // Each program's figures are its own (never another's), and with the connections
+    // whose socket was gone before its owner could be read (program="unknown": only a
+    // program's own record, `watch -- COMMAND`, names those for sure) they are all of
+    // nginx's.
+    let total = |name: &str| prom.value(&format!("sum({name})")).unwrap_or(-1.0);
+    let mut all = (0, 0, 0);
+    for (program, agent) in [
+        ("curl", "curl/"),
+        ("ab", "ApacheBench/"),
+        (python.as_str(), "python-requests/"),
+    ] {
+        let (requests, conns, reused) = by_agent(&n, agent);
+        all = (all.0 + requests, all.1 + conns, all.2 + reused);
+        let sel = format!("{{program=\"{program}\"}}");
+        let v = |name: &str| prom.value(&format!("sum({name}{sel})")).unwrap_or(-1.0);
+        let named = v("handshake_connections_opened_total");
+        assert!(
+            named >= 1.0 && named <= conns as f64,
+            "{program}: {named} of {conns} connections"
+        );
+        assert!(
+            v("handshake_requests_total") <= requests as f64,
+            "{program}: requests"
+        );
+        assert!(
+            v("handshake_requests_reused_total") <= reused as f64,
+            "{program}: reused"
+        );
+        assert_eq!(v("handshake_open_connections"), 0.0, "{program}");
+    }
+    assert_eq!(
+        total("handshake_requests_total"),
+        all.0 as f64,
+        "all requests ({names:?})"
+    );
+    assert_eq!(
+        total("handshake_connections_opened_total"),
+        all.1 as f64,
+        "all connections"
+    );
+    assert_eq!(
+        total("handshake_requests_reused_total"),
+        all.2 as f64,
+        "all reused"
+    );
+    assert_eq!(
+        total("handshake_requests_per_connection_count"),
+        all.1 as f64
+    );
+    assert_eq!(by_agent(&n, "curl/"), (5, 3, 2));
+    assert_eq!(by_agent(&n, "ApacheBench/"), (20, 1, 19));
+    assert_eq!(by_agent(&n, "python-requests/"), (6, 4, 2));
+    assert_eq!(
+        prom.value("sum(handshake_connections_opened_total)"),
+        Some(u(&rep["total"]["connections"])),
+        "the report's total"
+    );
+    assert_eq!(
+        prom.value("sum(handshake_requests_total)"),
+        Some(u(&rep["total"]["requests"]))
+    );
+}
+
+/// `watch --port PORT --json --metrics ADDR` started, once its endpoint answers and its
+/// capture is open.
+fn watch_endpoint(port: u16, addr: &str) -> Child {
+    let port = port.to_string();
+    let watch = Command::new(bin())
+        .args([
+            "watch",
+            "--port",
+            &port,
+            "--json",
+            "--metrics",
+            addr,
+            "--metrics-linger",
+            "10s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while curl(&format!("http://{addr}/metrics")).is_none() {
+        assert!(t.elapsed() < Duration::from_secs(10), "watch's endpoint");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The capture opens right after the endpoint.
+    std::thread::sleep(Duration::from_millis(1500));
+    watch
+}
+
+/// SIGINT to a child (its Ctrl-C), waited for at most 20 s before SIGKILL.
+fn stop_child_keep(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let t = Instant::now();
+    while child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if child.try_wait().ok().flatten().is_none() {
+        let _ = child.kill();
+    }
+}
+
+/// `watch --metrics -- ab` (without -k: a connection per request, each ended within a
+/// millisecond, which only the watched program's own record names for sure) and `--
+/// curl` with reuse: the program's connections and requests scraped equal nginx's.
+#[test]
+fn watch_metrics_of_a_command_equal_nginx() {
+    if !common::root("watch") {
+        return;
+    }
+    let n = nginx_by_agent();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let prom = Prometheus::start("watch-command", &[port], false);
+    let url = n.url();
+    for (program, agent, client, expect) in [
+        (
+            "ab",
+            "ApacheBench/",
+            vec!["ab", "-q", "-n", "20", "-c", "1", url.as_str()],
+            (20, 20, 0),
+        ),
+        (
+            "curl",
+            "curl/",
+            vec!["curl", "-s", url.as_str(), url.as_str()],
+            (2, 1, 1),
+        ),
+    ] {
+        let mut args = vec![
+            "watch",
+            "--json",
+            "--metrics",
+            &addr,
+            "--metrics-linger",
+            "10s",
+            "--",
+        ];
+        args.extend(client);
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let got = by_agent(&n, agent);
+        assert_eq!(got, expect, "nginx's count of {program}");
+        let sel = format!("{{program=\"{program}\"}}");
+        let v = |name: &str| prom.value(&format!("sum({name}{sel})")).unwrap_or(-1.0);
+        assert_eq!(
+            v("handshake_connections_opened_total"),
+            got.1 as f64,
+            "{program}: {err}"
+        );
+        assert_eq!(v("handshake_requests_total"), got.0 as f64, "{program}");
+        assert_eq!(
+            v("handshake_requests_reused_total"),
+            got.2 as f64,
+            "{program}"
+        );
+        assert_eq!(
+            v("handshake_connections_closed_total"),
+            got.1 as f64,
+            "{program}: every connection closed"
+        );
+    }
+}

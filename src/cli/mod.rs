@@ -211,6 +211,15 @@ pub struct WatchArgs {
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Vec<String>,
 
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+
+    /// With --metrics or --remote-write: at most this many label sets (endpoint,
+    /// program) per metric; the rest add to program="other", and
+    /// handshake_metrics_series_folded_total counts their connections
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub metrics_max_series: u64,
+
     /// The command to start and watch (its process tree's connections only)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

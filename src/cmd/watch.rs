@@ -33,6 +33,14 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         Some(b) => crate::config::parse_bytes("--buffer", b)?,
         None => 32 << 20,
     };
+    let metrics = crate::config::metrics::metrics_plan(&a.metrics, a.metrics_max_series as usize)?;
+    let meter = metrics
+        .wanted()
+        .then(|| watch::meter::Meter::new(metrics.max_series));
+    let publisher = match &meter {
+        Some(m) => crate::metrics::publish::Publisher::start(&metrics, m.clone())?,
+        None => None,
+    };
     let rep = watch::run(&Options {
         command: a.command,
         pid: a.pid,
@@ -41,6 +49,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         host_as_given: a.host,
         duration,
         buffer,
+        meter,
     })?;
     let thresholds::Checked { failed, lines, .. } = thresholds::check_report(&thresholds, &rep)?;
     let out = if a.json {
@@ -51,6 +60,9 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     super::print_out(&out);
     for l in lines {
         eprintln!("{l}");
+    }
+    if let Some(p) = publisher {
+        p.finish();
     }
     // Ctrl-C first; then the command's failure; then the thresholds'.
     Ok(match rep.exit_status {

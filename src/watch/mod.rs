@@ -10,6 +10,7 @@
 mod capture;
 mod cgroup;
 mod diag;
+pub mod meter;
 mod owners;
 mod summary;
 mod track;
@@ -66,6 +67,8 @@ pub struct Options {
     pub duration: Option<Duration>,
     /// The capture's ring buffer, bytes.
     pub buffer: u64,
+    /// `--metrics`, `--remote-write`: where the connections are counted live.
+    pub meter: Option<Arc<meter::Meter>>,
 }
 
 /// What the capture thread hands back.
@@ -104,12 +107,17 @@ struct Accounting {
     rec: Option<Arc<cgroup::Recorder>>,
     /// Watching a program (a command or `--pid`): only its connections count.
     process_mode: bool,
+    /// The live metrics, the watched program's name (process mode) and the client
+    /// programs' names looked up from the SYNs (endpoint mode).
+    meter: Option<Arc<meter::Meter>>,
+    program: Arc<str>,
+    names: meter::Names,
 }
 
 impl Accounting {
     /// Count an ended connection, hold it back until its owner is known, or count it as
     /// another program's.
-    fn account(&self, c: Conn, out: &mut Outcome, pending: &mut Pending, last_chance: bool) {
+    fn account(&self, mut c: Conn, out: &mut Outcome, pending: &mut Pending, last_chance: bool) {
         if !self.filter.conn(&c) {
             return;
         }
@@ -123,7 +131,55 @@ impl Accounting {
             }
             return;
         }
+        self.meter_last(&mut c);
         out.add(&c);
+    }
+
+    /// The label of a connection for the metrics, when it is known: the watched
+    /// program's name for its own connections (process mode), the client program's
+    /// name looked up from the SYN (endpoint mode; `unknown` once the lookup is
+    /// overdue, or `last`).
+    fn label(&self, c: &Conn, last: bool) -> Option<Arc<str>> {
+        if let Some(l) = &c.metered.label {
+            return Some(l.clone());
+        }
+        if self.process_mode {
+            return owners::owned_has(&self.owned, c.client, c.server)
+                .then(|| self.program.clone());
+        }
+        let named = self
+            .names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(c.client, c.server));
+        match named {
+            Some((n, _)) => Some(n),
+            None if last || c.already_open || c.opened.elapsed() > Duration::from_secs(2) => {
+                Some(Arc::from("unknown"))
+            }
+            None => None,
+        }
+    }
+
+    /// Count what is new on a live connection, once its label is known.
+    fn meter_live(&self, c: &mut Conn) {
+        if let Some(m) = &self.meter {
+            if let Some(l) = self.label(c, false) {
+                m.update(c, l);
+            }
+        }
+    }
+
+    /// Count a connection accounted as watched (ended, or open at the end).
+    fn meter_last(&self, c: &mut Conn) {
+        if let Some(m) = &self.meter {
+            let l = if self.process_mode {
+                self.program.clone()
+            } else {
+                self.label(c, true).unwrap_or_else(|| Arc::from("unknown"))
+            };
+            m.update(c, l);
+        }
     }
 
     /// Account the pending connections whose owner was found since; give up on one
@@ -142,6 +198,21 @@ impl Accounting {
         }
         *pending = keep;
     }
+}
+
+/// The watched program's name for the metrics: the command's (its file name), or the
+/// process's (`--pid`).
+fn program_name(o: &Options) -> Arc<str> {
+    let name = match (o.command.first(), o.pid) {
+        (Some(c), _) => std::path::Path::new(c)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned()),
+        (None, Some(pid)) => std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .ok()
+            .map(|s| s.trim_end().to_string()),
+        (None, None) => None,
+    };
+    Arc::from(name.unwrap_or_else(|| "unknown".into()).as_str())
 }
 
 /// Whether `x` is a listening socket's address (or under a wildcard listener).
@@ -163,7 +234,7 @@ fn capture_loop(
     acc: Accounting,
     syns: mpsc::SyncSender<(SocketAddr, SocketAddr)>,
     stop: Arc<AtomicBool>,
-) -> std::io::Result<(Outcome, Vec<Conn>, Pending)> {
+) -> std::io::Result<(Outcome, Vec<Conn>, Pending, Accounting)> {
     let mut tracker = Tracker::default();
     let mut out = Outcome::default();
     let mut pending = Pending::new();
@@ -185,6 +256,14 @@ fn capture_loop(
                 // The SYN's sender is the client; the SYN-ACK's, the server.
                 let _ = syns.try_send((seg.src, seg.dst));
             }
+            if !acc.process_mode
+                && acc.meter.is_some()
+                && seg.syn
+                && !seg.ack
+                && acc.filter.server(&seg.dst)
+            {
+                let _ = syns.try_send((seg.src, seg.dst));
+            }
             if seg.syn && !seg.ack && acc.filter.server(&seg.dst) {
                 opened = Some((seg.src, seg.dst));
             }
@@ -193,6 +272,11 @@ fn capture_loop(
                 closing = Some((seg.src, seg.dst));
             }
             ended = tracker.segment(seg, &is_listening);
+            if let Some(c) = tracker.touched() {
+                if acc.filter.conn(c) {
+                    acc.meter_live(c);
+                }
+            }
         })?;
         if let Some((a, b)) = closing {
             if !mine_open.remove(&(a, b)) {
@@ -230,7 +314,7 @@ fn capture_loop(
     }
     out.segments = tracker.segments;
     (out.packets, out.drops) = (cap.packets, cap.drops);
-    Ok((out, tracker.finish(), pending))
+    Ok((out, tracker.finish(), pending, acc))
 }
 
 /// The packet capture, opened first: a command's first connection must not come before
@@ -376,9 +460,12 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
     let cgroup_dir = rec.as_ref().map(|r| r.dir.clone());
     // Watching a process without the kernel's record: each SYN's owner at once; and
     // every 10 ms its sockets (the peak of concurrent connections is sampled there).
-    let resolver = root
-        .filter(|_| rec.is_none())
-        .map(|root| owners::spawn_resolver(root, syn_rx, owned.clone()));
+    let names = meter::Names::default();
+    let resolver = match root {
+        Some(root) if rec.is_none() => Some(owners::spawn_resolver(root, syn_rx, owned.clone())),
+        None if o.meter.is_some() => Some(owners::spawn_namer(syn_rx, names.clone())),
+        _ => None,
+    };
     let poller = root.map(|root| {
         let (stop, owned, dir, rec) =
             (stop.clone(), owned.clone(), cgroup_dir.clone(), rec.clone());
@@ -393,6 +480,9 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
         owned: owned.clone(),
         rec: rec.clone(),
         process_mode: root.is_some(),
+        meter: o.meter.clone(),
+        program: program_name(o),
+        names,
     };
     let capture_thread = {
         let stop = stop.clone();
@@ -405,7 +495,7 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
         owners::poll_owners(root, cgroup_dir.as_deref(), &owned);
     }
     stop.store(true, Ordering::SeqCst);
-    let (mut out, open, pending) = capture_thread
+    let (mut out, open, pending, acc) = capture_thread
         .join()
         .map_err(|_| anyhow::anyhow!("the capture thread panicked"))?
         .context("reading the packet capture")?;
@@ -427,7 +517,7 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
             }
         }
     }
-    for c in open.into_iter().chain(pending.into_iter().map(|(_, c)| c)) {
+    for mut c in open.into_iter().chain(pending.into_iter().map(|(_, c)| c)) {
         if !filter.conn(&c) {
             continue;
         }
@@ -435,6 +525,7 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
             out.other += 1;
             continue;
         }
+        acc.meter_last(&mut c);
         out.add(&c);
     }
     let capture = CaptureReport {

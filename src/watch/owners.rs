@@ -173,3 +173,111 @@ pub fn spawn_poller(
         peak
     })
 }
+
+/// Names the client program of each SYN's socket (watching an endpoint with
+/// `--metrics`), at once, on a thread of its own: the socket's inode from socket
+/// diagnostics, its process from a table of every process's socket inodes (read again
+/// when the inode is not in it), its name from /proc/PID/comm; `unknown` when the
+/// socket is not this machine's or was gone first. Ends when the capture drops its
+/// sender.
+pub fn spawn_namer(
+    syns: mpsc::Receiver<(SocketAddr, SocketAddr)>,
+    names: super::meter::Names,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), -10);
+        let Ok(mut sock) = diag::lookup_socket() else {
+            return;
+        };
+        let unknown: Arc<str> = Arc::from("unknown");
+        let mut table = Table::default();
+        // Every process read now: a SYN's lookup then reads only those started since.
+        table.read(false);
+        while let Ok((client, server)) = syns.recv() {
+            let name = program_of(&mut sock, &mut table, client, server)
+                .unwrap_or_else(|| unknown.clone());
+            let now = Instant::now();
+            let mut g = names.lock().unwrap_or_else(|p| p.into_inner());
+            if g.len() > 4096 {
+                // Flat memory: names never taken (connections filtered out) go after a
+                // minute.
+                g.retain(|_, (_, at)| now.duration_since(*at) < Duration::from_secs(60));
+            }
+            g.insert((client, server), (name, now));
+        }
+    })
+}
+
+/// Every process's socket inodes, as last read, and the processes read.
+#[derive(Default)]
+struct Table {
+    owner: HashMap<u32, i32>,
+    seen: HashSet<i32>,
+    /// The processes that owned the latest connections named, latest first: a client
+    /// opens its next connection soon (ab without -k: one per request).
+    recent: std::collections::VecDeque<i32>,
+}
+
+impl Table {
+    /// Read again the sockets of the latest owners.
+    fn read_recent(&mut self) {
+        for pid in self.recent.clone() {
+            for i in diag::socket_inodes(pid) {
+                self.owner.insert(i, pid);
+            }
+        }
+    }
+
+    fn owned_by(&mut self, pid: i32) {
+        self.recent.retain(|p| *p != pid);
+        self.recent.push_front(pid);
+        self.recent.truncate(8);
+    }
+    /// Read the sockets of the processes not read before (a client just started is
+    /// one: found in a few reads rather than one per process), or of all.
+    fn read(&mut self, all: bool) {
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let pids: Vec<i32> = procs
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .collect();
+        if all {
+            self.owner.clear();
+            self.seen.clear();
+        }
+        for pid in pids {
+            if self.seen.insert(pid) {
+                for i in diag::socket_inodes(pid) {
+                    self.owner.insert(i, pid);
+                }
+            }
+        }
+    }
+}
+
+fn program_of(
+    sock: &mut netlink_sys::Socket,
+    table: &mut Table,
+    client: SocketAddr,
+    server: SocketAddr,
+) -> Option<Arc<str>> {
+    let inode = diag::lookup(sock, client, server)
+        .ok()
+        .filter(|i| *i != 0)?;
+    for pass in 0..4 {
+        match pass {
+            0 => {}
+            1 => table.read_recent(),
+            2 => table.read(false),
+            _ => table.read(true),
+        }
+        if let Some(&pid) = table.owner.get(&inode) {
+            table.owned_by(pid);
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            return Some(Arc::from(comm.trim_end()));
+        }
+    }
+    None
+}

@@ -143,6 +143,24 @@ pub struct Conn {
     /// Cleartext HTTP/1: what the client's last request head asked of the connection's
     /// end, if it asked to close it.
     pub client_close: Option<ClientClose>,
+    /// What the live metrics have counted of it so far.
+    pub metered: Metered,
+}
+
+/// What the live metrics (`watch --metrics`) have counted of a connection: its label
+/// once known, and how far each of its figures was counted.
+#[derive(Debug, Default)]
+pub struct Metered {
+    /// The client program's name (or `unknown`), once known.
+    pub label: Option<std::sync::Arc<str>>,
+    pub opened: bool,
+    /// Answered requests counted.
+    pub answered: u64,
+    /// Idle gaps counted.
+    pub gaps: usize,
+    pub tls: bool,
+    pub h2: bool,
+    pub closed: bool,
 }
 
 /// How a client's request asked for its connection to end after the response (read from
@@ -218,6 +236,7 @@ impl Conn {
             h2_last_stream: 0,
             h2_awaiting: std::collections::BTreeSet::new(),
             client_close: None,
+            metered: Metered::default(),
         }
     }
 

@@ -32,6 +32,8 @@ pub struct Tracker {
     open_now: u64,
     pub peak_open: u64,
     pub segments: u64,
+    /// The live connection the last segment was of.
+    last: Option<(SocketAddr, SocketAddr)>,
 }
 
 impl Tracker {
@@ -96,9 +98,17 @@ impl Tracker {
             self.open_now -= 1;
         }
         if c.ended.is_some() {
+            self.last = None;
             return self.live.remove(&key);
         }
+        self.last = Some(key);
         replaced
+    }
+
+    /// The live connection the last segment was of (none when it ended the connection).
+    pub fn touched(&mut self) -> Option<&mut Conn> {
+        let key = self.last.take()?;
+        self.live.get_mut(&key)
     }
 
     /// The watch ended: the connections still open, reported as such.

@@ -1,0 +1,288 @@
+//! `watch --metrics`: the watched connections counted live, per server endpoint and
+//! client program, as they go (a connection when its owner is known, each answered
+//! request as its response begins, its close when it ends), for the endpoint and remote
+//! write (docs/metrics.md). The capture thread is the one writer; a scrape reads. The
+//! label sets are bounded: past `max_series`, new ones add to `program="other"`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::track::{Conn, Ending, Kind};
+use crate::metrics::{Family, Fixed, Kind as MetricKind, Series, Source, LIFETIME_BOUNDS};
+
+/// One label set's figures.
+#[derive(Default)]
+struct Counts {
+    opened: u64,
+    closed: BTreeMap<&'static str, u64>,
+    requests: u64,
+    reused: u64,
+    /// TLS handshakes by (kind, version).
+    tls: BTreeMap<(&'static str, String), u64>,
+    /// HTTP/2 connections by how they began (h2 by ALPN, h2c by prior knowledge).
+    h2: BTreeMap<&'static str, u64>,
+    open: u64,
+    rpc: Fixed,
+    lifetime: Fixed,
+    gaps: Fixed,
+}
+
+#[derive(Default)]
+struct State {
+    series: HashMap<(SocketAddr, Arc<str>), Counts>,
+    /// Connections counted under `program="other"` because the bound was reached.
+    folded: u64,
+}
+
+/// The live figures of a watch.
+pub struct Meter {
+    state: Mutex<State>,
+    max_series: usize,
+    other: Arc<str>,
+}
+
+fn closed_by(e: Ending) -> Option<&'static str> {
+    match e {
+        Ending::ClientFin => Some("client_fin"),
+        Ending::ClientReset => Some("client_rst"),
+        Ending::ServerFin => Some("server_fin"),
+        Ending::ServerReset => Some("server_rst"),
+        Ending::OpenAtEnd => None,
+    }
+}
+
+impl Meter {
+    pub fn new(max_series: usize) -> Arc<Meter> {
+        Arc::new(Meter {
+            state: Mutex::new(State::default()),
+            max_series: max_series.max(1),
+            other: Arc::from("other"),
+        })
+    }
+
+    /// Count what is new on `c` since the last time, under `label` (the client
+    /// program's name) if it has none yet.
+    pub fn update(&self, c: &mut Conn, label: Arc<str>) {
+        let label = c.metered.label.get_or_insert(label).clone();
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let st = &mut *st;
+        let key = (c.server, label);
+        let key = if st.series.contains_key(&key) || st.series.len() < self.max_series {
+            key
+        } else {
+            if !c.metered.opened {
+                st.folded += 1;
+            }
+            (c.server, self.other.clone())
+        };
+        let n = st.series.entry(key).or_default();
+        let m = &mut c.metered;
+        if !m.opened {
+            m.opened = true;
+            n.opened += 1;
+            n.open += 1;
+        }
+        let answered = c.requests.min(c.responses);
+        while m.answered < answered {
+            m.answered += 1;
+            n.requests += 1;
+            if m.answered >= 2 {
+                n.reused += 1;
+            }
+        }
+        for g in c.gaps.iter().skip(m.gaps) {
+            n.gaps
+                .observe(&crate::metrics::SECONDS_BOUNDS, g.as_secs_f64());
+        }
+        m.gaps = c.gaps.len();
+        if let (false, Some(t)) = (m.tls, &c.tls) {
+            if let Some(resumed) = t.resumed {
+                m.tls = true;
+                let kind = if resumed { "resumed" } else { "full" };
+                let version = t.version.clone().unwrap_or_else(|| "unknown".into());
+                *n.tls.entry((kind, version)).or_default() += 1;
+            }
+        }
+        if !m.h2 {
+            let h2 = match c.kind {
+                Kind::Http2 => Some("h2c"),
+                Kind::Tls if c.tls.as_ref().and_then(|t| t.alpn.as_deref()) == Some("h2") => {
+                    Some("h2")
+                }
+                _ => None,
+            };
+            if let Some(k) = h2 {
+                m.h2 = true;
+                *n.h2.entry(k).or_default() += 1;
+            }
+        }
+        if let (false, Some(end)) = (m.closed, c.ended) {
+            m.closed = true;
+            n.open = n.open.saturating_sub(1);
+            if let Some(by) = c.ending.and_then(closed_by) {
+                *n.closed.entry(by).or_default() += 1;
+                n.rpc
+                    .observe(&crate::metrics::requests_bounds(), answered as f64);
+                n.lifetime.observe(
+                    &LIFETIME_BOUNDS,
+                    end.saturating_duration_since(c.opened).as_secs_f64(),
+                );
+            }
+        }
+    }
+}
+
+/// A counter family with one series per label set.
+fn per_set(
+    st: &State,
+    name: &'static str,
+    help: &'static str,
+    kind: MetricKind,
+    each: impl Fn(&Counts, &mut dyn FnMut(Vec<crate::metrics::Label>, crate::metrics::Value)),
+) -> Family {
+    let mut f = Family::new(name, help, kind);
+    let mut keys: Vec<_> = st.series.keys().collect();
+    keys.sort();
+    for k in keys {
+        let n = &st.series[k];
+        let base = vec![("endpoint", k.0.to_string()), ("program", k.1.to_string())];
+        each(n, &mut |extra, value| {
+            let mut labels = base.clone();
+            labels.extend(extra);
+            f.series.push(Series { labels, value });
+        });
+    }
+    f
+}
+
+fn num(v: u64) -> crate::metrics::Value {
+    crate::metrics::Value::Number(v as f64)
+}
+
+impl Source for Meter {
+    fn families(&self) -> Vec<Family> {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let st = &*st;
+        let counter = MetricKind::Counter;
+        let mut out = vec![
+            per_set(st, "handshake_connections_opened", "Connections opened.", counter, |n, s| {
+                s(Vec::new(), num(n.opened));
+            }),
+            per_set(
+                st,
+                "handshake_connections_closed",
+                "Connections closed, by who closed them first (FIN or RST).",
+                counter,
+                |n, s| {
+                    for by in ["client_fin", "client_rst", "server_fin", "server_rst"] {
+                        s(
+                            vec![("closed_by", by.to_string())],
+                            num(n.closed.get(by).copied().unwrap_or(0)),
+                        );
+                    }
+                },
+            ),
+            per_set(
+                st,
+                "handshake_requests",
+                "Requests answered (on TLS, estimated from the records' turns).",
+                counter,
+                |n, s| s(Vec::new(), num(n.requests)),
+            ),
+            per_set(
+                st,
+                "handshake_requests_reused",
+                "Requests answered on a connection that had carried one before.",
+                counter,
+                |n, s| s(Vec::new(), num(n.reused)),
+            ),
+            per_set(
+                st,
+                "handshake_tls_handshakes",
+                "TLS handshakes, by kind (full or resumed) and version, read from the hellos.",
+                counter,
+                |n, s| {
+                    for kind in ["full", "resumed"] {
+                        if !n.tls.keys().any(|(k, _)| *k == kind) {
+                            s(
+                                vec![("kind", kind.into()), ("version", "none".into())],
+                                num(0),
+                            );
+                        }
+                    }
+                    for ((kind, version), v) in &n.tls {
+                        s(
+                            vec![("kind", (*kind).into()), ("version", version.clone())],
+                            num(*v),
+                        );
+                    }
+                },
+            ),
+            per_set(
+                st,
+                "handshake_h2_connections",
+                "HTTP/2 connections: h2 (chosen by ALPN, seen in TLS 1.2) and h2c (prior knowledge).",
+                counter,
+                |n, s| {
+                    for k in ["h2", "h2c"] {
+                        s(
+                            vec![("kind", k.into())],
+                            num(n.h2.get(k).copied().unwrap_or(0)),
+                        );
+                    }
+                },
+            ),
+            per_set(
+                st,
+                "handshake_open_connections",
+                "Connections open now.",
+                MetricKind::Gauge,
+                |n, s| s(Vec::new(), num(n.open)),
+            ),
+        ];
+        let mut folded = Family::new(
+            "handshake_metrics_series_folded",
+            "Connections counted under program=\"other\" because the label sets reached --metrics-max-series.",
+            counter,
+        );
+        folded.number(Vec::new(), st.folded as f64);
+        out.push(folded);
+        out.extend(histograms(st));
+        out
+    }
+}
+
+/// The histograms of each label set.
+fn histograms(st: &State) -> Vec<Family> {
+    let hist = MetricKind::Histogram;
+    let rpc_bounds = crate::metrics::requests_bounds();
+    vec![
+        per_set(
+            st,
+            "handshake_requests_per_connection",
+            "Requests each closed connection carried.",
+            hist,
+            |n, s| s(Vec::new(), n.rpc.value(&rpc_bounds)),
+        ),
+        per_set(
+            st,
+            "handshake_connection_lifetime_seconds",
+            "How long each closed connection lived, from its SYN to its end.",
+            hist,
+            |n, s| s(Vec::new(), n.lifetime.value(&LIFETIME_BOUNDS)),
+        ),
+        per_set(
+            st,
+            "handshake_idle_gap_seconds",
+            "Idle time before a connection's reuse: from a response's end to the next request.",
+            hist,
+            |n, s| s(Vec::new(), n.gaps.value(&crate::metrics::SECONDS_BOUNDS)),
+        ),
+    ]
+}
+
+/// The client programs' names of connections, looked up from their SYNs (endpoint
+/// mode), each taken once it is used.
+pub type Names = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), (Arc<str>, Instant)>>>;
