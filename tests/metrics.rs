@@ -856,3 +856,129 @@ fn watch_metrics_of_a_command_equal_nginx() {
         );
     }
 }
+
+/// The capabilities deploy/systemd/handshake-watch.service gives watch
+/// (`AmbientCapabilities=`), as setpriv names them (`net_raw`).
+fn unit_capabilities() -> Vec<String> {
+    let unit = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("deploy/systemd/handshake-watch.service"),
+    )
+    .unwrap();
+    let line = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("AmbientCapabilities="))
+        .expect("the unit sets AmbientCapabilities");
+    line.split_whitespace()
+        .map(|c| c.trim_start_matches("CAP_").to_lowercase())
+        .collect()
+}
+
+/// watch as the systemd unit runs it (an unprivileged user with only the unit's
+/// capabilities) names and counts a client's connections; and every PromQL expression of
+/// deploy/grafana/handshake.json returns data from a Prometheus that scraped it and a
+/// bench beside it.
+#[test]
+fn the_service_unit_and_the_dashboard_work() {
+    if !common::root("watch") {
+        return;
+    }
+    let n = nginx_by_agent();
+    let (pb, pw) = (free_port(), free_port());
+    let prom = Prometheus::start("dashboard", &[pb, pw], false);
+    let caps: Vec<String> = unit_capabilities()
+        .iter()
+        .map(|c| format!("+{c}"))
+        .collect();
+    let caps = caps.join(",");
+    let copy = std::env::temp_dir().join(format!("handshake-unit-bin-{}", std::process::id()));
+    std::fs::copy(bin(), &copy).unwrap();
+    let waddr = format!("127.0.0.1:{pw}");
+    let nginx_port = n.port.to_string();
+    let watch = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(format!("--inh-caps=-all,{caps}"))
+        .arg(format!("--ambient-caps=-all,{caps}"))
+        .arg(format!("--bounding-set=-all,{caps}"))
+        .arg(&copy)
+        .args([
+            "watch",
+            "--port",
+            &nginx_port,
+            "-d",
+            "9s",
+            "--json",
+            "--metrics",
+            &waddr,
+        ])
+        .args(["--metrics-linger", "3s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while curl(&format!("http://{waddr}/metrics")).is_none() {
+        assert!(t.elapsed() < Duration::from_secs(10), "watch's endpoint");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let url = n.url();
+    run_client(&["curl", "-s", &url]);
+    run_client(&["curl", "-s", &url, &url]);
+    let baddr = format!("127.0.0.1:{pb}");
+    run_client(&[
+        bin(),
+        "bench",
+        &url,
+        "-d",
+        "4s",
+        "-c",
+        "2",
+        "--no-progress",
+        "--json",
+        "--metrics",
+        &baddr,
+        "--metrics-linger",
+        "5s",
+    ]);
+    let out = watch.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&copy);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "watch under the unit's capabilities: {err}"
+    );
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let (requests, conns, _) = by_agent(&n, "");
+    assert_eq!(u(&rep["total"]["connections"]), conns as f64, "{err}");
+    assert_eq!(u(&rep["total"]["requests"]), requests as f64);
+    assert_eq!(
+        prom.value("sum(handshake_connections_opened_total{program=\"curl\"})"),
+        Some(by_agent(&n, "curl/").1 as f64),
+        "curl named and counted under the unit's capabilities"
+    );
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/handshake.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut checked = 0;
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "1m");
+            let got = prom.query(&expr);
+            assert!(
+                !got.is_empty(),
+                "panel {:?}: {expr} returned nothing",
+                p["title"]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "{checked} expressions");
+}
