@@ -957,6 +957,11 @@ fn the_service_unit_and_the_dashboard_work() {
         Some(by_agent(&n, "curl/").1 as f64),
         "curl named and counted under the unit's capabilities"
     );
+    check_dashboard(&prom);
+}
+
+/// Every PromQL expression of deploy/grafana/handshake.json returns data from `prom`.
+fn check_dashboard(prom: &Prometheus) {
     let dash: Value = serde_json::from_str(
         &std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/handshake.json"),
