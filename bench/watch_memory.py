@@ -16,8 +16,13 @@ Prints the peak, the connections and requests watch saw beside bench's own count
 they were attributed, and the kernel's packet drops (a capture that cannot keep up says
 so rather than miss silently). Every process is stopped by its PID.
 
+With --metrics, watch also serves its live metrics (`--metrics`), and in port mode
+the script scrapes them a second before the watch ends: the label sets of
+handshake_connections_opened_total, under --metrics-max-series however many client
+ports the connections came from.
+
 Usage: python3 bench/watch_memory.py [--handshake PATH] [--counts 10000,100000]
-           [--modes command,port]
+           [--modes command,port] [--metrics]
 Exit status 1 if, in either mode, the largest run's peak exceeds the smallest's by more
 than 20 %. Needs root (watch captures packets).
 """
@@ -28,7 +33,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 
 from loopback import free_port, stop, wait_port
 
@@ -65,17 +72,37 @@ def run_with_hwm(cmd, timeout=600):
     return out, err.decode(), peak, time.time() - t0
 
 
-def watch_command(hs, port, n, c):
+def metrics_args(metrics_port):
+    if metrics_port is None:
+        return []
+    return ["--metrics", f"127.0.0.1:{metrics_port}", "--metrics-linger", "0s"]
+
+
+def series_of(metrics_port, out):
+    """Scrape the watch's metrics: the label sets of connections opened, into out."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError as e:
+        out["error"] = str(e)
+        return
+    out["series"] = sum(1 for l in text.splitlines()
+                        if l.startswith("handshake_connections_opened_total{"))
+    out["opened"] = sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
+                        if l.startswith("handshake_connections_opened_total{"))
+
+
+def watch_command(hs, port, n, c, metrics_port=None):
     """watch -- bench: (watch report, bench report, watch's peak KiB, seconds)."""
     out, err, peak, secs = run_with_hwm(
-        [hs, "watch", "--json", "--", hs, "bench", f"http://127.0.0.1:{port}/", "-n", str(n),
+        [hs, "watch", "--json", *metrics_args(metrics_port), "--", hs, "bench", f"http://127.0.0.1:{port}/", "-n", str(n),
          "-c", str(c), "--strategy", "close", "--json", "--no-progress"])
     # The command's stdout goes to watch's stderr: bench's report is there.
     bench, _ = json.JSONDecoder().raw_decode(err[err.index("{"):])
     return json.loads(out), bench, peak, secs
 
 
-def watch_port(hs, port, n, c):
+def watch_port(hs, port, n, c, metrics_port=None, scraped=None):
     """watch --port while bench runs: (watch report, bench report, peak KiB, seconds)."""
     at = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1.5)).isoformat()
     load = subprocess.Popen(
@@ -86,8 +113,13 @@ def watch_port(hs, port, n, c):
     )
     try:
         watch_for = 3 + n / 4000
+        if metrics_port is not None:
+            t = threading.Timer(watch_for - 1, series_of, (metrics_port, scraped))
+            t.daemon = True
+            t.start()
         out, _, kib, secs = run_with_hwm(
-            [hs, "watch", "--json", "--port", str(port), "-d", f"{watch_for}s"])
+            [hs, "watch", "--json", *metrics_args(metrics_port), "--port", str(port), "-d",
+             f"{watch_for}s"])
         bench = json.loads(load.communicate(timeout=60)[0])
     finally:
         stop(load, signal.SIGTERM)
@@ -100,6 +132,8 @@ def main():
     ap.add_argument("--counts", default="10000,100000")
     ap.add_argument("-c", "--concurrency", type=int, default=8)
     ap.add_argument("--modes", default="command,port")
+    ap.add_argument("--metrics", action="store_true",
+                    help="watch serves its live metrics too (and port mode scrapes them)")
     a = ap.parse_args()
     hs = os.path.abspath(a.handshake)
     results = {}
@@ -113,10 +147,12 @@ def main():
             )
             try:
                 wait_port(port)
+                mport = free_port() if a.metrics else None
+                scraped = {}
                 if mode == "command":
-                    w, bench, kib, secs = watch_command(hs, port, n, a.concurrency)
+                    w, bench, kib, secs = watch_command(hs, port, n, a.concurrency, mport)
                 else:
-                    w, bench, kib, secs = watch_port(hs, port, n, a.concurrency)
+                    w, bench, kib, secs = watch_port(hs, port, n, a.concurrency, mport, scraped)
             finally:
                 stop(srv, signal.SIGTERM)
             s = bench["scenarios"][0]
@@ -135,6 +171,9 @@ def main():
                 "bench_ok": s["requests"]["ok"],
                 "kernel_drops": w["capture"]["kernel_drops"],
                 "packets": w["capture"]["packets"],
+                "metrics": a.metrics,
+                "scraped_series": scraped.get("series"),
+                "scraped_opened": scraped.get("opened"),
             }), flush=True)
     worst = 0.0
     for mode, r in results.items():
