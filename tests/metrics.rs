@@ -1019,3 +1019,66 @@ fn check_dashboard(prom: &Prometheus) {
     }
     assert!(checked >= 8, "{checked} expressions");
 }
+
+/// `--metrics-max-series 1`: the first client program has its own label set; the
+/// next one's connections add to program="other", and the folded counter says how many.
+#[test]
+fn label_sets_past_the_bound_fold_into_other() {
+    if !common::root("watch") {
+        return;
+    }
+    let n = nginx_by_agent();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let port = n.port.to_string();
+    let mut watch = Command::new(bin())
+        .args(["watch", "--port", &port, "--json", "--metrics", &addr])
+        .args(["--metrics-linger", "0s", "--metrics-max-series", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while curl(&format!("http://{addr}/metrics")).is_none() {
+        assert!(t.elapsed() < Duration::from_secs(10), "watch's endpoint");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let url = n.url();
+    // One keep-alive connection each; the first lives long enough to be named for sure.
+    let py = "import requests,sys,time\ns=requests.Session()\ns.get(sys.argv[1])\ntime.sleep(0.3)\ns.get(sys.argv[1])\n";
+    run_client(&["python3", "-c", py, &url]);
+    run_client(&["ab", "-q", "-k", "-n", "20", "-c", "1", &url]);
+    std::thread::sleep(Duration::from_millis(500));
+    let text = curl(&format!("http://{addr}/metrics")).unwrap();
+    stop_child_keep(&mut watch);
+    let _ = watch.wait_with_output();
+    let opened: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("handshake_connections_opened_total{"))
+        .collect();
+    assert_eq!(opened.len(), 2, "one program's set and other's: {opened:?}");
+    assert!(
+        opened
+            .iter()
+            .any(|l| l.contains("program=\"python") && l.ends_with(" 1.0")),
+        "{opened:?}"
+    );
+    assert!(
+        opened
+            .iter()
+            .any(|l| l.contains("program=\"other\"") && l.ends_with(" 1.0")),
+        "{opened:?}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l == "handshake_metrics_series_folded_total 1.0"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("handshake_requests_total{")
+                && l.contains("program=\"other\"")
+                && l.ends_with(" 20.0")),
+        "ab's 20 requests under other: {text}"
+    );
+}
