@@ -669,10 +669,10 @@ fn run_client(args: &[&str]) {
 }
 
 /// `watch --port --metrics` as a monitor while known clients talk to nginx (curl with and
-/// without reuse, Python's requests without and with a session, ab with -k): per
-/// client program, the connections and requests Prometheus scraped are that client's
-/// (nginx's count of its User-Agent's requests), and all of them add up to nginx's
-/// count and to the watch's own report.
+/// without reuse, Python's requests without and with a session, ab without and with
+/// -k): per client program, the connections and requests Prometheus scraped equal
+/// nginx's count of that client's requests (its User-Agent), and add up to the watch's
+/// own report.
 #[test]
 fn watch_metrics_per_program_equal_nginx() {
     if !common::root("watch") {
@@ -689,6 +689,7 @@ fn watch_metrics_per_program_equal_nginx() {
     run_client(&["curl", "-s", &url]);
     run_client(&["curl", "-s", &url, &url, &url]);
     run_client(&["python3", "-c", py, &url]);
+    run_client(&["ab", "-q", "-n", "20", "-c", "1", &url]);
     run_client(&["ab", "-q", "-k", "-n", "20", "-c", "1", &url]);
     std::thread::sleep(Duration::from_millis(1000));
     stop_child_keep(&mut watch);
@@ -706,11 +707,8 @@ fn watch_metrics_per_program_equal_nginx() {
         .find(|p| p.starts_with("python"))
         .unwrap_or_else(|| panic!("no python program among {names:?}"))
         .clone();
-    // Each program's figures are its own (never another's), and with the connections
-    // whose socket was gone before its owner could be read (program="unknown": only a
-    // program's own record, `watch -- COMMAND`, names those for sure) they are all of
-    // nginx's.
-    let total = |name: &str| prom.value(&format!("sum({name})")).unwrap_or(-1.0);
+    // Every connection named (the kernel's record of each connect, however short),
+    // each program's figures equal nginx's count of its User-Agent.
     let mut all = (0, 0, 0);
     for (program, agent) in [
         ("curl", "curl/"),
@@ -721,42 +719,45 @@ fn watch_metrics_per_program_equal_nginx() {
         all = (all.0 + requests, all.1 + conns, all.2 + reused);
         let sel = format!("{{program=\"{program}\"}}");
         let v = |name: &str| prom.value(&format!("sum({name}{sel})")).unwrap_or(-1.0);
-        let named = v("handshake_connections_opened_total");
-        assert!(
-            named >= 1.0 && named <= conns as f64,
-            "{program}: {named} of {conns} connections"
+        assert_eq!(
+            v("handshake_connections_opened_total"),
+            conns as f64,
+            "{program}: connections ({names:?})"
         );
-        assert!(
-            v("handshake_requests_total") <= requests as f64,
+        assert_eq!(
+            v("handshake_requests_total"),
+            requests as f64,
             "{program}: requests"
         );
-        assert!(
-            v("handshake_requests_reused_total") <= reused as f64,
+        assert_eq!(
+            v("handshake_requests_reused_total"),
+            reused as f64,
             "{program}: reused"
+        );
+        assert_eq!(
+            v("handshake_requests_per_connection_count"),
+            conns as f64,
+            "{program}: closed"
         );
         assert_eq!(v("handshake_open_connections"), 0.0, "{program}");
     }
+    assert!(
+        !names.iter().any(|p| p == "unknown"),
+        "every client named: {names:?}"
+    );
+    let total = |name: &str| prom.value(&format!("sum({name})")).unwrap_or(-1.0);
     assert_eq!(
         total("handshake_requests_total"),
         all.0 as f64,
-        "all requests ({names:?})"
+        "all requests"
     );
     assert_eq!(
         total("handshake_connections_opened_total"),
         all.1 as f64,
         "all connections"
     );
-    assert_eq!(
-        total("handshake_requests_reused_total"),
-        all.2 as f64,
-        "all reused"
-    );
-    assert_eq!(
-        total("handshake_requests_per_connection_count"),
-        all.1 as f64
-    );
     assert_eq!(by_agent(&n, "curl/"), (5, 3, 2));
-    assert_eq!(by_agent(&n, "ApacheBench/"), (20, 1, 19));
+    assert_eq!(by_agent(&n, "ApacheBench/"), (40, 21, 19));
     assert_eq!(by_agent(&n, "python-requests/"), (6, 4, 2));
     assert_eq!(
         prom.value("sum(handshake_connections_opened_total)"),
@@ -972,15 +973,14 @@ fn the_service_unit_and_the_dashboard_work() {
     let (requests, conns, _) = by_agent(&n, "");
     assert_eq!(u(&rep["total"]["connections"]), conns as f64, "{err}");
     assert_eq!(u(&rep["total"]["requests"]), requests as f64);
-    // Named: the capabilities let it read the owner (a connection that ended before
-    // its owner was read is "unknown", as docs/metrics.md says).
+    // Named: the capabilities let it load the kernel's record of each connect.
     let curl_named = prom
         .value("sum(handshake_connections_opened_total{program=\"curl\"})")
         .unwrap_or(0.0);
     let curl_conns = by_agent(&n, "curl/").1 as f64;
-    assert!(
-        curl_named >= 1.0 && curl_named <= curl_conns,
-        "curl named under the unit's capabilities: {curl_named} of {curl_conns}"
+    assert_eq!(
+        curl_named, curl_conns,
+        "curl named under the unit's capabilities"
     );
     assert_eq!(
         prom.value(&format!(

@@ -20,6 +20,10 @@ use crate::record::{CloseReason, HandshakeKind, Phases, Stage, TlsHandshake, Wir
 use crate::stats::event::ConnEvent;
 use crate::timer::within;
 
+/// The smallest initial congestion window a TCP sender may use, in bytes: RFC 3390's
+/// min(4 MSS, max(2 MSS, 4380)) at the smallest MSS (536); Linux starts at 10 MSS.
+const SMALLEST_INITIAL_WINDOW: u64 = 2144;
+
 /// Where an opening is counted: the engine's collector, or nowhere (a probe's opening,
 /// which has its own report).
 pub(crate) trait Tally {
@@ -224,7 +228,10 @@ impl<T: Tally> Opener<T> {
         let wire = tls.get_mut().0.take_wire();
         let session = tls.get_ref().1;
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
-        if let Some(w) = wire {
+        // A flight that fits the smallest initial window a sender may use never waits
+        // for an acknowledgement: its spread is the server's own time (a busy CPU), not
+        // a round trip.
+        if let Some(w) = wire.filter(|w| w.server_flight_bytes > SMALLEST_INITIAL_WINDOW) {
             self.tally.note(ConnEvent::TlsFlight {
                 spread_ns: w.server_flight_spread_ns,
                 connect_ns,

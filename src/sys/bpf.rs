@@ -118,6 +118,17 @@ impl Map {
 /// `BPF_PROG_LOAD` of `insns` (8 bytes each) as a program of `kind`, licensed "GPL",
 /// named `name` (at most 15 bytes); a refusal carries the verifier's log.
 pub fn load_program(kind: u32, insns: &[[u8; 8]], name: &CStr) -> io::Result<OwnedFd> {
+    load_program_for(kind, 0, insns, name)
+}
+
+/// [`load_program`] for a program that says at load where it will be attached
+/// (`expected_attach_type`: a cgroup's connect hook, say).
+pub fn load_program_for(
+    kind: u32,
+    attach_type: u32,
+    insns: &[[u8; 8]],
+    name: &CStr,
+) -> io::Result<OwnedFd> {
     let code: Vec<u8> = insns.concat();
     let license = c"GPL";
     let mut log = vec![0u8; 16384];
@@ -135,6 +146,7 @@ pub fn load_program(kind: u32, insns: &[[u8; 8]], name: &CStr) -> io::Result<Own
     put(&mut a, 28, &(log.len() as u32).to_ne_bytes());
     put(&mut a, 32, &(log.as_mut_ptr() as u64).to_ne_bytes());
     put(&mut a, 48, name);
+    put(&mut a, 68, &attach_type.to_ne_bytes()); // expected_attach_type
     call(PROG_LOAD, &mut a).map(owned).map_err(|e| {
         let end = log.iter().position(|b| *b == 0).unwrap_or(log.len());
         let why = String::from_utf8_lossy(&log[..end]);

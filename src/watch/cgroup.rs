@@ -37,12 +37,12 @@ const MAP_ENTRIES: u32 = 65536;
 /// The key: family, local port (host order), remote port (network order in the high
 /// half), local and remote IPv4, local and remote IPv6, each as `struct bpf_sock_ops`
 /// holds them.
-const KEY_LEN: usize = 52;
+pub(super) const KEY_LEN: usize = 52;
 /// Offsets in `struct bpf_sock_ops` of the key's thirteen words, in key order.
-const CTX_FIELDS: [i16; 13] = [20, 68, 64, 28, 24, 48, 52, 56, 60, 32, 36, 40, 44];
+pub(super) const CTX_FIELDS: [i16; 13] = [20, 68, 64, 28, 24, 48, 52, 56, 60, 32, 36, 40, 44];
 
 /// One eBPF instruction: opcode, destination and source registers, offset, immediate.
-fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> [u8; 8] {
+pub(super) fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> [u8; 8] {
     let mut b = [0u8; 8];
     b[0] = code;
     b[1] = (src << 4) | dst;
@@ -109,7 +109,7 @@ fn program(keys: RawFd, lost: RawFd) -> Vec<[u8; 8]> {
 }
 
 /// The cgroup v2 hierarchy's mount point.
-fn cgroup2_root() -> io::Result<PathBuf> {
+pub(super) fn cgroup2_root() -> io::Result<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo")?;
     info.lines()
         .find_map(|l| {
@@ -143,6 +143,17 @@ pub fn procs(dir: &Path) -> Vec<i32> {
         }
     }
     out
+}
+
+/// The (local, remote) endpoints of a record's key (the layout of `CTX_FIELDS`).
+pub(super) fn endpoints(key: &[u8; KEY_LEN]) -> (SocketAddr, SocketAddr) {
+    let w = |i: usize| &key[4 * i..4 * i + 4];
+    let family = u32::from_ne_bytes(w(0).try_into().expect("4 bytes"));
+    let local_port = u32::from_ne_bytes(w(1).try_into().expect("4 bytes")) as u16;
+    let remote_port = u32::from_be_bytes(w(2).try_into().expect("4 bytes")) as u16;
+    let local = addr(family, w(3), &key[20..36], local_port);
+    let remote = addr(family, w(4), &key[36..52], remote_port);
+    (local, remote)
 }
 
 fn addr(family: u32, ip4: &[u8], ip6: &[u8], port: u16) -> SocketAddr {
@@ -252,13 +263,7 @@ impl Recorder {
             if self.keys.take(&key, &mut value).is_err() {
                 break;
             }
-            let w = |i: usize| &key[4 * i..4 * i + 4];
-            let family = u32::from_ne_bytes(w(0).try_into().expect("4 bytes"));
-            let local_port = u32::from_ne_bytes(w(1).try_into().expect("4 bytes")) as u16;
-            let remote_port = u32::from_be_bytes(w(2).try_into().expect("4 bytes")) as u16;
-            let local = addr(family, w(3), &key[20..36], local_port);
-            let remote = addr(family, w(4), &key[36..52], remote_port);
-            out.push((local, remote));
+            out.push(endpoints(&key));
         }
     }
 

@@ -11,6 +11,7 @@ mod capture;
 mod cgroup;
 mod diag;
 pub mod meter;
+mod naming;
 mod owners;
 mod summary;
 mod track;
@@ -112,6 +113,9 @@ struct Accounting {
     meter: Option<Arc<meter::Meter>>,
     program: Arc<str>,
     names: meter::Names,
+    /// The kernel's record of every connection's program (endpoint mode, where BPF
+    /// can be attached); else `names`, from /proc.
+    namer: Option<Mutex<naming::Namer>>,
 }
 
 impl Accounting {
@@ -146,6 +150,15 @@ impl Accounting {
         if self.process_mode {
             return owners::owned_has(&self.owned, c.client, c.server)
                 .then(|| self.program.clone());
+        }
+        if let Some(n) = &self.namer {
+            // Recorded before the SYN left: not there, the client is not this
+            // machine's (or began before the watch).
+            let named = n
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .name(c.client, c.server);
+            return Some(named.unwrap_or_else(|| Arc::from("unknown")));
         }
         let named = self
             .names
@@ -461,9 +474,14 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
     // Watching a process without the kernel's record: each SYN's owner at once; and
     // every 10 ms its sockets (the peak of concurrent connections is sampled there).
     let names = meter::Names::default();
+    let namer = (root.is_none() && o.meter.is_some())
+        .then(naming::Namer::attach)
+        .and_then(Result::ok);
     let resolver = match root {
         Some(root) if rec.is_none() => Some(owners::spawn_resolver(root, syn_rx, owned.clone())),
-        None if o.meter.is_some() => Some(owners::spawn_namer(syn_rx, names.clone())),
+        None if o.meter.is_some() && namer.is_none() => {
+            Some(owners::spawn_namer(syn_rx, names.clone()))
+        }
         _ => None,
     };
     let poller = root.map(|root| {
@@ -483,6 +501,7 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
         meter: o.meter.clone(),
         program: program_name(o),
         names,
+        namer: namer.map(Mutex::new),
     };
     let capture_thread = {
         let stop = stop.clone();

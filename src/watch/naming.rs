@@ -1,0 +1,177 @@
+//! Which program opened each TCP connection of this machine, recorded in the kernel as
+//! it happens: two BPF programs on the cgroup v2 root (so every process below it). At
+//! `connect()` (the cgroup's connect4 and connect6 hooks, run in the calling process),
+//! the socket's cookie with the process's id and name; when the connection's SYN is
+//! about to leave (`sock_ops`' TCP_CONNECT_CB, its four-tuple complete), the four-tuple
+//! with the cookie. `watch --metrics` names a connection's client program by the two
+//! when it sees the SYN, however short the connection (one that lives 100 µs is
+//! recorded like one that lives an hour). Both maps are LRU: they never fill, the oldest
+//! entries (connections filtered out, UDP sockets' connects) go first. Assembled here
+//! like the cgroup's record (`cgroup.rs`), and attached by links: detached when the
+//! watch ends, also when it is killed.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{OwnedFd, RawFd};
+use std::sync::Arc;
+
+use super::cgroup::{cgroup2_root, endpoints, insn, CTX_FIELDS, KEY_LEN};
+use crate::sys::bpf::{self, Map};
+
+const BPF_MAP_TYPE_LRU_HASH: u32 = 9;
+const BPF_PROG_TYPE_SOCK_OPS: u32 = 13;
+const BPF_PROG_TYPE_CGROUP_SOCK_ADDR: u32 = 18;
+const BPF_CGROUP_SOCK_OPS: u32 = 3;
+const BPF_CGROUP_INET4_CONNECT: u32 = 10;
+const BPF_CGROUP_INET6_CONNECT: u32 = 11;
+const BPF_SOCK_OPS_TCP_CONNECT_CB: i32 = 3;
+// Helpers (linux/bpf.h's enum bpf_func_id).
+const MAP_UPDATE_ELEM: i32 = 2;
+const GET_CURRENT_PID_TGID: i32 = 14;
+const GET_CURRENT_COMM: i32 = 16;
+const GET_SOCKET_COOKIE: i32 = 46;
+
+const ENTRIES: u32 = 65536;
+/// An owner: the process's `pid_tgid` (its id in the high half), then its name (16
+/// bytes, NUL-padded).
+const OWNER_LEN: usize = 24;
+
+const R0: u8 = 0;
+const R1: u8 = 1;
+const R2: u8 = 2;
+const R3: u8 = 3;
+const R4: u8 = 4;
+const R6: u8 = 6;
+const FP: u8 = 10;
+
+fn ld_map(reg: u8, map: RawFd) -> [[u8; 8]; 2] {
+    [insn(0x18, reg, 1, 0, map), insn(0, 0, 0, 0, 0)]
+}
+
+/// `map[key at fp+key] = value at fp+value`.
+fn update(p: &mut Vec<[u8; 8]>, map: RawFd, key: i16, value: i16) {
+    p.extend(ld_map(R1, map));
+    p.push(insn(0xbf, R2, FP, 0, 0));
+    p.push(insn(0x07, R2, 0, 0, key.into()));
+    p.push(insn(0xbf, R3, FP, 0, 0));
+    p.push(insn(0x07, R3, 0, 0, value.into()));
+    p.push(insn(0xb7, R4, 0, 0, 0)); // BPF_ANY
+    p.push(insn(0x85, 0, 0, 0, MAP_UPDATE_ELEM));
+}
+
+/// The connect hook's program: `owners[cookie] = (pid_tgid, comm)`; lets the connect
+/// go on (returns 1).
+fn connect_program(owners: RawFd) -> Vec<[u8; 8]> {
+    const KEY: i16 = -8;
+    const VALUE: i16 = -32;
+    let mut p = vec![
+        insn(0x85, 0, 0, 0, GET_SOCKET_COOKIE), // r0 = cookie(ctx in r1)
+        insn(0x7b, FP, R0, KEY, 0),             // *(u64 *)(fp + key) = r0
+        insn(0x85, 0, 0, 0, GET_CURRENT_PID_TGID),
+        insn(0x7b, FP, R0, VALUE, 0), // *(u64 *)(fp + value) = r0
+        insn(0xbf, R1, FP, 0, 0),
+        insn(0x07, R1, 0, 0, (VALUE + 8).into()), // r1 = &value.comm
+        insn(0xb7, R2, 0, 0, 16),
+        insn(0x85, 0, 0, 0, GET_CURRENT_COMM),
+    ];
+    update(&mut p, owners, KEY, VALUE);
+    p.push(insn(0xb7, R0, 0, 0, 1));
+    p.push(insn(0x95, 0, 0, 0, 0));
+    p
+}
+
+/// The sock_ops program: on an active open, `conns[four-tuple] = cookie`.
+fn sock_ops_program(conns: RawFd) -> Vec<[u8; 8]> {
+    const KEY: i16 = -56;
+    const VALUE: i16 = -64;
+    let mut p = vec![
+        insn(0xbf, R6, R1, 0, 0),                          // r6 = ctx
+        insn(0x61, R2, R6, 0, 0),                          // r2 = ctx->op
+        insn(0x55, R2, 0, 0, BPF_SOCK_OPS_TCP_CONNECT_CB), // if r2 != connect goto out (patched)
+    ];
+    let to_out = p.len() - 1;
+    for (i, field) in CTX_FIELDS.iter().enumerate() {
+        p.push(insn(0x61, R2, R6, *field, 0));
+        p.push(insn(0x63, FP, R2, KEY + 4 * i as i16, 0));
+    }
+    p.push(insn(0xbf, R1, R6, 0, 0));
+    p.push(insn(0x85, 0, 0, 0, GET_SOCKET_COOKIE));
+    p.push(insn(0x7b, FP, R0, VALUE, 0));
+    update(&mut p, conns, KEY, VALUE);
+    let out = p.len();
+    p.push(insn(0xb7, R0, 0, 0, 1));
+    p.push(insn(0x95, 0, 0, 0, 0));
+    p[to_out][2..4].copy_from_slice(&((out - to_out - 1) as i16).to_ne_bytes());
+    p
+}
+
+/// The record, attached; the connections read from it so far, with their cookies.
+pub struct Namer {
+    conns: Map,
+    owners: Map,
+    _progs: Vec<OwnedFd>,
+    _links: Vec<OwnedFd>,
+    cookies: HashMap<(SocketAddr, SocketAddr), u64>,
+}
+
+impl Namer {
+    /// Load and attach both programs (root: CAP_BPF and CAP_NET_ADMIN, or
+    /// CAP_SYS_ADMIN); an error says why it cannot (then names come from /proc).
+    pub fn attach() -> io::Result<Namer> {
+        let conns = Map::create(BPF_MAP_TYPE_LRU_HASH, KEY_LEN, 8, ENTRIES, 0)?;
+        let owners = Map::create(BPF_MAP_TYPE_LRU_HASH, 8, OWNER_LEN, ENTRIES, 0)?;
+        let root = OwnedFd::from(std::fs::File::open(cgroup2_root()?)?);
+        let mut progs = Vec::new();
+        let mut links = Vec::new();
+        for hook in [BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT] {
+            let prog = bpf::load_program_for(
+                BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
+                hook,
+                &connect_program(owners.raw_fd()),
+                c"handshake_owner",
+            )?;
+            links.push(bpf::link(&prog, &root, hook)?);
+            progs.push(prog);
+        }
+        let prog = bpf::load_program(
+            BPF_PROG_TYPE_SOCK_OPS,
+            &sock_ops_program(conns.raw_fd()),
+            c"handshake_conn",
+        )?;
+        links.push(bpf::link(&prog, &root, BPF_CGROUP_SOCK_OPS)?);
+        progs.push(prog);
+        Ok(Namer {
+            conns,
+            owners,
+            _progs: progs,
+            _links: links,
+            cookies: HashMap::new(),
+        })
+    }
+
+    /// The name of the program that opened the connection from `client` to `server`
+    /// on this machine, if it was recorded (taken: each connection is named once).
+    pub fn name(&mut self, client: SocketAddr, server: SocketAddr) -> Option<Arc<str>> {
+        let mut key = [0u8; KEY_LEN];
+        let mut cookie = [0u8; 8];
+        if self.cookies.len() > ENTRIES as usize {
+            // Flat memory: connections never asked about (filtered out) are forgotten.
+            self.cookies.clear();
+        }
+        // Each key is deleted as it is read, so the first key is always the next one.
+        while self.conns.next_key(None, &mut key).is_ok() {
+            if self.conns.take(&key, &mut cookie).is_err() {
+                break;
+            }
+            self.cookies
+                .insert(endpoints(&key), u64::from_ne_bytes(cookie));
+        }
+        let cookie = self.cookies.remove(&(client, server))?;
+        let mut owner = [0u8; OWNER_LEN];
+        self.owners.take(&cookie.to_ne_bytes(), &mut owner).ok()?;
+        let comm = &owner[8..];
+        let end = comm.iter().position(|b| *b == 0).unwrap_or(comm.len());
+        Some(Arc::from(String::from_utf8_lossy(&comm[..end]).as_ref()))
+    }
+}
