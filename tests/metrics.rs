@@ -773,18 +773,15 @@ fn watch_metrics_per_program_equal_nginx() {
 /// `watch --port PORT --json --metrics ADDR` started, once its endpoint answers and its
 /// capture is open.
 fn watch_endpoint(port: u16, addr: &str) -> Child {
+    watch_endpoint_with(port, addr, &["--metrics-linger", "10s"])
+}
+
+/// [`watch_endpoint`] with these flags after `--metrics ADDR`.
+fn watch_endpoint_with(port: u16, addr: &str, flags: &[&str]) -> Child {
     let port = port.to_string();
     let watch = Command::new(bin())
-        .args([
-            "watch",
-            "--port",
-            &port,
-            "--json",
-            "--metrics",
-            addr,
-            "--metrics-linger",
-            "10s",
-        ])
+        .args(["watch", "--port", &port, "--json", "--metrics", addr])
+        .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1029,20 +1026,11 @@ fn label_sets_past_the_bound_fold_into_other() {
     }
     let n = nginx_by_agent();
     let addr = format!("127.0.0.1:{}", free_port());
-    let port = n.port.to_string();
-    let mut watch = Command::new(bin())
-        .args(["watch", "--port", &port, "--json", "--metrics", &addr])
-        .args(["--metrics-linger", "0s", "--metrics-max-series", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while curl(&format!("http://{addr}/metrics")).is_none() {
-        assert!(t.elapsed() < Duration::from_secs(10), "watch's endpoint");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut watch = watch_endpoint_with(
+        n.port,
+        &addr,
+        &["--metrics-linger", "0s", "--metrics-max-series", "1"],
+    );
     let url = n.url();
     // One keep-alive connection each; the first lives long enough to be named for sure.
     let py = "import requests,sys,time\ns=requests.Session()\ns.get(sys.argv[1])\ntime.sleep(0.3)\ns.get(sys.argv[1])\n";

@@ -51,20 +51,27 @@ pub(super) fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> [u8; 8] {
     b
 }
 
+// eBPF registers: r0 the return value, r1-r5 a call's arguments, r6 kept across calls,
+// r10 the frame pointer.
+pub(super) const R0: u8 = 0;
+pub(super) const R1: u8 = 1;
+pub(super) const R2: u8 = 2;
+pub(super) const R3: u8 = 3;
+pub(super) const R4: u8 = 4;
+pub(super) const R6: u8 = 6;
+pub(super) const FP: u8 = 10;
+
+/// `reg = map` (a 16-byte load of the map's descriptor).
+pub(super) fn ld_map(reg: u8, map: RawFd) -> [[u8; 8]; 2] {
+    [insn(0x18, reg, 1, 0, map), insn(0, 0, 0, 0, 0)]
+}
+
 /// The sock_ops program: on the three callbacks, `keys[endpoints] = op`; when that map
 /// is full, `lost[0] += 1`. Always lets the socket go on (returns 1).
 fn program(keys: RawFd, lost: RawFd) -> Vec<[u8; 8]> {
-    const R0: u8 = 0;
-    const R1: u8 = 1;
-    const R2: u8 = 2;
-    const R3: u8 = 3;
-    const R4: u8 = 4;
-    const R6: u8 = 6;
-    const FP: u8 = 10;
     const KEY: i16 = -56;
     const VALUE: i16 = -64;
     const INDEX: i16 = -68;
-    let ld_map = |reg: u8, map: RawFd| [insn(0x18, reg, 1, 0, map), insn(0, 0, 0, 0, 0)];
     let mut p = vec![
         insn(0xbf, R6, R1, 0, 0),                                  // r6 = ctx
         insn(0x61, R2, R6, 0, 0),                                  // r2 = ctx->op

@@ -16,7 +16,9 @@ use std::net::SocketAddr;
 use std::os::fd::{OwnedFd, RawFd};
 use std::sync::Arc;
 
-use super::cgroup::{cgroup2_root, endpoints, insn, CTX_FIELDS, KEY_LEN};
+use super::cgroup::{
+    cgroup2_root, endpoints, insn, ld_map, CTX_FIELDS, FP, KEY_LEN, R0, R1, R2, R3, R4, R6,
+};
 use crate::sys::bpf::{self, Map};
 
 const BPF_MAP_TYPE_LRU_HASH: u32 = 9;
@@ -36,18 +38,6 @@ const ENTRIES: u32 = 65536;
 /// An owner: the process's `pid_tgid` (its id in the high half), then its name (16
 /// bytes, NUL-padded).
 const OWNER_LEN: usize = 24;
-
-const R0: u8 = 0;
-const R1: u8 = 1;
-const R2: u8 = 2;
-const R3: u8 = 3;
-const R4: u8 = 4;
-const R6: u8 = 6;
-const FP: u8 = 10;
-
-fn ld_map(reg: u8, map: RawFd) -> [[u8; 8]; 2] {
-    [insn(0x18, reg, 1, 0, map), insn(0, 0, 0, 0, 0)]
-}
 
 /// `map[key at fp+key] = value at fp+value`.
 fn update(p: &mut Vec<[u8; 8]>, map: RawFd, key: i16, value: i16) {
