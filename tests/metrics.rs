@@ -658,6 +658,20 @@ fn by_agent(n: &Nginx, agent: &str) -> (u64, u64, u64) {
     (requests, conns.len() as u64, reused)
 }
 
+/// A client on a dual-stack IPv6 socket that talks IPv4 (`::ffff:127.0.0.1`), named
+/// `dualstack`: two requests on one connection (the second closes it).
+const DUAL_STACK: &str = "import socket,sys
+open('/proc/self/comm','w').write('dualstack')
+s=socket.socket(socket.AF_INET6)
+s.connect(('::ffff:127.0.0.1',int(sys.argv[1])))
+for last in (False,True):
+    c='close' if last else 'keep-alive'
+    s.sendall(('GET / HTTP/1.1\\r\\nHost: x\\r\\nUser-Agent: dualstack/1\\r\\nConnection: '+c+'\\r\\n\\r\\n').encode())
+    b=b''
+    while b'hello' not in b: b+=s.recv(4096)
+s.close()
+";
+
 fn run_client(args: &[&str]) {
     let st = Command::new(args[0])
         .args(&args[1..])
@@ -670,7 +684,7 @@ fn run_client(args: &[&str]) {
 
 /// `watch --port --metrics` as a monitor while known clients talk to nginx (curl with and
 /// without reuse, Python's requests without and with a session, ab without and with
-/// -k): per client program, the connections and requests Prometheus scraped equal
+/// -k, a dual-stack IPv6 socket talking IPv4): per client program, the connections and requests Prometheus scraped equal
 /// nginx's count of that client's requests (its User-Agent), and add up to the watch's
 /// own report.
 #[test]
@@ -691,6 +705,7 @@ fn watch_metrics_per_program_equal_nginx() {
     run_client(&["python3", "-c", py, &url]);
     run_client(&["ab", "-q", "-n", "20", "-c", "1", &url]);
     run_client(&["ab", "-q", "-k", "-n", "20", "-c", "1", &url]);
+    run_client(&["python3", "-c", DUAL_STACK, &n.port.to_string()]);
     std::thread::sleep(Duration::from_millis(1000));
     stop_child_keep(&mut watch);
     let out = watch.wait_with_output().unwrap();
@@ -714,6 +729,7 @@ fn watch_metrics_per_program_equal_nginx() {
         ("curl", "curl/"),
         ("ab", "ApacheBench/"),
         (python.as_str(), "python-requests/"),
+        ("dualstack", "dualstack/"),
     ] {
         let (requests, conns, reused) = by_agent(&n, agent);
         all = (all.0 + requests, all.1 + conns, all.2 + reused);
@@ -759,6 +775,7 @@ fn watch_metrics_per_program_equal_nginx() {
     assert_eq!(by_agent(&n, "curl/"), (5, 3, 2));
     assert_eq!(by_agent(&n, "ApacheBench/"), (40, 21, 19));
     assert_eq!(by_agent(&n, "python-requests/"), (6, 4, 2));
+    assert_eq!(by_agent(&n, "dualstack/"), (2, 1, 1));
     assert_eq!(
         prom.value("sum(handshake_connections_opened_total)"),
         Some(u(&rep["total"]["connections"])),

@@ -10,15 +10,12 @@
 //! like the cgroup's record (`cgroup.rs`), and attached by links: detached when the
 //! watch ends, also when it is killed.
 
-use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{OwnedFd, RawFd};
 use std::sync::Arc;
 
-use super::cgroup::{
-    cgroup2_root, endpoints, insn, ld_map, CTX_FIELDS, FP, KEY_LEN, R0, R1, R2, R3, R4, R6,
-};
+use super::cgroup::{cgroup2_root, insn, ld_map, CTX_FIELDS, FP, KEY_LEN, R0, R1, R2, R3, R4, R6};
 use crate::sys::bpf::{self, Map};
 
 const BPF_MAP_TYPE_LRU_HASH: u32 = 9;
@@ -71,7 +68,9 @@ fn connect_program(owners: RawFd) -> Vec<[u8; 8]> {
     p
 }
 
-/// The sock_ops program: on an active open, `conns[four-tuple] = cookie`.
+/// The sock_ops program: on an active open, `conns[four-tuple] = cookie`. The key has
+/// the layout of `CTX_FIELDS` with the other family's addresses zeroed, so that the
+/// capture thread can build it from the two endpoints it sees and look it up directly.
 fn sock_ops_program(conns: RawFd) -> Vec<[u8; 8]> {
     const KEY: i16 = -56;
     const VALUE: i16 = -64;
@@ -85,6 +84,18 @@ fn sock_ops_program(conns: RawFd) -> Vec<[u8; 8]> {
         p.push(insn(0x61, R2, R6, *field, 0));
         p.push(insn(0x63, FP, R2, KEY + 4 * i as i16, 0));
     }
+    // Word 0 is the family: an IPv4 socket's IPv6 words are zeroed, an IPv6 socket's
+    // IPv4 words (an IPv4-mapped peer is then found by its IPv6 form).
+    p.push(insn(0x61, R2, FP, KEY, 0)); // r2 = family
+    let ip6_words = 5..13;
+    p.push(insn(0x55, R2, 0, ip6_words.len() as i16 + 1, libc::AF_INET)); // if != AF_INET skip
+    for i in ip6_words {
+        p.push(insn(0x62, FP, 0, KEY + 4 * i, 0)); // *(u32 *)(fp + key + 4i) = 0
+    }
+    p.push(insn(0x05, 0, 0, 2, 0)); // goto cookie
+    for i in 3..5 {
+        p.push(insn(0x62, FP, 0, KEY + 4 * i, 0));
+    }
     p.push(insn(0xbf, R1, R6, 0, 0));
     p.push(insn(0x85, 0, 0, 0, GET_SOCKET_COOKIE));
     p.push(insn(0x7b, FP, R0, VALUE, 0));
@@ -96,13 +107,29 @@ fn sock_ops_program(conns: RawFd) -> Vec<[u8; 8]> {
     p
 }
 
+/// The record's key of a connection from `local` to `remote` made by a socket of
+/// `family` (the layout of `CTX_FIELDS`, the other family's words zero).
+fn key(family: i32, local: SocketAddr, remote: SocketAddr) -> [u8; KEY_LEN] {
+    let mut k = [0u8; KEY_LEN];
+    k[0..4].copy_from_slice(&(family as u32).to_ne_bytes());
+    k[4..8].copy_from_slice(&u32::from(local.port()).to_ne_bytes());
+    k[8..12].copy_from_slice(&u32::from(remote.port()).to_be_bytes());
+    for (ip, v4, v6) in [(local.ip(), 12, 20), (remote.ip(), 16, 36)] {
+        match (family, ip) {
+            (libc::AF_INET, IpAddr::V4(a)) => k[v4..v4 + 4].copy_from_slice(&a.octets()),
+            (_, IpAddr::V4(a)) => k[v6..v6 + 16].copy_from_slice(&a.to_ipv6_mapped().octets()),
+            (_, IpAddr::V6(a)) => k[v6..v6 + 16].copy_from_slice(&a.octets()),
+        }
+    }
+    k
+}
+
 /// The record, attached; the connections read from it so far, with their cookies.
 pub struct Namer {
     conns: Map,
     owners: Map,
     _progs: Vec<OwnedFd>,
     _links: Vec<OwnedFd>,
-    cookies: HashMap<(SocketAddr, SocketAddr), u64>,
 }
 
 impl Namer {
@@ -136,30 +163,26 @@ impl Namer {
             owners,
             _progs: progs,
             _links: links,
-            cookies: HashMap::new(),
         })
     }
 
     /// The name of the program that opened the connection from `client` to `server`
-    /// on this machine, if it was recorded (taken: each connection is named once).
+    /// on this machine, if it was recorded (taken: each connection is named once). Two
+    /// or three lookups by key, whatever the number of connections recorded.
     pub fn name(&mut self, client: SocketAddr, server: SocketAddr) -> Option<Arc<str>> {
-        let mut key = [0u8; KEY_LEN];
         let mut cookie = [0u8; 8];
-        if self.cookies.len() > ENTRIES as usize {
-            // Flat memory: connections never asked about (filtered out) are forgotten.
-            self.cookies.clear();
-        }
-        // Each key is deleted as it is read, so the first key is always the next one.
-        while self.conns.next_key(None, &mut key).is_ok() {
-            if self.conns.take(&key, &mut cookie).is_err() {
-                break;
-            }
-            self.cookies
-                .insert(endpoints(&key), u64::from_ne_bytes(cookie));
-        }
-        let cookie = self.cookies.remove(&(client, server))?;
+        let families: &[i32] = match client {
+            // An IPv4 connection from an IPv4 socket, or from a dual-stack IPv6 one.
+            SocketAddr::V4(_) => &[libc::AF_INET, libc::AF_INET6],
+            SocketAddr::V6(_) => &[libc::AF_INET6],
+        };
+        families.iter().find(|f| {
+            self.conns
+                .take(&key(**f, client, server), &mut cookie)
+                .is_ok()
+        })?;
         let mut owner = [0u8; OWNER_LEN];
-        self.owners.take(&cookie.to_ne_bytes(), &mut owner).ok()?;
+        self.owners.take(&cookie, &mut owner).ok()?;
         let comm = &owner[8..];
         let end = comm.iter().position(|b| *b == 0).unwrap_or(comm.len());
         Some(Arc::from(String::from_utf8_lossy(&comm[..end]).as_ref()))
