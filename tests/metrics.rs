@@ -795,9 +795,16 @@ fn watch_endpoint(port: u16, addr: &str) -> Child {
 
 /// [`watch_endpoint`] with these flags after `--metrics ADDR`.
 fn watch_endpoint_with(port: u16, addr: &str, flags: &[&str]) -> Child {
-    let port = port.to_string();
+    watch_with(&["--port", &port.to_string()], addr, flags)
+}
+
+/// `watch FILTER --json --metrics ADDR FLAGS`, once its endpoint answers and its capture
+/// is open.
+fn watch_with(filter: &[&str], addr: &str, flags: &[&str]) -> Child {
     let watch = Command::new(bin())
-        .args(["watch", "--port", &port, "--json", "--metrics", addr])
+        .arg("watch")
+        .args(filter)
+        .args(["--json", "--metrics", addr])
         .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1085,5 +1092,164 @@ fn label_sets_past_the_bound_fold_into_other() {
                 && l.contains("program=\"other\"")
                 && l.ends_with(" 20.0")),
         "ab's 20 requests under other: {text}"
+    );
+}
+
+/// A client that makes one request on its own connection and then keeps it open until
+/// the server closes it (at most 10 s): argv host, port, tls (0 or 1), its name.
+const IDLER: &str = "import socket,ssl,sys,time
+open('/proc/self/comm','w').write(sys.argv[4])
+s=socket.create_connection((sys.argv[1],int(sys.argv[2])))
+if sys.argv[3]=='1':
+    c=ssl.create_default_context(); c.check_hostname=False; c.verify_mode=ssl.CERT_NONE
+    c.maximum_version=ssl.TLSVersion.TLSv1_2
+    s=c.wrap_socket(s)
+close=sys.argv[4]=='closer'
+s.sendall(('GET / HTTP/1.1\\r\\nHost: x\\r\\nUser-Agent: '+sys.argv[4]+'\\r\\n'+('Connection: close\\r\\n' if close else '')+'\\r\\n').encode())
+s.settimeout(10)
+b=b''
+while True:
+    d=s.recv(4096)
+    if not d: break
+    b+=d
+assert b'hello' in b, b
+";
+
+/// curl's own measures of a request to `url`: (time_connect, time_appconnect), seconds.
+fn curl_timing(url: &str) -> (f64, f64) {
+    let out = Command::new("curl")
+        .args([
+            "-sk",
+            "--tlsv1.3",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{time_connect} %{time_appconnect}",
+            url,
+        ])
+        .output()
+        .unwrap();
+    let timing = String::from_utf8_lossy(&out.stdout).to_string();
+    timing
+        .split_once(' ')
+        .map(|(a, b)| (a.parse::<f64>().unwrap(), b.parse::<f64>().unwrap()))
+        .unwrap_or_else(|| panic!("curl -w: {timing:?}"))
+}
+
+/// The server's idle close and the handshakes' durations as watch sees them: nginx on
+/// 127.0.0.2 with a 2 s keep-alive timeout, clients that make one request and wait
+/// (cleartext and TLS, named idler), one asking `Connection: close` (named closer,
+/// closed by nginx at once) and curl over TLS. Each idler's connection ends as
+/// `server_idle` in the report and `closed_by="idle"` in the metrics, the closer's as
+/// `server_fin`; the headline blames the server's keep-alive
+/// timeout. `tcp_connect` and `tls_handshake` are counted once per connection (per TLS
+/// connection, TLS 1.2 and 1.3), and curl's, seen on the wire, are within what curl
+/// measured itself.
+#[test]
+fn watch_sees_idle_closes_and_handshake_durations() {
+    if !common::root("watch") {
+        return;
+    }
+    let n = Nginx::start_servers("keepalive_timeout 2s;", 2, |ports, d| {
+        write_certs(d, &["localhost"]);
+        let d = d.display();
+        format!(
+            "server {{ listen 127.0.0.1:{a}; listen 127.0.0.2:{a}; location / {{ return 200 \"hello\\n\"; }} }}\n\
+             server {{ listen 127.0.0.1:{b} ssl; listen 127.0.0.2:{b} ssl; ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate {d}/cert.pem; \
+             ssl_certificate_key {d}/key.pem; location / {{ return 200 \"hello\\n\"; }} }}",
+            a = ports[0],
+            b = ports[1]
+        )
+    })
+    .expect("nginx");
+    let (http, https) = (n.ports[0].to_string(), n.ports[1].to_string());
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let prom = Prometheus::start("watch-idle", &[port], false);
+    let mut watch = watch_with(
+        &["--host", "127.0.0.2"],
+        &addr,
+        &["--metrics-linger", "10s"],
+    );
+    let clients: Vec<_> = [
+        (&http, "0", "idler"),
+        (&http, "0", "idler"),
+        (&https, "1", "idler"),
+    ]
+    .into_iter()
+    .chain([(&http, "0", "closer")])
+    .map(|(p, tls, name)| {
+        Command::new("python3")
+            .args(["-c", IDLER, "127.0.0.2", p, tls, name])
+            .spawn()
+            .unwrap()
+    })
+    .collect();
+    let (connect, appconnect) = curl_timing(&format!("https://127.0.0.2:{https}/"));
+    for mut c in clients {
+        assert!(c.wait().unwrap().success(), "a client failed");
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    stop_child_keep(&mut watch);
+    let out = watch.wait_with_output().unwrap();
+    prom.pin();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let t = &rep["total"];
+    assert_eq!(u(&t["connections"]), 5.0, "{rep}");
+    assert_eq!(u(&t["endings"]["server_idle"]), 3.0, "{rep}");
+    // The closer's, and curl's (whose close_notify nginx may answer with its FIN first).
+    let fins = u(&t["endings"]["server_fin"]) + u(&t["endings"]["client_fin"]);
+    assert_eq!(fins, 2.0, "{rep}");
+    assert_eq!(rep["headline"]["code"], "server_idle_closed", "{rep}");
+    let text = rep["headline"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("because the server closed them when idle (3 of 5"),
+        "{text}"
+    );
+    let v = |q: &str| prom.value(q).unwrap_or(-1.0);
+    let closed = |program: &str, by: &str| {
+        v(&format!(
+            "sum(handshake_connections_closed_total{{program=\"{program}\",closed_by=\"{by}\"}})"
+        ))
+    };
+    assert_eq!(closed("idler", "idle"), 3.0);
+    assert_eq!(closed("idler", "server_fin"), 0.0);
+    assert_eq!(closed("closer", "server_fin"), 1.0);
+    assert_eq!(closed("closer", "idle"), 0.0);
+    assert_eq!(closed("curl", "idle"), 0.0);
+    let phase = |program: &str, phase: &str, what: &str| {
+        v(&format!(
+            "sum(handshake_phase_seconds_{what}{{program=\"{program}\",phase=\"{phase}\"}})"
+        ))
+    };
+    assert_eq!(phase("idler", "tcp_connect", "count"), 3.0);
+    assert_eq!(phase("idler", "tls_handshake", "count"), 1.0);
+    assert_eq!(phase("closer", "tls_handshake", "count"), 0.0);
+    assert_eq!(phase("curl", "tcp_connect", "count"), 1.0);
+    assert_eq!(phase("curl", "tls_handshake", "count"), 1.0);
+    let versions = |p: &str| {
+        prom.query(&format!(
+            "sum by (version) (handshake_tls_handshakes_total{{program=\"{p}\"}}) > 0"
+        ))
+    };
+    // The idler's handshake is TLS 1.2's (ended by the two ChangeCipherSpecs), curl's
+    // TLS 1.3's (ended by the client's Finished).
+    assert_eq!(versions("idler")[0]["metric"]["version"], "1.2");
+    assert_eq!(versions("curl")[0]["metric"]["version"], "1.3");
+    // curl's own measures contain the wire's intervals (its clock starts before the SYN
+    // and stops after the client's last handshake packet); 0.5 ms for the two clocks.
+    let (tcp, tls) = (
+        phase("curl", "tcp_connect", "sum"),
+        phase("curl", "tls_handshake", "sum"),
+    );
+    assert!(
+        tcp > 0.0 && tcp <= connect + 0.0005,
+        "tcp {tcp} vs curl {connect}"
+    );
+    assert!(
+        tls > 0.0 && tls <= appconnect - connect + 0.0005,
+        "tls {tls} vs curl {}",
+        appconnect - connect
     );
 }

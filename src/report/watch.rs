@@ -51,7 +51,8 @@ pub struct EndpointSummary {
     /// The ALPN protocols clients offered (TLS 1.3 hides the server's choice).
     pub tls_alpn_offered: BTreeMap<String, u64>,
     /// Who closed first, and how: client_fin, server_fin, client_reset, server_reset,
-    /// open_at_end.
+    /// server_idle (the server's FIN after 1 s or more without an exchange: its
+    /// keep-alive timeout), open_at_end.
     pub endings: BTreeMap<String, u64>,
     /// Sockets of these connections in TIME_WAIT when the watch ended, by the side that
     /// holds them (the side that closed first).

@@ -1,9 +1,11 @@
 //! Socket options and addresses that neither `socket2` nor `rustix` offers: Linux's
 //! `IP_BIND_ADDRESS_NO_PORT`, `TCP_INFO`, `SO_RCVBUFFORCE`, an AF_PACKET socket's
-//! address and its `PACKET_STATISTICS`.
+//! address, its `PACKET_STATISTICS`, and packets read with the kernel's arrival stamps
+//! (`SO_TIMESTAMPNS`).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
+use std::time::{Duration, SystemTime};
 
 use socket2::SockAddr;
 
@@ -93,4 +95,49 @@ pub fn packet_any() -> io::Result<SockAddr> {
         })?
     };
     Ok(addr)
+}
+
+/// `SO_TIMESTAMPNS`: the kernel stamps each packet received with its arrival time.
+pub fn set_timestamps(fd: impl AsFd) -> io::Result<()> {
+    set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+}
+
+/// Read one datagram into `buf`: its length, and the kernel's stamp of its arrival
+/// (`SCM_TIMESTAMPNS`, on the realtime clock) when the socket asked for stamps.
+pub fn recv_stamped(fd: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Option<SystemTime>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // Room for a control message holding a timespec, aligned as the kernel writes it.
+    let mut control = [0u64; 8];
+    // SAFETY: msghdr is plain old data, for which all zeroes is a valid value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: `msg` points at `iov` (into `buf`, of its length) and `control` (of the
+    // length given), all alive for the call; recvmsg writes within them.
+    let n = unsafe { libc::recvmsg(fd.as_fd().as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: the control messages walked are those recvmsg wrote into `control`
+    // (msg_controllen set to their length); CMSG_NXTHDR stops at its end; a timestamp's
+    // data is a timespec, read unaligned.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                stamp = Some(
+                    SystemTime::UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
+                );
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, stamp))
 }

@@ -3,9 +3,9 @@
 //! keeps IPv4 and IPv6 TCP and drops loopback's outgoing copy of each packet (loopback
 //! delivers every packet twice). The kernel's drop count is read with PACKET_STATISTICS.
 
-use std::io::{self, Read};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use socket2::{Domain, Protocol, SockFilter, Socket, Type};
@@ -72,6 +72,8 @@ impl Capture {
             let _ = sock.set_recv_buffer_size(size as usize);
         }
         sock.set_read_timeout(Some(Duration::from_millis(50)))?;
+        // Each packet's time is its arrival, however long it waited to be read.
+        crate::sys::socket::set_timestamps(&sock)?;
         let addr = crate::sys::socket::packet_any()?;
         sock.bind(&addr)?;
         Ok(Capture {
@@ -85,8 +87,8 @@ impl Capture {
     /// The next packet's TCP segment (None after the read timeout, or for a packet that
     /// is not a parsable TCP segment).
     pub fn next(&mut self, f: &mut dyn FnMut(&Segment)) -> io::Result<bool> {
-        let n = match (&self.sock).read(&mut self.buf) {
-            Ok(n) => n,
+        let (n, stamp) = match crate::sys::socket::recv_stamped(&self.sock, &mut self.buf) {
+            Ok(r) => r,
             Err(e)
                 if matches!(
                     e.kind(),
@@ -99,7 +101,14 @@ impl Capture {
             }
             Err(e) => return Err(e),
         };
-        let at = Instant::now();
+        let now = Instant::now();
+        // The arrival, from the kernel's stamp (realtime) moved onto the monotonic clock;
+        // the read's time when there is none. A waiting packet is not one read late.
+        let waited = stamp.and_then(|t| SystemTime::now().duration_since(t).ok());
+        let at = waited
+            .filter(|w| *w < Duration::from_secs(1))
+            .and_then(|w| now.checked_sub(w))
+            .unwrap_or(now);
         let data = &self.buf[..n];
         let Ok(p) = LaxSlicedPacket::from_ip(data) else {
             return Ok(true);

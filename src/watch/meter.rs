@@ -27,6 +27,9 @@ struct Counts {
     rpc: Fixed,
     lifetime: Fixed,
     gaps: Fixed,
+    /// The TCP and TLS handshakes' durations.
+    tcp: Fixed,
+    tls_setup: Fixed,
 }
 
 #[derive(Default)]
@@ -49,6 +52,7 @@ fn closed_by(e: Ending) -> Option<&'static str> {
         Ending::ClientReset => Some("client_rst"),
         Ending::ServerFin => Some("server_fin"),
         Ending::ServerReset => Some("server_rst"),
+        Ending::ServerIdle => Some("idle"),
         Ending::OpenAtEnd => None,
     }
 }
@@ -97,6 +101,15 @@ impl Meter {
                 .observe(&crate::metrics::SECONDS_BOUNDS, g.as_secs_f64());
         }
         m.gaps = c.gaps.len();
+        let seconds = &crate::metrics::SECONDS_BOUNDS;
+        if let (false, Some(d)) = (m.tcp, c.setup.tcp) {
+            m.tcp = true;
+            n.tcp.observe(seconds, d.as_secs_f64());
+        }
+        if let (false, Some(d)) = (m.tls_setup, c.setup.tls) {
+            m.tls_setup = true;
+            n.tls_setup.observe(seconds, d.as_secs_f64());
+        }
         if let (false, Some(t)) = (m.tls, &c.tls) {
             if let Some(resumed) = t.resumed {
                 m.tls = true;
@@ -173,10 +186,10 @@ impl Source for Meter {
             per_set(
                 st,
                 "handshake_connections_closed",
-                "Connections closed, by who closed them first (FIN or RST).",
+                "Connections closed, by who closed them first (FIN or RST; idle: the server's FIN after 1 s or more without an exchange).",
                 counter,
                 |n, s| {
-                    for by in ["client_fin", "client_rst", "server_fin", "server_rst"] {
+                    for by in ["client_fin", "client_rst", "server_fin", "server_rst", "idle"] {
                         s(
                             vec![("closed_by", by.to_string())],
                             num(n.closed.get(by).copied().unwrap_or(0)),
@@ -279,6 +292,17 @@ fn histograms(st: &State) -> Vec<Family> {
             "Idle time before a connection's reuse: from a response's end to the next request.",
             hist,
             |n, s| s(Vec::new(), n.gaps.value(&crate::metrics::SECONDS_BOUNDS)),
+        ),
+        per_set(
+            st,
+            "handshake_phase_seconds",
+            "Handshakes on the wire: tcp_connect from the SYN to the client's ACK of the SYN-ACK, tls_handshake from the ClientHello to the last Finished.",
+            hist,
+            |n, s| {
+                let b = &crate::metrics::SECONDS_BOUNDS;
+                s(vec![("phase", "tcp_connect".into())], n.tcp.value(b));
+                s(vec![("phase", "tls_handshake".into())], n.tls_setup.value(b));
+            },
         ),
     ]
 }

@@ -15,6 +15,7 @@ fn ending_name(e: Ending) -> &'static str {
         Ending::ServerFin => "server_fin",
         Ending::ClientReset => "client_reset",
         Ending::ServerReset => "server_reset",
+        Ending::ServerIdle => "server_idle",
         Ending::OpenAtEnd => "open_at_end",
     }
 }
@@ -198,6 +199,47 @@ fn over(f: Finding, t: &EndpointSummary, at: &str) -> Finding {
 /// The verdict in one sentence, over every connection watched: "N requests over M
 /// connections: reused (x per connection)", or "not reused, because the client (or the
 /// server) closed them (n of M)" when most ended that way.
+/// Who closed most of the connections, when one side did: the reason in words, the
+/// finding's code, how many, and the endings counted.
+fn closer(t: &EndpointSummary) -> Option<(String, &'static str, u64, &'static str)> {
+    let by = |names: &[&str]| -> u64 {
+        names
+            .iter()
+            .map(|n| t.endings.get(*n).copied().unwrap_or(0))
+            .sum()
+    };
+    let (client, server, idle) = (
+        by(&["client_fin", "client_reset"]),
+        by(&["server_fin", "server_reset", "server_idle"]),
+        by(&["server_idle"]),
+    );
+    let of = t.connections;
+    if client * 2 > of {
+        Some((
+            format!("the client closed them ({client} of {of})"),
+            "client_closed",
+            client,
+            "client_fin+client_reset",
+        ))
+    } else if idle * 2 > of {
+        Some((
+            format!("the server closed them when idle ({idle} of {of}, each after 1 s or more without a request: its keep-alive timeout)"),
+            "server_idle_closed",
+            idle,
+            "server_idle",
+        ))
+    } else if server * 2 > of {
+        Some((
+            format!("the server closed them ({server} of {of})"),
+            "server_closed",
+            server,
+            "server_fin+server_reset+server_idle",
+        ))
+    } else {
+        None
+    }
+}
+
 pub fn headline(t: &EndpointSummary) -> Finding {
     let at = "total";
     if t.connections == 0 {
@@ -215,16 +257,6 @@ pub fn headline(t: &EndpointSummary) -> Finding {
         "{} over {}",
         requests(t),
         plural(t.connections, "connection")
-    );
-    let by = |names: [&str; 2]| -> u64 {
-        names
-            .iter()
-            .map(|n| t.endings.get(*n).copied().unwrap_or(0))
-            .sum()
-    };
-    let (client, server) = (
-        by(["client_fin", "client_reset"]),
-        by(["server_fin", "server_reset"]),
     );
     let f = |code, cause, text| over(Finding::new(code, cause, text), t, at);
     if t.requests == 0 {
@@ -262,31 +294,11 @@ pub fn headline(t: &EndpointSummary) -> Finding {
             )
             .with(e);
         }
-        let closer = if client * 2 > t.connections {
-            Some((
-                "the client",
-                "client_closed",
-                client,
-                "client_fin+client_reset",
-            ))
-        } else if server * 2 > t.connections {
-            Some((
-                "the server",
-                "server_closed",
-                server,
-                "server_fin+server_reset",
-            ))
-        } else {
-            None
-        };
-        match closer {
-            Some((who, code, n, endings)) => f(
+        match closer(t) {
+            Some((why, code, n, endings)) => f(
                 code,
                 Cause::Reuse,
-                format!(
-                    "{over_s}: not reused, because {who} closed them ({n} of {}).",
-                    t.connections
-                ),
+                format!("{over_s}: not reused, because {why}."),
             )
             .with(Evidence::count(
                 &format!("{at}.endings.{endings}"),

@@ -17,10 +17,13 @@ use crate::proto::h2::wire::FrameEvent;
 /// payloads are skipped, HPACK is not decoded). A HEADERS frame from the client on a
 /// stream above the last one it opened is a request; the server's first HEADERS on
 /// that stream, its response (trailers and 1xx heads are not told apart from it).
-pub(super) fn h2(c: &mut Conn, side: Side, mut data: &[u8]) {
+/// Count the HTTP/2 streams the frames in `data` open and answer; false when `data` held
+/// only frame heads of GOAWAY (a close announcement, not an exchange).
+pub(super) fn h2(c: &mut Conn, side: Side, mut data: &[u8]) -> bool {
     /// The whole client connection preface: its start, then `SM\r\n\r\n`.
     const PREFACE_LEN: usize = 24;
     const HEADERS: u8 = 0x1;
+    const GOAWAY: u8 = 0x7;
     let dir = match side {
         Side::Client => &mut c.c2s,
         Side::Server => &mut c.s2c,
@@ -31,10 +34,14 @@ pub(super) fn h2(c: &mut Conn, side: Side, mut data: &[u8]) {
         data = &data[n..];
     }
     let mut headers = Vec::new();
+    let (mut heads, mut goaways) = (0, 0);
     dir.h2_frames.feed(data, |event| {
         if let FrameEvent::Head(h) = event {
-            if h.kind == HEADERS {
-                headers.push(h.stream_id);
+            heads += 1;
+            match h.kind {
+                HEADERS => headers.push(h.stream_id),
+                GOAWAY => goaways += 1,
+                _ => {}
             }
         }
     });
@@ -51,6 +58,7 @@ pub(super) fn h2(c: &mut Conn, side: Side, mut data: &[u8]) {
             _ => {}
         }
     }
+    heads == 0 || heads > goaways
 }
 
 /// Count the HTTP/1 heads at the start of `data` (and after each body that ends inside

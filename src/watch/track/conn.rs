@@ -68,9 +68,17 @@ pub enum Ending {
     ServerFin,
     ClientReset,
     ServerReset,
+    /// The server's FIN, on a connection idle for at least [`IDLE_CLOSE`]: no request
+    /// waiting for its response, nothing but close announcements (a TLS close_notify,
+    /// an HTTP/2 GOAWAY) since the last exchange. The server's keep-alive timeout.
+    ServerIdle,
     /// Still open when the watch ended.
     OpenAtEnd,
 }
+
+/// How long a connection must have been quiet for the server's FIN to be its idle
+/// close ([`Ending::ServerIdle`]) rather than its answer to the last exchange.
+pub const IDLE_CLOSE: Duration = Duration::from_secs(1);
 
 /// One direction's stream.
 #[derive(Default)]
@@ -130,6 +138,8 @@ pub struct Conn {
     /// TLS 1.3: the client's first application-data record (its Finished) was passed.
     pub(super) client_finished: bool,
     pub(super) last_response_end: Option<Instant>,
+    /// When data other than a close announcement last passed, either way.
+    pub(super) quiet_since: Option<Instant>,
     /// When the current client burst began.
     pub(super) burst_start: Option<Instant>,
     pub gaps: Vec<Duration>,
@@ -143,8 +153,25 @@ pub struct Conn {
     /// Cleartext HTTP/1: what the client's last request head asked of the connection's
     /// end, if it asked to close it.
     pub client_close: Option<ClientClose>,
+    /// The handshakes' durations, as seen where the capture is.
+    pub setup: Setup,
     /// What the live metrics have counted of it so far.
     pub metered: Metered,
+}
+
+/// How long a connection's handshakes took on the wire, when they were seen. Each is one
+/// round trip and the peers' work wherever the capture is (the client's machine or the
+/// server's): TCP from the SYN to the client's ACK of the SYN-ACK; TLS from the
+/// ClientHello to the handshake's last Finished (TLS 1.3: the client's; TLS 1.2: the
+/// later of the two sides' ChangeCipherSpec, each followed by its Finished).
+#[derive(Debug, Default)]
+pub struct Setup {
+    pub tcp: Option<Duration>,
+    pub tls: Option<Duration>,
+    pub(super) server_syn: bool,
+    pub(super) hello_at: Option<Instant>,
+    /// TLS 1.2: the client's and the server's ChangeCipherSpec seen.
+    pub(super) ccs: (bool, bool),
 }
 
 /// What the live metrics (`watch --metrics`) have counted of a connection: its label
@@ -161,6 +188,9 @@ pub struct Metered {
     pub tls: bool,
     pub h2: bool,
     pub closed: bool,
+    /// The TCP and TLS handshakes' durations counted.
+    pub tcp: bool,
+    pub tls_setup: bool,
 }
 
 /// How a client's request asked for its connection to end after the response (read from
@@ -230,12 +260,14 @@ impl Conn {
             awaiting_response: false,
             client_finished: false,
             last_response_end: None,
+            quiet_since: None,
             burst_start: None,
             gaps: Vec::new(),
             heads_pending: std::collections::VecDeque::new(),
             h2_last_stream: 0,
             h2_awaiting: std::collections::BTreeSet::new(),
             client_close: None,
+            setup: Setup::default(),
             metered: Metered::default(),
         }
     }

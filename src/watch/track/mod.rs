@@ -14,7 +14,7 @@ use std::time::Instant;
 use crate::proto::h2::PREFACE_START;
 use cleartext::{h2, http};
 pub use conn::{Conn, Ending, Kind, Segment, Side};
-use conn::{Dir, HEAD_MAX};
+use conn::{Dir, HEAD_MAX, IDLE_CLOSE};
 use tls::tls;
 
 mod cleartext;
@@ -133,11 +133,15 @@ fn feed(c: &mut Conn, side: Side, s: &Segment) {
     // Sequence numbers: a SYN takes one; new data is what starts at or after `next`.
     let mut seq = s.seq;
     if s.syn {
-        if side == Side::Client {
-            c.client_isn = Some(s.seq);
+        match side {
+            Side::Client => c.client_isn = Some(s.seq),
+            Side::Server => c.setup.server_syn = true,
         }
         seq = seq.wrapping_add(1);
         dir.next = Some(seq);
+    }
+    if side == Side::Client && !s.syn && s.ack && c.setup.server_syn && c.setup.tcp.is_none() {
+        c.setup.tcp = Some(s.at.saturating_duration_since(c.opened));
     }
     let mut data = s.payload;
     if !data.is_empty() {
@@ -181,8 +185,14 @@ fn feed(c: &mut Conn, side: Side, s: &Segment) {
     if s.fin && !dir.fin {
         dir.fin = true;
         if c.ending.is_none() {
+            let quiet =
+                s.at.saturating_duration_since(c.quiet_since.unwrap_or(c.opened));
             c.ending = Some(match side {
                 Side::Client => Ending::ClientFin,
+                // Nothing asked and unanswered, and quiet for long enough: idle.
+                Side::Server if c.requests <= c.responses && quiet >= IDLE_CLOSE => {
+                    Ending::ServerIdle
+                }
                 Side::Server => Ending::ServerFin,
             });
         }
@@ -193,6 +203,8 @@ fn feed(c: &mut Conn, side: Side, s: &Segment) {
 }
 
 fn data_in(c: &mut Conn, side: Side, data: &[u8], at: Instant) {
+    // Data, unless it turns out to be only a close announcement (TLS, HTTP/2 below).
+    let quiet_since = c.quiet_since.replace(at);
     let new_burst = c.last != Some(side);
     c.last = Some(side);
     if new_burst && side == Side::Client {
@@ -250,7 +262,9 @@ fn data_in(c: &mut Conn, side: Side, data: &[u8], at: Instant) {
         http(c, side, data);
         return;
     } else if c.kind == Kind::Http2 {
-        h2(c, side, data);
+        if !h2(c, side, data) {
+            c.quiet_since = quiet_since;
+        }
         return;
     } else if c.kind == Kind::Tls {
         let dir = match side {
@@ -261,8 +275,8 @@ fn data_in(c: &mut Conn, side: Side, data: &[u8], at: Instant) {
             keep(dir);
         }
     }
-    if c.kind == Kind::Tls {
-        tls(c, side, data);
+    if c.kind == Kind::Tls && !tls(c, side, data, at) {
+        c.quiet_since = quiet_since;
     }
 }
 

@@ -6,8 +6,11 @@ use super::conn::Conn;
 use super::conn::Side;
 use super::conn::TlsInfo;
 use super::conn::HEAD_MAX;
+use std::time::Instant;
 
-pub(super) fn tls(c: &mut Conn, side: Side, data: &[u8]) {
+/// Read the hellos and estimate requests from the records in `data`; false when `data`
+/// held only alerts and records too small to be an exchange (a close_notify).
+pub(super) fn tls(c: &mut Conn, side: Side, data: &[u8], at: Instant) -> bool {
     let info = c.tls.get_or_insert_with(TlsInfo::default);
     let dir = match side {
         Side::Client => &mut c.c2s,
@@ -27,6 +30,7 @@ pub(super) fn tls(c: &mut Conn, side: Side, data: &[u8]) {
                 info.alpn_offered = alpn;
                 info.offered_resumption = offered || !session_id.is_empty();
                 c.client_session_id = Some(session_id);
+                c.setup.hello_at = Some(at);
                 dir.head = Vec::new();
                 dir.hello_done = true;
             }
@@ -58,6 +62,7 @@ pub(super) fn tls(c: &mut Conn, side: Side, data: &[u8]) {
     // TLS 1.3, after the client's Finished, which travels as one); a response: the
     // server's next application data.
     let v13 = info.version.as_deref().is_none_or(|v| v == "1.3");
+    let hello_seen = info.version.is_some();
     let mut records = Vec::new();
     let dir = match side {
         Side::Client => &mut c.c2s,
@@ -83,6 +88,9 @@ pub(super) fn tls(c: &mut Conn, side: Side, data: &[u8]) {
     }
     // In TLS 1.3 alerts (close_notify) and key updates travel as application data too,
     // in records of at most 22 bytes; an HTTP request or response is larger.
+    let small = |(t, len): &(u8, usize)| *t == 0x15 || (*t == 0x17 && *len < 32);
+    let exchange = records.is_empty() || !records.iter().all(small);
+    handshake_end(c, side, &records, hello_seen && v13, hello_seen && !v13, at);
     for _ in records
         .into_iter()
         .filter(|(t, len)| *t == 0x17 && *len >= 32)
@@ -102,6 +110,38 @@ pub(super) fn tls(c: &mut Conn, side: Side, data: &[u8]) {
                 }
             }
         }
+    }
+    exchange
+}
+
+/// The handshake's end, if these records of `side` end it (after the server's hello:
+/// in TLS 1.3 the client's Finished, its first application-data record; in TLS 1.2 the
+/// second side's ChangeCipherSpec): its duration from the ClientHello.
+fn handshake_end(
+    c: &mut Conn,
+    side: Side,
+    records: &[(u8, usize)],
+    v13: bool,
+    v12: bool,
+    at: Instant,
+) {
+    const CHANGE_CIPHER_SPEC: u8 = 0x14;
+    if c.setup.tls.is_some() {
+        return;
+    }
+    let done = if v13 {
+        side == Side::Client && records.iter().any(|(t, len)| *t == 0x17 && *len >= 32)
+    } else if v12 && records.iter().any(|(t, _)| *t == CHANGE_CIPHER_SPEC) {
+        match side {
+            Side::Client => c.setup.ccs.0 = true,
+            Side::Server => c.setup.ccs.1 = true,
+        }
+        c.setup.ccs == (true, true)
+    } else {
+        false
+    };
+    if let (true, Some(hello)) = (done, c.setup.hello_at) {
+        c.setup.tls = Some(at.saturating_duration_since(hello));
     }
 }
 
