@@ -96,11 +96,10 @@ impl Meter {
                 n.reused += 1;
             }
         }
-        for g in c.gaps.iter().skip(m.gaps) {
+        for g in c.new_gaps.drain(..) {
             n.gaps
                 .observe(&crate::metrics::SECONDS_BOUNDS, g.as_secs_f64());
         }
-        m.gaps = c.gaps.len();
         let seconds = &crate::metrics::SECONDS_BOUNDS;
         if let (false, Some(d)) = (m.tcp, c.setup.tcp) {
             m.tcp = true;

@@ -176,10 +176,15 @@ impl Accounting {
 
     /// Count what is new on a live connection, once its label is known.
     fn meter_live(&self, c: &mut Conn) {
-        if let Some(m) = &self.meter {
-            if let Some(l) = self.label(c, false) {
-                m.update(c, l);
-            }
+        let Some(m) = &self.meter else {
+            c.new_gaps.clear();
+            return;
+        };
+        match self.label(c, false) {
+            Some(l) => m.update(c, l),
+            // Named within 2 s (then `unknown`): its gaps wait for it.
+            None if !self.process_mode => {}
+            None => c.new_gaps.clear(),
         }
     }
 
@@ -288,6 +293,8 @@ fn capture_loop(
             if let Some(c) = tracker.touched() {
                 if acc.filter.conn(c) {
                     acc.meter_live(c);
+                } else {
+                    c.new_gaps.clear();
                 }
             }
         })?;

@@ -110,9 +110,7 @@ impl Acc {
             self.lifetimes
                 .add(end.saturating_duration_since(c.opened).as_secs_f64() * 1e3);
         }
-        for g in &c.gaps {
-            self.gaps.add(g.as_secs_f64() * 1e3);
-        }
+        self.gaps.merge(&c.gaps);
     }
 
     /// The summary, with the TIME_WAIT sockets counted at the end.

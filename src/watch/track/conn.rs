@@ -142,7 +142,11 @@ pub struct Conn {
     pub(super) quiet_since: Option<Instant>,
     /// When the current client burst began.
     pub(super) burst_start: Option<Instant>,
-    pub gaps: Vec<Duration>,
+    /// The idle gaps before its reuses (count, min, mean, max: flat however many).
+    pub gaps: crate::report::audit::GapStats,
+    /// The gaps not yet taken by the live metrics (taken after each segment, or dropped
+    /// when nothing takes them).
+    pub new_gaps: Vec<Duration>,
     /// Requests whose responses have not begun: whether each was a HEAD (its response
     /// has no body whatever its Content-Length says).
     pub(super) heads_pending: std::collections::VecDeque<bool>,
@@ -183,8 +187,6 @@ pub struct Metered {
     pub opened: bool,
     /// Answered requests counted.
     pub answered: u64,
-    /// Idle gaps counted.
-    pub gaps: usize,
     pub tls: bool,
     pub h2: bool,
     pub closed: bool,
@@ -262,7 +264,8 @@ impl Conn {
             last_response_end: None,
             quiet_since: None,
             burst_start: None,
-            gaps: Vec::new(),
+            gaps: Default::default(),
+            new_gaps: Vec::new(),
             heads_pending: std::collections::VecDeque::new(),
             h2_last_stream: 0,
             h2_awaiting: std::collections::BTreeSet::new(),
@@ -282,7 +285,9 @@ impl Conn {
 pub(super) fn request_seen(c: &mut Conn) {
     if !c.burst_counted {
         if let (Some(end), Some(start)) = (c.last_response_end, c.burst_start) {
-            c.gaps.push(start.saturating_duration_since(end));
+            let gap = start.saturating_duration_since(end);
+            c.gaps.add(gap.as_secs_f64() * 1e3);
+            c.new_gaps.push(gap);
         }
     }
     c.burst_counted = true;
