@@ -134,6 +134,12 @@ pub struct RequestArgs {
     #[arg(long, value_name = "HOST:PORT:ADDR")]
     pub resolve: Vec<String>,
 
+    /// Connect to HOST2:PORT2 for requests to HOST1:PORT1, like curl: the URL still gives
+    /// the Host header and the TLS name (SNI); an empty part matches any (HOST1, PORT1)
+    /// or keeps the URL's (HOST2, PORT2); the first that matches is used (repeatable)
+    #[arg(long, value_name = "HOST1:PORT1:HOST2:PORT2")]
+    pub connect_to: Vec<String>,
+
     /// Cache DNS answers for their TTL, shared by all connections of a run (on), or look
     /// the name up for every new connection (off)
     #[arg(long, value_name = "on|off", default_value = "on")]

@@ -10,7 +10,7 @@ use crate::net::tls::{self, TlsOptions, TlsVersions};
 
 use crate::parse::usage;
 use crate::parse::UsageError;
-use crate::plan::build::{parse_url, ParsedUrl, RequestConfig};
+use crate::plan::build::{parse_url, ConnectTo, ParsedUrl, RequestConfig};
 
 fn parse_header(h: &str) -> Result<(String, String), UsageError> {
     let Some((k, v)) = h.split_once(':') else {
@@ -45,6 +45,47 @@ fn parse_resolve(s: &str) -> Result<(String, u16, IpAddr), UsageError> {
         return bad();
     };
     Ok((host.to_ascii_lowercase(), port, addr))
+}
+
+/// `--connect-to HOST1:PORT1:HOST2:PORT2`, each part possibly empty; an IPv6 host in
+/// brackets.
+fn parse_connect_to(s: &str) -> Result<ConnectTo, UsageError> {
+    let bad = |why: &str| usage(format!("--connect-to {s:?}: {why}"));
+    let mut parts = Vec::new();
+    let mut rest = s;
+    for i in 0..4 {
+        let (part, after) = if rest.starts_with('[') {
+            match rest.find(']') {
+                Some(end) => (&rest[1..end], &rest[end + 1..]),
+                None => return bad("an IPv6 address without its closing ]"),
+            }
+        } else {
+            let end = rest.find(':').unwrap_or(rest.len());
+            (&rest[..end], &rest[end..])
+        };
+        parts.push(part);
+        rest = match (i, after.strip_prefix(':')) {
+            (3, None) if after.is_empty() => "",
+            (0..=2, Some(r)) => r,
+            _ => return bad("expected HOST1:PORT1:HOST2:PORT2"),
+        };
+    }
+    let port = |p: &str| -> Result<Option<u16>, UsageError> {
+        if p.is_empty() {
+            return Ok(None);
+        }
+        match p.parse::<u16>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => usage(format!("--connect-to {s:?}: {p:?} is not a port")),
+        }
+    };
+    let host = |h: &str| (!h.is_empty()).then(|| h.to_ascii_lowercase());
+    Ok(ConnectTo {
+        from_host: host(parts[0]),
+        from_port: port(parts[1])?,
+        to_host: host(parts[2]),
+        to_port: port(parts[3])?,
+    })
 }
 
 /// The URL given and those of `--urls-from-file`, each parsed.
@@ -187,6 +228,11 @@ pub fn request_config(
         .iter()
         .map(|r| parse_resolve(r))
         .collect::<Result<Vec<_>, _>>()?;
+    let connect_to = a
+        .connect_to
+        .iter()
+        .map(|c| parse_connect_to(c))
+        .collect::<Result<Vec<_>, _>>()?;
     let local_addrs = local_addrs(&a.local_addr)?;
     let no_cache = match a.dns_cache.to_ascii_lowercase().as_str() {
         "on" => false,
@@ -212,6 +258,7 @@ pub fn request_config(
             ..TlsOptions::default()
         },
         resolve,
+        connect_to,
         local_addrs,
         dns: DnsSettings { no_cache, servers },
     })

@@ -114,9 +114,12 @@ impl<T: Tally> Opener<T> {
         let dns = self.dns.clone();
         let lookup = async {
             match &dns.cache {
-                Some(cache) => cache.resolve(&origin.host, &dns.resolver).await,
+                Some(cache) => cache.resolve(&origin.dial_host, &dns.resolver).await,
                 None => (
-                    dns.resolver.lookup(&origin.host).await.map(|a| a.addrs),
+                    dns.resolver
+                        .lookup(&origin.dial_host)
+                        .await
+                        .map(|a| a.addrs),
                     Resolution::Lookup,
                 ),
             }
@@ -129,7 +132,7 @@ impl<T: Tally> Opener<T> {
             phases.dns = Some(ns(t, Instant::now()));
         }
         match answer {
-            Ok(ips) => Ok(Cow::Owned(dns::with_port(&ips, origin.port))),
+            Ok(ips) => Ok(Cow::Owned(dns::with_port(&ips, origin.dial_port))),
             Err(failure) => Err(Fail::new(failure)),
         }
     }

@@ -28,6 +28,7 @@ fn scenario(url: &str, strategy: Strategy, n: u64) -> Scenario {
         body: None,
         tls: crate::net::tls::TlsOptions::default(),
         resolve: Vec::new(),
+        connect_to: Vec::new(),
         local_addrs: Vec::new(),
         dns: crate::net::dns::DnsSettings::default(),
     };

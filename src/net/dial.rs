@@ -22,25 +22,40 @@ pub struct Origin {
     pub server_name: ServerName<'static>,
     /// Source addresses for connections to it (`--local-addr`), used in turn.
     pub local_addrs: Vec<IpAddr>,
+    /// The host looked up and the port connected to: the origin's own, or another
+    /// (`--connect-to`); the origin's name still goes in Host and SNI.
+    pub dial_host: String,
+    pub dial_port: u16,
 }
 
 impl Origin {
     pub fn new(tls: bool, host: &str, port: u16) -> anyhow::Result<Origin> {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let fixed_addrs = bare
-            .parse::<IpAddr>()
-            .ok()
-            .map(|ip| vec![SocketAddr::new(ip, port)]);
         let server_name = ServerName::try_from(bare.to_string())
             .map_err(|_| anyhow::anyhow!("invalid host name {host:?} for TLS"))?;
-        Ok(Origin {
+        let mut o = Origin {
             tls,
             host: bare.to_string(),
             port,
-            fixed_addrs,
+            fixed_addrs: None,
             server_name,
             local_addrs: Vec::new(),
-        })
+            dial_host: String::new(),
+            dial_port: port,
+        };
+        o.dial(bare, port);
+        Ok(o)
+    }
+
+    /// Connect to `host:port` (a name looked up, or an IP literal) for this origin.
+    pub fn dial(&mut self, host: &str, port: u16) {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        self.fixed_addrs = bare
+            .parse::<IpAddr>()
+            .ok()
+            .map(|ip| vec![SocketAddr::new(ip, port)]);
+        self.dial_host = bare.to_string();
+        self.dial_port = port;
     }
 
     pub fn key(&self) -> (bool, String, u16) {

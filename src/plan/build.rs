@@ -86,6 +86,31 @@ pub fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
     })
 }
 
+/// One `--connect-to HOST1:PORT1:HOST2:PORT2` (None: any host or port; the URL's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectTo {
+    pub from_host: Option<String>,
+    pub from_port: Option<u16>,
+    pub to_host: Option<String>,
+    pub to_port: Option<u16>,
+}
+
+impl ConnectTo {
+    /// Where a request to `host:port` connects by this rule, if it matches.
+    pub fn apply(&self, host: &str, port: u16) -> Option<(String, u16)> {
+        let host_matches = self
+            .from_host
+            .as_deref()
+            .is_none_or(|h| h.eq_ignore_ascii_case(host));
+        (host_matches && self.from_port.is_none_or(|p| p == port)).then(|| {
+            (
+                self.to_host.clone().unwrap_or_else(|| host.to_string()),
+                self.to_port.unwrap_or(port),
+            )
+        })
+    }
+}
+
 /// The request side of a run: URLs, method, headers, body, TLS options.
 #[derive(Debug, Clone)]
 pub struct RequestConfig {
@@ -95,6 +120,8 @@ pub struct RequestConfig {
     pub body: Option<Vec<u8>>,
     pub tls: TlsOptions,
     pub resolve: Vec<(String, u16, IpAddr)>,
+    /// `--connect-to`: where requests to a host and port connect instead.
+    pub connect_to: Vec<ConnectTo>,
     /// `--local-addr`: source addresses for new connections.
     pub local_addrs: Vec<IpAddr>,
     /// `--dns-cache`, `--dns-servers`.
@@ -232,12 +259,17 @@ fn origin_of(
     }
     let mut o =
         Origin::new(u.tls, &u.host, u.port).map_err(|e| UsageError(format!("{raw}: {e}")))?;
+    // `--connect-to`: the first rule that matches says where to connect; `--resolve`
+    // then applies to that host and port, as in curl.
+    if let Some((host, port)) = req.connect_to.iter().find_map(|c| c.apply(&u.host, u.port)) {
+        o.dial(&host, port);
+    }
     if let Some((_, _, ip)) = req
         .resolve
         .iter()
-        .find(|(h, p, _)| *h == u.host && *p == u.port)
+        .find(|(h, p, _)| h.eq_ignore_ascii_case(&o.dial_host) && *p == o.dial_port)
     {
-        o.fixed_addrs = Some(vec![SocketAddr::new(*ip, u.port)]);
+        o.fixed_addrs = Some(vec![SocketAddr::new(*ip, o.dial_port)]);
     }
     o.local_addrs = req.local_addrs.clone();
     origins.push(o);
