@@ -113,6 +113,10 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
     let tls12 = ["--embedded-tls", "--tls-version", "1.2", "--strategy"];
     let cpu13 = loopback_tls_p50(&["--strategy", "close", "--embedded-tls"]);
     let cpu12 = loopback_tls_p50(&[&tls12[..], &["close"]].concat());
+    // A resumed one's own CPU is less (no signature), not nothing (CI once read 11.67 ms
+    // at 10 ms against 10.3 ± 1.02 from the link alone): the median of 5 on loopback, 4
+    // of them resumed.
+    let cpu12r = loopback_tls_p50(&[&tls12[..], &["close-resumed"]].concat());
     for rtt in [10.0, 40.0, 100.0] {
         let r = format!("{rtt}ms");
         // Keep-alive: the first request connects (1 RTT) then waits (1 RTT); the others
@@ -162,14 +166,18 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
         );
         assert_not_below("TLS 1.2 full", tls_ms(s, "min"), 2.0 * rtt);
         // A resumed TLS 1.2 handshake (abbreviated) takes 1 round trip.
-        let rep = one_at_a_time(&r, 4, &[&tls12[..], &["close-resumed"]].concat());
+        let rep = one_at_a_time(&r, 6, &[&tls12[..], &["close-resumed"]].concat());
         let link_rtt = f(&rep["link"]["rtt_measured_ms"]);
         let s = scenario(&rep);
         assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 1);
-        assert_eq!(u(&s["connections"]["tls_handshakes"]["resumed"]), 3);
-        assert_eq!(u(&rep["server"]["tls_handshakes_resumed"]), 3);
-        // 1 full (2 RTT) and 3 resumed (1 RTT): the median is a resumed one.
-        assert_near("TLS 1.2 resumed (median)", tls_ms(s, "p50"), link_rtt);
+        assert_eq!(u(&s["connections"]["tls_handshakes"]["resumed"]), 5);
+        assert_eq!(u(&rep["server"]["tls_handshakes_resumed"]), 5);
+        // 1 full (2 RTT) and 5 resumed (1 RTT): the median is of two resumed ones.
+        assert_near(
+            "TLS 1.2 resumed (median)",
+            tls_ms(s, "p50"),
+            link_rtt + cpu12r,
+        );
         assert_not_below("TLS 1.2 resumed", tls_ms(s, "min"), rtt);
         assert_not_below("TLS 1.2 full (the slowest)", tls_ms(s, "max"), 2.0 * rtt);
     }
