@@ -145,3 +145,280 @@ fn a_malformed_connect_to_is_a_usage_error() {
         );
     }
 }
+
+/// nginx listening on two Unix sockets in its directory (`plain.sock`, and `tls.sock`
+/// with TLS for localhost), logging each request's connection and its number on it.
+fn nginx_unix() -> Nginx {
+    Nginx::start_servers(
+        "log_format conn '$connection $connection_requests';",
+        1,
+        |ports, d| {
+            write_certs(d, &["localhost"]);
+            let d = d.display();
+            format!(
+                "server {{ listen 127.0.0.1:{}; listen unix:{d}/plain.sock; \
+                 listen unix:{d}/tls.sock ssl; ssl_certificate {d}/cert.pem; \
+                 ssl_certificate_key {d}/key.pem; access_log {d}/access.log conn; \
+                 location / {{ return 200 \"hello\\n\"; }} }}",
+                ports[0]
+            )
+        },
+    )
+    .expect("nginx")
+}
+
+/// nginx's log so far: (requests, connections).
+fn requests_and_connections(n: &Nginx) -> (u64, u64) {
+    let text = std::fs::read_to_string(n.dir.join("access.log")).unwrap_or_default();
+    let conns: BTreeSet<&str> = text.lines().filter_map(|l| l.split(' ').next()).collect();
+    (text.lines().count() as u64, conns.len() as u64)
+}
+
+/// `--unix-socket PATH` as curl takes it: bench keep-alive and close, over cleartext and
+/// over TLS, reach nginx on its Unix sockets; its count of requests and connections
+/// equals the report's (TLS: a handshake per connection). trace and doctor go the same
+/// way.
+#[test]
+fn unix_socket_runs_equal_nginx_counts() {
+    let n = nginx_unix();
+    let plain = n.dir.join("plain.sock");
+    let tls = n.dir.join("tls.sock");
+    let ca = n.dir.join("ca.pem");
+    let (plain, tls, ca) = (
+        plain.to_str().unwrap(),
+        tls.to_str().unwrap(),
+        ca.to_str().unwrap(),
+    );
+    for (url, sock, strategy, requests) in [
+        ("http://localhost/", plain, "keepalive", 20),
+        ("http://localhost/", plain, "close", 10),
+        ("https://localhost/", tls, "keepalive", 20),
+        ("https://localhost/", tls, "close", 6),
+    ] {
+        let before = requests_and_connections(&n);
+        let r = bench_json(&[
+            url,
+            "--unix-socket",
+            sock,
+            "--cacert",
+            ca,
+            "--strategy",
+            strategy,
+            "-n",
+            &requests.to_string(),
+            "-c",
+            "2",
+        ]);
+        let s = scenario(&r);
+        let after = requests_and_connections(&n);
+        let what = format!("{url} {strategy}");
+        assert_eq!(u(&s["requests"]["ok"]), requests, "{what}: {s}");
+        assert_eq!(after.0 - before.0, requests, "{what}: nginx's requests");
+        let opened = u(&s["connections"]["opened"]);
+        assert_eq!(after.1 - before.1, opened, "{what}: nginx's connections");
+        if url.starts_with("https") {
+            let hs = &s["connections"]["tls_handshakes"];
+            let full = u(&hs["full"]) + u(&hs["resumed"]);
+            assert_eq!(full, opened, "{what}: a handshake per connection: {s}");
+        }
+        if strategy == "close" {
+            assert_eq!(opened, requests, "{what}");
+        }
+    }
+    // trace: its one request on one connection; doctor: its probes, all through the
+    // socket (nginx saw them).
+    for (cmd, quick) in [
+        ("trace", &[][..]),
+        ("doctor", &["--max-idle", "1s", "--max-requests", "20"][..]),
+    ] {
+        let before = requests_and_connections(&n);
+        let mut args = vec![
+            cmd,
+            "https://localhost/",
+            "--unix-socket",
+            tls,
+            "--cacert",
+            ca,
+            "--json",
+        ];
+        args.extend(quick);
+        let out = run(&args);
+        let after = requests_and_connections(&n);
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if cmd == "trace" {
+            assert_eq!((after.0 - before.0, after.1 - before.1), (1, 1), "trace");
+        } else {
+            assert!(after.0 > before.0 + 1, "doctor: nginx saw its probes");
+        }
+    }
+}
+
+/// A `--unix-socket` path that does not exist or is not a socket, or HTTP/3 asked over
+/// one: a usage error (exit 2) naming the flag. A socket nobody listens on: the run
+/// fails (exit 1), each attempt a connect error.
+#[test]
+fn unix_socket_errors_say_what_is_wrong() {
+    let dir = std::env::temp_dir().join(format!("handshake-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("file");
+    std::fs::write(&file, "x").unwrap();
+    let dead = dir.join("dead.sock");
+    drop(std::os::unix::net::UnixListener::bind(&dead).unwrap());
+    let (file, dead) = (file.to_str().unwrap(), dead.to_str().unwrap());
+    for (args, says) in [
+        (
+            vec!["--unix-socket", "/nonexistent/x.sock"],
+            "--unix-socket /nonexistent/x.sock: No such file",
+        ),
+        (vec!["--unix-socket", file], "not a socket"),
+        (
+            vec!["--unix-socket", dead, "--strategy", "h3"],
+            "cannot go over --unix-socket",
+        ),
+    ] {
+        let mut all = vec!["bench", "https://localhost/", "-n", "1"];
+        all.extend(args);
+        let out = run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {err}");
+        assert!(err.contains(says), "{all:?}: {err}");
+    }
+    let r = bench_json(&[
+        "http://localhost/",
+        "--unix-socket",
+        dead,
+        "-n",
+        "3",
+        "-c",
+        "1",
+    ]);
+    let s = scenario(&r);
+    assert_eq!(u(&s["requests"]["errors"]["connect"]), 3, "{s}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `watch -- curl --unix-socket ...`: the request went over a Unix socket, which a TCP
+/// capture cannot see; the report says so plainly instead of blaming the client.
+#[test]
+fn watch_says_it_sees_tcp_only() {
+    if !root("watch") {
+        return;
+    }
+    let n = nginx_unix();
+    let plain = n.dir.join("plain.sock");
+    let (code, v) = json_command(
+        "watch",
+        &[],
+        &[
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "--unix-socket",
+            plain.to_str().unwrap(),
+            "http://localhost/",
+        ],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(
+        requests_and_connections(&n),
+        (1, 1),
+        "curl's request reached nginx"
+    );
+    assert_eq!(v["headline"]["code"], "no_connection", "{v}");
+    let text = v["headline"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("watch sees TCP only: a Unix socket's traffic"),
+        "{text}"
+    );
+}
+
+/// `serve --listen unix:PATH --tls-listen unix:PATH`: bench over each socket (close:
+/// a connection per request) and curl (a client that is not handshake's) reach it; the
+/// server's own count at its end equals theirs, and it removes its socket files.
+#[test]
+fn serve_listens_on_unix_sockets() {
+    let dir = std::env::temp_dir().join(format!("handshake-serve-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (plain, tls, ca) = (
+        dir.join("plain.sock"),
+        dir.join("tls.sock"),
+        dir.join("ca.pem"),
+    );
+    let mut srv = std::process::Command::new(bin())
+        .args(["serve", "--listen"])
+        .arg(format!("unix:{}", plain.display()))
+        .arg("--tls-listen")
+        .arg(format!("unix:{}", tls.display()))
+        .arg("--cacert-out")
+        .arg(&ca)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while !(plain.exists() && tls.exists() && ca.exists()) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "serve did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (p, s, c) = (
+        plain.to_str().unwrap(),
+        tls.to_str().unwrap(),
+        ca.to_str().unwrap(),
+    );
+    let mut conns = 0;
+    for (url, sock) in [("http://localhost/", p), ("https://localhost/", s)] {
+        let r = bench_json(&[
+            url,
+            "--unix-socket",
+            sock,
+            "--cacert",
+            c,
+            "--strategy",
+            "close",
+            "-n",
+            "5",
+        ]);
+        let sc = scenario(&r);
+        assert_eq!(u(&sc["requests"]["ok"]), 5, "{url}: {sc}");
+        conns += u(&sc["connections"]["opened"]);
+    }
+    assert_eq!(conns, 10);
+    let curl = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--unix-socket",
+            p,
+            "http://localhost/",
+            "http://localhost/",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&curl.stdout), "200200");
+    stop_child(&mut srv, "-INT");
+    let out = srv.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // bench's 10 connections and curl's one (its two requests on it).
+    assert!(
+        err.contains("11 connections accepted") && err.contains("12 requests"),
+        "{err}"
+    );
+    assert!(
+        !plain.exists() && !tls.exists(),
+        "the socket files are removed"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

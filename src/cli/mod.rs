@@ -589,11 +589,11 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// HTTP listen address
+    /// HTTP listen address (ADDR:PORT), or unix:PATH for a Unix domain socket
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
 
-    /// HTTPS listen address (certificate generated at start)
+    /// HTTPS listen address (certificate generated at start), or unix:PATH
     #[arg(long, default_value = "127.0.0.1:8443")]
     pub tls_listen: String,
 

@@ -140,6 +140,11 @@ pub struct RequestArgs {
     #[arg(long, value_name = "HOST1:PORT1:HOST2:PORT2")]
     pub connect_to: Vec<String>,
 
+    /// Connect to this Unix domain socket instead of over TCP, like curl: the URL still
+    /// gives the Host header and the scheme (TLS works over it)
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+
     /// Cache DNS answers for their TTL, shared by all connections of a run (on), or look
     /// the name up for every new connection (off)
     #[arg(long, value_name = "on|off", default_value = "on")]

@@ -1,6 +1,7 @@
 //! `handshake serve`: the embedded target server as a process.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use anyhow::Context;
 
@@ -9,14 +10,30 @@ use crate::config::{parse_duration, parse_positive_duration, UsageError};
 use crate::parse::{on_off, parse_addr};
 use crate::server::{self, ServerConfig};
 
+/// A listen address: `ADDR:PORT`, or `unix:PATH` (a Unix domain socket).
+fn listener(flag: &str, v: &str) -> Result<Listen, UsageError> {
+    match v.strip_prefix("unix:") {
+        Some("") => Err(UsageError(format!("{flag} {v:?}: unix: needs a path"))),
+        Some(path) => Ok((None, Some(PathBuf::from(path)))),
+        None => Ok((Some(parse_addr(flag, v)?), None)),
+    }
+}
+
+/// A TCP address or a Unix socket's path.
+type Listen = (Option<std::net::SocketAddr>, Option<PathBuf>);
+
 pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
+    let (listen, listen_unix) = listener("--listen", &a.listen)?;
+    let (tls_listen, tls_listen_unix) = if a.no_tls {
+        (None, None)
+    } else {
+        listener("--tls-listen", &a.tls_listen)?
+    };
     let cfg = ServerConfig {
-        listen: Some(parse_addr("--listen", &a.listen)?),
-        tls_listen: if a.no_tls {
-            None
-        } else {
-            Some(parse_addr("--tls-listen", &a.tls_listen)?)
-        },
+        listen,
+        tls_listen,
+        listen_unix,
+        tls_listen_unix,
         keepalive: on_off("--keepalive", &a.keepalive)?,
         idle_timeout: parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?,
         max_requests_per_connection: a.max_requests_per_connection,
@@ -58,7 +75,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|d| parse_duration("--duration", d))
         .transpose()?;
-    let cfg_h3 = cfg.h3;
+    let cfg_h3 = cfg.h3 && cfg.tls_listen.is_some();
+    let unix = (cfg.listen_unix.clone(), cfg.tls_listen_unix.clone());
     let srv = server::start(cfg)?;
     if let Some(path) = &a.cacert_out {
         std::fs::write(path, &srv.ca_pem)
@@ -73,6 +91,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             let _ = writeln!(out, "listening {u}");
             if cfg_h3 {
                 let _ = writeln!(out, "listening {u} (HTTP/3, UDP)");
+            }
+        }
+        for (path, scheme) in [(&unix.0, "http"), (&unix.1, "https")] {
+            if let Some(p) = path {
+                let _ = writeln!(out, "listening unix:{} ({scheme})", p.display());
             }
         }
         let _ = out.flush();

@@ -118,6 +118,17 @@ fn urls(a: &RequestArgs, url: Option<&str>) -> Result<Vec<(String, ParsedUrl)>, 
     Ok(urls)
 }
 
+/// `--unix-socket PATH`: a socket that exists (a server listening there or not, which
+/// the run finds out as a connect error).
+fn unix_socket(path: &std::path::Path) -> Result<std::path::PathBuf, UsageError> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_socket() => Ok(path.to_path_buf()),
+        Ok(_) => usage(format!("--unix-socket {}: not a socket", path.display())),
+        Err(e) => usage(format!("--unix-socket {}: {e}", path.display())),
+    }
+}
+
 /// `--local-addr`: each an IP address of this machine.
 fn local_addrs(given: &[String]) -> Result<Vec<IpAddr>, UsageError> {
     let local_addrs = given
@@ -233,6 +244,7 @@ pub fn request_config(
         .iter()
         .map(|c| parse_connect_to(c))
         .collect::<Result<Vec<_>, _>>()?;
+    let unix_socket = a.unix_socket.as_deref().map(unix_socket).transpose()?;
     let local_addrs = local_addrs(&a.local_addr)?;
     let no_cache = match a.dns_cache.to_ascii_lowercase().as_str() {
         "on" => false,
@@ -259,6 +271,7 @@ pub fn request_config(
         },
         resolve,
         connect_to,
+        unix_socket,
         local_addrs,
         dns: DnsSettings { no_cache, servers },
     })

@@ -1,4 +1,4 @@
-//! Opening a connection for any protocol over TCP: dns, connect and tls, each timed into
+//! Opening a connection for any protocol over TCP (or a Unix socket): dns, connect and tls, each timed into
 //! the attempt's phases, and what happened told to the thread's collector.
 
 use std::borrow::Cow;
@@ -15,7 +15,7 @@ use super::collect::Notes;
 use super::worker::{ns, Dns, Fail};
 use crate::net::dns::{self, DnsSettings, Resolution};
 use crate::net::tap::Tapped;
-use crate::net::{self, classify_connect_error, classify_tls_error, Origin, Stream};
+use crate::net::{self, classify_connect_error, classify_tls_error, Origin, Stream, Transport};
 use crate::record::{CloseReason, HandshakeKind, Phases, Stage, TlsHandshake, Wire};
 use crate::stats::event::ConnEvent;
 use crate::timer::within;
@@ -153,13 +153,15 @@ impl<T: Tally> Opener<T> {
         let addrs: &[SocketAddr] = &addrs;
         let t = Instant::now();
         self.next_local = self.next_local.wrapping_add(1);
-        let tcp = match within(
-            sleep.as_mut(),
-            by,
-            net::dial::connect(addrs, &origin.local_addrs, self.next_local),
-        )
-        .await
-        {
+        let connecting = async {
+            Ok(match &origin.unix {
+                Some(path) => Transport::Unix(tokio::net::UnixStream::connect(path).await?),
+                None => Transport::Tcp(
+                    net::dial::connect(addrs, &origin.local_addrs, self.next_local).await?,
+                ),
+            })
+        };
+        let transport = match within(sleep.as_mut(), by, connecting).await {
             None => return Err(Fail::timed_out(Stage::Connect, self.run_deadline)),
             Some(Err(e)) => return Err(Fail::new(classify_connect_error(&e))),
             Some(Ok(s)) => s,
@@ -168,19 +170,19 @@ impl<T: Tally> Opener<T> {
         phases.connect = Some(ns(t, t_connected));
         self.tally.note(ConnEvent::Opened);
         let connect_ns = ns(t, t_connected);
-        if T::COUNTED {
+        if let (true, Some(tcp)) = (T::COUNTED, transport.tcp()) {
             // A SYN sent again waited the kernel's retransmission timeout (1 s at
             // first): a quicker connect is not read (a system call saved per
             // connection).
             let view = (connect_ns >= SYN_CHECK_NS)
-                .then(|| net::kernel::tcp_view(&tcp))
+                .then(|| net::kernel::tcp_view(tcp))
                 .flatten();
             self.tally
                 .note(ConnEvent::TcpConnected { view, connect_ns });
         }
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
-                stream: Stream::Tcp(tcp),
+                stream: Stream::Plain(transport),
                 alpn: None,
                 early: false,
                 connected_at: t_connected,
@@ -191,7 +193,7 @@ impl<T: Tally> Opener<T> {
         let res = within(
             sleep.as_mut(),
             by,
-            connector.connect(origin.server_name.clone(), Tapped::new(tcp)),
+            connector.connect(origin.server_name.clone(), Tapped::new(transport)),
         )
         .await;
         let mut tls = match res {

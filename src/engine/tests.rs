@@ -29,6 +29,7 @@ fn scenario(url: &str, strategy: Strategy, n: u64) -> Scenario {
         tls: crate::net::tls::TlsOptions::default(),
         resolve: Vec::new(),
         connect_to: Vec::new(),
+        unix_socket: None,
         local_addrs: Vec::new(),
         dns: crate::net::dns::DnsSettings::default(),
     };

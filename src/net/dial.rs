@@ -26,6 +26,8 @@ pub struct Origin {
     /// (`--connect-to`); the origin's name still goes in Host and SNI.
     pub dial_host: String,
     pub dial_port: u16,
+    /// Connect to this Unix domain socket instead (`--unix-socket`): no lookup, no TCP.
+    pub unix: Option<std::path::PathBuf>,
 }
 
 impl Origin {
@@ -42,9 +44,16 @@ impl Origin {
             local_addrs: Vec::new(),
             dial_host: String::new(),
             dial_port: port,
+            unix: None,
         };
         o.dial(bare, port);
         Ok(o)
+    }
+
+    /// Connect to the Unix domain socket at `path` for this origin (nothing to look up).
+    pub fn via_unix_socket(&mut self, path: &std::path::Path) {
+        self.unix = Some(path.to_path_buf());
+        self.fixed_addrs = Some(Vec::new());
     }
 
     /// Connect to `host:port` (a name looked up, or an IP literal) for this origin.

@@ -1,4 +1,4 @@
-//! Networking: name resolution, TCP connect and TLS, each timed by the caller at its
+//! Networking: name resolution, TCP (or Unix socket) connect and TLS, each timed by the caller at its
 //! boundaries, and the byte stream the HTTP/1 layer reads and writes.
 
 pub mod dial;
@@ -10,8 +10,10 @@ pub mod quic;
 pub mod stream;
 pub mod tap;
 pub mod tls;
+pub mod transport;
 
 pub use dial::{
     classify_connect_error, classify_io_error, classify_io_failure, classify_tls_error, Origin,
 };
 pub use stream::Stream;
+pub use transport::Transport;

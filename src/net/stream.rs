@@ -1,17 +1,17 @@
-//! One byte stream type for plain TCP and TLS connections (enum dispatch, no boxing of I/O).
+//! One byte stream type for plain connections (TCP or a Unix socket) and TLS ones (enum dispatch, no boxing of I/O).
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use super::tap::Tapped;
+use super::transport::Transport;
 
 pub enum Stream {
-    Tcp(TcpStream),
+    Plain(Transport),
     Tls(Box<TlsStream<Tapped>>),
 }
 
@@ -20,20 +20,20 @@ impl Stream {
     pub fn tls_session(&self) -> Option<&rustls::ClientConnection> {
         match self {
             Stream::Tls(t) => Some(t.get_ref().1),
-            Stream::Tcp(_) => None,
+            Stream::Plain(_) => None,
         }
     }
 
     /// Plain TCP (no TLS): the bytes read are the bytes the kernel received.
     pub fn is_plain(&self) -> bool {
-        matches!(self, Stream::Tcp(_))
+        matches!(self, Stream::Plain(Transport::Tcp(_)))
     }
 
     /// The kernel's view of the TCP connection beneath.
     pub fn tcp_view(&self) -> Option<super::kernel::TcpView> {
         match self {
-            Stream::Tcp(s) => super::kernel::tcp_view(s),
-            Stream::Tls(t) => super::kernel::tcp_view(t.get_ref().0.tcp()),
+            Stream::Plain(s) => super::kernel::tcp_view(s.tcp()?),
+            Stream::Tls(t) => super::kernel::tcp_view(t.get_ref().0.tcp()?),
         }
     }
 
@@ -41,7 +41,7 @@ impl Stream {
     pub fn take_wire(&mut self) -> Option<crate::record::Wire> {
         match self {
             Stream::Tls(t) => t.get_mut().0.take_wire(),
-            Stream::Tcp(_) => None,
+            Stream::Plain(_) => None,
         }
     }
 }
@@ -53,7 +53,7 @@ impl AsyncRead for Stream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
@@ -66,21 +66,21 @@ impl AsyncWrite for Stream {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }

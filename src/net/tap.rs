@@ -1,4 +1,4 @@
-//! What a TLS client's handshake puts on the wire, read off the TCP stream beneath
+//! What a TLS client's handshake puts on the wire, read off the stream beneath
 //! rustls (which does not say): the ClientHellos it sends (a second one answers a
 //! HelloRetryRequest), the first one's size, and the bytes the server sends before the
 //! client's next handshake record (its first flight, certificate chain included).
@@ -11,8 +11,8 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::transport::Transport;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 
 use crate::record::Wire;
 
@@ -24,7 +24,7 @@ const CLIENT_HELLO: u8 = 1;
 
 /// A TCP stream under a TLS client, its handshake's records watched until it is done.
 pub struct Tapped {
-    tcp: TcpStream,
+    tcp: Transport,
     tap: Option<Box<Tap>>,
 }
 
@@ -135,16 +135,16 @@ impl Tap {
 }
 
 impl Tapped {
-    pub fn new(tcp: TcpStream) -> Tapped {
+    pub fn new(tcp: Transport) -> Tapped {
         Tapped {
             tcp,
             tap: Some(Box::default()),
         }
     }
 
-    /// The TCP stream beneath.
-    pub fn tcp(&self) -> &TcpStream {
-        &self.tcp
+    /// The TCP connection beneath, when it is one.
+    pub fn tcp(&self) -> Option<&tokio::net::TcpStream> {
+        self.tcp.tcp()
     }
 
     /// What the handshake put on the wire; the tap stops (none after the first call).

@@ -122,6 +122,8 @@ pub struct RequestConfig {
     pub resolve: Vec<(String, u16, IpAddr)>,
     /// `--connect-to`: where requests to a host and port connect instead.
     pub connect_to: Vec<ConnectTo>,
+    /// `--unix-socket`: every connection goes to this socket.
+    pub unix_socket: Option<std::path::PathBuf>,
     /// `--local-addr`: source addresses for new connections.
     pub local_addrs: Vec<IpAddr>,
     /// `--dns-cache`, `--dns-servers`.
@@ -219,6 +221,13 @@ fn check_strategy(strategy: Strategy, req: &RequestConfig) -> Result<(), UsageEr
             "--strategy close-resumed needs an https:// URL (it is about TLS session resumption)",
         );
     }
+    if let (true, Some(path)) = (strategy.quic(), &req.unix_socket) {
+        return usage(format!(
+            "--strategy {} cannot go over --unix-socket {}: HTTP/3 runs over QUIC, on UDP, and a Unix stream socket carries a byte stream (TCP's part)",
+            strategy.name(),
+            path.display()
+        ));
+    }
     if strategy.quic() && req.urls.iter().any(|(_, u)| !u.tls) {
         return usage(format!(
             "--strategy {} needs https:// URLs (HTTP/3 runs over QUIC, which is always encrypted)",
@@ -270,6 +279,9 @@ fn origin_of(
         .find(|(h, p, _)| h.eq_ignore_ascii_case(&o.dial_host) && *p == o.dial_port)
     {
         o.fixed_addrs = Some(vec![SocketAddr::new(*ip, o.dial_port)]);
+    }
+    if let Some(path) = &req.unix_socket {
+        o.via_unix_socket(path);
     }
     o.local_addrs = req.local_addrs.clone();
     origins.push(o);

@@ -11,6 +11,7 @@ mod stream;
 pub mod tls;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,11 @@ pub struct ServerConfig {
     pub listen: Option<SocketAddr>,
     /// HTTPS listener (None: no HTTPS listener).
     pub tls_listen: Option<SocketAddr>,
+    /// Plain HTTP on a Unix domain socket at this path (`--listen unix:PATH`), instead
+    /// of (or beside) `listen`; the file is made at start and removed at the end.
+    pub listen_unix: Option<PathBuf>,
+    /// HTTPS on a Unix domain socket (`--tls-listen unix:PATH`).
+    pub tls_listen_unix: Option<PathBuf>,
     /// Keep connections open between requests when the client allows it.
     pub keepalive: bool,
     /// Close a connection that has been idle this long between requests.
@@ -63,6 +69,8 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             tls_listen: None,
+            listen_unix: None,
+            tls_listen_unix: None,
             keepalive: true,
             idle_timeout: Duration::from_secs(60),
             max_requests_per_connection: None,
@@ -170,6 +178,8 @@ pub struct RunningServer {
     pub ca_pem: String,
     pub ca_der: rustls::pki_types::CertificateDer<'static>,
     pub stats: Arc<ServerStats>,
+    /// The Unix sockets' files it made (removed when it stops).
+    pub unix_paths: Vec<PathBuf>,
     exec: Exec,
 }
 
@@ -193,6 +203,9 @@ impl RunningServer {
     }
 
     fn shutdown(&mut self) {
+        for p in self.unix_paths.drain(..) {
+            let _ = std::fs::remove_file(p);
+        }
         match &mut self.exec {
             Exec::Single(t) => t.stop(),
             Exec::Multi(rt) => {
@@ -279,14 +292,54 @@ async fn bind_all(
                 .set(routes::default_responses(cfg, Some(&v)));
             let _ = shared.alt_svc.set(v);
         }
-        tokio::spawn(accept_loop(l, shared.clone(), Some(tls_config)));
+        tokio::spawn(accept_loop(l, shared.clone(), Some(tls_config.clone())));
+    }
+    for (path, tls) in [
+        (&cfg.listen_unix, None),
+        (&cfg.tls_listen_unix, Some(&tls_config)),
+    ] {
+        if let Some(path) = path {
+            let l =
+                listen_unix(path).with_context(|| format!("binding unix:{}", path.display()))?;
+            tokio::spawn(accept_loop(l, shared.clone(), tls.cloned()));
+        }
     }
     Ok((http_addr, https_addr))
 }
 
+/// A listener on a Unix domain socket at `path`: a stale socket file (no server
+/// answers on it) is replaced, a live one or another file is an error. It is served
+/// through the same `std::net` types as TCP's (socket2 converts the descriptor): the
+/// calls made on them (accept4, read, send, shutdown) are any stream socket's, and
+/// TCP_NODELAY, which a Unix socket has not, is set best-effort.
+fn listen_unix(path: &std::path::Path) -> anyhow::Result<Listener> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    use std::os::unix::fs::FileTypeExt;
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if !m.file_type().is_socket() {
+            anyhow::bail!("{} exists and is not a socket", path.display());
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            anyhow::bail!("a server is listening on {} already", path.display());
+        }
+        std::fs::remove_file(path)?;
+    }
+    let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    sock.set_nonblocking(true)?;
+    sock.bind(&SockAddr::unix(path)?)?;
+    sock.listen(LISTEN_BACKLOG as i32)?;
+    let l: std::net::TcpListener = sock.into();
+    Ok(crate::sys::async_fd(l, tokio::io::Interest::READABLE)?)
+}
+
 /// Start the server; returns once the listeners are bound.
 pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
-    if cfg.listen.is_none() && cfg.tls_listen.is_none() {
+    let cfg_unix = (cfg.listen_unix.clone(), cfg.tls_listen_unix.clone());
+    if cfg.listen.is_none()
+        && cfg.tls_listen.is_none()
+        && cfg_unix.0.is_none()
+        && cfg_unix.1.is_none()
+    {
         anyhow::bail!("the server needs at least one listener");
     }
     // The certificate names loopback, and the address the TLS listener is bound to
@@ -327,9 +380,15 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         let bound = rt.block_on(bind_all(shared, tls_config, quic_config))?;
         (bound, Exec::Multi(Some(rt)))
     };
+    let unix_paths = [&cfg_unix.0, &cfg_unix.1]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
     Ok(RunningServer {
         http_addr,
         https_addr,
+        unix_paths,
         ca_pem: certs.ca_pem,
         ca_der: certs.ca_der,
         stats,

@@ -9,6 +9,9 @@ use crate::report::audit::{GapStats, RpcStats, TlsCounts};
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::watch::{EndpointSummary, Spread, WatchReport};
 
+/// The sentence for a watch that saw nothing: what it can see, said plainly.
+const NO_CONNECTION: &str = "No TCP connection was seen (watch sees TCP only: a Unix socket's traffic, or HTTP/3 over UDP, is not counted).";
+
 fn ending_name(e: Ending) -> &'static str {
     match e {
         Ending::ClientFin => "client_fin",
@@ -242,11 +245,7 @@ pub fn headline(t: &EndpointSummary) -> Finding {
     let at = "total";
     if t.connections == 0 {
         return over(
-            Finding::new(
-                "no_connection",
-                Cause::Measured,
-                "No TCP connection was seen.".into(),
-            ),
+            Finding::new("no_connection", Cause::Measured, NO_CONNECTION.into()),
             t,
             at,
         );
@@ -382,11 +381,7 @@ pub fn verdict(r: &WatchReport) -> Vec<Finding> {
     let mut v = capture(r);
     if r.total.connections == 0 {
         v.push(over(
-            Finding::new(
-                "no_connection",
-                Cause::Measured,
-                "No TCP connection was seen.".into(),
-            ),
+            Finding::new("no_connection", Cause::Measured, NO_CONNECTION.into()),
             &r.total,
             "total",
         ));
