@@ -1136,6 +1136,23 @@ fn curl_timing(url: &str) -> (f64, f64) {
         .unwrap_or_else(|| panic!("curl -w: {timing:?}"))
 }
 
+/// nginx with a 2 s keep-alive timeout on 127.0.0.2 (and 127.0.0.1, where it is waited
+/// for): cleartext on its first port, TLS 1.2 and 1.3 on its second.
+fn nginx_keepalive_2s() -> Nginx {
+    Nginx::start_servers("keepalive_timeout 2s;", 2, |ports, d| {
+        write_certs(d, &["localhost"]);
+        let d = d.display();
+        format!(
+            "server {{ listen 127.0.0.1:{a}; listen 127.0.0.2:{a}; location / {{ return 200 \"hello\\n\"; }} }}\n\
+             server {{ listen 127.0.0.1:{b} ssl; listen 127.0.0.2:{b} ssl; ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate {d}/cert.pem; \
+             ssl_certificate_key {d}/key.pem; location / {{ return 200 \"hello\\n\"; }} }}",
+            a = ports[0],
+            b = ports[1]
+        )
+    })
+    .expect("nginx")
+}
+
 /// The server's idle close and the handshakes' durations as watch sees them: nginx on
 /// 127.0.0.2 with a 2 s keep-alive timeout, clients that make one request and wait
 /// (cleartext and TLS, named idler), one asking `Connection: close` (named closer,
@@ -1150,18 +1167,7 @@ fn watch_sees_idle_closes_and_handshake_durations() {
     if !common::root("watch") {
         return;
     }
-    let n = Nginx::start_servers("keepalive_timeout 2s;", 2, |ports, d| {
-        write_certs(d, &["localhost"]);
-        let d = d.display();
-        format!(
-            "server {{ listen 127.0.0.1:{a}; listen 127.0.0.2:{a}; location / {{ return 200 \"hello\\n\"; }} }}\n\
-             server {{ listen 127.0.0.1:{b} ssl; listen 127.0.0.2:{b} ssl; ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate {d}/cert.pem; \
-             ssl_certificate_key {d}/key.pem; location / {{ return 200 \"hello\\n\"; }} }}",
-            a = ports[0],
-            b = ports[1]
-        )
-    })
-    .expect("nginx");
+    let n = nginx_keepalive_2s();
     let (http, https) = (n.ports[0].to_string(), n.ports[1].to_string());
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");

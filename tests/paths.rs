@@ -422,3 +422,59 @@ fn serve_listens_on_unix_sockets() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// compare over a Unix socket (nginx's, TLS): every row's requests reach nginx (its
+/// count equals the report's connections and requests), HTTP/3 is left out because a
+/// Unix socket carries a byte stream (not for want of an answer), and no round trip is
+/// claimed from the socket's connects.
+#[test]
+fn compare_over_a_unix_socket_says_why_http3_is_left_out() {
+    let n = nginx_unix();
+    let (tls, ca) = (n.dir.join("tls.sock"), n.dir.join("ca.pem"));
+    let before = requests_and_connections(&n);
+    let v = compare_json(&[
+        "https://localhost/",
+        "--unix-socket",
+        tls.to_str().unwrap(),
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "10",
+        "--rounds",
+        "1",
+    ]);
+    let after = requests_and_connections(&n);
+    let c = &v["comparison"];
+    let left: Vec<&str> = c["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        left.iter().any(|t| t.starts_with(
+            "h3-close, h3-0rtt, h3: HTTP/3 runs over QUIC, on UDP, and --unix-socket"
+        )),
+        "{left:?}"
+    );
+    for g in c["rtt_ms"].as_array().unwrap() {
+        assert!(g["rtt_ms"].is_null() && g["round_trips"] == false, "{g}");
+    }
+    let rows = c["rows"].as_array().unwrap();
+    assert!(
+        rows.iter().any(|r| r["strategy"] == "keepalive"),
+        "{rows:?}"
+    );
+    // Each row's run (probes aside) is in nginx's log: at least 10 requests a row.
+    assert!(
+        after.0 - before.0 >= 10 * rows.len() as u64,
+        "{after:?} {before:?}"
+    );
+    // nginx's connections: the rows' and the offers probes' (h2 by ALPN, early data).
+    let opened = opened_in_all(&v);
+    let seen = after.1 - before.1;
+    assert!(
+        seen >= opened && seen <= opened + 4,
+        "nginx {seen}, the rows {opened}"
+    );
+}

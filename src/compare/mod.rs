@@ -561,12 +561,20 @@ impl Judge<'_> {
             .iter()
             .flat_map(|i| self.connect_min[*i].iter().copied())
             .collect();
-        let rtt = (!all_connects.is_empty()).then(|| Spread::of(&all_connects).median);
+        // Over a Unix socket there is no round trip to tell, only a connect.
+        let unix = idx.iter().all(|i| {
+            self.arms[*i]
+                .scenario
+                .origins
+                .iter()
+                .all(|o| o.unix.is_some())
+        });
+        let rtt = (!unix && !all_connects.is_empty()).then(|| Spread::of(&all_connects).median);
         // A loopback target has no network round trip: its connects are CPU and, under
         // load, accept-queue waiting.
         let loopback = idx.iter().all(|i| {
             self.arms[*i].scenario.origins.iter().all(|o| {
-                o.host == "localhost"
+                o.dial_host == "localhost"
                     || o.fixed_addrs
                         .as_ref()
                         .is_some_and(|a| a.iter().all(|x| x.ip().is_loopback()))

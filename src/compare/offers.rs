@@ -52,7 +52,7 @@ fn default_strategies(tls: bool, o: Offers) -> Vec<Strategy> {
 
 /// The strategies of the default set left out for a target, each with why: those its
 /// scheme cannot carry, and those its server's probes said it does not offer.
-fn left_out(tls: bool, o: Offers, h2c: bool, url: &str) -> Vec<Finding> {
+fn left_out(tls: bool, o: Offers, h2c: bool, url: &str, unix: bool) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut say = |names: &str, why: String| {
         out.push(Finding::new(
@@ -91,7 +91,12 @@ fn left_out(tls: bool, o: Offers, h2c: bool, url: &str) -> Vec<Finding> {
             "the server accepted no early data on a resumed session (2 probe requests; nginx: `ssl_early_data on`)".into(),
         );
     }
-    if !o.h3 {
+    if unix {
+        say(
+            "h3-close, h3-0rtt, h3",
+            "HTTP/3 runs over QUIC, on UDP, and --unix-socket carries a byte stream".into(),
+        );
+    } else if !o.h3 {
         say(
             "h3-close, h3-0rtt, h3",
             "no HTTP/3 answer on UDP at the URL's port within 2 s (one probe request)".into(),
@@ -214,7 +219,7 @@ impl Rows<'_> {
                 let left = if self.embedded {
                     Vec::new()
                 } else {
-                    left_out(tls, offers, self.h2c, url)
+                    left_out(tls, offers, self.h2c, url, req.unix_socket.is_some())
                 };
                 let all = default_strategies(tls, offers)
                     .into_iter()
@@ -249,8 +254,11 @@ impl Rows<'_> {
         let probe = build::scenario("probe", Strategy::KeepAlive, None, req, load)?;
         let url = req.urls.first().map_or("", |(raw, _)| raw.as_str());
         let say = |what: &str| self.steps.say(&format!("probing {url}: {what}"));
-        say("does it answer HTTP/3 (QUIC, UDP)? up to 2 s");
-        let h3 = offers_h3(req, load);
+        // Not over a Unix socket: QUIC is UDP's.
+        let h3 = req.unix_socket.is_none() && {
+            say("does it answer HTTP/3 (QUIC, UDP)? up to 2 s");
+            offers_h3(req, load)
+        };
         say("does it choose h2 by ALPN?");
         let h2 = offers_h2(req, &probe);
         say("does it accept TLS 0-RTT? 2 requests");
