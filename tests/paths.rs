@@ -262,8 +262,8 @@ fn unix_socket_runs_equal_nginx_counts() {
 /// fails (exit 1), each attempt a connect error.
 #[test]
 fn unix_socket_errors_say_what_is_wrong() {
-    let dir = std::env::temp_dir().join(format!("handshake-unix-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let d = Dir::new("unix");
+    let dir = &d.0;
     let file = dir.join("file");
     std::fs::write(&file, "x").unwrap();
     let dead = dir.join("dead.sock");
@@ -298,7 +298,6 @@ fn unix_socket_errors_say_what_is_wrong() {
     ]);
     let s = scenario(&r);
     assert_eq!(u(&s["requests"]["errors"]["connect"]), 3, "{s}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `watch -- curl --unix-socket ...`: the request went over a Unix socket, which a TCP
@@ -337,19 +336,30 @@ fn watch_says_it_sees_tcp_only() {
     );
 }
 
+/// A process the test started, stopped (SIGINT, then SIGKILL) when dropped unless taken.
+struct Stopping(Option<std::process::Child>);
+
+impl Drop for Stopping {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            stop_child(c, "-INT");
+        }
+    }
+}
+
 /// `serve --listen unix:PATH --tls-listen unix:PATH`: bench over each socket (close:
 /// a connection per request) and curl (a client that is not handshake's) reach it; the
 /// server's own count at its end equals theirs, and it removes its socket files.
 #[test]
 fn serve_listens_on_unix_sockets() {
-    let dir = std::env::temp_dir().join(format!("handshake-serve-unix-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let d = Dir::new("serve-unix");
+    let dir = &d.0;
     let (plain, tls, ca) = (
         dir.join("plain.sock"),
         dir.join("tls.sock"),
         dir.join("ca.pem"),
     );
-    let mut srv = std::process::Command::new(bin())
+    let srv = std::process::Command::new(bin())
         .args(["serve", "--listen"])
         .arg(format!("unix:{}", plain.display()))
         .arg("--tls-listen")
@@ -360,6 +370,8 @@ fn serve_listens_on_unix_sockets() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Stopped by its PID however the test ends.
+    let mut srv = Stopping(Some(srv));
     let t = std::time::Instant::now();
     while !(plain.exists() && tls.exists() && ca.exists()) {
         assert!(
@@ -408,6 +420,7 @@ fn serve_listens_on_unix_sockets() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&curl.stdout), "200200");
+    let mut srv = srv.0.take().unwrap();
     stop_child(&mut srv, "-INT");
     let out = srv.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -420,7 +433,6 @@ fn serve_listens_on_unix_sockets() {
         !plain.exists() && !tls.exists(),
         "the socket files are removed"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// compare over a Unix socket (nginx's, TLS): every row's requests reach nginx (its
