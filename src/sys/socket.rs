@@ -116,7 +116,7 @@ pub fn recv_stamped(fd: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Option<
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control);
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
     // SAFETY: `msg` points at `iov` (into `buf`, of its length) and `control` (of the
     // length given), all alive for the call; recvmsg writes within them.
     let n = unsafe { libc::recvmsg(fd.as_fd().as_raw_fd(), &mut msg, 0) };
