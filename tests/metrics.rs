@@ -696,7 +696,7 @@ fn watch_metrics_per_program_equal_nginx() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let prom = Prometheus::start("watch", &[port], false);
-    let mut watch = watch_endpoint(n.port, &addr);
+    let watch = watch_endpoint(n.port, &addr);
     let url = n.url();
     let py = "import requests,sys\nu=sys.argv[1]\nfor _ in range(3): requests.get(u)\ns=requests.Session()\nfor _ in range(3): s.get(u)\n";
     run_client(&["curl", "-s", &url]);
@@ -706,12 +706,7 @@ fn watch_metrics_per_program_equal_nginx() {
     run_client(&["ab", "-q", "-n", "20", "-c", "1", &url]);
     run_client(&["ab", "-q", "-k", "-n", "20", "-c", "1", &url]);
     run_client(&["python3", "-c", DUAL_STACK, &n.port.to_string()]);
-    std::thread::sleep(Duration::from_millis(1000));
-    stop_child_keep(&mut watch);
-    let out = watch.wait_with_output().unwrap();
-    prom.pin();
-    let err = String::from_utf8_lossy(&out.stderr);
-    let rep: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let rep = end_watch(watch, &prom);
     let programs = prom.query("sum by (program) (handshake_requests_total)");
     let names: Vec<String> = programs
         .iter()
@@ -818,6 +813,17 @@ fn watch_with(filter: &[&str], addr: &str, flags: &[&str]) -> Child {
     // The capture opens right after the endpoint.
     std::thread::sleep(Duration::from_millis(1500));
     watch
+}
+
+/// A second for the last segments, then the watch stopped (Ctrl-C) and Prometheus
+/// pinned at that moment; the watch's JSON report.
+fn end_watch(mut watch: Child, prom: &Prometheus) -> Value {
+    std::thread::sleep(Duration::from_millis(1000));
+    stop_child_keep(&mut watch);
+    let out = watch.wait_with_output().unwrap();
+    prom.pin();
+    let err = String::from_utf8_lossy(&out.stderr);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"))
 }
 
 /// SIGINT to a child (its Ctrl-C), waited for at most 20 s before SIGKILL.
@@ -1172,7 +1178,7 @@ fn watch_sees_idle_closes_and_handshake_durations() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let prom = Prometheus::start("watch-idle", &[port], false);
-    let mut watch = watch_with(
+    let watch = watch_with(
         &["--host", "127.0.0.2"],
         &addr,
         &["--metrics-linger", "10s"],
@@ -1195,12 +1201,7 @@ fn watch_sees_idle_closes_and_handshake_durations() {
     for mut c in clients {
         assert!(c.wait().unwrap().success(), "a client failed");
     }
-    std::thread::sleep(Duration::from_millis(1000));
-    stop_child_keep(&mut watch);
-    let out = watch.wait_with_output().unwrap();
-    prom.pin();
-    let err = String::from_utf8_lossy(&out.stderr);
-    let rep: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let rep = end_watch(watch, &prom);
     let t = &rep["total"];
     assert_eq!(u(&t["connections"]), 5.0, "{rep}");
     assert_eq!(u(&t["endings"]["server_idle"]), 3.0, "{rep}");
