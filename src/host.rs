@@ -12,10 +12,29 @@ pub fn run_info(command: &str, started_at: String) -> RunInfo {
         scheduled_at: None,
         host: host_name(),
         segment: None,
-        command_line: std::env::args().collect(),
+        command_line: without_secrets(std::env::args()),
         urls: Vec::new(),
         machine: machine(),
     }
+}
+
+/// The command line with a proxy URL's credentials (`-x`, `--proxy`) replaced by `***`.
+fn without_secrets(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in args {
+        let after_flag = out.last().is_some_and(|p| p == "-x" || p == "--proxy");
+        let shown = if after_flag {
+            crate::net::proxy::redact(&a)
+        } else if let Some(v) = a.strip_prefix("--proxy=") {
+            format!("--proxy={}", crate::net::proxy::redact(v))
+        } else if let Some(v) = a.strip_prefix("-x").filter(|v| !v.is_empty()) {
+            format!("-x{}", crate::net::proxy::redact(v))
+        } else {
+            a
+        };
+        out.push(shown);
+    }
+    out
 }
 
 /// The CPUs this process may run on, and the kernel's name and release.
@@ -46,4 +65,33 @@ pub fn host_name() -> String {
         .nodename()
         .to_string_lossy()
         .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn proxy_credentials_leave_the_command_line() {
+        let args = [
+            "handshake",
+            "bench",
+            "-x",
+            "http://u:pw@h:1",
+            "--proxy=u:pw@h",
+            "-xu:pw@h",
+            "u",
+        ];
+        let shown = super::without_secrets(args.iter().map(|s| s.to_string()));
+        assert_eq!(
+            shown,
+            [
+                "handshake",
+                "bench",
+                "-x",
+                "http://***@h:1",
+                "--proxy=***@h",
+                "-x***@h",
+                "u"
+            ]
+        );
+    }
 }

@@ -145,6 +145,27 @@ pub struct RequestArgs {
     #[arg(long, value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
 
+    /// Go through this forward proxy, like curl: [http://|https://][user:pass@]HOST[:PORT]
+    /// (port 1080 by default); http:// URLs are requested from it, https:// ones through
+    /// a CONNECT tunnel. Without it, http_proxy, HTTPS_PROXY and ALL_PROXY are read as curl
+    /// reads them; "" means no proxy at all
+    #[arg(long, short = 'x', value_name = "URL")]
+    pub proxy: Option<String>,
+
+    /// Hosts that go direct, not through the proxy (a comma-separated list of names,
+    /// each with its subdomains, addresses or CIDR ranges; * for all): NO_PROXY's place
+    #[arg(long, value_name = "LIST")]
+    pub noproxy: Option<String>,
+
+    /// Trust the CA certificates in this PEM file for an https:// proxy (instead of the
+    /// system roots)
+    #[arg(long, value_name = "FILE")]
+    pub proxy_cacert: Option<PathBuf>,
+
+    /// Accept any TLS certificate from an https:// proxy
+    #[arg(long)]
+    pub proxy_insecure: bool,
+
     /// Cache DNS answers for their TTL, shared by all connections of a run (on), or look
     /// the name up for every new connection (off)
     #[arg(long, value_name = "on|off", default_value = "on")]

@@ -105,6 +105,8 @@ fn figures(
     let setup = if new.requests > 0 {
         new.dns.mean * new.dns.count as f64 / new.requests as f64
             + new.connect.mean
+            + new.proxy_connect.mean
+            + new.tunnel.mean
             + new.tls.mean
             + new.h2_setup.mean
             + new.quic_handshake.mean
@@ -414,7 +416,11 @@ fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
         best: false,
         repeat_of: arms[..i]
             .iter()
-            .find(|a| a.group == arm.group && a.choice.same(&arm.choice))
+            .find(|a| {
+                // A direct row beside proxied ones is not a repeat (the path differs).
+                let proxied = |a: &Arm| a.scenario.origins.iter().any(|o| o.proxy.is_some());
+                a.group == arm.group && a.choice.same(&arm.choice) && proxied(a) == proxied(arm)
+            })
             .map(|a| a.name.clone()),
         round_trips: None,
     }

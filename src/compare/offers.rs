@@ -50,9 +50,19 @@ fn default_strategies(tls: bool, o: Offers) -> Vec<Strategy> {
     v
 }
 
+/// Why no UDP reaches the target: a Unix socket, or a forward proxy (TCP's).
+fn no_udp(req: &RequestConfig) -> Option<String> {
+    if req.unix_socket.is_some() {
+        return Some("--unix-socket carries a byte stream".to_string());
+    }
+    let (_, u) = req.urls.first()?;
+    let p = req.proxy.pick(u.tls, &u.host).ok()??;
+    Some(format!("the proxy {} forwards TCP", p.display()))
+}
+
 /// The strategies of the default set left out for a target, each with why: those its
 /// scheme cannot carry, and those its server's probes said it does not offer.
-fn left_out(tls: bool, o: Offers, h2c: bool, url: &str, unix: bool) -> Vec<Finding> {
+fn left_out(tls: bool, o: Offers, h2c: bool, url: &str, no_udp: Option<&str>) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut say = |names: &str, why: String| {
         out.push(Finding::new(
@@ -91,10 +101,10 @@ fn left_out(tls: bool, o: Offers, h2c: bool, url: &str, unix: bool) -> Vec<Findi
             "the server accepted no early data on a resumed session (2 probe requests; nginx: `ssl_early_data on`)".into(),
         );
     }
-    if unix {
+    if let Some(why) = no_udp {
         say(
             "h3-close, h3-0rtt, h3",
-            "HTTP/3 runs over QUIC, on UDP, and --unix-socket carries a byte stream".into(),
+            format!("HTTP/3 runs over QUIC, on UDP, and {why}"),
         );
     } else if !o.h3 {
         say(
@@ -219,7 +229,7 @@ impl Rows<'_> {
                 let left = if self.embedded {
                     Vec::new()
                 } else {
-                    left_out(tls, offers, self.h2c, url, req.unix_socket.is_some())
+                    left_out(tls, offers, self.h2c, url, no_udp(req).as_deref())
                 };
                 let all = default_strategies(tls, offers)
                     .into_iter()
@@ -254,8 +264,8 @@ impl Rows<'_> {
         let probe = build::scenario("probe", Strategy::KeepAlive, None, req, load)?;
         let url = req.urls.first().map_or("", |(raw, _)| raw.as_str());
         let say = |what: &str| self.steps.say(&format!("probing {url}: {what}"));
-        // Not over a Unix socket: QUIC is UDP's.
-        let h3 = req.unix_socket.is_none() && {
+        // Not over a Unix socket or through a proxy: QUIC is UDP's.
+        let h3 = no_udp(req).is_none() && {
             say("does it answer HTTP/3 (QUIC, UDP)? up to 2 s");
             offers_h3(req, load)
         };
@@ -315,7 +325,48 @@ impl Rows<'_> {
                     scenario: Arc::new(sc),
                 });
             }
+            if let Some(arm) = self.direct(group, req, choices.first())? {
+                arms.push(arm);
+            }
         }
         Ok((arms, left))
+    }
+
+    /// Through a forward proxy: the first row again, direct (no proxy), in the same group,
+    /// so that its ratio is what the proxy costs per request.
+    fn direct(
+        &self,
+        group: &str,
+        req: &RequestConfig,
+        first: Option<&Choice>,
+    ) -> Result<Option<Arm>, UsageError> {
+        let (Some(choice), Some((_, u))) = (first, req.urls.first()) else {
+            return Ok(None);
+        };
+        if req.unix_socket.is_some() || req.proxy.pick(u.tls, &u.host).ok().flatten().is_none() {
+            return Ok(None);
+        }
+        let mut req = req.clone();
+        req.proxy.choice.explicit = Some(String::new());
+        if let Some((_, groups)) = &choice.groups {
+            req.tls.groups = Some(groups.clone());
+        }
+        let name = format!("{}{} direct", self.prefix, choice.name());
+        let mut sc = build::scenario(
+            &name,
+            choice.strategy,
+            self.requests_per_connection,
+            &req,
+            self.load,
+        )?;
+        if choice.strategy.multiplexed() {
+            sc.connections = self.multiplexed_connections;
+        }
+        Ok(Some(Arm {
+            name,
+            group: group.to_string(),
+            choice: choice.clone(),
+            scenario: Arc::new(sc),
+        }))
     }
 }

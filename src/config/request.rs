@@ -245,6 +245,7 @@ pub fn request_config(
         .map(|c| parse_connect_to(c))
         .collect::<Result<Vec<_>, _>>()?;
     let unix_socket = a.unix_socket.as_deref().map(unix_socket).transpose()?;
+    let proxy = proxy_settings(a)?;
     let local_addrs = local_addrs(&a.local_addr)?;
     let no_cache = match a.dns_cache.to_ascii_lowercase().as_str() {
         "on" => false,
@@ -272,9 +273,37 @@ pub fn request_config(
         resolve,
         connect_to,
         unix_socket,
+        proxy,
         local_addrs,
         dns: DnsSettings { no_cache, servers },
     })
+}
+
+/// `-x`/`--proxy` (checked here, so a malformed one is a usage error before anything
+/// runs), `--noproxy`, `--proxy-cacert`, `--proxy-insecure`, and the environment's proxy
+/// variables.
+fn proxy_settings(a: &RequestArgs) -> Result<crate::net::proxy::ProxySettings, UsageError> {
+    use crate::net::proxy;
+    if let Some(url) = a.proxy.as_deref().filter(|u| !u.is_empty()) {
+        proxy::parse(url)
+            .map_err(|e| UsageError(format!("-x/--proxy {:?}: {e}", proxy::redact(url))))?;
+    }
+    let mut roots = Vec::new();
+    if let Some(path) = &a.proxy_cacert {
+        roots =
+            tls::load_pem_certs(path).map_err(|e| UsageError(format!("--proxy-cacert: {e:#}")))?;
+    }
+    let tls = TlsOptions {
+        insecure: a.proxy_insecure,
+        only_extra_roots: a.proxy_cacert.is_some(),
+        extra_roots: roots,
+        ..TlsOptions::default()
+    };
+    let choice = proxy::ProxyChoice {
+        explicit: a.proxy.clone(),
+        noproxy: a.noproxy.clone(),
+    };
+    Ok(proxy::ProxySettings::new(choice, tls))
 }
 
 /// `--dns-servers` entry: `ADDR`, `ADDR:PORT` or `[V6]:PORT` (port 53 by default).

@@ -80,7 +80,8 @@ pub async fn execute(
     ));
     let (http11, ex11) = persist_probe(sc, &t.request).await;
     if let (Some(e), None) = (&http11.error, &ex11) {
-        if sc.origins[0].tls && http11.tcp_unreachable {
+        let o = &sc.origins[0];
+        if o.tls && o.proxy.is_none() && o.unix.is_none() && http11.tcp_unreachable {
             return h3_only(sc, http11, req, steps);
         }
         return Err(Unreachable::new(&t.url, e, http11.error_key).into());
@@ -125,8 +126,11 @@ pub async fn execute(
         None => None,
     };
     // HTTP/3 at the port its Alt-Svc names (else the URL's); the engine's own threads
-    // run the probes, this one waits.
-    let h3 = (sc.origins[0].tls && !crate::interrupt::requested()).then(|| {
+    // run the probes, this one waits. Not through a proxy or over a Unix socket, which
+    // carry no UDP.
+    let o = &sc.origins[0];
+    let udp = o.proxy.is_none() && o.unix.is_none();
+    let h3 = (o.tls && udp && !crate::interrupt::requested()).then(|| {
         steps.say(&format!(
             "HTTP/3: QUIC handshake, resumption, 0-RTT (at most {} requests; {})",
             h3::PROBE_REQUESTS,

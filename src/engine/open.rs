@@ -167,7 +167,11 @@ impl<T: Tally> Opener<T> {
             Some(Ok(s)) => s,
         };
         let t_connected = Instant::now();
-        phases.connect = Some(ns(t, t_connected));
+        if origin.proxy.is_some() {
+            phases.proxy_connect = Some(ns(t, t_connected));
+        } else {
+            phases.connect = Some(ns(t, t_connected));
+        }
         self.tally.note(ConnEvent::Opened);
         let connect_ns = ns(t, t_connected);
         if let (true, Some(tcp)) = (T::COUNTED, transport.tcp()) {
@@ -180,6 +184,13 @@ impl<T: Tally> Opener<T> {
             self.tally
                 .note(ConnEvent::TcpConnected { view, connect_ns });
         }
+        let (transport, t_ready) = match &origin.proxy {
+            None => (transport, t_connected),
+            Some(p) => self
+                .through_proxy(p, origin, transport, (t, by), sleep.as_mut(), phases)
+                .await
+                .map_err(|f| self.closed_unopened(f))?,
+        };
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
                 stream: Stream::Plain(transport),
@@ -199,24 +210,9 @@ impl<T: Tally> Opener<T> {
         let mut tls = match res {
             None => {
                 let f = Fail::timed_out(Stage::Tls, self.run_deadline);
-                let reason = if f.at_deadline {
-                    CloseReason::EndOfRun
-                } else {
-                    CloseReason::Error
-                };
-                self.tally.note(ConnEvent::Closed {
-                    reason,
-                    requests: 0,
-                });
-                return Err(f);
+                return Err(self.closed_unopened(f));
             }
-            Some(Err(e)) => {
-                self.tally.note(ConnEvent::Closed {
-                    reason: CloseReason::Error,
-                    requests: 0,
-                });
-                return Err(Fail::new(classify_tls_error(&e)));
-            }
+            Some(Err(e)) => return Err(self.closed_unopened(Fail::new(classify_tls_error(&e)))),
             Some(Ok(s)) => s,
         };
         if tls.get_ref().1.is_handshaking() {
@@ -229,7 +225,7 @@ impl<T: Tally> Opener<T> {
                 wire: None,
             });
         }
-        phases.tls = Some(ns(t_connected, Instant::now()));
+        phases.tls = Some(ns(t_ready, Instant::now()));
         let wire = tls.get_mut().0.take_wire();
         let session = tls.get_ref().1;
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
@@ -250,6 +246,86 @@ impl<T: Tally> Opener<T> {
             connected_at: t_connected,
             wire,
         })
+    }
+}
+
+impl<T: Tally> Opener<T> {
+    /// A connection that failed before it carried a request (TLS, the proxy's tunnel):
+    /// counted closed, by the run's end when its deadline cut it, else by the error.
+    fn closed_unopened(&self, f: Fail) -> Fail {
+        let reason = if f.at_deadline {
+            CloseReason::EndOfRun
+        } else {
+            CloseReason::Error
+        };
+        self.tally.note(ConnEvent::Closed {
+            reason,
+            requests: 0,
+        });
+        f
+    }
+
+    /// The proxy's part of opening a connection through it: TLS to an https:// proxy
+    /// (timed into `proxy_connect` with its TCP connect from `t`), then, to an https://
+    /// origin, the `CONNECT` round trip (`tunnel`). The stream to speak to the origin
+    /// over, and when it was ready.
+    async fn through_proxy(
+        &mut self,
+        p: &net::proxy::Proxy,
+        origin: &Origin,
+        transport: Transport,
+        (t, by): (Instant, Instant),
+        mut sleep: Pin<&mut Sleep>,
+        phases: &mut Phases,
+    ) -> Result<(Transport, Instant), Fail> {
+        let mut transport = match (&p.tls_config, transport) {
+            (Some(cfg), Transport::Tcp(tcp)) => {
+                let connector = TlsConnector::from(cfg.clone());
+                let hs = within(
+                    sleep.as_mut(),
+                    by,
+                    connector.connect(p.server_name.clone(), tcp),
+                )
+                .await;
+                let tls = match hs {
+                    None => return Err(Fail::timed_out(Stage::Connect, self.run_deadline)),
+                    Some(Err(e)) => {
+                        let f = classify_tls_error(&e);
+                        crate::record::notes::note_error(
+                            f,
+                            format_args!("TLS to the proxy {}: {e}", p.display()),
+                        );
+                        return Err(Fail::new(f));
+                    }
+                    Some(Ok(s)) => s,
+                };
+                phases.proxy_connect = Some(ns(t, Instant::now()));
+                Transport::ProxyTls(Box::new(tls))
+            }
+            (_, other) => other,
+        };
+        let at = Instant::now();
+        if !origin.tunneled() {
+            return Ok((transport, at));
+        }
+        let authority = origin.authority();
+        let asked = crate::proto::h1::tunnel::connect_tunnel(
+            &mut transport,
+            &authority,
+            p.authorization.as_ref(),
+        );
+        match within(sleep.as_mut(), by, asked).await {
+            None => return Err(Fail::timed_out(Stage::Tunnel, self.run_deadline)),
+            Some(Err(refusal)) => {
+                crate::record::notes::note_error(refusal.failure, refusal.message);
+                return Err(Fail::new(refusal.failure));
+            }
+            Some(Ok(())) => {}
+        }
+        let ready = Instant::now();
+        phases.tunnel = Some(ns(at, ready));
+        self.tally.note(ConnEvent::Tunnel);
+        Ok((transport, ready))
     }
 }
 

@@ -30,6 +30,7 @@ fn scenario(url: &str, strategy: Strategy, n: u64) -> Scenario {
         resolve: Vec::new(),
         connect_to: Vec::new(),
         unix_socket: None,
+        proxy: Default::default(),
         local_addrs: Vec::new(),
         dns: crate::net::dns::DnsSettings::default(),
     };

@@ -28,6 +28,10 @@ pub struct Origin {
     pub dial_port: u16,
     /// Connect to this Unix domain socket instead (`--unix-socket`): no lookup, no TCP.
     pub unix: Option<std::path::PathBuf>,
+    /// Through this forward proxy (`-x`, the environment): connections go to the proxy
+    /// (`dial_host`, `dial_port` are its), and to an https:// origin through a `CONNECT`
+    /// tunnel.
+    pub proxy: Option<std::sync::Arc<super::proxy::Proxy>>,
 }
 
 impl Origin {
@@ -45,6 +49,7 @@ impl Origin {
             dial_host: String::new(),
             dial_port: port,
             unix: None,
+            proxy: None,
         };
         o.dial(bare, port);
         Ok(o)
@@ -65,6 +70,26 @@ impl Origin {
             .map(|ip| vec![SocketAddr::new(ip, port)]);
         self.dial_host = bare.to_string();
         self.dial_port = port;
+    }
+
+    /// Go through `proxy`: connect to it (looked up unless an IP literal).
+    pub fn via_proxy(&mut self, proxy: super::proxy::Proxy) {
+        self.dial(&proxy.host.clone(), proxy.port);
+        self.proxy = Some(std::sync::Arc::new(proxy));
+    }
+
+    /// Through a `CONNECT` tunnel (an https:// origin behind a proxy).
+    pub fn tunneled(&self) -> bool {
+        self.proxy.is_some() && self.tls
+    }
+
+    /// `host:port` as a `CONNECT` names it (an IPv6 address in brackets).
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
     }
 
     pub fn key(&self) -> (bool, String, u16) {

@@ -6,6 +6,7 @@ pub mod dns;
 pub mod kernel;
 pub mod listen_queue;
 pub mod local_ports;
+pub mod proxy;
 pub mod quic;
 pub mod stream;
 pub mod tap;

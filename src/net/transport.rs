@@ -1,5 +1,6 @@
-//! The byte stream beneath HTTP (and beneath TLS to the origin): a TCP connection, or a
-//! Unix domain socket's (`--unix-socket`). Enum dispatch, no boxing of I/O.
+//! The byte stream beneath HTTP (and beneath TLS to the origin): a TCP connection, a
+//! Unix domain socket's (`--unix-socket`), or TLS to an https:// proxy over TCP. Enum
+//! dispatch, no boxing of I/O but the proxy's TLS state.
 
 use std::io;
 use std::pin::Pin;
@@ -11,6 +12,8 @@ use tokio::net::{TcpStream, UnixStream};
 pub enum Transport {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// TLS to an https:// forward proxy; the origin's TLS (if any) runs inside it.
+    ProxyTls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 
 impl Transport {
@@ -19,6 +22,7 @@ impl Transport {
         match self {
             Transport::Tcp(s) => Some(s),
             Transport::Unix(_) => None,
+            Transport::ProxyTls(s) => Some(s.get_ref().0),
         }
     }
 }
@@ -32,6 +36,7 @@ impl AsyncRead for Transport {
         match self.get_mut() {
             Transport::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Transport::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::ProxyTls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -45,6 +50,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Transport::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::ProxyTls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -56,6 +62,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Transport::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Transport::ProxyTls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -63,6 +70,7 @@ impl AsyncWrite for Transport {
         match self {
             Transport::Tcp(s) => s.is_write_vectored(),
             Transport::Unix(s) => s.is_write_vectored(),
+            Transport::ProxyTls(s) => s.is_write_vectored(),
         }
     }
 
@@ -70,6 +78,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Tcp(s) => Pin::new(s).poll_flush(cx),
             Transport::Unix(s) => Pin::new(s).poll_flush(cx),
+            Transport::ProxyTls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -77,6 +86,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Transport::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            Transport::ProxyTls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }

@@ -124,6 +124,8 @@ pub struct RequestConfig {
     pub connect_to: Vec<ConnectTo>,
     /// `--unix-socket`: every connection goes to this socket.
     pub unix_socket: Option<std::path::PathBuf>,
+    /// `-x`/`--proxy`, `--noproxy`, and the proxy variables.
+    pub proxy: crate::net::proxy::ProxySettings,
     /// `--local-addr`: source addresses for new connections.
     pub local_addrs: Vec<IpAddr>,
     /// `--dns-cache`, `--dns-servers`.
@@ -190,7 +192,8 @@ pub fn scenario(
     let mut targets = Vec::with_capacity(req.urls.len());
     for (raw, u) in &req.urls {
         let origin = origin_of(&mut origins, raw, u, req)?;
-        targets.push(target(strategy, req, raw, u, origin)?);
+        check_proxied(strategy, raw, &origins[origin])?;
+        targets.push(target(strategy, req, raw, u, (origin, &origins[origin]))?);
     }
     let (tls, quic_tls) = client_tls(strategy, req)?;
     Ok(Scenario {
@@ -252,6 +255,28 @@ fn check_strategy(strategy: Strategy, req: &RequestConfig) -> Result<(), UsageEr
     Ok(())
 }
 
+/// What a forward proxy cannot carry: QUIC (UDP), and HTTP/2 in cleartext (a proxy
+/// forwards HTTP/1 requests; h2 goes inside a `CONNECT` tunnel, to an https:// URL).
+fn check_proxied(strategy: Strategy, raw: &str, o: &Origin) -> Result<(), UsageError> {
+    let Some(p) = &o.proxy else {
+        return Ok(());
+    };
+    if strategy.quic() {
+        return usage(format!(
+            "--strategy {} cannot go through the proxy {}: HTTP/3 runs over QUIC, on UDP, and an HTTP proxy forwards TCP (set --proxy \"\" or --noproxy to go direct)",
+            strategy.name(),
+            p.display()
+        ));
+    }
+    if strategy == Strategy::H2 && !o.tls {
+        return usage(format!(
+            "{raw}: HTTP/2 in cleartext (h2c) cannot go through the proxy {}: a proxy forwards HTTP/1 requests; HTTP/2 goes through its CONNECT tunnel to an https:// URL",
+            p.display()
+        ));
+    }
+    Ok(())
+}
+
 /// The index of URL `u`'s origin in `origins`, added (with its `--resolve` address and
 /// `--local-addr`s) when it is new.
 fn origin_of(
@@ -272,6 +297,13 @@ fn origin_of(
     // then applies to that host and port, as in curl.
     if let Some((host, port)) = req.connect_to.iter().find_map(|c| c.apply(&u.host, u.port)) {
         o.dial(&host, port);
+    }
+    // A proxy (not with a Unix socket, which is where every connection goes, as in
+    // curl): connections go to it; `--resolve` then applies to its name.
+    if req.unix_socket.is_none() {
+        if let Some(p) = req.proxy.pick(u.tls, &u.host).map_err(UsageError)? {
+            o.via_proxy(p);
+        }
     }
     if let Some((_, _, ip)) = req
         .resolve
@@ -295,14 +327,21 @@ fn target(
     req: &RequestConfig,
     raw: &str,
     u: &ParsedUrl,
-    origin: usize,
+    (origin, o): (usize, &Origin),
 ) -> Result<Target, UsageError> {
+    // Through a proxy without a tunnel (an http:// URL): the request names the whole URL
+    // (absolute form) and carries the proxy's credentials.
+    let proxied = o.proxy.as_ref().filter(|_| !o.tunneled());
     let template = RequestTemplate {
         method: req.method.clone(),
-        target: u.target.clone(),
+        target: match proxied {
+            Some(_) => format!("http://{}{}", u.authority, u.target),
+            None => u.target.clone(),
+        },
         host: u.authority.clone(),
         headers: req.headers.clone(),
         body: req.body.clone(),
+        proxy_authorization: proxied.and_then(|p| p.authorization.clone()),
     };
     let request = template.build(strategy.version(), strategy.connection_header());
     let request_last = template.build(

@@ -172,6 +172,10 @@ impl Scenario {
             requests_per_connection: self.requests_per_connection,
             connections_per_origin: self.connections,
             dns_cache: !self.dns.no_cache,
+            proxy: self
+                .origins
+                .iter()
+                .find_map(|o| o.proxy.as_ref().map(|p| p.display())),
         }
     }
 

@@ -17,7 +17,11 @@ use crate::strategy::Strategy;
 #[derive(Debug, Clone, Default)]
 pub struct Setup {
     pub dns: Option<Duration>,
+    /// The TCP connect, to the proxy when `proxied`.
     pub connect: Option<Duration>,
+    pub proxied: bool,
+    /// Through a proxy to an https:// origin: the `CONNECT` round trip.
+    pub tunnel: Option<Duration>,
     pub tls: Option<Duration>,
     /// HTTP/2: the preface sent to the server's SETTINGS received.
     pub h2_setup: Option<Duration>,
@@ -108,6 +112,8 @@ impl Probe {
             Probe::H1 { opened: o, .. } => Setup {
                 dns: o.dns,
                 connect: Some(o.connect),
+                proxied: o.proxied,
+                tunnel: o.tunnel,
                 tls: o.tls,
                 tls_info: o.tls_info.clone(),
                 ..Setup::default()
@@ -115,6 +121,8 @@ impl Probe {
             Probe::H2(c) => Setup {
                 dns: c.dns,
                 connect: Some(c.connect),
+                proxied: c.proxied,
+                tunnel: c.tunnel,
                 tls: c.tls,
                 h2_setup: Some(c.h2_setup),
                 tls_info: c.tls_info.clone(),

@@ -31,6 +31,9 @@ pub struct H2Probe {
     /// dns, connect and tls of the underlying connection (its `conn` is spent).
     pub dns: Option<Duration>,
     pub connect: Duration,
+    /// Through a forward proxy (`connect` is then to it), and the `CONNECT` round trip.
+    pub proxied: bool,
+    pub tunnel: Option<Duration>,
     pub tls: Option<Duration>,
     pub tls_info: Option<super::TlsInfo>,
     /// The preface sent to the server's SETTINGS received.
@@ -73,6 +76,8 @@ pub async fn open(
         conn,
         dns: dns_time,
         connect,
+        proxied,
+        tunnel,
         tls: tls_time,
         tls_info,
         ..
@@ -133,6 +138,8 @@ pub async fn open(
     Ok(H2Probe {
         dns: dns_time,
         connect,
+        proxied,
+        tunnel,
         tls: tls_time,
         tls_info,
         h2_setup: settings_at.saturating_duration_since(started),

@@ -53,7 +53,12 @@ impl TlsInfo {
 pub struct Opened {
     pub conn: Conn,
     pub dns: Option<Duration>,
+    /// The TCP connect (to the proxy, through one: then `proxied`, TLS to an https://
+    /// proxy included).
     pub connect: Duration,
+    pub proxied: bool,
+    /// Through a proxy to an https:// origin: the `CONNECT` round trip.
+    pub tunnel: Option<Duration>,
     pub tls: Option<Duration>,
     pub tls_info: Option<TlsInfo>,
     /// TLS 1.3 early data: the handshake has only begun; the first request written goes
@@ -157,7 +162,9 @@ pub async fn open(
     Ok(Opened {
         conn,
         dns: time(phases.dns).map(|d| d + made),
-        connect: time(phases.connect).unwrap_or_default(),
+        connect: time(phases.connect.or(phases.proxy_connect)).unwrap_or_default(),
+        proxied: phases.proxy_connect.is_some(),
+        tunnel: time(phases.tunnel),
         tls: time(phases.tls),
         tls_info,
         early: o.early,

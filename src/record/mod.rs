@@ -19,6 +19,11 @@ pub struct Phases {
     pub blocked: Option<u64>,
     pub dns: Option<u64>,
     pub connect: Option<u64>,
+    /// Through a forward proxy: TCP to the proxy (and TLS to an https:// proxy), in
+    /// place of `connect`.
+    pub proxy_connect: Option<u64>,
+    /// Through a forward proxy to an https:// origin: the `CONNECT` round trip.
+    pub tunnel: Option<u64>,
     pub tls: Option<u64>,
     /// HTTP/2: the client's preface sent to the server's SETTINGS received.
     pub h2_setup: Option<u64>,
@@ -31,10 +36,12 @@ pub struct Phases {
 }
 
 /// Index of each phase in per-phase tables, in report order.
-pub const PHASE_NAMES: [&str; 10] = [
+pub const PHASE_NAMES: [&str; 12] = [
     "blocked",
     "dns",
     "connect",
+    "proxy_connect",
+    "tunnel",
     "tls",
     "h2_setup",
     "quic_handshake",
@@ -45,11 +52,13 @@ pub const PHASE_NAMES: [&str; 10] = [
 ];
 
 impl Phases {
-    pub fn as_array(&self) -> [Option<u64>; 10] {
+    pub fn as_array(&self) -> [Option<u64>; 12] {
         [
             self.blocked,
             self.dns,
             self.connect,
+            self.proxy_connect,
+            self.tunnel,
             self.tls,
             self.h2_setup,
             self.quic_handshake,
@@ -66,6 +75,8 @@ impl Phases {
 pub enum Stage {
     Dns,
     Connect,
+    /// The proxy's answer to `CONNECT`.
+    Tunnel,
     Tls,
     H2Setup,
     QuicHandshake,
@@ -99,10 +110,14 @@ pub enum ErrorKind {
     Protocol,
     TooLarge,
     LocalResource,
+    /// A forward proxy refused or failed the tunnel (its answer to `CONNECT`).
+    Proxy,
+    /// No answer from the proxy to `CONNECT` within the timeout.
+    TimeoutTunnel,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::Dns,
         ErrorKind::Connect,
         ErrorKind::Tls,
@@ -121,6 +136,8 @@ impl ErrorKind {
         ErrorKind::Protocol,
         ErrorKind::TooLarge,
         ErrorKind::LocalResource,
+        ErrorKind::Proxy,
+        ErrorKind::TimeoutTunnel,
     ];
 
     pub fn name(self) -> &'static str {
@@ -143,6 +160,8 @@ impl ErrorKind {
             ErrorKind::Protocol => "protocol",
             ErrorKind::TooLarge => "too_large",
             ErrorKind::LocalResource => "local_resource",
+            ErrorKind::Proxy => "proxy",
+            ErrorKind::TimeoutTunnel => "timeout_tunnel",
         }
     }
 
@@ -155,6 +174,7 @@ impl ErrorKind {
         match stage {
             Stage::Dns => ErrorKind::TimeoutDns,
             Stage::Connect => ErrorKind::TimeoutConnect,
+            Stage::Tunnel => ErrorKind::TimeoutTunnel,
             Stage::Tls => ErrorKind::TimeoutTls,
             Stage::H2Setup => ErrorKind::TimeoutH2Setup,
             Stage::QuicHandshake => ErrorKind::QuicTimeout,
@@ -250,10 +270,23 @@ pub enum ErrorDetail {
     QuicApplicationClose,
     /// A stateless reset ended the connection.
     QuicStatelessReset,
+    // proxy: its answer to CONNECT
+    /// 407: the proxy wants credentials (none, or not these).
+    ProxyAuthRequired,
+    /// 403: the proxy does not allow this destination.
+    ProxyForbidden,
+    /// 502, 503, 504: the proxy could not reach the origin.
+    ProxyBadGateway,
+    /// Another status than 2xx.
+    ProxyRefused,
+    /// The proxy closed the connection (or it failed) before answering.
+    ProxyClosed,
+    /// The proxy's answer was not HTTP.
+    ProxyBadAnswer,
 }
 
 impl ErrorDetail {
-    pub const ALL: [ErrorDetail; 53] = [
+    pub const ALL: [ErrorDetail; 59] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -307,6 +340,12 @@ impl ErrorDetail {
         ErrorDetail::QuicTransportError,
         ErrorDetail::QuicApplicationClose,
         ErrorDetail::QuicStatelessReset,
+        ErrorDetail::ProxyAuthRequired,
+        ErrorDetail::ProxyForbidden,
+        ErrorDetail::ProxyBadGateway,
+        ErrorDetail::ProxyRefused,
+        ErrorDetail::ProxyClosed,
+        ErrorDetail::ProxyBadAnswer,
     ];
 
     /// The name used in JSON (`requests.error_details`) and text.
@@ -367,6 +406,12 @@ impl ErrorDetail {
             ErrorDetail::QuicTransportError => "quic_transport_error",
             ErrorDetail::QuicApplicationClose => "quic_application_close",
             ErrorDetail::QuicStatelessReset => "quic_stateless_reset",
+            ErrorDetail::ProxyAuthRequired => "proxy_auth_required",
+            ErrorDetail::ProxyForbidden => "proxy_forbidden",
+            ErrorDetail::ProxyBadGateway => "proxy_bad_gateway",
+            ErrorDetail::ProxyRefused => "proxy_refused",
+            ErrorDetail::ProxyClosed => "proxy_closed",
+            ErrorDetail::ProxyBadAnswer => "proxy_bad_answer",
         }
     }
 
@@ -439,6 +484,8 @@ pub fn describe(f: Failure) -> &'static str {
         ErrorKind::Protocol => "the server's answer broke the protocol",
         ErrorKind::TooLarge => "the response head was too large",
         ErrorKind::LocalResource => "the client ran out of a local resource",
+        ErrorKind::Proxy => "the proxy did not open the tunnel",
+        ErrorKind::TimeoutTunnel => "no answer from the proxy to CONNECT within the timeout",
     }
 }
 

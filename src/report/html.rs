@@ -33,7 +33,7 @@ struct Entry<'a> {
     /// one; in an open loop, where the rate sets the pace, the mean latency.
     time_ms: f64,
     /// Mean per-request time of each phase, ms.
-    phases: [(&'static str, f64); 8],
+    phases: [(&'static str, f64); 10],
     /// `[percentile, ms]` pairs.
     percentiles: &'a [[f64; 2]],
     ok: u64,

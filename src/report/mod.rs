@@ -337,6 +337,18 @@ pub struct ConnectionsReport {
     pub kernel: Option<KernelReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quic: Option<QuicReport>,
+    /// Through a forward proxy: `opened` counts connections to the proxy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyReport>,
+}
+
+/// The forward proxy between the client and the origins.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxyReport {
+    /// Scheme, host and port (never its credentials).
+    pub url: String,
+    /// `CONNECT` tunnels the proxy opened (to https:// origins; one per connection).
+    pub tunnels: u64,
 }
 
 /// TCP connections as the kernel saw them (Linux `TCP_INFO`): after a connect slow
@@ -501,6 +513,9 @@ pub struct PhaseMeans {
     pub blocked: f64,
     pub dns: f64,
     pub connect: f64,
+    /// Through a forward proxy (0 otherwise).
+    pub proxy_connect: f64,
+    pub tunnel: f64,
     pub tls: f64,
     pub h2_setup: f64,
     pub quic_handshake: f64,
@@ -511,10 +526,12 @@ pub struct PhaseMeans {
 
 impl PhaseMeans {
     /// (name, ms) in phase order, without `blocked`.
-    pub fn parts(&self) -> [(&'static str, f64); 8] {
+    pub fn parts(&self) -> [(&'static str, f64); 10] {
         [
             ("dns", self.dns),
             ("connect", self.connect),
+            ("proxy_connect", self.proxy_connect),
+            ("tunnel", self.tunnel),
             ("tls", self.tls),
             ("h2_setup", self.h2_setup),
             ("quic_handshake", self.quic_handshake),
@@ -532,6 +549,10 @@ pub struct PhaseGroup {
     pub blocked: PhaseSummary,
     pub dns: PhaseSummary,
     pub connect: PhaseSummary,
+    /// Through a forward proxy (count 0 otherwise): TCP (and TLS) to the proxy, and the
+    /// `CONNECT` round trip.
+    pub proxy_connect: PhaseSummary,
+    pub tunnel: PhaseSummary,
     pub tls: PhaseSummary,
     pub h2_setup: PhaseSummary,
     pub quic_handshake: PhaseSummary,
@@ -547,6 +568,8 @@ impl PhaseGroup {
             "blocked" => &self.blocked,
             "dns" => &self.dns,
             "connect" => &self.connect,
+            "proxy_connect" => &self.proxy_connect,
+            "tunnel" => &self.tunnel,
             "tls" => &self.tls,
             "h2_setup" => &self.h2_setup,
             "quic_handshake" => &self.quic_handshake,

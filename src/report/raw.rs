@@ -35,6 +35,9 @@ pub struct ScenarioShape {
     /// HTTP/2 and HTTP/3 (`h3`): connections per origin the workers share.
     pub connections_per_origin: usize,
     pub dns_cache: bool,
+    /// The forward proxy the connections went through (scheme, host and port only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
 }
 
 /// A scenario's figures, losslessly (made and read back by `stats::raw`).
@@ -197,6 +200,9 @@ counters! {
         /// Connections where the client asked for close but the server kept the
         /// connection open, so the client closed it.
         server_ignored_close,
+        /// `CONNECT` tunnels a forward proxy opened (one per connection through it to an
+        /// https:// origin).
+        tunnels,
         /// New connections whose host name went to the resolver, found a valid answer in
         /// the run's cache, or waited for another connection's lookup under way.
         dns_lookups,

@@ -50,6 +50,13 @@ pub struct TraceStep {
     pub reused: bool,
     pub dns_ms: Option<f64>,
     pub connect_ms: Option<f64>,
+    /// Through a forward proxy (new connections): TCP to the proxy (and TLS to an
+    /// https:// proxy), in place of `connect_ms`; then, to an https:// origin, the
+    /// `CONNECT` round trip.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_connect_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tunnel_ms: Option<f64>,
     pub tls_ms: Option<f64>,
     /// HTTP/2: the preface sent to the server's SETTINGS received (new connections).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -25,6 +25,8 @@ pub enum ConnEvent {
     TlsFlight { spread_ns: u64, connect_ns: u64 },
     /// A TLS handshake finished.
     Tls(TlsHandshake),
+    /// A forward proxy opened a `CONNECT` tunnel.
+    Tunnel,
     /// A request went in TLS early data; the server took it or not.
     EarlyData { accepted: bool },
     /// A QUIC handshake of `ns` at quinn's RTT estimate `rtt_ns`.
@@ -79,6 +81,7 @@ impl Recorder {
                 connect_ns,
             } => self.tls_flight(spread_ns, connect_ns),
             ConnEvent::Tls(h) => self.tls_handshake(h),
+            ConnEvent::Tunnel => self.counts.tunnels += 1,
             ConnEvent::EarlyData { accepted } => self.early_data(accepted),
             ConnEvent::QuicHandshake { ns, rtt_ns } => {
                 self.quic.handshake.add(ns);

@@ -13,8 +13,8 @@ use crate::record::{CloseReason, ErrorDetail, ErrorKind};
 use crate::report::{
     ConnectionsReport, CpuReport, DnsReport, EarlyDataReport, H2Report, KernelReport,
     LatencyReport, LoadReport, LocalPortsReport, PeakReport, PhaseGroup, PhaseMeans, PhaseSummary,
-    PhasesReport, QuicReport, RequestsReport, RetriesReport, RpcReport, ScenarioReport, Spread,
-    ThroughputReport, TimelineBucket, TlsHandshakes,
+    PhasesReport, ProxyReport, QuicReport, RequestsReport, RetriesReport, RpcReport,
+    ScenarioReport, Spread, ThroughputReport, TimelineBucket, TlsHandshakes,
 };
 
 const NS_PER_MS: f64 = 1e6;
@@ -49,13 +49,15 @@ fn group(set: &[PhaseStat], requests: u64) -> PhaseGroup {
         blocked: s(0),
         dns: s(1),
         connect: s(2),
-        tls: s(3),
-        h2_setup: s(4),
-        quic_handshake: s(5),
-        send: s(6),
-        wait: s(7),
-        receive: s(8),
-        total: s(9),
+        proxy_connect: s(3),
+        tunnel: s(4),
+        tls: s(5),
+        h2_setup: s(6),
+        quic_handshake: s(7),
+        send: s(8),
+        wait: s(9),
+        receive: s(10),
+        total: s(11),
     }
 }
 
@@ -72,12 +74,14 @@ fn phase_means(rec: &Recorder) -> PhaseMeans {
         blocked: mean(0),
         dns: mean(1),
         connect: mean(2),
-        tls: mean(3),
-        h2_setup: mean(4),
-        quic_handshake: mean(5),
-        send: mean(6),
-        wait: mean(7),
-        receive: mean(8),
+        proxy_connect: mean(3),
+        tunnel: mean(4),
+        tls: mean(5),
+        h2_setup: mean(6),
+        quic_handshake: mean(7),
+        send: mean(8),
+        wait: mean(9),
+        receive: mean(10),
     }
 }
 
@@ -376,6 +380,10 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
         h2: (sc.strategy == Strategy::H2).then(|| h2_report(sc, rec)),
         kernel: kernel_report(rec),
         quic: sc.strategy.quic().then(|| quic_report(sc, rec)),
+        proxy: sc.proxy.as_ref().map(|url| ProxyReport {
+            url: url.clone(),
+            tunnels: rec.counts.tunnels,
+        }),
     }
 }
 

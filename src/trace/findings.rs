@@ -295,6 +295,8 @@ pub fn setup_ms(s: &TraceStep) -> f64 {
     [
         s.dns_ms,
         s.connect_ms,
+        s.proxy_connect_ms,
+        s.tunnel_ms,
         s.tls_ms,
         s.h2_setup_ms,
         s.quic_handshake_ms,

@@ -29,6 +29,8 @@ pub struct RequestTemplate {
     /// Extra headers given by the user (`-H`), in order.
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+    /// Through a forward proxy: its credentials (written, never printed).
+    pub proxy_authorization: Option<crate::net::proxy::Secret>,
 }
 
 impl RequestTemplate {
@@ -77,6 +79,9 @@ impl RequestTemplate {
         }
         for (k, v) in &self.headers {
             out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+        }
+        if let Some(a) = &self.proxy_authorization {
+            out.extend_from_slice(format!("Proxy-Authorization: {}\r\n", a.expose()).as_bytes());
         }
         match connection {
             ConnectionHeader::Default => {}
@@ -130,6 +135,7 @@ mod tests {
             host: "example.test:8080".into(),
             headers: vec![("X-A".into(), "1".into())],
             body: Some(b"hi".to_vec()),
+            proxy_authorization: None,
         };
         let s =
             String::from_utf8(t.build(HttpVersion::Http10, ConnectionHeader::KeepAlive)).unwrap();

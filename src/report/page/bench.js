@@ -1,5 +1,5 @@
-  const COLORS = { blocked: "#bbb", dns: "#8e6bbf", connect: "#e07b39", tls: "#d64545", h2_setup: "#b8860b", quic_handshake: "#c0392b", send: "#6aa84f", wait: "#3d85c6", receive: "#45b5aa" };
-  const PHASES = ["blocked", "dns", "connect", "tls", "h2_setup", "quic_handshake", "send", "wait", "receive"];
+  const COLORS = { blocked: "#bbb", dns: "#8e6bbf", connect: "#e07b39", proxy_connect: "#a0522d", tunnel: "#8b4513", tls: "#d64545", h2_setup: "#b8860b", quic_handshake: "#c0392b", send: "#6aa84f", wait: "#3d85c6", receive: "#45b5aa" };
+  const PHASES = ["blocked", "dns", "connect", "proxy_connect", "tunnel", "tls", "h2_setup", "quic_handshake", "send", "wait", "receive"];
   const entries = data.entries;
   const label = 190, width = 760, row = 26;
 

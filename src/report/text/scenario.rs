@@ -40,7 +40,11 @@ fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked:
         let _ = writeln!(out, "  (none)");
         return;
     }
-    let w = if g.quic_handshake.count > 0 { 14 } else { 8 };
+    let w = if g.quic_handshake.count + g.proxy_connect.count > 0 {
+        14
+    } else {
+        8
+    };
     let _ = writeln!(
         out,
         "  {:<w$} {:>8} {:>8} {:>8} {:>8} {:>8}",
@@ -51,10 +55,12 @@ fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked:
     }
     // Every phase after `blocked`, in report order.
     for name in crate::record::PHASE_NAMES[1..].iter().copied() {
-        if let Some(p) = g
-            .get(name)
-            .filter(|p| !matches!(name, "h2_setup" | "quic_handshake") || p.count > 0)
-        {
+        if let Some(p) = g.get(name).filter(|p| {
+            !matches!(
+                name,
+                "h2_setup" | "quic_handshake" | "proxy_connect" | "tunnel"
+            ) || p.count > 0
+        }) {
             row(out, name, p, w);
         }
     }
@@ -296,7 +302,25 @@ fn connections_block(out: &mut String, s: &ScenarioReport) {
     let r = &s.requests;
     let c = &s.connections;
     let _ = writeln!(out, "\nConnections");
-    let _ = writeln!(out, "  opened                {}", c.opened);
+    match &c.proxy {
+        Some(p) => {
+            let _ = writeln!(
+                out,
+                "  opened                {} (to the proxy {})",
+                c.opened, p.url
+            );
+            if p.tunnels > 0 {
+                let _ = writeln!(
+                    out,
+                    "  CONNECT tunnels       {} (one per connection, to the origin through the proxy)",
+                    p.tunnels
+                );
+            }
+        }
+        None => {
+            let _ = writeln!(out, "  opened                {}", c.opened);
+        }
+    }
     let _ = writeln!(
         out,
         "  reused requests       {} of {} ok (reuse ratio {:.1} %)",

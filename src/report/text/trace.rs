@@ -79,7 +79,15 @@ fn waterfall(out: &mut String, s: &TraceStep, width: usize) {
             phases.push(("send", Some(s.send_ms), None));
         }
     } else {
-        phases.push(("connect", s.connect_ms, None));
+        match s.proxy_connect_ms {
+            Some(p) => {
+                phases.push(("proxy", Some(p), None));
+                if s.tunnel_ms.is_some() {
+                    phases.push(("tunnel", s.tunnel_ms, None));
+                }
+            }
+            None => phases.push(("connect", s.connect_ms, None)),
+        }
         phases.push(("tls", s.tls_ms, None));
         if s.stream_id.is_some() {
             phases.push(("h2_setup", s.h2_setup_ms, None));

@@ -1,0 +1,432 @@
+//! Forward proxies as curl reads them: `-x`/`--proxy URL` or the environment
+//! (`http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`, `--noproxy`), and credentials
+//! from the proxy URL sent as `Proxy-Authorization` (never printed). The `CONNECT` round
+//! trip itself is HTTP's: `proto::h1::tunnel`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use base64::Engine;
+use rustls::pki_types::ServerName;
+
+/// curl's port for a proxy URL without one.
+pub const DEFAULT_PORT: u16 = 1080;
+
+/// A header value that is sent but never printed (its `Debug` hides it).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(hidden)")
+    }
+}
+
+/// A forward proxy that connections go through.
+#[derive(Debug, Clone)]
+pub struct Proxy {
+    /// An `https://` proxy: TLS to the proxy first.
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    pub server_name: ServerName<'static>,
+    /// `Proxy-Authorization` (Basic, from the URL's `user:pass@`).
+    pub authorization: Option<Secret>,
+    /// TLS to an https:// proxy (its own roots: `--proxy-cacert`, `--proxy-insecure`).
+    pub tls_config: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Proxy {
+    /// The proxy as the report names it: scheme, host and port, never its credentials.
+    pub fn display(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{host}:{}", self.port)
+    }
+}
+
+/// `url` with any credentials in it replaced by `***`, to be printed.
+pub fn redact(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
+    let shown = match rest.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => rest.to_string(),
+    };
+    if scheme.is_empty() {
+        shown
+    } else {
+        format!("{scheme}://{shown}")
+    }
+}
+
+/// Parse a proxy URL as curl does: `[scheme://][user[:pass]@]host[:port][/]`, scheme
+/// http (the default) or https, port 1080 by default; the user and password are
+/// percent-decoded. The error names what was wrong, without the credentials.
+pub fn parse(url: &str) -> Result<Proxy, String> {
+    let (tls, rest) = match url.split_once("://") {
+        None => (false, url),
+        Some((s, r)) if s.eq_ignore_ascii_case("http") => (false, r),
+        Some((s, r)) if s.eq_ignore_ascii_case("https") => (true, r),
+        Some((s, _)) => {
+            return Err(format!(
+                "a {s}:// proxy is not supported (http:// and https:// proxies are)"
+            ))
+        }
+    };
+    let rest = rest.trim_end_matches('/');
+    if rest.contains('/') {
+        return Err("a proxy URL has no path".to_string());
+    }
+    let (userinfo, hostport) = match rest.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, rest),
+    };
+    let (host, port) = split_host_port(hostport)?;
+    let authorization = userinfo.map(|u| {
+        let (user, pass) = u.split_once(':').unwrap_or((u, ""));
+        let plain = format!("{}:{}", percent_decode(user), percent_decode(pass));
+        Secret(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(plain)
+        ))
+    });
+    let server_name =
+        ServerName::try_from(host.clone()).map_err(|_| format!("{host:?} is not a host name"))?;
+    Ok(Proxy {
+        tls,
+        port: port.unwrap_or(if tls { 443 } else { DEFAULT_PORT }),
+        host,
+        server_name,
+        authorization,
+        tls_config: None,
+    })
+}
+
+fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
+    let bad_port = |p: &str| format!("{p:?} is not a port");
+    let (host, port) = if let Some(v6) = s.strip_prefix('[') {
+        let (h, after) = v6.split_once(']').ok_or("an IPv6 address without its ]")?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p.parse::<u16>().map_err(|_| bad_port(p))?),
+            None if after.is_empty() => None,
+            None => return Err(format!("unexpected {after:?} after the address")),
+        };
+        (h.to_string(), port)
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, p)) => (
+                h.to_string(),
+                Some(p.parse::<u16>().map_err(|_| bad_port(p))?),
+            ),
+            None => (s.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return Err("no host".to_string());
+    }
+    if port == Some(0) {
+        return Err("port 0".to_string());
+    }
+    Ok((host.to_ascii_lowercase(), port))
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `NO_PROXY` / `--noproxy`: a comma-separated list of host names (each matching itself
+/// and its subdomains; a leading dot is the same), IP addresses or CIDR ranges, or `*`
+/// for every host. Ports are not part of a match, as in curl.
+#[derive(Debug, Clone, Default)]
+pub struct NoProxy {
+    all: bool,
+    names: Vec<String>,
+    nets: Vec<(IpAddr, u8)>,
+}
+
+impl NoProxy {
+    pub fn parse(list: &str) -> NoProxy {
+        let mut n = NoProxy::default();
+        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            if entry == "*" {
+                n.all = true;
+                continue;
+            }
+            let bare = entry.trim_start_matches('[').trim_end_matches(']');
+            let (addr, bits) = match bare.split_once('/') {
+                Some((a, b)) => (a, b.parse::<u8>().ok()),
+                None => (bare, None),
+            };
+            if let Ok(ip) = addr.trim_end_matches(']').parse::<IpAddr>() {
+                let max = if ip.is_ipv4() { 32 } else { 128 };
+                n.nets.push((ip, bits.unwrap_or(max).min(max)));
+                continue;
+            }
+            n.names
+                .push(entry.trim_start_matches('.').to_ascii_lowercase());
+        }
+        n
+    }
+
+    /// Whether `host` (a name or an address, without brackets) goes direct.
+    pub fn matches(&self, host: &str) -> bool {
+        if self.all {
+            return true;
+        }
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return self.nets.iter().any(|(net, bits)| in_net(ip, *net, *bits));
+        }
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.names.iter().any(|n| {
+            host == *n
+                || (host.len() > n.len()
+                    && host.ends_with(n.as_str())
+                    && host.as_bytes()[host.len() - n.len() - 1] == b'.')
+        })
+    }
+}
+
+fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+            u32::from(a) & mask == u32::from(b) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(b)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+            u128::from(a) & mask == u128::from(b) & mask
+        }
+        _ => false,
+    }
+}
+
+/// Where a proxy for a run comes from: `-x`/`--proxy` (an empty value: none, even from
+/// the environment), else the environment; `--noproxy` (else `no_proxy`/`NO_PROXY`)
+/// names the hosts that go direct.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyChoice {
+    pub explicit: Option<String>,
+    pub noproxy: Option<String>,
+}
+
+/// The proxy variables a run reads, as curl reads them: `http_proxy` in lower case only
+/// (an upper-case `HTTP_PROXY` can be set by a CGI request's `Proxy:` header), the others
+/// in either case, lower case first.
+pub fn from_env(var: impl Fn(&str) -> Option<String>, https: bool) -> Option<(String, String)> {
+    let either = |name: &str| {
+        let lower = name.to_ascii_lowercase();
+        var(&lower)
+            .map(|v| (lower.clone(), v))
+            .or_else(|| var(&name.to_ascii_uppercase()).map(|v| (name.to_ascii_uppercase(), v)))
+    };
+    let own = if https {
+        either("https_proxy")
+    } else {
+        var("http_proxy").map(|v| ("http_proxy".to_string(), v))
+    };
+    own.or_else(|| either("all_proxy"))
+        .filter(|(_, v)| !v.is_empty())
+}
+
+impl ProxyChoice {
+    /// The proxy URL for a URL of `host` (https or not), and where it came from (the
+    /// flag or the variable's name), or none.
+    pub fn for_url(
+        &self,
+        var: impl Fn(&str) -> Option<String>,
+        https: bool,
+        host: &str,
+    ) -> Option<(String, String)> {
+        let chosen = match &self.explicit {
+            Some(p) if p.is_empty() => return None,
+            Some(p) => Some(("--proxy".to_string(), p.clone())),
+            None => from_env(&var, https),
+        }?;
+        let noproxy = self
+            .noproxy
+            .clone()
+            .or_else(|| var("no_proxy"))
+            .or_else(|| var("NO_PROXY"));
+        if noproxy.is_some_and(|n| NoProxy::parse(&n).matches(host)) {
+            return None;
+        }
+        Some(chosen)
+    }
+}
+
+/// The variables the proxy choice reads.
+const VARS: [&str; 8] = [
+    "http_proxy",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+    "HTTP_PROXY",
+];
+
+/// A run's proxy settings: the flags, the proxy variables as the run found them, and
+/// how to trust an https:// proxy (`--proxy-cacert`, `--proxy-insecure`).
+#[derive(Debug, Clone, Default)]
+pub struct ProxySettings {
+    pub choice: ProxyChoice,
+    pub env: Vec<(String, String)>,
+    pub tls: crate::net::tls::TlsOptions,
+}
+
+impl ProxySettings {
+    /// From the flags and this process's environment.
+    pub fn new(choice: ProxyChoice, tls: crate::net::tls::TlsOptions) -> ProxySettings {
+        let env = VARS
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect();
+        ProxySettings { choice, env, tls }
+    }
+
+    /// The proxy for a URL of `host` (https or not), or none; an error names the flag or
+    /// variable whose value was wrong.
+    pub fn pick(&self, https: bool, host: &str) -> Result<Option<Proxy>, String> {
+        let var = |k: &str| {
+            self.env
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        };
+        let Some((from, url)) = self.choice.for_url(var, https, host) else {
+            return Ok(None);
+        };
+        let mut p = parse(&url).map_err(|e| format!("{from} {:?}: {e}", redact(&url)))?;
+        if p.tls {
+            let cfg = crate::net::tls::client_config(&self.tls, true)
+                .map_err(|e| format!("{from}: TLS to the proxy: {e:#}"))?;
+            p.tls_config = Some(cfg);
+        }
+        Ok(Some(p))
+    }
+}
+
+/// A proxy's address when it needs no lookup (an IP literal).
+pub fn fixed_addr(p: &Proxy) -> Option<Vec<SocketAddr>> {
+    p.host
+        .parse::<IpAddr>()
+        .ok()
+        .map(|ip| vec![SocketAddr::new(ip, p.port)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse, NoProxy, ProxyChoice};
+
+    #[test]
+    fn proxy_urls_as_curl_reads_them() {
+        let p = parse("127.0.0.1:3128").unwrap();
+        assert_eq!((p.tls, p.host.as_str(), p.port), (false, "127.0.0.1", 3128));
+        assert!(p.authorization.is_none());
+        let p = parse("http://proxy.test").unwrap();
+        assert_eq!(p.port, 1080);
+        let p = parse("https://u%40x:p%3Aw@[::1]:8443/").unwrap();
+        assert_eq!((p.tls, p.host.as_str(), p.port), (true, "::1", 8443));
+        // base64("u@x:p:w")
+        assert_eq!(p.authorization.unwrap().expose(), "Basic dUB4OnA6dw==");
+        assert_eq!(p_display("http://a:b@h:1"), "http://h:1");
+        assert_eq!(super::redact("http://a:b@h:1"), "http://***@h:1");
+        assert_eq!(super::redact("a:b@h"), "***@h");
+        assert!(format!("{:?}", parse("http://a:secret@h:1").unwrap())
+            .find("secret")
+            .is_none());
+        for bad in [
+            "socks5://h:1",
+            "http://h:x",
+            "http://:1",
+            "http://h:1/path",
+            "http://h:0",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn p_display(u: &str) -> String {
+        parse(u).unwrap().display()
+    }
+
+    #[test]
+    fn no_proxy_matches_names_suffixes_addresses_and_ranges() {
+        let n = NoProxy::parse("example.com, .internal ,10.0.0.0/8,::1,[fe80::1]");
+        assert!(n.matches("example.com") && n.matches("a.example.com"));
+        assert!(!n.matches("badexample.com") && !n.matches("example.org"));
+        assert!(n.matches("x.internal") && n.matches("internal"));
+        assert!(n.matches("10.1.2.3") && !n.matches("11.0.0.1"));
+        assert!(n.matches("::1") && n.matches("fe80::1") && !n.matches("::2"));
+        assert!(NoProxy::parse("*").matches("anything"));
+        assert!(!NoProxy::parse("").matches("localhost"));
+    }
+
+    #[test]
+    fn the_environment_as_curl_reads_it() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_string())
+            }
+        };
+        let none = ProxyChoice::default();
+        // Upper-case HTTP_PROXY is not read; HTTPS_PROXY is.
+        assert_eq!(
+            none.for_url(env(&[("HTTP_PROXY", "h:1")]), false, "a"),
+            None
+        );
+        let got = none
+            .for_url(env(&[("HTTPS_PROXY", "h:1")]), true, "a")
+            .unwrap();
+        assert_eq!(got, ("HTTPS_PROXY".to_string(), "h:1".to_string()));
+        let got = none
+            .for_url(env(&[("http_proxy", "h:2")]), false, "a")
+            .unwrap();
+        assert_eq!(got.1, "h:2");
+        // ALL_PROXY when the scheme's own is unset; NO_PROXY sends a match direct.
+        let e = env(&[("ALL_PROXY", "h:3"), ("NO_PROXY", "a")]);
+        assert_eq!(none.for_url(e, true, "a"), None);
+        assert_eq!(none.for_url(e, true, "b").unwrap().1, "h:3");
+        // --noproxy wins over NO_PROXY; --proxy "" means none at all.
+        let flags = ProxyChoice {
+            explicit: None,
+            noproxy: Some("b".to_string()),
+        };
+        assert_eq!(flags.for_url(e, true, "b"), None);
+        assert_eq!(flags.for_url(e, true, "a").unwrap().1, "h:3");
+        let off = ProxyChoice {
+            explicit: Some(String::new()),
+            noproxy: None,
+        };
+        assert_eq!(off.for_url(e, true, "b"), None);
+    }
+}
