@@ -1197,38 +1197,64 @@ fn ctrl_c_in_the_lab_keeps_the_run() {
     );
 }
 
-// A proxy in the environment that handshake does not use yet: one line on stderr names
-// the variable and the proxy, never its password, and the run goes direct (nginx sees it).
+// A proxy in the environment is used as curl uses it, and said so: one line on stderr
+// names the proxy and the variable, never its password (a closed port: the run fails and
+// nginx sees nothing); NO_PROXY naming the host goes direct, silently; an upper-case
+// HTTP_PROXY is not read (curl's rule), and that is said.
 #[test]
-fn a_proxy_in_the_environment_is_said_to_be_unused() {
+fn a_proxy_in_the_environment_is_said_to_be_used() {
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
-    let out = Command::new(bin())
-        .args(["bench", &n.url(), "-n", "3", "-c", "1", "--no-progress"])
-        .env("HTTPS_PROXY", "http://user:secret@127.0.0.1:3128")
-        .env("http_proxy", "http://127.0.0.1:3128")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.contains("HTTPS_PROXY=http://127.0.0.1:3128"), "{err}");
-    assert!(err.contains("http_proxy=http://127.0.0.1:3128"), "{err}");
-    assert!(err.contains("not used"), "{err}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let bench = |env: &[(&str, String)]| {
+        let mut c = Command::new(bin());
+        c.args(["bench", &n.url(), "-n", "3", "-c", "1", "--no-progress"]);
+        for v in [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+            "NO_PROXY",
+            "no_proxy",
+        ] {
+            c.env_remove(v);
+        }
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let proxy = format!("http://user:secret@127.0.0.1:{port}");
+    let (code, err) = bench(&[("http_proxy", proxy.clone())]);
+    assert_eq!(code, Some(1), "{err}");
+    let says = format!("through the proxy http://127.0.0.1:{port} (from http_proxy");
+    assert!(err.contains(&says), "{err}");
     assert!(!err.contains("secret"), "{err}");
+    assert!(access_log(&n).is_empty());
+    let (code, err) = bench(&[
+        ("http_proxy", proxy.clone()),
+        ("NO_PROXY", "127.0.0.1".into()),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("proxy"), "{err}");
     assert_eq!(access_log(&n).len(), 3);
-    // Without one, no such line.
-    let out = Command::new(bin())
-        .args(["bench", &n.url(), "-n", "1", "--no-progress"])
-        .env_remove("HTTPS_PROXY")
-        .env_remove("https_proxy")
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .env_remove("ALL_PROXY")
-        .env_remove("all_proxy")
-        .output()
-        .unwrap();
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("proxy"));
+    let (code, err) = bench(&[("HTTP_PROXY", proxy)]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("HTTP_PROXY is set but not read"), "{err}");
+    assert!(!err.contains("secret"), "{err}");
+    assert_eq!(access_log(&n).len(), 6);
+    let (code, err) = bench(&[]);
+    assert_eq!(code, Some(0));
+    assert!(!err.contains("proxy"), "{err}");
 }
 
 // Rows 4 and 5: HTTP/2 over cleartext (prior knowledge) against nginx without h2c. nginx

@@ -13,7 +13,6 @@ use crate::stats::summary;
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let plan = config::bench::bench_plan(&a)?;
-    super::proxy_env_note();
     // Without a URL, start the embedded server (in-process, or across the lab's link) and
     // trust its CA.
     let embedded = plan

@@ -10,7 +10,6 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let started_at = crate::host::now_rfc3339();
     crate::interrupt::install();
     let mut plan = crate::config::compare::compare_plan(&a)?;
-    super::proxy_env_note();
     let board = crate::metrics::run::Board::new(Vec::new());
     let publisher = crate::metrics::publish::Publisher::start(&plan.metrics, board.clone())?;
     plan.board = publisher.as_ref().map(|_| board);

@@ -17,7 +17,6 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     }
     let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
     let plan = single_plan(a.url.as_deref(), &a.link, &a.request, &a.timeout)?;
-    super::proxy_env_note();
     crate::interrupt::install();
     let steps = Steps::new("doctor", !a.no_progress);
     let embedded = super::embedded_for(&plan, false, &steps)?;

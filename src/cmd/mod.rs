@@ -62,44 +62,6 @@ pub(crate) fn code_of(st: std::process::ExitStatus) -> i32 {
     st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
 }
 
-/// A forward proxy set in the environment (curl's variables, either case) is not used
-/// here yet: one line on stderr says so, naming the variable and the proxy without its
-/// credentials, so that a user behind a proxy knows the run went direct.
-pub(crate) fn proxy_env_note() {
-    let vars = [
-        "https_proxy",
-        "HTTPS_PROXY",
-        "http_proxy",
-        "HTTP_PROXY",
-        "all_proxy",
-        "ALL_PROXY",
-    ];
-    let set: Vec<String> = vars
-        .iter()
-        .filter_map(|v| {
-            let value = std::env::var(v).ok().filter(|x| !x.trim().is_empty())?;
-            Some(format!("{v}={}", without_credentials(&value)))
-        })
-        .collect();
-    if !set.is_empty() {
-        eprintln!(
-            "handshake: {} set, not used: handshake connects to the target directly (it does not go through forward proxies yet)",
-            set.join(", ")
-        );
-    }
-}
-
-/// A proxy URL with any `user:password@` left out.
-fn without_credentials(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
-    if scheme.is_empty() {
-        host.to_string()
-    } else {
-        format!("{scheme}://{host}")
-    }
-}
-
 /// The embedded server of `trace` and `doctor`, when their target is it (on loopback
 /// or across the lab's link, taking TLS early data when `early_data`); the lab's link
 /// check said on `steps`.

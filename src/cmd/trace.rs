@@ -21,7 +21,6 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         config::parse_strategy("--strategy", &a.strategy)?
     };
     let plan = single_plan(a.url.as_deref(), &a.link, &a.request, &a.timeout)?;
-    super::proxy_env_note();
     let steps = crate::progress::Steps::on_terminal("trace", true);
     let embedded = super::embedded_for(&plan, strategy.early_data(), &steps)?;
     let req = plan.request(embedded.as_ref(), a.embedded_tls || strategy.needs_tls())?;

@@ -279,6 +279,18 @@ impl ProxyChoice {
     }
 }
 
+/// Say `line` on stderr once per run (a comparison builds many scenarios for one URL).
+fn say_once(line: &str) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.iter().any(|s| s == line) {
+        eprintln!("{line}");
+        said.push(line.to_string());
+    }
+}
+
 /// The variables the proxy choice reads.
 const VARS: [&str; 8] = [
     "http_proxy",
@@ -320,9 +332,20 @@ impl ProxySettings {
                 .map(|(_, v)| v.clone())
         };
         let Some((from, url)) = self.choice.for_url(var, https, host) else {
+            if !https && self.choice.explicit.is_none() && var("HTTP_PROXY").is_some() {
+                say_once(
+                    "handshake: HTTP_PROXY is set but not read: as in curl, only the lower-case http_proxy is (a web request's Proxy header can set the upper-case one in CGI)",
+                );
+            }
             return Ok(None);
         };
         let mut p = parse(&url).map_err(|e| format!("{from} {:?}: {e}", redact(&url)))?;
+        if from != "--proxy" {
+            say_once(&format!(
+                "handshake: through the proxy {} (from {from}; --noproxy HOST or --proxy \"\" to go direct)",
+                p.display()
+            ));
+        }
         if p.tls {
             let cfg = crate::net::tls::client_config(&self.tls, true)
                 .map_err(|e| format!("{from}: TLS to the proxy: {e:#}"))?;
