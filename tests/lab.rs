@@ -37,12 +37,15 @@ fn root(test: &str) -> bool {
     true
 }
 
-/// Within 5 % (+0.5 ms) of `expected` ms. The tests read medians (of the phases, of
-/// the rounds, of repeated clients): on a loaded 2-vCPU machine one sample in many can
-/// lose a few ms to scheduling, which says nothing about the link. No sample can beat
-/// physics, though: [`assert_not_below`] checks every minimum.
+/// Within 10 % (+0.5 ms) of `expected` ms: a round trip more or less would be 50 % or
+/// more of any time checked here, so this still counts round trips. The tests read
+/// medians (of the phases, of the rounds, of repeated clients): on a loaded 2-vCPU
+/// machine one sample in many can lose a few ms to scheduling, which says nothing about
+/// the link (with 5 %, fresh CI machines read TLS handshakes 2 to 2.5 ms over 2 round
+/// trips and their loopback CPU, in 3 runs of 4). No sample can beat physics, though:
+/// [`assert_not_below`] checks every minimum.
 fn assert_near(what: &str, got: f64, expected: f64) {
-    let tol = expected * 0.05 + 0.5;
+    let tol = expected * 0.10 + 0.5;
     assert!(
         (got - expected).abs() <= tol,
         "{what}: {got:.3} ms, expected {expected:.1} ms ± {tol:.2}"
@@ -216,7 +219,7 @@ fn early_data_takes_two_round_trips_where_resumption_takes_three() {
 /// QUIC sets up transport and TLS in one round trip: at 40 ms a new QUIC connection per
 /// request takes 2 RTT (the handshake, then the request), its `quic_handshake` phase 1;
 /// with 0-RTT on a resumed session, 1 RTT in all (the request goes with the first flight
-/// and the server answers at once). Within 10 % + 1 ms; the embedded server counts the
+/// and the server answers at once). Within 15 % + 1 ms; the embedded server counts the
 /// QUIC connections and their handshakes.
 #[test]
 fn quic_takes_two_round_trips_and_0rtt_one() {
@@ -224,7 +227,9 @@ fn quic_takes_two_round_trips_and_0rtt_one() {
         return;
     };
     let near = |what: &str, got: f64, expected: f64| {
-        let tol = expected * 0.10 + 1.0;
+        // 15 %: a round trip more is 50 % or more here. In the suite, beside the other
+        // lab tests' leftovers, 0-RTT read 46.7 and 47.4 ms at 40 ms (41.9 run alone).
+        let tol = expected * 0.15 + 1.0;
         assert!(
             (got - expected).abs() <= tol,
             "{what}: {got:.3} ms, expected {expected:.1} ms ± {tol:.2}"
@@ -865,7 +870,10 @@ fn doctor_across_the_link() {
     // (and 21.7 for a resumed one, run alone).
     let cpu13 = loopback_tls_p50(&["--strategy", "close", "--embedded-tls"]);
     let full = f(&tls["full_handshake_ms"]);
-    assert_near("doctor full handshake", full, 20.0 + cpu13);
+    // The link's own round trip: its probe connects' median (the delay line's time
+    // added to the set one).
+    let link_rtt = f(&d["link"]["rtt_measured_ms"]);
+    assert_near("doctor full handshake", full, link_rtt + cpu13);
     assert!(
         full >= 20.0,
         "doctor full handshake: {full} ms, below the round trip"
@@ -874,7 +882,7 @@ fn doctor_across_the_link() {
     // the median of 5 connections of which 4 resume.
     let resumed_cpu = loopback_tls_p50(&["--strategy", "close-resumed", "--embedded-tls"]);
     let resumed = f(&tls["resumed_handshake_ms"]);
-    assert_near("doctor resumed handshake", resumed, 20.0 + resumed_cpu);
+    assert_near("doctor resumed handshake", resumed, link_rtt + resumed_cpu);
     assert!(
         resumed >= 20.0,
         "doctor resumed handshake: {resumed} ms, below the round trip"

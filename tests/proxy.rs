@@ -61,14 +61,31 @@ fn shared_dir(name: &str) -> Dir {
 /// squid on a free port, logging each request's client address and port, method, URL
 /// and status; no cache.
 fn squid() -> ProxyServer {
+    squid_with(None).0
+}
+
+/// squid, also taking TLS (an https:// proxy, its certificate for localhost) on a second
+/// port when `tls`; that port and the CA that signed its certificate (in squid's
+/// directory, removed with it).
+fn squid_with(tls: Option<()>) -> (ProxyServer, Option<(u16, std::path::PathBuf)>) {
     let dir = shared_dir("squid");
     let port = free_port();
+    let https = tls.map(|()| {
+        write_certs(&dir.0, &["localhost"]);
+        let p = free_port();
+        let line = format!(
+            "https_port 127.0.0.1:{p} tls-cert={d}/cert.pem tls-key={d}/key.pem\n",
+            d = dir.0.display()
+        );
+        (p, dir.0.join("ca.pem"), line)
+    });
     let conf = format!(
-        "http_port 127.0.0.1:{port}\npid_filename {d}/squid.pid\ncache_log {d}/cache.log\n\
+        "{}http_port 127.0.0.1:{port}\npid_filename {d}/squid.pid\ncache_log {d}/cache.log\n\
          logformat hs %>a %>p %rm %ru %>Hs\naccess_log stdio:{d}/access.log hs\n\
          cache deny all\ncache_mem 4 MB\ncoredump_dir {d}\nnetdb_filename none\n\
          shutdown_lifetime 0 seconds\npinger_enable off\n\
          http_access allow localhost\nhttp_access deny all\n",
+        https.as_ref().map_or("", |h| h.2.as_str()),
         d = dir.0.display()
     );
     std::fs::write(dir.0.join("squid.conf"), conf).unwrap();
@@ -85,12 +102,17 @@ fn squid() -> ProxyServer {
         .spawn()
         .expect("squid (Debian package squid; scripts/test installs it)");
     wait_listening(port, "squid", &dir.0.join("cache.log"));
-    ProxyServer {
+    let https = https.map(|(p, ca, _)| {
+        wait_listening(p, "squid's https_port", &dir.0.join("cache.log"));
+        (p, ca)
+    });
+    let s = ProxyServer {
         child,
         port,
         log: dir.0.join("access.log"),
         _dir: dir,
-    }
+    };
+    (s, https)
 }
 
 /// tinyproxy on a free port, asking for `user:pa55` when `auth`, logging each client
@@ -489,6 +511,20 @@ fn tinyproxy_ends_each_connection_and_the_report_says_so() {
         "{reqs:?}"
     );
     assert_eq!(nginx_since(&n, from).0, 10);
+    // The diagnosis names the proxy as the peer that closed, not the server behind it.
+    let said = s["diagnosis"].to_string();
+    let proxy = format!("http://127.0.0.1:{}", tp.port);
+    assert!(said.contains("\"through_proxy\""), "{said}");
+    assert!(
+        said.contains(&format!("The proxy {proxy} closed")),
+        "{said}"
+    );
+    assert!(!said.contains("The server closed"), "{said}");
+    // Without credentials the proxy answers 407 itself: the diagnosis says whose they are.
+    let bare = format!("http://127.0.0.1:{}", tp.port);
+    let (_, r) = bench_env(&[&plain, "-n", "2", "-c", "1"], &[("http_proxy", &bare)]);
+    let said = scenario(&r)["diagnosis"].to_string();
+    assert!(said.contains("a proxy wants credentials"), "{said}");
     // An upper-case HTTP_PROXY is not read (curl's rule): direct.
     let (out, r) = bench_env(&[&plain, "-n", "2"], &[("HTTP_PROXY", &with)]);
     assert!(out.status.success());
@@ -767,5 +803,81 @@ fn a_hostile_proxy_is_counted_never_a_crash() {
     assert!(
         heads[0].contains("Proxy-Authorization: Basic dTpwdw==\r\n"),
         "{heads:?}"
+    );
+}
+
+/// An https:// proxy (squid's https_port): TLS to the proxy, then the origin's TLS inside
+/// the tunnel; bench counts 2 connections and 2 tunnels as squid logs them, nginx 10
+/// requests on 2 connections; an http:// URL goes in absolute form over the proxy's TLS.
+/// Without the proxy's CA, each attempt fails as `tls` (cert_unknown_issuer), its
+/// example naming the proxy.
+#[test]
+fn an_https_proxy_carries_the_origins_tls_inside_its_own() {
+    let n = nginx_behind();
+    let (sq, https) = squid_with(Some(()));
+    let (port, proxy_ca) = https.unwrap();
+    let proxy = format!("https://localhost:{port}");
+    let ca = n.dir.join("ca.pem");
+    let (ca, pca) = (ca.to_str().unwrap(), proxy_ca.to_str().unwrap());
+    let tls = format!("https://localhost:{}/", n.ports[1]);
+    let from = nginx_lines(&n);
+    let (out, r) = bench_env(
+        &[
+            &tls,
+            "--cacert",
+            ca,
+            "-x",
+            &proxy,
+            "--proxy-cacert",
+            pca,
+            "-n",
+            "10",
+            "-c",
+            "2",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{r}");
+    let s = scenario(&r);
+    assert_eq!(u(&s["connections"]["opened"]), 2, "{s}");
+    assert_eq!(u(&s["connections"]["proxy"]["tunnels"]), 2);
+    assert_eq!(s["connections"]["proxy"]["url"], proxy.as_str());
+    let lines = log_lines(&sq, |_| true, 2);
+    let (connects, clients) = squid_clients(&lines, "CONNECT");
+    assert_eq!((connects, clients.len()), (2, 2), "{lines:?}");
+    assert_eq!(nginx_since(&n, from).0, 10);
+    assert_eq!(nginx_since(&n, from).1, 2);
+    let said = s["diagnosis"].to_string();
+    assert!(
+        said.contains("each connection is a CONNECT tunnel to the origin"),
+        "{said}"
+    );
+    let plain = format!("http://127.0.0.1:{}/", n.ports[0]);
+    let (out, r) = bench_env(
+        &[
+            &plain,
+            "-x",
+            &proxy,
+            "--proxy-cacert",
+            pca,
+            "-n",
+            "6",
+            "-c",
+            "1",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{r}");
+    let lines = log_lines(&sq, |_| true, 8);
+    assert_eq!(squid_clients(&lines, "GET").0, 6, "{lines:?}");
+    let (out, r) = bench_env(&[&plain, "-x", &proxy, "-n", "2", "-c", "1"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{r}");
+    let req = &scenario(&r)["requests"];
+    assert_eq!(u(&req["error_details"]["cert_unknown_issuer"]), 2, "{req}");
+    assert!(
+        req["error_examples"]
+            .to_string()
+            .contains("TLS to the proxy"),
+        "{req}"
     );
 }

@@ -334,7 +334,7 @@ fn measured(steps: &[TraceStep]) -> Option<Finding> {
             "the first request",
         ))
         .with(Evidence::figure(
-            "steps[0] setup (dns + connect + tls + h2_setup + quic_handshake + h3_setup)",
+            "steps[0] setup (dns + connect + proxy_connect + tunnel + tls + h2_setup + quic_handshake + h3_setup)",
             setup,
             Some("ms"),
             "the first request",

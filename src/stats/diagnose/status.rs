@@ -37,7 +37,8 @@ pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
         _ if plain_to_tls && url.starts_with("http://") => {
             "the port speaks TLS: use https:// (with --cacert FILE for a private CA)".to_string()
         }
-        401 | 407 => "the server wants credentials: send them with -H 'Authorization: ...'".to_string(),
+        401 => "the server wants credentials: send them with -H 'Authorization: ...'".to_string(),
+        407 => "a proxy wants credentials: give them in the proxy's URL (-x http://USER:PASSWORD@HOST:PORT, or in http_proxy / HTTPS_PROXY)".to_string(),
         403 => "the server refuses this client or these credentials: check -H 'Authorization: ...' and what the path allows".to_string(),
         404 | 410 => "the path does not exist on this server: check the URL's path".to_string(),
         405 => "the method is not allowed on this path: check -m/--method".to_string(),
