@@ -12,7 +12,7 @@ use std::net::UdpSocket;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, run, write_certs, Nginx};
+use common::{bin, run, without_proxy_env, write_certs, Nginx};
 use serde_json::Value;
 
 /// nginx's access log: one line per request.
@@ -1212,18 +1212,7 @@ fn a_proxy_in_the_environment_is_said_to_be_used() {
     let bench = |env: &[(&str, String)]| {
         let mut c = Command::new(bin());
         c.args(["bench", &n.url(), "-n", "3", "-c", "1", "--no-progress"]);
-        for v in [
-            "HTTPS_PROXY",
-            "https_proxy",
-            "HTTP_PROXY",
-            "http_proxy",
-            "ALL_PROXY",
-            "all_proxy",
-            "NO_PROXY",
-            "no_proxy",
-        ] {
-            c.env_remove(v);
-        }
+        without_proxy_env(&mut c);
         for (k, v) in env {
             c.env(k, v);
         }

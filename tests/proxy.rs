@@ -220,18 +220,7 @@ fn nginx_lines(n: &Nginx) -> usize {
 /// environment removed.
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(bin());
-    c.args(args);
-    for v in [
-        "http_proxy",
-        "https_proxy",
-        "HTTPS_PROXY",
-        "all_proxy",
-        "ALL_PROXY",
-        "no_proxy",
-        "NO_PROXY",
-    ] {
-        c.env_remove(v);
-    }
+    without_proxy_env(c.args(args));
     for (k, v) in env {
         c.env(k, v);
     }

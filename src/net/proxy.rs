@@ -3,7 +3,7 @@
 //! from the proxy URL sent as `Proxy-Authorization` (never printed). The `CONNECT` round
 //! trip itself is HTTP's: `proto::h1::tunnel`.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -353,14 +353,6 @@ impl ProxySettings {
         }
         Ok(Some(p))
     }
-}
-
-/// A proxy's address when it needs no lookup (an IP literal).
-pub fn fixed_addr(p: &Proxy) -> Option<Vec<SocketAddr>> {
-    p.host
-        .parse::<IpAddr>()
-        .ok()
-        .map(|ip| vec![SocketAddr::new(ip, p.port)])
 }
 
 #[cfg(test)]

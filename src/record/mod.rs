@@ -51,6 +51,17 @@ pub const PHASE_NAMES: [&str; 12] = [
     "total",
 ];
 
+/// The phases that set up a new connection (between `blocked` and `send`).
+pub const SETUP_PHASES: [&str; 7] = [
+    "dns",
+    "connect",
+    "proxy_connect",
+    "tunnel",
+    "tls",
+    "h2_setup",
+    "quic_handshake",
+];
+
 impl Phases {
     pub fn as_array(&self) -> [Option<u64>; 12] {
         [

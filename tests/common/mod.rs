@@ -630,6 +630,24 @@ pub fn go_build(dir: &std::path::Path, name: &str, src: &str) -> String {
     out.to_str().unwrap().to_string()
 }
 
+/// Leave out of `c`'s environment every variable that names a forward proxy (as curl
+/// reads them), so that the test's own environment does not decide the path.
+pub fn without_proxy_env(c: &mut Command) -> &mut Command {
+    for v in [
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+        "no_proxy",
+        "NO_PROXY",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
 /// A directory for one test's files, removed when the test ends, also when it fails.
 pub struct Dir(pub std::path::PathBuf);
 

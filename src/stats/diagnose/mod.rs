@@ -560,16 +560,7 @@ fn measured(rep: &ScenarioReport) -> Finding {
     if new.requests > 0 {
         // Each setup phase's time summed over the requests that had it, over all the
         // requests on new connections: a lookup that 2 of 200 waited for counts 2/200.
-        let phases = [
-            "dns",
-            "connect",
-            "proxy_connect",
-            "tunnel",
-            "tls",
-            "h2_setup",
-            "quic_handshake",
-        ];
-        let sum: f64 = phases
+        let sum: f64 = crate::record::SETUP_PHASES
             .iter()
             .filter_map(|n| new.get(n))
             .map(|p| p.mean * p.count as f64)
