@@ -56,7 +56,7 @@ fn no_udp(req: &RequestConfig) -> Option<String> {
         return Some("--unix-socket carries a byte stream".to_string());
     }
     let (_, u) = req.urls.first()?;
-    let p = req.proxy.pick(u.tls, &u.host).ok()??;
+    let (_, p) = req.proxy.which(u.tls, &u.host).ok()??;
     Some(format!("the proxy {} forwards TCP", p.display()))
 }
 
@@ -343,7 +343,7 @@ impl Rows<'_> {
         let (Some(choice), Some((_, u))) = (first, req.urls.first()) else {
             return Ok(None);
         };
-        if req.unix_socket.is_some() || req.proxy.pick(u.tls, &u.host).ok().flatten().is_none() {
+        if req.unix_socket.is_some() || req.proxy.which(u.tls, &u.host).ok().flatten().is_none() {
             return Ok(None);
         }
         let mut req = req.clone();

@@ -325,21 +325,14 @@ impl ProxySettings {
     /// The proxy for a URL of `host` (https or not), or none; an error names the flag or
     /// variable whose value was wrong.
     pub fn pick(&self, https: bool, host: &str) -> Result<Option<Proxy>, String> {
-        let var = |k: &str| {
-            self.env
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-        };
-        let Some((from, url)) = self.choice.for_url(var, https, host) else {
-            if !https && self.choice.explicit.is_none() && var("HTTP_PROXY").is_some() {
+        let Some((from, mut p)) = self.which(https, host)? else {
+            if !https && self.choice.explicit.is_none() && self.var("HTTP_PROXY").is_some() {
                 say_once(
                     "handshake: HTTP_PROXY is set but not read: as in curl, only the lower-case http_proxy is (a web request's Proxy header can set the upper-case one in CGI)",
                 );
             }
             return Ok(None);
         };
-        let mut p = parse(&url).map_err(|e| format!("{from} {:?}: {e}", redact(&url)))?;
         if from != "--proxy" {
             say_once(&format!(
                 "handshake: through the proxy {} (from {from}; --noproxy HOST or --proxy \"\" to go direct)",
@@ -352,6 +345,23 @@ impl ProxySettings {
             p.tls_config = Some(cfg);
         }
         Ok(Some(p))
+    }
+
+    /// Which proxy a URL of `host` goes through, and where it was named, without what
+    /// using it takes (its TLS configuration, the note on stderr): for a plan's questions.
+    pub fn which(&self, https: bool, host: &str) -> Result<Option<(String, Proxy)>, String> {
+        let Some((from, url)) = self.choice.for_url(|k| self.var(k), https, host) else {
+            return Ok(None);
+        };
+        let p = parse(&url).map_err(|e| format!("{from} {:?}: {e}", redact(&url)))?;
+        Ok(Some((from, p)))
+    }
+
+    fn var(&self, k: &str) -> Option<String> {
+        self.env
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
     }
 }
 
