@@ -32,4 +32,5 @@ pub mod strategy;
 pub mod sys;
 pub mod timer;
 pub mod trace;
+pub mod track;
 pub mod watch;

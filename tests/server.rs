@@ -42,6 +42,7 @@ fn on_server_and_audit(
         listen: "127.0.0.1:0".parse().unwrap(),
         tls: false,
         upstream: None,
+        proxy: None,
         server: cfg,
     })
     .unwrap();

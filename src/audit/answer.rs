@@ -14,6 +14,8 @@ pub struct AuditConfig {
     pub listen: SocketAddr,
     pub tls: bool,
     pub upstream: Option<Upstream>,
+    /// `--proxy-mode`: a forward proxy for the client (then `upstream` is absent).
+    pub proxy: Option<super::relay::ProxyMode>,
     /// Responses, timeouts and limits when answering here.
     pub server: ServerConfig,
 }

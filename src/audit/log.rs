@@ -29,6 +29,16 @@ pub(super) struct ConnLog {
     pub(super) h2: bool,
     /// HTTP/2: the most streams in flight at once.
     pub(super) peak_streams: u64,
+    /// `--proxy-mode`: the origin a `CONNECT` tunnel went to (its requests are read from
+    /// the relayed bytes).
+    pub(super) tunnel: Option<String>,
+    /// The tunnel's requests are estimated from TLS records.
+    pub(super) estimated: bool,
+    /// The protocols the tunnel's client offered in its hello (ALPN; which one the
+    /// origin chose is encrypted in TLS 1.3).
+    pub(super) alpn: Option<String>,
+    /// `--proxy-mode`: plain requests forwarded, by origin (`host:port`).
+    pub(super) origins: BTreeMap<String, u64>,
 }
 
 #[derive(Default)]
@@ -36,6 +46,8 @@ pub(super) struct Log {
     pub(super) conns: Vec<ConnLog>,
     pub(super) open: u64,
     pub(super) peak_open: u64,
+    /// The audit is the client's forward proxy (`--proxy-mode`).
+    pub(super) proxy_mode: bool,
     /// Connections, requests and handshakes second by second since the audit started.
     pub(super) timeline: crate::stats::timeline::Timeline,
 }

@@ -5,18 +5,21 @@
 //! or it was still open). Answers itself like the embedded server, or forwards to
 //! `--upstream` over its own persistent connections. HTTP/2 clients (ALPN h2 with
 //! `--tls`, prior knowledge on plain) are answered too, their streams and concurrency
-//! per connection reported.
+//! per connection reported. With `--proxy-mode` it is the client's forward proxy instead:
+//! plain requests forwarded, `CONNECT` tunnels relayed and read as they pass (`relay`).
 
 mod answer;
 mod h2;
 mod log;
 mod proxy;
+mod relay;
 mod report;
 mod server;
 mod verdict;
 
 pub use answer::{AuditConfig, Upstream};
 pub use log::{Ending, GapStats};
+pub use relay::ProxyMode;
 pub use report::{AuditReport, ClientSummary, CutResponses, RpcStats, TlsCounts};
 pub use server::{start, RunningAudit};
 pub use verdict::{headline, verdict};

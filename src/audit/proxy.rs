@@ -77,6 +77,34 @@ pub(super) async fn forward(
     anyhow::bail!("the upstream closed the connection")
 }
 
+/// `--proxy-mode`: forward a plain request in absolute form (`GET http://host/path`) to
+/// its origin over the audit's connections to it; the response and the origin
+/// (`host:port`), or why it could not go (a request in origin form: the client is not
+/// using the audit as its proxy; the origin unreachable).
+pub(super) async fn forward_proxied(
+    mode: &super::relay::ProxyMode,
+    info: &RequestLine,
+    body: &[u8],
+    conn: ConnHeader,
+) -> Result<((Vec<u8>, u64, u64), String), (u16, String)> {
+    let Some((host, port, path)) = super::relay::absolute(&info.target) else {
+        return Err((400, format!(
+            "a forward proxy takes requests in absolute form (GET http://host/path) and CONNECT; got {} {}",
+            info.method, info.target
+        )));
+    };
+    let up = mode
+        .upstream(&host, port)
+        .map_err(|e| (400, format!("{e:#}")))?;
+    let origin = up.authority.clone();
+    let mut to_origin = info.clone();
+    to_origin.target = path;
+    forward(&up, &to_origin, body, conn)
+        .await
+        .map(|r| (r, origin.clone()))
+        .map_err(|e| (502, format!("forwarding to {origin}: {e:#}")))
+}
+
 /// Read one upstream response: (head bytes, body data, connection reusable).
 pub(super) async fn read_upstream(
     s: &mut Stream,

@@ -6,10 +6,11 @@ use super::log::{with_log, ConnLog, Ending, GapStats, SharedLog};
 use super::verdict::{headline, verdict};
 
 pub use crate::report::audit::{
-    AuditBucket, AuditReport, ClientSummary, CutResponses, H2Summary, RpcStats, TlsCounts,
+    AuditBucket, AuditReport, ClientSummary, CutResponses, H2Summary, ProxySummary, RpcStats,
+    TlsCounts,
 };
 
-pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
+pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> ClientSummary {
     let mut s = ClientSummary {
         client: name,
         connections: conns.len() as u64,
@@ -32,6 +33,7 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
         unused_connections: conns.iter().filter(|c| c.requests == 0).count() as u64,
         one_request_connections: conns.iter().filter(|c| c.requests == 1).count() as u64,
         h2: None,
+        proxy: proxy_mode.then(|| proxied(conns)),
     };
     let mut with_requests = 0u64;
     for c in conns {
@@ -98,6 +100,27 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog]) -> ClientSummary {
     s
 }
 
+/// What went through the audit as a forward proxy.
+fn proxied(conns: &[&ConnLog]) -> ProxySummary {
+    let mut p = ProxySummary::default();
+    for c in conns {
+        if let Some(origin) = &c.tunnel {
+            p.tunnels += 1;
+            *p.tunnels_by_origin.entry(origin.clone()).or_default() += 1;
+            p.tunneled_requests += c.requests;
+            p.requests_estimated |= c.estimated && c.requests > 0;
+            if let Some(a) = &c.alpn {
+                *p.alpn_offered.entry(a.clone()).or_default() += 1;
+            }
+        }
+        for (origin, n) in &c.origins {
+            p.plain_requests += n;
+            *p.plain_by_origin.entry(origin.clone()).or_default() += n;
+        }
+    }
+    p
+}
+
 pub(super) fn report(
     url: &str,
     log: &SharedLog,
@@ -122,14 +145,18 @@ pub(super) fn report(
         })
         .collect();
     let all: Vec<&ConnLog> = conns.iter().collect();
-    let total = summarize("all".into(), &all);
+    let proxy_mode = with_log(log, |g| g.proxy_mode);
+    let total = summarize("all".into(), &all, proxy_mode);
     let mut by: BTreeMap<String, Vec<&ConnLog>> = BTreeMap::new();
     for c in &conns {
         by.entry(c.client.map(|a| a.to_string()).unwrap_or_default())
             .or_default()
             .push(c);
     }
-    let clients = by.into_iter().map(|(k, v)| summarize(k, &v)).collect();
+    let clients = by
+        .into_iter()
+        .map(|(k, v)| summarize(k, &v, proxy_mode))
+        .collect();
     let verdict = verdict(&total, peak);
     let headline = headline(&total);
     AuditReport {

@@ -42,7 +42,10 @@ pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
     let bound = Some(cfg.listen.ip()).filter(|ip| !ip.is_unspecified());
     let certs = crate::server::tls::generate(true, false, bound, None)?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));
-    with_log(&log, |g| g.timeline.begin(std::time::Instant::now()));
+    with_log(&log, |g| {
+        g.timeline.begin(std::time::Instant::now());
+        g.proxy_mode = cfg.proxy.is_some();
+    });
     let tls = cfg.tls;
     let acceptor = tls.then(|| tokio_rustls::TlsAcceptor::from(certs.server_config.clone()));
     let shared = Arc::new((cfg, log.clone()));
@@ -192,10 +195,14 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 Ok(h) => h,
                 Err(end) => return end,
             };
+        buf.drain(..head_len);
+        if let (Some(mode), "CONNECT") = (&cfg.proxy, info.method.as_str()) {
+            let early = std::mem::take(&mut buf);
+            return super::relay::tunnel(s, early, &info.target, mode, log, idx).await;
+        }
         let gap = last_response_end
             .map(|t| head_started.map_or(t.elapsed(), |h| h.saturating_duration_since(t)));
         log_request(log, idx, &info, gap);
-        buf.drain(..head_len);
         if over_limit {
             reject(&mut s, 503).await;
             return Ending::OverLimit;
@@ -223,16 +230,22 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             (true, _) => ConnHeader::None,
             (false, _) => ConnHeader::Close,
         };
-        let response = match &cfg.upstream {
-            None => local_response(&info, &cfg.server, conn).await,
-            Some(up) => match forward(up, &info, &body, conn).await {
-                Ok(r) => r,
-                Err(e) => {
-                    let msg = format!("handshake audit: upstream failed: {e:#}\n");
-                    let mut out = Vec::new();
-                    let _ = write!(out, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{msg}", msg.len());
-                    (out, 0, msg.len() as u64)
+        let response = match (&cfg.proxy, &cfg.upstream) {
+            (Some(mode), _) => {
+                match super::proxy::forward_proxied(mode, &info, &body, conn).await {
+                    Ok((r, origin)) => {
+                        with_log(log, |g| {
+                            *g.conns[idx].origins.entry(origin).or_default() += 1
+                        });
+                        r
+                    }
+                    Err((status, why)) => failed(status, &why),
                 }
+            }
+            (None, None) => local_response(&info, &cfg.server, conn).await,
+            (None, Some(up)) => match forward(up, &info, &body, conn).await {
+                Ok(r) => r,
+                Err(e) => failed(502, &format!("upstream failed: {e:#}")),
             },
         };
         if let Err(end) = write_response(&mut s, response, log, idx).await {
@@ -244,6 +257,20 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             return Ending::ServerClosed;
         }
     }
+}
+
+/// An answer of the audit's own that says why it could not pass the request on; the
+/// connection closes after it.
+fn failed(status: u16, why: &str) -> (Vec<u8>, u64, u64) {
+    let msg = format!("handshake audit: {why}\n");
+    let mut out = Vec::new();
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{msg}",
+        reason(status),
+        msg.len()
+    );
+    (out, 0, msg.len() as u64)
 }
 
 /// Read a request head into `buf`: its length, its line and headers, and when its first

@@ -77,6 +77,7 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
             "TLS handshakes",
         )));
     }
+    v.extend(through_proxy(t));
     v.extend(endings(t));
     if t.responses < t.requests {
         v.push(
@@ -196,6 +197,8 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
     let ka = count(&t.connection_headers, &"keep-alive".to_string());
     let unread = count(&t.endings, &Ending::ClientClosedUnread);
     let closed = count(&t.endings, &Ending::ClientClosed);
+    let origin_closed = count(&t.endings, &Ending::OriginClosed);
+    let in_tls_tunnels = t.proxy.as_ref().is_some_and(|p| p.requests_estimated);
     let close_e = || of_requests("total.connection_headers.close", close, t);
     let v10_e = || of_requests("total.http_versions.HTTP/1.0", v10, t);
     let cause =
@@ -242,6 +245,10 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
             )],
             finding: None,
         })
+    } else if closed * 2 >= t.connections && in_tls_tunnels {
+        cause("client_closed_tunnels", "the client closed each tunnel itself after one response", "The client closed each CONNECT tunnel itself after one response: it does not pool connections (for example Python's `requests.get` without a `Session`, Node's `agent: false`, or a new client per request). Reuse one client with keep-alive. (Inside TLS a proxy sees no headers: whether the client asked the origin to close is unseen.)".into(), vec![of_connections("total.endings.client_closed", closed, t)])
+    } else if origin_closed * 2 >= t.connections {
+        cause("origin_closed_tunnels", "the origin closed each tunnel after its response", "The origin closed each CONNECT tunnel after its response. Inside TLS a proxy sees no headers: the client may have asked it to (`Connection: close`), or the origin does not keep connections open (`handshake doctor` against the origin says which).".into(), vec![of_connections("total.endings.origin_closed", origin_closed, t)])
     } else if closed * 2 >= t.connections {
         cause("client_closed_itself", "the client closed each connection itself after one response", "The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). Reuse one client with keep-alive.".into(), vec![of_connections("total.endings.client_closed", closed, t), close_e()])
     } else {
@@ -263,9 +270,15 @@ pub fn headline(t: &ClientSummary) -> Finding {
 }
 
 fn reuse_headline(t: &ClientSummary) -> Finding {
+    let estimated = t.proxy.as_ref().is_some_and(|p| p.requests_estimated);
     let over_s = format!(
-        "{} over {}",
+        "{}{} over {}",
         plural(t.requests, "request"),
+        if estimated {
+            " (estimated from TLS records)"
+        } else {
+            ""
+        },
         plural(t.connections, "connection")
     );
     let f = |code, text| over(Finding::new(code, Kind::Measured, text), t);
@@ -464,4 +477,39 @@ fn endings(t: &ClientSummary) -> Vec<Finding> {
 /// A map's count for `k`, 0 when absent.
 fn count<K: Ord>(m: &BTreeMap<K, u64>, k: &K) -> u64 {
     m.get(k).copied().unwrap_or(0)
+}
+
+/// `--proxy-mode`: what went through the audit as the client's proxy, and how the
+/// requests in its tunnels were counted.
+fn through_proxy(t: &ClientSummary) -> Option<Finding> {
+    let p = t.proxy.as_ref()?;
+    let how = if p.requests_estimated {
+        " Requests inside a TLS tunnel are estimated from its records: a turn of application data from the client that the origin answered is one request (an HTTP/2 client that sends several streams in one turn counts as one); the tunnels and handshakes are counted exactly."
+    } else {
+        ""
+    };
+    Some(
+        Finding::new(
+            "through_proxy",
+            Kind::Measured,
+            format!(
+                "As the client's forward proxy: {} ({} requests in them) and {} forwarded.{how}",
+                plural(p.tunnels, "CONNECT tunnel"),
+                p.tunneled_requests,
+                plural(p.plain_requests, "plain request"),
+            ),
+        )
+        .with(Evidence::figure(
+            "total.proxy.tunnels",
+            p.tunnels as f64,
+            None,
+            "tunnels",
+        ))
+        .with(Evidence::figure(
+            "total.proxy.plain_requests",
+            p.plain_requests as f64,
+            None,
+            "requests",
+        )),
+    )
 }

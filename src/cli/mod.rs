@@ -322,6 +322,18 @@ pub struct AuditArgs {
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
 
+    /// Be the client's forward proxy instead of its server: the command runs with
+    /// HTTP_PROXY and HTTPS_PROXY naming the audit (NO_PROXY cleared) and keeps its own
+    /// URLs; plain requests are forwarded, CONNECT tunnels relayed byte for byte (their
+    /// requests estimated from TLS records)
+    #[arg(long, conflicts_with_all = ["upstream", "tls"])]
+    pub proxy_mode: bool,
+
+    /// With --proxy-mode: connect to ADDR for HOST:PORT instead of looking HOST up
+    /// (curl's --resolve); repeatable
+    #[arg(long, value_name = "HOST:PORT:ADDR", requires = "proxy_mode")]
+    pub resolve: Vec<String>,
+
     /// Listen address
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,

@@ -14,15 +14,22 @@ use crate::runtime_thread::current_thread_runtime;
 pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     let plan = crate::config::audit::audit_plan(&a)?;
     crate::interrupt::install();
+    let proxy_mode = plan.config.proxy.is_some();
     let running = start(plan.config)?;
     if let Some(path) = &a.cacert_out {
         std::fs::write(path, &running.ca_pem)
             .with_context(|| format!("--cacert-out {}", path.display()))?;
     }
-    eprintln!("handshake audit: listening on {}", running.url);
+    let proxy = proxy_mode.then(|| running.url.trim_end_matches('/').to_string());
+    match &proxy {
+        Some(p) => eprintln!(
+            "handshake audit: a forward proxy on {p} (the command's HTTP_PROXY and HTTPS_PROXY)"
+        ),
+        None => eprintln!("handshake audit: listening on {}", running.url),
+    }
     let started_at = crate::host::now_rfc3339();
     let started = std::time::Instant::now();
-    let (command, status) = run_client(&a.command, plan.duration, &running.url)?;
+    let (command, status) = run_client(&a.command, plan.duration, &running.url, proxy)?;
     let mut report = running.finish(command, status);
     report.interrupted = crate::interrupt::requested().then(|| {
         crate::report::finding::ended_by_interrupt(
@@ -68,6 +75,7 @@ fn run_client(
     command: &[String],
     duration: Option<std::time::Duration>,
     url: &str,
+    proxy: Option<String>,
 ) -> anyhow::Result<(Option<Vec<String>>, Option<i32>)> {
     Ok(if command.is_empty() {
         let rt = current_thread_runtime()?;
@@ -84,9 +92,21 @@ fn run_client(
         let args: Vec<String> = command.iter().map(|x| x.replace("{url}", url)).collect();
         // The command's standard output goes to stderr: stdout is the report's.
         let to_stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
-        let mut child = std::process::Command::new(&args[0])
-            .args(&args[1..])
-            .env("HANDSHAKE_URL", url)
+        let mut cmd = std::process::Command::new(&args[0]);
+        cmd.args(&args[1..]).env("HANDSHAKE_URL", url);
+        if let Some(p) = proxy {
+            // Every spelling clients read (curl reads http_proxy in lower case only); no
+            // exceptions, so that loopback origins go through the audit too; Node 22.21+
+            // and 24 read the variables with NODE_USE_ENV_PROXY.
+            for v in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"] {
+                cmd.env(v, &p);
+            }
+            for v in ["no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"] {
+                cmd.env_remove(v);
+            }
+            cmd.env("NODE_USE_ENV_PROXY", "1");
+        }
+        let mut child = cmd
             .stdout(std::process::Stdio::from(to_stderr))
             .spawn()
             .with_context(|| format!("starting {}", args[0]))?;

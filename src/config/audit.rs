@@ -2,7 +2,7 @@
 //! its limits, the origin it forwards to), how long to wait without a command, and the
 //! thresholds; each error naming its flag.
 
-use crate::audit::{AuditConfig, Upstream};
+use crate::audit::{AuditConfig, ProxyMode, Upstream};
 use crate::cli::AuditArgs;
 use crate::parse::{parse_addr, parse_duration, parse_positive_duration, UsageError};
 use crate::report::thresholds::{self, Threshold};
@@ -31,6 +31,7 @@ pub fn audit_plan(a: &AuditArgs) -> anyhow::Result<AuditPlan> {
         listen,
         tls: a.tls,
         upstream: upstream(a)?,
+        proxy: a.proxy_mode.then(|| proxy_mode(a)).transpose()?,
         server: ServerConfig {
             body_size: a.body_size,
             idle_timeout,
@@ -71,4 +72,14 @@ fn upstream(a: &AuditArgs) -> anyhow::Result<Option<Upstream>> {
         None
     };
     Ok(Some(Upstream::new(origin, p.authority, tls)))
+}
+
+/// `--proxy-mode` with its `--resolve` entries.
+fn proxy_mode(a: &AuditArgs) -> anyhow::Result<ProxyMode> {
+    let resolve = a
+        .resolve
+        .iter()
+        .map(|r| super::request::parse_resolve(r))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ProxyMode::new(resolve))
 }

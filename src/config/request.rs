@@ -31,7 +31,7 @@ fn parse_header(h: &str) -> Result<(String, String), UsageError> {
     Ok((k.to_string(), v.trim().to_string()))
 }
 
-fn parse_resolve(s: &str) -> Result<(String, u16, IpAddr), UsageError> {
+pub(crate) fn parse_resolve(s: &str) -> Result<(String, u16, IpAddr), UsageError> {
     let bad = || usage(format!("--resolve {s:?}: expected HOST:PORT:ADDR"));
     let mut parts = s.splitn(3, ':');
     let (Some(host), Some(port), Some(addr)) = (parts.next(), parts.next(), parts.next()) else {

@@ -34,6 +34,9 @@ pub enum Ending {
     TooLarge,
     /// Over the connection limit: answered 503, closed.
     OverLimit,
+    /// `--proxy-mode`: the origin ended the client's `CONNECT` tunnel first (its FIN or
+    /// reset, passed on to the client), or could not be reached.
+    OriginClosed,
     /// Still open when the audit ended.
     OpenAtEnd,
 }
@@ -120,6 +123,30 @@ pub struct ClientSummary {
     /// The connections that spoke HTTP/2, if any: their streams and concurrency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h2: Option<H2Summary>,
+    /// `--proxy-mode`: what went through the audit as the client's forward proxy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxySummary>,
+}
+
+/// The audit as a forward proxy: `CONNECT` tunnels (each a client connection; its
+/// requests read from the relayed bytes) and plain requests in absolute form.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProxySummary {
+    pub tunnels: u64,
+    /// Tunnels by the origin they went to (`host:port`).
+    pub tunnels_by_origin: BTreeMap<String, u64>,
+    /// Requests inside the tunnels (included in `requests`).
+    pub tunneled_requests: u64,
+    /// Some tunneled requests were estimated: over TLS, a turn of application data from
+    /// the client that the origin answered is one request (an HTTP/2 client that sends
+    /// several streams in one turn counts as one).
+    pub requests_estimated: bool,
+    /// The protocols each tunnel's client offered (ALPN, as its hello lists them: "h2,
+    /// http/1.1"); which one the origin chose is encrypted in TLS 1.3.
+    pub alpn_offered: BTreeMap<String, u64>,
+    /// Plain requests forwarded (included in `requests`), and by origin.
+    pub plain_requests: u64,
+    pub plain_by_origin: BTreeMap<String, u64>,
 }
 
 /// What the client did over HTTP/2.

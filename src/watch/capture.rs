@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use socket2::{Domain, Protocol, SockFilter, Socket, Type};
 
-use super::track::Segment;
+use crate::track::Segment;
 
 /// The largest packet kept: loopback's MTU is 64 KiB and offloaded segments reach it.
 const SNAPLEN: u32 = 65_535;

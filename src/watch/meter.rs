@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::track::{Conn, Ending, Kind};
 use crate::metrics::{Family, Fixed, Kind as MetricKind, Series, Source, LIFETIME_BOUNDS};
+use crate::track::{Conn, Ending, Kind};
 
 /// One label set's figures.
 #[derive(Default)]

@@ -14,7 +14,6 @@ pub mod meter;
 mod naming;
 mod owners;
 mod summary;
-mod track;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -28,9 +27,9 @@ use anyhow::Context;
 
 use crate::parse::UsageError;
 use crate::report::watch::{CaptureReport, WatchReport, Watched};
+use crate::track::{Conn, Tracker};
 use owners::Owned;
 use summary::Acc;
-use track::{Conn, Tracker};
 
 /// Which connections count.
 #[derive(Clone, Copy)]

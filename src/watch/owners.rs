@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::track::Conn;
 use super::{cgroup, diag};
+use crate::track::Conn;
 
 /// (local, remote) endpoint pairs of the watched program's sockets, with when they were
 /// last seen.

@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::track::{Conn, Ending, Kind};
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{GapStats, RpcStats, TlsCounts};
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::watch::{EndpointSummary, Spread, WatchReport};
+use crate::track::{Conn, Ending, Kind};
 
 /// The sentence for a watch that saw nothing: what it can see, said plainly.
 const NO_CONNECTION: &str = "No TCP connection was seen (watch sees TCP only: a Unix socket's traffic, or HTTP/3 over UDP, is not counted).";

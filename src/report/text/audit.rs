@@ -18,10 +18,17 @@ fn client_block(out: &mut String, s: &ClientSummary) {
         }
     );
     let _ = writeln!(out, "  connections           {}", s.connections);
+    let estimated = s.proxy.as_ref().is_some_and(|p| p.requests_estimated);
     let _ = writeln!(
         out,
-        "  requests              {} ({} answered)",
-        s.requests, s.responses
+        "  requests              {} ({} answered){}",
+        s.requests,
+        s.responses,
+        if estimated {
+            "; in TLS tunnels estimated from the records"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         out,
@@ -37,6 +44,26 @@ fn client_block(out: &mut String, s: &ClientSummary) {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    if let Some(p) = &s.proxy {
+        let alpn = if p.alpn_offered.is_empty() {
+            String::new()
+        } else {
+            format!("; ALPN offered: {}", fmt_map(&p.alpn_offered))
+        };
+        let _ = writeln!(
+            out,
+            "  CONNECT tunnels       {} ({}{alpn}), {} requests in them",
+            p.tunnels,
+            fmt_map(&p.tunnels_by_origin),
+            p.tunneled_requests
+        );
+        let _ = writeln!(
+            out,
+            "  plain requests        {} ({})",
+            p.plain_requests,
+            fmt_map(&p.plain_by_origin)
+        );
+    }
     let _ = writeln!(out, "  HTTP versions         {}", fmt_map(&s.http_versions));
     let _ = writeln!(
         out,

@@ -125,6 +125,22 @@ impl Tracker {
     }
 }
 
+impl Conn {
+    /// A connection read from a relay's two byte streams rather than from packets (no
+    /// sequence numbers; the relay's connect was its handshake): `client` is the side
+    /// that asked for it.
+    pub fn relayed(client: SocketAddr, server: SocketAddr, at: Instant) -> Conn {
+        Conn::new(client, server, false, at)
+    }
+
+    /// Bytes relayed from `side`, in order, as they came at `at`.
+    pub fn relayed_bytes(&mut self, side: Side, data: &[u8], at: Instant) {
+        if !data.is_empty() {
+            data_in(self, side, data, at);
+        }
+    }
+}
+
 fn feed(c: &mut Conn, side: Side, s: &Segment) {
     let dir = match side {
         Side::Client => &mut c.c2s,

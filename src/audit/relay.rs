@@ -1,0 +1,298 @@
+//! `--proxy-mode`: the audit as the client's forward proxy. A `CONNECT` is answered 200
+//! and its tunnel relayed byte for byte, both directions read by `track` as they pass
+//! (the TLS hellos: a full or a resumed handshake; turns of application data: requests,
+//! estimated); a request in absolute form (`GET http://host/path`) is forwarded to its
+//! origin over the audit's own persistent connections (`proxy::forward`).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::answer::{is_reset, Upstream};
+use super::log::{with_log, Ending, SharedLog};
+use crate::net::Origin;
+use crate::track::{Conn, Kind, Side};
+
+/// How long a tunnel's connect to its origin may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The audit as a forward proxy: where names go (`--resolve`), and a pool of
+/// connections per origin for plain requests.
+pub struct ProxyMode {
+    /// `--resolve HOST:PORT:ADDR`: connect to ADDR for HOST:PORT (no lookup).
+    pub resolve: Vec<(String, u16, IpAddr)>,
+    pools: Mutex<HashMap<(String, u16), Upstream>>,
+}
+
+impl ProxyMode {
+    pub fn new(resolve: Vec<(String, u16, IpAddr)>) -> ProxyMode {
+        ProxyMode {
+            resolve,
+            pools: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The plain origin at `host:port`, at its `--resolve` address when one is given.
+    fn origin(&self, host: &str, port: u16) -> anyhow::Result<Origin> {
+        let mut o = Origin::new(false, host, port)?;
+        if let Some((_, _, ip)) = self
+            .resolve
+            .iter()
+            .find(|(h, p, _)| h.eq_ignore_ascii_case(&o.host) && *p == port)
+        {
+            o.fixed_addrs = Some(vec![SocketAddr::new(*ip, port)]);
+        }
+        Ok(o)
+    }
+
+    /// The pooled connections to a plain request's origin.
+    pub(super) fn upstream(&self, host: &str, port: u16) -> anyhow::Result<Upstream> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (host.to_ascii_lowercase(), port);
+        if let Some(u) = pools.get(&key) {
+            return Ok(u.clone());
+        }
+        let origin = self.origin(host, port)?;
+        let up = Upstream::new(origin.clone(), origin.authority(), None);
+        pools.insert(key, up.clone());
+        Ok(up)
+    }
+}
+
+/// `host:port` as a `CONNECT` or an absolute-form URL names it (an IPv6 address in
+/// brackets; `default` when the port is absent).
+pub(super) fn host_port(s: &str, default: Option<u16>) -> Option<(String, u16)> {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        (h, after.strip_prefix(':'))
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse().ok().filter(|p| *p > 0)?,
+        None => default?,
+    };
+    (!host.is_empty()).then(|| (host.to_string(), port))
+}
+
+/// A request target in absolute form (`http://host[:port]/path?query`): its origin's
+/// host and port, and the target in origin form (`/path?query`).
+pub(super) fn absolute(target: &str) -> Option<(String, u16, String)> {
+    let rest = target.strip_prefix("http://").or_else(|| {
+        target
+            .get(..7)
+            .filter(|s| s.eq_ignore_ascii_case("http://"))
+            .map(|_| &target[7..])
+    })?;
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = host_port(authority, Some(80))?;
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('?') => format!("/{p}"),
+        p => p.to_string(),
+    };
+    Some((host, port, path))
+}
+
+/// Answer a `CONNECT` to `target` and relay the tunnel until both sides have closed;
+/// `early` holds bytes the client sent after its request head. Returns how the client's
+/// connection ended.
+pub(super) async fn tunnel<S: AsyncRead + AsyncWrite + Unpin>(
+    mut client: S,
+    early: Vec<u8>,
+    target: &str,
+    mode: &ProxyMode,
+    log: &SharedLog,
+    idx: usize,
+) -> Ending {
+    let refuse = |status: &str, why: String| {
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{why}",
+            why.len()
+        )
+    };
+    let origin = match host_port(target, None).map(|(h, p)| mode.origin(&h, p)) {
+        Some(Ok(o)) => o,
+        _ => {
+            let why = format!("handshake audit: CONNECT {target:?}: expected host:port\n");
+            let _ = client
+                .write_all(refuse("400 Bad Request", why).as_bytes())
+                .await;
+            return Ending::Garbage;
+        }
+    };
+    with_log(log, |g| {
+        g.conns[idx].tunnel = Some(origin.authority());
+    });
+    let opened = crate::probe::open(&origin, None, CONNECT_TIMEOUT, &Default::default()).await;
+    let upstream = match opened {
+        Ok(o) => o.conn.into_stream(),
+        Err(e) => {
+            let why = format!("handshake audit: connecting to {target}: {e}\n");
+            let _ = client
+                .write_all(refuse("502 Bad Gateway", why).as_bytes())
+                .await;
+            let _ = client.shutdown().await;
+            return Ending::OriginClosed;
+        }
+    };
+    if client
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .await
+        .is_err()
+    {
+        return Ending::ClientReset;
+    }
+    relay(client, upstream, early, log, idx).await
+}
+
+/// How one direction of a tunnel ended.
+#[derive(Clone, Copy, PartialEq)]
+enum Half {
+    /// Its sender closed (FIN), at this moment.
+    Closed(Instant),
+    /// Its sender reset the connection.
+    Reset,
+    /// Writing to the other side failed (it had gone).
+    PeerGone,
+}
+
+/// Relay bytes both ways, each read by the tracker and its figures put in the log.
+async fn relay<C, O>(client: C, origin: O, early: Vec<u8>, log: &SharedLog, idx: usize) -> Ending
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    O: AsyncRead + AsyncWrite + Unpin,
+{
+    let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
+    let conn = Mutex::new(Conn::relayed(unknown, unknown, Instant::now()));
+    let seen = |side: Side, data: &[u8]| {
+        let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
+        c.relayed_bytes(side, data, Instant::now());
+        logged(&c, log, idx);
+    };
+    let (mut cr, mut cw) = tokio::io::split(client);
+    let (mut or, mut ow) = tokio::io::split(origin);
+    let up = async {
+        if !early.is_empty() {
+            seen(Side::Client, &early);
+            if ow.write_all(&early).await.is_err() {
+                return Half::PeerGone;
+            }
+        }
+        pump(&mut cr, &mut ow, |d| seen(Side::Client, d)).await
+    };
+    let down = pump(&mut or, &mut cw, |d| seen(Side::Server, d));
+    let (up, down) = tokio::join!(up, down);
+    match (up, down) {
+        (Half::Reset, _) => Ending::ClientReset,
+        (Half::Closed(c), Half::Closed(o)) if o < c => Ending::OriginClosed,
+        (Half::Closed(_), _) => Ending::ClientClosed,
+        _ => Ending::OriginClosed,
+    }
+}
+
+/// Copy `from` to `to` until `from` ends; `seen` reads each piece first. At the end the
+/// other side is told (a FIN).
+async fn pump<R, W>(from: &mut R, to: &mut W, mut seen: impl FnMut(&[u8])) -> Half
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match from.read(&mut buf).await {
+            Ok(0) => {
+                let at = Instant::now();
+                let _ = to.shutdown().await;
+                return Half::Closed(at);
+            }
+            Ok(n) => {
+                seen(&buf[..n]);
+                if to.write_all(&buf[..n]).await.is_err() {
+                    return Half::PeerGone;
+                }
+            }
+            // A TLS peer's FIN without close_notify is an ordinary close here: the bytes
+            // are not ours to decrypt.
+            Err(e) if is_reset(&e) => {
+                let _ = to.shutdown().await;
+                return Half::Reset;
+            }
+            Err(_) => {
+                let _ = to.shutdown().await;
+                return Half::Closed(Instant::now());
+            }
+        }
+    }
+}
+
+/// The tunnel's figures so far into the connection's log: requests and responses (new
+/// ones on the timeline too), the handshake once its hellos are read, idle gaps.
+fn logged(c: &Conn, log: &SharedLog, idx: usize) {
+    with_log(log, |g| {
+        // Over TLS a turn counts once the origin answered it: a client's last turn that
+        // is no request (an HTTP/2 GOAWAY as it closes) is not counted.
+        let requests = if c.kind == Kind::Tls {
+            c.responses
+        } else {
+            c.requests
+        };
+        let before = g.conns[idx].requests;
+        for _ in before..requests {
+            g.timeline.request(None, None);
+        }
+        let resumed = c.tls.as_ref().and_then(|t| t.resumed);
+        let first_hello = resumed.is_some() && g.conns[idx].tls_resumed.is_none();
+        if let (true, Some(r)) = (first_hello, resumed) {
+            g.timeline.tls_handshake(if r {
+                crate::record::HandshakeKind::Resumed
+            } else {
+                crate::record::HandshakeKind::Full
+            });
+        }
+        let l = &mut g.conns[idx];
+        l.requests = requests;
+        l.responses = c.responses;
+        l.gaps = c.gaps;
+        l.estimated = c.kind == Kind::Tls;
+        if first_hello {
+            l.tls_resumed = resumed;
+            l.alpn = c.tls.as_ref().and_then(|t| t.alpn_offered.clone());
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_in_absolute_form_and_connect_authorities() {
+        assert_eq!(
+            absolute("http://localhost:8080/a?b"),
+            Some(("localhost".into(), 8080, "/a?b".into()))
+        );
+        assert_eq!(
+            absolute("HTTP://u:p@[::1]?q"),
+            Some(("::1".into(), 80, "/?q".into()))
+        );
+        assert_eq!(absolute("/a"), None);
+        assert_eq!(absolute("https://x/"), None);
+        assert_eq!(host_port("[::1]:443", None), Some(("::1".into(), 443)));
+        assert_eq!(
+            host_port("origin.test:8443", None),
+            Some(("origin.test".into(), 8443))
+        );
+        assert_eq!(host_port("origin.test", None), None);
+        assert_eq!(host_port("x:0", None), None);
+        assert_eq!(host_port(":443", None), None);
+    }
+}
