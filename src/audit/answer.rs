@@ -2,7 +2,8 @@
 //! configuration (with the upstream it forwards to), the parts of a request it reads,
 //! and the answers of the embedded routes.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use crate::net::Origin;
@@ -15,7 +16,7 @@ pub struct AuditConfig {
     pub tls: bool,
     pub upstream: Option<Upstream>,
     /// `--proxy-mode`: a forward proxy for the client (then `upstream` is absent).
-    pub proxy: Option<super::relay::ProxyMode>,
+    pub proxy: Option<ProxyMode>,
     /// Responses, timeouts and limits when answering here.
     pub server: ServerConfig,
 }
@@ -41,6 +42,49 @@ impl Upstream {
             tls,
             pool: Arc::new(Mutex::new(Vec::new())),
         }
+    }
+}
+
+/// The audit as a forward proxy: where names go (`--resolve`), and a pool of
+/// connections per origin for plain requests.
+pub struct ProxyMode {
+    /// `--resolve HOST:PORT:ADDR`: connect to ADDR for HOST:PORT (no lookup).
+    pub resolve: Vec<(String, u16, IpAddr)>,
+    pools: Mutex<HashMap<(String, u16), Upstream>>,
+}
+
+impl ProxyMode {
+    pub fn new(resolve: Vec<(String, u16, IpAddr)>) -> ProxyMode {
+        ProxyMode {
+            resolve,
+            pools: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The plain origin at `host:port`, at its `--resolve` address when one is given.
+    pub(super) fn origin(&self, host: &str, port: u16) -> anyhow::Result<Origin> {
+        let mut o = Origin::new(false, host, port)?;
+        if let Some((_, _, ip)) = self
+            .resolve
+            .iter()
+            .find(|(h, p, _)| h.eq_ignore_ascii_case(&o.host) && *p == port)
+        {
+            o.fixed_addrs = Some(vec![SocketAddr::new(*ip, port)]);
+        }
+        Ok(o)
+    }
+
+    /// The pooled connections to a plain request's origin.
+    pub(super) fn upstream(&self, host: &str, port: u16) -> anyhow::Result<Upstream> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (host.to_ascii_lowercase(), port);
+        if let Some(u) = pools.get(&key) {
+            return Ok(u.clone());
+        }
+        let origin = self.origin(host, port)?;
+        let up = Upstream::new(origin.clone(), origin.authority(), None);
+        pools.insert(key, up.clone());
+        Ok(up)
     }
 }
 

@@ -17,9 +17,9 @@ mod report;
 mod server;
 mod verdict;
 
-pub use answer::{AuditConfig, Upstream};
+pub use answer::{AuditConfig, ProxyMode, Upstream};
 pub use log::{Ending, GapStats};
-pub use relay::ProxyMode;
+
 pub use report::{AuditReport, ClientSummary, CutResponses, RpcStats, TlsCounts};
 pub use server::{start, RunningAudit};
 pub use verdict::{headline, verdict};

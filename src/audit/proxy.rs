@@ -82,7 +82,7 @@ pub(super) async fn forward(
 /// (`host:port`), or why it could not go (a request in origin form: the client is not
 /// using the audit as its proxy; the origin unreachable).
 pub(super) async fn forward_proxied(
-    mode: &super::relay::ProxyMode,
+    mode: &super::answer::ProxyMode,
     info: &RequestLine,
     body: &[u8],
     conn: ConnHeader,

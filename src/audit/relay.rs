@@ -4,63 +4,18 @@
 //! estimated); a request in absolute form (`GET http://host/path`) is forwarded to its
 //! origin over the audit's own persistent connections (`proxy::forward`).
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::answer::{is_reset, Upstream};
+use super::answer::{is_reset, ProxyMode};
 use super::log::{with_log, Ending, SharedLog};
-use crate::net::Origin;
 use crate::track::{Conn, Kind, Side};
 
 /// How long a tunnel's connect to its origin may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The audit as a forward proxy: where names go (`--resolve`), and a pool of
-/// connections per origin for plain requests.
-pub struct ProxyMode {
-    /// `--resolve HOST:PORT:ADDR`: connect to ADDR for HOST:PORT (no lookup).
-    pub resolve: Vec<(String, u16, IpAddr)>,
-    pools: Mutex<HashMap<(String, u16), Upstream>>,
-}
-
-impl ProxyMode {
-    pub fn new(resolve: Vec<(String, u16, IpAddr)>) -> ProxyMode {
-        ProxyMode {
-            resolve,
-            pools: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The plain origin at `host:port`, at its `--resolve` address when one is given.
-    fn origin(&self, host: &str, port: u16) -> anyhow::Result<Origin> {
-        let mut o = Origin::new(false, host, port)?;
-        if let Some((_, _, ip)) = self
-            .resolve
-            .iter()
-            .find(|(h, p, _)| h.eq_ignore_ascii_case(&o.host) && *p == port)
-        {
-            o.fixed_addrs = Some(vec![SocketAddr::new(*ip, port)]);
-        }
-        Ok(o)
-    }
-
-    /// The pooled connections to a plain request's origin.
-    pub(super) fn upstream(&self, host: &str, port: u16) -> anyhow::Result<Upstream> {
-        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (host.to_ascii_lowercase(), port);
-        if let Some(u) = pools.get(&key) {
-            return Ok(u.clone());
-        }
-        let origin = self.origin(host, port)?;
-        let up = Upstream::new(origin.clone(), origin.authority(), None);
-        pools.insert(key, up.clone());
-        Ok(up)
-    }
-}
 
 /// `host:port` as a `CONNECT` or an absolute-form URL names it (an IPv6 address in
 /// brackets; `default` when the port is absent).
@@ -154,15 +109,40 @@ pub(super) async fn tunnel<S: AsyncRead + AsyncWrite + Unpin>(
     relay(client, upstream, early, log, idx).await
 }
 
-/// How one direction of a tunnel ended.
+/// How one direction of a tunnel ended, and when.
 #[derive(Clone, Copy, PartialEq)]
 enum Half {
-    /// Its sender closed (FIN), at this moment.
+    /// Its sender closed (FIN).
     Closed(Instant),
     /// Its sender reset the connection.
-    Reset,
-    /// Writing to the other side failed (it had gone).
-    PeerGone,
+    Reset(Instant),
+    /// Writing to the other side failed: that side had gone.
+    PeerGone(Instant),
+}
+
+impl Half {
+    fn at(self) -> Instant {
+        match self {
+            Half::Closed(t) | Half::Reset(t) | Half::PeerGone(t) => t,
+        }
+    }
+}
+
+/// Who ended the tunnel: whichever side's end came first (a client that resets after
+/// the origin's FIN, as curl does with bytes left unread, is still the origin's close).
+fn ending(up: Half, down: Half) -> Ending {
+    if up.at() <= down.at() {
+        match up {
+            Half::Closed(_) => Ending::ClientClosed,
+            Half::Reset(_) => Ending::ClientReset,
+            Half::PeerGone(_) => Ending::OriginClosed,
+        }
+    } else {
+        match down {
+            Half::PeerGone(_) => Ending::ClientReset,
+            _ => Ending::OriginClosed,
+        }
+    }
 }
 
 /// Relay bytes both ways, each read by the tracker and its figures put in the log.
@@ -184,19 +164,14 @@ where
         if !early.is_empty() {
             seen(Side::Client, &early);
             if ow.write_all(&early).await.is_err() {
-                return Half::PeerGone;
+                return Half::PeerGone(Instant::now());
             }
         }
         pump(&mut cr, &mut ow, |d| seen(Side::Client, d)).await
     };
     let down = pump(&mut or, &mut cw, |d| seen(Side::Server, d));
     let (up, down) = tokio::join!(up, down);
-    match (up, down) {
-        (Half::Reset, _) => Ending::ClientReset,
-        (Half::Closed(c), Half::Closed(o)) if o < c => Ending::OriginClosed,
-        (Half::Closed(_), _) => Ending::ClientClosed,
-        _ => Ending::OriginClosed,
-    }
+    ending(up, down)
 }
 
 /// Copy `from` to `to` until `from` ends; `seen` reads each piece first. At the end the
@@ -217,14 +192,15 @@ where
             Ok(n) => {
                 seen(&buf[..n]);
                 if to.write_all(&buf[..n]).await.is_err() {
-                    return Half::PeerGone;
+                    return Half::PeerGone(Instant::now());
                 }
             }
             // A TLS peer's FIN without close_notify is an ordinary close here: the bytes
             // are not ours to decrypt.
             Err(e) if is_reset(&e) => {
+                let at = Instant::now();
                 let _ = to.shutdown().await;
-                return Half::Reset;
+                return Half::Reset(at);
             }
             Err(_) => {
                 let _ = to.shutdown().await;

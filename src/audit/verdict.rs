@@ -245,6 +245,12 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
             )],
             finding: None,
         })
+    } else if in_tls_tunnels
+        && closed > 0
+        && origin_closed > 0
+        && (closed + origin_closed) * 2 >= t.connections
+    {
+        cause("tunnels_closed_after_one", "each tunnel was closed after one response", format!("Each CONNECT tunnel was closed after one response: {} by the origin, {} by the client. Inside TLS a proxy sees no headers: a client that asks the origin to close (`Connection: close`) races it to the close, which is what both sides closing looks like; a client that does not pool connections closes them all itself.", origin_closed, closed), vec![of_connections("total.endings.origin_closed", origin_closed, t), of_connections("total.endings.client_closed", closed, t)])
     } else if closed * 2 >= t.connections && in_tls_tunnels {
         cause("client_closed_tunnels", "the client closed each tunnel itself after one response", "The client closed each CONNECT tunnel itself after one response: it does not pool connections (for example Python's `requests.get` without a `Session`, Node's `agent: false`, or a new client per request). Reuse one client with keep-alive. (Inside TLS a proxy sees no headers: whether the client asked the origin to close is unseen.)".into(), vec![of_connections("total.endings.client_closed", closed, t)])
     } else if origin_closed * 2 >= t.connections {
@@ -484,16 +490,30 @@ fn count<K: Ord>(m: &BTreeMap<K, u64>, k: &K) -> u64 {
 fn through_proxy(t: &ClientSummary) -> Option<Finding> {
     let p = t.proxy.as_ref()?;
     let how = if p.requests_estimated {
-        " Requests inside a TLS tunnel are estimated from its records: a turn of application data from the client that the origin answered is one request (an HTTP/2 client that sends several streams in one turn counts as one); the tunnels and handshakes are counted exactly."
+        " Requests inside a TLS tunnel are estimated from its records: a turn of application data from the client that the origin answered is one request; the tunnels and handshakes are counted exactly."
     } else {
         ""
+    };
+    let h2_tunnels: u64 = p
+        .alpn_offered
+        .iter()
+        .filter(|(a, _)| a.split(',').any(|x| x.trim() == "h2"))
+        .map(|(_, n)| n)
+        .sum();
+    let h2 = if p.requests_estimated && h2_tunnels > 0 {
+        format!(
+            " The client offered HTTP/2 in {} (which protocol the origin chose is encrypted): over HTTP/2 the connection's own frames (its preface and SETTINGS) may take a turn of their own, one more than the requests, and streams sent together take one turn between them.",
+            plural(h2_tunnels, "tunnel")
+        )
+    } else {
+        String::new()
     };
     Some(
         Finding::new(
             "through_proxy",
             Kind::Measured,
             format!(
-                "As the client's forward proxy: {} ({} requests in them) and {} forwarded.{how}",
+                "As the client's forward proxy: {} ({} requests in them) and {} forwarded.{how}{h2}",
                 plural(p.tunnels, "CONNECT tunnel"),
                 p.tunneled_requests,
                 plural(p.plain_requests, "plain request"),

@@ -588,14 +588,20 @@ pub fn write_certs(dir: &std::path::Path, names: &[&str]) {
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // Names of their own: with rcgen's default name on both, OpenSSL (curl, Python)
+    // takes the certificate for a self-signed one.
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "handshake tests CA");
     let ca_cert = ca.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca, ca_key);
     let key = KeyPair::generate().unwrap();
     let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let leaf = CertificateParams::new(names)
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
+    let mut leaf = CertificateParams::new(names.clone()).unwrap();
+    leaf.distinguished_name.push(
+        rcgen::DnType::CommonName,
+        names.first().cloned().unwrap_or_default(),
+    );
+    let leaf = leaf.signed_by(&key, &issuer).unwrap();
     std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
     std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
     std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();

@@ -6,6 +6,36 @@ use std::fmt::Write as _;
 use super::sparkline::{sparklines, Series};
 use crate::report::audit::{AuditReport, ClientSummary};
 
+/// `--proxy-mode`: the tunnels and the plain requests that went through the audit.
+fn proxy_lines(out: &mut String, s: &ClientSummary) {
+    let fmt_map = |m: &BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(p) = &s.proxy {
+        let alpn = if p.alpn_offered.is_empty() {
+            String::new()
+        } else {
+            format!("; ALPN offered: {}", fmt_map(&p.alpn_offered))
+        };
+        let _ = writeln!(
+            out,
+            "  CONNECT tunnels       {} ({}{alpn}), {} requests in them",
+            p.tunnels,
+            fmt_map(&p.tunnels_by_origin),
+            p.tunneled_requests
+        );
+        let _ = writeln!(
+            out,
+            "  plain requests        {} ({})",
+            p.plain_requests,
+            fmt_map(&p.plain_by_origin)
+        );
+    }
+}
+
 /// One client's (or all clients') connections, requests and reuse.
 fn client_block(out: &mut String, s: &ClientSummary) {
     let _ = writeln!(
@@ -44,26 +74,7 @@ fn client_block(out: &mut String, s: &ClientSummary) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if let Some(p) = &s.proxy {
-        let alpn = if p.alpn_offered.is_empty() {
-            String::new()
-        } else {
-            format!("; ALPN offered: {}", fmt_map(&p.alpn_offered))
-        };
-        let _ = writeln!(
-            out,
-            "  CONNECT tunnels       {} ({}{alpn}), {} requests in them",
-            p.tunnels,
-            fmt_map(&p.tunnels_by_origin),
-            p.tunneled_requests
-        );
-        let _ = writeln!(
-            out,
-            "  plain requests        {} ({})",
-            p.plain_requests,
-            fmt_map(&p.plain_by_origin)
-        );
-    }
+    proxy_lines(out, s);
     let _ = writeln!(out, "  HTTP versions         {}", fmt_map(&s.http_versions));
     let _ = writeln!(
         out,
