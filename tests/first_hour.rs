@@ -1828,7 +1828,10 @@ fn a_redirect_is_said_to_be_what_was_measured() {
         text.contains("20 of 20 were 301 (Moved Permanently) to https://localhost:8443/"),
         "{text}"
     );
-    assert!(text.contains("does not follow redirects"), "{text}");
+    assert!(
+        text.contains("not followed") && text.contains("follow redirects with -L"),
+        "{text}"
+    );
     assert_eq!(evidence(h, "requests.status_codes.301")["value"], 20.0);
     // trace says the same of its two requests (exit 0: a redirect is an answer).
     let out = run(&["trace", &n.url(), "--count", "2", "--json"]);

@@ -88,6 +88,16 @@ pub struct LoadArgs {
     /// The window over which --min-speed is measured
     #[arg(long, value_name = "DUR", default_value = "1s")]
     pub min_speed_window: String,
+
+    /// Follow redirects (301, 302, 303, 307, 308), as curl -L does: each hop is a
+    /// request of its own, on a connection to the origin its Location names
+    #[arg(long, short = 'L')]
+    pub location: bool,
+
+    /// With -L: follow at most this many redirects in a row, then count the next as a
+    /// `redirect` error (-1: no limit) [default: 10]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_redirs: Option<i64>,
 }
 
 #[derive(Debug, Args)]

@@ -129,6 +129,7 @@ fn probe_run(
     load: &LoadConfig,
 ) -> Option<crate::engine::RunResult> {
     let probe_load = LoadConfig {
+        redirects: None,
         concurrency: 1,
         threads: 1,
         stop: StopWhen {

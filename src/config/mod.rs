@@ -167,7 +167,22 @@ pub fn load_config_at(
         stop: StopWhen { requests, duration },
         timeout,
         limits,
+        redirects: redirects(a)?,
     })
+}
+
+/// `-L`/`--location` with `--max-redirs` (10 by default, as curl's; -1 for no limit).
+fn redirects(a: &LoadArgs) -> Result<Option<u32>, UsageError> {
+    match (a.location, a.max_redirs) {
+        (false, None) => Ok(None),
+        (false, Some(_)) => usage("--max-redirs applies with -L/--location"),
+        (true, None) => Ok(Some(10)),
+        (true, Some(-1)) => Ok(Some(u32::MAX)),
+        (true, Some(n)) if n >= 0 => Ok(Some(n as u32)),
+        (true, Some(n)) => usage(format!(
+            "--max-redirs must be 0 or more (or -1 for no limit), not {n}"
+        )),
+    }
 }
 
 /// Workers never exceed the work: with `-n` smaller than `-c` (and no `-d`), `-n`

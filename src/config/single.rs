@@ -69,6 +69,7 @@ impl SinglePlan {
         count: u64,
     ) -> Result<Scenario, UsageError> {
         let load = LoadConfig {
+            redirects: None,
             concurrency: 1,
             threads: 1,
             load: LoadShape::Closed,

@@ -102,6 +102,7 @@ pub fn probe(
     let mut totals = (0, 0, 0);
     let mut run = |strategy: Strategy, n: u64, wait: Duration| -> Result<Recorder, String> {
         let load = build::LoadConfig {
+            redirects: None,
             concurrency: 1,
             threads: 1,
             load: crate::plan::LoadShape::Closed,

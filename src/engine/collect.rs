@@ -153,8 +153,10 @@ impl Collector {
         }
         if let Some((c, t)) = &self.progress {
             let p = &c[*t];
+            // Against -n: a chain of redirects (-L) is one of them.
+            let c = &self.rec.counts;
             p.requests
-                .store(self.rec.counts.attempted, Ordering::Relaxed);
+                .store(c.attempted - c.redirects, Ordering::Relaxed);
             p.new_connections
                 .store(self.rec.counts.connections_opened, Ordering::Relaxed);
             p.errors.store(self.rec.errors_total(), Ordering::Relaxed);

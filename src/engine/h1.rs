@@ -62,6 +62,10 @@ impl Driver for H1 {
     }
 
     async fn try_once(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Try {
+        if target.origin >= self.conns.len() {
+            // An origin a redirect led to.
+            self.conns.resize_with(target.origin + 1, || None);
+        }
         let reused = self.conns[target.origin].is_some();
         self.dropped_got = (0, 0);
         let result = self.exchange(sc, target, phases).await.map(|r| Answer {
@@ -70,6 +74,7 @@ impl Driver for H1 {
             end: r.end,
             bytes: r.bytes,
             body_bytes: r.body_bytes,
+            location: r.location,
         });
         Try {
             reused,
@@ -106,7 +111,7 @@ impl H1 {
             let opened = self
                 .opener
                 .open(
-                    &sc.origins[slot],
+                    sc.origin(target),
                     sc.tls.as_ref(),
                     self.deadline,
                     sc.limits.connect,
@@ -115,7 +120,9 @@ impl H1 {
                 )
                 .await?;
             early_since = opened.early.then_some(opened.connected_at);
-            self.conns[slot] = Some(Conn::new(opened.stream, self.spare_buf.take()));
+            let mut conn = Conn::new(opened.stream, self.spare_buf.take());
+            conn.follow = sc.redirects.is_some();
+            self.conns[slot] = Some(conn);
         }
         let conn = self.conns[slot].as_mut().expect("connection present");
         conn.got_bytes = 0;

@@ -335,6 +335,7 @@ impl Driver for H2 {
         let mut reused = true;
         let result = self.exchange(sc, target, phases, &mut reused).await.map(
             |(status, retry_after_s, end)| Answer {
+                location: None,
                 status,
                 retry_after_s,
                 end,

@@ -228,7 +228,7 @@ impl H3 {
     /// A handshake completed: count the connection, its kind and its duration, and
     /// whether it took more than one round trip at quinn's RTT estimate `rtt`.
     fn handshake_done(&self, seen: &Seen, started: Instant, done: Instant, rtt: Duration) {
-        self.notes.conn(ConnEvent::Opened);
+        self.notes.conn(ConnEvent::Opened { origin: 0 });
         let kind = if seen.full() {
             HandshakeKind::Full
         } else {
@@ -593,6 +593,7 @@ impl Driver for H3 {
         Try {
             reused,
             result: res.map(|g| Answer {
+                location: None,
                 status: g.status,
                 retry_after_s: g.retry_after_s,
                 end: g.end,

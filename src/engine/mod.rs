@@ -288,6 +288,7 @@ fn spawn_workers(
         .then(crate::proto::h3::client::Endpoints::new);
     let h3_pool = (sc.strategy == Strategy::H3)
         .then(|| h3::Pool::new(sc, share, workers.len(), notes.clone()));
+    let hops = Rc::new(std::cell::RefCell::new(Default::default()));
     for (i, w) in workers.iter().copied().enumerate() {
         let seat = worker::Seat {
             id: w,
@@ -295,6 +296,7 @@ fn spawn_workers(
             start: at.start,
             run_deadline: at.run_deadline,
             in_flight: in_flight.clone(),
+            hops: hops.clone(),
         };
         let opener = open::Opener {
             dns: dns.clone(),

@@ -172,7 +172,9 @@ impl<T: Tally> Opener<T> {
         } else {
             phases.connect = Some(ns(t, t_connected));
         }
-        self.tally.note(ConnEvent::Opened);
+        self.tally.note(ConnEvent::Opened {
+            origin: origin.index,
+        });
         let connect_ns = ns(t, t_connected);
         if let (true, Some(tcp)) = (T::COUNTED, transport.tcp()) {
             // A SYN sent again waited the kernel's retransmission timeout (1 s at

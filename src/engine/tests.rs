@@ -35,6 +35,7 @@ fn scenario(url: &str, strategy: Strategy, n: u64) -> Scenario {
         dns: crate::net::dns::DnsSettings::default(),
     };
     let load = LoadConfig {
+        redirects: None,
         concurrency: 1,
         threads: 1,
         load: LoadShape::Closed,
@@ -77,6 +78,7 @@ fn notes_of<D: worker::Driver + 'static>(
             start,
             run_deadline: None,
             in_flight: Rc::new(Cell::new(0)),
+            hops: Default::default(),
         };
         local.spawn_local(worker::run(sc, seat, driver));
     }
@@ -95,7 +97,7 @@ fn said(notes: &[Note]) -> Vec<String> {
     notes
         .iter()
         .filter_map(|n| match n {
-            Note::Conn(ConnEvent::Opened) => Some("open".to_string()),
+            Note::Conn(ConnEvent::Opened { .. }) => Some("open".to_string()),
             Note::Conn(ConnEvent::Closed { reason, requests }) => {
                 Some(format!("close {} {requests}", reason.name()))
             }

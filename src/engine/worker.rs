@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::collect::Notes;
 use crate::net::dns::{DnsCache, Resolver};
 use crate::plan::{LoadShape, Scenario, Target};
-use crate::record::{ErrorKind, Failure, Outcome, Phases, RequestRecord, Stage};
+use crate::record::{ErrorDetail, ErrorKind, Failure, Outcome, Phases, RequestRecord, Stage};
 use crate::timer::Pacer;
 
 /// Open loop: a send that starts this much later than intended counts as late.
@@ -25,6 +25,8 @@ pub(super) struct Answer {
     /// Bytes read (head and body where the protocol counts them), and body bytes.
     pub bytes: u64,
     pub body_bytes: u64,
+    /// A redirect's `Location`, kept when redirects are followed.
+    pub location: Option<Box<str>>,
 }
 
 /// One try of a request: whether it went on a reused connection, and what it got.
@@ -65,14 +67,15 @@ pub(super) trait Driver {
 }
 
 /// One request from `t0` (its intended start in an open loop), with at most one retry
-/// (the driver's `RETRY`), and its record. `None` when the run's deadline cut it.
+/// (the driver's `RETRY`): its record, and a redirect's `Location` when one is followed.
+/// `None` when the run's deadline cut it.
 pub(super) async fn request<D: Driver>(
     driver: &mut D,
     sc: &Scenario,
     target: &Target,
     (t0, blocked): (Instant, Option<Duration>),
     run_deadline: Option<Instant>,
-) -> Option<RequestRecord> {
+) -> Option<(RequestRecord, Option<Box<str>>)> {
     driver.begin(attempt_deadline(sc, t0, blocked, run_deadline));
     let may_retry = D::RETRY == Retry::Refused || target.template.is_idempotent();
     let mut retried = false;
@@ -82,6 +85,7 @@ pub(super) async fn request<D: Driver>(
             ..Phases::default()
         };
         let t = driver.try_once(sc, target, &mut phases).await;
+        let mut location = None;
         let (outcome, (bytes_received, body_bytes), end) = match t.result {
             Ok(a) => {
                 phases.total = Some(ns(t0, a.end));
@@ -89,6 +93,7 @@ pub(super) async fn request<D: Driver>(
                     status: a.status,
                     retry_after_s: a.retry_after_s,
                 };
+                location = a.location;
                 (ok, (a.bytes, a.body_bytes), a.end)
             }
             Err(f) if f.at_deadline => return None,
@@ -102,7 +107,7 @@ pub(super) async fn request<D: Driver>(
                 Instant::now(),
             ),
         };
-        return Some(RequestRecord {
+        let record = RequestRecord {
             reused: t.reused,
             phases,
             outcome,
@@ -111,8 +116,10 @@ pub(super) async fn request<D: Driver>(
             stale_retry: retried && D::RETRY == Retry::Stale,
             refused_retry: retried && D::RETRY != Retry::Stale,
             late: blocked.is_some_and(|b| b >= LATE_AFTER),
+            redirected: false,
             end,
-        });
+        };
+        return Some((record, location));
     }
 }
 
@@ -132,6 +139,8 @@ pub(super) struct Seat {
     /// The thread's requests under way (given up, and counted so, when an interrupt's
     /// grace runs out).
     pub in_flight: Rc<std::cell::Cell<u64>>,
+    /// `-L`: the targets the thread's redirects led to.
+    pub hops: Rc<std::cell::RefCell<crate::plan::redirect::Hops>>,
 }
 
 /// How a single try failed.
@@ -222,16 +231,86 @@ pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D)
             }
         };
         let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
-        seat.in_flight.set(seat.in_flight.get() + 1);
-        let done = request(&mut driver, sc, target, (t0, blocked), seat.run_deadline).await;
-        seat.in_flight.set(seat.in_flight.get() - 1);
-        match done {
-            Some(r) => seat.notes.request(r),
-            None => {
-                seat.notes.aborted();
-                break;
-            }
+        if !follow(&mut driver, sc, &seat, target, (t0, blocked)).await {
+            break;
         }
     }
     driver.finish();
+}
+
+/// One ticket's request and, with `-L`, the redirects it leads to, each hop a request
+/// recorded on its own; false when the run's deadline cut one.
+async fn follow<D: Driver>(
+    driver: &mut D,
+    sc: &Scenario,
+    seat: &Seat,
+    first: &Target,
+    (mut t0, mut blocked): (Instant, Option<Duration>),
+) -> bool {
+    let mut hop: Option<Rc<Target>> = None;
+    let mut visited: Vec<Rc<Target>> = Vec::new();
+    loop {
+        let target = hop.as_deref().unwrap_or(first);
+        seat.in_flight.set(seat.in_flight.get() + 1);
+        let done = request(driver, sc, target, (t0, blocked), seat.run_deadline).await;
+        seat.in_flight.set(seat.in_flight.get() - 1);
+        let Some((mut r, location)) = done else {
+            seat.notes.aborted();
+            return false;
+        };
+        let (Some(rd), Some(location), Outcome::Ok { status, .. }) =
+            (&sc.redirects, location, r.outcome)
+        else {
+            seat.notes.request(r);
+            return true;
+        };
+        let next = seat
+            .hops
+            .borrow_mut()
+            .next(sc, target, status, &location)
+            .and_then(|next| {
+                let seen = next.url == first.url || visited.iter().any(|v| v.url == next.url);
+                if seen {
+                    Err(refused(
+                        ErrorDetail::RedirectLoop,
+                        format!(
+                            "{} redirected back to {}, already visited in this chain",
+                            target.url, next.url
+                        ),
+                    ))
+                } else if visited.len() as u32 >= rd.max {
+                    Err(refused(
+                        ErrorDetail::TooManyRedirects,
+                        format!(
+                            "{} redirected to {} after {} redirects (--max-redirs {})",
+                            target.url,
+                            next.url,
+                            visited.len(),
+                            rd.max
+                        ),
+                    ))
+                } else {
+                    Ok(next)
+                }
+            });
+        match next {
+            Ok(next) => {
+                r.redirected = true;
+                seat.notes.request(r);
+                visited.push(next.clone());
+                hop = Some(next);
+                (t0, blocked) = (Instant::now(), None);
+            }
+            Err((failure, why)) => {
+                crate::record::notes::note_error(failure, why);
+                r.outcome = Outcome::Error(failure);
+                seat.notes.request(r);
+                return true;
+            }
+        }
+    }
+}
+
+fn refused(detail: ErrorDetail, why: String) -> (Failure, String) {
+    (Failure::new(ErrorKind::Redirect, detail), why)
 }

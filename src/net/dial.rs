@@ -32,6 +32,9 @@ pub struct Origin {
     /// (`dial_host`, `dial_port` are its), and to an https:// origin through a `CONNECT`
     /// tunnel.
     pub proxy: Option<std::sync::Arc<super::proxy::Proxy>>,
+    /// Its place in its scenario's origins (those a redirect found after the others):
+    /// what its connections are counted under.
+    pub index: u32,
 }
 
 impl Origin {
@@ -50,6 +53,7 @@ impl Origin {
             dial_port: port,
             unix: None,
             proxy: None,
+            index: 0,
         };
         o.dial(bare, port);
         Ok(o)

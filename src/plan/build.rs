@@ -156,6 +156,8 @@ pub struct LoadConfig {
     pub stop: StopWhen,
     pub timeout: Duration,
     pub limits: PhaseLimits,
+    /// `-L`: follow redirects, at most this many in a row (`--max-redirs`).
+    pub redirects: Option<u32>,
 }
 
 /// `--connections N`: HTTP/2 connections per origin, shared by the workers.
@@ -188,6 +190,12 @@ pub fn scenario(
         return usage("--requests-per-connection must be at least 1");
     }
     check_strategy(strategy, req)?;
+    if load.redirects.is_some() && (strategy == Strategy::H2 || strategy.quic()) {
+        return usage(format!(
+            "-L/--location is followed with the HTTP/1 strategies for now (keepalive, close, ...), not --strategy {}",
+            strategy.name()
+        ));
+    }
     let mut origins: Vec<Origin> = Vec::new();
     let mut targets = Vec::with_capacity(req.urls.len());
     for (raw, u) in &req.urls {
@@ -195,7 +203,15 @@ pub fn scenario(
         check_proxied(strategy, raw, &origins[origin])?;
         targets.push(target(strategy, req, raw, u, (origin, &origins[origin]))?);
     }
-    let (tls, quic_tls) = client_tls(strategy, req)?;
+    // Following redirects, an http:// URL may lead to an https:// one.
+    let (tls, quic_tls) = client_tls(strategy, req, load.redirects.is_some())?;
+    let redirects = load.redirects.map(|max| {
+        Arc::new(super::Redirects {
+            max,
+            req: req.clone(),
+            found: Default::default(),
+        })
+    });
     Ok(Scenario {
         name: name.to_string(),
         strategy,
@@ -212,6 +228,7 @@ pub fn scenario(
         tls,
         quic_tls,
         dns: req.dns.clone(),
+        redirects,
     })
 }
 
@@ -257,7 +274,7 @@ fn check_strategy(strategy: Strategy, req: &RequestConfig) -> Result<(), UsageEr
 
 /// What a forward proxy cannot carry: QUIC (UDP), and HTTP/2 in cleartext (a proxy
 /// forwards HTTP/1 requests; h2 goes inside a `CONNECT` tunnel, to an https:// URL).
-fn check_proxied(strategy: Strategy, raw: &str, o: &Origin) -> Result<(), UsageError> {
+pub(super) fn check_proxied(strategy: Strategy, raw: &str, o: &Origin) -> Result<(), UsageError> {
     let Some(p) = &o.proxy else {
         return Ok(());
     };
@@ -279,7 +296,7 @@ fn check_proxied(strategy: Strategy, raw: &str, o: &Origin) -> Result<(), UsageE
 
 /// The index of URL `u`'s origin in `origins`, added (with its `--resolve` address and
 /// `--local-addr`s) when it is new.
-fn origin_of(
+pub(super) fn origin_of(
     origins: &mut Vec<Origin>,
     raw: &str,
     u: &ParsedUrl,
@@ -316,13 +333,14 @@ fn origin_of(
         o.via_unix_socket(path);
     }
     o.local_addrs = req.local_addrs.clone();
+    o.index = origins.len() as u32;
     origins.push(o);
     Ok(origins.len() - 1)
 }
 
 /// One URL's requests, built once: HTTP/1's bytes (and the last one's, which closes),
 /// and the head for HTTP/2 and HTTP/3.
-fn target(
+pub(super) fn target(
     strategy: Strategy,
     req: &RequestConfig,
     raw: &str,
@@ -362,6 +380,7 @@ fn target(
         request,
         request_last,
         h2_request,
+        found_origin: None,
     })
 }
 
@@ -370,7 +389,11 @@ type ClientTls = (Option<Arc<rustls::ClientConfig>>, Option<Arc<QuicTls>>);
 
 /// The client's TLS configuration for the strategy (none without an https:// URL), and
 /// QUIC's built on it.
-fn client_tls(strategy: Strategy, req: &RequestConfig) -> Result<ClientTls, UsageError> {
+fn client_tls(
+    strategy: Strategy,
+    req: &RequestConfig,
+    following: bool,
+) -> Result<ClientTls, UsageError> {
     // HTTP/2 over TLS is agreed by ALPN; the server must choose h2.
     let tls_options = if strategy == Strategy::H2 {
         tls::TlsOptions {
@@ -398,7 +421,7 @@ fn client_tls(strategy: Strategy, req: &RequestConfig) -> Result<ClientTls, Usag
         }
     };
     let setup = |e: anyhow::Error| UsageError(format!("TLS setup: {e:#}"));
-    if !req.urls.iter().any(|(_, u)| u.tls) {
+    if !following && !req.urls.iter().any(|(_, u)| u.tls) {
         return Ok((None, None));
     }
     let base = tls::client_config(&tls_options, strategy.tls_resumption()).map_err(setup)?;

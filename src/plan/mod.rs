@@ -2,6 +2,7 @@
 //! a stop condition. Built by `config`, run by `engine`.
 
 pub mod build;
+pub mod redirect;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,6 +84,9 @@ pub struct Target {
     pub request_last: Vec<u8>,
     /// The request head for HTTP/2 and HTTP/3 (strategies `h2` and `h3*` only).
     pub h2_request: Option<http::Request<()>>,
+    /// An origin first met in a redirect: `origin` indexes the scenario's list of them
+    /// after `Scenario::origins` (`redirect::Redirects::found`).
+    pub found_origin: Option<Arc<Origin>>,
 }
 
 impl Target {
@@ -145,9 +149,20 @@ pub struct Scenario {
     pub quic_tls: Option<Arc<crate::net::quic::QuicTls>>,
     /// How host names are resolved (cache, name servers).
     pub dns: DnsSettings,
+    /// `-L`: redirects are followed (each hop a request), and where they led.
+    pub redirects: Option<Arc<Redirects>>,
 }
 
 impl Scenario {
+    /// The origin `target` goes to: one of the scenario's, or one a redirect led to.
+    #[inline]
+    pub fn origin<'a>(&'a self, target: &'a Target) -> &'a Origin {
+        match &target.found_origin {
+            Some(o) => o,
+            None => &self.origins[target.origin],
+        }
+    }
+
     /// What the summary needs of the plan.
     pub fn shape(&self) -> ScenarioShape {
         ScenarioShape {
@@ -176,6 +191,12 @@ impl Scenario {
                 .origins
                 .iter()
                 .find_map(|o| o.proxy.as_ref().map(|p| p.display())),
+            redirects: self.redirects.is_some(),
+            origin_names: if self.redirects.is_some() {
+                origin_names(self)
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -192,6 +213,37 @@ impl Scenario {
             }
         })
     }
+}
+
+/// A scenario's redirect policy and what its redirects found.
+#[derive(Debug)]
+pub struct Redirects {
+    /// `--max-redirs`: redirects followed in a row before the next is an error.
+    pub max: u32,
+    /// The request as given, for the targets redirects lead to.
+    pub req: build::RequestConfig,
+    /// Origins first met in redirects, after `Scenario::origins` (the `i`th has index
+    /// `origins.len() + i`).
+    pub found: std::sync::Mutex<Vec<Arc<Origin>>>,
+}
+
+/// The names of the scenario's origins, found ones after its own, by index.
+pub fn origin_names(sc: &Scenario) -> Vec<String> {
+    let mut names: Vec<String> = sc.origins.iter().map(origin_name).collect();
+    if let Some(rd) = &sc.redirects {
+        let list = rd.found.lock().unwrap_or_else(|p| p.into_inner());
+        names.extend(list.iter().map(|o| origin_name(o)));
+    }
+    names
+}
+
+/// `https://host:port`: an origin as the report names it.
+pub fn origin_name(o: &Origin) -> String {
+    format!(
+        "{}://{}",
+        if o.tls { "https" } else { "http" },
+        o.authority()
+    )
 }
 
 #[cfg(test)]
@@ -218,6 +270,7 @@ mod tests {
                 tls: None,
                 quic_tls: None,
                 dns: Default::default(),
+                redirects: None,
             };
             let sum: u64 = (0..c).map(|w| s.worker_quota(w).unwrap()).sum();
             assert_eq!(sum, n);

@@ -5,3 +5,9 @@ pub mod h1;
 pub mod h2;
 pub mod h3;
 pub mod pace;
+
+/// A status that sends the client on to its `Location` (RFC 9110 15.4: 301, 302, 303,
+/// 307, 308; not 300, 304, 305).
+pub fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}

@@ -125,10 +125,13 @@ pub enum ErrorKind {
     Proxy,
     /// No answer from the proxy to `CONNECT` within the timeout.
     TimeoutTunnel,
+    /// `-L`: a redirect that could not be followed (a loop, past `--max-redirs`, or a
+    /// `Location` this run cannot go to); the response itself was received.
+    Redirect,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 21] = [
         ErrorKind::Dns,
         ErrorKind::Connect,
         ErrorKind::Tls,
@@ -149,6 +152,7 @@ impl ErrorKind {
         ErrorKind::LocalResource,
         ErrorKind::Proxy,
         ErrorKind::TimeoutTunnel,
+        ErrorKind::Redirect,
     ];
 
     pub fn name(self) -> &'static str {
@@ -173,6 +177,7 @@ impl ErrorKind {
             ErrorKind::LocalResource => "local_resource",
             ErrorKind::Proxy => "proxy",
             ErrorKind::TimeoutTunnel => "timeout_tunnel",
+            ErrorKind::Redirect => "redirect",
         }
     }
 
@@ -294,10 +299,18 @@ pub enum ErrorDetail {
     ProxyClosed,
     /// The proxy's answer was not HTTP.
     ProxyBadAnswer,
+    // redirect: `-L`
+    /// The `Location` led back to a URL already visited in the same chain.
+    RedirectLoop,
+    /// One more redirect after `--max-redirs` were followed.
+    TooManyRedirects,
+    /// A `Location` that cannot be followed: not a URL, not http(s), or a scheme the
+    /// strategy cannot take (HTTP/3 to an http:// URL).
+    RedirectUnusable,
 }
 
 impl ErrorDetail {
-    pub const ALL: [ErrorDetail; 59] = [
+    pub const ALL: [ErrorDetail; 62] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -357,6 +370,9 @@ impl ErrorDetail {
         ErrorDetail::ProxyRefused,
         ErrorDetail::ProxyClosed,
         ErrorDetail::ProxyBadAnswer,
+        ErrorDetail::RedirectLoop,
+        ErrorDetail::TooManyRedirects,
+        ErrorDetail::RedirectUnusable,
     ];
 
     /// The name used in JSON (`requests.error_details`) and text.
@@ -423,6 +439,9 @@ impl ErrorDetail {
             ErrorDetail::ProxyRefused => "proxy_refused",
             ErrorDetail::ProxyClosed => "proxy_closed",
             ErrorDetail::ProxyBadAnswer => "proxy_bad_answer",
+            ErrorDetail::RedirectLoop => "redirect_loop",
+            ErrorDetail::TooManyRedirects => "too_many_redirects",
+            ErrorDetail::RedirectUnusable => "redirect_unusable",
         }
     }
 
@@ -497,6 +516,13 @@ pub fn describe(f: Failure) -> &'static str {
         ErrorKind::LocalResource => "the client ran out of a local resource",
         ErrorKind::Proxy => "the proxy did not open the tunnel",
         ErrorKind::TimeoutTunnel => "no answer from the proxy to CONNECT within the timeout",
+        ErrorKind::Redirect => match f.detail {
+            Some(ErrorDetail::RedirectLoop) => "the redirect led back to a URL already visited",
+            Some(ErrorDetail::TooManyRedirects) => {
+                "another redirect after --max-redirs were followed"
+            }
+            _ => "the redirect's Location could not be followed",
+        },
     }
 }
 
@@ -651,6 +677,9 @@ pub struct RequestRecord {
     pub refused_retry: bool,
     /// Open loop: the send started later than its intended time (by >= 1 ms).
     pub late: bool,
+    /// `-L`: its response was a redirect that was followed (the next hop is a request of
+    /// its own).
+    pub redirected: bool,
     /// When the attempt ended: its response complete, or its failure.
     pub end: std::time::Instant,
 }

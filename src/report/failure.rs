@@ -165,7 +165,9 @@ pub fn example_sentence(s: &ScenarioReport, hinted: bool) -> Option<String> {
 /// succeeded, naming the leading error, or when no response was a success (2xx, 3xx, or
 /// a status in `accepted`), naming the status most had. `None` when some request did.
 pub fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
-    if s.requests.ok > 0 {
+    // With -L a followed redirect is a hop on the way, not a success of its own.
+    let redirects = s.requests.redirects.unwrap_or(0);
+    if s.requests.ok > redirects {
         return no_success_status(s, accepted);
     }
     Some(match leading_sentence(s) {

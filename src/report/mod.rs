@@ -304,6 +304,10 @@ pub struct RequestsReport {
     pub aborted_at_deadline: u64,
     /// Open loop: sends that started 2 ms or more after their intended time.
     pub late_sends: u64,
+    /// `-L`: responses that were redirects and were followed (each hop a request of its
+    /// own, in `attempted` and `ok`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -340,6 +344,10 @@ pub struct ConnectionsReport {
     /// Through a forward proxy: `opened` counts connections to the proxy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyReport>,
+    /// `-L`: connections opened by origin (`http://host:port`), those redirects led to
+    /// included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_origin: Option<BTreeMap<String, u64>>,
 }
 
 /// The forward proxy between the client and the origins.

@@ -38,6 +38,13 @@ pub struct ScenarioShape {
     /// The forward proxy the connections went through (scheme, host and port only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,
+    /// `-L`: redirects were followed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redirects: bool,
+    /// With `-L`: the origins by index (`http://host:port`), those redirects found after
+    /// the scenario's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origin_names: Vec<String>,
 }
 
 /// A scenario's figures, losslessly (made and read back by `stats::raw`).
@@ -203,6 +210,8 @@ counters! {
         /// `CONNECT` tunnels a forward proxy opened (one per connection through it to an
         /// https:// origin).
         tunnels,
+        /// `-L`: responses that were redirects, followed (each hop is a request).
+        redirects,
         /// New connections whose host name went to the resolver, found a valid answer in
         /// the run's cache, or waited for another connection's lookup under way.
         dns_lookups,
@@ -250,6 +259,10 @@ pub struct RawRecorder {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub error_examples: BTreeMap<String, String>,
     pub status_codes: BTreeMap<String, u64>,
+    /// Connections opened by origin index (with -L, where redirects led; absent when
+    /// every connection went to the first origin).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opened_by_origin: Vec<u64>,
     /// What the first 3xx/4xx/5xx response of each status said: its status line, and
     /// a redirect's Location or an error's first body bytes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -12,8 +12,9 @@ use crate::stats::Recorder;
 pub enum ConnEvent {
     /// How a new connection's host name was resolved.
     Dns(Resolution),
-    /// A connection was established (TCP accepted, or a QUIC handshake completed).
-    Opened,
+    /// A connection was established (TCP accepted, or a QUIC handshake completed) to the
+    /// scenario's origin of this index (`Origin::index`).
+    Opened { origin: u32 },
     /// A TCP connect of `connect_ns`, and the kernel's view after it where it was read
     /// (only after a connect slow enough to have sent its SYN again).
     TcpConnected {
@@ -74,7 +75,7 @@ impl Recorder {
     pub fn apply(&mut self, e: ConnEvent) {
         match e {
             ConnEvent::Dns(how) => self.dns(how),
-            ConnEvent::Opened => self.connection_opened(),
+            ConnEvent::Opened { origin } => self.connection_opened(origin),
             ConnEvent::TcpConnected { view, connect_ns } => self.tcp_connected(view, connect_ns),
             ConnEvent::TlsFlight {
                 spread_ns,
@@ -154,6 +155,7 @@ mod tests {
             stale_retry: false,
             refused_retry: false,
             late: false,
+            redirected: false,
             end: at,
         })
     }
@@ -180,7 +182,7 @@ mod tests {
         };
         vec![
             Note::Conn(ConnEvent::Dns(Resolution::Lookup)),
-            Note::Conn(ConnEvent::Opened),
+            Note::Conn(ConnEvent::Opened { origin: 0 }),
             tls(HandshakeKind::Full),
             Note::Conn(ConnEvent::ServerSettings(settings(100))),
             request(false, true, 4, at),
@@ -188,12 +190,12 @@ mod tests {
             request(true, true, 3, at),
             closed(CloseReason::ServerMaxRequests, 3),
             Note::Conn(ConnEvent::Dns(Resolution::CacheHit)),
-            Note::Conn(ConnEvent::Opened),
+            Note::Conn(ConnEvent::Opened { origin: 0 }),
             tls(HandshakeKind::Resumed),
             Note::Conn(ConnEvent::ServerSettings(settings(7))),
             request(false, true, 2, at),
             closed(CloseReason::ServerIdleClose, 1),
-            Note::Conn(ConnEvent::Opened),
+            Note::Conn(ConnEvent::Opened { origin: 0 }),
             tls(HandshakeKind::Resumed),
             request(false, true, 5, at),
             request(true, false, 1, at),

@@ -138,6 +138,11 @@ impl From<&Recorder> for RawRecorder {
                 .iter()
                 .map(|(k, m)| (k.to_string(), m.clone()))
                 .collect(),
+            opened_by_origin: if r.opened_by_origin.len() > 1 {
+                r.opened_by_origin.clone()
+            } else {
+                Vec::new()
+            },
             retry_after_s: r.retry_after_s,
             close_reasons: nonzero(
                 CloseReason::ALL
@@ -313,7 +318,10 @@ impl TryFrom<&RawRecorder> for Recorder {
     type Error = String;
 
     fn try_from(r: &RawRecorder) -> Result<Self, String> {
-        let mut rec = Recorder::new();
+        let mut rec = Recorder {
+            opened_by_origin: opened_by_origin(r),
+            ..Recorder::new()
+        };
         phase_set(&r.phases_new, &mut rec.phases_new).map_err(|e| format!("new: {e}"))?;
         phase_set(&r.phases_reused, &mut rec.phases_reused).map_err(|e| format!("reused: {e}"))?;
         rec.counts = r.counts;
@@ -381,38 +389,51 @@ impl TryFrom<&RawRecorder> for Recorder {
             congestion_events: q.congestion_events,
             connections: q.connections,
         };
-        if r.timeline.width_s == 0 && !r.timeline.buckets.is_empty() {
-            return Err("timeline: width_s is 0".into());
-        }
-        let mut buckets = Vec::with_capacity(r.timeline.buckets.len());
-        for (i, b) in r.timeline.buckets.iter().enumerate() {
-            let mut out = Bucket {
-                requests: b.requests,
-                ok: b.ok,
-                new_connections: b.new_connections,
-                tls_full: b.tls_full,
-                tls_resumed: b.tls_resumed,
-                ..Bucket::default()
-            };
-            let mut errors = [0u64; ErrorKind::ALL.len()];
-            by_name(&b.errors, &mut errors, "error kind", kind_index)?;
-            for (a, n) in out.errors.iter_mut().zip(errors) {
-                *a = u32::try_from(n).unwrap_or(u32::MAX);
-            }
-            let mut closed = [0u64; CloseReason::ALL.len()];
-            by_name(&b.closed, &mut closed, "close reason", reason_index)?;
-            for (a, n) in out.closed.iter_mut().zip(closed) {
-                *a = u32::try_from(n).unwrap_or(u32::MAX);
-            }
-            if let Some(h) = &b.latency_us {
-                let h =
-                    decode_histogram::<u32>(h).map_err(|e| format!("timeline bucket {i}: {e}"))?;
-                out.latency = Some(Box::new(h));
-            }
-            buckets.push(out);
-        }
-        rec.timeline = Timeline::from_buckets(r.timeline.width_s.max(1), buckets);
+        rec.timeline = timeline_of(r)?;
         Ok(rec)
+    }
+}
+
+/// The timeline, read back bucket by bucket.
+fn timeline_of(r: &RawRecorder) -> Result<Timeline, String> {
+    if r.timeline.width_s == 0 && !r.timeline.buckets.is_empty() {
+        return Err("timeline: width_s is 0".into());
+    }
+    let mut buckets = Vec::with_capacity(r.timeline.buckets.len());
+    for (i, b) in r.timeline.buckets.iter().enumerate() {
+        let mut out = Bucket {
+            requests: b.requests,
+            ok: b.ok,
+            new_connections: b.new_connections,
+            tls_full: b.tls_full,
+            tls_resumed: b.tls_resumed,
+            ..Bucket::default()
+        };
+        let mut errors = [0u64; ErrorKind::ALL.len()];
+        by_name(&b.errors, &mut errors, "error kind", kind_index)?;
+        for (a, n) in out.errors.iter_mut().zip(errors) {
+            *a = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        let mut closed = [0u64; CloseReason::ALL.len()];
+        by_name(&b.closed, &mut closed, "close reason", reason_index)?;
+        for (a, n) in out.closed.iter_mut().zip(closed) {
+            *a = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        if let Some(h) = &b.latency_us {
+            let h = decode_histogram::<u32>(h).map_err(|e| format!("timeline bucket {i}: {e}"))?;
+            out.latency = Some(Box::new(h));
+        }
+        buckets.push(out);
+    }
+    Ok(Timeline::from_buckets(r.timeline.width_s.max(1), buckets))
+}
+
+/// Connections by origin: as written, or all to the first when none were written.
+fn opened_by_origin(r: &RawRecorder) -> Vec<u64> {
+    if r.opened_by_origin.is_empty() {
+        vec![r.counts.connections_opened]
+    } else {
+        r.opened_by_origin.clone()
     }
 }
 
@@ -447,7 +468,7 @@ mod tests {
             let reused = i % reused_every != 0;
             if !reused {
                 phases.connect = Some(v / 10);
-                rec.connection_opened();
+                rec.connection_opened(0);
             }
             let outcome = if i % 97 == 0 {
                 Outcome::Error(crate::record::Failure {
@@ -469,6 +490,7 @@ mod tests {
                 stale_retry: false,
                 refused_retry: false,
                 late: false,
+                redirected: false,
                 end: std::time::Instant::now(),
             };
             rec.record(&r);

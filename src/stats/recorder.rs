@@ -141,6 +141,9 @@ pub struct Recorder {
     pub quic: QuicStats,
     /// Per-second buckets of the run (bounded).
     pub timeline: Timeline,
+    /// Connections opened, by origin (`Origin::index`; those a redirect found after the
+    /// scenario's own).
+    pub opened_by_origin: Vec<u64>,
 }
 
 /// Exact count, sum, min and max of durations (ns).
@@ -302,6 +305,7 @@ impl Recorder {
             tcp: TcpStats::default(),
             quic: QuicStats::default(),
             timeline: Timeline::default(),
+            opened_by_origin: Vec::new(),
         }
     }
 
@@ -320,6 +324,9 @@ impl Recorder {
         }
         if r.late {
             self.counts.late_sends += 1;
+        }
+        if r.redirected {
+            self.counts.redirects += 1;
         }
         match r.outcome {
             Outcome::Ok {
@@ -381,8 +388,13 @@ impl Recorder {
     }
 
     /// A TCP connection was established (the server accepted it).
-    pub fn connection_opened(&mut self) {
+    pub fn connection_opened(&mut self, origin: u32) {
         self.counts.connections_opened += 1;
+        let i = origin as usize;
+        if i >= self.opened_by_origin.len() {
+            self.opened_by_origin.resize(i + 1, 0);
+        }
+        self.opened_by_origin[i] += 1;
         self.timeline.connection_opened();
     }
 
@@ -534,6 +546,12 @@ impl Recorder {
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, o: &Recorder) {
         self.timeline += &o.timeline;
+        if o.opened_by_origin.len() > self.opened_by_origin.len() {
+            self.opened_by_origin.resize(o.opened_by_origin.len(), 0);
+        }
+        for (a, b) in self.opened_by_origin.iter_mut().zip(&o.opened_by_origin) {
+            *a += b;
+        }
         for (a, b) in self.phases_new.iter_mut().zip(&o.phases_new) {
             *a += b;
         }

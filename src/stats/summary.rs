@@ -236,7 +236,7 @@ fn summarize_counts(
             timeout_s: sc.timeout_s,
             requests_per_connection: sc.requests_per_connection,
         },
-        requests: requests_report(rec),
+        requests: requests_report(rec, sc),
         connections: connections_report(sc, rec),
         throughput: ThroughputReport {
             requests_per_s: if wall_s > 0.0 {
@@ -279,7 +279,7 @@ fn summarize_counts(
     }
 }
 
-fn requests_report(rec: &Recorder) -> RequestsReport {
+fn requests_report(rec: &Recorder, sc: &ScenarioShape) -> RequestsReport {
     let errors: BTreeMap<String, u64> = ErrorKind::ALL
         .iter()
         .map(|k| (k.name().to_string(), rec.errors[k.index()]))
@@ -328,6 +328,7 @@ fn requests_report(rec: &Recorder) -> RequestsReport {
         retry_after_s: rec.retry_after_s,
         aborted_at_deadline: rec.counts.aborted_at_deadline,
         late_sends: rec.counts.late_sends,
+        redirects: sc.redirects.then_some(rec.counts.redirects),
     }
 }
 
@@ -383,6 +384,18 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
         proxy: sc.proxy.as_ref().map(|url| ProxyReport {
             url: url.clone(),
             tunnels: rec.counts.tunnels,
+        }),
+        by_origin: sc.redirects.then(|| {
+            sc.origin_names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    (
+                        name.clone(),
+                        rec.opened_by_origin.get(i).copied().unwrap_or(0),
+                    )
+                })
+                .collect()
         }),
     }
 }

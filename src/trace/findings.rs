@@ -99,7 +99,7 @@ fn redirects(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option
         .map(|to| format!(" to {to}"))
         .unwrap_or_default();
     let text = format!(
-        "Every response was a redirect ({}{to}): handshake does not follow redirects, so the times below are the redirect's; trace the URL it points to.",
+        "Every response was a redirect ({}{to}): trace does not follow redirects, so the times below are the redirect's; trace the URL it points to (bench and compare follow them with -L).",
         l.said
     );
     Some(

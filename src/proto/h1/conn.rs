@@ -37,6 +37,8 @@ pub struct Conn<S = Stream> {
     pub got_body_bytes: u64,
     /// Bytes read from the stream over the connection's life.
     pub read_total: u64,
+    /// Keep a redirect's `Location` in its response (`-L`).
+    pub follow: bool,
 }
 
 /// A complete response.
@@ -52,6 +54,9 @@ pub struct Response {
     pub leftover: bool,
     /// The server's EOF was already seen (close-delimited body).
     pub eof: bool,
+    /// A redirect's `Location` (301, 302, 303, 307, 308), when the connection follows
+    /// redirects.
+    pub location: Option<Box<str>>,
 }
 
 /// Why reading a response failed.
@@ -79,6 +84,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             got_bytes: 0,
             got_body_bytes: 0,
             read_total: 0,
+            follow: false,
         }
     }
 
@@ -187,6 +193,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             failure: Failure::new(kind, detail),
             any_byte,
         };
+        let mut location_kept = None;
         let head = loop {
             if self.end > self.start {
                 match parse_head(&self.buf[self.start..self.end], head_request) {
@@ -208,6 +215,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                                 &self.buf[self.start + h.head_len..self.end]
                             };
                             crate::record::notes::note_status(h.status, line, said);
+                        }
+                        if self.follow && crate::proto::is_redirect(h.status) {
+                            let head = &self.buf[self.start..self.start + h.head_len];
+                            location_kept =
+                                location(head).map(|l| String::from_utf8_lossy(l).into());
                         }
                         self.start += h.head_len;
                         if h.status == 101 {
@@ -341,6 +353,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             bytes: self.got_bytes,
             leftover,
             eof,
+            location: location_kept,
         })
     }
 

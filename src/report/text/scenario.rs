@@ -298,6 +298,21 @@ fn multiplexing(out: &mut String, c: &crate::report::ConnectionsReport) {
     }
 }
 
+/// `-L`: connections by origin and the redirects followed.
+fn redirect_lines(out: &mut String, s: &ScenarioReport) {
+    if let Some(by) = &s.connections.by_origin {
+        let each: Vec<String> = by.iter().map(|(o, n)| format!("{o} {n}")).collect();
+        let _ = writeln!(out, "  by origin             {}", each.join(", "));
+    }
+    if let Some(n) = s.requests.redirects {
+        let _ = writeln!(
+            out,
+            "  redirects followed    {n} of {} requests (each hop a request)",
+            s.requests.attempted
+        );
+    }
+}
+
 fn connections_block(out: &mut String, s: &ScenarioReport) {
     let r = &s.requests;
     let c = &s.connections;
@@ -321,6 +336,7 @@ fn connections_block(out: &mut String, s: &ScenarioReport) {
             let _ = writeln!(out, "  opened                {}", c.opened);
         }
     }
+    redirect_lines(out, s);
     let _ = writeln!(
         out,
         "  reused requests       {} of {} ok (reuse ratio {:.1} %)",

@@ -4,9 +4,15 @@
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::stats::recorder::Recorder;
 
-/// Responses with a status of 2xx or 3xx.
+/// Responses with a status of 2xx or 3xx, the redirects `-L` followed left out (a hop on
+/// the way, not an answer).
 pub fn successes(rec: &Recorder) -> u64 {
-    rec.status[200..400].iter().sum()
+    rec.status[200..400].iter().sum::<u64>() - rec.counts.redirects
+}
+
+/// Answered requests, the redirects `-L` followed left out.
+fn answered(rec: &Recorder) -> u64 {
+    rec.counts.ok - rec.counts.redirects
 }
 
 /// The status most error responses had, and how many had it.
@@ -21,7 +27,7 @@ fn leading_error_status(rec: &Recorder) -> Option<(u16, u64)> {
 /// likely cause (offered before any protocol or reuse finding: a run answered with errors
 /// measured the server's error path).
 pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
-    let ok = rec.counts.ok;
+    let ok = answered(rec);
     let failing: u64 = rec.status[400..600].iter().sum();
     if ok == 0 || failing * 2 <= ok {
         return None;
@@ -92,23 +98,27 @@ pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
     )
 }
 
-/// When most responses were redirects: the run measured the redirect, not the page it
-/// points to (handshake does not follow redirects). Where it points, from the first one.
+/// When most responses were redirects not followed (no `-L`, or a 3xx that `-L` does not
+/// follow): the run measured the redirect, not the page it points to. Where it points,
+/// from the first one.
 pub(super) fn redirect_finding(rec: &Recorder) -> Option<Finding> {
-    let ok = rec.counts.ok;
-    let redirects: u64 = rec.status[300..400].iter().sum();
+    let ok = answered(rec);
+    let redirects: u64 = rec.status[300..400].iter().sum::<u64>() - rec.counts.redirects;
     if ok == 0 || redirects * 2 <= ok {
         return None;
     }
+    // With -L the statuses it follows were followed: the others are the answers.
+    let following = rec.counts.redirects > 0;
     let (code, n) = (300..400)
         .map(|c| (c as u16, rec.status[c]))
+        .filter(|(c, _)| !(following && crate::proto::is_redirect(*c)))
         .max_by_key(|(c, n)| (*n, std::cmp::Reverse(*c)))?;
     let to = rec
         .status_examples
         .get(&code)
         .and_then(|m| crate::record::notes::redirect_target(m));
     let text = format!(
-        "Most responses were redirects: {n} of {ok} were {code}{}{}: handshake does not follow redirects, so the figures are those of the redirect; measure the URL it points to.",
+        "Most responses were redirects, not followed: {n} of {ok} were {code}{}{}: the figures are those of the redirect. Measure the URL it points to, or follow redirects with -L (301, 302, 303, 307 and 308; each hop is then a request of its own).",
         reason_phrase(code).map(|r| format!(" ({r})")).unwrap_or_default(),
         to.map(|t| format!(" to {t}")).unwrap_or_default(),
     );
