@@ -1136,3 +1136,27 @@ fn a_client_hello_in_two_initials_apart_is_still_answered() {
         }
     }
 }
+
+/// -L over HTTP/3: aioquic's `?to=/end` answers 301; each hop is a request on the
+/// shared QUIC connection, as the server counts them.
+#[test]
+fn h3_follows_a_redirect_as_the_server_counts_it() {
+    let _s = serial();
+    let srv = AioQuic::start(&[]);
+    let url = format!("{}?to=/end", srv.url());
+    let ca = srv.ca();
+    let r = bench_json(&[
+        &url, "--cacert", &ca, "-s", "h3", "-L", "-n", "6", "-c", "1",
+    ]);
+    let s = scenario(&r);
+    let st = srv.stats();
+    assert_eq!(n(&s["requests"]["attempted"]), 12, "{s}");
+    assert_eq!(n(&st["requests"]), 12, "{st}");
+    assert_eq!(n(&s["requests"]["redirects"]), 6);
+    assert_eq!(n(&s["requests"]["status_codes"]["301"]), 6);
+    assert_eq!(
+        n(&s["connections"]["opened"]),
+        n(&st["connections"]),
+        "{st}"
+    );
+}

@@ -262,6 +262,11 @@ class H3Server(QuicConnectionProtocol):
                 status, body = 400, b"bad bytes\n"
         head = headers.get(b":method") == b"HEAD"
         fields = [(b":status", str(status).encode()), (b"content-type", b"text/plain")]
+        if "to" in query:
+            # ?to=PATH: a redirect there (for -L).
+            fields[0] = (b":status", b"301")
+            fields.append((b"location", query["to"][0].encode("latin-1")))
+            body = b"moved\n"
         if not head:
             # No content-length on HEAD: strict clients (aioquic's among them)
             # check it against the (empty) body and fail with H3_MESSAGE_ERROR.

@@ -703,6 +703,28 @@ fn doctor_reads_the_origin_through_the_tunnel() {
     let before = nginx_accepts(&n);
     let d = quick_doctor_json(&[&tls, "--cacert", ca.to_str().unwrap(), "-x", &proxy]);
     assert_eq!(d["http11"]["reused"], true, "{d}");
+    assert_eq!(d["proxy"], proxy.as_str());
+    assert!(
+        d["policy"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Policy (the origin's, through the proxy's tunnel): "),
+        "{}",
+        d["policy"]
+    );
+    let through = d["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "through_proxy")
+        .expect("a through_proxy finding");
+    assert!(
+        through["text"]
+            .as_str()
+            .unwrap()
+            .contains("CONNECT tunnel to the origin"),
+        "{through}"
+    );
     assert!(
         d["h3"].is_null(),
         "no HTTP/3 probe around the proxy: {}",
@@ -716,6 +738,48 @@ fn doctor_reads_the_origin_through_the_tunnel() {
         connects as u64, conns,
         "squid's tunnels, nginx's connections"
     );
+}
+
+/// doctor through tinyproxy to an http:// origin: the connections probed are the
+/// proxy's, and tinyproxy ends each after one response while nginx behind it keeps
+/// them: doctor says the proxy's policy, names it, and names no fix after nginx's
+/// Server header (passed on by the proxy).
+#[test]
+fn doctor_through_a_proxy_to_http_reads_the_proxys_keep_alive() {
+    let n = nginx_behind();
+    let tp = tinyproxy(false);
+    let proxy = format!("http://127.0.0.1:{}", tp.port);
+    let plain = format!("http://127.0.0.1:{}/", n.ports[0]);
+    let direct = quick_doctor_json(&[&plain, "--proxy", ""]);
+    assert_eq!(direct["http11"]["reused"], true, "nginx keeps: {direct}");
+    let from = log_lines(&tp, |l| l.contains("Connect (file descriptor"), 0).len();
+    let d = quick_doctor_json(&[&plain, "-x", &proxy]);
+    assert_eq!(d["http11"]["reused"], false, "tinyproxy closes: {d}");
+    // tinyproxy's own log: one connection per probe request.
+    let conns = log_lines(&tp, |l| l.contains("Connect (file descriptor"), from + 3).len() - from;
+    assert!(conns >= 3, "{conns}");
+    let policy = d["policy"]["text"].as_str().unwrap();
+    assert!(
+        policy.starts_with(&format!(
+            "Policy of the proxy {proxy} towards this client: "
+        )),
+        "{policy}"
+    );
+    let all = d.to_string();
+    assert!(all.contains("\"through_proxy\""), "{all}");
+    assert!(
+        all.contains("the proxy's towards this client, not the origin's"),
+        "{all}"
+    );
+    assert!(
+        !all.contains("keepalive_timeout"),
+        "no nginx fix for the proxy's policy: {all}"
+    );
+    assert!(
+        all.contains("The proxy closes HTTP/1.1 connections after every response"),
+        "{all}"
+    );
+    assert!(all.contains("client_persistent_connections"), "{all}");
 }
 
 /// A proxy that answers CONNECT with garbage, closes at once, says 502 or 403, or

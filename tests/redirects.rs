@@ -209,14 +209,90 @@ fn redirect_flags_misused_are_usage_errors() {
             vec!["bench", "http://127.0.0.1:1/", "-L", "--max-redirs", "-2"],
             "--max-redirs",
         ),
-        (
-            vec!["bench", "https://127.0.0.1:1/", "-L", "-s", "h2"],
-            "-L/--location",
-        ),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn compare_says_how_many_requests_were_redirects() {
+    let n = chains();
+    let url = format!("http://127.0.0.1:{}/a", n.ports[0]);
+    let args = [
+        "compare",
+        &url,
+        "-L",
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "6",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--no-progress",
+    ];
+    let from = lines(&n);
+    let out = run(&[&args[..], &["--json"]].concat());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Two rows, two rounds, 6 chains of three requests each.
+    let (per, log) = logged(&n, from);
+    assert_eq!((per[0].0, per[1].0), (48, 24), "{log:?}");
+    let rows = v["comparison"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert_eq!(r["redirects"]["median"], 12.0, "{r}");
+    }
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("redirects followed per round: keepalive 12, close 12"),
+        "{text}"
+    );
+}
+
+/// HTTP/2 over TLS (ALPN h2): a redirect to another origin; each hop a stream, one
+/// connection to each origin (one thread), as nginx counts them.
+#[test]
+fn http2_follows_a_redirect_to_another_origin_on_a_connection_of_its_own() {
+    let n = Nginx::start_servers(
+        "log_format hop '$server_port $connection $request $status';",
+        2,
+        |ports, d| {
+            write_certs(d, &["localhost"]);
+            let d = d.display();
+            let (a, b) = (ports[0], ports[1]);
+            let tls = format!(
+                "ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; access_log {d}/access.log hop;"
+            );
+            format!(
+                "server {{ listen 127.0.0.1:{a} ssl http2; {tls} location = /a {{ return 301 https://localhost:{b}/c; }} }}\n\
+                 server {{ listen 127.0.0.1:{b} ssl http2; {tls} location = /c {{ return 200 \"c\\n\"; }} }}"
+            )
+        },
+    )
+    .expect("nginx");
+    let ca = n.dir.join("ca.pem").display().to_string();
+    let url = format!("https://localhost:{}/a", n.ports[0]);
+    let v = bench_json(&[
+        &url, "-L", "-s", "h2", "--cacert", &ca, "-n", "10", "-c", "2", "-t", "1",
+    ]);
+    let (per, log) = logged(&n, 0);
+    assert_eq!(per, vec![(10, 1), (10, 1)], "{log:?}");
+    assert!(log.iter().all(|l| l.contains("HTTP/2.0")), "{log:?}");
+    let r = requests(&v);
+    assert_eq!((u(&r["attempted"]), u(&r["redirects"])), (20, 10), "{r}");
+    let by = &scenario(&v)["connections"]["by_origin"];
+    for p in &n.ports {
+        assert_eq!(u(&by[format!("https://localhost:{p}")]), 1, "{by}");
     }
 }

@@ -419,6 +419,7 @@ mod tests {
             p50_ms: 1.0,
             p99_ms: 2.0,
             opened: 1.0,
+            redirects: None,
             tls_full: 0.0,
             tls_resumed: 0.0,
             setup_ms: 0.0,

@@ -67,6 +67,8 @@ struct RunFigures {
     shares: Shares,
     /// Requests answered in the round: without any, its figures mean nothing.
     ok: u64,
+    /// `-L`: the round's responses that were redirects, followed.
+    redirects: Option<u64>,
 }
 
 /// The server the rounds run against: the embedded one (its counts), and whose CPU time
@@ -121,6 +123,7 @@ fn figures(
         p50_ms: rep.latency_ms.p50,
         p99_ms: rep.latency_ms.p99,
         opened: rep.connections.opened as f64,
+        redirects: rep.requests.redirects,
         tls_full: rep.connections.tls_handshakes.full as f64,
         tls_resumed: rep.connections.tls_handshakes.resumed as f64,
         setup_ms: setup,
@@ -388,6 +391,14 @@ fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
         latency_mean_ms: col(|r| r.mean_ms),
         latency_p99_ms: col(|r| r.p99_ms),
         connections_opened: col(|r| r.opened),
+        redirects: arm.scenario.redirects.as_ref().map(|_| {
+            Spread::of(
+                &runs
+                    .iter()
+                    .map(|r| r.redirects.unwrap_or(0) as f64)
+                    .collect::<Vec<_>>(),
+            )
+        }),
         tls_full: col(|r| r.tls_full),
         tls_resumed: col(|r| r.tls_resumed),
         setup_ms_per_new_connection: col(|r| r.setup_ms),

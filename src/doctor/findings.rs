@@ -209,14 +209,22 @@ pub(super) fn judge_h2(
 pub(super) fn judge(r: &DoctorReport) -> (Vec<Finding>, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut problems = Vec::new();
-    let server = r.server_kind;
+    // Through a proxy, an http:// request's connection is the proxy's: the Server header
+    // is the origin's, passed on, so no fix is named after it.
+    let proxy_answers = r.proxy.is_some() && r.url.starts_with("http://");
+    let server = r.server_kind.filter(|_| !proxy_answers);
+    if let Some(p) = &r.proxy {
+        findings.push(through_proxy(p, proxy_answers));
+    }
     if let Some(h) = &r.server {
         findings.push(Finding::new(
             "server_says",
             Cause::Measured,
             format!(
                 "The server says it is `{h}`{}.",
-                if server.is_some() {
+                if proxy_answers {
+                    " (the origin's header, passed on by the proxy)"
+                } else if server.is_some() {
                     ": fixes below name its own settings"
                 } else {
                     ""
@@ -259,7 +267,51 @@ pub(super) fn judge(r: &DoctorReport) -> (Vec<Finding>, Vec<Finding>) {
         let quic = r.h3.as_ref().is_some_and(|h| h.answered);
         flight::judge(t, quic, &mut problems);
     }
+    if proxy_answers {
+        for f in findings.iter_mut().chain(problems.iter_mut()) {
+            f.text = for_the_proxy(&f.text);
+        }
+    }
     (findings, problems)
+}
+
+/// A sentence about the connections probed, said of the proxy that answered them (an
+/// http:// URL through a proxy): its subject, and a fix in the proxy's settings instead
+/// of the web servers' directives.
+fn for_the_proxy(text: &str) -> String {
+    let mut t = text
+        .replace("The server says", "The origin says")
+        .replace("The server ", "The proxy ")
+        .replace("the server ", "the proxy ")
+        .replace("The origin says", "The server says");
+    if let Some(start) = t.find(" (nginx: ") {
+        let mut depth = 0;
+        let end = t[start + 1..].char_indices().find_map(|(i, c)| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(start + 1 + i + 1)
+        });
+        if let Some(end) = end {
+            t.replace_range(
+                start..end,
+                " (in the proxy's own settings: squid's client_persistent_connections and client_idle_pconn_timeout, for one)",
+            );
+        }
+    }
+    t
+}
+
+/// Whose connections the probes measured through the proxy `p`.
+fn through_proxy(p: &str, proxy_answers: bool) -> Finding {
+    let text = if proxy_answers {
+        format!("Through the proxy {p}: an http:// request goes to the proxy, so the keep-alive, requests-per-connection and idle figures are the proxy's towards this client, not the origin's (its own connections to the origin are behind it, unseen). Run doctor without the proxy (--proxy \"\") to probe the origin.")
+    } else {
+        format!("Through the proxy {p}: each probe connection is a CONNECT tunnel to the origin, so the keep-alive, TLS and HTTP/2 figures are the origin's; the proxy holds a tunnel as long as its two ends keep it.")
+    };
+    Finding::new("through_proxy", Cause::Measured, text)
 }
 
 /// The HTTP/1.1, HTTP/1.0 and HTTP/1.0 keep-alive persistence probes, judged.

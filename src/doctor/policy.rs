@@ -92,10 +92,17 @@ pub fn policy(r: &DoctorReport) -> Finding {
         });
         evidence.push(probe("h3.answered", yes(h.answered)));
     }
+    let whose = match &r.proxy {
+        Some(p) if r.url.starts_with("http://") => {
+            format!("Policy of the proxy {p} towards this client")
+        }
+        Some(_) => "Policy (the origin's, through the proxy's tunnel)".to_string(),
+        None => "Policy".to_string(),
+    };
     Finding::new(
         "policy",
         Cause::Measured,
-        format!("Policy: {}.", parts.join("; ")),
+        format!("{whose}: {}.", parts.join("; ")),
     )
     .with_all(evidence)
 }

@@ -139,6 +139,8 @@ enum Pick {
 /// A thread's HTTP/2 connections, per origin.
 pub(super) struct Pool {
     slots: RefCell<Vec<Vec<Slot>>>,
+    /// Connections per origin (`--connections`, this thread's share).
+    per_origin: usize,
     /// Woken when a stream slot frees or a connection opens or ends.
     notify: Notify,
     workers_left: Cell<usize>,
@@ -151,11 +153,13 @@ pub(super) struct Pool {
 impl Pool {
     /// `connections` per origin for this thread, shared by `workers`.
     pub fn new(sc: &Scenario, connections: usize, workers: usize, notes: Notes) -> Rc<Pool> {
+        let per_origin = connections.max(1);
         let slots = (0..sc.origins.len())
-            .map(|_| (0..connections.max(1)).map(|_| Slot::Empty).collect())
+            .map(|_| (0..per_origin).map(|_| Slot::Empty).collect())
             .collect();
         Rc::new(Pool {
             slots: RefCell::new(slots),
+            per_origin,
             notify: Notify::new(),
             workers_left: Cell::new(workers),
             notes,
@@ -168,6 +172,11 @@ impl Pool {
     /// workers spread over `--connections`), else the least busy connection with room.
     fn pick(&self, origin: usize) -> Pick {
         let mut slots = self.slots.borrow_mut();
+        if origin >= slots.len() {
+            // An origin a redirect led to.
+            let n = self.per_origin;
+            slots.resize_with(origin + 1, || (0..n).map(|_| Slot::Empty).collect());
+        }
         let mut best: Option<&Rc<Conn>> = None;
         let mut empty = None;
         for (i, s) in slots[origin].iter_mut().enumerate() {
@@ -334,8 +343,8 @@ impl Driver for H2 {
         self.got_body = 0;
         let mut reused = true;
         let result = self.exchange(sc, target, phases, &mut reused).await.map(
-            |(status, retry_after_s, end)| Answer {
-                location: None,
+            |(status, retry_after_s, end, location)| Answer {
+                location,
                 status,
                 retry_after_s,
                 end,
@@ -363,7 +372,7 @@ impl H2 {
         target: &Target,
         phases: &mut Phases,
         reused: &mut bool,
-    ) -> Result<(u16, Option<u32>, Instant), Fail> {
+    ) -> Result<(u16, Option<u32>, Instant, Option<Box<str>>), Fail> {
         let origin = target.origin;
         let waiting_since = Instant::now();
         let conn = loop {
@@ -372,7 +381,7 @@ impl H2 {
                 Pick::Open(slot) => {
                     *reused = false;
                     add_blocked(phases, waiting_since);
-                    match self.open(sc, origin, slot, phases).await {
+                    match self.open(sc, target, slot, phases).await {
                         Ok(c) => {
                             self.pool.set(origin, slot, Slot::Open(c.clone()));
                             break c;
@@ -434,11 +443,11 @@ impl H2 {
     async fn open(
         &mut self,
         sc: &Scenario,
-        origin: usize,
+        target: &Target,
         slot: usize,
         phases: &mut Phases,
     ) -> Result<Rc<Conn>, Fail> {
-        let o = &sc.origins[origin];
+        let (origin, o) = (target.origin, sc.origin(target));
         let opened = self
             .opener
             .open(
@@ -547,7 +556,7 @@ impl H2 {
         conn: &Rc<Conn>,
         phases: &mut Phases,
         t_ready: Option<Instant>,
-    ) -> Result<(u16, Option<u32>, Instant), Fail> {
+    ) -> Result<(u16, Option<u32>, Instant, Option<Box<str>>), Fail> {
         let t_send = t_ready.unwrap_or_else(Instant::now);
         let Some(send) = conn.send.borrow().clone() else {
             // Picked, but the connection is gone: it never opened a stream.
@@ -575,7 +584,7 @@ impl H2 {
         )
         .await;
         match answered {
-            Ok(a) => Ok((a.status, a.retry_after_s, a.end)),
+            Ok(a) => Ok((a.status, a.retry_after_s, a.end, a.location)),
             Err(Stopped::Deadline(stage)) => Err(Fail::timed_out(stage, self.run_deadline)),
             Err(Stopped::Limit(f)) => Err(Fail::new(f)),
             Err(Stopped::Stream(e, id, in_body)) => {

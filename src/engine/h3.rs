@@ -107,6 +107,8 @@ enum Slot {
 /// A thread's shared HTTP/3 connections, per origin.
 pub(super) struct Pool {
     slots: RefCell<Vec<Vec<Slot>>>,
+    /// Connections per origin (this thread's share).
+    per_origin: usize,
     notify: Notify,
     notes: Notes,
     workers_left: Cell<usize>,
@@ -120,10 +122,22 @@ impl Pool {
                     .map(|_| (0..connections.max(1)).map(|_| Slot::Empty).collect())
                     .collect(),
             ),
+            per_origin: connections.max(1),
             notify: Notify::new(),
             notes,
             workers_left: Cell::new(workers),
         })
+    }
+}
+
+impl Pool {
+    /// Slots for an origin a redirect led to.
+    fn grow(&self, origin: usize) {
+        let mut slots = self.slots.borrow_mut();
+        if origin >= slots.len() {
+            let n = self.per_origin;
+            slots.resize_with(origin + 1, || (0..n).map(|_| Slot::Empty).collect());
+        }
     }
 }
 
@@ -170,7 +184,7 @@ impl H3 {
     async fn connect(
         &mut self,
         sc: &Scenario,
-        origin: usize,
+        target: &Target,
         early: bool,
         phases: &mut Phases,
     ) -> Result<
@@ -182,7 +196,7 @@ impl H3 {
         ),
         Fail,
     > {
-        let o = &sc.origins[origin];
+        let o = sc.origin(target);
         let by = connect_deadline(self.deadline, sc.limits.connect);
         let addrs = self
             .opener
@@ -221,14 +235,20 @@ impl H3 {
         };
         let done = Instant::now();
         phases.quic_handshake = Some(ns(started, done));
-        self.handshake_done(&full, started, done, conn.rtt());
+        self.handshake_done(sc.origin(target).index, &full, (started, done), conn.rtt());
         Ok((conn, full, started, None))
     }
 
     /// A handshake completed: count the connection, its kind and its duration, and
     /// whether it took more than one round trip at quinn's RTT estimate `rtt`.
-    fn handshake_done(&self, seen: &Seen, started: Instant, done: Instant, rtt: Duration) {
-        self.notes.conn(ConnEvent::Opened { origin: 0 });
+    fn handshake_done(
+        &self,
+        origin: u32,
+        seen: &Seen,
+        (started, done): (Instant, Instant),
+        rtt: Duration,
+    ) {
+        self.notes.conn(ConnEvent::Opened { origin });
         let kind = if seen.full() {
             HandshakeKind::Full
         } else {
@@ -271,8 +291,7 @@ impl H3 {
         phases: &mut Phases,
     ) -> Result<Got, Fail> {
         let early = sc.strategy == Strategy::H3ZeroRtt;
-        let (conn, full, started, accepted) =
-            self.connect(sc, target.origin, early, phases).await?;
+        let (conn, full, started, accepted) = self.connect(sc, target, early, phases).await?;
         let stage = Cell::new(Stage::QuicHandshake);
         let got_body = Cell::new(0);
         let Some(accepted) = accepted else {
@@ -329,7 +348,7 @@ impl H3 {
                 return Err(Fail::new(classify_connection(&e, false)));
             }
         }
-        self.handshake_done(&full, started, done, conn.rtt());
+        self.handshake_done(sc.origin(target).index, &full, (started, done), conn.rtt());
         self.notes.conn(ConnEvent::EarlyData { accepted: taken });
         if taken {
             let lead = done.saturating_duration_since(left);
@@ -431,15 +450,15 @@ impl H3 {
         });
     }
 
-    /// Open the worker's shared connection to origin `o`: QUIC, then HTTP/3 on it. A
+    /// Open the worker's shared connection to `target`'s origin: QUIC, then HTTP/3 on it. A
     /// connection whose HTTP/3 failed to start is counted closed in error.
     async fn open_shared(
         &mut self,
         sc: &Scenario,
-        o: usize,
+        target: &Target,
         phases: &mut Phases,
     ) -> Result<Rc<Shared>, Fail> {
-        let (conn, _, _, _) = self.connect(sc, o, false, phases).await?;
+        let (conn, _, _, _) = self.connect(sc, target, false, phases).await?;
         let live = match Live::start(conn.clone()).await {
             Ok(live) => live,
             Err(f) => {
@@ -470,6 +489,7 @@ impl H3 {
     ) -> (bool, Result<Got, Fail>) {
         let pool = self.pool.clone().expect("strategy h3 has a pool");
         let o = target.origin;
+        pool.grow(o);
         let seat = self.seat % pool.slots.borrow()[o].len();
         // When this attempt began waiting (for another worker's open), if it did.
         let mut t_blocked: Option<Instant> = None;
@@ -500,7 +520,7 @@ impl H3 {
                 }
                 Slot::Empty => {
                     // This worker opens it (the slot says Opening meanwhile).
-                    let opened = self.open_shared(sc, o, phases).await;
+                    let opened = self.open_shared(sc, target, phases).await;
                     match opened {
                         Ok(c) => {
                             pool.slots.borrow_mut()[o][seat] = Slot::Open(c.clone());
@@ -593,7 +613,7 @@ impl Driver for H3 {
         Try {
             reused,
             result: res.map(|g| Answer {
-                location: None,
+                location: g.location,
                 status: g.status,
                 retry_after_s: g.retry_after_s,
                 end: g.end,

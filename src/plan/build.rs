@@ -190,12 +190,6 @@ pub fn scenario(
         return usage("--requests-per-connection must be at least 1");
     }
     check_strategy(strategy, req)?;
-    if load.redirects.is_some() && (strategy == Strategy::H2 || strategy.quic()) {
-        return usage(format!(
-            "-L/--location is followed with the HTTP/1 strategies for now (keepalive, close, ...), not --strategy {}",
-            strategy.name()
-        ));
-    }
     let mut origins: Vec<Origin> = Vec::new();
     let mut targets = Vec::with_capacity(req.urls.len());
     for (raw, u) in &req.urls {

@@ -57,6 +57,10 @@ pub struct ComparisonRow {
     pub latency_p99_ms: Spread,
     /// Per round.
     pub connections_opened: Spread,
+    /// `-L`: responses per round that were redirects, followed (each hop a request of
+    /// its own, counted in the time per request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<Spread>,
     pub tls_full: Spread,
     pub tls_resumed: Spread,
     /// Mean dns + connect + tls of a new connection.

@@ -158,6 +158,11 @@ pub struct DoctorReport {
     /// With `--rtt`: the emulated link to the embedded server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkReport>,
+    /// The forward proxy the probes went through (scheme, host and port): for an
+    /// http:// URL the connections probed are the proxy's; for https:// each is a
+    /// `CONNECT` tunnel to the origin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     pub http11: PersistProbe,
     /// HTTP/1.0 without and with `Connection: keep-alive`; null when TCP could not be
     /// reached (an HTTP/3-only server).

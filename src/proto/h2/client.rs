@@ -167,11 +167,13 @@ pub struct StreamRequest<'a> {
 }
 
 /// A response read to its end.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Answered {
     pub stream_id: u32,
     pub status: u16,
     pub retry_after_s: Option<u32>,
+    /// A redirect's `Location` (301, 302, 303, 307, 308), for `-L`.
+    pub location: Option<Box<str>>,
     pub body_bytes: u64,
     pub end: Instant,
 }
@@ -232,6 +234,9 @@ pub async fn exchange(
         .get(http::header::RETRY_AFTER)
         .and_then(|v| crate::proto::h1::response::retry_after_seconds(v.as_bytes()));
     let location = resp.headers().get(http::header::LOCATION);
+    let follow = crate::proto::is_redirect(status)
+        .then(|| location.map(|v| String::from_utf8_lossy(v.as_bytes()).into()))
+        .flatten();
     let mut example =
         crate::record::notes::status_note("HTTP/2", status, location.map(|v| v.as_bytes()));
     let mut body = resp.into_body();
@@ -284,6 +289,7 @@ pub async fn exchange(
         stream_id: id,
         status,
         retry_after_s,
+        location: follow,
         body_bytes,
         end,
     })

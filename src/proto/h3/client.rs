@@ -118,6 +118,8 @@ pub struct Got {
     pub stream_id: u64,
     pub status: u16,
     pub retry_after_s: Option<u32>,
+    /// A redirect's `Location` (301, 302, 303, 307, 308), for `-L`.
+    pub location: Option<Box<str>>,
     pub bytes: u64,
     pub body_bytes: u64,
     pub end: Instant,
@@ -195,6 +197,10 @@ pub async fn exchange(
     Ok(Got {
         stream_id: stream.id().into_inner(),
         status: resp.status().as_u16(),
+        location: crate::proto::is_redirect(resp.status().as_u16())
+            .then(|| resp.headers().get(http::header::LOCATION))
+            .flatten()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into()),
         retry_after_s: resp
             .headers()
             .get(http::header::RETRY_AFTER)

@@ -60,6 +60,7 @@ pub fn render_comparison(c: &Comparison, layout: &Layout) -> String {
         let url = rows.first().map(|r| r.url.as_str()).unwrap_or("");
         let _ = writeln!(out, "\n{url}{}", group_rtt(c, g));
         comparison_table(&rows).render(&mut out, layout.width);
+        redirect_line(&mut out, &rows);
         time_bars(&mut out, &rows, layout.width);
     }
     if !c.left_out.is_empty() {
@@ -88,6 +89,25 @@ pub fn render_comparison(c: &Comparison, layout: &Layout) -> String {
         );
     }
     out
+}
+
+/// `-L`: the redirects each row followed in a round (median), its hops being requests.
+fn redirect_line(out: &mut String, rows: &[&ComparisonRow]) {
+    let each: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            r.redirects
+                .as_ref()
+                .map(|s| format!("{} {}", r.name, count(s)))
+        })
+        .collect();
+    if !each.is_empty() {
+        let _ = writeln!(
+            out,
+            "redirects followed per round: {} (each hop a request of its own)",
+            each.join(", ")
+        );
+    }
 }
 
 /// A group's rows as a table; at a narrow width the columns leave from the right of
