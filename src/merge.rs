@@ -278,6 +278,30 @@ fn add_shape(a: &mut ScenarioShape, b: &ScenarioShape) {
     };
 }
 
+/// `rec`'s connections by origin renumbered from its agent's `names` to the merged
+/// list `into` (a name it lacks is added).
+fn by_origin_name(mut rec: Recorder, names: &[String], into: &mut Vec<String>) -> Recorder {
+    if names.is_empty() {
+        return rec;
+    }
+    let mut counts = vec![0; into.len()];
+    for (i, n) in rec.opened_by_origin.iter().enumerate() {
+        let Some(name) = names.get(i) else {
+            continue;
+        };
+        let j = into.iter().position(|x| x == name).unwrap_or_else(|| {
+            into.push(name.clone());
+            into.len() - 1
+        });
+        if j >= counts.len() {
+            counts.resize(j + 1, 0);
+        }
+        counts[j] += n;
+    }
+    rec.opened_by_origin = counts;
+    rec
+}
+
 pub fn merge(mut inputs: Vec<Input>, allow_mismatch: bool) -> Result<Report, UsageError> {
     for i in &mut inputs {
         i.agents.sort_by_key(agent_key);
@@ -308,6 +332,9 @@ pub fn merge(mut inputs: Vec<Input>, allow_mismatch: bool) -> Result<Report, Usa
                     );
                 }
                 Some((shape, sum, wall, user, sys)) => {
+                    // Origins a redirect found (-L) are numbered in the order each agent
+                    // met them: counted under their names, not their numbers.
+                    let rec = by_origin_name(rec, &raw.shape.origin_names, &mut shape.origin_names);
                     add_shape(shape, &raw.shape);
                     *sum += &rec;
                     *wall = (*wall).max(raw.wall_ns);
@@ -412,6 +439,20 @@ fn check(inputs: &[Input]) -> Result<(), UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// Connections by origin follow the origin's name from one agent's numbering to the
+    /// merged one; a name the merge has not seen is added after the others.
+    #[test]
+    fn connections_by_origin_are_merged_by_name() {
+        let mut into = vec!["http://b:80".to_string()];
+        let rec = crate::stats::Recorder {
+            opened_by_origin: vec![1, 2],
+            ..crate::stats::Recorder::new()
+        };
+        let names = ["http://a:80".to_string(), "http://b:80".to_string()];
+        let rec = super::by_origin_name(rec, &names, &mut into);
+        assert_eq!(into, ["http://b:80", "http://a:80"]);
+        assert_eq!(rec.opened_by_origin, vec![2, 1]);
+    }
 
     fn agent(host: &str, errors: u64, p99_ms: f64, cpu: f64) -> AgentReport {
         AgentReport {
