@@ -271,7 +271,7 @@ async fn follow<D: Driver>(
             .and_then(|next| {
                 let seen = next.url == first.url || visited.iter().any(|v| v.url == next.url);
                 if seen {
-                    Err(refused(
+                    Err(crate::plan::redirect::refused(
                         ErrorDetail::RedirectLoop,
                         format!(
                             "{} redirected back to {}, already visited in this chain",
@@ -279,7 +279,7 @@ async fn follow<D: Driver>(
                         ),
                     ))
                 } else if visited.len() as u32 >= rd.max {
-                    Err(refused(
+                    Err(crate::plan::redirect::refused(
                         ErrorDetail::TooManyRedirects,
                         format!(
                             "{} redirected to {} after {} redirects (--max-redirs {})",
@@ -309,8 +309,4 @@ async fn follow<D: Driver>(
             }
         }
     }
-}
-
-fn refused(detail: ErrorDetail, why: String) -> (Failure, String) {
-    (Failure::new(ErrorKind::Redirect, detail), why)
 }

@@ -18,7 +18,7 @@ use crate::record::{ErrorDetail, ErrorKind, Failure};
 /// are built for each hop).
 #[derive(Default)]
 pub struct Hops {
-    targets: HashMap<(Box<str>, Box<str>), Rc<Target>>,
+    targets: HashMap<Box<str>, Rc<Target>>,
 }
 
 const KEPT: usize = 1024;
@@ -26,7 +26,7 @@ const KEPT: usize = 1024;
 /// Why a redirect was not followed: its error, and the message for the report's example.
 pub type Refusal = (Failure, String);
 
-fn refused(detail: ErrorDetail, why: String) -> Refusal {
+pub fn refused(detail: ErrorDetail, why: String) -> Refusal {
     (Failure::new(ErrorKind::Redirect, detail), why)
 }
 
@@ -40,6 +40,17 @@ impl Hops {
         status: u16,
         location: &str,
     ) -> Result<Rc<Target>, Refusal> {
+        // 303 asks for a GET; 301 and 302 turn a POST into a GET (as browsers and curl
+        // do); 307 and 308 keep the method and the body.
+        let method = &from.template.method;
+        let get = (status == 303 && method != "HEAD")
+            || (matches!(status, 301 | 302) && method == "POST");
+        // What the hop's target is built from (the request it follows, the Location,
+        // whether it turns into a GET): a hop met before is found without parsing a URL.
+        let key = format!("{method} {}\n{location}\n{get}", from.url);
+        if let Some(t) = self.targets.get(key.as_str()) {
+            return Ok(t.clone());
+        }
         let unusable = |why: String| refused(ErrorDetail::RedirectUnusable, why);
         let base =
             url::Url::parse(&from.url).map_err(|e| unusable(format!("{}: {e}", from.url)))?;
@@ -53,23 +64,9 @@ impl Hops {
                 from.url
             )));
         }
-        // 303 asks for a GET; 301 and 302 turn a POST into a GET (as browsers and curl
-        // do); 307 and 308 keep the method and the body.
-        let method = &from.template.method;
-        let get = (status == 303 && method != "HEAD")
-            || (matches!(status, 301 | 302) && method == "POST");
-        let method: Box<str> = if get {
-            "GET".into()
-        } else {
-            method.as_str().into()
-        };
-        let key = (Box::<str>::from(to.as_str()), method);
-        if let Some(t) = self.targets.get(&key) {
-            return Ok(t.clone());
-        }
         let t = Rc::new(build(sc, from, to.as_str(), get).map_err(unusable)?);
         if self.targets.len() < KEPT {
-            self.targets.insert(key, t.clone());
+            self.targets.insert(key.into(), t.clone());
         }
         Ok(t)
     }

@@ -11,3 +11,11 @@ pub mod pace;
 pub fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
+
+/// The `Location` (its bytes, as the response carried them) of a response that
+/// redirects, kept for `-L`; none for another status.
+pub fn redirect_location(status: u16, location: Option<&[u8]>) -> Option<Box<str>> {
+    location
+        .filter(|_| is_redirect(status))
+        .map(|l| String::from_utf8_lossy(l).into())
+}

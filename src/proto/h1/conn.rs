@@ -216,10 +216,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                             };
                             crate::record::notes::note_status(h.status, line, said);
                         }
+                        // Only a redirect's head is searched (with -L).
                         if self.follow && crate::proto::is_redirect(h.status) {
                             let head = &self.buf[self.start..self.start + h.head_len];
                             location_kept =
-                                location(head).map(|l| String::from_utf8_lossy(l).into());
+                                crate::proto::redirect_location(h.status, location(head));
                         }
                         self.start += h.head_len;
                         if h.status == 101 {

@@ -234,9 +234,7 @@ pub async fn exchange(
         .get(http::header::RETRY_AFTER)
         .and_then(|v| crate::proto::h1::response::retry_after_seconds(v.as_bytes()));
     let location = resp.headers().get(http::header::LOCATION);
-    let follow = crate::proto::is_redirect(status)
-        .then(|| location.map(|v| String::from_utf8_lossy(v.as_bytes()).into()))
-        .flatten();
+    let follow = crate::proto::redirect_location(status, location.map(|v| v.as_bytes()));
     let mut example =
         crate::record::notes::status_note("HTTP/2", status, location.map(|v| v.as_bytes()));
     let mut body = resp.into_body();

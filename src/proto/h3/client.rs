@@ -172,6 +172,8 @@ pub async fn exchange(
         .map(|(k, v)| (k.as_str().len() + v.len() + 4) as u64)
         .sum::<u64>();
     let location = resp.headers().get(http::header::LOCATION);
+    let follow =
+        crate::proto::redirect_location(resp.status().as_u16(), location.map(|v| v.as_bytes()));
     let mut example = crate::record::notes::status_note(
         "HTTP/3",
         resp.status().as_u16(),
@@ -197,10 +199,7 @@ pub async fn exchange(
     Ok(Got {
         stream_id: stream.id().into_inner(),
         status: resp.status().as_u16(),
-        location: crate::proto::is_redirect(resp.status().as_u16())
-            .then(|| resp.headers().get(http::header::LOCATION))
-            .flatten()
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into()),
+        location: follow,
         retry_after_s: resp
             .headers()
             .get(http::header::RETRY_AFTER)

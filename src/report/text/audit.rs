@@ -6,14 +6,16 @@ use std::fmt::Write as _;
 use super::sparkline::{sparklines, Series};
 use crate::report::audit::{AuditReport, ClientSummary};
 
+/// "k1 n1, k2 n2": a map's entries in one line.
+fn fmt_map(m: &BTreeMap<String, u64>) -> String {
+    m.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `--proxy-mode`: the tunnels and the plain requests that went through the audit.
 fn proxy_lines(out: &mut String, s: &ClientSummary) {
-    let fmt_map = |m: &BTreeMap<String, u64>| {
-        m.iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     if let Some(p) = &s.proxy {
         let alpn = if p.alpn_offered.is_empty() {
             String::new()
@@ -68,12 +70,6 @@ fn client_block(out: &mut String, s: &ClientSummary) {
         s.requests_per_connection.max,
         s.reuse_ratio * 100.0
     );
-    let fmt_map = |m: &BTreeMap<String, u64>| {
-        m.iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     proxy_lines(out, s);
     let _ = writeln!(out, "  HTTP versions         {}", fmt_map(&s.http_versions));
     let _ = writeln!(
