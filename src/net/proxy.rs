@@ -292,7 +292,7 @@ fn say_once(line: &str) {
 }
 
 /// The variables the proxy choice reads.
-const VARS: [&str; 8] = [
+pub const VARS: [&str; 8] = [
     "http_proxy",
     "https_proxy",
     "HTTPS_PROXY",

@@ -639,16 +639,7 @@ pub fn go_build(dir: &std::path::Path, name: &str, src: &str) -> String {
 /// Leave out of `c`'s environment every variable that names a forward proxy (as curl
 /// reads them), so that the test's own environment does not decide the path.
 pub fn without_proxy_env(c: &mut Command) -> &mut Command {
-    for v in [
-        "http_proxy",
-        "HTTP_PROXY",
-        "https_proxy",
-        "HTTPS_PROXY",
-        "all_proxy",
-        "ALL_PROXY",
-        "no_proxy",
-        "NO_PROXY",
-    ] {
+    for v in handshake::net::proxy::VARS {
         c.env_remove(v);
     }
     c
