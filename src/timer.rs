@@ -20,27 +20,50 @@ use tokio::time::Sleep;
 /// pushed to `deadline` and the wait goes on. So with deadlines that only move forward,
 /// an operation that completes in time never touches the timer wheel, and one that is
 /// ready at once never polls the timer at all.
-pub async fn within<F: Future>(
-    mut sleep: Pin<&mut Sleep>,
-    deadline: Instant,
-    fut: F,
-) -> Option<F::Output> {
+///
+/// A future of its own rather than an async fn: an async fn keeps its argument and its
+/// pinned copy side by side, and `fut` (a response read) is most of a worker's task.
+pub fn within<F: Future>(mut sleep: Pin<&mut Sleep>, deadline: Instant, fut: F) -> Within<'_, F> {
     let deadline = tokio::time::Instant::from_std(deadline);
     if sleep.deadline() > deadline {
         sleep.as_mut().reset(deadline);
     }
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        tokio::select! {
-            biased;
-            out = &mut fut => return Some(out),
-            _ = sleep.as_mut() => {
-                if tokio::time::Instant::now() >= deadline {
-                    return None;
-                }
-                sleep.as_mut().reset(deadline);
-            }
+    Within {
+        sleep,
+        deadline,
+        fut,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future [`within`] returns.
+    pub struct Within<'a, F> {
+        sleep: Pin<&'a mut Sleep>,
+        deadline: tokio::time::Instant,
+        #[pin]
+        fut: F,
+    }
+}
+
+impl<F: Future> Future for Within<'_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let this = self.project();
+        if let Poll::Ready(out) = this.fut.poll(cx) {
+            return Poll::Ready(Some(out));
         }
+        while this.sleep.as_mut().poll(cx).is_ready() {
+            if tokio::time::Instant::now() >= *this.deadline {
+                return Poll::Ready(None);
+            }
+            this.sleep.as_mut().reset(*this.deadline);
+        }
+        Poll::Pending
     }
 }
 

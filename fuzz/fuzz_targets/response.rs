@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 
-use handshake::proto::h1::conn::Conn;
+use handshake::proto::h1::conn::{Conn, WaitReadable};
 use handshake::proto::pace::ReadLimits;
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -21,6 +21,15 @@ struct Replay<'a> {
     sizes: [usize; 4],
     turn: usize,
     reset_at_end: bool,
+    /// Says it can wait for bytes: the connection lends its read buffer out between
+    /// responses (as over plain TCP).
+    lends: bool,
+}
+
+impl WaitReadable for Replay<'_> {
+    fn waits_readable(&self) -> bool {
+        self.lends
+    }
 }
 
 impl AsyncRead for Replay<'_> {
@@ -83,10 +92,11 @@ fuzz_target!(|input: &[u8]| {
         ],
         turn: 0,
         reset_at_end: flags & 2 != 0,
+        lends: flags & 4 != 0,
     };
     let head_request = flags & 1 != 0;
     runtime().block_on(async {
-        let mut conn = Conn::new(stream, None);
+        let mut conn = Conn::new(stream);
         let mut total = 0u64;
         // Up to three responses on the connection, as a keep-alive client would read them.
         for _ in 0..3 {

@@ -30,8 +30,6 @@ pub(super) struct H1 {
     sleep: Pin<Box<Sleep>>,
     /// The current attempt's deadline (its timeout, or the run's end if sooner).
     deadline: Instant,
-    /// A read buffer kept from a closed connection for the next one.
-    spare_buf: Option<Vec<u8>>,
     run_deadline: Option<Instant>,
     /// Response bytes (all, body) read before the last connection was dropped on an
     /// error: a failed attempt still reports what arrived.
@@ -46,7 +44,6 @@ impl H1 {
             notes: opener.tally.clone(),
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
             deadline: start,
-            spare_buf: None,
             run_deadline: opener.run_deadline,
             dropped_got: (0, 0),
             opener,
@@ -108,19 +105,19 @@ impl H1 {
         // TLS early data: when TCP was established, if this request goes in it.
         let mut early_since = None;
         if !reused {
-            let opened = self
-                .opener
-                .open(
-                    sc.origin(target),
-                    sc.tls.as_ref(),
-                    self.deadline,
-                    sc.limits.connect,
-                    self.sleep.as_mut(),
-                    phases,
-                )
-                .await?;
+            // Boxed: opening (lookup, connect, TLS) is a large state machine that a
+            // connection needs once; inline, every worker's task would carry it.
+            let opened = Box::pin(self.opener.open(
+                sc.origin(target),
+                sc.tls.as_ref(),
+                self.deadline,
+                sc.limits.connect,
+                self.sleep.as_mut(),
+                phases,
+            ))
+            .await?;
             early_since = opened.early.then_some(opened.connected_at);
-            let mut conn = Conn::new(opened.stream, self.spare_buf.take());
+            let mut conn = Conn::new(opened.stream);
             conn.follow = sc.redirects.is_some();
             self.conns[slot] = Some(conn);
         }
@@ -138,7 +135,7 @@ impl H1 {
 
         let t_send = Instant::now();
         if let Some(connected_at) = early_since {
-            self.send_early(slot, bytes, connected_at, phases).await?;
+            Box::pin(self.send_early(slot, bytes, connected_at, phases)).await?;
         }
         let sent = if early_since.is_some() {
             Some(Ok(()))
@@ -274,12 +271,21 @@ impl H1 {
                 // the session tickets that come with it) happens in the background.
                 tokio::task::spawn_local(async move {
                     let _ = tokio::time::timeout_at(grace.into(), conn.await_server_close()).await;
+                    conn.recycle();
                 });
                 return Ok(resp);
             }
-            let _ = within(self.sleep.as_mut(), grace, conn.await_server_close()).await;
+            // Boxed: a wait each closing connection makes once; inline, every worker's
+            // task would carry the connection and the wait's state all along.
+            let sleep = self.sleep.as_mut();
+            Box::pin(async move {
+                let _ = within(sleep, grace, conn.await_server_close()).await;
+                conn.recycle();
+            })
+            .await;
+            return Ok(resp);
         }
-        self.spare_buf = Some(conn.into_buf());
+        conn.recycle();
         Ok(resp)
     }
 
@@ -334,7 +340,7 @@ impl H1 {
                 reason
             };
             closed(&self.notes, &conn, reason);
-            self.spare_buf = Some(conn.into_buf());
+            conn.recycle();
         }
     }
 }

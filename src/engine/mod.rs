@@ -228,7 +228,12 @@ fn client_thread(
     // wakes it without a system call (the runtime's own waker writes an eventfd).
     let stopper = notes.stopper();
     drop(notes);
-    let collecting = local.spawn_local(collector.run(in_flight.clone()));
+    // Out of tokio's cooperative budget: the collector takes everything queued each
+    // time it runs (nothing else runs meanwhile on this thread, so that ends), where a
+    // budget of 128 receives a turn let 10,000 workers' notes pile up faster than it
+    // took them: the queue grew without bound.
+    let collecting =
+        local.spawn_local(tokio::task::unconstrained(collector.run(in_flight.clone())));
     // CPU while requests run: thread, runtime and recorder setup excluded.
     let cpu_start = cpu::thread();
     let collector = {

@@ -124,7 +124,9 @@ impl<T: Tally> Opener<T> {
                 ),
             }
         };
-        let Some((answer, how)) = within(sleep.as_mut(), by, lookup).await else {
+        // Boxed, as the other steps only some connections take (a proxy, TLS): opening
+        // a plain connection to a fixed address carries none of their state.
+        let Some((answer, how)) = within(sleep.as_mut(), by, Box::pin(lookup)).await else {
             return Err(Fail::timed_out(Stage::Dns, self.run_deadline));
         };
         self.tally.note(ConnEvent::Dns(how));
@@ -188,10 +190,11 @@ impl<T: Tally> Opener<T> {
         }
         let (transport, t_ready) = match &origin.proxy {
             None => (transport, t_connected),
-            Some(p) => self
-                .through_proxy(p, origin, transport, (t, by), sleep.as_mut(), phases)
-                .await
-                .map_err(|f| self.closed_unopened(f))?,
+            Some(p) => {
+                Box::pin(self.through_proxy(p, origin, transport, (t, by), sleep.as_mut(), phases))
+                    .await
+                    .map_err(|f| self.closed_unopened(f))?
+            }
         };
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
@@ -206,7 +209,7 @@ impl<T: Tally> Opener<T> {
         let res = within(
             sleep.as_mut(),
             by,
-            connector.connect(origin.server_name.clone(), Tapped::new(transport)),
+            Box::pin(connector.connect(origin.server_name.clone(), Tapped::new(transport))),
         )
         .await;
         let mut tls = match res {

@@ -200,42 +200,52 @@ pub(super) fn attempt_deadline(
 }
 
 /// Run worker `seat.id` to its quota or the run's end.
-pub(super) async fn run<D: Driver>(sc: Arc<Scenario>, seat: Seat, mut driver: D) {
-    let sc: &Scenario = &sc;
-    let quota = sc.worker_quota(seat.id);
-    let c = sc.concurrency as u64;
-    let mut k: u64 = 0;
-    let pacer = matches!(sc.load, LoadShape::Open { .. }).then(Pacer::new);
-    loop {
-        if quota.is_some_and(|q| k >= q) || crate::interrupt::requested() {
-            break;
-        }
-        let now = Instant::now();
-        if seat.run_deadline.is_some_and(|d| now >= d) {
-            break;
-        }
-        let ticket = seat.id as u64 + k * c;
-        k += 1;
-        let (t0, blocked) = match sc.load {
-            LoadShape::Closed => (now, None),
-            LoadShape::Open { rate } => {
-                let intended = seat.start + Duration::from_secs_f64(ticket as f64 / rate);
-                if seat.run_deadline.is_some_and(|d| intended >= d) {
-                    break;
-                }
-                if let Some(pacer) = &pacer {
-                    pacer.until(intended).await;
-                }
-                let late = Instant::now().saturating_duration_since(intended);
-                (intended, Some(late))
+// Not an async fn: that would keep its arguments (the driver, the seat) twice in every
+// worker's task, once as given and once moved into the body; an async block uses them
+// where they are.
+#[allow(clippy::manual_async_fn)]
+pub(super) fn run<D: Driver>(
+    sc: Arc<Scenario>,
+    seat: Seat,
+    mut driver: D,
+) -> impl std::future::Future<Output = ()> {
+    async move {
+        let sc: &Scenario = &sc;
+        let quota = sc.worker_quota(seat.id);
+        let c = sc.concurrency as u64;
+        let mut k: u64 = 0;
+        let pacer = matches!(sc.load, LoadShape::Open { .. }).then(Pacer::new);
+        loop {
+            if quota.is_some_and(|q| k >= q) || crate::interrupt::requested() {
+                break;
             }
-        };
-        let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
-        if !follow(&mut driver, sc, &seat, target, (t0, blocked)).await {
-            break;
+            let now = Instant::now();
+            if seat.run_deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            let ticket = seat.id as u64 + k * c;
+            k += 1;
+            let (t0, blocked) = match sc.load {
+                LoadShape::Closed => (now, None),
+                LoadShape::Open { rate } => {
+                    let intended = seat.start + Duration::from_secs_f64(ticket as f64 / rate);
+                    if seat.run_deadline.is_some_and(|d| intended >= d) {
+                        break;
+                    }
+                    if let Some(pacer) = &pacer {
+                        pacer.until(intended).await;
+                    }
+                    let late = Instant::now().saturating_duration_since(intended);
+                    (intended, Some(late))
+                }
+            };
+            let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
+            if !follow(&mut driver, sc, &seat, target, (t0, blocked)).await {
+                break;
+            }
         }
+        driver.finish();
     }
-    driver.finish();
 }
 
 /// One ticket's request and, with `-L`, the redirects it leads to, each hop a request

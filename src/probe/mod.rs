@@ -157,7 +157,7 @@ pub async fn open(
         Stream::Tls(s) if !o.early => Some(TlsInfo::of(s.get_ref().1, o.wire)),
         _ => None,
     };
-    let mut conn = Conn::new(o.stream, None);
+    let mut conn = Conn::new(o.stream);
     conn.keep_head = true;
     Ok(Opened {
         conn,

@@ -1,12 +1,14 @@
 //! One client connection: its stream, its read buffer, and reading one response
 //! (skipping 1xx, framing the body) without keeping body bytes.
 
+use std::cell::RefCell;
 use std::io;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::net::{classify_io_failure, Stream};
+use crate::net::{classify_io_failure, Stream, Transport};
 use crate::proto::h1::{
     parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead, MAX_HEAD_BYTES,
 };
@@ -16,11 +18,77 @@ use crate::record::{ErrorDetail, ErrorKind, Failure};
 /// Initial read buffer; grows (up to the head limit) only for very long heads.
 const INITIAL_BUF: usize = 16 * 1024;
 
+/// Read buffers kept by a thread for its next reads: a connection over a stream that can
+/// say when bytes are there ([`WaitReadable`]) holds one only while a response arrives,
+/// so idle connections (most of them, at thousands) cost no buffer. Bounded: more than
+/// this many spare buffers are freed.
+const SPARE_BUFS: usize = 64;
+
+thread_local! {
+    static SPARE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A read buffer: a spare one of this thread, or a new one.
+fn take_buf() -> Vec<u8> {
+    SPARE
+        .with_borrow_mut(Vec::pop)
+        .unwrap_or_else(|| vec![0; INITIAL_BUF])
+}
+
+/// Keep `buf` for this thread's next reads (shrunk to its initial size if a long head
+/// grew it); freed if the thread keeps enough.
+fn give_buf(mut buf: Vec<u8>) {
+    if buf.is_empty() {
+        return;
+    }
+    if buf.len() > INITIAL_BUF {
+        buf.truncate(INITIAL_BUF);
+        buf.shrink_to_fit();
+    }
+    SPARE.with_borrow_mut(|spare| {
+        if spare.len() < SPARE_BUFS {
+            spare.push(buf);
+        }
+    });
+}
+
+/// A stream that can wait until a read would find bytes without being handed a buffer
+/// (plain TCP and Unix sockets); TLS cannot tell (its records are read into its own
+/// buffers), and a connection over it keeps its read buffer.
+pub trait WaitReadable {
+    /// This stream can wait for bytes without a buffer.
+    fn waits_readable(&self) -> bool {
+        false
+    }
+
+    /// Ready when a read would find bytes (or the end, or an error).
+    fn poll_wait_readable(&self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl WaitReadable for Stream {
+    fn waits_readable(&self) -> bool {
+        matches!(self, Stream::Plain(Transport::Tcp(_) | Transport::Unix(_)))
+    }
+
+    fn poll_wait_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Stream::Plain(Transport::Tcp(s)) => s.poll_read_ready(cx),
+            Stream::Plain(Transport::Unix(s)) => s.poll_read_ready(cx),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+}
+
 /// Generic over its stream so the response reader can be fuzzed over in-memory input;
 /// the engine always uses [`Stream`].
 pub struct Conn<S = Stream> {
     pub stream: S,
+    /// Empty between responses when the stream can wait for bytes without it (`lends`).
     buf: Vec<u8>,
+    /// The read buffer goes back to the thread's spares after each response.
+    lends: bool,
     start: usize,
     end: usize,
     /// Responses completed on this connection.
@@ -67,14 +135,16 @@ pub struct ReadFail {
     pub any_byte: bool,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    /// A connection over `stream`, reading into `buf` if one is handed over (buffers
-    /// are recycled from closed connections: no allocation per connection).
-    pub fn new(stream: S, buf: Option<Vec<u8>>) -> Conn<S> {
-        let buf = buf.unwrap_or_else(|| vec![0; INITIAL_BUF]);
+impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
+    /// A connection over `stream`. Read buffers are the thread's spares, given back when
+    /// the connection ends (no allocation per connection), and between responses when
+    /// the stream can wait for bytes without one.
+    pub fn new(stream: S) -> Conn<S> {
+        let lends = stream.waits_readable();
         Conn {
             stream,
-            buf,
+            buf: if lends { Vec::new() } else { take_buf() },
+            lends,
             start: 0,
             end: 0,
             requests: 0,
@@ -90,17 +160,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     /// The stream, for another protocol to take over (nothing must be buffered).
     pub fn into_stream(self) -> S {
+        give_buf(self.buf);
         self.stream
     }
 
-    /// Give back the read buffer (shrunk to its initial size if a long head grew it).
-    pub fn into_buf(self) -> Vec<u8> {
-        let mut buf = self.buf;
-        if buf.len() > INITIAL_BUF {
-            buf.truncate(INITIAL_BUF);
-            buf.shrink_to_fit();
-        }
-        buf
+    /// The connection ends: its read buffer goes to the thread's spares.
+    pub fn recycle(self) {
+        give_buf(self.buf);
     }
 
     /// Write the request (and flush it, which TLS needs to send its last record).
@@ -118,8 +184,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         self.stream.flush().await
     }
 
-    /// Read more bytes into the buffer; Ok(0) is EOF.
+    /// Read more bytes into the buffer; Ok(0) is EOF. A connection that lends its buffer
+    /// out between responses waits for bytes first and then takes one.
     async fn fill(&mut self) -> io::Result<usize> {
+        if self.buf.is_empty() {
+            std::future::poll_fn(|cx| self.stream.poll_wait_readable(cx)).await?;
+            self.buf = take_buf();
+        }
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -346,6 +417,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let leftover = self.end > self.start;
         self.start = 0;
         self.end = 0;
+        if self.lends {
+            give_buf(std::mem::take(&mut self.buf));
+        }
         Ok(Response {
             head,
             first_byte,
@@ -361,9 +435,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// After a response that ends the connection from the server's side, wait for its
     /// EOF so the server closes first (TIME_WAIT stays on the server, as with curl and ab).
     pub async fn await_server_close(&mut self) -> bool {
-        let mut scratch = [0u8; 512];
+        if self.buf.is_empty() {
+            self.buf = take_buf();
+        }
         loop {
-            match self.stream.read(&mut scratch).await {
+            match self.stream.read(&mut self.buf).await {
                 Ok(0) => return true,
                 Ok(_) => continue,
                 Err(_) => return false,
@@ -379,4 +455,104 @@ fn location(head: &[u8]) -> Option<&[u8]> {
         name.eq_ignore_ascii_case(b"location")
             .then(|| value[1..].trim_ascii())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// Over plain TCP an idle connection holds no read buffer: it takes one of the
+    /// thread's spares when bytes arrive and gives it back with the response; over a
+    /// stream that cannot wait for bytes (TLS, here an in-memory pipe) it keeps its own.
+    #[tokio::test(flavor = "current_thread")]
+    async fn idle_connections_over_tcp_hold_no_read_buffer() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            for _ in 0..2 {
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+                    .await
+                    .unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        });
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut conn = Conn::new(Stream::Plain(Transport::Tcp(tcp)));
+        assert!(
+            conn.lends && conn.buf.capacity() == 0,
+            "no buffer before a response"
+        );
+        for _ in 0..2 {
+            let r = conn
+                .read_response(false, ReadLimits::default())
+                .await
+                .expect("a response");
+            assert_eq!((r.head.status, r.body_bytes, r.leftover), (200, 5, false));
+            assert_eq!(
+                conn.buf.capacity(),
+                0,
+                "the buffer went back with the response"
+            );
+        }
+        assert!(
+            SPARE.with_borrow(|s| !s.is_empty()),
+            "kept for the next read"
+        );
+        server.await.unwrap();
+
+        let (a, mut b) = tokio::io::duplex(4096);
+        let mut piped = Conn::new(Piped(a));
+        b.write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+            .await
+            .unwrap();
+        let r = piped
+            .read_response(false, ReadLimits::default())
+            .await
+            .unwrap();
+        assert_eq!(r.head.status, 204);
+        assert!(
+            !piped.lends && piped.buf.len() == INITIAL_BUF,
+            "kept its own"
+        );
+    }
+
+    struct Piped(tokio::io::DuplexStream);
+
+    impl WaitReadable for Piped {}
+
+    impl AsyncRead for Piped {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for Piped {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
+        }
+
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.0).poll_flush(cx)
+        }
+
+        fn poll_shutdown(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.0).poll_shutdown(cx)
+        }
+    }
 }
