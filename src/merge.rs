@@ -281,11 +281,17 @@ fn add_shape(a: &mut ScenarioShape, b: &ScenarioShape) {
 /// `rec`'s connections by origin renumbered from its agent's `names` to the merged
 /// list `into` (a name it lacks is added).
 fn by_origin_name(mut rec: Recorder, names: &[String], into: &mut Vec<String>) -> Recorder {
-    if names.is_empty() {
-        return rec;
+    if !names.is_empty() {
+        rec.opened_by_origin = by_name(&rec.opened_by_origin, names, into);
     }
-    let mut counts = vec![0; into.len()];
-    for (i, n) in rec.opened_by_origin.iter().enumerate() {
+    rec
+}
+
+/// Counts kept by index in an agent's list of `names`, renumbered to the merged list
+/// `into` (a name it lacks is added).
+fn by_name(counts: &[u64], names: &[String], into: &mut Vec<String>) -> Vec<u64> {
+    let mut out = vec![0; into.len()];
+    for (i, n) in counts.iter().enumerate() {
         let Some(name) = names.get(i) else {
             continue;
         };
@@ -293,13 +299,12 @@ fn by_origin_name(mut rec: Recorder, names: &[String], into: &mut Vec<String>) -
             into.push(name.clone());
             into.len() - 1
         });
-        if j >= counts.len() {
-            counts.resize(j + 1, 0);
+        if j >= out.len() {
+            out.resize(j + 1, 0);
         }
-        counts[j] += n;
+        out[j] += n;
     }
-    rec.opened_by_origin = counts;
-    rec
+    out
 }
 
 pub fn merge(mut inputs: Vec<Input>, allow_mismatch: bool) -> Result<Report, UsageError> {
@@ -334,7 +339,14 @@ pub fn merge(mut inputs: Vec<Input>, allow_mismatch: bool) -> Result<Report, Usa
                 Some((shape, sum, wall, user, sys)) => {
                     // Origins a redirect found (-L) are numbered in the order each agent
                     // met them: counted under their names, not their numbers.
-                    let rec = by_origin_name(rec, &raw.shape.origin_names, &mut shape.origin_names);
+                    let mut rec =
+                        by_origin_name(rec, &raw.shape.origin_names, &mut shape.origin_names);
+                    // Agents may connect from source addresses of their own.
+                    rec.opened_by_source = by_name(
+                        &rec.opened_by_source,
+                        &raw.shape.local_addrs,
+                        &mut shape.local_addrs,
+                    );
                     add_shape(shape, &raw.shape);
                     *sum += &rec;
                     *wall = (*wall).max(raw.wall_ns);
@@ -452,6 +464,16 @@ mod tests {
         let rec = super::by_origin_name(rec, &names, &mut into);
         assert_eq!(into, ["http://b:80", "http://a:80"]);
         assert_eq!(rec.opened_by_origin, vec![2, 1]);
+    }
+
+    /// Connections by source address, the same way: agents with lists of their own.
+    #[test]
+    fn connections_by_source_are_merged_by_address() {
+        let mut into = vec!["127.0.0.2".to_string(), "127.0.0.3".to_string()];
+        let names = ["127.0.0.3".to_string(), "127.0.0.4".to_string()];
+        let counts = super::by_name(&[5, 7], &names, &mut into);
+        assert_eq!(into, ["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
+        assert_eq!(counts, vec![0, 5, 7]);
     }
 
     fn agent(host: &str, errors: u64, p99_ms: f64, cpu: f64) -> AgentReport {

@@ -125,31 +125,6 @@ impl Pacer {
     }
 }
 
-/// Raise this process's soft limit on open descriptors to at least `n`, within its hard
-/// limit: the open loop's workers each hold a timer descriptor beside their connections,
-/// and a soft limit of 1024 would otherwise halve how many workers can connect. Never
-/// lowers it; a failure leaves it as it was (connections over it fail as
-/// `local_resource`, counted and said).
-pub fn reserve_descriptors(n: u64) {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let lim = getrlimit(Resource::Nofile);
-    // `None`: no limit.
-    let Some(soft) = lim.current else {
-        return;
-    };
-    if soft >= n {
-        return;
-    }
-    let raised = lim.maximum.map_or(n, |hard| n.min(hard));
-    let _ = setrlimit(
-        Resource::Nofile,
-        Rlimit {
-            current: Some(raised),
-            maximum: lim.maximum,
-        },
-    );
-}
-
 /// Set the timer to fire once, `wait` from now.
 fn arm(timer: &AsyncFd<OwnedFd>, wait: std::time::Duration) -> io::Result<()> {
     use rustix::time::{timerfd_settime, Itimerspec, TimerfdTimerFlags, Timespec};

@@ -197,9 +197,11 @@ pub struct RequestArgs {
     #[arg(long, value_name = "GROUP[,GROUP...]")]
     pub tls_groups: Option<String>,
 
-    /// Source addresses for new connections, used in turn (ADDR[,ADDR...]); more
-    /// addresses give more ephemeral ports when a run opens many connections
-    #[arg(long, value_name = "ADDR[,ADDR...]", value_delimiter = ',')]
+    /// Source addresses for new connections, used in turn: addresses and ranges
+    /// (127.0.0.2-127.0.0.9) of this machine. Each address has ephemeral ports of its
+    /// own: a run past about 28,000 connections to one server needs more than one; the
+    /// report counts the connections from each
+    #[arg(long, value_name = "ADDR|FIRST-LAST[,...]", value_delimiter = ',')]
     pub local_addr: Vec<String>,
 }
 

@@ -77,6 +77,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .transpose()?;
     let cfg_h3 = cfg.h3 && cfg.tls_listen.is_some();
     let unix = (cfg.listen_unix.clone(), cfg.tls_listen_unix.clone());
+    // A descriptor per connection up to --max-connections, as far as this process may.
+    let needed = crate::net::descriptors::needed(cfg.max_connections);
+    crate::net::descriptors::raise_to_hard();
+    if let Err(limit) = crate::net::descriptors::reserve(needed) {
+        eprintln!(
+            "handshake serve: --max-connections {} needs about {needed} open files, and this process may open {limit} (ulimit -n): connections past that wait in the listen queue until others close",
+            cfg.max_connections
+        );
+    }
     let srv = server::start(cfg)?;
     if let Some(path) = &a.cacert_out {
         std::fs::write(path, &srv.ca_pem)

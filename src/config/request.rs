@@ -129,18 +129,69 @@ fn unix_socket(path: &std::path::Path) -> Result<std::path::PathBuf, UsageError>
     }
 }
 
-/// `--local-addr`: each an IP address of this machine.
-fn local_addrs(given: &[String]) -> Result<Vec<IpAddr>, UsageError> {
-    let local_addrs = given
-        .iter()
-        .map(|v| {
-            v.trim()
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<IpAddr>()
-                .map_err(|_| UsageError(format!("--local-addr {v:?}: not an IP address")))
+/// `--local-addr` takes at most this many addresses: each gives its own ephemeral ports
+/// (about 28,000 with Linux's default range), so 1,024 are tens of millions of
+/// connections.
+const MAX_LOCAL_ADDRS: usize = 1024;
+
+/// One `--local-addr` item: an address, or a range `FIRST-LAST` of one family
+/// (`127.0.0.2-127.0.0.9`), each address in turn.
+fn local_addr_range(v: &str) -> Result<Vec<IpAddr>, UsageError> {
+    let ip = |s: &str| {
+        s.trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .map_err(|_| {
+                UsageError(format!(
+                    "--local-addr {v:?}: not an IP address or a range FIRST-LAST"
+                ))
+            })
+    };
+    let Some((a, b)) = v.split_once('-') else {
+        return Ok(vec![ip(v)?]);
+    };
+    let (first, last) = (ip(a)?, ip(b)?);
+    let (lo, hi) = match (first, last) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b))),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b)),
+        _ => {
+            return usage(format!(
+                "--local-addr {v:?}: a range's ends are of one family"
+            ))
+        }
+    };
+    if hi < lo {
+        return usage(format!(
+            "--local-addr {v:?}: the range ends before it starts"
+        ));
+    }
+    if hi - lo >= MAX_LOCAL_ADDRS as u128 {
+        return usage(format!(
+            "--local-addr {v:?}: {} addresses; at most {MAX_LOCAL_ADDRS}",
+            hi - lo + 1
+        ));
+    }
+    Ok((lo..=hi)
+        .map(|n| match first {
+            IpAddr::V4(_) => IpAddr::from(std::net::Ipv4Addr::from(n as u32)),
+            IpAddr::V6(_) => IpAddr::from(std::net::Ipv6Addr::from(n)),
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect())
+}
+
+/// `--local-addr`: each an IP address of this machine, or a range of them.
+fn local_addrs(given: &[String]) -> Result<Vec<IpAddr>, UsageError> {
+    let mut local_addrs = Vec::new();
+    for v in given {
+        local_addrs.extend(local_addr_range(v)?);
+    }
+    if local_addrs.len() > MAX_LOCAL_ADDRS {
+        return usage(format!(
+            "--local-addr: {} addresses; at most {MAX_LOCAL_ADDRS} (each gives a range of ephemeral ports of its own)",
+            local_addrs.len()
+        ));
+    }
     for ip in &local_addrs {
         // A source address must belong to this machine (binding to it must work).
         std::net::UdpSocket::bind((*ip, 0)).map_err(|e| {

@@ -65,10 +65,7 @@ pub fn run_live(
         // Each thread owns its share of the shared connections.
         threads = threads.min(sc.connections.max(1));
     }
-    if matches!(sc.load, crate::plan::LoadShape::Open { .. }) {
-        // Each paced worker holds a timer descriptor beside its connections.
-        crate::timer::reserve_descriptors(sc.concurrency as u64 * 2 + 256);
-    }
+    reserve_descriptors(&sc)?;
     let counters: Arc<Vec<collect::Progress>> =
         Arc::new((0..threads).map(|_| collect::Progress::default()).collect());
     let done = Arc::new(AtomicBool::new(false));
@@ -139,6 +136,34 @@ pub fn run_live(
         wall: last_end.duration_since(start),
         cpu,
     })
+}
+
+/// Raise the open-file limit to what the run holds at most: a descriptor per connection
+/// (to each origin) and, in an open loop, each paced worker's timer. A limit that cannot
+/// be raised that far is an error naming `ulimit -n` and the number, before anything is
+/// sent: past it, connects would fail as the client's own resource and the run would
+/// measure that.
+fn reserve_descriptors(sc: &Scenario) -> anyhow::Result<()> {
+    let per_origin = if sc.strategy.multiplexed() {
+        sc.connections
+    } else {
+        sc.concurrency
+    } as u64;
+    let conns = per_origin.saturating_mul(sc.origins.len().max(1) as u64);
+    let paced = matches!(sc.load, crate::plan::LoadShape::Open { .. });
+    let timers = if paced { sc.concurrency as u64 } else { 0 };
+    let needed = crate::net::descriptors::needed(conns.saturating_add(timers));
+    let Err(limit) = crate::net::descriptors::reserve(needed) else {
+        return Ok(());
+    };
+    let timers = if paced {
+        " and its paced workers' timers"
+    } else {
+        ""
+    };
+    anyhow::bail!(
+        "this run's {conns} connections{timers} need about {needed} open files, and this process may open {limit} (ulimit -n), a limit it could not raise (its hard limit; only root may raise that): run `ulimit -n {needed}` first, or open fewer connections"
+    )
 }
 
 /// The client threads' records added up, the last request's end and their CPU; the

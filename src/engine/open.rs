@@ -155,15 +155,8 @@ impl<T: Tally> Opener<T> {
         let addrs: &[SocketAddr] = &addrs;
         let t = Instant::now();
         self.next_local = self.next_local.wrapping_add(1);
-        let connecting = async {
-            Ok(match &origin.unix {
-                Some(path) => Transport::Unix(tokio::net::UnixStream::connect(path).await?),
-                None => Transport::Tcp(
-                    net::dial::connect(addrs, &origin.local_addrs, self.next_local).await?,
-                ),
-            })
-        };
-        let transport = match within(sleep.as_mut(), by, connecting).await {
+        let connecting = connect(origin, addrs, self.next_local);
+        let (transport, source) = match within(sleep.as_mut(), by, connecting).await {
             None => return Err(Fail::timed_out(Stage::Connect, self.run_deadline)),
             Some(Err(e)) => return Err(Fail::new(classify_connect_error(&e))),
             Some(Ok(s)) => s,
@@ -177,6 +170,11 @@ impl<T: Tally> Opener<T> {
         self.tally.note(ConnEvent::Opened {
             origin: origin.index,
         });
+        if let Some(index) = source {
+            self.tally.note(ConnEvent::Source {
+                index: index as u32,
+            });
+        }
         let connect_ns = ns(t, t_connected);
         if let (true, Some(tcp)) = (T::COUNTED, transport.tcp()) {
             // A SYN sent again waited the kernel's retransmission timeout (1 s at
@@ -332,6 +330,26 @@ impl<T: Tally> Opener<T> {
         self.tally.note(ConnEvent::Tunnel);
         Ok((transport, ready))
     }
+}
+
+/// Connect to `origin` (its Unix socket, or the first of `addrs` that accepts, from the
+/// `turn`-th of its source addresses): the transport, and the index of the source
+/// address it went from.
+async fn connect(
+    origin: &Origin,
+    addrs: &[SocketAddr],
+    turn: usize,
+) -> std::io::Result<(Transport, Option<usize>)> {
+    Ok(match &origin.unix {
+        Some(path) => (
+            Transport::Unix(tokio::net::UnixStream::connect(path).await?),
+            None,
+        ),
+        None => {
+            let (tcp, source) = net::dial::connect(addrs, &origin.local_addrs, turn).await?;
+            (Transport::Tcp(tcp), source)
+        }
+    })
 }
 
 /// A finished handshake: full or resumed, whether it was TLS 1.3, its group, and what it

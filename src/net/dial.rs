@@ -104,18 +104,21 @@ impl Origin {
 /// Connect to the first address that accepts, with `TCP_NODELAY` set. With source
 /// addresses (`--local-addr`), the socket is bound to one of the target's family before
 /// connecting, starting with the `turn`-th (so connections spread over all of them),
-/// and the next is tried when one has no free port left.
-pub async fn connect(addrs: &[SocketAddr], local: &[IpAddr], turn: usize) -> io::Result<TcpStream> {
+/// and the next is tried when one has no free port left. With the stream, the index in
+/// `local` of the source address it went from.
+pub async fn connect(
+    addrs: &[SocketAddr],
+    local: &[IpAddr],
+    turn: usize,
+) -> io::Result<(TcpStream, Option<usize>)> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
     for addr in addrs {
-        let same_family: Vec<IpAddr> = local
-            .iter()
-            .copied()
-            .filter(|l| l.is_ipv4() == addr.is_ipv4())
+        let same_family: Vec<usize> = (0..local.len())
+            .filter(|i| local[*i].is_ipv4() == addr.is_ipv4())
             .collect();
         let result = if local.is_empty() {
             match new_socket(*addr) {
-                Ok(socket) => connect_socket(socket, *addr).await,
+                Ok(socket) => connect_socket(socket, *addr).await.map(|s| (s, None)),
                 Err(e) => Err(e),
             }
         } else if same_family.is_empty() {
@@ -124,7 +127,9 @@ pub async fn connect(addrs: &[SocketAddr], local: &[IpAddr], turn: usize) -> io:
                 format!("no --local-addr of the address family of {addr}"),
             ))
         } else {
-            connect_from(*addr, &same_family, turn).await
+            connect_from(*addr, local, &same_family, turn)
+                .await
+                .map(|(s, i)| (s, Some(i)))
         };
         match result {
             Ok(s) => return Ok(s),
@@ -167,17 +172,23 @@ async fn connect_socket(socket: Socket, addr: SocketAddr) -> io::Result<TcpStrea
     Ok(stream)
 }
 
-/// Connect from one of `sources`, starting at `turn`; on `EADDRNOTAVAIL` (no free port
-/// for that source) try the next one.
-async fn connect_from(addr: SocketAddr, sources: &[IpAddr], turn: usize) -> io::Result<TcpStream> {
+/// Connect from one of `local`'s addresses at `sources` (indices), starting at `turn`;
+/// on `EADDRNOTAVAIL` (no free port for that source) try the next one. The stream and
+/// the index of its source.
+async fn connect_from(
+    addr: SocketAddr,
+    local: &[IpAddr],
+    sources: &[usize],
+    turn: usize,
+) -> io::Result<(TcpStream, usize)> {
     let mut last = None;
     for i in 0..sources.len() {
         let source = sources[(turn + i) % sources.len()];
         let socket = new_socket(addr)?;
         bind_address_no_port(&socket);
-        socket.bind(&SocketAddr::new(source, 0).into())?;
+        socket.bind(&SocketAddr::new(local[source], 0).into())?;
         match connect_socket(socket, addr).await {
-            Ok(s) => return Ok(s),
+            Ok(s) => return Ok((s, source)),
             Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => last = Some(e),
             Err(e) => return Err(e),
         }

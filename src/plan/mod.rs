@@ -197,6 +197,11 @@ impl Scenario {
             } else {
                 Vec::new()
             },
+            local_addrs: self
+                .origins
+                .first()
+                .map(|o| o.local_addrs.iter().map(ToString::to_string).collect())
+                .unwrap_or_default(),
         }
     }
 

@@ -348,6 +348,9 @@ pub struct ConnectionsReport {
     /// included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_origin: Option<BTreeMap<String, u64>>,
+    /// `--local-addr`: connections opened from each source address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_source_address: Option<BTreeMap<String, u64>>,
 }
 
 /// The forward proxy between the client and the origins.

@@ -45,6 +45,9 @@ pub struct ScenarioShape {
     /// the scenario's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub origin_names: Vec<String>,
+    /// `--local-addr`: the source addresses, by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_addrs: Vec<String>,
 }
 
 /// A scenario's figures, losslessly (made and read back by `stats::raw`).
@@ -263,6 +266,9 @@ pub struct RawRecorder {
     /// every connection went to the first origin).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub opened_by_origin: Vec<u64>,
+    /// Connections opened by source address (`--local-addr`, by index), when given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opened_by_source: Vec<u64>,
     /// What the first 3xx/4xx/5xx response of each status said: its status line, and
     /// a redirect's Location or an error's first body bytes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -15,6 +15,8 @@ pub enum ConnEvent {
     /// A connection was established (TCP accepted, or a QUIC handshake completed) to the
     /// scenario's origin of this index (`Origin::index`).
     Opened { origin: u32 },
+    /// The connection just opened went from the `--local-addr` address of this index.
+    Source { index: u32 },
     /// A TCP connect of `connect_ns`, and the kernel's view after it where it was read
     /// (only after a connect slow enough to have sent its SYN again).
     TcpConnected {
@@ -76,6 +78,7 @@ impl Recorder {
         match e {
             ConnEvent::Dns(how) => self.dns(how),
             ConnEvent::Opened { origin } => self.connection_opened(origin),
+            ConnEvent::Source { index } => self.connection_source(index),
             ConnEvent::TcpConnected { view, connect_ns } => self.tcp_connected(view, connect_ns),
             ConnEvent::TlsFlight {
                 spread_ns,

@@ -143,6 +143,7 @@ impl From<&Recorder> for RawRecorder {
             } else {
                 Vec::new()
             },
+            opened_by_source: r.opened_by_source.clone(),
             retry_after_s: r.retry_after_s,
             close_reasons: nonzero(
                 CloseReason::ALL
@@ -320,6 +321,7 @@ impl TryFrom<&RawRecorder> for Recorder {
     fn try_from(r: &RawRecorder) -> Result<Self, String> {
         let mut rec = Recorder {
             opened_by_origin: opened_by_origin(r),
+            opened_by_source: r.opened_by_source.clone(),
             ..Recorder::new()
         };
         phase_set(&r.phases_new, &mut rec.phases_new).map_err(|e| format!("new: {e}"))?;

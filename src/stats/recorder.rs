@@ -144,6 +144,8 @@ pub struct Recorder {
     /// Connections opened, by origin (`Origin::index`; those a redirect found after the
     /// scenario's own).
     pub opened_by_origin: Vec<u64>,
+    /// Connections opened by source address (`--local-addr`, by its index), when given.
+    pub opened_by_source: Vec<u64>,
 }
 
 /// Exact count, sum, min and max of durations (ns).
@@ -306,6 +308,7 @@ impl Recorder {
             quic: QuicStats::default(),
             timeline: Timeline::default(),
             opened_by_origin: Vec::new(),
+            opened_by_source: Vec::new(),
         }
     }
 
@@ -385,6 +388,15 @@ impl Recorder {
             Resolution::CacheHit => self.counts.dns_cache_hits += 1,
             Resolution::Joined => self.counts.dns_joined += 1,
         }
+    }
+
+    /// A connection went from the `--local-addr` address of this index.
+    pub fn connection_source(&mut self, index: u32) {
+        let i = index as usize;
+        if i >= self.opened_by_source.len() {
+            self.opened_by_source.resize(i + 1, 0);
+        }
+        self.opened_by_source[i] += 1;
     }
 
     /// A TCP connection was established (the server accepted it).
@@ -552,6 +564,7 @@ impl AddAssign<&Recorder> for Recorder {
         for (a, b) in self.opened_by_origin.iter_mut().zip(&o.opened_by_origin) {
             *a += b;
         }
+        add_by_index(&mut self.opened_by_source, &o.opened_by_source);
         for (a, b) in self.phases_new.iter_mut().zip(&o.phases_new) {
             *a += b;
         }
@@ -595,5 +608,15 @@ impl AddAssign<&Recorder> for Recorder {
         }
         self.tcp += &o.tcp;
         self.quic += &o.quic;
+    }
+}
+
+/// Add counts kept by index (`b` into `a`, which grows to `b`'s length).
+fn add_by_index(a: &mut Vec<u64>, b: &[u64]) {
+    if b.len() > a.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
     }
 }

@@ -397,6 +397,13 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
                 })
                 .collect()
         }),
+        by_source_address: (!sc.local_addrs.is_empty()).then(|| {
+            sc.local_addrs
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (a.clone(), rec.opened_by_source.get(i).copied().unwrap_or(0)))
+                .collect()
+        }),
     }
 }
 

@@ -298,11 +298,24 @@ fn multiplexing(out: &mut String, c: &crate::report::ConnectionsReport) {
     }
 }
 
-/// `-L`: connections by origin and the redirects followed.
+/// `-L`: connections by origin and the redirects followed; `--local-addr`: by source
+/// address.
 fn redirect_lines(out: &mut String, s: &ScenarioReport) {
     if let Some(by) = &s.connections.by_origin {
         let each: Vec<String> = by.iter().map(|(o, n)| format!("{o} {n}")).collect();
         let _ = writeln!(out, "  by origin             {}", each.join(", "));
+    }
+    if let Some(by) = &s.connections.by_source_address {
+        let line = if by.len() <= 8 {
+            let each: Vec<String> = by.iter().map(|(a, n)| format!("{a} {n}")).collect();
+            each.join(", ")
+        } else {
+            let (lo, hi) = by
+                .values()
+                .fold((u64::MAX, 0), |(lo, hi), n| (lo.min(*n), hi.max(*n)));
+            format!("{} addresses, {lo} to {hi} connections each", by.len())
+        };
+        let _ = writeln!(out, "  from source address   {line}");
     }
     if let Some(n) = s.requests.redirects {
         let _ = writeln!(
