@@ -41,7 +41,8 @@ pub struct LinkArgs {
 
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// Concurrent workers, each with its own connection(s) (closed loop; default: bench 10,
+    /// Concurrent workers, each with its own connection(s) (closed loop; with --rate, the
+    /// most it may hire; default: bench 10,
     /// compare 1, compare over a link 10, with --rtt or another link option). compare
     /// takes a rising list (-c 1,10,50,200): each step's requests/s, latency and CPU, and
     /// the knee where requests/s stops growing, with who is at its limit there (a step's
@@ -59,7 +60,8 @@ pub struct LoadArgs {
     pub duration: Option<String>,
 
     /// Open loop: send this many requests per second in total, latency measured from the
-    /// intended send time
+    /// intended send time. Workers (and their connections) are hired as the schedule
+    /// needs them, at most -c: a send finding every worker busy waits (its blocked phase)
     #[arg(long, short = 'r')]
     pub rate: Option<f64>,
 

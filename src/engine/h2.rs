@@ -151,8 +151,9 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    /// `connections` per origin for this thread, shared by `workers`.
-    pub fn new(sc: &Scenario, connections: usize, workers: usize, notes: Notes) -> Rc<Pool> {
+    /// `connections` per origin for this thread, shared by its workers (each counted as
+    /// its driver is made).
+    pub fn new(sc: &Scenario, connections: usize, notes: Notes) -> Rc<Pool> {
         let per_origin = connections.max(1);
         let slots = (0..sc.origins.len())
             .map(|_| (0..per_origin).map(|_| Slot::Empty).collect())
@@ -161,7 +162,7 @@ impl Pool {
             slots: RefCell::new(slots),
             per_origin,
             notify: Notify::new(),
-            workers_left: Cell::new(workers),
+            workers_left: Cell::new(0),
             notes,
             tasks: RefCell::new(Vec::new()),
             next_id: Cell::new(0),
@@ -320,6 +321,7 @@ pub(super) struct H2 {
 
 impl H2 {
     pub fn new(pool: Rc<Pool>, opener: Opener, start: Instant) -> H2 {
+        pool.workers_left.set(pool.workers_left.get() + 1);
         H2 {
             pool,
             notes: opener.tally.clone(),

@@ -115,7 +115,9 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    pub fn new(sc: &Scenario, connections: usize, workers: usize, notes: Notes) -> Rc<Pool> {
+    /// `connections` per origin for this thread, shared by its workers (each counted as
+    /// its driver is made).
+    pub fn new(sc: &Scenario, connections: usize, notes: Notes) -> Rc<Pool> {
         Rc::new(Pool {
             slots: RefCell::new(
                 (0..sc.origins.len())
@@ -125,7 +127,7 @@ impl Pool {
             per_origin: connections.max(1),
             notify: Notify::new(),
             notes,
-            workers_left: Cell::new(workers),
+            workers_left: Cell::new(0),
         })
     }
 }
@@ -162,6 +164,9 @@ impl H3 {
         opener: Opener,
         start: Instant,
     ) -> H3 {
+        if let Some(p) = &pool {
+            p.workers_left.set(p.workers_left.get() + 1);
+        }
         H3 {
             endpoints,
             pool,

@@ -139,7 +139,7 @@ pub fn run_live(
 }
 
 /// Raise the open-file limit to what the run holds at most: a descriptor per connection
-/// (to each origin) and, in an open loop, each paced worker's timer. A limit that cannot
+/// (to each origin) and, in an open loop, each thread's pacing timer. A limit that cannot
 /// be raised that far is an error naming `ulimit -n` and the number, before anything is
 /// sent: past it, connects would fail as the client's own resource and the run would
 /// measure that.
@@ -151,16 +151,12 @@ fn reserve_descriptors(sc: &Scenario) -> anyhow::Result<()> {
     } as u64;
     let conns = per_origin.saturating_mul(sc.origins.len().max(1) as u64);
     let paced = matches!(sc.load, crate::plan::LoadShape::Open { .. });
-    let timers = if paced { sc.concurrency as u64 } else { 0 };
+    let timers = if paced { sc.threads as u64 } else { 0 };
     let needed = crate::net::descriptors::needed(conns.saturating_add(timers));
     let Err(limit) = crate::net::descriptors::reserve(needed) else {
         return Ok(());
     };
-    let timers = if paced {
-        " and its paced workers' timers"
-    } else {
-        ""
-    };
+    let timers = if paced { " and its pacing timers" } else { "" };
     anyhow::bail!(
         "this run's {conns} connections{timers} need about {needed} open files, and this process may open {limit} (ulimit -n), a limit it could not raise (its hard limit; only root may raise that): run `ulimit -n {needed}` first, or open fewer connections"
     )
@@ -297,8 +293,9 @@ struct Clock {
 }
 
 /// The thread's workers, each with its protocol's driver (and the thread's share of the
-/// shared connections for h2 and h3), spawned on `local`; the QUIC endpoints to close
-/// at the end, if any.
+/// shared connections for h2 and h3), spawned on `local`: in a closed loop all of them
+/// now, in an open loop as its dispatcher needs them; the QUIC endpoints to close at the
+/// end, if any.
 fn spawn_workers(
     p: &ThreadPlan,
     local: &tokio::task::LocalSet,
@@ -308,48 +305,108 @@ fn spawn_workers(
     in_flight: &Rc<std::cell::Cell<u64>>,
 ) -> Option<Rc<crate::proto::h3::client::Endpoints>> {
     let (sc, t, threads) = (&p.sc, p.t, p.threads);
-    let workers: Vec<usize> = (t..sc.concurrency).step_by(threads).collect();
+    let limit = (t..sc.concurrency).step_by(threads).count();
     let share = sc.connections / threads + usize::from(t < sc.connections % threads);
-    let pool = (sc.strategy == Strategy::H2)
-        .then(|| h2::Pool::new(sc, share, workers.len(), notes.clone()));
     let endpoints = sc
         .strategy
         .quic()
         .then(crate::proto::h3::client::Endpoints::new);
-    let h3_pool = (sc.strategy == Strategy::H3)
-        .then(|| h3::Pool::new(sc, share, workers.len(), notes.clone()));
-    let hops = Rc::new(std::cell::RefCell::new(Default::default()));
-    for (i, w) in workers.iter().copied().enumerate() {
-        let seat = worker::Seat {
-            id: w,
-            notes: notes.clone(),
+    let open_loop = matches!(sc.load, crate::plan::LoadShape::Open { .. });
+    let hire = Hire {
+        sc: sc.clone(),
+        threads: (t, threads),
+        notes: notes.clone(),
+        dns: dns.clone(),
+        at: Clock {
             start: at.start,
             run_deadline: at.run_deadline,
-            in_flight: in_flight.clone(),
-            hops: hops.clone(),
-        };
-        let opener = open::Opener {
-            dns: dns.clone(),
-            tally: notes.clone(),
-            run_deadline: at.run_deadline,
-            next_local: w,
-        };
-        match (&pool, &endpoints) {
-            (_, Some(endpoints)) => {
-                let driver = h3::H3::new(endpoints.clone(), h3_pool.clone(), i, opener, at.start);
-                local.spawn_local(worker::run(sc.clone(), seat, driver));
-            }
-            (Some(pool), None) => {
-                let driver = h2::H2::new(pool.clone(), opener, at.start);
-                local.spawn_local(worker::run(sc.clone(), seat, driver));
-            }
-            (None, None) => {
-                let driver = h1::H1::new(sc, opener, at.start);
-                local.spawn_local(worker::run(sc.clone(), seat, driver));
-            }
+        },
+        in_flight: in_flight.clone(),
+        hops: Rc::new(std::cell::RefCell::new(Default::default())),
+        pool: (sc.strategy == Strategy::H2).then(|| h2::Pool::new(sc, share, notes.clone())),
+        h3_pool: (sc.strategy == Strategy::H3).then(|| h3::Pool::new(sc, share, notes.clone())),
+        endpoints: endpoints.clone(),
+        tickets: open_loop.then(|| Rc::new(worker::Dispatch::default())),
+        hired: std::cell::Cell::new(0),
+    };
+    match hire.tickets.clone() {
+        None => (0..limit).for_each(|_| hire.one(local)),
+        Some(d) => {
+            let sc = sc.clone();
+            let clock = (at.start, at.run_deadline);
+            local.spawn_local(async move {
+                let first = (t as u64, threads as u64);
+                d.run(&sc, first, clock, limit, || hire.one_here()).await;
+            });
         }
     }
     endpoints
+}
+
+/// What a thread's workers are made with, and how many it has made.
+struct Hire {
+    sc: Arc<Scenario>,
+    /// This thread's number, of how many.
+    threads: (usize, usize),
+    notes: collect::Notes,
+    dns: Arc<worker::Dns>,
+    at: Clock,
+    in_flight: Rc<std::cell::Cell<u64>>,
+    hops: Rc<std::cell::RefCell<crate::plan::redirect::Hops>>,
+    pool: Option<Rc<h2::Pool>>,
+    h3_pool: Option<Rc<h3::Pool>>,
+    endpoints: Option<Rc<crate::proto::h3::client::Endpoints>>,
+    /// An open loop's dispatcher, which hands the workers their tickets.
+    tickets: Option<Rc<worker::Dispatch>>,
+    hired: std::cell::Cell<usize>,
+}
+
+impl Hire {
+    /// Start the next worker (the `i`th of this thread: worker `t + i * threads` of the
+    /// run) with its protocol's driver, on `local`.
+    fn one(&self, local: &tokio::task::LocalSet) {
+        drop(local.spawn_local(self.worker()));
+    }
+
+    /// `one`, from a task of the thread's set.
+    fn one_here(&self) {
+        drop(tokio::task::spawn_local(self.worker()));
+    }
+
+    fn worker(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> {
+        let i = self.hired.get();
+        self.hired.set(i + 1);
+        let (t, threads) = self.threads;
+        let w = t + i * threads;
+        let seat = worker::Seat {
+            id: w,
+            notes: self.notes.clone(),
+            run_deadline: self.at.run_deadline,
+            in_flight: self.in_flight.clone(),
+            hops: self.hops.clone(),
+        };
+        let opener = open::Opener {
+            dns: self.dns.clone(),
+            tally: self.notes.clone(),
+            run_deadline: self.at.run_deadline,
+            next_local: w,
+        };
+        let (sc, start, tickets) = (self.sc.clone(), self.at.start, self.tickets.clone());
+        match (&self.pool, &self.endpoints) {
+            (_, Some(endpoints)) => {
+                let driver = h3::H3::new(endpoints.clone(), self.h3_pool.clone(), i, opener, start);
+                Box::pin(worker::run(sc, seat, driver, tickets))
+            }
+            (Some(pool), None) => {
+                let driver = h2::H2::new(pool.clone(), opener, start);
+                Box::pin(worker::run(sc, seat, driver, tickets))
+            }
+            (None, None) => {
+                let driver = h1::H1::new(&sc, opener, start);
+                Box::pin(worker::run(sc, seat, driver, tickets))
+            }
+        }
+    }
 }
 
 /// A progress bar on stderr, shown only once the run has lasted a second.

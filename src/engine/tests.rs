@@ -75,12 +75,11 @@ fn notes_of<D: worker::Driver + 'static>(
         let seat = worker::Seat {
             id: 0,
             notes,
-            start,
             run_deadline: None,
             in_flight: Rc::new(Cell::new(0)),
             hops: Default::default(),
         };
-        local.spawn_local(worker::run(sc, seat, driver));
+        local.spawn_local(worker::run(sc, seat, driver, None));
     }
     rt.block_on(async { tokio::time::timeout(Duration::from_secs(20), local).await })
         .expect("the run ends");
@@ -357,7 +356,7 @@ fn h2_a_goaway_closes_the_connection_once_with_its_code() {
     let (url, peer) = h2_peer(3);
     let sc = scenario(&url, Strategy::H2, 5);
     let notes = notes_of(sc, |sc, opener, notes, start| {
-        h2::H2::new(h2::Pool::new(sc, 1, 1, notes), opener, start)
+        h2::H2::new(h2::Pool::new(sc, 1, notes), opener, start)
     });
     peer.join().unwrap();
     let s = said(&notes);

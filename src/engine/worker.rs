@@ -134,7 +134,6 @@ pub struct Dns {
 pub(super) struct Seat {
     pub id: usize,
     pub notes: Notes,
-    pub start: Instant,
     pub run_deadline: Option<Instant>,
     /// The thread's requests under way (given up, and counted so, when an interrupt's
     /// grace runs out).
@@ -199,7 +198,8 @@ pub(super) fn attempt_deadline(
     }
 }
 
-/// Run worker `seat.id` to its quota or the run's end.
+/// Run worker `seat.id` to its quota or the run's end: its own tickets in a closed loop,
+/// or those its thread's dispatcher hands out in an open loop (`tickets`).
 // Not an async fn: that would keep its arguments (the driver, the seat) twice in every
 // worker's task, once as given and once moved into the body; an async block uses them
 // where they are.
@@ -208,43 +208,117 @@ pub(super) fn run<D: Driver>(
     sc: Arc<Scenario>,
     seat: Seat,
     mut driver: D,
+    tickets: Option<Rc<Dispatch>>,
 ) -> impl std::future::Future<Output = ()> {
     async move {
         let sc: &Scenario = &sc;
-        let quota = sc.worker_quota(seat.id);
-        let c = sc.concurrency as u64;
-        let mut k: u64 = 0;
-        let pacer = matches!(sc.load, LoadShape::Open { .. }).then(Pacer::new);
-        loop {
-            if quota.is_some_and(|q| k >= q) || crate::interrupt::requested() {
-                break;
-            }
-            let now = Instant::now();
-            if seat.run_deadline.is_some_and(|d| now >= d) {
-                break;
-            }
-            let ticket = seat.id as u64 + k * c;
-            k += 1;
-            let (t0, blocked) = match sc.load {
-                LoadShape::Closed => (now, None),
-                LoadShape::Open { rate } => {
-                    let intended = seat.start + Duration::from_secs_f64(ticket as f64 / rate);
-                    if seat.run_deadline.is_some_and(|d| intended >= d) {
+        match tickets {
+            None => closed_loop(sc, &seat, &mut driver).await,
+            Some(d) => {
+                while let Some((ticket, intended)) = d.next().await {
+                    if crate::interrupt::requested() {
                         break;
                     }
-                    if let Some(pacer) = &pacer {
-                        pacer.until(intended).await;
-                    }
                     let late = Instant::now().saturating_duration_since(intended);
-                    (intended, Some(late))
+                    let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
+                    if !follow(&mut driver, sc, &seat, target, (intended, Some(late))).await {
+                        break;
+                    }
                 }
-            };
-            let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
-            if !follow(&mut driver, sc, &seat, target, (t0, blocked)).await {
-                break;
             }
         }
         driver.finish();
+    }
+}
+
+/// A closed loop: the worker's own tickets (`id`, `id + c`, ...), each sent when the
+/// last ended, to its quota or the run's end.
+async fn closed_loop<D: Driver>(sc: &Scenario, seat: &Seat, driver: &mut D) {
+    let quota = sc.worker_quota(seat.id);
+    let c = sc.concurrency as u64;
+    let mut k: u64 = 0;
+    loop {
+        if quota.is_some_and(|q| k >= q) || crate::interrupt::requested() {
+            break;
+        }
+        let now = Instant::now();
+        if seat.run_deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        let ticket = seat.id as u64 + k * c;
+        k += 1;
+        let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
+        if !follow(driver, sc, seat, target, (now, None)).await {
+            break;
+        }
+    }
+}
+
+/// An open loop's tickets for one thread: its dispatcher releases each at its intended
+/// time to a worker that is free, and hires one (up to the thread's share of `-c`) when
+/// none is. So the workers, and their connections, are as many as the rate and the
+/// latency need at once (Little's law), not `-c` whatever the rate; a ticket that finds
+/// every worker busy at the limit waits, and the wait is its `blocked` phase.
+#[derive(Default)]
+pub(super) struct Dispatch {
+    due: std::cell::RefCell<std::collections::VecDeque<(u64, Instant)>>,
+    /// Workers waiting for a ticket (each has a waiter registered on `wake`).
+    idle: std::cell::Cell<usize>,
+    wake: tokio::sync::Notify,
+    closed: std::cell::Cell<bool>,
+}
+
+impl Dispatch {
+    /// The next ticket and its intended start; `None` once the run has no more.
+    async fn next(&self) -> Option<(u64, Instant)> {
+        loop {
+            if let Some(t) = self.due.borrow_mut().pop_front() {
+                return Some(t);
+            }
+            if self.closed.get() {
+                return None;
+            }
+            // The dispatcher counts this worker taken when it wakes it.
+            self.idle.set(self.idle.get() + 1);
+            self.wake.notified().await;
+        }
+    }
+
+    /// Release tickets `first`, `first + step`, ... (below `-n`, before the run's end)
+    /// at `start + ticket / rate`; `hire` starts a worker, at most `limit` of them.
+    pub async fn run(
+        &self,
+        sc: &Scenario,
+        (first, step): (u64, u64),
+        (start, run_deadline): (Instant, Option<Instant>),
+        limit: usize,
+        mut hire: impl FnMut(),
+    ) {
+        let LoadShape::Open { rate } = sc.load else {
+            return;
+        };
+        let pacer = Pacer::new();
+        let mut hired = 0;
+        let mut ticket = first;
+        while sc.stop.requests.is_none_or(|n| ticket < n) && !crate::interrupt::requested() {
+            let intended = start + Duration::from_secs_f64(ticket as f64 / rate);
+            if run_deadline.is_some_and(|d| intended >= d) {
+                break;
+            }
+            pacer.until(intended).await;
+            self.due.borrow_mut().push_back((ticket, intended));
+            if self.idle.get() > 0 {
+                self.idle.set(self.idle.get() - 1);
+                self.wake.notify_one();
+            } else if hired < limit {
+                hired += 1;
+                hire();
+            }
+            ticket += step;
+        }
+        self.closed.set(true);
+        self.idle.set(0);
+        self.wake.notify_waiters();
     }
 }
 
