@@ -20,6 +20,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from loopback import default_handshake
 
 
 def bench(binary, args):
@@ -32,7 +33,7 @@ def bench(binary, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--handshake", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "handshake"))
+    ap.add_argument("--handshake", default=default_handshake())
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import free_port, proc_cpu, run_measured, stop, wait_port
+from loopback import default_handshake, free_port, proc_cpu, run_measured, stop, wait_port
 
 NEW = ["close", "close-resumed", "close-0rtt", "h3-close", "h3-resumed", "h3-0rtt"]
 REUSED = ["keepalive", "h3"]
@@ -65,7 +65,7 @@ def spread(xs, fmt="{:.1f}"):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--handshake", default="target/release/handshake")
+    ap.add_argument("--handshake", default=default_handshake())
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("-n", type=int, default=10_000, help="requests per run, new-connection strategies")
     ap.add_argument("--reused-n", type=int, default=100_000, help="requests per run, keepalive and h3")

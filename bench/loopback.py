@@ -39,6 +39,29 @@ NGINX_CONF = NGINX_HEAD + """
 
 
 
+def default_handshake():
+    """The binary the scripts measure: the `profiling` build (release code with symbols,
+    for perf; `cargo build --profile profiling`), else the release build."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")
+    for profile in ("profiling", "release"):
+        path = os.path.join(root, profile, "handshake")
+        if os.path.exists(path):
+            return os.path.normpath(path)
+    return os.path.normpath(os.path.join(root, "profiling", "handshake"))
+
+
+def hwm_kib(pid):
+    """VmHWM of a live process: the peak RSS of its address space since its exec."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -31,8 +31,7 @@ import tempfile
 import time
 import urllib.request
 
-from loopback import NGINX_HEAD, free_port, stop, wait_port
-from scale import default_handshake, hwm_kib
+from loopback import NGINX_HEAD, default_handshake, free_port, hwm_kib, stop, wait_port
 
 
 def status(port):

@@ -3,7 +3,7 @@
 
 Runs 1 million and 10 million keep-alive requests (c=50) against `handshake serve`
 (started here on a free 127.0.0.1 port, stopped by its PID) and prints the client's peak
-RSS for each (ru_maxrss of the child, from wait4), with requests/s. Latencies go into
+RSS for each (its VmHWM, read while it runs), with requests/s. Latencies go into
 HDR histograms and errors into fixed tables, so the two peaks should be the same. If wrk
 is installed, it runs for as long as the 1M run took, as a reference for a
 constant-memory peer. oha and hey keep every sample (see ../shared/PEERS.md): with
@@ -24,11 +24,12 @@ import subprocess
 import sys
 import time
 
-from loopback import free_port, stop, wait_port
+from loopback import default_handshake, free_port, hwm_kib, stop, wait_port
 
 
 def peak_rss_kib(cmd, timeout):
-    """Fork-exec cmd and read its own ru_maxrss from wait4 (not shared with others)."""
+    """Fork-exec cmd and read its peak RSS: its VmHWM, read while it runs (wait4's
+    ru_maxrss would carry this Python's own RSS at the fork over the exec)."""
     t0 = time.time()
     r, w = os.pipe()
     pid = os.fork()
@@ -46,8 +47,9 @@ def peak_rss_kib(cmd, timeout):
     deadline = t0 + timeout
     os.set_blocking(r, False)
     status = None
-    ru = None
+    peak = 0
     while True:
+        peak = max(peak, hwm_kib(pid) or 0)
         try:
             data = os.read(r, 65536)
             if data:
@@ -56,7 +58,7 @@ def peak_rss_kib(cmd, timeout):
             pass
         wpid, st, rus = os.wait4(pid, os.WNOHANG)
         if wpid == pid:
-            status, ru = st, rus
+            status = st
             break
         if time.time() > deadline:
             os.kill(pid, 9)
@@ -74,7 +76,7 @@ def peak_rss_kib(cmd, timeout):
     os.close(r)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{cmd} exited {os.waitstatus_to_exitcode(status)}")
-    return b"".join(chunks), ru.ru_maxrss, time.time() - t0
+    return b"".join(chunks), peak, time.time() - t0
 
 
 def peer_run(name, path, url, n, c):
@@ -106,7 +108,7 @@ def peer_run(name, path, url, n, c):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--handshake", default="target/release/handshake")
+    ap.add_argument("--handshake", default=default_handshake())
     ap.add_argument("--counts", default="1000000,10000000")
     ap.add_argument("-c", "--concurrency", type=int, default=50)
     ap.add_argument("--peers", action="store_true", help="also run oha and hey")

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import NGINX_CONF, free_port, stop, wait_port
+from loopback import default_handshake, NGINX_CONF, free_port, stop, wait_port
 
 
 def find_vegeta():
@@ -92,8 +92,7 @@ def handshake(binary, url, rate, seconds, conns):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--handshake", default=os.path.join(here, "..", "target", "release", "handshake"))
+    ap.add_argument("--handshake", default=default_handshake())
     ap.add_argument("--rates", default="500,2000")
     ap.add_argument("-c", type=int, default=4)
     ap.add_argument("--pairs", type=int, default=5)

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from loopback import NGINX_HEAD, children, free_port, make_certs, proc_cpu, run_measured_split, stop, wait_port
+from loopback import default_handshake, NGINX_HEAD, children, free_port, make_certs, proc_cpu, run_measured_split, stop, wait_port
 
 C = 50
 H2_CONNS, H2_STREAMS = 4, 16
@@ -397,7 +397,7 @@ def print_tables(clients, servers, peers, pairs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--handshake", default="target/release/handshake")
+    ap.add_argument("--handshake", default=default_handshake())
     ap.add_argument("--oha", default=None, help="oha's path (default: on PATH)")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--rows", default=None, help="comma-separated row names (default: all)")

@@ -35,28 +35,9 @@ import sys
 import tempfile
 import time
 
-from loopback import NGINX_HEAD, free_port, stop, wait_port
+from loopback import NGINX_HEAD, default_handshake, free_port, hwm_kib, stop, wait_port
 
 BASE_C = 10
-
-
-def default_handshake():
-    for p in ("target/profiling/handshake", "target/release/handshake"):
-        if os.path.exists(p):
-            return p
-    return "target/profiling/handshake"
-
-
-def hwm_kib(pid):
-    """VmHWM of a live process: the peak RSS of its address space since its exec."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 def measured(cmd, timeout):

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import free_port, make_certs, run_measured, stop, wait_port
+from loopback import default_handshake, free_port, make_certs, run_measured, stop, wait_port
 
 NGINX_CONF = """
 worker_processes 1;
@@ -84,7 +84,7 @@ def oha(binary, url, n, cacert, keepalive=False):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--handshake", default="target/release/handshake")
+    ap.add_argument("--handshake", default=default_handshake())
     ap.add_argument("--oha", default=shutil.which("oha") or "oha")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("-n", type=int, default=10000)

@@ -37,7 +37,7 @@ import threading
 import time
 import urllib.request
 
-from loopback import free_port, stop, wait_port
+from loopback import default_handshake, free_port, stop, wait_port
 
 
 def hwm_kib(pid):
@@ -128,7 +128,7 @@ def watch_port(hs, port, n, c, metrics_port=None, scraped=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--handshake", default="target/release/handshake")
+    ap.add_argument("--handshake", default=default_handshake())
     ap.add_argument("--counts", default="10000,100000")
     ap.add_argument("-c", "--concurrency", type=int, default=8)
     ap.add_argument("--modes", default="command,port")
