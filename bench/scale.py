@@ -18,8 +18,13 @@ CAP_SYS_RESOURCE cannot raise it.
 --max-kb-per-conn K: exit 1 when handshake's growth per connection passes K KiB at any
 -c (the bounded check .ci/run makes at 10,000); --vs-wrk: exit 1 when it passes wrk's.
 
+--protocol h2: HTTP/2 over TLS (nginx `ssl http2`, serve's TLS listener), handshake
+`--strategy h2 --connections C -c C` beside h2load `-c C -m 1`: a stream at a time on
+each connection, so connections are what grows.
+
 Usage: python3 bench/scale.py [--handshake PATH] [--counts 1000,10000] [--rounds 3]
        [--seconds 5] [--servers serve,nginx] [--tools handshake,wrk,oha]
+       [--protocol h1|h2]
        [--max-kb-per-conn K] [--vs-wrk] [--json FILE]
 """
 import argparse
@@ -35,7 +40,8 @@ import sys
 import tempfile
 import time
 
-from loopback import NGINX_HEAD, default_handshake, free_port, hwm_kib, stop, wait_port
+from loopback import (NGINX_HEAD, default_handshake, free_port, hwm_kib, make_certs, stop,
+                      wait_port)
 
 BASE_C = 10
 
@@ -73,6 +79,8 @@ def measured(cmd, timeout):
 def run_handshake(a, url, c):
     cmd = [a.handshake, "bench", url, "-c", str(c), "-d", f"{a.seconds}s", "--json",
            "--no-progress"]
+    if a.protocol == "h2":
+        cmd += ["--strategy", "h2", "--connections", str(c), "--cacert", a.ca[url]]
     out, err, code, rss, cpu = measured(cmd, a.seconds + 120)
     if code not in (0, 1):
         raise SystemExit(f"handshake -c {c} exited {code}: {err[-1500:]}")
@@ -111,7 +119,19 @@ def run_oha(a, url, c):
                 cpu_s=cpu)
 
 
-RUNNERS = {"handshake": run_handshake, "wrk": run_wrk, "oha": run_oha}
+def run_h2load(a, url, c):
+    cmd = [a.h2load, "-c", str(c), "-m", "1", "-t", "1", "-D", str(a.seconds), url]
+    out, err, code, rss, cpu = measured(cmd, a.seconds + 300)
+    if code != 0:
+        raise SystemExit(f"h2load -c {c} exited {code}: {err[-1500:]}")
+    m = re.search(r"finished in ([\d.]+)s", out)
+    r = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored", out)
+    return dict(requests=int(r.group(1)), errors=int(r.group(2)) + int(r.group(3)),
+                wall=float(m.group(1)), rss_kib=rss, cpu_s=cpu)
+
+
+RUNNERS = {"handshake": run_handshake, "wrk": run_wrk, "oha": run_oha, "h2load": run_h2load}
 
 
 class Servers:
@@ -121,17 +141,28 @@ class Servers:
         self.procs = []
         self.urls = {}
         self.tmp = tempfile.mkdtemp(prefix="handshake-scale-")
+        h2 = a.protocol == "h2"
+        a.ca = {}
+        if h2:
+            make_certs(self.tmp)
+        scheme = "https" if h2 else "http"
         for name in names:
             port = free_port()
             if name == "serve":
-                cmd = [a.handshake, "serve", "--listen", f"127.0.0.1:{port}", "--no-tls",
+                ca = os.path.join(self.tmp, "serve-ca.pem")
+                listen = (["--no-tls", "--listen", f"127.0.0.1:{port}"] if not h2 else
+                          ["--tls-listen", f"127.0.0.1:{port}", "--listen", "127.0.0.1:0",
+                           "--cacert-out", ca])
+                cmd = [a.handshake, "serve", *listen,
                        "--threads", "1", "--max-connections", str(most + 1000),
                        "--body-size", "13"]
             else:
                 conf = NGINX_HEAD.format(tmp=self.tmp).replace(
                     "worker_connections 4096", f"worker_connections {most + 1000}")
                 conf = conf.replace("daemon off;", f"daemon off;\nworker_rlimit_nofile {most + 2000};")
-                conf += ("    server {{ listen 127.0.0.1:{port} backlog=4096;\n"
+                tls = (f" ssl http2;\n        ssl_certificate {self.tmp}/leaf.pem;\n"
+                       f"        ssl_certificate_key {self.tmp}/leaf.key" if h2 else "")
+                conf += ("    server {{ listen 127.0.0.1:{port} backlog=4096" + tls.replace("{", "{{").replace("}", "}}") + ";\n"
                          "        location / {{ return 200 \"Hello, world\\n\"; }} }}\n}}\n"
                          ).format(port=port)
                 path = os.path.join(self.tmp, "nginx.conf")
@@ -141,7 +172,8 @@ class Servers:
             self.procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                                stderr=subprocess.DEVNULL))
             wait_port(port)
-            self.urls[name] = f"http://127.0.0.1:{port}/"
+            self.urls[name] = f"{scheme}://127.0.0.1:{port}/"
+            a.ca[self.urls[name]] = ca if name == "serve" else os.path.join(self.tmp, "ca.pem")
 
     def close(self):
         for p in self.procs:
@@ -160,7 +192,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--servers", default="serve,nginx")
-    ap.add_argument("--tools", default="handshake,wrk,oha")
+    ap.add_argument("--tools", help="default: handshake,wrk,oha (h1), handshake,h2load (h2)")
+    ap.add_argument("--protocol", choices=["h1", "h2"], default="h1",
+                    help="h2: HTTP/2 over TLS, a stream at a time on each of -c connections")
+    ap.add_argument("--h2load", default=shutil.which("h2load"))
     ap.add_argument("--wrk", default=shutil.which("wrk"))
     ap.add_argument("--oha", default=shutil.which("oha"))
     ap.add_argument("--max-kb-per-conn", type=float)
@@ -168,6 +203,7 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     a.handshake = os.path.abspath(a.handshake)
+    a.tools = a.tools or ("handshake,h2load" if a.protocol == "h2" else "handshake,wrk,oha")
     if not os.path.exists(a.handshake):
         raise SystemExit(f"{a.handshake} not found: cargo build --profile profiling")
     tools = [t for t in a.tools.split(",") if t == "handshake" or getattr(a, t, None)]
