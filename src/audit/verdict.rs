@@ -199,6 +199,21 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
     let closed = count(&t.endings, &Ending::ClientClosed);
     let origin_closed = count(&t.endings, &Ending::OriginClosed);
     let in_tls_tunnels = t.proxy.as_ref().is_some_and(|p| p.requests_estimated);
+    // Inside a TLS tunnel a client that closes with bytes still coming (the origin's
+    // close_notify, a ticket) resets: its end all the same.
+    let reset = if in_tls_tunnels {
+        count(&t.endings, &Ending::ClientReset)
+    } else {
+        0
+    };
+    let by_client = closed + reset;
+    let client_e = || {
+        let mut e = vec![of_connections("total.endings.client_closed", closed, t)];
+        if reset > 0 {
+            e.push(of_connections("total.endings.client_reset", reset, t));
+        }
+        e
+    };
     let close_e = || of_requests("total.connection_headers.close", close, t);
     let v10_e = || of_requests("total.http_versions.HTTP/1.0", v10, t);
     let cause =
@@ -246,13 +261,15 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
             finding: None,
         })
     } else if in_tls_tunnels
-        && closed > 0
+        && by_client > 0
         && origin_closed > 0
-        && (closed + origin_closed) * 2 >= t.connections
+        && (by_client + origin_closed) * 2 >= t.connections
     {
-        cause("tunnels_closed_after_one", "each tunnel was closed after one response", format!("Each CONNECT tunnel was closed after one response: {} by the origin, {} by the client. Inside TLS a proxy sees no headers: a client that asks the origin to close (`Connection: close`) races it to the close, which is what both sides closing looks like; a client that does not pool connections closes them all itself.", origin_closed, closed), vec![of_connections("total.endings.origin_closed", origin_closed, t), of_connections("total.endings.client_closed", closed, t)])
-    } else if closed * 2 >= t.connections && in_tls_tunnels {
-        cause("client_closed_tunnels", "the client closed each tunnel itself after one response", "The client closed each CONNECT tunnel itself after one response: it does not pool connections (for example Python's `requests.get` without a `Session`, Node's `agent: false`, or a new client per request). Reuse one client with keep-alive. (Inside TLS a proxy sees no headers: whether the client asked the origin to close is unseen.)".into(), vec![of_connections("total.endings.client_closed", closed, t)])
+        let mut e = vec![of_connections("total.endings.origin_closed", origin_closed, t)];
+        e.extend(client_e());
+        cause("tunnels_closed_after_one", "each tunnel was closed after one response", format!("Each CONNECT tunnel was closed after one response: {} by the origin, {} by the client. Inside TLS a proxy sees no headers: a client that asks the origin to close (`Connection: close`) races it to the close, which is what both sides closing looks like; a client that does not pool connections closes them all itself.", origin_closed, by_client), e)
+    } else if by_client * 2 >= t.connections && in_tls_tunnels {
+        cause("client_closed_tunnels", "the client closed each tunnel itself after one response", "The client closed each CONNECT tunnel itself after one response: it does not pool connections (for example Python's `requests.get` without a `Session`, Node's `agent: false`, or a new client per request). Reuse one client with keep-alive. (Inside TLS a proxy sees no headers: whether the client asked the origin to close is unseen.)".into(), client_e())
     } else if origin_closed * 2 >= t.connections {
         cause("origin_closed_tunnels", "the origin closed each tunnel after its response", "The origin closed each CONNECT tunnel after its response. Inside TLS a proxy sees no headers: the client may have asked it to (`Connection: close`), or the origin does not keep connections open (`handshake doctor` against the origin says which).".into(), vec![of_connections("total.endings.origin_closed", origin_closed, t)])
     } else if closed * 2 >= t.connections {
