@@ -265,7 +265,11 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
         && origin_closed > 0
         && (by_client + origin_closed) * 2 >= t.connections
     {
-        let mut e = vec![of_connections("total.endings.origin_closed", origin_closed, t)];
+        let mut e = vec![of_connections(
+            "total.endings.origin_closed",
+            origin_closed,
+            t,
+        )];
         e.extend(client_e());
         cause("tunnels_closed_after_one", "each tunnel was closed after one response", format!("Each CONNECT tunnel was closed after one response: {} by the origin, {} by the client. Inside TLS a proxy sees no headers: a client that asks the origin to close (`Connection: close`) races it to the close, which is what both sides closing looks like; a client that does not pool connections closes them all itself.", origin_closed, by_client), e)
     } else if by_client * 2 >= t.connections && in_tls_tunnels {
