@@ -293,10 +293,12 @@ fn trace_shows_setup_only_on_new_connections_and_phases_add_up() {
         .sum();
         let total = s["total_ms"].as_f64().unwrap();
         // Between phases only a few clock reads, unless the loaded machine preempts the
-        // client there: 0.1 ms or 5 %, far below any phase left out (a TLS handshake
-        // here is ~0.5 ms of a ~3 ms first step).
+        // client there: 0.3 ms or 10 %, below any phase left out (a TLS handshake here
+        // is ~0.5 ms of a ~3 ms first step). Idle, the gap on a new connection is
+        // 0.04 ms (median of 30 traces; 0.07-0.15 at most); a CI run beside other test
+        // binaries read 0.21 ms of a 2.08 ms step.
         assert!(
-            sum <= total + 1e-6 && total - sum < (0.05 * total).max(0.1),
+            sum <= total + 1e-6 && total - sum < (0.10 * total).max(0.3),
             "phases {sum} ms vs total {total} ms"
         );
     }
