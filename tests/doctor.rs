@@ -142,9 +142,9 @@ fn doctor_on_an_http10_server() {
 #[test]
 fn doctor_on_a_healthy_tls_server_finds_no_problem() {
     let srv = start(ServerConfig::default());
-    let dir = std::env::temp_dir().join(format!("handshake-doctor-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = dir.join("ca.pem");
+    // Removed when the test ends, also when it fails.
+    let dir = Dir::new("doctor");
+    let ca = dir.0.join("ca.pem");
     std::fs::write(&ca, &srv.ca_pem).unwrap();
     let (code, v) = doctor(&[
         &srv.https_url().unwrap(),
@@ -179,7 +179,6 @@ fn doctor_on_a_healthy_tls_server_finds_no_problem() {
         policy.contains(&format!("; HTTP/2 ({streams} streams at once)")),
         "{policy}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
     srv.stop();
 }
 
@@ -254,9 +253,9 @@ fn trace(args: &[&str]) -> Value {
 #[test]
 fn trace_shows_setup_only_on_new_connections_and_phases_add_up() {
     let srv = start(ServerConfig::default());
-    let dir = std::env::temp_dir().join(format!("handshake-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = dir.join("ca.pem");
+    // Removed when the test ends, also when it fails.
+    let dir = Dir::new("trace");
+    let ca = dir.0.join("ca.pem");
     std::fs::write(&ca, &srv.ca_pem).unwrap();
     let port = srv.https_addr.unwrap().port();
     let url = format!("https://localhost:{port}/");
@@ -324,7 +323,6 @@ fn trace_shows_setup_only_on_new_connections_and_phases_add_up() {
         );
     }
     assert_eq!(srv2.snapshot().connections_accepted, 2);
-    let _ = std::fs::remove_dir_all(&dir);
     srv.stop();
     srv2.stop();
 }
