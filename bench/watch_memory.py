@@ -37,19 +37,7 @@ import threading
 import time
 import urllib.request
 
-from loopback import default_handshake, free_port, stop, wait_port
-
-
-def hwm_kib(pid):
-    """The process's peak resident set so far (VmHWM), or None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
+from loopback import default_handshake, free_port, hwm_kib, stop, wait_port
 
 
 def run_with_hwm(cmd, timeout=600):

@@ -105,17 +105,17 @@ impl H1 {
         // TLS early data: when TCP was established, if this request goes in it.
         let mut early_since = None;
         if !reused {
-            // Boxed: opening (lookup, connect, TLS) is a large state machine that a
-            // connection needs once; inline, every worker's task would carry it.
-            let opened = Box::pin(self.opener.open(
-                sc.origin(target),
-                sc.tls.as_ref(),
-                self.deadline,
-                sc.limits.connect,
-                self.sleep.as_mut(),
-                phases,
-            ))
-            .await?;
+            let opened = self
+                .opener
+                .open(
+                    sc.origin(target),
+                    sc.tls.as_ref(),
+                    self.deadline,
+                    sc.limits.connect,
+                    self.sleep.as_mut(),
+                    phases,
+                )
+                .await?;
             early_since = opened.early.then_some(opened.connected_at);
             let mut conn = Conn::new(opened.stream);
             conn.follow = sc.redirects.is_some();

@@ -140,8 +140,22 @@ impl<T: Tally> Opener<T> {
     }
 
     /// Open a new connection to `origin`: dns, connect, tls, each timed, all by
-    /// `deadline` (and `connect_limit` for the three together).
-    pub async fn open(
+    /// `deadline` (and `connect_limit` for the three together). Boxed: opening is a large
+    /// state machine a connection needs once; inline, every task that may open one (each
+    /// HTTP/1 and HTTP/2 worker) would carry it all along.
+    pub fn open<'a>(
+        &'a mut self,
+        origin: &'a Origin,
+        tls: Option<&'a Arc<ClientConfig>>,
+        deadline: Instant,
+        connect_limit: Option<std::time::Duration>,
+        sleep: Pin<&'a mut Sleep>,
+        phases: &'a mut Phases,
+    ) -> Pin<Box<impl std::future::Future<Output = Result<Opened, Fail>> + 'a>> {
+        Box::pin(self.open_here(origin, tls, deadline, connect_limit, sleep, phases))
+    }
+
+    async fn open_here(
         &mut self,
         origin: &Origin,
         tls: Option<&Arc<ClientConfig>>,
