@@ -5,8 +5,10 @@ and a leaf certificate, and one `handshake bench` run."""
 import json
 import os
 import resource
+import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 # One nginx worker, its files in {tmp}, persistent connections unbounded: the start of
@@ -37,6 +39,57 @@ NGINX_CONF = NGINX_HEAD + """
 }}
 """
 
+
+
+GNU_TIME = "/usr/bin/time"
+
+
+def run_peak(cmd, timeout):
+    """Run cmd to its end: (stdout bytes, stderr bytes, exit code, peak RSS KiB, CPU s).
+
+    The peak is exact under GNU time (`/usr/bin/time -f %M`, Debian's `time`): time forks
+    the command from its own small process and reads its ru_maxrss, which counts the
+    end of the run too (a report built at exit). Without it, the command's VmHWM read
+    every 20 ms, which misses what the last moments add. (wait4's ru_maxrss of a child
+    this Python forks would carry this Python's own RSS over the exec: 16 MiB.) The CPU
+    time is wait4's, the command's and its children's."""
+    out = tempfile.TemporaryFile()
+    err = tempfile.TemporaryFile()
+    timed = os.access(GNU_TIME, os.X_OK)
+    peak_file = tempfile.NamedTemporaryFile(prefix="handshake-bench-peak-", delete=False)
+    peak_file.close()
+    try:
+        full = [GNU_TIME, "-f", "%M", "-o", peak_file.name, *cmd] if timed else list(cmd)
+        # Its own process group, so that a timeout (or this script's end) stops the
+        # command under time too.
+        p = subprocess.Popen(full, stdout=out, stderr=err, start_new_session=True)
+        deadline = time.time() + timeout
+        peak = 0
+        try:
+            while True:
+                h = None if timed else hwm_kib(p.pid)
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                peak = max(peak, h or 0)
+                if time.time() > deadline:
+                    raise SystemExit(f"{cmd[0]} did not finish within {timeout} s")
+                time.sleep(0.02)
+        except BaseException:
+            os.killpg(p.pid, signal.SIGKILL)
+            os.wait4(p.pid, 0)
+            raise
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if timed:
+            # On a failure time writes "Command exited with non-zero status N" first.
+            with open(peak_file.name) as f:
+                lines = f.read().split()
+            peak = int(lines[-1]) if lines and lines[-1].isdigit() else 0
+    finally:
+        os.unlink(peak_file.name)
+    out.seek(0)
+    err.seek(0)
+    return out.read(), err.read(), p.returncode, peak, ru.ru_utime + ru.ru_stime
 
 
 def default_handshake():

@@ -3,7 +3,8 @@
 
 Runs 1 million and 10 million keep-alive requests (c=50) against `handshake serve`
 (started here on a free 127.0.0.1 port, stopped by its PID) and prints the client's peak
-RSS for each (its VmHWM, read while it runs), with requests/s. Latencies go into
+RSS for each (`loopback.run_peak`: GNU time's %M, which counts the report built at
+exit; the VmHWM read while it runs without it), with requests/s. Latencies go into
 HDR histograms and errors into fixed tables, so the two peaks should be the same. If wrk
 is installed, it runs for as long as the 1M run took, as a reference for a
 constant-memory peer. oha and hey keep every sample (see ../shared/PEERS.md): with
@@ -24,59 +25,16 @@ import subprocess
 import sys
 import time
 
-from loopback import default_handshake, free_port, hwm_kib, stop, wait_port
+from loopback import default_handshake, free_port, run_peak, stop, wait_port
 
 
 def peak_rss_kib(cmd, timeout):
-    """Fork-exec cmd and read its peak RSS: its VmHWM, read while it runs (wait4's
-    ru_maxrss would carry this Python's own RSS at the fork over the exec)."""
+    """Run cmd: (its stdout, its peak RSS KiB, seconds); fails unless it exits 0."""
     t0 = time.time()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        os.dup2(w, 1)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        try:
-            os.execvp(cmd[0], cmd)
-        finally:
-            os._exit(127)
-    os.close(w)
-    chunks = []
-    deadline = t0 + timeout
-    os.set_blocking(r, False)
-    status = None
-    peak = 0
-    while True:
-        peak = max(peak, hwm_kib(pid) or 0)
-        try:
-            data = os.read(r, 65536)
-            if data:
-                chunks.append(data)
-        except BlockingIOError:
-            pass
-        wpid, st, rus = os.wait4(pid, os.WNOHANG)
-        if wpid == pid:
-            status = st
-            break
-        if time.time() > deadline:
-            os.kill(pid, 9)
-            os.wait4(pid, 0)
-            raise SystemExit(f"{cmd[0]} did not finish within {timeout} s")
-        time.sleep(0.02)
-    while True:
-        try:
-            data = os.read(r, 65536)
-        except BlockingIOError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(r)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{cmd} exited {os.waitstatus_to_exitcode(status)}")
-    return b"".join(chunks), peak, time.time() - t0
+    out, _, code, peak, _ = run_peak(cmd, timeout)
+    if code != 0:
+        raise SystemExit(f"{cmd} exited {code}")
+    return out, peak, time.time() - t0
 
 
 def peer_run(name, path, url, n, c):

@@ -5,8 +5,8 @@ handshake, wrk and oha holding -c keep-alive connections against one server.
 For each -c (--counts, default 1,000 and 10,000) and each server (`handshake serve
 --threads 1` and nginx with one worker, both HTTP/1.1 keep-alive on 127.0.0.1), every
 tool installed runs for --seconds, the tools' order rotated every round, --rounds times
-(default 3). A tool's figures are its own: peak RSS (the child's VmHWM, read while it
-runs), CPU (user + system of the child) over the requests it completed. RSS per
+(default 3). A tool's figures are its own: peak RSS (GNU time's %M, or the child's VmHWM
+read while it runs without GNU time), CPU (user + system of the child) over the requests it completed. RSS per
 connection is given two ways: the peak over -c, and the peak's growth over the same
 tool's run at -c 10 in that round (what one more connection costs, without the program's
 fixed part: its code, libraries and tables). Medians, with the min-max over the rounds.
@@ -40,40 +40,16 @@ import sys
 import tempfile
 import time
 
-from loopback import (NGINX_HEAD, default_handshake, free_port, hwm_kib, make_certs, stop,
+from loopback import (NGINX_HEAD, default_handshake, free_port, make_certs, run_peak, stop,
                       wait_port)
 
 BASE_C = 10
 
 
 def measured(cmd, timeout):
-    """Run cmd; (stdout, stderr, exit code, peak RSS KiB, CPU seconds) of that child.
-
-    The peak is the child's VmHWM, read every 20 ms while it runs (the last reading
-    before it exits): wait4's ru_maxrss would carry this Python's own RSS at the fork
-    (Linux keeps the larger of the two over exec), 16 MiB here, larger than a small
-    run's own."""
-    out = tempfile.TemporaryFile()
-    err = tempfile.TemporaryFile()
-    p = subprocess.Popen(cmd, stdout=out, stderr=err)
-    deadline = time.time() + timeout
-    peak = 0
-    while True:
-        h = hwm_kib(p.pid)
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        if pid:
-            break
-        peak = max(peak, h or 0)
-        if time.time() > deadline:
-            p.kill()
-            pid, status, ru = os.wait4(p.pid, 0)
-            break
-        time.sleep(0.02)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    out.seek(0)
-    err.seek(0)
-    return (out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-            p.returncode, peak, ru.ru_utime + ru.ru_stime)
+    """Run cmd; (stdout, stderr, exit code, peak RSS KiB, CPU seconds) of that child."""
+    out, err, code, peak, cpu = run_peak(cmd, timeout)
+    return out.decode(errors="replace"), err.decode(errors="replace"), code, peak, cpu
 
 
 def run_handshake(a, url, c):

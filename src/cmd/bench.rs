@@ -52,7 +52,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let live = publisher.as_ref().map(|_| board.live(&sc));
     let run = || engine::run_live(sc.clone(), progress, live);
     let result = on_client(embedded.as_ref(), run)??;
-    board.keep(&sc, &result.recorder);
+    // The board holds a copy of the run's counts for the metrics endpoint only when
+    // there is one (a recorder's histograms are about 1 MiB at the end of a run).
+    if publisher.is_some() {
+        board.keep(&sc, &result.recorder);
+    }
     let mut rep = Report::new(vec![summary::summarize_with_raw(
         &sc.shape(),
         &result.recorder,
