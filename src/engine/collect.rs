@@ -125,7 +125,15 @@ impl Collector {
                     self.take(&n);
                 }
             }
-            self.rec.counts.aborted_at_deadline += in_flight.get();
+        }
+        self.finish(stopped.then(|| in_flight.get()))
+    }
+
+    /// The end of the thread's run: with `given_up` (the stop after an interrupt's
+    /// grace), the requests then in flight, counted as cut by the run's end.
+    pub fn finish(mut self, given_up: Option<u64>) -> Collector {
+        if let Some(n) = given_up {
+            self.rec.counts.aborted_at_deadline += n;
             self.show();
         }
         if let Some((live, t)) = &self.live {
@@ -134,8 +142,9 @@ impl Collector {
         self
     }
 
+    /// Take one note (the thread's readiness loop hands them over directly).
     #[inline]
-    fn take(&mut self, n: &Note) {
+    pub fn take(&mut self, n: &Note) {
         if let Note::Request(r) = n {
             self.last_end = self.last_end.max(r.end);
         }
@@ -144,7 +153,7 @@ impl Collector {
 
     /// The thread's totals for the progress line, and now and then a copy for the
     /// metrics.
-    fn show(&mut self) {
+    pub fn show(&mut self) {
         if let Some((live, t)) = &self.live {
             if self.handed.elapsed() >= HAND_EVERY {
                 live(*t, &self.rec);

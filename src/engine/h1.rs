@@ -14,14 +14,14 @@ use crate::net::kernel::TcpView;
 use crate::net::{classify_io_failure, classify_tls_error};
 use crate::plan::{Scenario, Target};
 use crate::proto::h1::conn::{Conn, Response};
-use crate::proto::h1::Framing;
+use crate::proto::h1::{Framing, ResponseHead};
 use crate::proto::pace::ReadLimits;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phases, Stage};
 use crate::stats::event::ConnEvent;
 use crate::timer::within;
 
 /// How long to wait for the server's FIN after a response that ends the connection.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
+pub(super) const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// One worker's HTTP/1 connections and the state of its current attempt.
 pub(super) struct H1 {
@@ -229,38 +229,18 @@ impl H1 {
 
         let mut conn = self.conns[slot].take().expect("connection present");
         conn.requests += 1;
-        let head = &resp.head;
-        let server_ends = !head.persistent || head.framing == Framing::UntilClose;
-        let keep = sc.strategy.persistent() && !server_ends && !resp.leftover && !last;
-        if keep {
+        let Some((reason, server_ends)) =
+            ending(sc, &resp.head, resp.leftover, last, conn.requests)
+        else {
             self.conns[slot] = Some(conn);
             return Ok(resp);
-        }
-        let reason = if resp.leftover {
-            CloseReason::Error
-        } else if !sc.strategy.persistent() || last {
-            CloseReason::ClientPolicy
-        } else if head.minor_version == 0 && !head.connection_keep_alive {
-            CloseReason::ServerHttp10
-        } else if head.framing == Framing::UntilClose && !head.connection_close {
-            CloseReason::ServerCloseDelimited
-        } else if head.connection_close && conn.requests > 1 {
-            CloseReason::ServerMaxRequests
-        } else {
-            CloseReason::ServerCloseHeader
         };
         if !server_ends && reason == CloseReason::ClientPolicy {
             // The client asked to close but the server kept the connection open.
             self.notes.conn(ConnEvent::ServerIgnoredClose);
         }
         let view = closed(&self.notes, &conn, reason);
-        // Over plain TCP the kernel's view says whether the server's FIN is already
-        // here with nothing unread before it (the FIN counts one in the bytes received):
-        // then the server has closed first and the read of its EOF (a system call per
-        // connection) is not needed.
-        let fin_here = view.is_some_and(|v| {
-            conn.stream.is_plain() && v.peer_closed && v.bytes_received == conn.read_total + 1
-        });
+        let fin_here = conn.stream.is_plain() && fin_here(view, conn.read_total);
         if server_ends && !resp.eof && !fin_here {
             // Let the server close first so TIME_WAIT stays on its side.
             let grace = self.deadline.min(Instant::now() + CLOSE_GRACE);
@@ -343,6 +323,44 @@ impl H1 {
             conn.recycle();
         }
     }
+}
+
+/// What a complete response means for its connection: `None` when it stays for the
+/// next request; else why it ends, and whether the server ends it (its FIN to come).
+/// `requests`: the responses it carried, this one included.
+pub(super) fn ending(
+    sc: &Scenario,
+    head: &ResponseHead,
+    leftover: bool,
+    last: bool,
+    requests: u64,
+) -> Option<(CloseReason, bool)> {
+    let server_ends = !head.persistent || head.framing == Framing::UntilClose;
+    if sc.strategy.persistent() && !server_ends && !leftover && !last {
+        return None;
+    }
+    let reason = if leftover {
+        CloseReason::Error
+    } else if !sc.strategy.persistent() || last {
+        CloseReason::ClientPolicy
+    } else if head.minor_version == 0 && !head.connection_keep_alive {
+        CloseReason::ServerHttp10
+    } else if head.framing == Framing::UntilClose && !head.connection_close {
+        CloseReason::ServerCloseDelimited
+    } else if head.connection_close && requests > 1 {
+        CloseReason::ServerMaxRequests
+    } else {
+        CloseReason::ServerCloseHeader
+    };
+    Some((reason, server_ends))
+}
+
+/// Over plain TCP the kernel's view at the close says whether the server's FIN is
+/// already here with nothing unread before it (the FIN counts one in the bytes
+/// received): then the server has closed first and the read of its EOF (a system call
+/// per connection) is not needed.
+pub(super) fn fin_here(view: Option<TcpView>, read_total: u64) -> bool {
+    view.is_some_and(|v| v.peer_closed && v.bytes_received == read_total + 1)
 }
 
 /// A connection ends: its close reason and requests told, and the kernel's view of it

@@ -7,6 +7,7 @@
 
 mod collect;
 mod h1;
+mod h1loop;
 mod h2;
 pub(crate) mod h3;
 pub(crate) mod open;
@@ -236,6 +237,22 @@ fn client_thread(
         p.counters.clone().map(|c| (c, p.t)),
         p.live.clone().map(|l| (l, p.t)),
     );
+    if h1loop::eligible(&p.sc) {
+        // HTTP/1 over plain TCP: one readiness loop carries the thread's workers.
+        drop(notes);
+        let mut collector = collector;
+        let cpu_start = cpu::thread();
+        let given_up = h1loop::run(&p.sc, (p.t, p.threads), &mut collector, start, run_deadline)
+            .context("the client thread's loop")?;
+        let cpu = cpu::thread() - cpu_start;
+        let collector = collector.finish(given_up);
+        drop(rt);
+        return Ok(ThreadOut {
+            recorder: collector.rec,
+            last_end: collector.last_end,
+            cpu,
+        });
+    }
     let local = tokio::task::LocalSet::new();
     let guard = rt.enter();
     let at = Clock {

@@ -43,7 +43,7 @@ impl Tally for Notes {
 
 /// A connect shorter than this cannot have sent its SYN again (the kernel's first
 /// retransmission timeout is 1 s); 100 ms leaves room for a lowered one.
-const SYN_CHECK_NS: u64 = 100_000_000;
+pub(super) const SYN_CHECK_NS: u64 = 100_000_000;
 
 /// Counted nowhere.
 pub(crate) struct Untallied;

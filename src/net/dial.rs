@@ -113,23 +113,9 @@ pub async fn connect(
 ) -> io::Result<(TcpStream, Option<usize>)> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
     for addr in addrs {
-        let same_family: Vec<usize> = (0..local.len())
-            .filter(|i| local[*i].is_ipv4() == addr.is_ipv4())
-            .collect();
-        let result = if local.is_empty() {
-            match new_socket(*addr) {
-                Ok(socket) => connect_socket(socket, *addr).await.map(|s| (s, None)),
-                Err(e) => Err(e),
-            }
-        } else if same_family.is_empty() {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("no --local-addr of the address family of {addr}"),
-            ))
-        } else {
-            connect_from(*addr, local, &same_family, turn)
-                .await
-                .map(|(s, i)| (s, Some(i)))
+        let result = match start_connect(*addr, local, turn) {
+            Ok((socket, source)) => connect_socket(socket).await.map(|s| (s, source)),
+            Err(e) => Err(e),
         };
         match result {
             Ok(s) => return Ok(s),
@@ -137,6 +123,44 @@ pub async fn connect(
         }
     }
     Err(last)
+}
+
+/// Start a connect to `addr` without waiting for it: a nonblocking socket with
+/// `TCP_NODELAY` whose connect is under way (or done). With source addresses, bound to
+/// one of `addr`'s family from the `turn`-th on, the next tried when one has no free
+/// port (the kernel says so at once); with the socket, that address's index in `local`.
+pub fn start_connect(
+    addr: SocketAddr,
+    local: &[IpAddr],
+    turn: usize,
+) -> io::Result<(Socket, Option<usize>)> {
+    if local.is_empty() {
+        let socket = new_socket(addr)?;
+        begin(&socket, addr)?;
+        return Ok((socket, None));
+    }
+    let sources: Vec<usize> = (0..local.len())
+        .filter(|i| local[*i].is_ipv4() == addr.is_ipv4())
+        .collect();
+    if sources.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("no --local-addr of the address family of {addr}"),
+        ));
+    }
+    let mut last = None;
+    for i in 0..sources.len() {
+        let source = sources[(turn + i) % sources.len()];
+        let socket = new_socket(addr)?;
+        bind_address_no_port(&socket);
+        socket.bind(&SocketAddr::new(local[source], 0).into())?;
+        match begin(&socket, addr) {
+            Ok(()) => return Ok((socket, Some(source))),
+            Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL)))
 }
 
 /// A nonblocking TCP socket for `addr`'s family, with `TCP_NODELAY` set.
@@ -151,17 +175,20 @@ fn new_socket(addr: SocketAddr) -> io::Result<Socket> {
     Ok(socket)
 }
 
-/// Connect `socket` to `addr` and wait until the connect is done.
+/// The nonblocking connect: under way is fine.
+fn begin(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
+    match socket.connect(&addr.into()) {
+        Err(e) if e.raw_os_error() != Some(libc::EINPROGRESS) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Wait until the connect `socket` began is done.
 ///
 /// Tokio's `connect` reads the socket's error (`getsockopt(SO_ERROR)`) after every
 /// connect, a system call per connection. A connect that failed leaves the socket
 /// closed, which the reactor reports as write-closed: the error is read only then.
-async fn connect_socket(socket: Socket, addr: SocketAddr) -> io::Result<TcpStream> {
-    match socket.connect(&addr.into()) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
-    }
+async fn connect_socket(socket: Socket) -> io::Result<TcpStream> {
     let stream = TcpStream::from_std(std::net::TcpStream::from(socket))?;
     let ready = stream.ready(Interest::WRITABLE).await?;
     if ready.is_write_closed() {
@@ -170,30 +197,6 @@ async fn connect_socket(socket: Socket, addr: SocketAddr) -> io::Result<TcpStrea
         }
     }
     Ok(stream)
-}
-
-/// Connect from one of `local`'s addresses at `sources` (indices), starting at `turn`;
-/// on `EADDRNOTAVAIL` (no free port for that source) try the next one. The stream and
-/// the index of its source.
-async fn connect_from(
-    addr: SocketAddr,
-    local: &[IpAddr],
-    sources: &[usize],
-    turn: usize,
-) -> io::Result<(TcpStream, usize)> {
-    let mut last = None;
-    for i in 0..sources.len() {
-        let source = sources[(turn + i) % sources.len()];
-        let socket = new_socket(addr)?;
-        bind_address_no_port(&socket);
-        socket.bind(&SocketAddr::new(local[source], 0).into())?;
-        match connect_socket(socket, addr).await {
-            Ok(s) => return Ok((s, source)),
-            Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL)))
 }
 
 /// `IP_BIND_ADDRESS_NO_PORT`: bind the address now but pick the port at connect time, so

@@ -9,11 +9,11 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::net::{classify_io_failure, Stream, Transport};
-use crate::proto::h1::{
-    parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead, MAX_HEAD_BYTES,
-};
+pub use crate::proto::h1::reading::ReadFail;
+use crate::proto::h1::reading::Reading;
+use crate::proto::h1::{ResponseHead, MAX_HEAD_BYTES};
 use crate::proto::pace::{Pace, ReadLimits};
-use crate::record::{ErrorDetail, ErrorKind, Failure};
+use crate::record::ErrorDetail;
 
 /// Initial read buffer; grows (up to the head limit) only for very long heads.
 const INITIAL_BUF: usize = 16 * 1024;
@@ -29,7 +29,7 @@ thread_local! {
 }
 
 /// A read buffer: a spare one of this thread, or a new one.
-fn take_buf() -> Vec<u8> {
+pub(crate) fn take_buf() -> Vec<u8> {
     SPARE
         .with_borrow_mut(Vec::pop)
         .unwrap_or_else(|| vec![0; INITIAL_BUF])
@@ -37,7 +37,7 @@ fn take_buf() -> Vec<u8> {
 
 /// Keep `buf` for this thread's next reads (shrunk to its initial size if a long head
 /// grew it); freed if the thread keeps enough.
-fn give_buf(mut buf: Vec<u8>) {
+pub(crate) fn give_buf(mut buf: Vec<u8>) {
     if buf.is_empty() {
         return;
     }
@@ -50,6 +50,25 @@ fn give_buf(mut buf: Vec<u8>) {
             spare.push(buf);
         }
     });
+}
+
+/// Room at the end of `buf` for the next read, where the bytes not yet taken are
+/// `start..end`: at the start when all were taken, moved to the front when the end is
+/// reached, and the buffer grown (up to the head limit) when they fill it (a long head).
+pub(crate) fn make_room(buf: &mut Vec<u8>, start: &mut usize, end: &mut usize) {
+    if *start == *end {
+        *start = 0;
+        *end = 0;
+    } else if *end == buf.len() {
+        if *start > 0 {
+            buf.copy_within(*start..*end, 0);
+            *end -= *start;
+            *start = 0;
+        } else {
+            let grown = (buf.len() * 2).min(MAX_HEAD_BYTES + 1024);
+            buf.resize(grown, 0);
+        }
+    }
 }
 
 /// A stream that can wait until a read would find bytes without being handed a buffer
@@ -127,14 +146,6 @@ pub struct Response {
     pub location: Option<Box<str>>,
 }
 
-/// Why reading a response failed.
-#[derive(Debug)]
-pub struct ReadFail {
-    pub failure: Failure,
-    /// Some response byte had arrived (if not, a reused connection may just be stale).
-    pub any_byte: bool,
-}
-
 impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
     /// A connection over `stream`. Read buffers are the thread's spares, given back when
     /// the connection ends (no allocation per connection), and between responses when
@@ -191,19 +202,7 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
             std::future::poll_fn(|cx| self.stream.poll_wait_readable(cx)).await?;
             self.buf = take_buf();
         }
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        } else if self.end == self.buf.len() {
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            } else {
-                let grown = (self.buf.len() * 2).min(MAX_HEAD_BYTES + 1024);
-                self.buf.resize(grown, 0);
-            }
-        }
+        make_room(&mut self.buf, &mut self.start, &mut self.end);
         let n = self.stream.read(&mut self.buf[self.end..]).await?;
         self.end += n;
         self.read_total += n as u64;
@@ -247,9 +246,6 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
     }
 
     /// Read one response. The buffer is empty on entry (responses are never pipelined).
-    // The client's hot path: one response read as one state machine (head, then the
-    // body by its framing), each read's timing and failure kept in one frame.
-    #[allow(clippy::too_many_lines)]
     pub async fn read_response(
         &mut self,
         head_request: bool,
@@ -260,158 +256,29 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
         self.got_body_bytes = 0;
         self.receiving = false;
         let mut pace = Pace::new(limits);
-        let fail = |kind, detail, any_byte| ReadFail {
-            failure: Failure::new(kind, detail),
-            any_byte,
-        };
-        let mut location_kept = None;
-        let head = loop {
-            if self.end > self.start {
-                match parse_head(&self.buf[self.start..self.end], head_request) {
-                    Ok(Some(h)) => {
-                        if self.keep_head && !h.is_informational() {
-                            self.last_head.clear();
-                            self.last_head
-                                .extend_from_slice(&self.buf[self.start..self.start + h.head_len]);
-                        }
-                        if h.status >= 300 && crate::record::notes::wants_status_example(h.status) {
-                            // The first redirect or error response of its status on this
-                            // thread: what it said (a redirect's Location; an error's first
-                            // body bytes that arrived with the head).
-                            let head = &self.buf[self.start..self.start + h.head_len];
-                            let line = head.split(|b| *b == b'\n').next().unwrap_or(head);
-                            let said = if h.status < 400 {
-                                location(head).unwrap_or_default()
-                            } else {
-                                &self.buf[self.start + h.head_len..self.end]
-                            };
-                            crate::record::notes::note_status(h.status, line, said);
-                        }
-                        // Only a redirect's head is searched (with -L).
-                        if self.follow && crate::proto::is_redirect(h.status) {
-                            let head = &self.buf[self.start..self.start + h.head_len];
-                            location_kept =
-                                crate::proto::redirect_location(h.status, location(head));
-                        }
-                        self.start += h.head_len;
-                        if h.status == 101 {
-                            return Err(fail(
-                                ErrorKind::Protocol,
-                                ErrorDetail::UnrequestedUpgrade,
-                                true,
-                            ));
-                        }
-                        if h.is_informational() {
-                            continue;
-                        }
-                        break h;
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        crate::record::notes::note_error(e.failure(), e.message());
-                        return Err(ReadFail {
-                            failure: e.failure(),
-                            any_byte: true,
-                        });
-                    }
-                }
+        let mut reading = Reading::new(head_request, self.keep_head, self.follow);
+        let mut eof = false;
+        loop {
+            let (used, done) = reading.advance(&self.buf[self.start..self.end])?;
+            self.start += used;
+            self.got_body_bytes = reading.body_bytes;
+            if done {
+                break;
             }
+            let any_byte = self.got_bytes > 0;
             let n = self
-                .fill_paced(&mut pace, ErrorDetail::ResetInHead, self.got_bytes > 0)
+                .fill_paced(&mut pace, reading.reset_detail(), any_byte)
                 .await?;
             if n == 0 {
-                let detail = if self.got_bytes > 0 {
-                    ErrorDetail::EofInHead
-                } else {
-                    ErrorDetail::EmptyReply
-                };
-                return Err(fail(
-                    ErrorKind::ClosedBeforeResponse,
-                    detail,
-                    self.got_bytes > 0,
-                ));
+                reading.at_eof(any_byte)?;
+                eof = true;
+                break;
             }
             if first_byte.is_none() {
                 first_byte = Some(Instant::now());
                 self.receiving = true;
             }
             self.got_bytes += n as u64;
-        };
-        let first_byte = first_byte.unwrap_or_else(Instant::now);
-        let mut eof = false;
-        match head.framing {
-            Framing::None => {}
-            Framing::Length(len) => {
-                let mut remaining = len;
-                loop {
-                    let avail = (self.end - self.start) as u64;
-                    let take = avail.min(remaining);
-                    self.start += take as usize;
-                    remaining -= take;
-                    self.got_body_bytes += take;
-                    if remaining == 0 {
-                        break;
-                    }
-                    let n = self
-                        .fill_paced(&mut pace, ErrorDetail::ResetInBody, true)
-                        .await?;
-                    if n == 0 {
-                        return Err(fail(
-                            ErrorKind::BodyIncomplete,
-                            ErrorDetail::ShortBody,
-                            true,
-                        ));
-                    }
-                    self.got_bytes += n as u64;
-                }
-            }
-            Framing::Chunked => {
-                let mut dec = ChunkedDecoder::new();
-                loop {
-                    let fed = dec
-                        .feed(&self.buf[self.start..self.end])
-                        .map_err(|e| match e {
-                            ChunkError::Invalid(_) => {
-                                fail(ErrorKind::Protocol, ErrorDetail::BadChunk, true)
-                            }
-                            ChunkError::TooLarge(_) => {
-                                fail(ErrorKind::TooLarge, ErrorDetail::ChunkTooLarge, true)
-                            }
-                        })?;
-                    self.start += fed.consumed;
-                    self.got_body_bytes += fed.body_bytes;
-                    if fed.done {
-                        break;
-                    }
-                    let n = self
-                        .fill_paced(&mut pace, ErrorDetail::ResetInBody, true)
-                        .await?;
-                    if n == 0 {
-                        return Err(fail(
-                            ErrorKind::BodyIncomplete,
-                            ErrorDetail::MissingLastChunk,
-                            true,
-                        ));
-                    }
-                    self.got_bytes += n as u64;
-                }
-            }
-            Framing::UntilClose => {
-                self.got_body_bytes += (self.end - self.start) as u64;
-                self.start = self.end;
-                loop {
-                    let n = self
-                        .fill_paced(&mut pace, ErrorDetail::ResetInBody, true)
-                        .await?;
-                    if n == 0 {
-                        eof = true;
-                        break;
-                    }
-                    self.got_bytes += n as u64;
-                    self.got_body_bytes += n as u64;
-                    self.start = self.end;
-                }
-            }
         }
         let end = Instant::now();
         let leftover = self.end > self.start;
@@ -420,15 +287,22 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
         if self.lends {
             give_buf(std::mem::take(&mut self.buf));
         }
+        if let Some(h) = reading.kept_head.take() {
+            self.last_head = h;
+        }
+        let location = reading.location.take();
+        let head = reading
+            .into_head()
+            .expect("a complete response has its head");
         Ok(Response {
             head,
-            first_byte,
+            first_byte: first_byte.unwrap_or(end),
             end,
             body_bytes: self.got_body_bytes,
             bytes: self.got_bytes,
             leftover,
             eof,
-            location: location_kept,
+            location,
         })
     }
 
@@ -446,15 +320,6 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
             }
         }
     }
-}
-
-/// The value of a response head's `Location` header, if it has one.
-fn location(head: &[u8]) -> Option<&[u8]> {
-    head.split(|b| *b == b'\n').find_map(|l| {
-        let (name, value) = l.split_at(l.iter().position(|b| *b == b':')?);
-        name.eq_ignore_ascii_case(b"location")
-            .then(|| value[1..].trim_ascii())
-    })
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 pub mod chunked;
 pub mod conn;
+pub mod reading;
 pub mod request;
 pub mod response;
 pub mod tunnel;
