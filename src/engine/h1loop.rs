@@ -204,8 +204,9 @@ pub(super) fn run(
         n: 0,
     };
     l.n = l.workers.len().max(1);
+    let mut now = Instant::now();
     for i in 0..l.workers.len() {
-        l.next(i);
+        l.next(i, now);
     }
     let mut events = Events::with_capacity(1024);
     let n = l.n;
@@ -215,7 +216,6 @@ pub(super) fn run(
         {
             return Ok(Some(l.in_flight));
         }
-        let now = Instant::now();
         let wait = l.next_due.map_or(LOOK_EVERY, |d| {
             d.saturating_duration_since(now).min(LOOK_EVERY)
         });
@@ -230,8 +230,10 @@ pub(super) fn run(
                 l.ready(i, ev);
             }
         }
-        if l.next_due.is_some_and(|d| Instant::now() >= d) {
-            l.sweep();
+        // One reading of the clock a turn, for the waits.
+        now = Instant::now();
+        if l.next_due.is_some_and(|d| now >= d) {
+            l.sweep(now);
         }
         l.col.show();
     }
@@ -252,8 +254,9 @@ impl Loop<'_> {
     }
 
     /// Worker `i` takes its next ticket, or ends.
-    fn next(&mut self, i: usize) {
-        let now = Instant::now();
+    /// `now`: the clock's last reading (the end of the last request, when nothing
+    /// happened since that took time).
+    fn next(&mut self, i: usize, now: Instant) {
         let w = &mut self.workers[i];
         w.due = None;
         if w.quota.is_some_and(|q| w.k >= q)
@@ -274,21 +277,21 @@ impl Loop<'_> {
         w.deadline = attempt_deadline(self.sc, now, None, self.run_deadline);
         w.retried = false;
         self.in_flight += 1;
-        self.try_once(i);
+        self.try_once(i, now);
     }
 
     /// One try of worker `i`'s request: on its connection, or a new one.
-    fn try_once(&mut self, i: usize) {
+    fn try_once(&mut self, i: usize, now: Instant) {
         let w = &mut self.workers[i];
         w.phases = Phases::default();
         w.reused = w.conn.is_some();
         w.got = 0;
         w.first_byte = None;
         if w.reused {
-            self.send(i);
+            self.send(i, now);
             return;
         }
-        let since = Instant::now();
+        let since = now;
         w.turn = w.turn.wrapping_add(1);
         w.gen += 1;
         let token = Token(i + w.gen * self.n);
@@ -365,16 +368,16 @@ impl Loop<'_> {
             });
         }
         self.note(ConnEvent::TcpConnected { view, connect_ns });
-        self.send(i);
+        self.send(i, now);
     }
 
     /// Worker `i` sends its request on its connection.
-    fn send(&mut self, i: usize) {
+    fn send(&mut self, i: usize, now: Instant) {
         let rpc = self.sc.requests_per_connection;
         let w = &mut self.workers[i];
         let requests = w.conn.as_ref().map_or(0, |c| c.requests);
         w.last = rpc.is_some_and(|n| requests + 1 >= n);
-        w.t_send = Instant::now();
+        w.t_send = now;
         w.state = State::Sending { at: 0 };
         let deadline = w.deadline;
         self.arm(i, deadline);
@@ -543,7 +546,7 @@ impl Loop<'_> {
             self.workers[i].conn = Some(conn);
             self.col.take(&Note::Request(record));
             self.in_flight -= 1;
-            self.next(i);
+            self.next(i, end);
             return;
         };
         if !server_ends && reason == CloseReason::ClientPolicy {
@@ -564,7 +567,8 @@ impl Loop<'_> {
             return;
         }
         conn.recycle();
-        self.next(i);
+        // The close took system calls: the next request starts now.
+        self.next(i, Instant::now());
     }
 
     /// Read worker `i`'s closing connection to its end; then the next request.
@@ -591,7 +595,7 @@ impl Loop<'_> {
         let w = &mut self.workers[i];
         w.conn.take().into_iter().for_each(Conn::recycle);
         w.state = State::Idle;
-        self.next(i);
+        self.next(i, Instant::now());
     }
 
     /// Worker `i`'s try failed: its connection closed for `reason` (none while it was
@@ -628,7 +632,7 @@ impl Loop<'_> {
         let may_retry = self.sc.targets[w.target].template.is_idempotent();
         if f.retry && may_retry && !w.retried {
             w.retried = true;
-            self.try_once(i);
+            self.try_once(i, Instant::now());
             return;
         }
         let record = RequestRecord {
@@ -643,9 +647,10 @@ impl Loop<'_> {
             redirected: false,
             end: Instant::now(),
         };
+        let end = record.end;
         self.col.take(&Note::Request(record));
         self.in_flight -= 1;
-        self.next(i);
+        self.next(i, end);
     }
 
     /// A connection ends: its events, as `h1::closed` tells them.
@@ -667,8 +672,7 @@ impl Loop<'_> {
     }
 
     /// The waits that have run out end; the next earliest is found.
-    fn sweep(&mut self) {
-        let now = Instant::now();
+    fn sweep(&mut self, now: Instant) {
         for i in 0..self.workers.len() {
             if self.workers[i].due.is_some_and(|d| d <= now) {
                 self.workers[i].due = None;

@@ -82,6 +82,16 @@ pub fn has_token(value: &[u8], token: &str) -> bool {
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
 }
 
+/// A value of ASCII digits alone (at most 19 of them, within `u64`), as a number.
+fn digits(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 19 {
+        return None;
+    }
+    v.iter().try_fold(0u64, |n, b| {
+        b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
+    })
+}
+
 /// Parse a response head from the front of `buf`. `Ok(None)` means more bytes are needed.
 /// `head_request` tells whether the request was HEAD (no body whatever the headers say).
 // One pass over a response head deciding its framing and persistence (RFC 9112 §6.3,
@@ -155,6 +165,16 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
     for h in resp.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
+            // The usual value, digits alone, read as they are.
+            if let Some(v) = digits(h.value) {
+                match content_length {
+                    Some(prev) if prev != v => {}
+                    _ => {
+                        content_length = Some(v);
+                        continue;
+                    }
+                }
+            }
             let s = std::str::from_utf8(h.value)
                 .map_err(|_| {
                     HeadError::Protocol(
