@@ -276,6 +276,10 @@ fn add_shape(a: &mut ScenarioShape, b: &ScenarioShape) {
         (Some(x), Some(y)) => Some(round6(x + y)),
         _ => None,
     };
+    a.connect_rate = match (a.connect_rate, b.connect_rate) {
+        (Some(x), Some(y)) => Some(round6(x + y)),
+        _ => None,
+    };
 }
 
 /// `rec`'s connections by origin renumbered from its agent's `names` to the merged

@@ -174,3 +174,113 @@ fn the_open_file_limit_is_raised_or_named() {
         "the server's count"
     );
 }
+
+/// nginx's time of each request (`$msec`) in its log: the first and the last.
+fn first_and_last(log: &str, from: usize) -> (f64, f64, usize) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let times: Vec<f64> = text
+        .lines()
+        .skip(from)
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let first = times.iter().copied().fold(f64::MAX, f64::min);
+    let last = times.iter().copied().fold(0.0, f64::max);
+    (first, last, times.len())
+}
+
+/// `--connect-rate`: 300 new connections at 150 a second take two seconds by nginx's
+/// own clock, each counted by it, both ways a run may take (the readiness loop and the
+/// tasks); the waits are the requests' blocked phase, and the report says the rate.
+/// Unpaced, the same connections come at once. Bad values are usage errors.
+#[test]
+fn connects_are_paced_at_the_rate_asked() {
+    let Some(nginx) = Nginx::start_servers("log_format t '$msec $connection';", 1, |ports, d| {
+        format!(
+            "server {{ listen 127.0.0.1:{}; access_log {}/access.log t; \
+             location / {{ return 200 \"ok\\n\"; }} }}",
+            ports[0],
+            d.display()
+        )
+    }) else {
+        return;
+    };
+    let log = nginx.dir.join("access.log").display().to_string();
+    let lines = || std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
+    for (tasks, rate) in [(false, Some("150")), (true, Some("150")), (false, None)] {
+        let from = lines();
+        let mut args = vec![
+            "bench",
+            nginx.url().leak(),
+            "-n",
+            "300",
+            "-c",
+            "30",
+            "-t",
+            "2",
+            "-s",
+            "close",
+            "--json",
+            "--no-progress",
+        ];
+        if let Some(r) = rate {
+            args.extend(["--connect-rate", r]);
+        }
+        let mut c = Command::new(bin());
+        c.args(&args);
+        if tasks {
+            c.env("HANDSHAKE_H1_TASKS", "1");
+        }
+        let out = without_proxy_env(&mut c).output().unwrap();
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let s = scenario(&r);
+        check_accounting(s);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let (first, last, n) = first_and_last(&log, from);
+        assert_eq!(n, 300, "nginx answered them all (tasks={tasks})");
+        assert_eq!(u(&s["connections"]["opened"]), 300, "tasks={tasks}");
+        let spread = last - first;
+        if rate.is_some() {
+            // The first turn of each thread is at once: 299 intervals of 1/150 s.
+            assert!(
+                (1.7..4.0).contains(&spread),
+                "300 connects at 150/s by nginx's clock: {spread:.3} s (tasks={tasks})"
+            );
+            assert_eq!(s["load"]["connect_rate"].as_f64(), Some(150.0));
+            let blocked = &s["phases_ms"]["new"]["blocked"];
+            assert!(
+                blocked["p50"].as_f64().is_some_and(|p| p > 10.0),
+                "the waits are blocked: {blocked} (tasks={tasks})"
+            );
+            assert!(schema_violations("report.schema.json", &r).is_empty());
+        } else {
+            assert!(spread < 1.5, "unpaced: {spread:.3} s");
+            assert!(s["load"].get("connect_rate").is_none());
+        }
+    }
+    let text = run(&[
+        "bench",
+        "--no-progress",
+        &nginx.url(),
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "--connect-rate",
+        "100",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("new connections at most 100 a second"), "{text}");
+    for bad in ["0", "-5", "nan"] {
+        let out = run(&[
+            "bench",
+            "http://127.0.0.1:9/",
+            "-n",
+            "1",
+            &format!("--connect-rate={bad}"),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--connect-rate"), "{bad}: {err}");
+    }
+}

@@ -65,6 +65,13 @@ pub struct LoadArgs {
     #[arg(long, short = 'r')]
     pub rate: Option<f64>,
 
+    /// Open new TCP connections at most this many a second in all (over the threads), so
+    /// that a burst of connects does not overflow the server's listen queue and the
+    /// backlog is not what the run measures; a request whose connect waits for its turn
+    /// counts the wait in its blocked phase
+    #[arg(long, value_name = "PER_S")]
+    pub connect_rate: Option<f64>,
+
     /// OS threads for the workers (default: the number of CPUs, at most -c; bench with a
     /// persistent strategy against this machine: half of them, the server needs the rest)
     #[arg(long, short = 't')]

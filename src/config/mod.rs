@@ -263,6 +263,9 @@ pub fn apply_segment(load: &mut LoadConfig, seg: crate::report::Segment) -> Resu
     if let LoadShape::Open { rate } = &mut load.load {
         *rate /= seg.count as f64;
     }
+    if let Some(rate) = &mut load.limits.connect_rate {
+        *rate /= seg.count as f64;
+    }
     Ok(())
 }
 
@@ -314,10 +317,20 @@ fn phase_limits(a: &LoadArgs) -> Result<PhaseLimits, UsageError> {
             window,
         }),
     };
+    let connect_rate = match a.connect_rate {
+        None => None,
+        Some(r) if r.is_finite() && r > 0.0 => Some(r),
+        Some(r) => {
+            return usage(format!(
+                "--connect-rate must be a positive number of connections per second, not {r}"
+            ))
+        }
+    };
     Ok(PhaseLimits {
         connect,
         wait,
         min_speed,
+        connect_rate,
     })
 }
 

@@ -344,6 +344,10 @@ fn spawn_workers(
         h3_pool: (sc.strategy == Strategy::H3).then(|| h3::Pool::new(sc, share, notes.clone())),
         endpoints: endpoints.clone(),
         tickets: open_loop.then(|| Rc::new(worker::Dispatch::default())),
+        turns: sc
+            .limits
+            .connect_rate
+            .map(|r| Arc::new(open::ConnectTurns::new(r / threads as f64, at.start))),
         hired: std::cell::Cell::new(0),
     };
     match hire.tickets.clone() {
@@ -375,6 +379,8 @@ struct Hire {
     endpoints: Option<Rc<crate::proto::h3::client::Endpoints>>,
     /// An open loop's dispatcher, which hands the workers their tickets.
     tickets: Option<Rc<worker::Dispatch>>,
+    /// `--connect-rate`: the thread's turns to connect, shared by its workers.
+    turns: Option<Arc<open::ConnectTurns>>,
     hired: std::cell::Cell<usize>,
 }
 
@@ -407,6 +413,7 @@ impl Hire {
             tally: self.notes.clone(),
             run_deadline: self.at.run_deadline,
             next_local: w,
+            turns: self.turns.clone(),
         };
         let (sc, start, tickets) = (self.sc.clone(), self.at.start, self.tickets.clone());
         match (&self.pool, &self.endpoints) {

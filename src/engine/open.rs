@@ -57,6 +57,37 @@ pub(crate) struct Opener<T: Tally = Notes> {
     pub run_deadline: Option<Instant>,
     /// Which `--local-addr` the next connection starts with (they are used in turn).
     pub next_local: usize,
+    /// `--connect-rate`: the thread's turns to connect.
+    pub turns: Option<Arc<ConnectTurns>>,
+}
+
+/// `--connect-rate`: a thread's turns to open a TCP connection, `interval` apart (the
+/// run's rate over its threads). A turn is taken when asked for, so connections asking
+/// at once get turns one after another.
+pub(crate) struct ConnectTurns {
+    interval: std::time::Duration,
+    next: std::sync::Mutex<Instant>,
+}
+
+impl ConnectTurns {
+    /// Turns at `rate` a second from `start`.
+    pub fn new(rate: f64, start: Instant) -> ConnectTurns {
+        ConnectTurns {
+            interval: std::time::Duration::from_secs_f64(1.0 / rate),
+            next: std::sync::Mutex::new(start),
+        }
+    }
+
+    /// Take the next turn: when it is (now, or an interval after the last one taken).
+    pub fn take(&self, now: Instant) -> Instant {
+        let mut next = self
+            .next
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let at = (*next).max(now);
+        *next = at + self.interval;
+        at
+    }
 }
 
 /// A stream just opened, and what its TLS handshake agreed on.
@@ -93,6 +124,7 @@ impl Opener<Untallied> {
             tally: Untallied,
             run_deadline: None,
             next_local: 0,
+            turns: None,
         }
     }
 }
@@ -165,6 +197,7 @@ impl<T: Tally> Opener<T> {
         phases: &mut Phases,
     ) -> Result<Opened, Fail> {
         let by = connect_deadline(deadline, connect_limit);
+        self.wait_turn(by, sleep.as_mut(), phases).await?;
         let addrs = self.resolve(origin, by, sleep.as_mut(), phases).await?;
         let addrs: &[SocketAddr] = &addrs;
         let t = Instant::now();
@@ -267,6 +300,29 @@ impl<T: Tally> Opener<T> {
 }
 
 impl<T: Tally> Opener<T> {
+    /// `--connect-rate`: wait for the thread's next turn to connect (by `by`); the wait
+    /// is the request's, blocked.
+    async fn wait_turn(
+        &self,
+        by: Instant,
+        sleep: Pin<&mut Sleep>,
+        phases: &mut Phases,
+    ) -> Result<(), Fail> {
+        let Some(turns) = &self.turns else {
+            return Ok(());
+        };
+        let asked = Instant::now();
+        let at = turns.take(asked);
+        if at > asked {
+            let turn = tokio::time::sleep_until(at.into());
+            if within(sleep, by, turn).await.is_none() {
+                return Err(Fail::timed_out(Stage::Connect, self.run_deadline));
+            }
+            super::worker::add_blocked(phases, asked);
+        }
+        Ok(())
+    }
+
     /// A connection that failed before it carried a request (TLS, the proxy's tunnel):
     /// counted closed, by the run's end when its deadline cut it, else by the error.
     fn closed_unopened(&self, f: Fail) -> Fail {

@@ -70,6 +70,7 @@ fn notes_of<D: worker::Driver + 'static>(
             tally: notes.clone(),
             run_deadline: None,
             next_local: 0,
+            turns: None,
         };
         let driver = make(&sc, opener, notes.clone(), start);
         let seat = worker::Seat {

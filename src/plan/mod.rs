@@ -126,6 +126,9 @@ pub struct PhaseLimits {
     pub wait: Option<Duration>,
     /// After the first byte: the least bytes per second over each window.
     pub min_speed: Option<MinSpeed>,
+    /// New TCP connections per second at most, over the run's threads
+    /// (`--connect-rate`).
+    pub connect_rate: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -202,6 +205,7 @@ impl Scenario {
                 .first()
                 .map(|o| o.local_addrs.iter().map(ToString::to_string).collect())
                 .unwrap_or_default(),
+            connect_rate: self.limits.connect_rate,
         }
     }
 

@@ -275,6 +275,9 @@ pub struct LoadReport {
     pub rate: Option<f64>,
     pub timeout_s: f64,
     pub requests_per_connection: Option<u64>,
+    /// `--connect-rate`: new TCP connections per second at most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -48,6 +48,9 @@ pub struct ScenarioShape {
     /// `--local-addr`: the source addresses, by index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub local_addrs: Vec<String>,
+    /// `--connect-rate`: new TCP connections per second at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<f64>,
 }
 
 /// A scenario's figures, losslessly (made and read back by `stats::raw`).

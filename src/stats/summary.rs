@@ -235,6 +235,7 @@ fn summarize_counts(
             rate: sc.rate,
             timeout_s: sc.timeout_s,
             requests_per_connection: sc.requests_per_connection,
+            connect_rate: sc.connect_rate,
         },
         requests: requests_report(rec, sc),
         connections: connections_report(sc, rec),

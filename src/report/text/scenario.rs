@@ -101,6 +101,9 @@ fn heading(out: &mut String, s: &ScenarioReport) {
     if let Some(n) = s.load.requests_per_connection {
         let _ = write!(load, ", {n} requests per connection");
     }
+    if let Some(r) = s.load.connect_rate {
+        let _ = write!(load, ", new connections at most {r} a second");
+    }
     let _ = writeln!(out, "{load}");
 }
 

@@ -1,0 +1,375 @@
+//! A worker's exchange in the readiness loop: its connect, its request written, its
+//! response read, and what follows (the connection kept, closed, or left to the server
+//! to close; a retry, a record).
+
+use std::io::{self, Write};
+use std::time::Instant;
+
+use super::{Conn, Loop, State};
+use crate::engine::h1::{ending, fin_here, CLOSE_GRACE};
+use crate::engine::open::SYN_CHECK_NS;
+use crate::engine::worker::{ns, Fail};
+use crate::net::{classify_connect_error, classify_io_failure, kernel};
+use crate::proto::h1::conn::give_buf;
+use crate::proto::h1::reading::{ReadFail, Reading};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Outcome, RequestRecord};
+use crate::stats::event::{ConnEvent, Note};
+
+impl Loop<'_> {
+    /// Worker `i`'s socket has something to say.
+    pub(super) fn ready(&mut self, i: usize, ev: &mio::event::Event) {
+        match self.workers[i].state {
+            State::Connecting { since, source } if ev.is_writable() || ev.is_error() => {
+                self.connected(i, since, source, ev.is_error() || ev.is_write_closed());
+            }
+            State::Sending { .. } if ev.is_writable() || ev.is_error() => self.send_more(i),
+            // Read also after a write that waited: bytes that came meanwhile (an early
+            // response) have had their edge while the worker was sending.
+            State::Reading(_) => self.read(i),
+            State::Closing => self.drain(i),
+            _ => {}
+        }
+    }
+
+    /// The connect ended; `failed`: the socket said so (its error is read only then).
+    pub(super) fn connected(
+        &mut self,
+        i: usize,
+        since: Instant,
+        source: Option<usize>,
+        failed: bool,
+    ) {
+        let w = &mut self.workers[i];
+        let conn = w.conn.as_ref().expect("a connecting worker has its socket");
+        if failed {
+            let e = match conn.sock.take_error() {
+                Ok(Some(e)) | Err(e) => e,
+                Ok(None) => io::Error::from(io::ErrorKind::ConnectionRefused),
+            };
+            self.fail(i, Fail::new(classify_connect_error(&e)), None);
+            return;
+        }
+        let now = Instant::now();
+        let connect_ns = ns(since, now);
+        w.phases.connect = Some(connect_ns);
+        // As `open`: a connect slow enough to have sent its SYN again has the kernel's
+        // view read.
+        let view = (connect_ns >= SYN_CHECK_NS)
+            .then(|| kernel::tcp_view(&conn.sock))
+            .flatten();
+        self.note(ConnEvent::Opened {
+            origin: self.sc.origins[0].index,
+        });
+        if let Some(index) = source {
+            self.note(ConnEvent::Source {
+                index: index as u32,
+            });
+        }
+        self.note(ConnEvent::TcpConnected { view, connect_ns });
+        self.send(i, now);
+    }
+
+    /// Worker `i` sends its request on its connection.
+    pub(super) fn send(&mut self, i: usize, now: Instant) {
+        let rpc = self.sc.requests_per_connection;
+        let w = &mut self.workers[i];
+        let requests = w.conn.as_ref().map_or(0, |c| c.requests);
+        w.last = rpc.is_some_and(|n| requests + 1 >= n);
+        w.t_send = now;
+        w.state = State::Sending { at: 0 };
+        let deadline = w.deadline;
+        self.arm(i, deadline);
+        self.send_more(i);
+    }
+
+    pub(super) fn send_more(&mut self, i: usize) {
+        let w = &mut self.workers[i];
+        let State::Sending { mut at } = w.state else {
+            return;
+        };
+        let target = &self.sc.targets[w.target];
+        let bytes = if w.last {
+            &target.request_last
+        } else {
+            &target.request
+        };
+        let conn = w
+            .conn
+            .as_ref()
+            .expect("a sending worker has its connection");
+        let waited = at > 0;
+        while at < bytes.len() {
+            match (&conn.sock).write(&bytes[at..]) {
+                Ok(n) => at += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    w.state = State::Sending { at };
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let stale = w.reused;
+                    let f = Fail {
+                        failure: classify_io_failure(&e, ErrorDetail::ResetInSend),
+                        retry: stale,
+                        at_deadline: false,
+                    };
+                    let reason = if stale {
+                        CloseReason::ServerIdleClose
+                    } else {
+                        CloseReason::Error
+                    };
+                    self.fail(i, f, Some(reason));
+                    return;
+                }
+            }
+        }
+        w.t_sent = Instant::now();
+        w.phases.send = Some(ns(w.t_send, w.t_sent));
+        let head_request = target.template.is_head();
+        w.state = State::Reading(Reading::new(head_request, false, false));
+        if waited {
+            self.read(i);
+        }
+    }
+
+    /// Read what has come of worker `i`'s response.
+    pub(super) fn read(&mut self, i: usize) {
+        match self.take_bytes(i) {
+            Some(Ok(eof)) => self.complete(i, eof),
+            Some(Err(rf)) => self.read_failed(i, rf),
+            None => {}
+        }
+    }
+
+    /// Read until the socket has no more: `Some(Ok(eof))` when the response is complete,
+    /// `Some(Err)` when it failed, `None` while more is to come.
+    pub(super) fn take_bytes(&mut self, i: usize) -> Option<Result<bool, ReadFail>> {
+        let w = &mut self.workers[i];
+        let State::Reading(reading) = &mut w.state else {
+            return None;
+        };
+        let conn = w
+            .conn
+            .as_mut()
+            .expect("a reading worker has its connection");
+        loop {
+            let any_byte = w.got > 0;
+            match conn.fill() {
+                Ok(0) => return Some(reading.at_eof(any_byte).map(|()| true)),
+                Ok(n) => {
+                    w.got += n as u64;
+                    if w.first_byte.is_none() {
+                        w.first_byte = Some(Instant::now());
+                    }
+                    match reading.advance(&conn.buf[conn.start..conn.end]) {
+                        Ok((used, done)) => {
+                            conn.start += used;
+                            if done {
+                                return Some(Ok(false));
+                            }
+                        }
+                        Err(rf) => return Some(Err(rf)),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Some(Err(ReadFail {
+                        failure: classify_io_failure(&e, reading.reset_detail()),
+                        any_byte,
+                    }))
+                }
+            }
+        }
+    }
+
+    pub(super) fn read_failed(&mut self, i: usize, rf: ReadFail) {
+        let stale = self.workers[i].reused
+            && !rf.any_byte
+            && matches!(
+                rf.failure.kind,
+                ErrorKind::ClosedBeforeResponse | ErrorKind::Reset
+            );
+        let reason = if stale {
+            CloseReason::ServerIdleClose
+        } else {
+            CloseReason::Error
+        };
+        let f = Fail {
+            retry: stale,
+            ..Fail::new(rf.failure)
+        };
+        self.fail(i, f, Some(reason));
+    }
+
+    /// Worker `i`'s response is complete (`eof`: the server's end of the stream ended
+    /// it): its record, and its connection kept, closed or left to the server to close.
+    pub(super) fn complete(&mut self, i: usize, eof: bool) {
+        let end = Instant::now();
+        let w = &mut self.workers[i];
+        let State::Reading(reading) = std::mem::replace(&mut w.state, State::Idle) else {
+            return;
+        };
+        let mut conn = w.conn.take().expect("a reading worker has its connection");
+        let leftover = conn.end > conn.start;
+        (conn.start, conn.end) = (0, 0);
+        give_buf(std::mem::take(&mut conn.buf));
+        conn.requests += 1;
+        let first_byte = w.first_byte.unwrap_or(end);
+        w.phases.wait = Some(ns(w.t_sent, first_byte));
+        w.phases.receive = Some(ns(first_byte, end));
+        w.phases.total = Some(ns(w.t0, end));
+        let body_bytes = reading.body_bytes;
+        let head = reading
+            .into_head()
+            .expect("a complete response has its head");
+        let record = RequestRecord {
+            reused: w.reused,
+            phases: w.phases,
+            outcome: Outcome::Ok {
+                status: head.status,
+                retry_after_s: head.retry_after_s,
+            },
+            bytes_received: w.got,
+            body_bytes,
+            stale_retry: w.retried,
+            refused_retry: false,
+            late: false,
+            redirected: false,
+            end,
+        };
+        let last = w.last;
+        let Some((reason, server_ends)) = ending(self.sc, &head, leftover, last, conn.requests)
+        else {
+            self.workers[i].conn = Some(conn);
+            self.col.take(&Note::Request(record));
+            self.in_flight -= 1;
+            self.next(i, end);
+            return;
+        };
+        if !server_ends && reason == CloseReason::ClientPolicy {
+            // The client asked to close but the server kept the connection open.
+            self.note(ConnEvent::ServerIgnoredClose);
+        }
+        let view = self.closed_view(&conn, reason);
+        self.col.take(&Note::Request(record));
+        self.in_flight -= 1;
+        if server_ends && !eof && !fin_here(view, conn.read_total) {
+            // Let the server close first so TIME_WAIT stays on its side.
+            let w = &mut self.workers[i];
+            w.conn = Some(conn);
+            w.state = State::Closing;
+            let until = w.deadline.min(Instant::now() + CLOSE_GRACE);
+            self.arm(i, until);
+            self.drain(i);
+            return;
+        }
+        conn.recycle();
+        // The close took system calls: the next request starts now.
+        self.next(i, Instant::now());
+    }
+
+    /// Read worker `i`'s closing connection to its end; then the next request.
+    pub(super) fn drain(&mut self, i: usize) {
+        let w = &mut self.workers[i];
+        let conn = w
+            .conn
+            .as_mut()
+            .expect("a closing worker has its connection");
+        loop {
+            (conn.start, conn.end) = (0, 0);
+            match conn.fill() {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.end_closing(i);
+    }
+
+    pub(super) fn end_closing(&mut self, i: usize) {
+        let w = &mut self.workers[i];
+        w.conn.take().into_iter().for_each(Conn::recycle);
+        w.state = State::Idle;
+        self.next(i, Instant::now());
+    }
+
+    /// Worker `i`'s try failed: its connection closed for `reason` (none while it was
+    /// connecting: it never opened); then a retry, the failure's record, or the end of
+    /// the worker when the run's deadline cut it.
+    pub(super) fn fail(&mut self, i: usize, f: Fail, reason: Option<CloseReason>) {
+        let w = &mut self.workers[i];
+        let body_bytes = match &w.state {
+            State::Reading(r) => r.body_bytes,
+            _ => 0,
+        };
+        let got = (w.got, body_bytes);
+        let connecting = matches!(w.state, State::Connecting { .. });
+        w.state = State::Idle;
+        if let Some(conn) = w.conn.take() {
+            if !connecting {
+                let reason = if f.at_deadline {
+                    CloseReason::EndOfRun
+                } else {
+                    reason.unwrap_or(CloseReason::Error)
+                };
+                self.closed(conn, reason);
+            }
+        }
+        let w = &mut self.workers[i];
+        if f.at_deadline {
+            self.col.take(&Note::Aborted);
+            self.in_flight -= 1;
+            w.due = None;
+            w.state = State::Done;
+            self.live -= 1;
+            return;
+        }
+        let may_retry = self.sc.targets[w.target].template.is_idempotent();
+        if f.retry && may_retry && !w.retried {
+            w.retried = true;
+            self.try_once(i, Instant::now());
+            return;
+        }
+        let record = RequestRecord {
+            reused: w.reused,
+            phases: w.phases,
+            outcome: Outcome::Error(f.failure),
+            bytes_received: got.0,
+            body_bytes: got.1,
+            stale_retry: w.retried,
+            refused_retry: false,
+            late: false,
+            redirected: false,
+            end: Instant::now(),
+        };
+        let end = record.end;
+        self.col.take(&Note::Request(record));
+        self.in_flight -= 1;
+        self.next(i, end);
+    }
+
+    /// A connection ends: its events, as `h1::closed` tells them.
+    pub(super) fn closed(&mut self, conn: Conn, reason: CloseReason) {
+        self.closed_view(&conn, reason);
+        conn.recycle();
+    }
+
+    pub(super) fn closed_view(
+        &mut self,
+        conn: &Conn,
+        reason: CloseReason,
+    ) -> Option<kernel::TcpView> {
+        self.note(ConnEvent::Closed {
+            reason,
+            requests: conn.requests,
+        });
+        let view = kernel::tcp_view(&conn.sock);
+        if let Some(v) = view {
+            self.note(ConnEvent::TcpClosed(v));
+        }
+        view
+    }
+}

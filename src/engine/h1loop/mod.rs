@@ -1,0 +1,409 @@
+//! HTTP/1 over plain TCP in a closed loop, driven by readiness: one loop per client
+//! thread over all its workers' connections (epoll through `mio`, as wrk's own loop),
+//! instead of a tokio task per worker, whose wake, poll and hand-over to the collector
+//! cost more user time per request than the request's own work.
+//!
+//! The same parser (`proto::h1::reading`), the same decisions about a connection after a
+//! response (`h1::ending`, `h1::fin_here`), the same connect (`net::dial::start_connect`)
+//! and the same records and events as the task way (`h1`, `open`, `worker`), handed to
+//! the thread's collector directly: the collector stays the recorder's one writer. It
+//! runs where nothing else is asked of a run: plain `http://` to an address (no name to
+//! look up, no proxy, no Unix socket, no TLS), one origin, a closed loop, no redirects
+//! to follow and no read limits; everything else goes the task way.
+
+mod exchange;
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+use super::collect::Collector;
+use super::open::{connect_deadline, ConnectTurns};
+use super::worker::{attempt_deadline, ns, Fail};
+use crate::net::classify_connect_error;
+use crate::plan::{LoadShape, Scenario};
+use crate::proto::h1::conn::{give_buf, make_room, take_buf};
+use crate::proto::h1::reading::Reading;
+use crate::record::{CloseReason, Phases, Stage};
+use crate::stats::event::{ConnEvent, Note};
+
+/// Whether `sc` is a run this loop carries (see the module's notes). The environment's
+/// `HANDSHAKE_H1_TASKS` sends every run the task way (to compare the two).
+pub(super) fn eligible(sc: &Scenario) -> bool {
+    let plain = |o: &crate::net::Origin| {
+        !o.tls
+            && o.proxy.is_none()
+            && o.unix.is_none()
+            && o.fixed_addrs.as_ref().is_some_and(|a| a.len() == 1)
+    };
+    std::env::var_os("HANDSHAKE_H1_TASKS").is_none()
+        && !sc.strategy.multiplexed()
+        && !sc.strategy.quic()
+        && matches!(sc.load, LoadShape::Closed)
+        && sc.redirects.is_none()
+        && sc.limits.wait.is_none()
+        && sc.limits.min_speed.is_none()
+        && sc.origins.len() == 1
+        && plain(&sc.origins[0])
+        && sc
+            .targets
+            .iter()
+            .all(|t| t.origin == 0 && t.found_origin.is_none())
+}
+
+/// The longest the loop sleeps without looking at Ctrl-C.
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A worker's connection.
+struct Conn {
+    sock: TcpStream,
+    /// The read buffer, lent from the thread's spares while a response arrives.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Responses it carried.
+    requests: u64,
+    /// Bytes read over its life.
+    read_total: u64,
+}
+
+impl Conn {
+    /// Read into the buffer (taken if none): Ok(0) at the end of the stream.
+    fn fill(&mut self) -> io::Result<usize> {
+        if self.buf.is_empty() {
+            self.buf = take_buf();
+        }
+        make_room(&mut self.buf, &mut self.start, &mut self.end);
+        let n = (&self.sock).read(&mut self.buf[self.end..])?;
+        self.end += n;
+        self.read_total += n as u64;
+        Ok(n)
+    }
+
+    fn recycle(self) {
+        give_buf(self.buf);
+    }
+}
+
+enum State {
+    /// Between requests.
+    Idle,
+    /// Waiting since `asked` for its turn to connect (`--connect-rate`).
+    Pacing {
+        asked: Instant,
+    },
+    /// A new connection's connect, begun at `since`.
+    Connecting {
+        since: Instant,
+        source: Option<usize>,
+    },
+    /// The request written up to `at`.
+    Sending {
+        at: usize,
+    },
+    Reading(Reading),
+    /// The response ended the connection from the server's side: its FIN awaited, so
+    /// that TIME_WAIT stays on the server.
+    Closing,
+    /// Its quota is done, or the run is over.
+    Done,
+}
+
+/// One worker: its tickets, its connection and the request under way.
+struct Worker {
+    id: usize,
+    /// Tickets taken, and how many it may take.
+    k: u64,
+    quota: Option<u64>,
+    conn: Option<Conn>,
+    /// Sockets it opened: a token names the socket's generation, so that an event of a
+    /// socket closed meanwhile is not taken for its successor's.
+    gen: usize,
+    /// Which `--local-addr` its next connection starts with.
+    turn: usize,
+    /// Turns to connect it waited for: names its place in the queue of them.
+    paced: u64,
+    state: State,
+    /// When its current wait ends.
+    due: Option<Instant>,
+    target: usize,
+    t0: Instant,
+    deadline: Instant,
+    phases: Phases,
+    reused: bool,
+    retried: bool,
+    /// The request is the connection's last (`--requests-per-connection`).
+    last: bool,
+    t_send: Instant,
+    t_sent: Instant,
+    first_byte: Option<Instant>,
+    /// Response bytes read for the attempt.
+    got: u64,
+}
+
+/// One client thread's loop.
+struct Loop<'a> {
+    sc: &'a Scenario,
+    col: &'a mut Collector,
+    poll: Poll,
+    workers: Vec<Worker>,
+    addr: SocketAddr,
+    run_deadline: Option<Instant>,
+    /// Not after the earliest of the workers' `due`.
+    next_due: Option<Instant>,
+    in_flight: u64,
+    live: usize,
+    /// Workers: a token is `worker + generation * n`.
+    n: usize,
+    /// `--connect-rate`: the thread's turns, and the workers waiting for theirs (in the
+    /// order of their turns: the time, the worker, its `paced`).
+    turns: Option<ConnectTurns>,
+    pacing: VecDeque<(Instant, usize, u64)>,
+}
+
+/// Run thread `t` of `threads`'s workers to their quotas or the run's end; the requests
+/// still in flight when an interrupt's grace ran out, if it did.
+pub(super) fn run(
+    sc: &Scenario,
+    (t, threads): (usize, usize),
+    col: &mut Collector,
+    start: Instant,
+    run_deadline: Option<Instant>,
+) -> io::Result<Option<u64>> {
+    let workers: Vec<Worker> = (t..sc.concurrency)
+        .step_by(threads)
+        .map(|id| Worker {
+            id,
+            k: 0,
+            quota: sc.worker_quota(id),
+            conn: None,
+            gen: 0,
+            turn: id,
+            paced: 0,
+            state: State::Idle,
+            due: None,
+            target: 0,
+            t0: start,
+            deadline: start,
+            phases: Phases::default(),
+            reused: false,
+            retried: false,
+            last: false,
+            t_send: start,
+            t_sent: start,
+            first_byte: None,
+            got: 0,
+        })
+        .collect();
+    let addr = sc.origins[0]
+        .fixed_addrs
+        .as_ref()
+        .and_then(|a| a.first().copied())
+        .ok_or_else(|| io::Error::other("no address to connect to"))?;
+    let mut l = Loop {
+        sc,
+        col,
+        poll: Poll::new()?,
+        live: workers.len(),
+        workers,
+        addr,
+        run_deadline,
+        next_due: None,
+        in_flight: 0,
+        n: 0,
+        turns: sc
+            .limits
+            .connect_rate
+            .map(|r| ConnectTurns::new(r / threads as f64, start)),
+        pacing: VecDeque::new(),
+    };
+    l.n = l.workers.len().max(1);
+    let mut now = Instant::now();
+    for i in 0..l.workers.len() {
+        l.next(i, now);
+    }
+    let mut events = Events::with_capacity(1024);
+    let n = l.n;
+    while l.live > 0 {
+        if crate::interrupt::requested()
+            && crate::interrupt::at().is_some_and(|at| at.elapsed() >= crate::interrupt::GRACE)
+        {
+            return Ok(Some(l.in_flight));
+        }
+        let due = match (l.next_due, l.pacing.front()) {
+            (Some(d), Some(p)) => Some(d.min(p.0)),
+            (d, p) => d.or(p.map(|p| p.0)),
+        };
+        let wait = due.map_or(LOOK_EVERY, |d| {
+            d.saturating_duration_since(now).min(LOOK_EVERY)
+        });
+        match l.poll.poll(&mut events, Some(wait)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        for ev in &events {
+            let (i, gen) = (ev.token().0 % n, ev.token().0 / n);
+            if l.workers[i].gen == gen {
+                l.ready(i, ev);
+            }
+        }
+        // One reading of the clock a turn, for the waits.
+        now = Instant::now();
+        l.release(now);
+        if l.next_due.is_some_and(|d| now >= d) {
+            l.sweep(now);
+        }
+        l.col.show();
+    }
+    Ok(None)
+}
+
+impl Loop<'_> {
+    fn note(&mut self, e: ConnEvent) {
+        self.col.take(&Note::Conn(e));
+    }
+
+    /// The worker waits until `due` at the latest.
+    fn arm(&mut self, i: usize, due: Instant) {
+        self.workers[i].due = Some(due);
+        if self.next_due.is_none_or(|d| due < d) {
+            self.next_due = Some(due);
+        }
+    }
+
+    /// Worker `i` takes its next ticket, or ends.
+    /// `now`: the clock's last reading (the end of the last request, when nothing
+    /// happened since that took time).
+    fn next(&mut self, i: usize, now: Instant) {
+        let w = &mut self.workers[i];
+        w.due = None;
+        if w.quota.is_some_and(|q| w.k >= q)
+            || crate::interrupt::requested()
+            || self.run_deadline.is_some_and(|d| now >= d)
+        {
+            if let Some(conn) = w.conn.take() {
+                self.closed(conn, CloseReason::EndOfRun);
+            }
+            self.workers[i].state = State::Done;
+            self.live -= 1;
+            return;
+        }
+        let ticket = w.id as u64 + w.k * self.sc.concurrency as u64;
+        w.k += 1;
+        w.target = (ticket % self.sc.targets.len() as u64) as usize;
+        w.t0 = now;
+        w.deadline = attempt_deadline(self.sc, now, None, self.run_deadline);
+        w.retried = false;
+        self.in_flight += 1;
+        self.try_once(i, now);
+    }
+
+    /// One try of worker `i`'s request: on its connection, or a new one.
+    fn try_once(&mut self, i: usize, now: Instant) {
+        let w = &mut self.workers[i];
+        w.phases = Phases::default();
+        w.reused = w.conn.is_some();
+        w.got = 0;
+        w.first_byte = None;
+        if w.reused {
+            self.send(i, now);
+            return;
+        }
+        if let Some(turns) = &self.turns {
+            let at = turns.take(now);
+            if at > now {
+                w.paced += 1;
+                w.state = State::Pacing { asked: now };
+                self.pacing.push_back((at, i, w.paced));
+                let deadline = w.deadline;
+                self.arm(i, deadline);
+                return;
+            }
+        }
+        self.connect(i, now);
+    }
+
+    /// The workers whose turn to connect has come connect.
+    fn release(&mut self, now: Instant) {
+        while let Some(&(at, i, seq)) = self.pacing.front() {
+            if at > now {
+                return;
+            }
+            self.pacing.pop_front();
+            let w = &mut self.workers[i];
+            if let (State::Pacing { asked }, true) = (&w.state, w.paced == seq) {
+                w.phases.blocked = Some(w.phases.blocked.unwrap_or(0) + ns(*asked, now));
+                self.connect(i, now);
+            }
+        }
+    }
+
+    /// Worker `i` begins a new connection's connect at `since`.
+    fn connect(&mut self, i: usize, since: Instant) {
+        let w = &mut self.workers[i];
+        w.turn = w.turn.wrapping_add(1);
+        w.gen += 1;
+        let token = Token(i + w.gen * self.n);
+        let local = &self.sc.origins[0].local_addrs;
+        let registry = self.poll.registry();
+        let started = crate::net::dial::start_connect(self.addr, local, w.turn).and_then(
+            |(socket, source)| {
+                let mut sock = TcpStream::from_std(std::net::TcpStream::from(socket));
+                registry.register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)?;
+                Ok((sock, source))
+            },
+        );
+        match started {
+            Ok((sock, source)) => {
+                w.conn = Some(Conn {
+                    sock,
+                    buf: Vec::new(),
+                    start: 0,
+                    end: 0,
+                    requests: 0,
+                    read_total: 0,
+                });
+                w.state = State::Connecting { since, source };
+                let by = connect_deadline(w.deadline, self.sc.limits.connect);
+                self.arm(i, by);
+            }
+            Err(e) => self.fail(i, Fail::new(classify_connect_error(&e)), None),
+        }
+    }
+}
+
+impl Loop<'_> {
+    /// The waits that have run out end; the next earliest is found.
+    fn sweep(&mut self, now: Instant) {
+        for i in 0..self.workers.len() {
+            if self.workers[i].due.is_some_and(|d| d <= now) {
+                self.workers[i].due = None;
+                self.expired(i);
+            }
+        }
+        self.next_due = self.workers.iter().filter_map(|w| w.due).min();
+    }
+
+    /// Worker `i`'s wait ran out.
+    fn expired(&mut self, i: usize) {
+        let run_deadline = self.run_deadline;
+        let stage = match &self.workers[i].state {
+            State::Connecting { .. } | State::Pacing { .. } => Stage::Connect,
+            State::Sending { .. } => Stage::Send,
+            State::Reading(_) if self.workers[i].first_byte.is_some() => Stage::Receive,
+            State::Reading(_) => Stage::Wait,
+            State::Closing => {
+                self.end_closing(i);
+                return;
+            }
+            State::Idle | State::Done => return,
+        };
+        let reason = (stage != Stage::Connect).then_some(CloseReason::Error);
+        self.fail(i, Fail::timed_out(stage, run_deadline), reason);
+    }
+}
