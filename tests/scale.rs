@@ -270,7 +270,10 @@ fn connects_are_paced_at_the_rate_asked() {
     ]);
     let text = String::from_utf8_lossy(&text.stdout);
     let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(words.contains("new connections at most 100 a second"), "{text}");
+    assert!(
+        words.contains("new connections at most 100 a second"),
+        "{text}"
+    );
     for bad in ["0", "-5", "nan"] {
         let out = run(&[
             "bench",
