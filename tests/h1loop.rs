@@ -14,20 +14,7 @@ use serde_json::Value;
 /// nginx logging each request's connection and that connection's request number, and
 /// closing its connections after 7 requests.
 fn nginx() -> Option<(Nginx, String)> {
-    let nginx = Nginx::start_servers(
-        "log_format c '$connection $connection_requests'; keepalive_requests 7;",
-        1,
-        |ports, d| {
-            format!(
-                "server {{ listen 127.0.0.1:{}; access_log {}/access.log c; \
-                 location / {{ return 200 \"hello\\n\"; }} }}",
-                ports[0],
-                d.display()
-            )
-        },
-    )?;
-    let log = nginx.dir.join("access.log").display().to_string();
-    Some((nginx, log))
+    Nginx::logging("$connection $connection_requests", "keepalive_requests 7;")
 }
 
 /// What nginx logged since `from` lines: requests, and connections.

@@ -12,20 +12,7 @@ use common::*;
 
 /// nginx logging each request's client address and connection number.
 fn nginx_logging_sources() -> Option<(Nginx, String)> {
-    let nginx = Nginx::start_servers(
-        "log_format src '$remote_addr $connection';",
-        1,
-        |ports, d| {
-            format!(
-                "server {{ listen 127.0.0.1:{}; access_log {}/access.log src; \
-             location / {{ return 200 \"ok\\n\"; }} }}",
-                ports[0],
-                d.display()
-            )
-        },
-    )?;
-    let log = nginx.dir.join("access.log").display().to_string();
-    Some((nginx, log))
+    Nginx::logging("$remote_addr $connection", "")
 }
 
 /// nginx's connections by client address: distinct connection numbers per address.
@@ -194,17 +181,9 @@ fn first_and_last(log: &str, from: usize) -> (f64, f64, usize) {
 /// Unpaced, the same connections come at once. Bad values are usage errors.
 #[test]
 fn connects_are_paced_at_the_rate_asked() {
-    let Some(nginx) = Nginx::start_servers("log_format t '$msec $connection';", 1, |ports, d| {
-        format!(
-            "server {{ listen 127.0.0.1:{}; access_log {}/access.log t; \
-             location / {{ return 200 \"ok\\n\"; }} }}",
-            ports[0],
-            d.display()
-        )
-    }) else {
+    let Some((nginx, log)) = Nginx::logging("$msec $connection", "") else {
         return;
     };
-    let log = nginx.dir.join("access.log").display().to_string();
     let lines = || std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
     for (tasks, rate) in [(false, Some("150")), (true, Some("150")), (false, None)] {
         let from = lines();

@@ -13,7 +13,7 @@ use super::worker::{ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::kernel::TcpView;
 use crate::net::{classify_io_failure, classify_tls_error};
 use crate::plan::{Scenario, Target};
-use crate::proto::h1::conn::{Conn, Response};
+use crate::proto::h1::conn::{Conn, ReadFail, Response};
 use crate::proto::h1::{Framing, ResponseHead};
 use crate::proto::pace::ReadLimits;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phases, Stage};
@@ -148,22 +148,7 @@ impl H1 {
                 Fail::timed_out(Stage::Send, self.run_deadline),
                 CloseReason::Error,
             )),
-            Some(Err(e)) => {
-                let stale = reused;
-                let reason = if stale {
-                    CloseReason::ServerIdleClose
-                } else {
-                    CloseReason::Error
-                };
-                Some((
-                    Fail {
-                        failure: classify_io_failure(&e, ErrorDetail::ResetInSend),
-                        retry: stale,
-                        at_deadline: false,
-                    },
-                    reason,
-                ))
-            }
+            Some(Err(e)) => Some(send_failed(&e, reused)),
             Some(Ok(())) => None,
         };
         if let Some((f, reason)) = fail {
@@ -203,22 +188,7 @@ impl H1 {
                 return Err(f);
             }
             Some(Err(rf)) => {
-                let stale = reused
-                    && !rf.any_byte
-                    && matches!(
-                        rf.failure.kind,
-                        ErrorKind::ClosedBeforeResponse | ErrorKind::Reset
-                    );
-                let reason = if stale {
-                    CloseReason::ServerIdleClose
-                } else {
-                    CloseReason::Error
-                };
-                let f = Fail {
-                    failure: rf.failure,
-                    retry: stale,
-                    at_deadline: false,
-                };
+                let (f, reason) = read_failed(rf, reused);
                 self.drop_conn(slot, reason, &f);
                 return Err(f);
             }
@@ -353,6 +323,41 @@ pub(super) fn ending(
         CloseReason::ServerCloseHeader
     };
     Some((reason, server_ends))
+}
+
+/// A send that failed: the try's failure, and why its connection ends. On a reused
+/// connection the server had closed it while idle, and the request may go again.
+pub(super) fn send_failed(e: &std::io::Error, reused: bool) -> (Fail, CloseReason) {
+    let f = Fail {
+        retry: reused,
+        ..Fail::new(classify_io_failure(e, ErrorDetail::ResetInSend))
+    };
+    (f, stale_or_error(reused))
+}
+
+/// A response read that failed: the try's failure, and why its connection ends. A
+/// reused connection that ended or reset before any byte of the response was closed by
+/// the server while idle, and the request may go again.
+pub(super) fn read_failed(rf: ReadFail, reused: bool) -> (Fail, CloseReason) {
+    let stale = reused
+        && !rf.any_byte
+        && matches!(
+            rf.failure.kind,
+            ErrorKind::ClosedBeforeResponse | ErrorKind::Reset
+        );
+    let f = Fail {
+        retry: stale,
+        ..Fail::new(rf.failure)
+    };
+    (f, stale_or_error(stale))
+}
+
+fn stale_or_error(stale: bool) -> CloseReason {
+    if stale {
+        CloseReason::ServerIdleClose
+    } else {
+        CloseReason::Error
+    }
 }
 
 /// Over plain TCP the kernel's view at the close says whether the server's FIN is

@@ -412,6 +412,26 @@ impl Nginx {
         })
     }
 
+    /// nginx answering `200 ok` on one port and logging each request in the `fields`
+    /// given (nginx's variables, as a `log_format`), `http` added to its `http` block; with
+    /// the log's path.
+    pub fn logging(fields: &str, http: &str) -> Option<(Nginx, String)> {
+        let nginx = Nginx::start_servers(
+            &format!("log_format fields '{fields}'; {http}"),
+            1,
+            |ports, d| {
+                format!(
+                    "server {{ listen 127.0.0.1:{}; access_log {}/access.log fields; \
+                     location / {{ return 200 \"ok\\n\"; }} }}",
+                    ports[0],
+                    d.display()
+                )
+            },
+        )?;
+        let log = nginx.dir.join("access.log").display().to_string();
+        Some((nginx, log))
+    }
+
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/", self.port)
     }

@@ -6,13 +6,13 @@ use std::io::{self, Write};
 use std::time::Instant;
 
 use super::{Conn, Loop, State};
-use crate::engine::h1::{ending, fin_here, CLOSE_GRACE};
+use crate::engine::h1::{ending, fin_here, read_failed, send_failed, CLOSE_GRACE};
 use crate::engine::open::SYN_CHECK_NS;
 use crate::engine::worker::{ns, Fail};
 use crate::net::{classify_connect_error, classify_io_failure, kernel};
 use crate::proto::h1::conn::give_buf;
 use crate::proto::h1::reading::{ReadFail, Reading};
-use crate::record::{CloseReason, ErrorDetail, ErrorKind, Outcome, RequestRecord};
+use crate::record::{CloseReason, Outcome, RequestRecord};
 use crate::stats::event::{ConnEvent, Note};
 
 impl Loop<'_> {
@@ -107,17 +107,7 @@ impl Loop<'_> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let stale = w.reused;
-                    let f = Fail {
-                        failure: classify_io_failure(&e, ErrorDetail::ResetInSend),
-                        retry: stale,
-                        at_deadline: false,
-                    };
-                    let reason = if stale {
-                        CloseReason::ServerIdleClose
-                    } else {
-                        CloseReason::Error
-                    };
+                    let (f, reason) = send_failed(&e, w.reused);
                     self.fail(i, f, Some(reason));
                     return;
                 }
@@ -184,21 +174,7 @@ impl Loop<'_> {
     }
 
     pub(super) fn read_failed(&mut self, i: usize, rf: ReadFail) {
-        let stale = self.workers[i].reused
-            && !rf.any_byte
-            && matches!(
-                rf.failure.kind,
-                ErrorKind::ClosedBeforeResponse | ErrorKind::Reset
-            );
-        let reason = if stale {
-            CloseReason::ServerIdleClose
-        } else {
-            CloseReason::Error
-        };
-        let f = Fail {
-            retry: stale,
-            ..Fail::new(rf.failure)
-        };
+        let (f, reason) = read_failed(rf, self.workers[i].reused);
         self.fail(i, f, Some(reason));
     }
 
