@@ -101,6 +101,10 @@ def run_h2load(a, url, c):
     if code != 0:
         raise SystemExit(f"h2load -c {c} exited {code}: {err[-1500:]}")
     m = re.search(r"finished in ([\d.]+)s", out)
+    if not m or float(m.group(1)) <= 0:
+        # Seen once at -c 1,000 (cause not found): a run that measured nothing is a
+        # failure, named as such, not a division by zero.
+        raise SystemExit(f"h2load -c {c} measured no duration: {out[-1500:]}")
     r = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, "
                   r"(\d+) errored", out)
     return dict(requests=int(r.group(1)), errors=int(r.group(2)) + int(r.group(3)),
