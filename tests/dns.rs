@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use common::*;
 
-/// dnsmasq answering `svc1.handshake.test` and `svc2.handshake.test` with 127.0.0.1 (TTL
-/// `ttl`), NXDOMAIN for every other name, logging each query to a file.
+/// dnsmasq answering `svc1.handshake.test` and `svc2.handshake.test` with 127.0.0.1,
+/// `svc3.handshake.test` with 127.0.0.2 and 127.0.0.1 (TTL `ttl`), NXDOMAIN for every
+/// other name, logging each query to a file.
 struct Dnsmasq {
     child: Child,
     port: u16,
@@ -51,6 +52,10 @@ impl Dnsmasq {
                     "--log-async=100",
                     "--address=/svc1.handshake.test/127.0.0.1",
                     "--address=/svc2.handshake.test/127.0.0.1",
+                    // Two addresses, one with nothing listening: a connect goes on to
+                    // the next, as curl's does.
+                    "--host-record=svc3.handshake.test,127.0.0.2",
+                    "--host-record=svc3.handshake.test,127.0.0.1",
                     "--address=/#/",
                 ])
                 .arg(format!("--port={port}"))
@@ -315,4 +320,55 @@ fn an_answer_is_kept_for_its_ttl_and_no_longer() {
     assert!((2..=4).contains(&lookups), "{}", s["dns"]);
     assert!(hits > 100, "{}", s["dns"]);
     srv.stop();
+}
+
+/// A name with two addresses, the first refusing (nothing listens on 127.0.0.2): every
+/// connection goes on to the next, the readiness loop's way and the tasks', and counts
+/// once, as the server does; no connect error.
+#[test]
+fn a_refused_address_is_passed_for_the_next_both_ways() {
+    let Some(ns) = Dnsmasq::start(300) else {
+        return;
+    };
+    let srv = start(ServerConfig::default());
+    let port = srv.http_addr.unwrap().port();
+    let url = format!("http://svc3.handshake.test:{port}/");
+    for tasks in [false, true] {
+        let accepted0 = srv.snapshot().connections_accepted;
+        let mut c = std::process::Command::new(bin());
+        c.arg("bench")
+            .args([&url, "--dns-servers", &ns.server()])
+            .args([
+                "-n",
+                "20",
+                "-c",
+                "2",
+                "-s",
+                "close",
+                "--json",
+                "--no-progress",
+            ]);
+        if tasks {
+            c.env("HANDSHAKE_H1_TASKS", "1");
+        } else {
+            c.env_remove("HANDSHAKE_H1_TASKS");
+        }
+        let out = without_proxy_env(&mut c).output().unwrap();
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let s = scenario(&r);
+        check_accounting(s);
+        assert_eq!(
+            u(&s["requests"]["ok"]),
+            20,
+            "tasks={tasks}: {}",
+            s["requests"]
+        );
+        assert_eq!(u(&s["requests"]["errors"]["connect"]), 0, "tasks={tasks}");
+        assert_eq!(
+            u(&s["connections"]["opened"]),
+            srv.snapshot().connections_accepted - accepted0,
+            "the server's count, tasks={tasks}"
+        );
+    }
 }

@@ -122,3 +122,61 @@ fn the_loop_and_the_tasks_count_what_nginx_logged() {
         assert_eq!(seen[0], seen[1], "the loop and the tasks for {args:?}");
     }
 }
+
+/// A name (`localhost`) is looked up beside the loop: both ways count the same, and
+/// nginx's log; with the cache on, one lookup for the run and a cache hit or a wait for
+/// it for every other connection; with it off, a lookup per connection.
+#[test]
+fn a_name_is_looked_up_beside_the_loop_as_the_tasks_do() {
+    let Some((nginx, log)) = nginx() else {
+        return;
+    };
+    let url = nginx.url().replace("127.0.0.1", "localhost");
+    for cache in ["on", "off"] {
+        let args = [
+            url.as_str(),
+            "-n",
+            "200",
+            "-c",
+            "10",
+            "-t",
+            "2",
+            "-s",
+            "close",
+            "--dns-cache",
+            cache,
+        ];
+        let mut seen = Vec::new();
+        for tasks in [false, true] {
+            let from = lines(&log);
+            let s = run_way(tasks, &args);
+            check_accounting(&s);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let (requests, conns) = logged(&log, from);
+            assert_eq!(u(&s["requests"]["ok"]), 200, "cache {cache} tasks={tasks}");
+            assert_eq!(requests, 200, "nginx answered, cache {cache} tasks={tasks}");
+            let opened = u(&s["connections"]["opened"]);
+            assert_eq!(
+                opened, conns,
+                "nginx's connections, cache {cache} tasks={tasks}"
+            );
+            let d = &s["dns"];
+            let (lookups, hits, joined) = (u(&d["lookups"]), u(&d["cache_hits"]), u(&d["joined"]));
+            assert_eq!(lookups + hits + joined, opened, "{d} tasks={tasks}");
+            let expected = if cache == "on" { 2 } else { opened };
+            // With the cache on, each of the 2 threads may ask before the other's answer
+            // is in: one lookup, or two at most; the rest are hits or joined waits.
+            assert!(
+                (1..=expected).contains(&lookups),
+                "lookups, cache {cache} tasks={tasks}: {d}"
+            );
+            assert_eq!(
+                u(&s["phases_ms"]["new"]["dns"]["count"]),
+                lookups + joined,
+                "the dns phase only where a lookup was waited for, tasks={tasks}"
+            );
+            seen.push(counts(&s));
+        }
+        assert_eq!(seen[0], seen[1], "the loop and the tasks, cache {cache}");
+    }
+}

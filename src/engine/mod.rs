@@ -242,11 +242,16 @@ fn client_thread(
         drop(notes);
         let mut collector = collector;
         let cpu_start = cpu::thread();
-        let given_up = h1loop::run(&p.sc, (p.t, p.threads), &mut collector, start, run_deadline)
-            .context("the client thread's loop")?;
+        let given_up = h1loop::run(
+            &p.sc,
+            (p.t, p.threads),
+            &mut collector,
+            (start, run_deadline),
+            (rt, dns),
+        )
+        .context("the client thread's loop")?;
         let cpu = cpu::thread() - cpu_start;
         let collector = collector.finish(given_up);
-        drop(rt);
         return Ok(ThreadOut {
             recorder: collector.rec,
             last_end: collector.last_end,

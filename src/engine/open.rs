@@ -144,18 +144,7 @@ impl<T: Tally> Opener<T> {
         }
         let t = Instant::now();
         let dns = self.dns.clone();
-        let lookup = async {
-            match &dns.cache {
-                Some(cache) => cache.resolve(&origin.dial_host, &dns.resolver).await,
-                None => (
-                    dns.resolver
-                        .lookup(&origin.dial_host)
-                        .await
-                        .map(|a| a.addrs),
-                    Resolution::Lookup,
-                ),
-            }
-        };
+        let lookup = async { dns.lookup(&origin.dial_host).await };
         // Boxed, as the other steps only some connections take (a proxy, TLS): opening
         // a plain connection to a fixed address carries none of their state.
         let Some((answer, how)) = within(sleep.as_mut(), by, Box::pin(lookup)).await else {

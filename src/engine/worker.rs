@@ -3,12 +3,13 @@
 //! records each attempt; the protocol's `Driver` carries the request.
 
 pub(super) use crate::record::ns;
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::collect::Notes;
-use crate::net::dns::{DnsCache, Resolver};
+use crate::net::dns::{DnsCache, Resolution, Resolver};
 use crate::plan::{LoadShape, Scenario, Target};
 use crate::record::{ErrorDetail, ErrorKind, Failure, Outcome, Phases, RequestRecord, Stage};
 use crate::timer::Pacer;
@@ -128,6 +129,20 @@ pub(super) async fn request<D: Driver>(
 pub struct Dns {
     pub resolver: Resolver,
     pub cache: Option<Arc<DnsCache>>,
+}
+
+impl Dns {
+    /// The addresses of `host` for a new connection: through the cache when there is
+    /// one, and how they were had.
+    pub async fn lookup(&self, host: &str) -> (Result<Arc<[IpAddr]>, Failure>, Resolution) {
+        match &self.cache {
+            Some(cache) => cache.resolve(host, &self.resolver).await,
+            None => (
+                self.resolver.lookup(host).await.map(|a| a.addrs),
+                Resolution::Lookup,
+            ),
+        }
+    }
 }
 
 /// What a worker shares with its thread: the queue to its collector, the clock.

@@ -181,6 +181,16 @@ impl DnsCache {
         DnsCache::default()
     }
 
+    /// The addresses of `host` when the cache holds an answer still valid (a cache hit),
+    /// without waiting: what `resolve` answers at once when it can.
+    pub fn hit(&self, host: &str) -> Option<Arc<[IpAddr]>> {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        match slots.get(host)?.get() {
+            Some(Ok(a)) if a.valid_until > Instant::now() => Some(a.addrs.clone()),
+            _ => None,
+        }
+    }
+
     /// The addresses of `host`: from the cache while its TTL lasts, else from one lookup
     /// that concurrent callers share. A failed lookup is not kept: the next new
     /// connection asks again.

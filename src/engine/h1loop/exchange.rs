@@ -19,8 +19,20 @@ impl Loop<'_> {
     /// Worker `i`'s socket has something to say.
     pub(super) fn ready(&mut self, i: usize, ev: &mio::event::Event) {
         match self.workers[i].state {
-            State::Connecting { since, source } if ev.is_writable() || ev.is_error() => {
-                self.connected(i, since, source, ev.is_error() || ev.is_write_closed());
+            State::Connecting {
+                since,
+                source,
+                at,
+                by,
+            } if ev.is_writable() || ev.is_error() => {
+                let failed = ev.is_error() || ev.is_write_closed();
+                if failed && at + 1 < self.workers[i].addrs.len() {
+                    // The next address, as `net::dial::connect` tries them.
+                    self.workers[i].conn = None;
+                    self.dial(i, (since, by), at + 1);
+                    return;
+                }
+                self.connected(i, since, source, failed);
             }
             State::Sending { .. } if ev.is_writable() || ev.is_error() => self.send_more(i),
             // Read also after a write that waited: bytes that came meanwhile (an early

@@ -7,15 +7,19 @@
 //! response (`h1::ending`, `h1::fin_here`), the same connect (`net::dial::start_connect`)
 //! and the same records and events as the task way (`h1`, `open`, `worker`), handed to
 //! the thread's collector directly: the collector stays the recorder's one writer. It
-//! runs where nothing else is asked of a run: plain `http://` to an address (no name to
-//! look up, no proxy, no Unix socket, no TLS), one origin, a closed loop, no redirects
-//! to follow and no read limits; everything else goes the task way.
+//! runs where nothing else is asked of a run: plain `http://` (no proxy, no Unix
+//! socket, no TLS), one origin, a closed loop, no redirects to follow and no read
+//! limits; everything else goes the task way. A name is looked up beside the loop
+//! (`lookup`), through the run's cache, with the task way's accounting; a connect tries
+//! the addresses in turn, as `net::dial::connect`.
 
 mod exchange;
+mod lookup;
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use mio::net::TcpStream;
@@ -23,8 +27,9 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::collect::Collector;
 use super::open::{connect_deadline, ConnectTurns};
-use super::worker::{attempt_deadline, ns, Fail};
+use super::worker::{attempt_deadline, ns, Dns, Fail};
 use crate::net::classify_connect_error;
+use crate::net::dns::{with_port, Resolution};
 use crate::plan::{LoadShape, Scenario};
 use crate::proto::h1::conn::{give_buf, make_room, take_buf};
 use crate::proto::h1::reading::Reading;
@@ -38,7 +43,7 @@ pub(super) fn eligible(sc: &Scenario) -> bool {
         !o.tls
             && o.proxy.is_none()
             && o.unix.is_none()
-            && o.fixed_addrs.as_ref().is_some_and(|a| a.len() == 1)
+            && o.fixed_addrs.as_ref().is_none_or(|a| !a.is_empty())
     };
     std::env::var_os("HANDSHAKE_H1_TASKS").is_none()
         && !sc.strategy.multiplexed()
@@ -97,9 +102,17 @@ enum State {
         asked: Instant,
     },
     /// A new connection's connect, begun at `since`.
+    /// The origin's name looked up since `since` (`by`: the connect's deadline).
+    Resolving {
+        since: Instant,
+        by: Instant,
+    },
+    /// Connecting since `since` to the `at`th of its addresses, by `by`.
     Connecting {
         since: Instant,
         source: Option<usize>,
+        at: usize,
+        by: Instant,
     },
     /// The request written up to `at`.
     Sending {
@@ -125,6 +138,8 @@ struct Worker {
     gen: usize,
     /// Which `--local-addr` its next connection starts with.
     turn: usize,
+    /// The addresses its connection is made to.
+    addrs: Arc<[SocketAddr]>,
     /// Turns to connect it waited for: names its place in the queue of them.
     paced: u64,
     state: State,
@@ -151,7 +166,11 @@ struct Loop<'a> {
     col: &'a mut Collector,
     poll: Poll,
     workers: Vec<Worker>,
-    addr: SocketAddr,
+    /// The origin's addresses when fixed (an address, `--resolve`); else its name is
+    /// looked up, by the cache (a hit) or `lookups`.
+    fixed: Option<Arc<[SocketAddr]>>,
+    dns: Arc<Dns>,
+    lookups: Option<lookup::Lookups>,
     run_deadline: Option<Instant>,
     /// Not after the earliest of the workers' `due`.
     next_due: Option<Instant>,
@@ -165,14 +184,19 @@ struct Loop<'a> {
     pacing: VecDeque<(Instant, usize, u64)>,
 }
 
+/// The token of the wake-up the lookups' answers bring (no worker's: a worker's token
+/// is below `n * (its generation + 1)`, never this high).
+const LOOKED: Token = Token(usize::MAX);
+
 /// Run thread `t` of `threads`'s workers to their quotas or the run's end; the requests
-/// still in flight when an interrupt's grace ran out, if it did.
+/// still in flight when an interrupt's grace ran out, if it did. `rt` and `dns`: the
+/// thread's runtime and resolver, for a name to look up.
 pub(super) fn run(
     sc: &Scenario,
     (t, threads): (usize, usize),
     col: &mut Collector,
-    start: Instant,
-    run_deadline: Option<Instant>,
+    (start, run_deadline): (Instant, Option<Instant>),
+    (rt, dns): (tokio::runtime::Runtime, Arc<Dns>),
 ) -> io::Result<Option<u64>> {
     let workers: Vec<Worker> = (t..sc.concurrency)
         .step_by(threads)
@@ -183,6 +207,7 @@ pub(super) fn run(
             conn: None,
             gen: 0,
             turn: id,
+            addrs: Arc::from([]),
             paced: 0,
             state: State::Idle,
             due: None,
@@ -199,18 +224,26 @@ pub(super) fn run(
             got: 0,
         })
         .collect();
-    let addr = sc.origins[0]
-        .fixed_addrs
-        .as_ref()
-        .and_then(|a| a.first().copied())
-        .ok_or_else(|| io::Error::other("no address to connect to"))?;
+    let origin = &sc.origins[0];
+    let fixed: Option<Arc<[SocketAddr]>> = origin.fixed_addrs.as_deref().map(Arc::from);
+    let poll = Poll::new()?;
+    let lookups = match fixed {
+        Some(_) => None,
+        None => {
+            let waker = mio::Waker::new(poll.registry(), LOOKED)?;
+            let host = origin.dial_host.clone();
+            Some(lookup::Lookups::start(rt, dns.clone(), host, waker)?)
+        }
+    };
     let mut l = Loop {
         sc,
         col,
-        poll: Poll::new()?,
+        poll,
         live: workers.len(),
         workers,
-        addr,
+        fixed,
+        dns,
+        lookups,
         run_deadline,
         next_due: None,
         in_flight: 0,
@@ -247,6 +280,10 @@ pub(super) fn run(
             Err(e) => return Err(e),
         }
         for ev in &events {
+            if ev.token() == LOOKED {
+                l.looked();
+                continue;
+            }
             let (i, gen) = (ev.token().0 % n, ev.token().0 / n);
             if l.workers[i].gen == gen {
                 l.ready(i, ev);
@@ -343,21 +380,84 @@ impl Loop<'_> {
         }
     }
 
-    /// Worker `i` begins a new connection's connect at `since`.
+    /// Worker `i` begins a new connection at `since`: its addresses (fixed, a cache hit,
+    /// or a lookup to wait for), then its connect, all by the connect's deadline.
     fn connect(&mut self, i: usize, since: Instant) {
+        let by = connect_deadline(self.workers[i].deadline, self.sc.limits.connect);
+        self.workers[i].turn = self.workers[i].turn.wrapping_add(1);
+        if let Some(addrs) = &self.fixed {
+            self.workers[i].addrs = addrs.clone();
+            self.dial(i, (since, by), 0);
+            return;
+        }
+        let o = &self.sc.origins[0];
+        let hit = self.dns.cache.as_ref().and_then(|c| c.hit(&o.dial_host));
+        if let Some(ips) = hit {
+            self.workers[i].addrs = with_port(&ips, o.dial_port).into();
+            self.note(ConnEvent::Dns(Resolution::CacheHit));
+            self.dial(i, (since, by), 0);
+            return;
+        }
         let w = &mut self.workers[i];
-        w.turn = w.turn.wrapping_add(1);
+        w.gen += 1;
+        w.state = State::Resolving { since, by };
+        if let Some(l) = &self.lookups {
+            l.ask(i, w.gen);
+        }
+        self.arm(i, by);
+    }
+
+    /// The lookups' answers: each worker still waiting for its own goes on to connect,
+    /// its `dns` phase ending as it does (as the task way's, unless a cache hit).
+    fn looked(&mut self) {
+        // Taken first: a worker that fails here takes its next ticket, which may ask.
+        let answers: Vec<lookup::Looked> = match &self.lookups {
+            Some(l) => l.answers().collect(),
+            None => return,
+        };
+        for a in answers {
+            let w = &mut self.workers[a.worker];
+            let State::Resolving { since, by } = w.state else {
+                continue;
+            };
+            if w.gen != a.gen {
+                continue;
+            }
+            let now = Instant::now();
+            if a.how != Resolution::CacheHit {
+                w.phases.dns = Some(ns(since, now));
+            }
+            self.note(ConnEvent::Dns(a.how));
+            match a.result {
+                Ok(ips) => {
+                    let port = self.sc.origins[0].dial_port;
+                    self.workers[a.worker].addrs = with_port(&ips, port).into();
+                    self.dial(a.worker, (now, by), 0);
+                }
+                Err(f) => self.fail(a.worker, Fail::new(f), None),
+            }
+        }
+    }
+
+    /// Worker `i` connects to the `at`th of its addresses (the next after one that
+    /// failed, as `net::dial::connect`), its connect timed from `since`.
+    fn dial(&mut self, i: usize, (since, by): (Instant, Instant), at: usize) {
+        let w = &mut self.workers[i];
         w.gen += 1;
         let token = Token(i + w.gen * self.n);
         let local = &self.sc.origins[0].local_addrs;
         let registry = self.poll.registry();
-        let started = crate::net::dial::start_connect(self.addr, local, w.turn).and_then(
-            |(socket, source)| {
+        let Some(&addr) = w.addrs.get(at) else {
+            let e = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
+            self.fail(i, Fail::new(classify_connect_error(&e)), None);
+            return;
+        };
+        let started =
+            crate::net::dial::start_connect(addr, local, w.turn).and_then(|(socket, source)| {
                 let mut sock = TcpStream::from_std(std::net::TcpStream::from(socket));
                 registry.register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)?;
                 Ok((sock, source))
-            },
-        );
+            });
         match started {
             Ok((sock, source)) => {
                 w.conn = Some(Conn {
@@ -368,10 +468,15 @@ impl Loop<'_> {
                     requests: 0,
                     read_total: 0,
                 });
-                w.state = State::Connecting { since, source };
-                let by = connect_deadline(w.deadline, self.sc.limits.connect);
+                w.state = State::Connecting {
+                    since,
+                    source,
+                    at,
+                    by,
+                };
                 self.arm(i, by);
             }
+            Err(_) if at + 1 < w.addrs.len() => self.dial(i, (since, by), at + 1),
             Err(e) => self.fail(i, Fail::new(classify_connect_error(&e)), None),
         }
     }
@@ -393,6 +498,7 @@ impl Loop<'_> {
     fn expired(&mut self, i: usize) {
         let run_deadline = self.run_deadline;
         let stage = match &self.workers[i].state {
+            State::Resolving { .. } => Stage::Dns,
             State::Connecting { .. } | State::Pacing { .. } => Stage::Connect,
             State::Sending { .. } => Stage::Send,
             State::Reading(_) if self.workers[i].first_byte.is_some() => Stage::Receive,

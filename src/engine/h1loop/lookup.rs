@@ -1,0 +1,95 @@
+//! Names looked up beside the readiness loop. The resolver is async, and a lookup must not
+//! hold up the other workers' requests (nor their clocks): a thread of its own runs the
+//! lookups the workers ask for on the client thread's runtime, as many at once as are
+//! asked, through the run's cache as the task way's (`worker::Dns::lookup`), and wakes
+//! the loop with each answer. A cache hit is taken in the loop itself (`DnsCache::hit`).
+
+use std::io;
+use std::net::IpAddr;
+use std::sync::mpsc::{channel, Receiver, TryIter};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+
+use super::super::worker::Dns;
+use crate::net::dns::Resolution;
+use crate::record::Failure;
+
+/// An answer for worker `worker`'s connection `gen`.
+pub(super) struct Looked {
+    pub worker: usize,
+    pub gen: usize,
+    pub result: Result<Arc<[IpAddr]>, Failure>,
+    pub how: Resolution,
+}
+
+/// The lookups' thread, and the way to it and back.
+pub(super) struct Lookups {
+    ask: Option<UnboundedSender<(usize, usize)>>,
+    answers: Receiver<Looked>,
+    helper: Option<JoinHandle<()>>,
+}
+
+impl Lookups {
+    /// Look up `host` for whoever asks, on `rt`, waking the loop by `waker` with each
+    /// answer.
+    pub fn start(rt: Runtime, dns: Arc<Dns>, host: String, waker: mio::Waker) -> io::Result<Self> {
+        let (ask, mut asked) = unbounded_channel::<(usize, usize)>();
+        let (answer, answers) = channel();
+        let waker = Arc::new(waker);
+        let helper = std::thread::Builder::new()
+            .name("handshake-dns".into())
+            .spawn(move || {
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&rt, async move {
+                    while let Some((worker, gen)) = asked.recv().await {
+                        let (dns, host) = (dns.clone(), host.clone());
+                        let (answer, waker) = (answer.clone(), waker.clone());
+                        tokio::task::spawn_local(async move {
+                            let (result, how) = dns.lookup(&host).await;
+                            let looked = Looked {
+                                worker,
+                                gen,
+                                result,
+                                how,
+                            };
+                            if answer.send(looked).is_ok() {
+                                // The loop is gone when it cannot be woken: nothing to do.
+                                let _ = waker.wake();
+                            }
+                        });
+                    }
+                });
+            })?;
+        Ok(Lookups {
+            ask: Some(ask),
+            answers,
+            helper: Some(helper),
+        })
+    }
+
+    /// Worker `worker`'s connection `gen` needs the name's addresses.
+    pub fn ask(&self, worker: usize, gen: usize) {
+        if let Some(ask) = &self.ask {
+            // The thread runs until the loop drops this: it cannot be gone before.
+            let _ = ask.send((worker, gen));
+        }
+    }
+
+    /// The answers that came.
+    pub fn answers(&self) -> TryIter<'_, Looked> {
+        self.answers.try_iter()
+    }
+}
+
+impl Drop for Lookups {
+    /// The thread ends when no more can be asked (lookups under way are dropped).
+    fn drop(&mut self) {
+        self.ask.take();
+        if let Some(h) = self.helper.take() {
+            let _ = h.join();
+        }
+    }
+}
