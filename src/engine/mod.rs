@@ -242,7 +242,7 @@ fn client_thread(
         drop(notes);
         let mut collector = collector;
         let cpu_start = cpu::thread();
-        let given_up = h1loop::run(
+        let (given_up, lookups_cpu) = h1loop::run(
             &p.sc,
             (p.t, p.threads),
             &mut collector,
@@ -250,7 +250,7 @@ fn client_thread(
             (rt, dns),
         )
         .context("the client thread's loop")?;
-        let cpu = cpu::thread() - cpu_start;
+        let cpu = cpu::thread() - cpu_start + lookups_cpu;
         let collector = collector.finish(given_up);
         return Ok(ThreadOut {
             recorder: collector.rec,

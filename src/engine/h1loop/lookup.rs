@@ -3,6 +3,7 @@
 //! lookups the workers ask for on the client thread's runtime, as many at once as are
 //! asked, through the run's cache as the task way's (`worker::Dns::lookup`), and wakes
 //! the loop with each answer. A cache hit is taken in the loop itself (`DnsCache::hit`).
+//! The thread's CPU time is the run's too (the task way looks up on the client thread).
 
 use std::io;
 use std::net::IpAddr;
@@ -14,6 +15,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use super::super::worker::Dns;
+use crate::cpu::{self, CpuTime};
 use crate::net::dns::Resolution;
 use crate::record::Failure;
 
@@ -29,7 +31,7 @@ pub(super) struct Looked {
 pub(super) struct Lookups {
     ask: Option<UnboundedSender<(usize, usize)>>,
     answers: Receiver<Looked>,
-    helper: Option<JoinHandle<()>>,
+    helper: Option<JoinHandle<CpuTime>>,
 }
 
 impl Lookups {
@@ -62,6 +64,7 @@ impl Lookups {
                         });
                     }
                 });
+                cpu::thread()
             })?;
         Ok(Lookups {
             ask: Some(ask),
@@ -84,12 +87,23 @@ impl Lookups {
     }
 }
 
-impl Drop for Lookups {
-    /// The thread ends when no more can be asked (lookups under way are dropped).
-    fn drop(&mut self) {
+impl Lookups {
+    /// No more to ask: the thread ends (lookups under way are dropped); its CPU time.
+    pub fn finish(mut self) -> CpuTime {
+        self.end()
+    }
+
+    fn end(&mut self) -> CpuTime {
         self.ask.take();
-        if let Some(h) = self.helper.take() {
-            let _ = h.join();
-        }
+        self.helper
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Lookups {
+    fn drop(&mut self) {
+        self.end();
     }
 }

@@ -25,9 +25,11 @@ use std::time::Instant;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use self::lookup::Lookups;
 use super::collect::Collector;
 use super::open::{connect_deadline, ConnectTurns};
 use super::worker::{attempt_deadline, ns, Dns, Fail};
+use crate::cpu::CpuTime;
 use crate::net::classify_connect_error;
 use crate::net::dns::{with_port, Resolution};
 use crate::plan::{LoadShape, Scenario};
@@ -170,7 +172,7 @@ struct Loop<'a> {
     /// looked up, by the cache (a hit) or `lookups`.
     fixed: Option<Arc<[SocketAddr]>>,
     dns: Arc<Dns>,
-    lookups: Option<lookup::Lookups>,
+    lookups: Option<Lookups>,
     run_deadline: Option<Instant>,
     /// Not after the earliest of the workers' `due`.
     next_due: Option<Instant>,
@@ -184,21 +186,9 @@ struct Loop<'a> {
     pacing: VecDeque<(Instant, usize, u64)>,
 }
 
-/// The token of the wake-up the lookups' answers bring (no worker's: a worker's token
-/// is below `n * (its generation + 1)`, never this high).
-const LOOKED: Token = Token(usize::MAX);
-
-/// Run thread `t` of `threads`'s workers to their quotas or the run's end; the requests
-/// still in flight when an interrupt's grace ran out, if it did. `rt` and `dns`: the
-/// thread's runtime and resolver, for a name to look up.
-pub(super) fn run(
-    sc: &Scenario,
-    (t, threads): (usize, usize),
-    col: &mut Collector,
-    (start, run_deadline): (Instant, Option<Instant>),
-    (rt, dns): (tokio::runtime::Runtime, Arc<Dns>),
-) -> io::Result<Option<u64>> {
-    let workers: Vec<Worker> = (t..sc.concurrency)
+/// Thread `t` of `threads`'s workers, each before its first ticket.
+fn workers(sc: &Scenario, (t, threads): (usize, usize), start: Instant) -> Vec<Worker> {
+    (t..sc.concurrency)
         .step_by(threads)
         .map(|id| Worker {
             id,
@@ -223,7 +213,25 @@ pub(super) fn run(
             first_byte: None,
             got: 0,
         })
-        .collect();
+        .collect()
+}
+
+/// The token of the wake-up the lookups' answers bring (no worker's: a worker's token
+/// is below `n * (its generation + 1)`, never this high).
+const LOOKED: Token = Token(usize::MAX);
+
+/// Run thread `t` of `threads`'s workers to their quotas or the run's end; the requests
+/// still in flight when an interrupt's grace ran out, if it did, and the CPU time of the
+/// lookups' thread. `rt` and `dns`: the thread's runtime and resolver, for a name to
+/// look up.
+pub(super) fn run(
+    sc: &Scenario,
+    (t, threads): (usize, usize),
+    col: &mut Collector,
+    (start, run_deadline): (Instant, Option<Instant>),
+    (rt, dns): (tokio::runtime::Runtime, Arc<Dns>),
+) -> io::Result<(Option<u64>, CpuTime)> {
+    let workers = workers(sc, (t, threads), start);
     let origin = &sc.origins[0];
     let fixed: Option<Arc<[SocketAddr]>> = origin.fixed_addrs.as_deref().map(Arc::from);
     let poll = Poll::new()?;
@@ -232,7 +240,7 @@ pub(super) fn run(
         None => {
             let waker = mio::Waker::new(poll.registry(), LOOKED)?;
             let host = origin.dial_host.clone();
-            Some(lookup::Lookups::start(rt, dns.clone(), host, waker)?)
+            Some(Lookups::start(rt, dns.clone(), host, waker)?)
         }
     };
     let mut l = Loop {
@@ -265,7 +273,8 @@ pub(super) fn run(
         if crate::interrupt::requested()
             && crate::interrupt::at().is_some_and(|at| at.elapsed() >= crate::interrupt::GRACE)
         {
-            return Ok(Some(l.in_flight));
+            let cpu = l.lookups.take().map(Lookups::finish);
+            return Ok((Some(l.in_flight), cpu.unwrap_or_default()));
         }
         let due = match (l.next_due, l.pacing.front()) {
             (Some(d), Some(p)) => Some(d.min(p.0)),
@@ -297,7 +306,8 @@ pub(super) fn run(
         }
         l.col.show();
     }
-    Ok(None)
+    let cpu = l.lookups.take().map(Lookups::finish);
+    Ok((None, cpu.unwrap_or_default()))
 }
 
 impl Loop<'_> {
