@@ -103,7 +103,6 @@ enum State {
     Pacing {
         asked: Instant,
     },
-    /// A new connection's connect, begun at `since`.
     /// The origin's name looked up since `since` (`by`: the connect's deadline).
     Resolving {
         since: Instant,
