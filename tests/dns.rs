@@ -195,9 +195,9 @@ fn cache_on_is_one_lookup_per_host_and_off_is_one_per_new_connection() {
     assert_eq!(u(&s["phases_ms"]["new"]["dns"]["count"]), lookups + joined);
 
     // Two hosts in one run: one lookup each.
-    let dir = std::env::temp_dir().join(format!("handshake-dns-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let list = dir.join("urls.txt");
+    // Removed when the test ends, also when it fails.
+    let dir = Dir::new("dns");
+    let list = dir.path("urls.txt");
     std::fs::write(
         &list,
         format!("{url}\nhttp://svc2.handshake.test:{port}/\n"),
@@ -205,7 +205,7 @@ fn cache_on_is_one_lookup_per_host_and_off_is_one_per_new_connection() {
     .unwrap();
     let r = bench_json(&[
         "--urls-from-file",
-        list.to_str().unwrap(),
+        &list,
         "--dns-servers",
         &ns.server(),
         "--strategy",
@@ -283,7 +283,6 @@ fn cache_on_is_one_lookup_per_host_and_off_is_one_per_new_connection() {
     assert!(ns.queries("nosuch.handshake.test") >= 3);
     assert_eq!(u(&s["connections"]["opened"]), 0);
     srv.stop();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
