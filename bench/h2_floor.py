@@ -32,10 +32,9 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import NGINX_HEAD, default_handshake, free_port, make_certs, stop, wait_port
+from loopback import NGINX_HEAD, default_handshake, free_port, make_certs, run_measured_split, stop, wait_port
 
 CONNS, STREAMS = 4, 16
-TMP = None
 
 NGINX_CONF = NGINX_HEAD + """
     ssl_protocols TLSv1.3;
@@ -47,26 +46,6 @@ NGINX_CONF = NGINX_HEAD + """
     }}
 }}
 """
-
-
-def run(cmd):
-    """(stdout, user s, system s) of cmd, which must succeed."""
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 2)
-        out = os.open(f"{TMP}/out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(out, 1)
-        try:
-            os.execvp(cmd[0], cmd)
-        finally:
-            os._exit(127)
-    _, status, ru = os.wait4(pid, 0)
-    with open(f"{TMP}/out") as f:
-        out = f.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(cmd)} exited {os.waitstatus_to_exitcode(status)}: {out[-1500:]}")
-    return out, ru.ru_utime, ru.ru_stime
 
 
 def check_count(name, out, n):
@@ -102,20 +81,19 @@ def main():
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not h2load or not os.path.exists(nginx):
         raise SystemExit("needs h2load and nginx (Debian packages nghttp2-client, nginx)")
-    global TMP
-    TMP = tempfile.mkdtemp(prefix="handshake-h2floor-")
+    tmp = tempfile.mkdtemp(prefix="handshake-h2floor-")
     ng = None
     try:
-        make_certs(TMP)
+        make_certs(tmp)
         for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            os.makedirs(f"{TMP}/{d}", exist_ok=True)
+            os.makedirs(f"{tmp}/{d}", exist_ok=True)
         port = free_port()
-        with open(f"{TMP}/nginx.conf", "w") as f:
-            f.write(NGINX_CONF.format(tmp=TMP, port=port))
-        ng = subprocess.Popen([nginx, "-c", f"{TMP}/nginx.conf", "-p", TMP],
+        with open(f"{tmp}/nginx.conf", "w") as f:
+            f.write(NGINX_CONF.format(tmp=tmp, port=port))
+        ng = subprocess.Popen([nginx, "-c", f"{tmp}/nginx.conf", "-p", tmp],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(port)
-        url, ca, n = f"https://localhost:{port}/", f"{TMP}/ca.pem", str(a.n)
+        url, ca, n = f"https://localhost:{port}/", f"{tmp}/ca.pem", str(a.n)
         tools = {
             "handshake": [a.handshake, "bench", url, "--cacert", ca, "--strategy", "h2", "-c",
                           str(CONNS * STREAMS), "--connections", str(CONNS), "-t", "1", "-n", n,
@@ -129,7 +107,7 @@ def main():
         for p in range(a.pairs):
             order = names[p % len(names):] + names[:p % len(names)]
             for name in order:
-                out, user, system = run(tools[name])
+                out, user, system = run_measured_split(tools[name], timeout=600)
                 check_count(name, out, a.n)
                 got[name]["user_us"].append(user * 1e6 / a.n)
                 got[name]["sys_us"].append(system * 1e6 / a.n)
@@ -152,7 +130,7 @@ def main():
     finally:
         if ng:
             stop(ng, signal.SIGQUIT)
-        shutil.rmtree(TMP, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
