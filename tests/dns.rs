@@ -334,27 +334,20 @@ fn a_refused_address_is_passed_for_the_next_both_ways() {
     let url = format!("http://svc3.handshake.test:{port}/");
     for tasks in [false, true] {
         let accepted0 = srv.snapshot().connections_accepted;
-        let mut c = std::process::Command::new(bin());
-        c.arg("bench")
-            .args([&url, "--dns-servers", &ns.server()])
-            .args([
+        let r = bench_json_way(
+            tasks,
+            &[
+                &url,
+                "--dns-servers",
+                &ns.server(),
                 "-n",
                 "20",
                 "-c",
                 "2",
                 "-s",
                 "close",
-                "--json",
-                "--no-progress",
-            ]);
-        if tasks {
-            c.env("HANDSHAKE_H1_TASKS", "1");
-        } else {
-            c.env_remove("HANDSHAKE_H1_TASKS");
-        }
-        let out = without_proxy_env(&mut c).output().unwrap();
-        let r: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+            ],
+        );
         let s = scenario(&r);
         check_accounting(s);
         assert_eq!(

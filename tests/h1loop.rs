@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use common::*;
 use serde_json::Value;
@@ -37,19 +36,7 @@ fn lines(log: &str) -> usize {
 
 /// One bench run, the loop's way or the tasks': its scenario.
 fn run_way(tasks: bool, args: &[&str]) -> Value {
-    let mut c = Command::new(bin());
-    c.arg("bench").args(args).args(["--json", "--no-progress"]);
-    if tasks {
-        c.env("HANDSHAKE_H1_TASKS", "1");
-    } else {
-        c.env_remove("HANDSHAKE_H1_TASKS");
-    }
-    let out = without_proxy_env(&mut c).output().unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
-    });
-    check_exit(args, &out, &report);
-    scenario(&report).clone()
+    scenario(&bench_json_way(tasks, args)).clone()
 }
 
 /// The counts both ways must agree on.

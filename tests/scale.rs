@@ -187,9 +187,9 @@ fn connects_are_paced_at_the_rate_asked() {
     let lines = || std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
     for (tasks, rate) in [(false, Some("150")), (true, Some("150")), (false, None)] {
         let from = lines();
+        let url = nginx.url();
         let mut args = vec![
-            "bench",
-            nginx.url().leak(),
+            url.as_str(),
             "-n",
             "300",
             "-c",
@@ -198,19 +198,11 @@ fn connects_are_paced_at_the_rate_asked() {
             "2",
             "-s",
             "close",
-            "--json",
-            "--no-progress",
         ];
         if let Some(r) = rate {
             args.extend(["--connect-rate", r]);
         }
-        let mut c = Command::new(bin());
-        c.args(&args);
-        if tasks {
-            c.env("HANDSHAKE_H1_TASKS", "1");
-        }
-        let out = without_proxy_env(&mut c).output().unwrap();
-        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = bench_json_way(tasks, &args);
         let s = scenario(&r);
         check_accounting(s);
         std::thread::sleep(std::time::Duration::from_millis(200));

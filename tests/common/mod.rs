@@ -39,9 +39,27 @@ pub fn run(args: &[&str]) -> Output {
 /// or 1 when no request succeeded (a run that measured nothing has failed), saying so
 /// on stderr.
 pub fn bench_json(args: &[&str]) -> Value {
+    bench_report(Command::new(bin()), args)
+}
+
+/// `bench_json` the HTTP/1 readiness loop's way, or with `tasks` the task per worker's
+/// (`HANDSHAKE_H1_TASKS`), without the test's own proxy variables.
+pub fn bench_json_way(tasks: bool, args: &[&str]) -> Value {
+    let mut c = Command::new(bin());
+    if tasks {
+        c.env("HANDSHAKE_H1_TASKS", "1");
+    } else {
+        c.env_remove("HANDSHAKE_H1_TASKS");
+    }
+    without_proxy_env(&mut c);
+    bench_report(c, args)
+}
+
+/// `c` run as `bench --json --no-progress ARGS`: its report, its exit status checked.
+fn bench_report(mut c: Command, args: &[&str]) -> Value {
     let mut all = vec!["bench", "--json", "--no-progress"];
     all.extend_from_slice(args);
-    let out = run(&all);
+    let out = c.args(&all).output().expect("handshake runs");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "handshake {all:?}: no JSON report ({e}), exit {:?}: {}",
