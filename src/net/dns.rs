@@ -185,10 +185,7 @@ impl DnsCache {
     /// without waiting: what `resolve` answers at once when it can.
     pub fn hit(&self, host: &str) -> Option<Arc<[IpAddr]>> {
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        match slots.get(host)?.get() {
-            Some(Ok(a)) if a.valid_until > Instant::now() => Some(a.addrs.clone()),
-            _ => None,
-        }
+        fresh(slots.get(host)?)
     }
 
     /// The addresses of `host`: from the cache while its TTL lasts, else from one lookup
@@ -203,11 +200,8 @@ impl DnsCache {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             match slots.get_mut(host) {
                 Some(slot) => {
-                    let stale = match slot.get() {
-                        Some(Ok(a)) => a.valid_until <= Instant::now(),
-                        Some(Err(_)) => true,
-                        None => false,
-                    };
+                    // An answer whose TTL ran out, or a failure: asked again.
+                    let stale = slot.get().is_some() && fresh(slot).is_none();
                     if stale {
                         *slot = Slot::default();
                     }
@@ -239,6 +233,15 @@ impl DnsCache {
             result.as_ref().map(|a| a.addrs.clone()).map_err(|f| *f),
             how,
         )
+    }
+}
+
+/// A slot's addresses while its answer's TTL lasts (none for a failure, or a lookup
+/// under way).
+fn fresh(slot: &Slot) -> Option<Arc<[IpAddr]>> {
+    match slot.get() {
+        Some(Ok(a)) if a.valid_until > Instant::now() => Some(a.addrs.clone()),
+        _ => None,
     }
 }
 
