@@ -6,9 +6,11 @@
 //! serialize (a drop-tail queue of [`QUEUE_LIMIT`] full-size packets); then it travels the one-way
 //! delay (RTT / 2, plus a uniform jitter in ±`jitter`). Packets leave in the order they
 //! came (a jittered packet never overtakes an earlier one). Times are nanoseconds of the
-//! monotonic clock; the thread sleeps in `ppoll` with a nanosecond timeout, a 1 ns
-//! timer slack and a real-time priority, so a packet leaves within a few microseconds of
-//! its due time.
+//! monotonic clock. The thread runs at a real-time priority and sleeps in `ppoll` until a
+//! little before the next due time (its lead: the timer's own lateness as measured on this
+//! machine, which in a virtual machine's idle CPU is 50 µs to a millisecond), then polls
+//! without sleeping until the packet is due. Each packet's departure against its due time
+//! is recorded ([`Lateness`]): the line's own error, reported with the link.
 
 use std::collections::VecDeque;
 use std::io;
@@ -18,15 +20,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::time::Timespec;
 
-use crate::report::link::{DirStats, LineStats};
+use crate::report::link::{DirStats, LateStats, LineStats};
 
 /// Packets waiting per direction before the queue drops (netem's default limit).
 pub const QUEUE_LIMIT: usize = 1000;
 /// Largest packet read from a TUN device (its MTU is 1500; room for more).
 const MAX_PACKET: usize = 65_536;
+/// Packets in flight per direction with room made before the first (queues and buffers).
+const QUEUE_PREALLOC: usize = 2048;
+/// A packet buffer's room: the TUN devices' MTU and then some.
+const MTU_BUFFER: usize = 1600;
+/// The timer's lead at the start, and its bounds: the thread wakes this long before a
+/// packet is due and polls without sleeping until it is.
+const LEAD_START_NS: u64 = 300_000;
+const LEAD_MIN_NS: u64 = 20_000;
+const LEAD_MAX_NS: u64 = 2_000_000;
+/// Margin over the timer's lateness last seen.
+const LEAD_MARGIN_NS: u64 = 30_000;
+/// Lateness above this is counted in the last bucket (a second).
+const LATE_MAX_NS: u64 = 1_000_000_000;
 
 /// The link's settings, per direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,6 +67,63 @@ struct DirCounters {
 struct Shared {
     dirs: [DirCounters; 2],
     cpu_ns: AtomicU64,
+    /// The departures' lateness, handed over when the thread ends.
+    lateness: std::sync::Mutex<Option<Lateness>>,
+}
+
+/// How late each packet left the line against its due time: the delay line's own error
+/// (what it adds to the set delay besides the wake-up that read the packet).
+pub struct Lateness {
+    hist: Histogram<u64>,
+    /// The timer's lead when the thread ended, ns.
+    lead_ns: u64,
+    /// A packet later than this missed its one-way delay's tolerance, ns.
+    tolerance_ns: u64,
+    /// Packets beyond the tolerance that were the first written after a wait.
+    woke_late: u64,
+}
+
+/// What a packet's delay may be off by: 2 % of the one-way delay and 0.3 ms.
+pub fn one_way_tolerance(one_way: Duration) -> Duration {
+    one_way / 50 + Duration::from_micros(300)
+}
+
+impl Lateness {
+    fn new(one_way: Duration) -> Lateness {
+        Lateness {
+            // Nanoseconds, 3 significant digits, up to a second: allocated once here.
+            hist: Histogram::new_with_bounds(1, LATE_MAX_NS, 3).expect("valid bounds"),
+            lead_ns: LEAD_START_NS,
+            tolerance_ns: one_way_tolerance(one_way).as_nanos() as u64,
+            woke_late: 0,
+        }
+    }
+
+    /// One departure `late_ns` after its due time; `first` when it was the first the
+    /// thread wrote since it last waited (so its lateness is the thread's own wake-up,
+    /// not the time it took to write the packets before it).
+    fn record(&mut self, late_ns: u64, first: bool) {
+        self.hist.saturating_record(late_ns.clamp(1, LATE_MAX_NS));
+        if first && late_ns > self.tolerance_ns {
+            self.woke_late += 1;
+        }
+    }
+
+    fn stats(&self) -> LateStats {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let h = &self.hist;
+        LateStats {
+            packets: h.len(),
+            mean_us: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
+            p50_us: us(h.value_at_quantile(0.5)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            max_us: us(h.max()),
+            tolerance_us: us(self.tolerance_ns),
+            beyond_tolerance: h.count_between(self.tolerance_ns + 1, LATE_MAX_NS),
+            woke_late: self.woke_late,
+            timer_lead_us: us(self.lead_ns),
+        }
+    }
 }
 
 /// The running delay line; stopping (or dropping) it ends the thread.
@@ -98,6 +171,7 @@ impl DelayLine {
         let shared = Arc::new(Shared {
             dirs: Default::default(),
             cpu_ns: AtomicU64::new(0),
+            lateness: std::sync::Mutex::new(None),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -128,10 +202,18 @@ impl DelayLine {
             client_to_server: d(0),
             server_to_client: d(1),
             cpu_s: self.shared.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            lateness: self
+                .shared
+                .lateness
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(Lateness::stats),
         }
     }
 
-    /// End the thread (the TUN devices close with it) and return the final counts.
+    /// End the thread (the TUN devices close with it) and return the final counts, with
+    /// the departures' lateness.
     pub fn stop(&mut self) -> LineStats {
         if let Some(t) = self.thread.take() {
             let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
@@ -169,7 +251,7 @@ fn run([client, server]: [BorrowedFd<'_>; 2], stop: BorrowedFd<'_>, shape: Shape
         Direction {
             from: client,
             to: server,
-            queue: VecDeque::new(),
+            queue: VecDeque::with_capacity(QUEUE_PREALLOC),
             link_free_ns: 0,
             last_due_ns: 0,
             shape,
@@ -178,7 +260,7 @@ fn run([client, server]: [BorrowedFd<'_>; 2], stop: BorrowedFd<'_>, shape: Shape
         Direction {
             from: server,
             to: client,
-            queue: VecDeque::new(),
+            queue: VecDeque::with_capacity(QUEUE_PREALLOC),
             link_free_ns: 0,
             last_due_ns: 0,
             shape,
@@ -186,18 +268,34 @@ fn run([client, server]: [BorrowedFd<'_>; 2], stop: BorrowedFd<'_>, shape: Shape
         },
     ];
     let mut buf = vec![0u8; MAX_PACKET];
-    let mut spare: Vec<Vec<u8>> = Vec::new();
+    // Packet buffers made before the first packet: the packet path takes them from here
+    // and gives them back (it allocates only past this many packets in flight).
+    let mut spare: Vec<Vec<u8>> = (0..QUEUE_PREALLOC)
+        .map(|_| Vec::with_capacity(MTU_BUFFER))
+        .collect();
+    let mut late = Lateness::new(shape.one_way);
     loop {
-        let now = now_ns();
+        let mut first = true;
         for d in &mut dirs {
-            release(d, now, &shared.dirs[d.index], &mut spare);
+            release(
+                d,
+                &now_ns,
+                &shared.dirs[d.index],
+                &mut spare,
+                &mut late,
+                &mut first,
+            );
         }
         let next_due = dirs
             .iter()
             .filter_map(|d| d.queue.front().map(|p| p.due_ns))
             .min();
-        let timeout = next_due.map(|due| {
-            let wait = due.saturating_sub(now_ns());
+        // Sleep until the lead before the next due time; inside the lead, poll without
+        // sleeping (a zero timeout) until it is due.
+        let now = now_ns();
+        let wake = next_due.map(|due| due.saturating_sub(late.lead_ns).max(now));
+        let timeout = wake.map(|w| {
+            let wait = w - now;
             Timespec {
                 tv_sec: (wait / 1_000_000_000) as i64,
                 tv_nsec: (wait % 1_000_000_000) as i64,
@@ -208,27 +306,48 @@ fn run([client, server]: [BorrowedFd<'_>; 2], stop: BorrowedFd<'_>, shape: Shape
             PollFd::from_borrowed_fd(server, PollFlags::IN),
             PollFd::from_borrowed_fd(stop, PollFlags::IN),
         ];
-        match poll(&mut fds, timeout.as_ref()) {
+        let ready = match poll(&mut fds, timeout.as_ref()) {
             Err(rustix::io::Errno::INTR) => continue,
             Err(_) => break,
-            Ok(_) => {}
+            Ok(n) => n,
+        };
+        if let (0, Some(w)) = (ready, wake.filter(|&w| w > now)) {
+            // The timer woke the thread: how late it was sets the next lead.
+            adapt_lead(&mut late.lead_ns, now_ns().saturating_sub(w));
         }
         let revents = fds.map(|f| f.revents());
         if !revents[2].is_empty() {
             break;
         }
+        let mut closed = false;
         for (k, d) in dirs.iter_mut().enumerate() {
             if revents[k].intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL) {
-                shared.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
-                return;
-            }
-            if revents[k].contains(PollFlags::IN) {
+                closed = true;
+            } else if revents[k].contains(PollFlags::IN) {
                 take_in(d, &mut buf, &mut spare, &mut rng, &now_ns, &shared.dirs[k]);
             }
         }
-        shared.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+        if closed {
+            break;
+        }
+        if ready > 0 {
+            shared.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+        }
     }
     shared.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+    *shared.lateness.lock().unwrap_or_else(|p| p.into_inner()) = Some(late);
+}
+
+/// The next lead from the timer's lateness just seen: up at once to cover it (with a
+/// margin), down slowly (a sixteenth of the way a wake-up), within bounds.
+fn adapt_lead(lead_ns: &mut u64, timer_late_ns: u64) {
+    let want = timer_late_ns + LEAD_MARGIN_NS;
+    *lead_ns = if want >= *lead_ns {
+        want
+    } else {
+        *lead_ns - (*lead_ns - want) / 16
+    }
+    .clamp(LEAD_MIN_NS, LEAD_MAX_NS);
 }
 
 /// Read what the device has (up to a batch, so the other direction is not starved) and
@@ -279,10 +398,19 @@ fn take_in(
     }
 }
 
-/// Write every packet that is due into the other side.
-fn release(d: &mut Direction, now: u64, counters: &DirCounters, spare: &mut Vec<Vec<u8>>) {
+/// Write every packet that is due into the other side, recording how late each left.
+fn release(
+    d: &mut Direction,
+    now_ns: &impl Fn() -> u64,
+    counters: &DirCounters,
+    spare: &mut Vec<Vec<u8>>,
+    late: &mut Lateness,
+    first: &mut bool,
+) {
+    let mut now = now_ns();
     while d.queue.front().is_some_and(|p| p.due_ns <= now) {
         let p = d.queue.pop_front().expect("front exists");
+        late.record(now - p.due_ns, std::mem::take(first));
         if rustix::io::write(d.to, &p.data).is_ok_and(|n| n > 0) {
             counters.packets.fetch_add(1, Ordering::Relaxed);
             counters
@@ -291,8 +419,10 @@ fn release(d: &mut Direction, now: u64, counters: &DirCounters, spare: &mut Vec<
         } else {
             counters.queue_drops.fetch_add(1, Ordering::Relaxed);
         }
-        if spare.len() < 4096 {
+        if spare.len() < 2 * QUEUE_PREALLOC {
             spare.push(p.data);
         }
+        // A write runs the other side's receive path (its TCP, its replies): time passes.
+        now = now_ns();
     }
 }

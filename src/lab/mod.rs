@@ -21,7 +21,7 @@ use crate::parse::UsageError;
 use crate::progress::Steps;
 use rustix::process::{Pid, Signal};
 
-use crate::report::link::LinkReport;
+use crate::report::link::{LinkReport, ProbeSummary};
 pub use delay::Shape;
 
 /// The client side's address.
@@ -32,6 +32,10 @@ pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 2);
 pub const MTU: u32 = 1500;
 /// TCP connects timed across the link before the run.
 const PROBE_CONNECTS: usize = 5;
+/// One TCP connect across the link this often while the run goes on.
+const PROBE_EVERY: Duration = Duration::from_millis(500);
+/// The most probes of a run kept (an hour of them).
+const PROBES_KEPT: usize = 7200;
 
 /// What the link should do (the command line's `--rtt/--jitter/--loss/--bandwidth`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,7 +88,29 @@ pub struct Lab {
     /// The delay line, when it makes the link (not with netem).
     line: Option<delay::DelayLine>,
     netem_unavailable: Option<String>,
-    probe_connects_ms: Vec<f64>,
+    /// The connects timed before the run.
+    before: Vec<Probe>,
+    /// The prober timing a connect every [`PROBE_EVERY`] while the run goes on.
+    prober: Option<Prober>,
+    during: Vec<Probe>,
+    congestion_control: String,
+    /// The CPUs held out of deep idle while the lab runs, or why not.
+    awake: Result<std::fs::File, String>,
+}
+
+/// One TCP connect across the link: as the client timed it, and as the kernel timed the
+/// SYN's answer (none when the SYN was sent again: Karn's rule).
+#[derive(Debug, Clone, Copy)]
+pub struct Probe {
+    pub connect_ms: f64,
+    pub kernel_ms: Option<f64>,
+}
+
+/// A thread on the client side timing a TCP connect to the lab's own listener every
+/// [`PROBE_EVERY`] until told to stop.
+struct Prober {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<Vec<Probe>>,
 }
 
 /// The message for a machine where the lab cannot be made.
@@ -139,13 +165,18 @@ impl Lab {
             }
         };
         children();
+        let awake = crate::sys::process::hold_cpus_awake().map_err(|e| e.to_string());
         Ok(Lab {
             spec,
             client_ns: client.netns,
             server_ns: server.netns,
             line,
             netem_unavailable,
-            probe_connects_ms: Vec::new(),
+            before: Vec::new(),
+            prober: None,
+            during: Vec::new(),
+            congestion_control: server.congestion_control,
+            awake,
         })
     }
 
@@ -160,45 +191,65 @@ impl Lab {
     }
 
     /// Time a few TCP connects across the link to a listener of the lab's own (the
-    /// server under test sees none of them). Lost SYNs make some slow; the median holds.
-    /// Each connect is shown on `steps`' bar.
+    /// server under test sees none of them), then one every [`PROBE_EVERY`] until the lab
+    /// finishes. Lost SYNs make some slow; the median holds. Each connect before the run
+    /// is shown on `steps`' bar.
     pub fn measure(&mut self, steps: &Steps) -> anyhow::Result<()> {
         let listener = self.in_server(|| TcpListener::bind((SERVER_ADDR, 0)))??;
+        listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let rtt = crate::fmt::num(self.spec.rtt.as_secs_f64() * 1000.0);
-        let times = self.in_client(move || {
+        let times = self.in_client(|| {
             let mut v = Vec::new();
             for k in 1..=PROBE_CONNECTS {
                 steps.show(&format!(
                     "lab: checking the link ({rtt} ms RTT): TCP connect {k} of {PROBE_CONNECTS}"
                 ));
-                let t0 = Instant::now();
-                if TcpStream::connect_timeout(&addr, Duration::from_secs(5)).is_ok() {
-                    v.push(t0.elapsed().as_secs_f64() * 1000.0);
-                }
+                v.extend(probe(addr, &listener));
             }
             v
         })?;
-        drop(listener);
         if times.is_empty() {
             anyhow::bail!("the lab's link carried no TCP connect in {PROBE_CONNECTS} tries");
         }
-        self.probe_connects_ms = times;
+        self.before = times;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let ns = self.client_ns.try_clone()?;
+        let thread = std::thread::Builder::new()
+            .name("handshake-lab-probe".into())
+            .spawn(move || {
+                let mut v = Vec::new();
+                if netns::enter(&ns).is_err() {
+                    return v;
+                }
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(PROBE_EVERY)
+                {
+                    if v.len() < PROBES_KEPT {
+                        v.extend(probe(addr, &listener));
+                    }
+                }
+                v
+            })?;
+        self.prober = Some(Prober { stop, thread });
         Ok(())
     }
 
     pub fn report(&self) -> LinkReport {
-        let mut v = self.probe_connects_ms.clone();
-        v.sort_by(f64::total_cmp);
-        let median = (!v.is_empty()).then(|| {
-            let n = v.len();
-            if n % 2 == 1 {
-                v[n / 2]
-            } else {
-                (v[n / 2 - 1] + v[n / 2]) / 2.0
-            }
-        });
-        LinkReport {
+        let connects = |p: &[Probe]| p.iter().map(|p| p.connect_ms).collect::<Vec<_>>();
+        let all: Vec<Probe> = self.before.iter().chain(&self.during).copied().collect();
+        let probes = ProbeSummary {
+            during_run: self.during.len(),
+            rtt_during_run_ms: median(connects(&self.during)),
+            rtt_kernel_ms: median(all.iter().filter_map(|p| p.kernel_ms).collect()),
+            local_wait_ms: median(
+                all.iter()
+                    .filter_map(|p| p.kernel_ms.map(|k| (p.connect_ms - k).max(0.0)))
+                    .collect(),
+            ),
+        };
+        let line = self.line.as_ref().map(delay::DelayLine::stats);
+        let mut r = LinkReport {
             emulator: if self.line.is_some() {
                 "delay-line"
             } else {
@@ -209,12 +260,18 @@ impl Lab {
             jitter_ms: self.spec.jitter.as_secs_f64() * 1000.0,
             loss: self.spec.loss,
             bandwidth_bps: self.spec.bandwidth_bps,
-            rtt_measured_ms: median,
-            probe_connects_ms: self.probe_connects_ms.clone(),
+            rtt_measured_ms: median(connects(&self.before)),
+            probe_connects_ms: connects(&self.before),
+            probes,
+            tcp_congestion_control: self.congestion_control.clone(),
+            cpus_held_awake: self.awake.is_ok(),
+            check: None,
             client_addr: CLIENT_ADDR.to_string(),
             server_addr: SERVER_ADDR.to_string(),
-            delay_line: self.line.as_ref().map(delay::DelayLine::stats),
-        }
+            delay_line: line,
+        };
+        r.check = Some(r.judge());
+        r
     }
 
     /// Start `cmd` inside one side: it enters the namespace after fork, dies if the lab
@@ -301,6 +358,10 @@ impl Lab {
     /// end the delay line, and return the link's final report.
     pub fn finish(mut self) -> LinkReport {
         stop_children();
+        if let Some(p) = self.prober.take() {
+            let _ = p.stop.send(());
+            self.during = p.thread.join().unwrap_or_default();
+        }
         if let Some(l) = &mut self.line {
             l.stop();
         }
@@ -311,7 +372,44 @@ impl Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         stop_children();
+        if let Some(p) = self.prober.take() {
+            let _ = p.stop.send(());
+            let _ = p.thread.join();
+        }
     }
+}
+
+/// One TCP connect to `addr` (the lab's own listener, whose queue it then empties),
+/// timed by the client and by the kernel; none when it failed within 2 s.
+fn probe(addr: SocketAddr, listener: &TcpListener) -> Option<Probe> {
+    let t0 = Instant::now();
+    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2));
+    let connect_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    let kernel_ms = s
+        .as_ref()
+        .ok()
+        .and_then(crate::net::kernel::tcp_view)
+        .filter(|v| v.total_retrans == 0 && v.rtt_us > 0)
+        .map(|v| f64::from(v.rtt_us) / 1000.0);
+    let connected = s.is_ok();
+    drop(s);
+    while listener.accept().is_ok() {}
+    connected.then_some(Probe {
+        connect_ms,
+        kernel_ms,
+    })
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    (n > 0).then(|| {
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    })
 }
 
 fn alive(pid: u32) -> bool {

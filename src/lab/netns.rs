@@ -21,10 +21,18 @@ use crate::sys;
 /// loopback up.
 pub struct Side {
     pub netns: OwnedFd,
+    /// Its TCP congestion control, as the kernel reads it back.
+    pub congestion_control: String,
 }
 
-/// Create a network namespace with loopback up (and no IPv6, whose router solicitations
-/// would only cross the link as noise).
+/// The TCP congestion control both sides use: the kernel's default, whatever this
+/// machine's own is (a distant server is not this machine; BBR, say, paces a first
+/// flight above the initial window over milliseconds, which no round trip explains).
+pub const CONGESTION_CONTROL: &str = "cubic";
+
+/// Create a network namespace with loopback up, TCP congestion control
+/// [`CONGESTION_CONTROL`] (else what the kernel has) and no IPv6 (whose router
+/// solicitations would only cross the link as noise).
 pub fn create_side() -> io::Result<Side> {
     std::thread::Builder::new()
         .name("handshake-lab-netns".into())
@@ -35,9 +43,17 @@ pub fn create_side() -> io::Result<Side> {
             for conf in ["default", "all"] {
                 let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{conf}/disable_ipv6"), "1");
             }
+            // A new namespace starts with the machine's own (since Linux 4.15).
+            let cc = "/proc/sys/net/ipv4/tcp_congestion_control";
+            let _ = std::fs::write(cc, CONGESTION_CONTROL);
+            let congestion_control = std::fs::read_to_string(cc)
+                .map_or_else(|_| "unknown".to_string(), |s| s.trim().to_string());
             let sock = inet_socket()?;
             sys::netif::set_up(&sock, "lo")?;
-            Ok(Side { netns })
+            Ok(Side {
+                netns,
+                congestion_control,
+            })
         })?
         .join()
         .map_err(|_| io::Error::other("the namespace thread panicked"))?

@@ -22,6 +22,16 @@ pub struct LinkReport {
     /// Median of the TCP connects timed across the link before the run.
     pub rtt_measured_ms: Option<f64>,
     pub probe_connects_ms: Vec<f64>,
+    /// The probes over the whole run: before it, and one every half second during it.
+    pub probes: ProbeSummary,
+    /// Both sides' TCP congestion control (the kernel's default, cubic, whatever this
+    /// machine's own is).
+    pub tcp_congestion_control: String,
+    /// The CPUs were held out of deep idle states while the lab ran
+    /// (/dev/cpu_dma_latency); without, each wake-up of an idle CPU may add 0.05-1 ms.
+    pub cpus_held_awake: bool,
+    /// Whether the link held its round trip and the machine kept out of the way.
+    pub check: Option<LinkCheck>,
     pub client_addr: String,
     pub server_addr: String,
     /// What the delay line moved and dropped, and its CPU (at the end of the run); null
@@ -63,7 +73,96 @@ impl LinkReport {
         if let Some(b) = self.bandwidth_bps {
             s += &format!("; bandwidth {}", fmt::rate_bps(b));
         }
+        if let Some(c) = &self.check {
+            s += &format!("; {}", c.sentence);
+        }
         s
+    }
+
+    /// Whether the link held and the machine kept out of the way, in a sentence built
+    /// from the figures.
+    pub fn judge(&self) -> LinkCheck {
+        let set = self.rtt_set_ms;
+        let tol = set * 0.02 + 0.3;
+        let n = fmt::num;
+        let mut parts = Vec::new();
+        // The link's own round trip: only where it should equal the set one.
+        let steady = self.jitter_ms == 0.0 && self.bandwidth_bps.is_none();
+        let kernel_ok = self
+            .probes
+            .rtt_kernel_ms
+            .filter(|_| steady)
+            .map(|k| (k - set).abs() <= tol);
+        if let (Some(false), Some(k)) = (kernel_ok, self.probes.rtt_kernel_ms) {
+            parts.push(format!(
+                "the link itself measured {} ms for {} set (the kernel's timing of the probes' SYNs; tolerance {} ms)",
+                n(k),
+                n(set),
+                n(tol)
+            ));
+        }
+        let late = self.delay_line.and_then(|d| d.lateness);
+        if let Some(l) = late.filter(|l| l.beyond_tolerance > 0) {
+            let behind = l.beyond_tolerance - l.woke_late;
+            let mut why = Vec::new();
+            if l.woke_late > 0 {
+                why.push(format!(
+                    "{} because its thread woke late (the machine held it up)",
+                    l.woke_late
+                ));
+            }
+            if behind > 0 {
+                why.push(format!(
+                    "{behind} waiting while it wrote the packets due before them (bursts: its CPU was {} ms)",
+                    n(self.delay_line.map_or(0.0, |d| d.cpu_s * 1000.0))
+                ));
+            }
+            parts.push(format!(
+                "{} of {} packets left the delay line more than {} late (at most {}): {}",
+                l.beyond_tolerance,
+                l.packets,
+                fmt_us(l.tolerance_us),
+                fmt_us(l.max_us),
+                why.join(", ")
+            ));
+        }
+        let link_held = match (kernel_ok, late) {
+            (None, None) => None,
+            (k, l) => Some(k != Some(false) && l.is_none_or(|l| l.beyond_tolerance == 0)),
+        };
+        let wait = self.probes.local_wait_ms.unwrap_or(0.0);
+        let machine_busy = wait > tol;
+        if machine_busy {
+            let during = self.probes.rtt_during_run_ms.or(self.rtt_measured_ms);
+            parts.push(format!(
+                "the link measured {} ms for {} set as a client waits for it: this machine was busy; the figures include local waits (about {} ms a round trip over the kernel's timing)",
+                n(during.unwrap_or(set)),
+                n(set),
+                n(wait)
+            ));
+        }
+        let sentence = if parts.is_empty() {
+            let mut s = format!("held within {} ms of the set {} ms", n(tol), n(set));
+            if let Some(k) = self.probes.rtt_kernel_ms {
+                s += &format!(" (the kernel timed {} ms", n(k));
+                if let Some(l) = late {
+                    s += &format!(
+                        "; packets left the delay line at most {} late",
+                        fmt_us(l.max_us)
+                    );
+                }
+                s += ")";
+            }
+            s
+        } else {
+            parts.join("; ")
+        };
+        LinkCheck {
+            tolerance_ms: tol,
+            link_held,
+            machine_busy,
+            sentence,
+        }
     }
 
     /// "the delay line moved 1234 packets client->server and ..., in 12 ms of CPU" (its
@@ -73,7 +172,7 @@ impl LinkReport {
             return "netem: packets counted by the kernel (tc -s qdisc), not here".to_string();
         };
         let (a, b) = (&d.client_to_server, &d.server_to_client);
-        format!(
+        let mut s = format!(
             "the delay line moved {} packets client->server and {} server->client, lost {} and {}, dropped {} at the bandwidth queue, in {:.1} ms of CPU",
             a.packets,
             b.packets,
@@ -81,8 +180,60 @@ impl LinkReport {
             b.lost,
             a.queue_drops + b.queue_drops,
             d.cpu_s * 1000.0
-        )
+        );
+        if let Some(l) = &d.lateness {
+            s += &format!(
+                "; each left {} after its due time at the median, {} at the 99th percentile, {} at most",
+                fmt_us(l.p50_us),
+                fmt_us(l.p99_us),
+                fmt_us(l.max_us)
+            );
+        }
+        if let Some(c) = &self.check {
+            s += &format!("; the link: {}", c.sentence);
+        }
+        s
     }
+}
+
+/// A short time: in µs below a millisecond ("12 µs", "0.70 ms").
+fn fmt_us(us: f64) -> String {
+    if us < 1000.0 {
+        format!("{} µs", us.round())
+    } else {
+        format!("{} ms", fmt::num(us / 1000.0))
+    }
+}
+
+/// The link's TCP probes (to a listener of the lab's own) over the whole run.
+#[derive(Debug, Clone, Copy, Serialize, Default)]
+pub struct ProbeSummary {
+    /// Probes during the run (one every half second).
+    pub during_run: usize,
+    /// Median connect of the probes during the run, as the client timed it.
+    pub rtt_during_run_ms: Option<f64>,
+    /// Median round trip of every probe as the kernel timed its SYN's answer
+    /// (`TCP_INFO`): the link and the delay line alone, without the client's wake-up.
+    pub rtt_kernel_ms: Option<f64>,
+    /// Median of each probe's connect over its kernel-timed round trip: what waiting for
+    /// a CPU added on this machine (the client's wake-up).
+    pub local_wait_ms: Option<f64>,
+}
+
+/// Whether the run's figures are the link's: its round trip held within 2 % + 0.3 ms of
+/// what was set, and the machine added no more than that.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkCheck {
+    /// 2 % of the set RTT and 0.3 ms.
+    pub tolerance_ms: f64,
+    /// The link held: the kernel-timed round trip within the tolerance of the set one
+    /// (null where the settings make it vary: jitter, bandwidth), and no packet of the
+    /// delay line's left later than its one-way tolerance (null with netem).
+    pub link_held: Option<bool>,
+    /// This machine added waits above the tolerance (the probes' connects over the
+    /// kernel's round trip): the run's figures include them.
+    pub machine_busy: bool,
+    pub sentence: String,
 }
 
 /// What the delay line did in one direction.
@@ -103,4 +254,29 @@ pub struct LineStats {
     pub server_to_client: DirStats,
     /// CPU the delay line's thread used (user + system), seconds.
     pub cpu_s: f64,
+    /// How late packets left against their due times (the line's own error), over the
+    /// whole run; null until the line has stopped.
+    pub lateness: Option<LateStats>,
+}
+
+/// The delay line's own error: each packet's departure against its due time.
+#[derive(Debug, Clone, Copy, Serialize, Default)]
+pub struct LateStats {
+    /// Packets timed (every packet written into a side).
+    pub packets: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// What a packet may be late by: 2 % of the one-way delay and 0.3 ms.
+    pub tolerance_us: f64,
+    /// Packets that left later than that.
+    pub beyond_tolerance: u64,
+    /// Of those, the ones the thread wrote first after a wait: late because the thread
+    /// itself woke late (the machine held it up); the others waited while it wrote the
+    /// packets due before them (a burst).
+    pub woke_late: u64,
+    /// How long before a due time the thread woke at the end (the timer's lateness on
+    /// this machine, learned as it ran).
+    pub timer_lead_us: f64,
 }

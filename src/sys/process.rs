@@ -60,3 +60,16 @@ pub fn realtime_fifo(priority: i32) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Ask the kernel to keep every CPU out of deep idle states while the returned file is
+/// open (PM QoS: a CPU wake-up latency of 0 µs written to /dev/cpu_dma_latency, as
+/// cyclictest does). In a virtual machine an idle CPU halts, and waking it (for a timer
+/// or a packet) takes 50 µs to a millisecond; held, the idle loop polls instead. Root.
+pub fn hold_cpus_awake() -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")?;
+    f.write_all(&0i32.to_ne_bytes())?;
+    Ok(f)
+}
