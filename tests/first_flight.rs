@@ -40,6 +40,18 @@ fn tls(s: &Value) -> &Value {
     &s["connections"]["tls_handshakes"]
 }
 
+/// The median TLS handshake of six new connections on loopback (its own CPU, no round
+/// trip), with the certificate chain padded to `chain` bytes.
+fn loopback_tls(chain: Option<&str>) -> f64 {
+    let mut args = vec!["-s", "close", "--embedded-tls", "-n", "6", "-c", "1"];
+    if let Some(c) = chain {
+        args.extend(["--cert-chain-bytes", c]);
+    }
+    scenario(&bench_json(&args))["phases_ms"]["new"]["tls"]["p50"]
+        .as_f64()
+        .unwrap()
+}
+
 #[test]
 fn a_chain_above_the_initial_window_costs_a_tcp_handshake_one_round_trip() {
     let Some(_serial) = lab() else { return };
@@ -92,9 +104,33 @@ fn a_chain_above_the_initial_window_costs_a_tcp_handshake_one_round_trip() {
         "{}",
         tls(s)
     );
+    // Set against what the same runs measured: the link's round trip (its probes'
+    // median) and the same handshake's CPU on loopback, with the same chain; never
+    // below the set round trips (CI read 84.8 ms against 80 ± 4.5 from the set RTT alone,
+    // when the machine's BBR paced the first flight: the lab now runs cubic).
     let p50 = |v: &Value| v["phases_ms"]["new"]["tls"]["p50"].as_f64().unwrap();
-    near("TLS handshake with the long chain", p50(l), 80.0);
-    near("TLS handshake with the default chain", p50(s), 40.0);
+    let link = |v: &Value| v["link"]["rtt_measured_ms"].as_f64().unwrap();
+    let (cpu_long, cpu_short) = (loopback_tls(Some("16000")), loopback_tls(None));
+    eprintln!(
+        "TLS long {:.2} ms, short {:.2}; links {:.2} and {:.2} ms; CPU on loopback {cpu_long:.2} and {cpu_short:.2}",
+        p50(l),
+        p50(s),
+        link(&long),
+        link(&short)
+    );
+    assert_eq!(long["link"]["tcp_congestion_control"], "cubic");
+    near(
+        "TLS handshake with the long chain",
+        p50(l),
+        2.0 * link(&long) + cpu_long,
+    );
+    near(
+        "TLS handshake with the default chain",
+        p50(s),
+        link(&short) + cpu_short,
+    );
+    let min = |v: &Value| v["phases_ms"]["new"]["tls"]["min"].as_f64().unwrap();
+    assert!(min(l) >= 80.0 * 0.99 && min(s) >= 40.0 * 0.99, "{l} {s}");
     // The embedded server's own count of connections: the six.
     assert_eq!(
         u(&long["server"]["connections_accepted"]),

@@ -52,6 +52,72 @@ fn assert_near(what: &str, got: f64, expected: f64) {
     );
 }
 
+/// The link's round trip as the run itself measured it before it started (the median of
+/// its probes' TCP connects, timed as a client times them): what the times of the run are
+/// set against, so that this machine's own wake-ups, in both, do not fail a test.
+fn link_rtt(rep: &Value) -> f64 {
+    f(&rep["link"]["rtt_measured_ms"])
+}
+
+/// The same from a lab's text on stderr ("measured 20.1 ms").
+fn link_rtt_in(stderr: &str) -> f64 {
+    stderr
+        .split("measured ")
+        .nth(1)
+        .and_then(|r| r.split(" ms").next())
+        .and_then(|r| r.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no measured RTT in {stderr}"))
+}
+
+/// The link held its round trip: the kernel's timing of the probes' SYNs within 2 % +
+/// 0.3 ms of the set RTT, the delay line's departures within their tolerance at the 99th
+/// percentile, and the report's check agreeing with its own figures.
+fn assert_link_holds(link: &Value, rtt: f64) {
+    let tol = rtt * 0.02 + 0.3;
+    let k = f(&link["probes"]["rtt_kernel_ms"]);
+    assert!(
+        (k - rtt).abs() <= tol,
+        "the link (kernel-timed) {k:.3} ms for {rtt} ms set, tolerance {tol:.2}: {link}"
+    );
+    let check = &link["check"];
+    assert_eq!(f(&check["tolerance_ms"]), tol, "{check}");
+    if let Some(late) = link["delay_line"]["lateness"].as_object() {
+        let p99 = f(&late["p99_us"]);
+        let t = f(&late["tolerance_us"]);
+        assert_eq!(t, (rtt / 2.0 * 0.02 + 0.3) * 1000.0, "{link}");
+        let packets = u(&late["packets"]);
+        assert!(packets > 0, "{link}");
+        // Within the tolerance but for the few the hypervisor held up (this machine is a
+        // virtual one: a vCPU descheduled for up to 10 ms is seen under load, whatever the
+        // thread's priority), which the check must then name.
+        let beyond = u(&late["beyond_tolerance"]);
+        assert!(
+            beyond <= 2.max(packets / 50),
+            "{beyond} of {packets} packets over {t} µs late (p99 {p99}): {link}"
+        );
+        assert!(f(&late["p50_us"]) <= t / 4.0, "{link}");
+        if beyond > 0 {
+            let sentence = link["check"]["sentence"].as_str().unwrap();
+            assert!(
+                sentence.contains(&format!(
+                    "{beyond} of {packets} packets left the delay line"
+                )),
+                "{sentence}"
+            );
+        }
+        // held exactly when no packet was beyond its tolerance (the kernel's RTT held).
+        assert_eq!(
+            check["link_held"],
+            u(&late["beyond_tolerance"]) == 0,
+            "{link}"
+        );
+    }
+    let sentence = check["sentence"].as_str().unwrap();
+    if check["link_held"] == true && check["machine_busy"] == false {
+        assert!(sentence.starts_with("held within "), "{sentence}");
+    }
+}
+
 /// A time that must take at least `rtt_ms` (a round trip) and not much less.
 fn assert_not_below(what: &str, got: f64, rtt_ms: f64) {
     assert!(
@@ -135,11 +201,20 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
         );
         assert_eq!(f(&link["rtt_set_ms"]), rtt);
         assert_near("probe connects (median)", f(&link["rtt_measured_ms"]), rtt);
+        assert_eq!(link["tcp_congestion_control"], "cubic", "{link}");
+        if link["emulator"] == "delay-line" {
+            // After the run: the delay line's lateness is in.
+            assert_link_holds(link, rtt);
+        }
         let p = &scenario(&rep)["phases_ms"];
         assert_eq!(u(&p["new"]["connect"]["count"]), 1);
         assert_not_below("connect", f(&p["new"]["connect"]["min"]), rtt);
         assert_eq!(u(&p["reused"]["wait"]["count"]), 7);
-        assert_near("wait (reused, median)", f(&p["reused"]["wait"]["p50"]), rtt);
+        assert_near(
+            "wait (reused, median)",
+            f(&p["reused"]["wait"]["p50"]),
+            link_rtt(&rep),
+        );
         assert_not_below("wait (reused)", f(&p["reused"]["wait"]["min"]), rtt);
         // A new TLS 1.3 connection per request: TCP 1 RTT, TLS 1 RTT.
         // The medians are set against the link's own round trip (its probe connects'
@@ -153,7 +228,7 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
         assert_near("TLS 1.3 full (median)", tls_ms(s, "p50"), link_rtt + cpu13);
         assert_not_below("TLS 1.3 full", tls_ms(s, "min"), rtt);
         let connect = &s["phases_ms"]["new"]["connect"];
-        assert_near("connect (median)", f(&connect["p50"]), rtt);
+        assert_near("connect (median)", f(&connect["p50"]), link_rtt);
         assert_not_below("connect", f(&connect["min"]), rtt);
         // TLS 1.2: a full handshake takes 2 round trips. Five of them, so that one or two
         // delayed by the loaded machine do not make the median.
@@ -199,7 +274,11 @@ fn early_data_takes_two_round_trips_where_resumption_takes_three() {
     let r = format!("{rtt}ms");
     let rep = one_at_a_time(&r, 6, &["--strategy", "close-resumed"]);
     let total = &scenario(&rep)["phases_ms"]["new"]["total"];
-    assert_near("close-resumed (median)", f(&total["p50"]), 3.0 * rtt);
+    assert_near(
+        "close-resumed (median)",
+        f(&total["p50"]),
+        3.0 * link_rtt(&rep),
+    );
     assert_not_below("close-resumed", f(&total["min"]), 3.0 * rtt);
     let rep = one_at_a_time(&r, 6, &["--strategy", "close-0rtt"]);
     let s = scenario(&rep);
@@ -210,9 +289,10 @@ fn early_data_takes_two_round_trips_where_resumption_takes_three() {
     assert_schema(&rep);
     // The median is one of the five: TCP, then the handshake with the request in it.
     let total = &s["phases_ms"]["new"]["total"];
-    assert_near("close-0rtt (median)", f(&total["p50"]), 2.0 * rtt);
+    let link = link_rtt(&rep);
+    assert_near("close-0rtt (median)", f(&total["p50"]), 2.0 * link);
     assert_not_below("close-0rtt", f(&total["min"]), 2.0 * rtt);
-    assert_near("its tls phase (median)", tls_ms(s, "p50"), rtt);
+    assert_near("its tls phase (median)", tls_ms(s, "p50"), link);
     assert!(f(&s["phases_ms"]["new"]["wait"]["p50"]) < rtt / 2.0, "{s}");
 }
 
@@ -243,12 +323,16 @@ fn quic_takes_two_round_trips_and_0rtt_one() {
     assert_eq!(u(&rep["server"]["h3_connections"]), 6);
     assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 6);
     let new = &s["phases_ms"]["new"];
-    near("h3-close (median)", f(&new["total"]["p50"]), 2.0 * rtt);
+    near(
+        "h3-close (median)",
+        f(&new["total"]["p50"]),
+        2.0 * link_rtt(&rep),
+    );
     assert_not_below("h3-close", f(&new["total"]["min"]) / 2.0, rtt);
     near(
         "quic_handshake (median)",
         f(&new["quic_handshake"]["p50"]),
-        rtt,
+        link_rtt(&rep),
     );
     assert_not_below("quic_handshake", f(&new["quic_handshake"]["min"]), rtt);
 
@@ -264,12 +348,12 @@ fn quic_takes_two_round_trips_and_0rtt_one() {
         u(&rep["server"]["tls_handshakes_resumed"])
     );
     let new = &s["phases_ms"]["new"];
-    near("h3-0rtt (median)", f(&new["total"]["p50"]), rtt);
+    near("h3-0rtt (median)", f(&new["total"]["p50"]), link_rtt(&rep));
     assert_not_below("h3-0rtt", f(&new["total"]["min"]), rtt);
     near(
         "its handshake (mean)",
         f(&c["quic"]["handshake_ms"]["mean"]),
-        rtt,
+        link_rtt(&rep),
     );
 }
 
@@ -431,11 +515,14 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
     ]);
     assert_eq!(code, 0, "{err}");
     let c = columns(&out);
-    assert_near("curl time_connect (median)", median(c[0].clone()), 40.0);
+    let v = lab_summary(&err);
+    let link = link_rtt(&v);
+    assert_link_holds(&v["link"], 40.0);
+    assert_near("curl time_connect (median)", median(c[0].clone()), link);
     assert_near(
         "curl time_starttransfer (median)",
         median(c[1].clone()),
-        80.0,
+        2.0 * link,
     );
     for (connect, first_byte) in c[0].iter().zip(&c[1]) {
         assert_not_below("curl time_connect", *connect, 40.0);
@@ -456,7 +543,7 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
     assert_near(
         "curl https time_connect (median)",
         median(c[0].clone()),
-        40.0,
+        link_rtt(&lab_summary(&err)),
     );
     // TLS adds one round trip (and curl's own setup: its CA file is read then).
     let tls: Vec<f64> = c[0].iter().zip(&c[1]).map(|(a, b)| b - a).collect();
@@ -512,7 +599,7 @@ fn an_independent_server_with_server_cmd() {
     assert_near(
         "curl to python time_connect (median)",
         median(t.clone()),
-        20.0,
+        link_rtt_in(&err),
     );
     for x in t {
         assert_not_below("curl to python time_connect", x, 20.0);
@@ -540,9 +627,11 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
     ]);
     assert_schema(&rep);
     let rows = rep["comparison"]["rows"].as_array().unwrap();
+    // Round trips of the link as this run measured it.
+    let link = link_rtt(&rep);
     let rt = |name: &str| {
         let r = rows.iter().find(|r| r["name"] == name).unwrap();
-        f(&r["time_per_request_ms"]["median"]) / 40.0
+        f(&r["time_per_request_ms"]["median"]) / link
     };
     // 15 requests per worker: keep-alive pays one connect (and TLS) per 15 requests.
     let ka = rt("http keepalive");
@@ -603,8 +692,8 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
     assert_schema(&rep);
     let rows = rep["comparison"]["rows"].as_array().unwrap();
     let rtt = 40.0;
-    let link_rtt = f(&rep["link"]["rtt_measured_ms"]);
-    assert!((rtt..rtt * 1.05).contains(&link_rtt), "link RTT {link_rtt}");
+    let link_rtt = link_rtt(&rep);
+    assert_link_holds(&rep["link"], rtt);
     // One uncounted round trip per worker at most: c / n per request.
     let per_worker = 6.0 / 60.0;
     for (name, lo, hi) in [
@@ -772,8 +861,14 @@ fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
     assert_eq!(series.len(), 4);
     let close = series.iter().find(|s| s["name"] == "http close").unwrap();
     assert!(close["round_trips"][0].is_null());
-    let rt = f(&close["round_trips"][1]);
-    assert!((1.9..2.2).contains(&rt), "http close at 20 ms: {rt} RTT");
+    // Counted against the set 20 ms by the tool; here against the link as that point's
+    // run measured it.
+    let link = link_rtt(&sw["points"][1]);
+    let rt = f(&close["round_trips"][1]) * 20.0 / link;
+    assert!(
+        (1.9..2.2).contains(&rt),
+        "http close at 20 ms: {rt} RTT of {link} ms"
+    );
     for p in sw["points"].as_array().unwrap() {
         let opened: u64 = rep["scenarios"]
             .as_array()
@@ -822,7 +917,7 @@ fn trace_across_the_link() {
         );
     }
     let waits: Vec<f64> = steps.iter().map(|s| f(&s["wait_ms"])).collect();
-    assert_near("trace wait (median)", median(waits.clone()), 30.0);
+    assert_near("trace wait (median)", median(waits.clone()), link_rtt(&t));
     for w in waits {
         assert_not_below("trace wait", w, 30.0);
     }
@@ -1147,7 +1242,7 @@ fn netem_is_used_where_the_kernel_has_it_and_refused_clearly_where_not() {
             assert_near(
                 "connect over netem",
                 f(&scenario(&rep)["phases_ms"]["new"]["connect"]["mean"]),
-                20.0,
+                link_rtt(&rep),
             );
         }
         Some(2) => {
@@ -1301,13 +1396,147 @@ fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
     for t in &times {
         assert_not_below("curl as nobody, time_connect", *t, 10.0);
     }
+    // Set against the link as the lab measured it in the same run (its probes' connects
+    // take the same wake-ups on this machine as curl's; without root the delay line has
+    // no real-time priority and the CPUs are not held awake).
     assert_near(
         "curl as nobody, time_connect (median of 5)",
         median(times),
-        10.0,
+        link_rtt_in(&err),
     );
     assert!(
         err.contains("embedded server: 5 connections accepted"),
         "{err}"
     );
+}
+
+/// Processes a test starts to load the machine, stopped by PID when dropped (also when
+/// the test fails); each also ends by itself after `secs`.
+struct Load(Vec<std::process::Child>);
+
+impl Load {
+    /// `n` processes running `python3 -c code` (with `secs` as its argument), each
+    /// started through `prefix` (taskset, chrt).
+    fn start(n: usize, prefix: &[&str], code: &str, secs: u32) -> Load {
+        let children = (0..n)
+            .map(|_| {
+                let mut argv: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+                argv.extend(["python3".into(), "-c".into(), code.into(), secs.to_string()]);
+                Command::new(&argv[0])
+                    .args(&argv[1..])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+            })
+            .collect();
+        // Let them start spinning.
+        std::thread::sleep(Duration::from_millis(300));
+        Load(children)
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A busy loop for argv[1] seconds.
+const SPIN: &str = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end: pass";
+
+/// Busy for 5 ms of every 6 (for argv[1] seconds): run under a real-time priority below
+/// the delay line's, it holds up every ordinary thread on its core for up to 5 ms.
+const HOG: &str = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    t = time.monotonic()\n    while time.monotonic() - t < 0.005: pass\n    time.sleep(0.001)";
+
+/// The link holds its round trip (the kernel's timing of its probes within 2 % + 0.3 ms
+/// of the set RTT, the delay line's departures within their tolerance) with two busy
+/// loops beside it, and the run's times stay the link's; where this machine holds up the
+/// client (a real-time hog on its core, 5 ms of every 6, below the delay line's priority),
+/// the link still holds, the report says the machine was busy and by how much, and its
+/// figures are seen to include those local waits.
+#[test]
+fn the_link_holds_beside_busy_loops_and_says_when_the_machine_held_up_the_run() {
+    let Some(_g) = lab_test("busy machine") else {
+        return;
+    };
+    let rtt = 40.0;
+    {
+        let _load = Load::start(2, &[], SPIN, 60);
+        let rep = bench_json(&["--rtt", "40ms", "-n", "8", "-c", "1"]);
+        assert_ground_truth(&rep);
+        assert_schema(&rep);
+        let link = &rep["link"];
+        assert_link_holds(link, rtt);
+        assert_eq!(link["check"]["machine_busy"], false, "{link}");
+        assert_eq!(link["cpus_held_awake"], true, "{link}");
+        let p = &scenario(&rep)["phases_ms"];
+        assert_near(
+            "wait (reused, median) beside two busy loops",
+            f(&p["reused"]["wait"]["p50"]),
+            link_rtt(&rep),
+        );
+    }
+    let _hog = Load::start(1, &["chrt", "-f", "5", "taskset", "-c", "0"], HOG, 60);
+    let out = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(bin())
+        .args([
+            "bench",
+            "--rtt",
+            "40ms",
+            "-n",
+            "8",
+            "-c",
+            "1",
+            "--json",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ground_truth(&rep);
+    let link = &rep["link"];
+    // The delay line preempts the hog: the link itself held.
+    let k = f(&link["probes"]["rtt_kernel_ms"]);
+    assert!((k - rtt).abs() <= rtt * 0.02 + 0.3, "{link}");
+    let check = &link["check"];
+    assert_eq!(check["machine_busy"], true, "{link}");
+    let wait = f(&link["probes"]["local_wait_ms"]);
+    assert!(wait > f(&check["tolerance_ms"]), "{link}");
+    let sentence = check["sentence"].as_str().unwrap();
+    assert!(
+        sentence.contains("this machine was busy; the figures include local waits")
+            && sentence.contains("ms for 40 set"),
+        "{sentence}"
+    );
+    // And the figures do include them: the reused waits are above the kernel's round trip
+    // by at least the probes' local wait.
+    let p = &scenario(&rep)["phases_ms"];
+    assert!(
+        f(&p["reused"]["wait"]["p50"]) >= k + wait * 0.5,
+        "{p} {link}"
+    );
+    // The text says it where the run's figures are.
+    let out = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(bin())
+        .args([
+            "bench",
+            "--rtt",
+            "40ms",
+            "-n",
+            "4",
+            "-c",
+            "1",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("this machine was busy"), "{text}");
 }

@@ -96,6 +96,18 @@ pub struct Lab {
     congestion_control: String,
     /// The CPUs held out of deep idle while the lab runs, or why not.
     awake: Result<std::fs::File, String>,
+    /// The machine's steal time when the lab started (ms, all CPUs).
+    steal_at_start_ms: Option<f64>,
+}
+
+/// The time the hypervisor ran something else while this (virtual) machine's CPUs had
+/// work, summed over its CPUs (/proc/stat's steal), ms; none where the kernel does not say.
+fn steal_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: f64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+    // USER_HZ: 100 on every Linux architecture that matters here.
+    Some(ticks * 10.0)
 }
 
 /// One TCP connect across the link: as the client timed it, and as the kernel timed the
@@ -177,6 +189,7 @@ impl Lab {
             during: Vec::new(),
             congestion_control: server.congestion_control,
             awake,
+            steal_at_start_ms: steal_ms(),
         })
     }
 
@@ -265,6 +278,10 @@ impl Lab {
             probes,
             tcp_congestion_control: self.congestion_control.clone(),
             cpus_held_awake: self.awake.is_ok(),
+            steal_ms: self
+                .steal_at_start_ms
+                .zip(steal_ms())
+                .map(|(a, b)| (b - a).max(0.0)),
             check: None,
             client_addr: CLIENT_ADDR.to_string(),
             server_addr: SERVER_ADDR.to_string(),

@@ -30,6 +30,10 @@ pub struct LinkReport {
     /// The CPUs were held out of deep idle states while the lab ran
     /// (/dev/cpu_dma_latency); without, each wake-up of an idle CPU may add 0.05-1 ms.
     pub cpus_held_awake: bool,
+    /// CPU time the hypervisor took from this virtual machine while the lab ran (steal,
+    /// over all CPUs, ms; 10 ms grain): a thread can be held up then whatever its
+    /// priority. Null where the kernel does not say.
+    pub steal_ms: Option<f64>,
     /// Whether the link held its round trip and the machine kept out of the way.
     pub check: Option<LinkCheck>,
     pub client_addr: String,
@@ -106,8 +110,15 @@ impl LinkReport {
             let behind = l.beyond_tolerance - l.woke_late;
             let mut why = Vec::new();
             if l.woke_late > 0 {
+                let by = match self.steal_ms {
+                    Some(st) if st > 0.0 => format!(
+                        "the hypervisor took {} ms of CPU from this machine while it ran, which no priority inside prevents",
+                        n(st)
+                    ),
+                    _ => "this machine held it up".to_string(),
+                };
                 why.push(format!(
-                    "{} because its thread woke late (the machine held it up)",
+                    "{} because its thread woke late ({by})",
                     l.woke_late
                 ));
             }
