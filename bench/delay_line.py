@@ -10,8 +10,14 @@ the phases it produces move when the load doubles.
    and the median connect (1 RTT) should not change with the rate. Prints each run, the
    medians, and how much they moved.
 
+3. Precision (`--precision`): an independent check of the link's round trip, ping
+   (iputils, whose times are the kernel's receive stamps) across `handshake lab` at 10 and
+   40 ms, alone and with two busy loops beside it, interleaved over --repeats rounds:
+   ping's median and 99th percentile against the set RTT and its tolerance (2 % + 0.3 ms),
+   and the delay line's own lateness from the lab's JSON.
+
 Needs root (network namespaces). Usage: python3 bench/delay_line.py [--handshake PATH]
-[--seconds 5] [--repeats 3]
+[--seconds 5] [--repeats 3] [--precision] [--only-precision]
 """
 import argparse
 import json
@@ -36,12 +42,16 @@ def main():
     ap.add_argument("--handshake", default=default_handshake())
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--precision", action="store_true", help="add the ping check of the link's round trip")
+    ap.add_argument("--only-precision", action="store_true", help="only the ping check")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("delay_line.py needs root (network namespaces and TUN devices)")
     if not shutil.which(a.handshake) and not os.path.exists(a.handshake):
         raise SystemExit(f"no handshake binary at {a.handshake} (cargo build --release)")
 
+    if a.only_precision:
+        return precision(a)
     print("== throughput: keep-alive at c=50 across the link with no delay")
     pps_all = []
     for i in range(a.repeats):
@@ -83,6 +93,63 @@ def main():
               f"reused wait p99 median {statistics.median(p99s[c]):.3f} ms; connect p50 median {statistics.median(connects[c]):.3f} ms")
     dw = statistics.median(waits[HIGH]) - statistics.median(waits[LOW])
     print(f"  doubling the rate moved the reused wait by {dw:+.3f} ms ({100 * dw / 20:+.2f} % of the RTT)")
+    if a.precision:
+        return precision(a)
+    return 0
+
+
+def quantile(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def ping_across(binary, rtt_ms, count=200):
+    """ping's round trips across a lab of rtt_ms, and the lab's JSON."""
+    cmd = [binary, "lab", "--rtt", f"{rtt_ms}ms", "--json", "--",
+           "ping", "-n", "-c", str(count), "-i", "0.01", "10.200.0.2"]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    if out.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {out.stderr[-2000:]}")
+    times = [float(l.split("time=")[1].split()[0]) for l in out.stdout.splitlines() if "time=" in l]
+    lab = json.loads(out.stderr[out.stderr.index("{\n"):])
+    return times, lab
+
+
+def precision(a):
+    if not shutil.which("ping"):
+        raise SystemExit("the precision check needs ping (Debian: iputils-ping)")
+    print("\n== precision: ping across the lab, alone and beside two busy loops (interleaved)")
+    spin = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end: pass"
+    rows = {}
+    for i in range(a.repeats):
+        for busy in (False, True):
+            for rtt in (10, 40):
+                loops = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2 if busy else 0)]
+                try:
+                    times, lab = ping_across(a.handshake, rtt)
+                finally:
+                    for p in loops:
+                        p.kill()
+                        p.wait()
+                tol = rtt * 0.02 + 0.3
+                late = lab["link"]["delay_line"]["lateness"]
+                med, p99 = statistics.median(times), quantile(times, 0.99)
+                within = sum(1 for t in times if abs(t - rtt) <= tol) / len(times)
+                key = (busy, rtt)
+                rows.setdefault(key, []).append((med, p99, within, late))
+                print(f"  round {i + 1} {'busy' if busy else 'alone'} {rtt} ms: ping median {med:.3f} ms, "
+                      f"p99 {p99:.3f}, {100 * within:.1f} % within {tol:.2f} ms; delay line late p50 "
+                      f"{late['p50_us']:.1f} µs p99 {late['p99_us']:.1f} max {late['max_us']:.0f}, "
+                      f"{late['beyond_tolerance']} of {late['packets']} beyond; steal {lab['link']['steal_ms']} ms")
+    print("  medians over the rounds [min-max]:")
+    for (busy, rtt), v in sorted(rows.items()):
+        meds = [x[0] for x in v]
+        p99s = [x[1] for x in v]
+        within = [x[2] for x in v]
+        print(f"  {'busy ' if busy else 'alone'} {rtt:>3} ms: ping median {statistics.median(meds):.3f} "
+              f"[{min(meds):.3f}-{max(meds):.3f}] (error {statistics.median(meds) - rtt:+.3f} ms, tolerance "
+              f"{rtt * 0.02 + 0.3:.2f}); p99 {statistics.median(p99s):.3f}; within tolerance "
+              f"{100 * statistics.median(within):.1f} % of pings")
     return 0
 
 
