@@ -119,6 +119,7 @@ fn report(
         eprintln!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
     } else {
         say(&link.describe_line());
+        say(&format!("the link: {}", link.describe_held()));
         if let Some(s) = server {
             say(&format!(
                 "embedded server: {} accepted, {}, TLS handshakes full {} resumed {}",

@@ -79,7 +79,7 @@ pub struct Lateness {
     lead_ns: u64,
     /// A packet later than this missed its one-way delay's tolerance, ns.
     tolerance_ns: u64,
-    /// Packets beyond the tolerance that were the first written after a wait.
+    /// Packets beyond the tolerance already when the thread woke to write them.
     woke_late: u64,
 }
 
@@ -99,12 +99,11 @@ impl Lateness {
         }
     }
 
-    /// One departure `late_ns` after its due time; `first` when it was the first the
-    /// thread wrote since it last waited (so its lateness is the thread's own wake-up,
-    /// not the time it took to write the packets before it).
-    fn record(&mut self, late_ns: u64, first: bool) {
+    /// One departure `late_ns` after its due time, of which `late_at_wake_ns` had passed
+    /// when the thread woke to write it (the rest went on writing the packets before it).
+    fn record(&mut self, late_ns: u64, late_at_wake_ns: u64) {
         self.hist.saturating_record(late_ns.clamp(1, LATE_MAX_NS));
-        if first && late_ns > self.tolerance_ns {
+        if late_ns > self.tolerance_ns && late_at_wake_ns > self.tolerance_ns {
             self.woke_late += 1;
         }
     }
@@ -275,7 +274,7 @@ fn run([client, server]: [BorrowedFd<'_>; 2], stop: BorrowedFd<'_>, shape: Shape
         .collect();
     let mut late = Lateness::new(shape.one_way);
     loop {
-        let mut first = true;
+        let woke = now_ns();
         for d in &mut dirs {
             release(
                 d,
@@ -283,7 +282,7 @@ fn run([client, server]: [BorrowedFd<'_>; 2], stop: BorrowedFd<'_>, shape: Shape
                 &shared.dirs[d.index],
                 &mut spare,
                 &mut late,
-                &mut first,
+                woke,
             );
         }
         let next_due = dirs
@@ -405,12 +404,12 @@ fn release(
     counters: &DirCounters,
     spare: &mut Vec<Vec<u8>>,
     late: &mut Lateness,
-    first: &mut bool,
+    woke: u64,
 ) {
     let mut now = now_ns();
     while d.queue.front().is_some_and(|p| p.due_ns <= now) {
         let p = d.queue.pop_front().expect("front exists");
-        late.record(now - p.due_ns, std::mem::take(first));
+        late.record(now - p.due_ns, woke.saturating_sub(p.due_ns));
         if rustix::io::write(d.to, &p.data).is_ok_and(|n| n > 0) {
             counters.packets.fetch_add(1, Ordering::Relaxed);
             counters
