@@ -77,10 +77,12 @@ fn connects_whose_syn_was_lost_equal_the_syns_a_capture_saw_twice() {
         dir.path("bench.json"),
     );
     // On the client's side of the link, before the line loses anything: every SYN the
-    // client's kernel sent, and every SYN-ACK that reached it. 8 % loss per direction
+    // client's kernel sent to the server (port 80: not the lab's own probes of the link,
+    // which connect to a listener of its own during the run), and every SYN-ACK that
+    // reached it. 8 % loss per direction
     // loses a SYN or its answer on ~15 % of connects (1 in 10^7 runs sees none of 100).
     let script = format!(
-        "tcpdump -i any -n -U --immediate-mode -w {cap} 'tcp[tcpflags] & tcp-syn != 0' 2> {log} & echo $! > {pid}; \
+        "tcpdump -i any -n -U --immediate-mode -w {cap} 'tcp port 80 and tcp[tcpflags] & tcp-syn != 0' 2> {log} & echo $! > {pid}; \
          for i in $(seq 200); do grep -q listening {log} && break; sleep 0.05; done; \
          {} bench {{url}} -s close -n 100 -c 5 --timeout 20s --json --no-progress > {json}; \
          code=$?; sleep 0.5; kill -INT $(cat {pid}); wait; exit $code",
