@@ -1481,22 +1481,16 @@ fn the_link_holds_beside_busy_loops_and_says_when_the_machine_held_up_the_run() 
         );
     }
     let _hog = Load::start(1, &["chrt", "-f", "5", "taskset", "-c", "0"], HOG, 60);
-    let out = Command::new("taskset")
-        .args(["-c", "0"])
-        .arg(bin())
-        .args([
-            "bench",
-            "--rtt",
-            "40ms",
-            "-n",
-            "8",
-            "-c",
-            "1",
-            "--json",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
+    // bench across the link, on the hog's core.
+    let on_core_0 = |extra: &[&str]| {
+        Command::new("taskset")
+            .args(["-c", "0", bin(), "bench", "--rtt", "40ms", "-c", "1"])
+            .args(extra)
+            .args(["--no-progress"])
+            .output()
+            .unwrap()
+    };
+    let out = on_core_0(&["-n", "8", "--json"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -1523,21 +1517,7 @@ fn the_link_holds_beside_busy_loops_and_says_when_the_machine_held_up_the_run() 
         "{p} {link}"
     );
     // The text says it where the run's figures are.
-    let out = Command::new("taskset")
-        .args(["-c", "0"])
-        .arg(bin())
-        .args([
-            "bench",
-            "--rtt",
-            "40ms",
-            "-n",
-            "4",
-            "-c",
-            "1",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
+    let out = on_core_0(&["-n", "4"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("this machine was busy"), "{text}");
 }

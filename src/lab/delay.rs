@@ -24,7 +24,7 @@ use hdrhistogram::Histogram;
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::time::Timespec;
 
-use crate::report::link::{DirStats, LateStats, LineStats};
+use crate::report::link::{tolerance_ms, DirStats, LateStats, LineStats};
 
 /// Packets waiting per direction before the queue drops (netem's default limit).
 pub const QUEUE_LIMIT: usize = 1000;
@@ -73,7 +73,7 @@ struct Shared {
 
 /// How late each packet left the line against its due time: the delay line's own error
 /// (what it adds to the set delay besides the wake-up that read the packet).
-pub struct Lateness {
+struct Lateness {
     hist: Histogram<u64>,
     /// The timer's lead when the thread ended, ns.
     lead_ns: u64,
@@ -83,18 +83,13 @@ pub struct Lateness {
     woke_late: u64,
 }
 
-/// What a packet's delay may be off by: 2 % of the one-way delay and 0.3 ms.
-pub fn one_way_tolerance(one_way: Duration) -> Duration {
-    one_way / 50 + Duration::from_micros(300)
-}
-
 impl Lateness {
     fn new(one_way: Duration) -> Lateness {
         Lateness {
             // Nanoseconds, 3 significant digits, up to a second: allocated once here.
             hist: Histogram::new_with_bounds(1, LATE_MAX_NS, 3).expect("valid bounds"),
             lead_ns: LEAD_START_NS,
-            tolerance_ns: one_way_tolerance(one_way).as_nanos() as u64,
+            tolerance_ns: (tolerance_ms(one_way.as_secs_f64() * 1000.0) * 1e6).round() as u64,
             woke_late: 0,
         }
     }

@@ -94,8 +94,8 @@ pub struct Lab {
     prober: Option<Prober>,
     during: Vec<Probe>,
     congestion_control: String,
-    /// The CPUs held out of deep idle while the lab runs, or why not.
-    awake: Result<std::fs::File, String>,
+    /// The CPUs held out of deep idle while the lab runs (none where not allowed).
+    awake: Option<std::fs::File>,
     /// The machine's steal time when the lab started (ms, all CPUs).
     steal_at_start_ms: Option<f64>,
 }
@@ -113,9 +113,9 @@ fn steal_ms() -> Option<f64> {
 /// One TCP connect across the link: as the client timed it, and as the kernel timed the
 /// SYN's answer (none when the SYN was sent again: Karn's rule).
 #[derive(Debug, Clone, Copy)]
-pub struct Probe {
-    pub connect_ms: f64,
-    pub kernel_ms: Option<f64>,
+struct Probe {
+    connect_ms: f64,
+    kernel_ms: Option<f64>,
 }
 
 /// A thread on the client side timing a TCP connect to the lab's own listener every
@@ -177,7 +177,7 @@ impl Lab {
             }
         };
         children();
-        let awake = crate::sys::process::hold_cpus_awake().map_err(|e| e.to_string());
+        let awake = crate::sys::process::hold_cpus_awake().ok();
         Ok(Lab {
             spec,
             client_ns: client.netns,
@@ -248,6 +248,14 @@ impl Lab {
         Ok(())
     }
 
+    /// End the probes during the run and keep what they timed.
+    fn stop_prober(&mut self) {
+        if let Some(p) = self.prober.take() {
+            let _ = p.stop.send(());
+            self.during = p.thread.join().unwrap_or_default();
+        }
+    }
+
     pub fn report(&self) -> LinkReport {
         let connects = |p: &[Probe]| p.iter().map(|p| p.connect_ms).collect::<Vec<_>>();
         let all: Vec<Probe> = self.before.iter().chain(&self.during).copied().collect();
@@ -277,7 +285,7 @@ impl Lab {
             probe_connects_ms: connects(&self.before),
             probes,
             tcp_congestion_control: self.congestion_control.clone(),
-            cpus_held_awake: self.awake.is_ok(),
+            cpus_held_awake: self.awake.is_some(),
             steal_ms: self
                 .steal_at_start_ms
                 .zip(steal_ms())
@@ -375,10 +383,7 @@ impl Lab {
     /// end the delay line, and return the link's final report.
     pub fn finish(mut self) -> LinkReport {
         stop_children();
-        if let Some(p) = self.prober.take() {
-            let _ = p.stop.send(());
-            self.during = p.thread.join().unwrap_or_default();
-        }
+        self.stop_prober();
         if let Some(l) = &mut self.line {
             l.stop();
         }
@@ -389,10 +394,7 @@ impl Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         stop_children();
-        if let Some(p) = self.prober.take() {
-            let _ = p.stop.send(());
-            let _ = p.thread.join();
-        }
+        self.stop_prober();
     }
 }
 
@@ -417,16 +419,9 @@ fn probe(addr: SocketAddr, listener: &TcpListener) -> Option<Probe> {
     })
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    (n > 0).then(|| {
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    })
+/// The median of samples, none of none.
+fn median(v: Vec<f64>) -> Option<f64> {
+    (!v.is_empty()).then(|| crate::report::comparison::Spread::of(&v).median)
 }
 
 fn alive(pid: u32) -> bool {

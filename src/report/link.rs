@@ -109,7 +109,7 @@ impl LinkReport {
     /// from the figures.
     pub fn judge(&self) -> LinkCheck {
         let set = self.rtt_set_ms;
-        let tol = set * 0.02 + 0.3;
+        let tol = tolerance_ms(set);
         let n = fmt::num;
         let mut parts = Vec::new();
         // The link's own round trip: only where it should equal the set one.
@@ -198,7 +198,7 @@ impl LinkReport {
             return "netem: packets counted by the kernel (tc -s qdisc), not here".to_string();
         };
         let (a, b) = (&d.client_to_server, &d.server_to_client);
-        let s = format!(
+        format!(
             "the delay line moved {} packets client->server and {} server->client, lost {} and {}, dropped {} at the bandwidth queue, in {:.1} ms of CPU",
             a.packets,
             b.packets,
@@ -206,9 +206,14 @@ impl LinkReport {
             b.lost,
             a.queue_drops + b.queue_drops,
             d.cpu_s * 1000.0
-        );
-        s
+        )
     }
+}
+
+/// What a delay set on the link (a round trip, or one way) may be off by and still be
+/// the link's: 2 % of it and 0.3 ms.
+pub fn tolerance_ms(delay_ms: f64) -> f64 {
+    delay_ms * 0.02 + 0.3
 }
 
 /// A short time: in µs below a millisecond ("12 µs", "0.70 ms").
