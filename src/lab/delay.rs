@@ -223,7 +223,8 @@ impl Drop for DelayLine {
     }
 }
 
-fn thread_cpu_ns() -> u64 {
+/// The calling thread's CPU time (user + system), ns.
+pub(super) fn thread_cpu_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -10,6 +10,7 @@
 pub mod delay;
 pub mod netem;
 pub mod netns;
+pub mod reference;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
@@ -111,11 +112,13 @@ fn steal_ms() -> Option<f64> {
 }
 
 /// One TCP connect across the link: as the client timed it, and as the kernel timed the
-/// SYN's answer (none when the SYN was sent again: Karn's rule).
+/// SYN's answer (none when the SYN was sent again: Karn's rule); and a TLS handshake in
+/// memory on the client's side, timed just after it (this machine's own work).
 #[derive(Debug, Clone, Copy)]
 struct Probe {
     connect_ms: f64,
     kernel_ms: Option<f64>,
+    handshake: Option<reference::Timed>,
 }
 
 /// A thread on the client side timing a TCP connect to the lab's own listener every
@@ -212,13 +215,14 @@ impl Lab {
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let rtt = crate::fmt::num(self.spec.rtt.as_secs_f64() * 1000.0);
+        let reference = std::sync::Arc::new(reference::Reference::new()?);
         let times = self.in_client(|| {
             let mut v = Vec::new();
             for k in 1..=PROBE_CONNECTS {
                 steps.show(&format!(
                     "lab: checking the link ({rtt} ms RTT): TCP connect {k} of {PROBE_CONNECTS}"
                 ));
-                v.extend(probe(addr, &listener));
+                v.extend(probe(addr, &listener, &reference));
             }
             v
         })?;
@@ -239,7 +243,7 @@ impl Lab {
                     stopped.recv_timeout(PROBE_EVERY)
                 {
                     if v.len() < PROBES_KEPT {
-                        v.extend(probe(addr, &listener));
+                        v.extend(probe(addr, &listener, &reference));
                     }
                 }
                 v
@@ -258,6 +262,13 @@ impl Lab {
 
     pub fn report(&self) -> LinkReport {
         let connects = |p: &[Probe]| p.iter().map(|p| p.connect_ms).collect::<Vec<_>>();
+        let handshakes = |p: &[Probe], of: fn(&reference::Timed) -> f64| {
+            median(
+                p.iter()
+                    .filter_map(|p| p.handshake.as_ref().map(of))
+                    .collect(),
+            )
+        };
         let all: Vec<Probe> = self.before.iter().chain(&self.during).copied().collect();
         let probes = ProbeSummary {
             during_run: self.during.len(),
@@ -268,6 +279,10 @@ impl Lab {
                     .filter_map(|p| p.kernel_ms.map(|k| (p.connect_ms - k).max(0.0)))
                     .collect(),
             ),
+            handshake_cpu_ms: handshakes(&all, |t| t.cpu_ms),
+            handshake_before_run_ms: handshakes(&self.before, |t| t.wall_ms),
+            handshake_during_run_ms: handshakes(&self.during, |t| t.wall_ms),
+            handshake_wait_ms: handshakes(&all, reference::Timed::waited_ms),
         };
         let line = self.line.as_ref().map(delay::DelayLine::stats);
         let mut r = LinkReport {
@@ -400,7 +415,11 @@ impl Drop for Lab {
 
 /// One TCP connect to `addr` (the lab's own listener, whose queue it then empties),
 /// timed by the client and by the kernel; none when it failed within 2 s.
-fn probe(addr: SocketAddr, listener: &TcpListener) -> Option<Probe> {
+fn probe(
+    addr: SocketAddr,
+    listener: &TcpListener,
+    reference: &reference::Reference,
+) -> Option<Probe> {
     let t0 = Instant::now();
     let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2));
     let connect_ms = t0.elapsed().as_secs_f64() * 1000.0;
@@ -413,9 +432,10 @@ fn probe(addr: SocketAddr, listener: &TcpListener) -> Option<Probe> {
     let connected = s.is_ok();
     drop(s);
     while listener.accept().is_ok() {}
-    connected.then_some(Probe {
+    connected.then(|| Probe {
         connect_ms,
         kernel_ms,
+        handshake: reference.time(),
     })
 }
 
