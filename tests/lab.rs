@@ -679,9 +679,12 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
 /// a worker whose first connection made a full handshake (0-RTT rows), or whose first
 /// stream waited for the one connection's handshake (h3), waits one more round trip
 /// than the count, which spreads that setup over all requests; that is at most one
-/// round trip per worker, c/n per request (0.1 here). Then 5 % + 1 ms for the
-/// handshakes' own CPU on both sides of the test build and the link's jitter (CI
-/// measured h3-0rtt at 48.68 ms for a count of 1.08: 43.3 ms at 40 ms, 48.0 at most).
+/// round trip per worker, c/n per request (0.1 here). Then the request's own CPU on both
+/// sides (the row's client and server CPU per request, measured in the same run: 2.6 ms
+/// for h3-close here), and 5 % + 1 ms for the link's jitter and the CPU the other
+/// workers' handshakes hold at the same moment (CI measured h3-0rtt at 48.68 ms for a
+/// count of 1.08: 43.3 ms at 40 ms, 48.0 at most; beside two busy loops h3-close read
+/// 90.4 ms for 2).
 #[test]
 fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
     let Some(_g) = lab_test("compare --rtt with h3") else {
@@ -724,7 +727,12 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
         let measured_ms = f(&r["time_per_request_ms"]["median"]);
         assert!((f(&rt["measured"]) - measured_ms / rtt).abs() < 1e-6);
         let least = counted * rtt;
-        let most = (counted + per_worker) * link_rtt * 1.05 + 1.0;
+        // The request's own work on both sides, as this run measured it (its client's and
+        // the server's CPU per request), is in its time and not in the link's.
+        let cpu_ms = (f(&r["client_cpu_us_per_request"]["median"])
+            + f(&r["server_cpu_us_per_request"]["median"]))
+            / 1000.0;
+        let most = (counted + per_worker) * link_rtt * 1.05 + 1.0 + cpu_ms;
         assert!(
             measured_ms >= least - 0.5 && measured_ms <= most,
             "{name}: {measured_ms:.2} ms per request, counted {counted:.2} round trips ({least:.1} to {most:.1} ms)"
@@ -927,9 +935,15 @@ fn trace_across_the_link() {
         );
     }
     let waits: Vec<f64> = steps.iter().map(|s| f(&s["wait_ms"])).collect();
-    assert_near("trace wait (median)", median(waits.clone()), link_rtt(&t));
-    for w in waits {
-        assert_not_below("trace wait", w, 30.0);
+    assert_near("trace wait (median)", median(waits), link_rtt(&t));
+    // Each request's send and wait together (a preemption just after the write counts to
+    // send: see connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms).
+    for s in steps {
+        assert_not_below(
+            "trace send and wait",
+            f(&s["send_ms"]) + f(&s["wait_ms"]),
+            30.0,
+        );
     }
 }
 
@@ -1407,13 +1421,25 @@ fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
         assert_not_below("curl as nobody, time_connect", *t, 10.0);
     }
     // Set against the link as the lab measured it in the same run (its probes' connects
-    // take the same wake-ups on this machine as curl's; without root the delay line has
-    // no real-time priority and the CPUs are not held awake).
-    assert_near(
-        "curl as nobody, time_connect (median of 5)",
-        median(times),
-        link_rtt_in(&err),
-    );
+    // take the same wake-ups on this machine as curl's), where the lab said its link held
+    // and the machine kept out of the way. Without root the delay line has no real-time
+    // priority and the CPUs are not held awake: beside other work its thread wakes late
+    // (2 to 4 ms here beside two busy loops), and the lab must then say so in its closing
+    // lines instead.
+    let said = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    if said.contains("held within 0.5 ms of the set 10 ms") {
+        assert_near(
+            "curl as nobody, time_connect (median of 5)",
+            median(times),
+            link_rtt_in(&err),
+        );
+    } else {
+        assert!(
+            said.contains("packets left the delay line more than 400 µs late")
+                || said.contains("this machine was busy: "),
+            "{err}"
+        );
+    }
     assert!(
         err.contains("embedded server: 5 connections accepted"),
         "{err}"
