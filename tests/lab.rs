@@ -92,6 +92,11 @@ fn assert_link_holds(link: &Value, rtt: f64) {
         // thread's priority), which the check must then name.
         // One such stall holds up every packet due while it lasts (several in a burst).
         let beyond = u(&late["beyond_tolerance"]);
+        // One line per link for the logs (the delay line's own error in each run).
+        eprintln!(
+            "LINK {rtt} ms set: kernel {k:.3} ms; lateness p50 {} µs, p99 {p99} µs, max {} µs, {beyond} of {packets} beyond {t} µs; steal {} ms",
+            late["p50_us"], late["max_us"], link["steal_ms"]
+        );
         assert!(
             beyond <= 5.max(packets / 20),
             "{beyond} of {packets} packets over {t} µs late (p99 {p99}): {link}"
