@@ -20,6 +20,11 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// handshake is not complete, so it is read when the request is processed (`set`), not
 /// at log time, when the client's Finished may have come.
 fn nginx(early: bool) -> Option<Nginx> {
+    nginx_with(early, "TLSv1.2 TLSv1.3")
+}
+
+/// The same with `ssl_protocols` set to `protocols`.
+fn nginx_with(early: bool, protocols: &str) -> Option<Nginx> {
     Nginx::start_servers(
         "log_format ed '$early_seen $ssl_session_reused';",
         1,
@@ -27,7 +32,7 @@ fn nginx(early: bool) -> Option<Nginx> {
             write_certs(dir, &["127.0.0.1"]);
             let d = dir.display();
             format!(
-                "server {{ listen 127.0.0.1:{} ssl; ssl_protocols TLSv1.2 TLSv1.3; \
+                "server {{ listen 127.0.0.1:{} ssl; ssl_protocols {protocols}; \
                  ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
                  ssl_early_data {}; access_log {d}/early.log ed; \
                  location / {{ set $early_seen $ssl_early_data; return 200 \"hello\\n\"; }} }}",
@@ -348,4 +353,91 @@ fn compare_says_how_many_requests_went_in_early_data() {
         )),
         "{why}"
     );
+}
+
+/// Early data is TLS 1.3's: against nginx with `ssl_early_data on` but `ssl_protocols
+/// TLSv1.2` (issue 56), bench, trace, compare's left-out row and doctor say the server
+/// negotiated TLS 1.2 and that TLS 1.3 comes first; none of them sends the user to turn
+/// on `ssl_early_data`, which is on. nginx's log: sessions resumed, nothing in early data.
+#[test]
+fn under_tls12_early_data_is_not_blamed_on_the_tickets_and_tls13_comes_first() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(ng) = nginx_with(true, "TLSv1.2") else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/", ng.port);
+    let ca = ng.dir.join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    let tls13_first = "offer TLS 1.3 first (nginx: ssl_protocols TLSv1.2 TLSv1.3";
+    let no_fault = |what: &str, text: &str| {
+        assert!(
+            text.contains("the server negotiated TLS 1.2"),
+            "{what}: {text}"
+        );
+        assert!(text.contains(tls13_first), "{what}: {text}");
+        assert!(!text.contains("tickets allowed none"), "{what}: {text}");
+    };
+    // bench: 4 new connections, 3 of them resumed (TLS 1.2 tickets), none in early data.
+    let s = run_0rtt(&ng, "4");
+    assert_eq!(u(&s["connections"]["tls_handshakes"]["tls13"]), 0, "{s}");
+    assert_eq!(u(&s["connections"]["early_data"]["accepted"]), 0, "{s}");
+    let finding = s["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "early_data_needs_tls13")
+        .unwrap_or_else(|| panic!("{}", s["diagnosis"]));
+    no_fault("bench", finding["text"].as_str().unwrap());
+    assert!(
+        finding["text"]
+            .as_str()
+            .unwrap()
+            .contains("in all 4 handshakes"),
+        "{finding}"
+    );
+    let (requests, early, resumed) = nginx_log(&ng);
+    assert_eq!((requests, early), (4, 0));
+    assert_eq!(
+        resumed,
+        u(&s["connections"]["tls_handshakes"]["resumed"]),
+        "nginx's resumed sessions"
+    );
+    // trace
+    let out = run(&[
+        "trace",
+        &url,
+        "-s",
+        "close-0rtt",
+        "--count",
+        "3",
+        "--cacert",
+        ca,
+        "--json",
+    ]);
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = t["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "early_data_needs_tls13")
+        .unwrap_or_else(|| panic!("{t}"));
+    no_fault("trace", f["text"].as_str().unwrap());
+    // compare's default set leaves close-0rtt out, for TLS 1.2.
+    let c = compare_json(&[&url, "--cacert", ca, "-n", "4", "-c", "1", "--rounds", "2"]);
+    let left = c["comparison"]["left_out"].to_string();
+    assert!(
+        left.contains("close-0rtt: the server accepted no early data"),
+        "{left}"
+    );
+    no_fault("compare", &left);
+    // doctor
+    let out = run(&["doctor", &url, "--cacert", ca, "--max-idle", "1s", "--json"]);
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = d["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "early_data_needs_tls13")
+        .unwrap_or_else(|| panic!("{d}"));
+    no_fault("doctor", f["text"].as_str().unwrap());
 }

@@ -12,7 +12,7 @@ use std::net::UdpSocket;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, run, without_proxy_env, write_certs, Nginx};
+use common::{bin, run, without_proxy_env, write_certs, write_certs_valid, Nginx};
 use serde_json::Value;
 
 /// nginx's access log: one line per request.
@@ -1428,6 +1428,58 @@ fn ctrl_c_keeps_the_probes_doctor_finished() {
     );
 }
 
+// compare's default set against nginx with an expired certificate, `http2` and
+// `ssl_early_data on` (issue 56): the probes failed at certificate verification, so
+// compare says it does not know whether the server offers h2 and 0-RTT, with the
+// failure, and never that it does not (nor recommends the directive that is on).
+#[test]
+fn compare_says_not_known_where_its_probes_failed() {
+    let Some(n) = Nginx::start_servers(LOG_FORMAT, 1, |ports, d| {
+        write_certs_valid(d, &["127.0.0.1"], Some((2020, 2021)));
+        format!(
+            "server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; \
+             ssl_protocols TLSv1.2 TLSv1.3; ssl_early_data on; access_log {d}/access.log gt; \
+             location / {{ return 200 \"hello\\n\"; }} }}",
+            ports[0],
+            d = d.display()
+        )
+    }) else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/", n.port);
+    let ca = n.dir.join("ca.pem");
+    let out = run(&[
+        "compare",
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let said = v["comparison"]["left_out"].to_string();
+    for row in ["h2", "close-0rtt"] {
+        assert!(
+            said.contains(row)
+                && said.contains(
+                    "not known whether the server offers them: the probes failed (cert_expired"
+                ),
+            "{row}: {said}"
+        );
+    }
+    assert!(!said.contains("did not choose h2"), "{said}");
+    assert!(!said.contains("accepted no early data"), "{said}");
+    assert!(!said.contains("ssl_early_data on"), "{said}");
+    // No request reached nginx's log: every handshake failed.
+    assert!(access_log(&n).is_empty());
+}
+
 // compare's default set against an nginx that offers HTTP/1.1 over TLS only (no h2, no
 // early data, no HTTP/3): the rows it cannot run are named with why, and the probes
 // that found out are said in the progress lines; the rows it ran are nginx's requests.
@@ -2046,6 +2098,7 @@ fn keep_alive_off_is_named_by_bench_trace_compare_and_doctor() {
 // connections are the report's.
 #[test]
 fn an_idle_timeout_shorter_than_the_gaps_is_named() {
+    announced_idle_timeout_against_the_gaps();
     let Some(n) = nginx_http("keepalive_timeout 1s;", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -2066,6 +2119,17 @@ fn an_idle_timeout_shorter_than_the_gaps_is_named() {
         "{c:?}: {}",
         s["diagnosis"]
     );
+    // No `Keep-Alive` header from nginx without keepalive_timeout's second value: both
+    // causes are said, with the gap the rate set.
+    assert!(s["connections"]["keep_alive_header"].is_null(), "{s}");
+    if c.iter().any(|c| c == "not_reused_server_idle_close") {
+        let said = s["diagnosis"].to_string();
+        assert!(
+            said.contains("at least 1.67 s apart on each connection")
+                && said.contains("it announced no `Keep-Alive: timeout`"),
+            "{said}"
+        );
+    }
     // doctor measures the timeout between two probes and says it as those bounds, which
     // hold nginx's 1 s.
     let out = Command::new(bin())
@@ -2299,4 +2363,37 @@ fn others_fail_saying(url: &str, extra: &[&str], hint: &str) {
         assert!(said.contains(hint), "{args:?}: {said}");
         no_debug_text(args[0], &said);
     }
+}
+
+/// nginx `keepalive_timeout 1s 1s` announces `Keep-Alive: timeout=1` on each response
+/// (issue 56): with requests 2 s apart (`--rate 0.5`, one connection) the report keeps
+/// the header and says the announced timeout is shorter than the gaps, with both
+/// figures; nginx's log counts the connections.
+fn announced_idle_timeout_against_the_gaps() {
+    let Some(n) = nginx_http("keepalive_timeout 1s 1s;", "return 200 \"hi\\n\";") else {
+        return;
+    };
+    let (code, v, err) = bench(&[&n.url(), "--rate", "0.5", "-n", "4", "-c", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let s = &v["scenarios"][0];
+    let log = access_log(&n);
+    assert_eq!(log.len(), 4);
+    assert_eq!(
+        connections(&log).len() as u64,
+        s["connections"]["opened"].as_u64().unwrap()
+    );
+    assert_eq!(s["connections"]["keep_alive_header"]["timeout_s"], 1, "{s}");
+    let f = s["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "not_reused_server_idle_close")
+        .unwrap_or_else(|| panic!("{}", s["diagnosis"]));
+    let text = f["text"].as_str().unwrap();
+    assert!(
+        text.contains("it announced `Keep-Alive: timeout=1`")
+            && text.contains("at least 2 s apart on each connection")
+            && text.contains("its idle timeout, 1 s, is shorter than the gaps between requests"),
+        "{text}"
+    );
 }

@@ -509,6 +509,19 @@ fn tinyproxy_ends_each_connection_and_the_report_says_so() {
         "{said}"
     );
     assert!(!said.contains("The server closed"), "{said}");
+    // In a closed loop each request followed its connection's response at once: no idle
+    // timeout explains a connection found closed by it (issue 56); tinyproxy ends each
+    // client connection after its response without saying so.
+    assert!(
+        said.contains("\"not_reused_server_silent_close\""),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("The proxy {proxy} closed"))
+            && said.contains("right after a response without saying so"),
+        "{said}"
+    );
+    assert!(!said.contains("idle timeout"), "{said}");
     // Without credentials the proxy answers 407 itself: the diagnosis says whose they are.
     let bare = format!("http://127.0.0.1:{}", tp.port);
     let (_, r) = bench_env(&[&plain, "-n", "2", "-c", "1"], &[("http_proxy", &bare)]);
@@ -933,4 +946,52 @@ fn an_https_proxy_carries_the_origins_tls_inside_its_own() {
             .contains("TLS to the proxy"),
         "{req}"
     );
+}
+
+/// A proxy that is down, with the origin up (issue 56): bench, trace and doctor name the
+/// proxy and the address tried, say the origin was not reached, and never send the user
+/// to the origin ("nothing accepts connections at localhost:..."); nginx saw nothing.
+#[test]
+fn a_proxy_that_is_down_is_named_and_the_origin_is_not_blamed() {
+    let n = nginx_behind();
+    let ca = n.dir.join("ca.pem");
+    let origin = format!("localhost:{}", n.ports[1]);
+    let url = format!("https://{origin}/");
+    let port = free_port();
+    let proxy = format!("http://127.0.0.1:{port}");
+    let says =
+        format!("the proxy {proxy} refused the connection; the origin {origin} was not reached");
+    let before = nginx_lines(&n);
+    let tls = ["--cacert", ca.to_str().unwrap(), "-x", &proxy];
+    let (out, v) = bench_env(
+        &[&[url.as_str(), "-n", "2", "-c", "1"][..], &tls].concat(),
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(u(&scenario(&v)["requests"]["errors"]["connect"]), 2, "{v}");
+    let diagnosis = scenario(&v)["diagnosis"].to_string();
+    for (what, text) in [("stderr", err.to_string()), ("diagnosis", diagnosis)] {
+        assert!(text.contains(&says), "{what}: {text}");
+        assert!(
+            !text.contains("nothing accepts connections at"),
+            "{what}: {text}"
+        );
+    }
+    for cmd in ["trace", "doctor"] {
+        let out = run_env(&[&[cmd, url.as_str()][..], &tls].concat(), &[]);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(out.status.code(), Some(0), "{cmd}: {all}");
+        let words = all.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains(&says), "{cmd}: {all}");
+        assert!(
+            !words.contains("nothing accepts connections at"),
+            "{cmd}: {all}"
+        );
+    }
+    assert_eq!(nginx_lines(&n), before, "the origin saw a request");
 }

@@ -8,28 +8,50 @@ use super::Arm;
 use crate::parse::UsageError;
 use crate::plan::build::{self, LoadConfig, RequestConfig};
 use crate::plan::{Choice, LoadShape, Scenario, StopWhen, Strategy};
+use crate::record::{ErrorDetail, ErrorKind};
+use crate::report::cause::NoEarlyData;
 use crate::report::finding::{Cause, Finding};
+use crate::stats::recorder::Recorder;
+
+/// What a probe found about one offer.
+#[derive(Debug, Clone, Default, PartialEq)]
+enum Probed {
+    Yes,
+    /// Not offered; why, where the probe could tell.
+    No(Option<String>),
+    /// The probe failed before it could tell (its leading failure): not known.
+    Failed(String),
+    /// Not asked (no UDP to the target, or QUIC not answered for 0-RTT over it).
+    #[default]
+    NotAsked,
+}
+
+impl Probed {
+    fn yes(&self) -> bool {
+        *self == Probed::Yes
+    }
+}
 
 /// What an https:// target's server offers beyond HTTP/1.1 over TLS.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Offers {
-    h2: bool,
-    h3: bool,
+    h2: Probed,
+    h3: Probed,
     /// TLS 1.3 early data over TCP (0-RTT) on a resumed session.
-    early_tcp: bool,
+    early_tcp: Probed,
     /// 0-RTT over QUIC.
-    early_quic: bool,
+    early_quic: Probed,
 }
 
 /// The strategies compare runs for a URL's scheme (and h2, h3 and 0-RTT where the
 /// server offers them): close / close-resumed / close-0rtt / http10 /
 /// http10-keepalive / keepalive / h2 / h3-close / h3-0rtt / h3.
-fn default_strategies(tls: bool, o: Offers) -> Vec<Strategy> {
+fn default_strategies(tls: bool, o: &Offers) -> Vec<Strategy> {
     let mut v = vec![Strategy::Close];
     if tls {
         v.push(Strategy::CloseResumed);
     }
-    if tls && o.early_tcp {
+    if tls && o.early_tcp.yes() {
         v.push(Strategy::Close0Rtt);
     }
     v.extend([
@@ -37,12 +59,12 @@ fn default_strategies(tls: bool, o: Offers) -> Vec<Strategy> {
         Strategy::Http10KeepAlive,
         Strategy::KeepAlive,
     ]);
-    if o.h2 {
+    if o.h2.yes() {
         v.push(Strategy::H2);
     }
-    if o.h3 {
+    if o.h3.yes() {
         v.push(Strategy::H3Close);
-        if o.early_quic {
+        if o.early_quic.yes() {
             v.push(Strategy::H3ZeroRtt);
         }
         v.push(Strategy::H3);
@@ -62,7 +84,7 @@ fn no_udp(req: &RequestConfig) -> Option<String> {
 
 /// The strategies of the default set left out for a target, each with why: those its
 /// scheme cannot carry, and those its server's probes said it does not offer.
-fn left_out(tls: bool, o: Offers, h2c: bool, url: &str, no_udp: Option<&str>) -> Vec<Finding> {
+fn left_out(tls: bool, o: &Offers, h2c: bool, url: &str, no_udp: Option<&str>) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut say = |names: &str, why: String| {
         out.push(Finding::new(
@@ -88,17 +110,46 @@ fn left_out(tls: bool, o: Offers, h2c: bool, url: &str, no_udp: Option<&str>) ->
         );
         return out;
     }
-    if !o.h2 {
+    // A probe that failed says nothing of the server: "not known", with its failure,
+    // the rows that failed alike named together.
+    let mut failed: Vec<(&str, &str)> = Vec::new();
+    for (names, p) in [
+        ("h2", &o.h2),
+        ("close-0rtt", &o.early_tcp),
+        ("h3-close, h3-0rtt, h3", &o.h3),
+        ("h3-0rtt", &o.early_quic),
+    ] {
+        if let Probed::Failed(why) = p {
+            failed.push((names, why));
+        }
+    }
+    let mut by_why: Vec<(Vec<&str>, &str)> = Vec::new();
+    for (names, why) in failed {
+        match by_why.iter_mut().find(|(_, w)| *w == why) {
+            Some((n, _)) => n.push(names),
+            None => by_why.push((vec![names], why)),
+        }
+    }
+    for (names, why) in by_why {
+        say(
+            &names.join(", "),
+            format!("not known whether the server offers them: the probes failed ({why})"),
+        );
+    }
+    if let Probed::No(_) = o.h2 {
         say(
             "h2",
             "the server did not choose h2 when offered h2 and http/1.1 (ALPN, one handshake)"
                 .into(),
         );
     }
-    if !o.early_tcp {
+    if let Probed::No(why) = &o.early_tcp {
         say(
             "close-0rtt",
-            "the server accepted no early data on a resumed session (2 probe requests; nginx: `ssl_early_data on`)".into(),
+            format!(
+                "the server accepted no early data on a resumed session (2 probe requests){}",
+                why.as_deref().map(|w| format!(": {w}")).unwrap_or_default()
+            ),
         );
     }
     if let Some(why) = no_udp {
@@ -106,28 +157,31 @@ fn left_out(tls: bool, o: Offers, h2c: bool, url: &str, no_udp: Option<&str>) ->
             "h3-close, h3-0rtt, h3",
             format!("HTTP/3 runs over QUIC, on UDP, and {why}"),
         );
-    } else if !o.h3 {
+    } else if let Probed::No(_) = o.h3 {
         say(
             "h3-close, h3-0rtt, h3",
             "no HTTP/3 answer on UDP at the URL's port within 2 s (one probe request)".into(),
         );
-    } else if !o.early_quic {
+    } else if let Probed::No(why) = &o.early_quic {
         say(
             "h3-0rtt",
-            "the server accepted no 0-RTT over QUIC (2 probe requests)".into(),
+            format!(
+                "the server accepted no 0-RTT over QUIC (2 probe requests){}",
+                why.as_deref().map(|w| format!(": {w}")).unwrap_or_default()
+            ),
         );
     }
     out
 }
 
 /// A short one-at-a-time run of `strategy` against the target, for a probe: `requests`
-/// requests within 2 s each.
+/// requests within 2 s each; its error where it could not run.
 fn probe_run(
     strategy: Strategy,
     requests: u64,
     req: &RequestConfig,
     load: &LoadConfig,
-) -> Option<crate::engine::RunResult> {
+) -> Result<crate::engine::RunResult, String> {
     let probe_load = LoadConfig {
         redirects: None,
         concurrency: 1,
@@ -140,45 +194,103 @@ fn probe_run(
         timeout: std::time::Duration::from_secs(2),
         limits: load.limits,
     };
-    let sc = build::scenario("probe", strategy, None, req, &probe_load).ok()?;
-    crate::engine::run(Arc::new(sc), false).ok()
+    let sc = build::scenario("probe", strategy, None, req, &probe_load).map_err(|e| e.0)?;
+    crate::engine::run(Arc::new(sc), false).map_err(|e| format!("{e:#}"))
+}
+
+/// A probe run's most frequent failure and what it said ("cert_expired: invalid peer
+/// certificate: Expired"); none where nothing failed.
+fn leading_failure(rec: &Recorder) -> Option<String> {
+    let detail = ErrorDetail::ALL
+        .iter()
+        .filter(|d| rec.error_details[d.index()] > 0)
+        .max_by_key(|d| rec.error_details[d.index()])
+        .map(|d| d.name());
+    let kind = ErrorKind::ALL
+        .iter()
+        .filter(|k| rec.errors[k.index()] > 0)
+        .max_by_key(|k| rec.errors[k.index()])
+        .map(|k| k.name());
+    let key = detail.or(kind)?;
+    Some(match rec.error_examples.get(key) {
+        Some(said) => format!("{key}: {said}"),
+        None => key.to_string(),
+    })
 }
 
 /// Whether the server takes 0-RTT (`close-0rtt` over TCP, `h3-0rtt` over QUIC): two
 /// requests on new connections, the second on the first one's session, in early data
-/// when its ticket allows. Accepted at least once: yes. Any failure counts as no.
-fn accepts_early_data(strategy: Strategy, req: &RequestConfig, load: &LoadConfig) -> bool {
-    probe_run(strategy, 2, req, load).is_some_and(|r| r.recorder.counts.early_accepted > 0)
+/// when its ticket allows. Accepted at least once: yes; no request answered: the probe
+/// failed (not known); else no, with why (TLS 1.2, no resumption, tickets that allow
+/// none, or rejected).
+fn accepts_early_data(strategy: Strategy, req: &RequestConfig, load: &LoadConfig) -> Probed {
+    let r = match probe_run(strategy, 2, req, load) {
+        Ok(r) => r,
+        Err(e) => return Probed::Failed(e),
+    };
+    let c = &r.recorder.counts;
+    if c.early_accepted > 0 {
+        return Probed::Yes;
+    }
+    if c.ok == 0 {
+        return Probed::Failed(
+            leading_failure(&r.recorder).unwrap_or_else(|| "no request was answered".into()),
+        );
+    }
+    let handshakes = c.tls_full + c.tls_resumed;
+    let tls13 = if strategy.quic() { handshakes } else { c.tls13 };
+    let cause = NoEarlyData::judge(handshakes, tls13, c.tls_resumed, c.early_attempted);
+    let fix = cause
+        .fix(None)
+        .map(|f| format!("; {f}"))
+        .unwrap_or_default();
+    Probed::No(Some(format!("{}{fix}", cause.why())))
 }
 
 /// Whether the server of an https:// target answers HTTP/3 on UDP at its port: one
-/// request on a new QUIC connection within 2 s. Any failure counts as no.
-fn offers_h3(req: &RequestConfig, load: &LoadConfig) -> bool {
-    probe_run(Strategy::H3Close, 1, req, load).is_some_and(|r| r.recorder.counts.ok == 1)
+/// request on a new QUIC connection within 2 s. No QUIC answer in time: no; a QUIC
+/// connection that failed otherwise (its certificate, say): the probe failed.
+fn offers_h3(req: &RequestConfig, load: &LoadConfig) -> Probed {
+    let r = match probe_run(Strategy::H3Close, 1, req, load) {
+        Ok(r) => r,
+        Err(e) => return Probed::Failed(e),
+    };
+    let rec = &r.recorder;
+    if rec.counts.ok == 1 {
+        return Probed::Yes;
+    }
+    let unanswered = rec.errors[ErrorKind::QuicTimeout.index()] > 0 || rec.errors_total() == 0;
+    match leading_failure(rec) {
+        Some(why) if !unanswered => Probed::Failed(why),
+        _ => Probed::No(None),
+    }
 }
 
 /// Whether the server of an https:// target chooses h2 when offered h2 and http/1.1
-/// (one TLS handshake). Any failure counts as no: the comparison then says why.
-fn offers_h2(req: &RequestConfig, sc: &Scenario) -> bool {
+/// (one TLS handshake). A handshake that failed: the probe failed, with why.
+fn offers_h2(req: &RequestConfig, sc: &Scenario) -> Probed {
     let opts = crate::net::tls::TlsOptions {
         alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
         ..req.tls.clone()
     };
-    let Ok(cfg) = crate::net::tls::client_config(&opts, false) else {
-        return false;
+    let cfg = match crate::net::tls::client_config(&opts, false) {
+        Ok(c) => c,
+        Err(e) => return Probed::Failed(format!("{e:#}")),
     };
-    let Ok(rt) = crate::runtime_thread::current_thread_runtime() else {
-        return false;
+    let rt = match crate::runtime_thread::current_thread_runtime() {
+        Ok(rt) => rt,
+        Err(e) => return Probed::Failed(e.to_string()),
     };
-    rt.block_on(crate::probe::open(
+    match rt.block_on(crate::probe::open(
         &sc.origins[0],
         Some(&cfg),
         sc.timeout,
         &sc.dns,
-    ))
-    .ok()
-    .and_then(|o| o.tls_info)
-    .is_some_and(|t| t.alpn.as_deref() == Some("h2"))
+    )) {
+        Ok(o) if o.tls_info.as_ref().and_then(|t| t.alpn.as_deref()) == Some("h2") => Probed::Yes,
+        Ok(_) => Probed::No(None),
+        Err(e) => Probed::Failed(format!("{}: {}", e.key, e.message)),
+    }
 }
 
 /// How the rows of a comparison are made from its targets.
@@ -230,9 +342,9 @@ impl Rows<'_> {
                 let left = if self.embedded {
                     Vec::new()
                 } else {
-                    left_out(tls, offers, self.h2c, url, no_udp(req).as_deref())
+                    left_out(tls, &offers, self.h2c, url, no_udp(req).as_deref())
                 };
-                let all = default_strategies(tls, offers)
+                let all = default_strategies(tls, &offers)
                     .into_iter()
                     .map(|strategy| Choice {
                         strategy,
@@ -248,17 +360,21 @@ impl Rows<'_> {
     fn offers(&self, tls: bool, req: &RequestConfig) -> Result<Offers, UsageError> {
         if !tls {
             return Ok(Offers {
-                h2: self.h2c,
+                h2: if self.h2c {
+                    Probed::Yes
+                } else {
+                    Probed::NotAsked
+                },
                 ..Offers::default()
             });
         }
         if self.embedded {
             // The embedded server offers all of them (early data on for compare).
             return Ok(Offers {
-                h2: true,
-                h3: true,
-                early_tcp: true,
-                early_quic: true,
+                h2: Probed::Yes,
+                h3: Probed::Yes,
+                early_tcp: Probed::Yes,
+                early_quic: Probed::Yes,
             });
         }
         let load = self.load;
@@ -266,22 +382,27 @@ impl Rows<'_> {
         let url = req.urls.first().map_or("", |(raw, _)| raw.as_str());
         let say = |what: &str| self.steps.say(&format!("probing {url}: {what}"));
         // Not over a Unix socket or through a proxy: QUIC is UDP's.
-        let h3 = no_udp(req).is_none() && {
+        let h3 = if no_udp(req).is_none() {
             say("does it answer HTTP/3 (QUIC, UDP)? up to 2 s");
             offers_h3(req, load)
+        } else {
+            Probed::NotAsked
         };
         say("does it choose h2 by ALPN?");
         let h2 = offers_h2(req, &probe);
         say("does it accept TLS 0-RTT? 2 requests");
         let early_tcp = accepts_early_data(Strategy::Close0Rtt, req, load);
-        if h3 {
+        let early_quic = if h3.yes() {
             say("does it accept 0-RTT over QUIC? 2 requests");
-        }
+            accepts_early_data(Strategy::H3ZeroRtt, req, load)
+        } else {
+            Probed::NotAsked
+        };
         Ok(Offers {
             h2,
             h3,
             early_tcp,
-            early_quic: h3 && accepts_early_data(Strategy::H3ZeroRtt, req, load),
+            early_quic,
         })
     }
 

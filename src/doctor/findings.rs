@@ -17,7 +17,8 @@ use crate::report::finding::Cause;
 use crate::report::finding::Evidence;
 use crate::report::finding::Finding;
 
-use super::fixes::{fix, Setting};
+use crate::report::cause::NoEarlyData;
+use crate::report::fixes::{fix, Setting};
 
 /// Below this idle timeout, pools and load balancers in front commonly outlive it.
 const SHORT_IDLE_S: f64 = 60.0;
@@ -541,6 +542,19 @@ pub(super) fn judge_tls(
             Cause::Protocol,
             "TLS 1.3 early data (0-RTT): the server's ticket allowed it, but the server rejected the request sent in it (it was sent again after the handshake).".to_string(),
         )),
+        // Early data is TLS 1.3's: under TLS 1.2 that comes first.
+        Some(_) if t.version != "TLSv1.3" => {
+            let cause = NoEarlyData::Tls12 { handshakes: 0 };
+            findings.push(f(
+                cause.code(),
+                Cause::Protocol,
+                format!(
+                    "TLS 1.3 early data (0-RTT): not possible: {}; {}.",
+                    cause.why(),
+                    cause.fix(server).unwrap_or_default()
+                ),
+            ));
+        }
         Some(_) => findings.push(f(
             "early_data_not_offered",
             Cause::Protocol,

@@ -14,8 +14,8 @@ use crate::record::{ErrorDetail, ErrorKind, PHASE_NAMES};
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::stats::recorder::Recorder;
 
-use super::fixes::{fix, Setting};
 pub use crate::report::doctor::{EarlyDataFinding, H3Findings, ServerKind};
+use crate::report::fixes::{fix, Setting};
 
 /// A server that does not advertise HTTP/3 gets this long to answer a QUIC Initial.
 const UNADVERTISED_WAIT: Duration = Duration::from_secs(2);

@@ -10,7 +10,6 @@
 use std::time::Duration;
 
 mod findings;
-pub mod fixes;
 pub mod flight;
 pub mod h3;
 pub mod kx;
@@ -41,9 +40,9 @@ use probes::{
 pub struct Unreachable(pub String);
 
 impl Unreachable {
-    fn new(url: &str, why: &str, key: Option<&str>) -> Unreachable {
+    fn new(url: &str, proxy: Option<&str>, why: &str, key: Option<&str>) -> Unreachable {
         let mut line = format!("the first request to {url} failed: {why}");
-        if let Some(h) = key.and_then(|k| crate::report::failure::hint(url, k, why)) {
+        if let Some(h) = key.and_then(|k| crate::report::failure::hint(url, proxy, k, why)) {
             line.push_str(&format!(". Hint: {h}"));
         }
         Unreachable(line)
@@ -84,7 +83,8 @@ pub async fn execute(
         if o.tls && o.proxy.is_none() && o.unix.is_none() && http11.tcp_unreachable {
             return h3_only(sc, http11, req, steps);
         }
-        return Err(Unreachable::new(&t.url, e, http11.error_key).into());
+        let proxy = o.proxy.as_ref().map(|p| p.display());
+        return Err(Unreachable::new(&t.url, proxy.as_deref(), e, http11.error_key).into());
     }
     let req10 = t
         .template
@@ -200,7 +200,8 @@ fn h3_only(
             h3.port,
             h3.error.as_deref().unwrap_or("no answer")
         );
-        return Err(Unreachable::new(url, &why, tcp.error_key).into());
+        // Reached only without a proxy (QUIC is not carried by one).
+        return Err(Unreachable::new(url, None, &why, tcp.error_key).into());
     }
     let mut findings = vec![Finding::new("h3_only", Cause::Transport, format!(
         "TCP: no connection ({why}); the server answers only over QUIC (HTTP/3). HTTP/1.x, HTTP/2 and TLS over TCP were not probed, and clients without HTTP/3 (most load tools, networks that block UDP) cannot reach it."

@@ -199,6 +199,9 @@ impl H1 {
 
         let mut conn = self.conns[slot].take().expect("connection present");
         conn.requests += 1;
+        if let (1, Some(h)) = (conn.requests, resp.head.keep_alive) {
+            self.notes.conn(ConnEvent::KeepAlive(h));
+        }
         let Some((reason, server_ends)) =
             ending(sc, &resp.head, resp.leftover, last, conn.requests)
         else {

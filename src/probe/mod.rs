@@ -193,10 +193,8 @@ impl Exchange {
 
     /// `timeout=N` of a `Keep-Alive` header.
     pub fn keep_alive_timeout(&self) -> Option<f64> {
-        self.header("keep-alive")?
-            .split(',')
-            .filter_map(|p| p.trim().strip_prefix("timeout="))
-            .find_map(|v| v.trim().parse().ok())
+        let h = crate::record::KeepAliveHeader::parse(self.header("keep-alive")?.as_bytes())?;
+        h.timeout_s.map(f64::from)
     }
 }
 

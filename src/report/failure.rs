@@ -66,9 +66,41 @@ fn end(s: &mut String) {
     }
 }
 
-/// What to do about the error `key` (with its `example`) against `url`, for the common
-/// mistakes; `None` where there is nothing better to say than the message.
-pub fn hint(url: &str, key: &str, example: &str) -> Option<String> {
+/// Through a forward proxy the client's own name lookup and connection are the proxy's
+/// (the proxy looks up and connects to the origin): such a failure is about the proxy
+/// `proxy`, and the origin was never reached. So is a certificate refused on TLS to an
+/// https:// proxy (its message says "TLS to the proxy").
+fn proxy_hint(url: &str, proxy: &str, key: &str, example: &str) -> Option<String> {
+    let not_reached = format!("the origin {} was not reached", authority(url));
+    Some(match key {
+        "refused" => format!(
+            "the proxy {proxy} refused the connection; {not_reached}: is the proxy running, and on this port (-x, or the proxy variables)?"
+        ),
+        "timeout_connect" => format!(
+            "nothing answered the connection attempts to the proxy {proxy} in time; {not_reached}"
+        ),
+        "unreachable" => format!(
+            "there is no route to the proxy {proxy}; {not_reached}"
+        ),
+        "name_not_found" | "no_address" => format!(
+            "the proxy's name {} does not resolve; {not_reached}: check -x or the proxy variables",
+            host(authority(proxy))
+        ),
+        k if k.starts_with("cert_") && example.starts_with("TLS to the proxy") => format!(
+            "the certificate of the proxy {proxy} was refused ({k}); {not_reached}: give its CA with --proxy-cacert FILE, or skip verification with --proxy-insecure"
+        ),
+        _ => return None,
+    })
+}
+
+/// What to do about the error `key` (with its `example`) against `url`, reached through
+/// the forward proxy `proxy` where one carries it, for the common mistakes; `None` where
+/// there is nothing better to say than the message. A failure on the way to the proxy
+/// names the proxy, never the origin.
+pub fn hint(url: &str, proxy: Option<&str>, key: &str, example: &str) -> Option<String> {
+    if let Some(h) = proxy.and_then(|p| proxy_hint(url, p, key, example)) {
+        return Some(h);
+    }
     let https = url.starts_with("https://");
     let at = authority(url);
     Some(match key {
@@ -123,7 +155,8 @@ fn with_message_and_hint(
         line.push_str(&format!(": {m}"));
     }
     end(&mut line);
-    if let Some(h) = hint(&s.url, l.key, l.example.unwrap_or("")).filter(|_| hinted) {
+    let proxy = s.connections.proxy.as_ref().map(|p| p.url.as_str());
+    if let Some(h) = hint(&s.url, proxy, l.key, l.example.unwrap_or("")).filter(|_| hinted) {
         line.push_str(&format!(" Hint: {h}"));
         end(&mut line);
     }
@@ -223,7 +256,7 @@ mod tests {
 
     #[test]
     fn hints_name_the_common_mistakes() {
-        let h = |url, key, ex| hint(url, key, ex).unwrap_or_default();
+        let h = |url, key, ex| hint(url, None, key, ex).unwrap_or_default();
         assert!(h("http://127.0.0.1:1/", "refused", "").contains("127.0.0.1:1"));
         assert!(h("https://127.0.0.1:8080/", "not_tls", "").contains("http://"));
         assert!(h(
@@ -233,11 +266,44 @@ mod tests {
         )
         .contains("https://"));
         assert_eq!(
-            hint("http://x/", "bad_version", "invalid response head"),
+            hint("http://x/", None, "bad_version", "invalid response head"),
             None
         );
         assert!(h("https://a:1/", "cert_unknown_issuer", "").contains("--cacert"));
         assert!(h("https://localhost:8443/x", "cert_wrong_name", "").contains("name localhost"));
         assert!(h("http://nosuch.invalid/", "name_not_found", "").contains("--resolve"));
+    }
+
+    #[test]
+    fn through_a_proxy_a_connect_or_lookup_failure_names_the_proxy_not_the_origin() {
+        let p = Some("http://127.0.0.1:13999");
+        let h = |key, ex| hint("https://localhost:8443/", p, key, ex).unwrap_or_default();
+        assert_eq!(
+            h("refused", ""),
+            "the proxy http://127.0.0.1:13999 refused the connection; the origin localhost:8443 was not reached: is the proxy running, and on this port (-x, or the proxy variables)?"
+        );
+        let named = hint(
+            "http://o/",
+            Some("http://proxy.invalid:3128"),
+            "no_address",
+            "",
+        );
+        assert!(named.unwrap().starts_with(
+            "the proxy's name proxy.invalid does not resolve; the origin o was not reached"
+        ));
+        let cert = h(
+            "cert_unknown_issuer",
+            "TLS to the proxy https://p:3129: invalid peer certificate",
+        );
+        assert!(
+            cert.contains("--proxy-cacert") && !cert.contains(" --cacert"),
+            "{cert}"
+        );
+        // The origin's own certificate, through the tunnel: the origin's hint.
+        assert!(h(
+            "cert_unknown_issuer",
+            "invalid peer certificate: UnknownIssuer"
+        )
+        .contains("--cacert FILE"));
     }
 }

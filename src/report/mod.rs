@@ -2,10 +2,12 @@
 //! Only this layer (and `main`) prints.
 
 pub mod audit;
+pub mod cause;
 pub mod comparison;
 pub mod doctor;
 pub mod failure;
 pub mod finding;
+pub mod fixes;
 pub mod html;
 pub mod knee;
 pub mod link;
@@ -354,6 +356,11 @@ pub struct ConnectionsReport {
     /// `--local-addr`: connections opened from each source address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_source_address: Option<BTreeMap<String, u64>>,
+    /// HTTP/1: what the server's `Keep-Alive` header announced (its idle timeout in s,
+    /// the requests it still takes), on the first connection's first response that had
+    /// one; absent where none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_alive_header: Option<crate::record::KeepAliveHeader>,
 }
 
 /// The forward proxy between the client and the origins.

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::ServerSettings;
+use crate::record::{KeepAliveHeader, ServerSettings};
 use crate::strategy::Strategy;
 
 /// What summarizing a scenario needs of its plan: serializable, and summable over agents.
@@ -286,6 +286,9 @@ pub struct RawRecorder {
     pub goaway_codes: BTreeMap<String, u64>,
     pub peak_streams_max: u64,
     pub server_settings: Option<ServerSettings>,
+    /// Absent in reports written before it was read.
+    #[serde(default)]
+    pub keep_alive_header: Option<KeepAliveHeader>,
     pub local_ports: Option<RawLocalPorts>,
     /// Absent in reports written before the kernel's view was read.
     #[serde(default)]

@@ -4,7 +4,7 @@
 
 use crate::net::dns::Resolution;
 use crate::net::kernel::TcpView;
-use crate::record::{CloseReason, RequestRecord, ServerSettings, TlsHandshake};
+use crate::record::{CloseReason, KeepAliveHeader, RequestRecord, ServerSettings, TlsHandshake};
 use crate::stats::Recorder;
 
 /// One thing that happened to a connection.
@@ -40,6 +40,9 @@ pub enum ConnEvent {
     QuicEnded(QuicPath),
     /// The server's SETTINGS (HTTP/2), the first kept.
     ServerSettings(ServerSettings),
+    /// What an HTTP/1 server's `Keep-Alive` header announced on a connection's first
+    /// response, the first kept.
+    KeepAlive(KeepAliveHeader),
     /// The client asked to close and the server kept the connection open.
     ServerIgnoredClose,
     /// The kernel's view of a TCP connection as it closes.
@@ -103,6 +106,9 @@ impl Recorder {
             }
             ConnEvent::ServerSettings(s) => {
                 self.server_settings.get_or_insert(s);
+            }
+            ConnEvent::KeepAlive(h) => {
+                self.keep_alive_header.get_or_insert(h);
             }
             ConnEvent::ServerIgnoredClose => self.counts.server_ignored_close += 1,
             ConnEvent::TcpClosed(v) => self.tcp_closed(v),

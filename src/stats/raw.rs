@@ -161,6 +161,7 @@ impl From<&Recorder> for RawRecorder {
                 .collect(),
             peak_streams_max: r.peak_streams_max,
             server_settings: r.server_settings,
+            keep_alive_header: r.keep_alive_header,
             local_ports: r.local_ports.map(|p| RawLocalPorts {
                 time_wait: p.time_wait,
                 range: p.range.map(|(lo, hi)| [lo, hi]),
@@ -374,6 +375,7 @@ impl TryFrom<&RawRecorder> for Recorder {
         })?;
         rec.peak_streams_max = r.peak_streams_max;
         rec.server_settings = r.server_settings;
+        rec.keep_alive_header = r.keep_alive_header;
         rec.local_ports = r.local_ports.map(|p| LocalPorts {
             time_wait: p.time_wait,
             range: p.range.map(|[lo, hi]| (lo, hi)),

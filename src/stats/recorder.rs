@@ -9,6 +9,7 @@ use crate::net::dns::Resolution;
 use crate::net::kernel::TcpView;
 use crate::net::local_ports::LocalPorts;
 use crate::proto::h2::wire::ServerSettings;
+use crate::record::KeepAliveHeader;
 use crate::report::raw::Counts;
 use crate::stats::timeline::Timeline;
 
@@ -133,6 +134,8 @@ pub struct Recorder {
     pub peak_streams_max: u64,
     /// HTTP/2: the SETTINGS of the first server whose SETTINGS came.
     pub server_settings: Option<ServerSettings>,
+    /// What the first HTTP/1 `Keep-Alive` header seen announced.
+    pub keep_alive_header: Option<KeepAliveHeader>,
     /// Taken at the end of a run in which connects found no free local port.
     pub local_ports: Option<LocalPorts>,
     /// What the kernel said about the TCP connections.
@@ -299,6 +302,7 @@ impl Recorder {
             goaway_codes: [0; GOAWAY_SLOTS],
             peak_streams_max: 0,
             server_settings: None,
+            keep_alive_header: None,
             close_reasons: [0; CloseReason::ALL.len()],
             local_ports: None,
             rpc_min: u64::MAX,
@@ -592,6 +596,9 @@ impl AddAssign<&Recorder> for Recorder {
             *a += b;
         }
         self.peak_streams_max = self.peak_streams_max.max(o.peak_streams_max);
+        if self.keep_alive_header.is_none() {
+            self.keep_alive_header = o.keep_alive_header;
+        }
         if self.server_settings.is_none() {
             self.server_settings = o.server_settings;
         }

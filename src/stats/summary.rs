@@ -405,6 +405,7 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
                 .map(|(i, a)| (a.clone(), rec.opened_by_source.get(i).copied().unwrap_or(0)))
                 .collect()
         }),
+        keep_alive_header: rec.keep_alive_header,
     }
 }
 

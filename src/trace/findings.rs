@@ -4,7 +4,9 @@
 //! text and the JSON say the same thing.
 
 use crate::fmt::{ms as fmt_ms, plural, plural_s};
+use crate::report::cause::NoEarlyData;
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
+use crate::report::fixes::{fix, Setting};
 use crate::report::trace::TraceStep;
 use crate::strategy::Strategy;
 use std::collections::BTreeMap;
@@ -148,7 +150,7 @@ fn protocol(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
     let population = "new connections after the first";
     if resumed == 0 {
         let text = format!(
-            "The server never resumed a TLS session: 0 of {} offered one{}; the trace measured full handshakes, as --strategy close does. The server keeps no session cache or issues no tickets (nginx: `ssl_session_cache shared:SSL:10m` or `ssl_session_tickets on`).",
+            "The server never resumed a TLS session: 0 of {} offered one{}; the trace measured full handshakes, as --strategy close does. The server keeps no session cache or issues no tickets {}.",
             plural(
                 of,
                 "new connection after the first",
@@ -158,7 +160,8 @@ fn protocol(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
                 " (and 0-RTT needs a resumed session)"
             } else {
                 ""
-            }
+            },
+            fix(Setting::Resumption, None)
         );
         return Some(
             Finding::new("resumption_never_granted", Cause::Protocol, text)
@@ -192,32 +195,37 @@ fn early_data_never_accepted(
         .iter()
         .filter(|s| s.early_data == Some("rejected"))
         .count() as u64;
-    let why = if rejected > 0 {
-        format!(
-            "it rejected {} sent in early data (each was sent again after the handshake)",
-            plural_s(rejected, "request")
-        )
-    } else {
-        format!(
-            "no request went in early data: the server's session tickets allowed none ({resumed} resumed, none with early data)"
-        )
-    };
+    let handshakes = later.iter().filter(|s| s.tls.is_some()).count() as u64;
+    // Over QUIC every handshake is TLS 1.3.
+    let tls13 = later
+        .iter()
+        .filter(|s| strategy.quic() || s.tls.as_ref().is_some_and(|t| t.version == "TLSv1.3"))
+        .count() as u64;
+    let cause = NoEarlyData::judge(handshakes, tls13, resumed, rejected);
     let text = format!(
-        "The server never accepted 0-RTT: 0 of {} went in early data; {why}. The trace measured {} instead (nginx: `ssl_early_data on`).",
+        "The server never accepted 0-RTT: 0 of {} went in early data; {}. The trace measured {} instead{}.",
         plural(
             of,
             "request on a new connection after the first",
             "requests on new connections after the first"
         ),
+        cause.why(),
         if strategy.quic() {
             "resumed QUIC handshakes (h3-resumed)"
         } else {
             "resumed handshakes (close-resumed)"
-        }
+        },
+        cause.fix(None).map(|f| format!("; {f}")).unwrap_or_default()
     );
     Some(
-        Finding::new("early_data_never_accepted", Cause::Protocol, text)
+        Finding::new(cause.code(), Cause::Protocol, text)
             .explaining(true)
+            .with(Evidence::count(
+                "steps.tls.version TLSv1.3",
+                tls13,
+                of,
+                population,
+            ))
             .with(Evidence::count(
                 "steps.early_data.accepted",
                 0,

@@ -50,9 +50,9 @@ impl TraceReport {
 /// "request 1: connect: Connection refused (refused). Hint: nothing accepts
 /// connections at 127.0.0.1:1: ...": the failure, and what to do about it where it is a
 /// common mistake.
-fn failed(index: u64, url: &str, e: &crate::probe::ProbeError) -> String {
+fn failed(index: u64, url: &str, proxy: Option<&str>, e: &crate::probe::ProbeError) -> String {
     let mut line = format!("request {index}: {e}");
-    if let Some(h) = crate::report::failure::hint(url, e.key, &e.message) {
+    if let Some(h) = crate::report::failure::hint(url, proxy, e.key, &e.message) {
         line.push_str(&format!(". Hint: {h}"));
     }
     line
@@ -69,6 +69,7 @@ fn ms(d: Duration) -> f64 {
 /// HTTP/3 run in a `LocalSet`.
 pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
     let target = &sc.targets[0];
+    let proxy = sc.origins[0].proxy.as_ref().map(|p| p.display());
     let endpoints = crate::proto::h3::client::Endpoints::new();
     let mut steps = Vec::new();
     let mut error = None;
@@ -89,7 +90,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
                     conn = Some(c);
                 }
                 Err(e) => {
-                    error = Some(failed(index, &target.url, &e));
+                    error = Some(failed(index, &target.url, proxy.as_deref(), &e));
                     break;
                 }
             }
@@ -98,7 +99,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
         let answer = match c.exchange(target, sc.timeout).await {
             Ok(a) => a,
             Err(e) => {
-                error = Some(failed(index, &target.url, &e));
+                error = Some(failed(index, &target.url, proxy.as_deref(), &e));
                 break;
             }
         };

@@ -622,6 +622,12 @@ pub fn have(tool: &str) -> bool {
 /// A CA and a certificate for `names` signed by it, as `ca.pem`, `cert.pem` and
 /// `key.pem` in `dir` (for nginx and other servers started by the tests).
 pub fn write_certs(dir: &std::path::Path, names: &[&str]) {
+    write_certs_valid(dir, names, None);
+}
+
+/// The same, with the leaf valid only from January 1st of the first year to January 1st
+/// of the second (an expired certificate: years in the past).
+pub fn write_certs_valid(dir: &std::path::Path, names: &[&str], years: Option<(i32, i32)>) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -639,6 +645,10 @@ pub fn write_certs(dir: &std::path::Path, names: &[&str]) {
         rcgen::DnType::CommonName,
         names.first().cloned().unwrap_or_default(),
     );
+    if let Some((from, to)) = years {
+        leaf.not_before = rcgen::date_time_ymd(from, 1, 1);
+        leaf.not_after = rcgen::date_time_ymd(to, 1, 1);
+    }
     let leaf = leaf.signed_by(&key, &issuer).unwrap();
     std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
     std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();

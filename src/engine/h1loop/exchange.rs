@@ -227,6 +227,9 @@ impl Loop<'_> {
             end,
         };
         let last = w.last;
+        if let (1, Some(h)) = (conn.requests, head.keep_alive) {
+            self.note(ConnEvent::KeepAlive(h));
+        }
         let Some((reason, server_ends)) = ending(self.sc, &head, leftover, last, conn.requests)
         else {
             self.workers[i].conn = Some(conn);

@@ -1,6 +1,6 @@
 //! Parsing a response head and deciding its body framing and persistence (RFC 9112 6.3, 9.3).
 
-use crate::record::{ErrorDetail, ErrorKind, Failure};
+use crate::record::{ErrorDetail, ErrorKind, Failure, KeepAliveHeader};
 
 /// Most response headers accepted.
 pub const MAX_HEADERS: usize = 100;
@@ -36,6 +36,8 @@ pub struct ResponseHead {
     pub head_len: usize,
     /// `Retry-After` in seconds (delta-seconds; an HTTP-date is not read).
     pub retry_after_s: Option<u32>,
+    /// What a `Keep-Alive` header announced (its idle timeout, its requests left).
+    pub keep_alive: Option<KeepAliveHeader>,
 }
 
 impl ResponseHead {
@@ -162,6 +164,7 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
     let mut connection_close = false;
     let mut connection_keep_alive = false;
     let mut retry_after_s = None;
+    let mut keep_alive = None;
     for h in resp.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
@@ -220,6 +223,8 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
             chunked = last.eq_ignore_ascii_case(b"chunked");
         } else if name.eq_ignore_ascii_case("retry-after") {
             retry_after_s = retry_after_seconds(h.value);
+        } else if name.eq_ignore_ascii_case("keep-alive") {
+            keep_alive = KeepAliveHeader::parse(h.value).or(keep_alive);
         } else if name.eq_ignore_ascii_case("connection") {
             connection_close |= has_token(h.value, "close");
             connection_keep_alive |= has_token(h.value, "keep-alive");
@@ -259,6 +264,7 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
         persistent,
         head_len,
         retry_after_s,
+        keep_alive,
     }))
 }
 
@@ -313,6 +319,27 @@ mod tests {
             parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false),
             Ok(None)
         );
+    }
+
+    #[test]
+    fn the_keep_alive_header_is_read_as_the_server_announced_it() {
+        let ka = |value: &str| {
+            let head =
+                format!("HTTP/1.1 200 OK\r\nKeep-Alive: {value}\r\nContent-Length: 0\r\n\r\n");
+            parse_head(head.as_bytes(), false)
+                .unwrap()
+                .unwrap()
+                .keep_alive
+        };
+        let h = ka("timeout=5, max=100").unwrap();
+        assert_eq!((h.timeout_s, h.max), (Some(5), Some(100)));
+        assert_eq!(h.describe(), "`Keep-Alive: timeout=5, max=100`");
+        let h = ka("Timeout=\"1\"").unwrap();
+        assert_eq!((h.timeout_s, h.max), (Some(1), None));
+        assert_eq!(ka("max=3,foo=bar").unwrap().max, Some(3));
+        assert_eq!(ka("timeout=soon"), None);
+        let none = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false);
+        assert_eq!(none.unwrap().unwrap().keep_alive, None);
     }
 
     #[test]

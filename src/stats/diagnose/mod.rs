@@ -11,7 +11,9 @@ use super::recorder::Recorder;
 use crate::fmt::{ms as fmt_ms, plural};
 use crate::plan::Strategy;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
+use crate::report::cause::NoEarlyData;
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
+use crate::report::fixes::{fix, Setting};
 use crate::report::{KernelReport, ScenarioReport};
 pub use status::{mostly_errors, reason_phrase, successes};
 use status::{redirect_finding, status_finding};
@@ -247,11 +249,12 @@ fn protocol_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding> {
         && resumable > 0
     {
         let text = format!(
-            "The server never resumed a TLS session: {} of {} handshakes were full, though {} offered a session{}; the run measured full handshakes, as --strategy close does. The server keeps no session cache or issues no tickets (nginx: `ssl_session_cache shared:SSL:10m` or `ssl_session_tickets on`).",
+            "The server never resumed a TLS session: {} of {} handshakes were full, though {} offered a session{}; the run measured full handshakes, as --strategy close does. The server keeps no session cache or issues no tickets {}.",
             c.tls_full,
             handshakes,
             plural(resumable, "new connection", "new connections"),
-            if sc.strategy.early_data() { " (and 0-RTT needs a resumed session)" } else { "" }
+            if sc.strategy.early_data() { " (and 0-RTT needs a resumed session)" } else { "" },
+            fix(Setting::Resumption, None)
         );
         out.push(
             Finding::new("resumption_never_granted", Cause::Protocol, text)
@@ -266,25 +269,29 @@ fn protocol_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding> {
         return out;
     }
     if sc.strategy.early_data() && c.early_accepted == 0 && c.ok > 0 {
-        let why = if c.early_attempted == 0 {
-            format!(
-                "no request went in early data: the server's session tickets allowed none ({} resumed handshakes, none with early data)",
-                c.tls_resumed
-            )
+        // Over QUIC every handshake is TLS 1.3.
+        let tls13 = if sc.strategy.quic() {
+            handshakes
         } else {
-            format!(
-                "it rejected all {} requests sent in early data (each was sent again after the handshake)",
-                c.early_attempted
-            )
+            c.tls13
         };
+        let cause = NoEarlyData::judge(handshakes, tls13, c.tls_resumed, c.early_attempted);
         let text = format!(
-            "The server never accepted 0-RTT: 0 of {} requests went in early data; {why}. The run measured {} instead (nginx: `ssl_early_data on`).",
+            "The server never accepted 0-RTT: 0 of {} requests went in early data; {}. The run measured {} instead{}.",
             c.ok,
-            if sc.strategy.quic() { "resumed QUIC handshakes (h3-resumed)" } else { "resumed handshakes (close-resumed)" }
+            cause.why(),
+            if sc.strategy.quic() { "resumed QUIC handshakes (h3-resumed)" } else { "resumed handshakes (close-resumed)" },
+            cause.fix(None).map(|f| format!("; {f}")).unwrap_or_default()
         );
         out.push(
-            Finding::new("early_data_never_accepted", Cause::Protocol, text)
+            Finding::new(cause.code(), Cause::Protocol, text)
                 .explaining(true)
+                .with(Evidence::count(
+                    "connections.tls_handshakes.tls13",
+                    tls13,
+                    handshakes,
+                    "TLS handshakes",
+                ))
                 .with(Evidence::count(
                     "connections.early_data.accepted",
                     0,
@@ -434,11 +441,7 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64
             ));
             return f;
         }
-        CloseReason::ServerIdleClose => ("not_reused_server_idle_close", format!(
-            "The server closed {} while idle before they could be reused ({}); its idle timeout is shorter than the gaps between requests, or it closes without saying so.",
-            plural(n, "connection", "connections"),
-            plural(rec.counts.stale_retries, "stale-connection retry", "stale-connection retries")
-        )),
+        CloseReason::ServerIdleClose => idle_close(sc, rec, n),
         CloseReason::ClientPolicy => ("not_reused_client_policy", format!(
             "The client ended {} by its own policy (--requests-per-connection {}).",
             plural(n, "connection", "connections"),
@@ -467,6 +470,54 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64
             rec.counts.ok,
             "ok requests",
         ))
+}
+
+/// Why the server closed connections the next request found closed, from what is known
+/// of the gaps between requests. In a closed loop the next request followed its
+/// connection's response at once, so no idle timeout explains it: the server ends
+/// connections after a response without saying so. Under `--rate` the requests on one
+/// connection were at least 1/rate s apart; where the server announced its idle timeout
+/// (`Keep-Alive: timeout=`) and it is shorter, that is the cause; else both causes are
+/// said, with how to tell them apart.
+fn idle_close(sc: &ScenarioShape, rec: &Recorder, n: u64) -> (&'static str, String) {
+    let conns = plural(n, "connection", "connections");
+    let retries = plural(
+        rec.counts.stale_retries,
+        "stale-connection retry",
+        "stale-connection retries",
+    );
+    let announced = rec.keep_alive_header.filter(|h| h.timeout_s.is_some());
+    let Some(rate) = sc.rate.filter(|r| *r > 0.0) else {
+        return (
+            "not_reused_server_silent_close",
+            format!(
+                "The server closed {conns} right after a response without saying so (no `Connection: close`): each was found closed by the next request, sent as soon as the response had arrived ({retries}){}.",
+                announced
+                    .map(|h| format!(", although it announced {}", h.describe()))
+                    .unwrap_or_default()
+            ),
+        );
+    };
+    let gap = 1.0 / rate;
+    let gaps = format!(
+        "requests came at {} a second, so at least {} s apart on each connection",
+        crate::fmt::num(rate),
+        crate::fmt::num(gap)
+    );
+    let text = match announced.and_then(|h| h.timeout_s.map(|t| (h, t))) {
+        Some((h, t)) if f64::from(t) < gap => format!(
+            "The server closed {conns} while idle before they could be reused ({retries}): it announced {}, and the {gaps}: its idle timeout, {t} s, is shorter than the gaps between requests.",
+            h.describe()
+        ),
+        Some((h, t)) => format!(
+            "The server closed {conns} while idle before they could be reused ({retries}); it announced {} and the {gaps} (longer on a connection that waited while others took the requests): its idle timeout, {t} s, is shorter than such a wait, or something ends connections sooner than it says (a proxy or load balancer in front).",
+            h.describe()
+        ),
+        None => format!(
+            "The server closed {conns} while idle before they could be reused ({retries}); the {gaps}: its idle timeout is shorter than that, or it ends connections after a response without saying so (it announced no `Keep-Alive: timeout`; handshake doctor measures its idle timeout)."
+        ),
+    };
+    ("not_reused_server_idle_close", text)
 }
 
 /// Why connects failed with `EADDRNOTAVAIL`, with the figures that show it, and the fixes.

@@ -1,6 +1,7 @@
-//! Where each of doctor's fixes is set, in the server's own words: the directive of the
-//! server it recognises from its `Server` header (nginx, Apache, Caddy, HAProxy), or
-//! those of all of them when it does not.
+//! Where each fix the tool names is set, in the server's own words: the directive of the
+//! server recognised from its `Server` header (nginx, Apache, Caddy, HAProxy), or those
+//! of all of them when it is not known. One table for every command (doctor, bench's
+//! diagnosis, trace, compare).
 
 pub use crate::report::doctor::ServerKind;
 
@@ -50,6 +51,10 @@ pub enum Setting {
     H2IdleTimeout,
     /// TLS 1.3 early data (0-RTT), over TCP or QUIC.
     EarlyData,
+    /// TLS 1.3 offered at all (early data needs it).
+    Tls13,
+    /// TLS session resumption (a session cache or tickets).
+    Resumption,
     /// HTTP/2 on at all (by ALPN over TLS, or h2c on a cleartext port).
     H2On,
 }
@@ -105,6 +110,20 @@ fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
         Setting::EarlyData => &[
             (Nginx, "ssl_early_data on"),
             (Haproxy, "allow-0rtt on the bind line"),
+        ],
+        Setting::Tls13 => &[
+            (Nginx, "ssl_protocols TLSv1.2 TLSv1.3"),
+            (Apache, "SSLProtocol -all +TLSv1.2 +TLSv1.3"),
+            (Caddy, "protocols tls1.2 tls1.3, its default"),
+            (Haproxy, "no ssl-max-ver TLSv1.2 on the bind line"),
+        ],
+        Setting::Resumption => &[
+            (
+                Nginx,
+                "ssl_session_cache shared:SSL:10m or ssl_session_tickets on",
+            ),
+            (Apache, "SSLSessionCache shmcb:... and SSLSessionTickets on"),
+            (Haproxy, "tune.ssl.cachesize, and no no-tls-tickets"),
         ],
     }
 }

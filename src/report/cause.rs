@@ -1,0 +1,147 @@
+//! The causes the tool names, each judged from its evidence and said once for every
+//! command that sees it (bench's diagnosis, trace, compare, doctor). A cause is chosen
+//! only where its precondition holds: early data is TLS 1.3's, so a server that
+//! negotiated TLS 1.2 is told to offer TLS 1.3 first, never to turn on early data.
+
+use crate::report::fixes::{fix, ServerKind, Setting};
+
+/// Why no request went in TLS 1.3 early data (0-RTT) on the connections that could have
+/// carried one (new connections after the first: the first has no session to offer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoEarlyData {
+    /// No handshake negotiated TLS 1.3 (`handshakes` of them, all TLS 1.2; 0 where not
+    /// counted, as doctor, which asks the version once).
+    Tls12 { handshakes: u64 },
+    /// TLS 1.3, but no session was resumed (`full` full handshakes): early data rides on
+    /// a resumed session.
+    NotResumed { full: u64 },
+    /// Sessions resumed (`resumed`), but their tickets allowed no early data.
+    NotAllowed { resumed: u64 },
+    /// Requests sent in early data (`rejected`), and the server turned each down (each
+    /// was sent again after the handshake).
+    Rejected { rejected: u64 },
+}
+
+impl NoEarlyData {
+    /// The cause where none was accepted, from the handshakes that could have carried
+    /// early data: `handshakes` in all, `tls13` of them TLS 1.3, `resumed` resumed, and
+    /// `rejected` requests sent in early data and turned down.
+    pub fn judge(handshakes: u64, tls13: u64, resumed: u64, rejected: u64) -> NoEarlyData {
+        if tls13 == 0 && handshakes > 0 {
+            NoEarlyData::Tls12 { handshakes }
+        } else if rejected > 0 {
+            NoEarlyData::Rejected { rejected }
+        } else if resumed == 0 {
+            NoEarlyData::NotResumed {
+                full: handshakes.saturating_sub(resumed),
+            }
+        } else {
+            NoEarlyData::NotAllowed { resumed }
+        }
+    }
+
+    /// The finding's code: `early_data_needs_tls13` where TLS 1.2 was negotiated, else
+    /// `early_data_never_accepted`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            NoEarlyData::Tls12 { .. } => "early_data_needs_tls13",
+            _ => "early_data_never_accepted",
+        }
+    }
+
+    /// Why, as a clause: "the server negotiated TLS 1.2 in all 3 handshakes, and early
+    /// data is TLS 1.3's".
+    pub fn why(&self) -> String {
+        match *self {
+            NoEarlyData::Tls12 { handshakes: 0 } => {
+                "the server negotiated TLS 1.2, and early data is TLS 1.3's".to_string()
+            }
+            NoEarlyData::Tls12 { handshakes } => format!(
+                "the server negotiated TLS 1.2 in {}, and early data is TLS 1.3's",
+                all(handshakes, "handshake", "handshakes")
+            ),
+            NoEarlyData::NotResumed { full } => format!(
+                "the server resumed no session ({} full), and early data needs a resumed one",
+                all(full, "handshake", "handshakes")
+            ),
+            NoEarlyData::NotAllowed { resumed } => format!(
+                "no request went in early data: the server's session tickets allowed none ({resumed} resumed, none with early data)"
+            ),
+            NoEarlyData::Rejected { rejected } => format!(
+                "it rejected {} sent in early data (each was sent again after the handshake)",
+                if rejected == 1 {
+                    "the 1 request".to_string()
+                } else {
+                    format!("all {rejected} requests")
+                }
+            ),
+        }
+    }
+
+    /// Where the server sets it, for a server of `kind` (every known one's where not
+    /// known): TLS 1.3 first where it negotiated TLS 1.2; none where it rejected what its
+    /// own tickets allowed (its settings already allow early data).
+    pub fn fix(&self, kind: Option<ServerKind>) -> Option<String> {
+        match self {
+            NoEarlyData::Tls12 { .. } => Some(format!(
+                "offer TLS 1.3 first {}, then early data {}",
+                fix(Setting::Tls13, kind),
+                fix(Setting::EarlyData, kind)
+            )),
+            NoEarlyData::NotResumed { .. } => Some(format!(
+                "resume sessions {}, then early data {}",
+                fix(Setting::Resumption, kind),
+                fix(Setting::EarlyData, kind)
+            )),
+            NoEarlyData::NotAllowed { .. } => Some(format!(
+                "allow early data {}",
+                fix(Setting::EarlyData, kind)
+            )),
+            NoEarlyData::Rejected { .. } => None,
+        }
+    }
+}
+
+/// "all 3 handshakes", "the 1 handshake".
+fn all(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("the 1 {one}")
+    } else {
+        format!("all {n} {many}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls12_comes_before_every_other_cause_and_its_fix_is_tls13_first() {
+        // Resumed TLS 1.2 sessions, no early data: TLS 1.2 is the cause.
+        let c = NoEarlyData::judge(4, 0, 3, 0);
+        assert_eq!(c, NoEarlyData::Tls12 { handshakes: 4 });
+        assert_eq!(c.code(), "early_data_needs_tls13");
+        let f = c.fix(Some(ServerKind::Nginx)).unwrap();
+        assert!(
+            f.starts_with("offer TLS 1.3 first (nginx: ssl_protocols TLSv1.2 TLSv1.3)"),
+            "{f}"
+        );
+        assert_eq!(
+            NoEarlyData::judge(4, 4, 3, 2),
+            NoEarlyData::Rejected { rejected: 2 }
+        );
+        assert_eq!(NoEarlyData::Rejected { rejected: 2 }.fix(None), None);
+        assert_eq!(
+            NoEarlyData::judge(4, 4, 0, 0),
+            NoEarlyData::NotResumed { full: 4 }
+        );
+        assert_eq!(
+            NoEarlyData::judge(4, 4, 3, 0),
+            NoEarlyData::NotAllowed { resumed: 3 }
+        );
+        assert!(NoEarlyData::NotAllowed { resumed: 3 }
+            .fix(None)
+            .unwrap()
+            .contains("nginx: ssl_early_data on; HAProxy: allow-0rtt on the bind line"));
+    }
+}
