@@ -475,7 +475,7 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64
 /// Why the server closed connections the next request found closed, from what is known
 /// of the gaps between requests. In a closed loop the next request followed its
 /// connection's response at once, so no idle timeout explains it: the server ends
-/// connections after a response without saying so. Under `--rate` the requests on one
+/// connections after a response (or as the next request arrives) without saying so. Under `--rate` the requests on one
 /// connection were at least 1/rate s apart; where the server announced its idle timeout
 /// (`Keep-Alive: timeout=`) and it is shorter, that is the cause; else both causes are
 /// said, with how to tell them apart.
@@ -491,7 +491,7 @@ fn idle_close(sc: &ScenarioShape, rec: &Recorder, n: u64) -> (&'static str, Stri
         return (
             "not_reused_server_silent_close",
             format!(
-                "The server closed {conns} right after a response without saying so (no `Connection: close`): each was found closed by the next request, sent as soon as the response had arrived ({retries}){}.",
+                "The server ended {conns} without saying so (no `Connection: close`): each was found closed by the next request, sent as soon as the response had arrived, so no idle timeout explains it ({retries}){}.",
                 announced
                     .map(|h| format!(", although it announced {}", h.describe()))
                     .unwrap_or_default()
