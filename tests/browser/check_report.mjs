@@ -143,7 +143,9 @@ async function checkBench(page) {
     }
   }
   // Phases on new and on reused connections: a segment for each phase the group went
-  // through, with its mean, to one scale; none for a phase it did not.
+  // through, with its time per request of the group (its mean times the requests that
+  // went through it, over the group's requests), to one scale; none for a phase it did
+  // not; a bar's segments add up to no more than the group's mean total.
   const split = await page.$$eval("rect.split", (rs) => rs.map((r) => ({ name: r.dataset.name, kind: r.dataset.kind, phase: r.dataset.phase, value: Number(r.dataset.value), width: Number(r.getAttribute("width")) })));
   const scale = split.filter((r) => r.value > 0).map((r) => r.width / r.value);
   if (scale.length && Math.max(...scale) - Math.min(...scale) > 1e-3 * Math.max(...scale)) failures.push("phase segments of new and reused connections not to one scale");
@@ -156,9 +158,17 @@ async function checkBench(page) {
         if (g[p].count === 0) { if (r) failures.push(`${s.name} ${kind} ${p}: drawn without requests`); continue; }
         segments++;
         if (!r) failures.push(`${s.name} ${kind} ${p}: no segment`);
-        else if (!close(r.value, g[p].mean)) failures.push(`${s.name} ${kind} ${p}: ${r.value} != ${g[p].mean}`);
+        else if (!close(r.value, g[p].mean * g[p].count / g.requests)) failures.push(`${s.name} ${kind} ${p}: ${r.value} != ${g[p].mean} * ${g[p].count} / ${g.requests}`);
       }
+      const bar = split.filter((x) => x.name === s.name && x.kind === kind).reduce((a, x) => a + x.value, 0);
+      if (g.requests > 0 && bar > g.total.mean * 1.01 + 0.01) failures.push(`${s.name} ${kind}: segments add up to ${bar} ms, over the mean request's ${g.total.mean}`);
     }
+  }
+  // The legend names only phases some request went through.
+  const legend = await page.$$eval("#legend span", (ss) => ss.map((x) => x.textContent));
+  for (const p of legend) {
+    const had = report.scenarios.some((s) => ["new", "reused"].some((k) => s.phases_ms[k][p] && s.phases_ms[k][p].count > 0) || s.phases_ms.mean_per_request[p] > 0);
+    if (!had) failures.push(`legend names ${p}, which no request went through`);
   }
   if (split.length !== segments) failures.push(`${split.length} segments of new/reused phases for ${segments}`);
   const lines = await page.$$eval("polyline.latency", (ls) => ls.map((l) => ({ name: l.dataset.name, points: l.getAttribute("points").trim().split(/\s+/).length })));

@@ -91,10 +91,13 @@
     }
   }
 
-  // Stacked phases of a mean request.
+  // Stacked phases of a mean request. The legend names only the phases this run had
+  // (a chart is a claim too: a colour for a phase no request went through says it did).
+  const had = p => entries.some(e => e.phases.some(([q, v]) => q === p && v > 0)
+    || e.phases_new[p].count > 0 || e.phases_reused[p].count > 0);
   const legend = document.getElementById("legend");
   for (const [p, c] of Object.entries(COLORS)) {
-    if (p === "blocked") continue;
+    if (p === "blocked" || !had(p)) continue;
     const s = h("span", {}, legend);
     h("i", { style: "background:" + c }, s);
     s.appendChild(document.createTextNode(p));
@@ -117,10 +120,15 @@
   });
 
   // Phases on new and on reused connections: two stacked bars per scenario, then a
-  // table per scenario with both side by side.
+  // table per scenario with both side by side. Each bar is one population (the requests
+  // on new, or on reused, connections): a segment is its phase's time per request of
+  // that population (the phase's mean times the requests that went through it, over
+  // the population), so the segments add up to the population's mean request, not a
+  // sum of means over different requests (one DNS lookup in 300 is a sliver).
   const split = document.getElementById("split");
   const kinds = [["new", "phases_new"], ["reused", "phases_reused"]];
-  const sumOf = g => PHASES.reduce((a, p) => a + (g[p].count > 0 ? g[p].mean : 0), 0);
+  const share = (g, p) => g.requests > 0 ? g[p].mean * g[p].count / g.requests : 0;
+  const sumOf = g => PHASES.reduce((a, p) => a + (g[p].count > 0 ? share(g, p) : 0), 0);
   const maxSplit = Math.max(...entries.flatMap(e => kinds.map(([, k]) => sumOf(e[k]))), 1e-9);
   split.setAttribute("width", label + width + 150);
   split.setAttribute("height", entries.length * (2 * row - 6) + 10);
@@ -131,9 +139,9 @@
       let x = label;
       for (const p of PHASES) {
         if (g[p].count === 0) continue;
-        const w = g[p].mean / maxSplit * width;
-        const r = el("rect", { class: "split", x: x, y: y + 2, width: w, height: row - 10, fill: COLORS[p], "data-name": e.name, "data-kind": kind, "data-phase": p, "data-value": g[p].mean }, split);
-        el("title", {}, r).textContent = kind + " " + p + ": " + fmt(g[p].mean) + " ms mean over " + g[p].count;
+        const v = share(g, p), w = v / maxSplit * width;
+        const r = el("rect", { class: "split", x: x, y: y + 2, width: w, height: row - 10, fill: COLORS[p], "data-name": e.name, "data-kind": kind, "data-phase": p, "data-value": v }, split);
+        el("title", {}, r).textContent = kind + " " + p + ": " + fmt(v) + " ms per request (" + fmt(g[p].mean) + " ms mean over the " + g[p].count + " of " + g.requests + " that went through it)";
         x += w;
       }
       text(split, x + 6, y + 13, g.requests ? fmt(sumOf(g)) + " ms" : "none");
