@@ -381,19 +381,14 @@ fn under_tls12_early_data_is_not_blamed_on_the_tickets_and_tls13_comes_first() {
     let s = run_0rtt(&ng, "4");
     assert_eq!(u(&s["connections"]["tls_handshakes"]["tls13"]), 0, "{s}");
     assert_eq!(u(&s["connections"]["early_data"]["accepted"]), 0, "{s}");
-    let finding = s["diagnosis"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "early_data_needs_tls13")
-        .unwrap_or_else(|| panic!("{}", s["diagnosis"]));
-    no_fault("bench", finding["text"].as_str().unwrap());
+    let bench_said = finding(&s["diagnosis"], "early_data_needs_tls13");
+    no_fault("bench", bench_said["text"].as_str().unwrap());
     assert!(
-        finding["text"]
+        bench_said["text"]
             .as_str()
             .unwrap()
             .contains("in all 4 handshakes"),
-        "{finding}"
+        "{bench_said}"
     );
     let (requests, early, resumed) = nginx_log(&ng);
     assert_eq!((requests, early), (4, 0));
@@ -415,12 +410,7 @@ fn under_tls12_early_data_is_not_blamed_on_the_tickets_and_tls13_comes_first() {
         "--json",
     ]);
     let t: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = t["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "early_data_needs_tls13")
-        .unwrap_or_else(|| panic!("{t}"));
+    let f = finding(&t["findings"], "early_data_needs_tls13");
     no_fault("trace", f["text"].as_str().unwrap());
     // compare's default set leaves close-0rtt out, for TLS 1.2.
     let c = compare_json(&[&url, "--cacert", ca, "-n", "4", "-c", "1", "--rounds", "2"]);
@@ -433,11 +423,6 @@ fn under_tls12_early_data_is_not_blamed_on_the_tickets_and_tls13_comes_first() {
     // doctor
     let out = run(&["doctor", &url, "--cacert", ca, "--max-idle", "1s", "--json"]);
     let d: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = d["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "early_data_needs_tls13")
-        .unwrap_or_else(|| panic!("{d}"));
+    let f = finding(&d["findings"], "early_data_needs_tls13");
     no_fault("doctor", f["text"].as_str().unwrap());
 }

@@ -113,7 +113,8 @@ fn steal_ms() -> Option<f64> {
 
 /// One TCP connect across the link: as the client timed it, and as the kernel timed the
 /// SYN's answer (none when the SYN was sent again: Karn's rule); and a TLS handshake in
-/// memory on the client's side, timed just after it (this machine's own work).
+/// memory on the client's side, due a millisecond after it (this machine's own work, and
+/// its wait for a CPU).
 #[derive(Debug, Clone, Copy)]
 struct Probe {
     connect_ms: f64,

@@ -301,7 +301,8 @@ pub struct LinkCheck {
     /// delay line's left later than its one-way tolerance (null with netem).
     pub link_held: Option<bool>,
     /// This machine added waits above the tolerance (the probes' connects over the
-    /// kernel's round trip): the run's figures include them.
+    /// kernel's round trip, the in-memory handshake's wall time over its CPU time, or its
+    /// move during the run): the run's figures include them.
     pub machine_busy: bool,
     pub sentence: String,
 }

@@ -164,6 +164,29 @@ pub fn opened_in_all(report: &Value) -> u64 {
         .sum()
 }
 
+/// The finding with `code` in a list of findings (a diagnosis, trace's or doctor's
+/// findings); panics with the list where there is none.
+pub fn finding<'a>(findings: &'a Value, code: &str) -> &'a Value {
+    findings
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["code"] == code))
+        .unwrap_or_else(|| panic!("no finding {code} in {findings}"))
+}
+
+/// A median set against an expectation built from other measurements of the same run
+/// (a link's probes, the same work's CPU on loopback): at most `pct` % (+0.5 ms) above
+/// it, and below it down to `floor`, the physics (the set round trips). A stall of this
+/// virtual machine during one of those measurements inflates the expectation, not the
+/// median, so below the expectation only physics is held.
+pub fn median_within(what: &str, got: f64, floor: f64, expected: f64, pct: f64) {
+    let tol = expected * pct / 100.0 + 0.5;
+    assert!(
+        got >= floor * 0.99 && got <= expected + tol,
+        "{what}: {got:.3} ms, expected {floor:.1} to {:.2} ms (the run's own {expected:.2} + {tol:.2})",
+        expected + tol
+    );
+}
+
 pub fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
