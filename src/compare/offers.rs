@@ -198,23 +198,21 @@ fn probe_run(
     crate::engine::run(Arc::new(sc), false).map_err(|e| format!("{e:#}"))
 }
 
-/// A probe run's most frequent failure and what it said ("cert_expired: invalid peer
-/// certificate: Expired"); none where nothing failed.
+/// A probe run's leading failure (by the report's rule) and what it said ("cert_expired:
+/// invalid peer certificate: Expired"); none where nothing failed.
 fn leading_failure(rec: &Recorder) -> Option<String> {
-    let detail = ErrorDetail::ALL
-        .iter()
-        .filter(|d| rec.error_details[d.index()] > 0)
-        .max_by_key(|d| rec.error_details[d.index()])
-        .map(|d| d.name());
-    let kind = ErrorKind::ALL
-        .iter()
-        .filter(|k| rec.errors[k.index()] > 0)
-        .max_by_key(|k| rec.errors[k.index()])
-        .map(|k| k.name());
-    let key = detail.or(kind)?;
-    Some(match rec.error_examples.get(key) {
-        Some(said) => format!("{key}: {said}"),
-        None => key.to_string(),
+    let l = crate::report::failure::leading_of(
+        ErrorKind::ALL
+            .iter()
+            .map(|k| (k.name(), rec.errors[k.index()])),
+        ErrorDetail::ALL
+            .iter()
+            .map(|d| (d.name(), rec.error_details[d.index()])),
+        |key| rec.error_examples.get(key).map(String::as_str),
+    )?;
+    Some(match l.example {
+        Some(said) => format!("{}: {said}", l.key),
+        None => l.key.to_string(),
     })
 }
 
@@ -240,11 +238,7 @@ fn accepts_early_data(strategy: Strategy, req: &RequestConfig, load: &LoadConfig
     let handshakes = c.tls_full + c.tls_resumed;
     let tls13 = if strategy.quic() { handshakes } else { c.tls13 };
     let cause = NoEarlyData::judge(handshakes, tls13, c.tls_resumed, c.early_attempted);
-    let fix = cause
-        .fix(None)
-        .map(|f| format!("; {f}"))
-        .unwrap_or_default();
-    Probed::No(Some(format!("{}{fix}", cause.why())))
+    Probed::No(Some(format!("{}{}", cause.why(), cause.fix_clause(None))))
 }
 
 /// Whether the server of an https:// target answers HTTP/3 on UDP at its port: one

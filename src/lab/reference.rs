@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, ServerConfig, ServerConnection};
+use rustls::{ClientConfig, ClientConnection, Connection, ServerConfig, ServerConnection};
 
 use crate::net::tls::{client_config, TlsOptions};
 
@@ -69,35 +69,33 @@ impl Reference {
 
     fn handshake(&self) -> anyhow::Result<()> {
         let name = ServerName::try_from("localhost")?;
-        let mut client = ClientConnection::new(self.client.clone(), name)?;
-        let mut server = ServerConnection::new(self.server.clone())?;
+        let mut client = Connection::Client(ClientConnection::new(self.client.clone(), name)?);
+        let mut server = Connection::Server(ServerConnection::new(self.server.clone())?);
         let mut bytes = Vec::with_capacity(16 * 1024);
         // A full TLS 1.3 handshake takes two flights each way; a few more turns at most.
         for _ in 0..8 {
             if !client.is_handshaking() && !server.is_handshaking() {
                 return Ok(());
             }
-            bytes.clear();
-            while client.wants_write() {
-                client.write_tls(&mut bytes)?;
-            }
-            let mut rest = &bytes[..];
-            while !rest.is_empty() {
-                server.read_tls(&mut rest)?;
-                server.process_new_packets()?;
-            }
-            bytes.clear();
-            while server.wants_write() {
-                server.write_tls(&mut bytes)?;
-            }
-            let mut rest = &bytes[..];
-            while !rest.is_empty() {
-                client.read_tls(&mut rest)?;
-                client.process_new_packets()?;
-            }
+            pass(&mut client, &mut server, &mut bytes)?;
+            pass(&mut server, &mut client, &mut bytes)?;
         }
         anyhow::bail!("the in-memory handshake did not finish")
     }
+}
+
+/// What `from` has to send, read and processed by `to` (through `bytes`).
+fn pass(from: &mut Connection, to: &mut Connection, bytes: &mut Vec<u8>) -> anyhow::Result<()> {
+    bytes.clear();
+    while from.wants_write() {
+        from.write_tls(bytes)?;
+    }
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        to.read_tls(&mut rest)?;
+        to.process_new_packets()?;
+    }
+    Ok(())
 }
 
 fn thread_cpu_ms() -> f64 {

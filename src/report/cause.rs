@@ -102,6 +102,13 @@ impl NoEarlyData {
     }
 }
 
+impl NoEarlyData {
+    /// The fix as the end of a sentence ("; offer TLS 1.3 first (...)"), or nothing.
+    pub fn fix_clause(&self, kind: Option<ServerKind>) -> String {
+        self.fix(kind).map(|f| format!("; {f}")).unwrap_or_default()
+    }
+}
+
 /// "all 3 handshakes", "the 1 handshake".
 fn all(n: u64, one: &str, many: &str) -> String {
     if n == 1 {

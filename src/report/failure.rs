@@ -22,26 +22,31 @@ pub struct Leading<'a> {
 /// frequent detail (a detail more frequent than the category belongs to another one).
 pub fn leading(s: &ScenarioReport) -> Option<Leading<'_>> {
     let r = &s.requests;
-    let (kind, kind_count) = r
-        .errors
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .max_by_key(|(_, n)| **n)?;
-    let detail = r
-        .error_details
-        .iter()
-        .filter(|(_, n)| **n > 0 && **n <= *kind_count)
-        .max_by_key(|(_, n)| **n);
-    let key = detail.map_or(kind.as_str(), |d| d.0.as_str());
+    leading_of(
+        r.errors.iter().map(|(k, n)| (k.as_str(), *n)),
+        r.error_details.iter().map(|(d, n)| (d.as_str(), *n)),
+        |key| r.error_examples.get(key).map(String::as_str),
+    )
+}
+
+/// The leading error by [`leading`]'s rule, from counts by category and by detail (zero
+/// counts allowed) and the example kept for a key: for a report, or for a run's recorder
+/// before there is one (compare's probes).
+pub fn leading_of<'a>(
+    kinds: impl Iterator<Item = (&'a str, u64)>,
+    details: impl Iterator<Item = (&'a str, u64)>,
+    example: impl Fn(&str) -> Option<&'a str>,
+) -> Option<Leading<'a>> {
+    let (kind, kind_count) = kinds.filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n)?;
+    let detail = details
+        .filter(|(_, n)| *n > 0 && *n <= kind_count)
+        .max_by_key(|(_, n)| *n);
+    let key = detail.map_or(kind, |d| d.0);
     Some(Leading {
         kind,
         key,
-        count: detail.map_or(*kind_count, |d| *d.1),
-        example: r
-            .error_examples
-            .get(key)
-            .or_else(|| r.error_examples.get(kind))
-            .map(String::as_str),
+        count: detail.map_or(kind_count, |d| d.1),
+        example: example(key).or_else(|| example(kind)),
     })
 }
 

@@ -215,7 +215,7 @@ fn early_data_never_accepted(
         } else {
             "resumed handshakes (close-resumed)"
         },
-        cause.fix(None).map(|f| format!("; {f}")).unwrap_or_default()
+        cause.fix_clause(None)
     );
     Some(
         Finding::new(cause.code(), Cause::Protocol, text)

@@ -281,7 +281,7 @@ fn protocol_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding> {
             c.ok,
             cause.why(),
             if sc.strategy.quic() { "resumed QUIC handshakes (h3-resumed)" } else { "resumed handshakes (close-resumed)" },
-            cause.fix(None).map(|f| format!("; {f}")).unwrap_or_default()
+            cause.fix_clause(None)
         );
         out.push(
             Finding::new(cause.code(), Cause::Protocol, text)
@@ -475,10 +475,10 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64
 /// Why the server closed connections the next request found closed, from what is known
 /// of the gaps between requests. In a closed loop the next request followed its
 /// connection's response at once, so no idle timeout explains it: the server ends
-/// connections after a response (or as the next request arrives) without saying so. Under `--rate` the requests on one
-/// connection were at least 1/rate s apart; where the server announced its idle timeout
-/// (`Keep-Alive: timeout=`) and it is shorter, that is the cause; else both causes are
-/// said, with how to tell them apart.
+/// connections after a response (or as the next request arrives) without saying so.
+/// Under `--rate` the requests on one connection were at least 1/rate s apart; where the
+/// server announced its idle timeout (`Keep-Alive: timeout=`) and it is shorter, that is
+/// the cause; else both causes are said, with how to tell them apart.
 fn idle_close(sc: &ScenarioShape, rec: &Recorder, n: u64) -> (&'static str, String) {
     let conns = plural(n, "connection", "connections");
     let retries = plural(
