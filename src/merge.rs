@@ -143,7 +143,9 @@ fn agent(
     let mut wall_ns = 0u64;
     let mut cpu_ns = 0u128;
     for (_, raw) in scenarios {
-        rec += &Recorder::try_from(&raw.recorder).map_err(UsageError)?;
+        let mut one = Recorder::try_from(&raw.recorder).map_err(UsageError)?;
+        one.ok_status.clone_from(&raw.shape.ok_status);
+        rec += &one;
         wall_ns = wall_ns.max(raw.wall_ns);
         cpu_ns += u128::from(raw.cpu_user_ns) + u128::from(raw.cpu_sys_ns);
     }
@@ -155,7 +157,7 @@ fn agent(
         segment: run.and_then(|r| r.segment),
         wall_s: wall_ns as f64 / 1e9,
         requests: rec.counts.attempted,
-        ok: rec.counts.ok,
+        ok: rec.ok(),
         errors: rec.errors_total(),
         connections: rec.counts.connections_opened,
         p99_ms: if latency.count > 0 {
@@ -311,7 +313,13 @@ fn by_name(counts: &[u64], names: &[String], into: &mut Vec<String>) -> Vec<u64>
     out
 }
 
-pub fn merge(mut inputs: Vec<Input>, allow_mismatch: bool) -> Result<Report, UsageError> {
+/// `ok_status`: `--ok-status` given to merge, which decides what counts as ok in place of
+/// what each agent was given.
+pub fn merge(
+    mut inputs: Vec<Input>,
+    allow_mismatch: bool,
+    ok_status: Option<&[(u16, u16)]>,
+) -> Result<Report, UsageError> {
     for i in &mut inputs {
         i.agents.sort_by_key(agent_key);
     }
@@ -362,15 +370,19 @@ pub fn merge(mut inputs: Vec<Input>, allow_mismatch: bool) -> Result<Report, Usa
     }
     let scenarios = order
         .iter()
-        .map(|name| {
-            let (shape, rec, wall, user, sys) = &merged[name];
+        .filter_map(|name| merged.remove(name))
+        .map(|(mut shape, mut rec, wall, user, sys)| {
+            if let Some(o) = ok_status {
+                shape.ok_status = o.to_vec();
+            }
+            rec.ok_status.clone_from(&shape.ok_status);
             summary::summarize_with_raw(
-                shape,
-                rec,
-                std::time::Duration::from_nanos(*wall),
+                &shape,
+                &rec,
+                std::time::Duration::from_nanos(wall),
                 crate::cpu::CpuTime {
-                    user: std::time::Duration::from_nanos(*user),
-                    sys: std::time::Duration::from_nanos(*sys),
+                    user: std::time::Duration::from_nanos(user),
+                    sys: std::time::Duration::from_nanos(sys),
                 },
             )
         })

@@ -31,11 +31,11 @@ fn bench_against(srv: &RunningServer, url: &str, extra: &[&str]) -> serde_json::
     );
     // Requests cut by the run's deadline may have reached the server.
     let served = after.requests - before.requests;
-    let ok = u(&s["requests"]["ok"]);
+    let answered = u(&s["requests"]["answered"]);
     let aborted = u(&s["requests"]["aborted_at_deadline"]);
     assert!(
-        ok <= served && served <= ok + aborted,
-        "report's ok requests ({ok}, + {aborted} aborted) = server's requests served ({served})"
+        answered <= served && served <= answered + aborted,
+        "report's answered requests ({answered}, + {aborted} aborted) = server's requests served ({served})"
     );
     s
 }

@@ -120,7 +120,7 @@ fn text_report_has_summary_tables_and_connections() {
     let text = String::from_utf8(out.stdout).unwrap();
     for needle in [
         "Summary",
-        "500 attempted, 500 ok, 0 errors",
+        "500 attempted, 500 ok, 0 with an error status, 0 failed",
         "Latency (ms)",
         "p99.9",
         "Connection Times (ms), new connections (5 requests)",

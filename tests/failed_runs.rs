@@ -213,10 +213,11 @@ fn statuses_are_counted_by_class_and_explained_first() {
     let r = bench_json(&[&url, "-m", "POST", "-n", "20", "-c", "2"]);
     let s = scenario(&r);
     let req = &s["requests"];
-    // Answered, so ok; but every one was a 401, as the server counted: no success, so
-    // exit 1 (bench_json checks it and the line on stderr).
+    // Answered, but none ok: every one was a 401, as the server counted: no success,
+    // so exit 1 (bench_json checks it and the line on stderr).
     assert_eq!(srv.snapshot().requests, 20);
-    assert_eq!(u(&req["ok"]), 20);
+    assert_eq!(u(&req["answered"]), 20);
+    assert_eq!((u(&req["ok"]), u(&req["error_status"])), (0, 20));
     assert_eq!(u(&req["status_classes"]["4xx"]), 20);
     assert_eq!(u(&req["status_classes"]["2xx"]), 0);
     assert_eq!(u(&req["non_2xx"]), 20);
@@ -348,4 +349,124 @@ fn exit_statuses_are_documented_in_one_place() {
             "{cmd:?}: {help}"
         );
     }
+}
+
+/// nginx with `limit_req` (1 request a minute, no burst) in front of a static file,
+/// logging each request's status.
+fn nginx_limited() -> Option<Nginx> {
+    Nginx::start_servers(
+        "log_format s '$status'; limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;",
+        1,
+        |ports, d| {
+            std::fs::write(d.join("index.html"), "ok\n").unwrap();
+            format!(
+                "server {{ listen 127.0.0.1:{}; access_log {d}/access.log s; \
+                 location / {{ limit_req zone=one; root {d}; }} }}",
+                ports[0],
+                d = d.display()
+            )
+        },
+    )
+}
+
+/// The statuses nginx logged, by code.
+fn logged_statuses(n: &Nginx) -> std::collections::BTreeMap<String, u64> {
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let text = std::fs::read_to_string(n.dir.join("access.log")).unwrap_or_default();
+    let mut by = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        *by.entry(l.trim().to_string()).or_insert(0) += 1;
+    }
+    std::fs::write(n.dir.join("access.log"), "").unwrap();
+    by
+}
+
+/// The metrics a run serves while it lingers, read once its requests are all counted.
+fn lingering_metrics(args: &[&str], port: u16, requests: u64) -> String {
+    let addr = format!("127.0.0.1:{port}");
+    let mut all = vec!["bench", "--no-progress", "--metrics-linger", "20s"];
+    all.extend_from_slice(args);
+    all.extend(["--metrics", &addr]);
+    let mut child = std::process::Command::new(bin())
+        .args(&all)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let want = "handshake_requests_total{scenario=";
+    let mut last = String::new();
+    while t.elapsed() < std::time::Duration::from_secs(15) {
+        let out = std::process::Command::new("curl")
+            .args(["-s", &format!("http://{addr}/metrics")])
+            .output()
+            .unwrap();
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        let total = last
+            .lines()
+            .find(|l| l.starts_with(want))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+        if total == Some(requests as f64) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    stop_child(&mut child, "INT");
+    last
+}
+
+/// A metric's one value in an exposition.
+fn metric(exposition: &str, name: &str) -> Option<f64> {
+    exposition
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// "ok" is a status the user counts as ok, the same in the summary, the headline, the
+/// JSON, the timeline and the metrics; the other answers are counted as answered with an
+/// error status, apart from failures. Against nginx's limit_req, which answers all but
+/// the first request 503, with nginx's own log as the truth.
+#[test]
+fn ok_means_an_ok_status_everywhere_and_error_statuses_are_counted_apart() {
+    let Some(n) = nginx_limited() else { return };
+    let url = n.url();
+    let r = bench_json(&[&url, "-n", "50", "-c", "2"]);
+    let logged = logged_statuses(&n);
+    let (ok, limited) = (logged["200"], logged["503"]);
+    assert_eq!((ok + limited, logged.len()), (50, 2), "{logged:?}");
+    let s = scenario(&r);
+    let req = &s["requests"];
+    assert_eq!(u(&req["ok"]), ok, "{req}");
+    assert_eq!(u(&req["error_status"]), limited, "{req}");
+    assert_eq!(u(&req["answered"]), 50, "{req}");
+    check_accounting(s);
+    let headline = s["headline"]["text"].as_str().unwrap();
+    assert!(
+        headline.contains(&format!(
+            "50 requests answered ({ok} ok, {limited} with an error status)"
+        )),
+        "{headline}"
+    );
+    let (code, out, _) = bench_text(&[&url, "-n", "50", "-c", "2"]);
+    assert_eq!(code, Some(1), "no 200 left in nginx's minute: {out}");
+    assert!(
+        out.contains("50 attempted, 0 ok, 50 with an error status, 0 failed"),
+        "{out}"
+    );
+    assert_eq!(logged_statuses(&n).get("503"), Some(&50));
+    // The metrics: answered and ok apart, as the report has them; --ok-status 503 makes
+    // them ok everywhere.
+    let m = lingering_metrics(&[&url, "-n", "20", "-c", "2"], free_port(), 20);
+    assert_eq!(metric(&m, "handshake_requests_total"), Some(20.0), "{m}");
+    assert_eq!(metric(&m, "handshake_requests_ok_total"), Some(0.0), "{m}");
+    let accepted = bench_json(&[&url, "-n", "20", "-c", "2", "--ok-status", "503"]);
+    let req = &scenario(&accepted)["requests"];
+    assert_eq!((u(&req["ok"]), u(&req["error_status"])), (20, 0), "{req}");
+    check_accounting(scenario(&accepted));
+    assert_eq!(logged_statuses(&n).get("503"), Some(&40));
+}
+
+fn free_port() -> u16 {
+    closed_port()
 }

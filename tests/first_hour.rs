@@ -220,10 +220,19 @@ fn plain_http_to_a_tls_port_is_said_in_the_server_s_words_and_fails() {
         Some("no_success_status"),
         "{c:?}"
     );
-    // Accepted on purpose: exit 0, the same words.
+    // Accepted on purpose: exit 0, ok, and the same words, which say they were counted
+    // as ok.
     let (code, v, err) = bench(&[&url, "-n", "3", "-c", "1", "--ok-status", "4xx"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(v["scenarios"][0]["headline"]["code"], "no_success_status");
+    let h = &v["scenarios"][0]["headline"];
+    assert_eq!(h["code"], "mostly_error_status", "{h}");
+    let text = h["text"].as_str().unwrap();
+    assert!(
+        text.contains("plain HTTP request was sent to HTTPS port")
+            && text.contains("(3 counted as ok by --ok-status)")
+            && text.contains("3 requests ok"),
+        "{text}"
+    );
     // A mistake in the flag costs no run.
     let out = run(&["bench", &url, "--ok-status", "6xx"]);
     assert_eq!(out.status.code(), Some(2));

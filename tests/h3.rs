@@ -949,7 +949,9 @@ fn http3_error_statuses_are_quoted() {
     );
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let s = scenario(&r);
-    assert_eq!(n(&s["requests"]["ok"]), 4, "{s}");
+    assert_eq!(n(&s["requests"]["answered"]), 4, "{s}");
+    assert_eq!(n(&s["requests"]["error_status"]), 4, "{s}");
+    assert_eq!(n(&s["requests"]["ok"]), 0, "{s}");
     assert_eq!(n(&srv.stats()["requests"]), 4, "{}", srv.stats());
     assert_eq!(
         s["requests"]["status_examples"]["400"], "HTTP/3 400: \"bad bytes\"",

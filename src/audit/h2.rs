@@ -86,7 +86,7 @@ where
                     None
                 };
                 with_log(&shared.1, |g| {
-                    g.timeline.request(None, None);
+                    g.timeline.request();
                     let c = &mut g.conns[idx];
                     c.requests += 1;
                     c.peak_streams = c.peak_streams.max(now_in_flight);

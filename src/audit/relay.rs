@@ -223,7 +223,7 @@ fn logged(c: &Conn, log: &SharedLog, idx: usize) {
         };
         let before = g.conns[idx].requests;
         for _ in before..requests {
-            g.timeline.request(None, None);
+            g.timeline.request();
         }
         let resumed = c.tls.as_ref().and_then(|t| t.resumed);
         let first_hello = resumed.is_some() && g.conns[idx].tls_resumed.is_none();

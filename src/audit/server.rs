@@ -343,7 +343,7 @@ async fn read_head<S: AsyncRead + AsyncWrite + Unpin>(
 /// gap since the connection's last response.
 fn log_request(log: &SharedLog, idx: usize, info: &RequestLine, gap: Option<Duration>) {
     with_log(log, |g| {
-        g.timeline.request(None, None);
+        g.timeline.request();
         let c = &mut g.conns[idx];
         c.requests += 1;
         *c.versions

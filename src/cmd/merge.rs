@@ -25,7 +25,11 @@ pub fn run(a: MergeArgs) -> anyhow::Result<i32> {
     }
     let started_at = crate::host::now_rfc3339();
     steps.show(&format!("merging {} reports", inputs.len()));
-    let mut rep = merge(inputs, a.allow_mismatch)?;
+    let mut rep = merge(
+        inputs,
+        a.allow_mismatch,
+        a.output.ok_status.is_some().then_some(accepted.as_slice()),
+    )?;
     steps.finish();
     rep.run = Some(crate::host::run_info("merge", started_at));
     let code = emit_checked(&mut rep, &a.output, &thresholds, false)?;

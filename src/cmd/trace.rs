@@ -53,7 +53,7 @@ fn no_success(t: &TraceReport, accepted: &[(u16, u16)]) -> Option<String> {
     let first = t.steps.first()?;
     if t.steps
         .iter()
-        .any(|s| crate::report::failure::is_success(s.status, accepted))
+        .any(|s| crate::record::status::is_ok(s.status, accepted))
     {
         return None;
     }

@@ -51,7 +51,6 @@ pub fn sweep(
                 rounds,
                 rtt_set_ms,
                 noise_threshold,
-                accepted: &how.accepted,
             };
             ConcurrencyStep {
                 concurrency: c,

@@ -102,7 +102,7 @@ fn figures(
     shares: Shares,
     server_accepted: Option<u64>,
 ) -> RunFigures {
-    let ok = rep.requests.ok.max(1) as f64;
+    let ok = rep.requests.answered.max(1) as f64;
     let new = &rep.phases_ms.new;
     let setup = if new.requests > 0 {
         new.dns.mean * new.dns.count as f64 / new.requests as f64
@@ -137,7 +137,7 @@ fn figures(
         },
         client_threads: sc.threads,
         shares,
-        ok: rep.requests.ok,
+        ok: rep.requests.answered,
     }
 }
 
@@ -178,7 +178,6 @@ pub fn run(arms: &[Arm], how: &Rounds) -> anyhow::Result<CompareResult> {
         rounds: played.rounds,
         rtt_set_ms: how.rtt_set_ms,
         noise_threshold: how.noise_threshold,
-        accepted: &how.accepted,
     };
     let comparison = judge.comparison(&played.runs);
     Ok(CompareResult {
@@ -240,8 +239,6 @@ pub struct Rounds<'a> {
     pub rtt_set_ms: Option<f64>,
     /// Where each round is said (stderr), with the time to go.
     pub steps: &'a Steps,
-    /// `--ok-status`: statuses counted as successes beside 2xx and 3xx.
-    pub accepted: Vec<(u16, u16)>,
     /// `--metrics`, `--remote-write`: where each round's counts go, live and kept.
     pub board: Option<Arc<Board>>,
 }
@@ -452,7 +449,6 @@ struct Judge<'a> {
     rounds: usize,
     rtt_set_ms: Option<f64>,
     noise_threshold: f64,
-    accepted: &'a [(u16, u16)],
 }
 
 impl Judge<'_> {
@@ -461,7 +457,7 @@ impl Judge<'_> {
     /// requests meant, so it is not ranked.
     fn no_success(&self, i: usize) -> bool {
         let s = &self.scenarios[i];
-        s.requests.ok > 0 && !crate::report::failure::any_success(s, self.accepted)
+        s.requests.answered > 0 && s.requests.ok == 0
     }
 
     /// Set group `g`'s rows against its best (the lowest median time per request among
@@ -617,7 +613,7 @@ impl Judge<'_> {
 
 /// Round trips per request, counted from what the run did (see [`RoundTrips`]).
 fn counted_round_trips(s: &ScenarioReport) -> Option<f64> {
-    let ok = s.requests.ok;
+    let ok = s.requests.answered;
     if ok == 0 {
         return None;
     }

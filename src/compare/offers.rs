@@ -230,7 +230,7 @@ fn accepts_early_data(strategy: Strategy, req: &RequestConfig, load: &LoadConfig
     if c.early_accepted > 0 {
         return Probed::Yes;
     }
-    if c.ok == 0 {
+    if c.answered == 0 {
         return Probed::Failed(
             leading_failure(&r.recorder).unwrap_or_else(|| "no request was answered".into()),
         );
@@ -250,7 +250,7 @@ fn offers_h3(req: &RequestConfig, load: &LoadConfig) -> Probed {
         Err(e) => return Probed::Failed(e),
     };
     let rec = &r.recorder;
-    if rec.counts.ok == 1 {
+    if rec.counts.answered == 1 {
         return Probed::Yes;
     }
     let unanswered = rec.errors[ErrorKind::QuicTimeout.index()] > 0 || rec.errors_total() == 0;
@@ -299,6 +299,8 @@ pub struct Rows<'a> {
     pub requests_per_connection: Option<u64>,
     /// Connections of a multiplexed strategy (h2, h3).
     pub multiplexed_connections: usize,
+    /// `--ok-status`: the statuses counted as ok beside 2xx and 3xx.
+    pub ok_status: &'a [(u16, u16)],
     pub load: &'a LoadConfig,
     /// Before every name (the RTT of a sweep's step: "20ms ").
     pub prefix: &'a str,
@@ -434,6 +436,7 @@ impl Rows<'_> {
                 if st.multiplexed() {
                     sc.connections = self.multiplexed_connections;
                 }
+                sc.ok_status = self.ok_status.to_vec();
                 arms.push(Arm {
                     name,
                     group: group.clone(),
@@ -478,6 +481,7 @@ impl Rows<'_> {
         if choice.strategy.multiplexed() {
             sc.connections = self.multiplexed_connections;
         }
+        sc.ok_status = self.ok_status.to_vec();
         Ok(Some(Arm {
             name,
             group: group.to_string(),

@@ -150,6 +150,7 @@ impl At<'_> {
             h2c: p.h2c,
             requests_per_connection: p.requests_per_connection,
             multiplexed_connections: p.multiplexed_connections,
+            ok_status: &p.accepted,
             load,
             prefix,
             steps: &self.steps,
@@ -212,7 +213,6 @@ impl At<'_> {
                 noise_threshold: p.noise_threshold,
                 rtt_set_ms: embedded.as_ref().and_then(Embedded::rtt_set_ms),
                 steps: &self.steps,
-                accepted: p.accepted.clone(),
                 board: p.board.clone(),
             };
             anyhow::Ok(if knee {

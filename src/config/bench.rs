@@ -106,6 +106,7 @@ impl BenchPlan<'_> {
         )?;
         Ok(Scenario {
             connections: self.connections,
+            ok_status: self.accepted.clone(),
             ..sc
         })
     }

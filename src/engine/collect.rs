@@ -86,12 +86,14 @@ impl Collector {
     /// A collector for a thread whose run starts at `start`, and the queue to it.
     pub fn new(
         start: Instant,
+        ok_status: &[(u16, u16)],
         progress: Option<(Arc<Vec<Progress>>, usize)>,
         live: Option<(super::Live, usize)>,
     ) -> (Collector, Notes) {
         let (tx, rx) = unbounded_channel();
         let mut rec = Recorder::new();
         rec.timeline.begin(start);
+        rec.ok_status = ok_status.to_vec();
         let c = Collector {
             rec,
             last_end: start,

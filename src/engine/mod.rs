@@ -234,6 +234,7 @@ fn client_thread(
     let run_deadline = p.sc.stop.duration.map(|d| start + d);
     let (collector, notes) = collect::Collector::new(
         start,
+        &p.sc.ok_status,
         p.counters.clone().map(|c| (c, p.t)),
         p.live.clone().map(|l| (l, p.t)),
     );

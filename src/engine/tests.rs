@@ -131,7 +131,7 @@ fn accounted(notes: &[Note]) -> Recorder {
         c.connections_closed,
         "{notes:?}"
     );
-    assert_eq!(c.rpc_sum, c.ok, "{notes:?}");
+    assert_eq!(c.rpc_sum, c.answered, "{notes:?}");
     rec
 }
 

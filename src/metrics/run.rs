@@ -153,7 +153,12 @@ pub fn families(r: &Recorder) -> Vec<Family> {
         counter(
             "handshake_requests",
             "Requests answered (a response came, whatever its status).",
-            c.ok,
+            c.answered,
+        ),
+        counter(
+            "handshake_requests_ok",
+            "Requests answered with a status counted as ok (2xx, 3xx, or one --ok-status accepts).",
+            r.ok(),
         ),
         counter(
             "handshake_requests_reused",

@@ -223,6 +223,7 @@ pub fn scenario(
         quic_tls,
         dns: req.dns.clone(),
         redirects,
+        ok_status: Vec::new(),
     })
 }
 

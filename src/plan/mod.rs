@@ -154,6 +154,8 @@ pub struct Scenario {
     pub dns: DnsSettings,
     /// `-L`: redirects are followed (each hop a request), and where they led.
     pub redirects: Option<Arc<Redirects>>,
+    /// `--ok-status`: the statuses counted as ok beside 2xx and 3xx.
+    pub ok_status: Vec<(u16, u16)>,
 }
 
 impl Scenario {
@@ -206,6 +208,7 @@ impl Scenario {
                 .map(|o| o.local_addrs.iter().map(ToString::to_string).collect())
                 .unwrap_or_default(),
             connect_rate: self.limits.connect_rate,
+            ok_status: self.ok_status.clone(),
         }
     }
 
@@ -280,6 +283,7 @@ mod tests {
                 quic_tls: None,
                 dns: Default::default(),
                 redirects: None,
+                ok_status: Vec::new(),
             };
             let sum: u64 = (0..c).map(|w| s.worker_quota(w).unwrap()).sum();
             assert_eq!(sum, n);

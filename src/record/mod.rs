@@ -3,6 +3,7 @@
 
 mod keep_alive;
 pub mod notes;
+pub mod status;
 
 pub use keep_alive::KeepAliveHeader;
 

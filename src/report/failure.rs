@@ -205,7 +205,7 @@ pub fn example_sentence(s: &ScenarioReport, hinted: bool) -> Option<String> {
 pub fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
     // With -L a followed redirect is a hop on the way, not a success of its own.
     let redirects = s.requests.redirects.unwrap_or(0);
-    if s.requests.ok > redirects {
+    if s.requests.answered > redirects {
         return no_success_status(s, accepted);
     }
     Some(match leading_sentence(s) {
@@ -218,30 +218,21 @@ pub fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<St
     })
 }
 
-/// Whether a response of status `code` is a success: 2xx, 3xx, or among the statuses
-/// `--ok-status` accepts.
-pub fn is_success(code: u16, accepted: &[(u16, u16)]) -> bool {
-    (200..400).contains(&code) || accepted.iter().any(|(lo, hi)| (*lo..=*hi).contains(&code))
-}
-
-/// Whether any of the scenario's responses was a success ([`is_success`]).
-pub fn any_success(s: &ScenarioReport, accepted: &[(u16, u16)]) -> bool {
-    s.requests
-        .status_codes
-        .keys()
-        .any(|c| c.parse::<u16>().is_ok_and(|c| is_success(c, accepted)))
-}
-
 /// "close: no response was a success: 10 of 10 were 400 (add --ok-status 4xx if these
-/// are what you meant to measure)", when none was 2xx, 3xx or accepted.
+/// are what you meant to measure)", when none was ok (2xx, 3xx or accepted), the
+/// redirects `-L` followed left out (a hop on the way, not an answer).
 fn no_success_status(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
     let r = &s.requests;
-    if any_success(s, accepted) {
+    if r.ok > r.redirects.unwrap_or(0) {
         return None;
     }
     let (code, n) = r
         .status_codes
         .iter()
+        .filter(|(c, _)| {
+            c.parse::<u16>()
+                .is_ok_and(|c| !crate::record::status::is_ok(c, accepted))
+        })
         .max_by_key(|(c, n)| (**n, std::cmp::Reverse((*c).clone())))?;
     let said = r
         .status_examples
@@ -251,7 +242,8 @@ fn no_success_status(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<Stri
     let class = code.chars().next().unwrap_or('4');
     Some(format!(
         "{}: no response was a success: {n} of {} were {code}{said}; a run with no 2xx or 3xx response fails (--ok-status {class}xx counts them as successes)",
-        s.name, r.ok
+        s.name,
+        r.answered - r.redirects.unwrap_or(0)
     ))
 }
 

@@ -143,8 +143,8 @@ fn data(report: &Report) -> Data<'_> {
                 .find_map(|c| c.rows.iter().find(|r| r.name == s.name));
             let own = if s.load.rate.is_some() {
                 s.latency_ms.mean
-            } else if s.requests.ok > 0 {
-                s.concurrency as f64 * s.duration_s * 1000.0 / s.requests.ok as f64
+            } else if s.requests.answered > 0 {
+                s.concurrency as f64 * s.duration_s * 1000.0 / s.requests.answered as f64
             } else {
                 0.0
             };

@@ -230,9 +230,11 @@ pub struct ScenarioReport {
 pub struct TimelineBucket {
     pub t_s: f64,
     pub width_s: f64,
-    /// Attempts that ended in it, the ok ones and the failed ones.
+    /// Attempts that ended in it: answered with an ok status, answered with an error
+    /// status, and failed without an answer.
     pub requests: u64,
     pub ok: u64,
+    pub error_status: u64,
     pub errors: u64,
     /// The failed ones by category (non-zero only).
     pub errors_by_kind: BTreeMap<String, u64>,
@@ -285,7 +287,13 @@ pub struct LoadReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct RequestsReport {
     pub attempted: u64,
+    /// Answered with a status counted as ok: 2xx, 3xx, or one `--ok-status` accepts.
     pub ok: u64,
+    /// Answered with another status (`attempted` = `ok` + `error_status` + the errors).
+    pub error_status: u64,
+    /// Answered, whatever the status (`ok` + `error_status`): the population of the
+    /// latency and phase figures.
+    pub answered: u64,
     pub errors: BTreeMap<String, u64>,
     /// Errors by sub-reason (`reset_in_body`, `cert_expired`, ...): non-zero entries only.
     pub error_details: BTreeMap<String, u64>,
@@ -299,8 +307,7 @@ pub struct RequestsReport {
     pub status_examples: BTreeMap<String, String>,
     /// Responses by status class: `1xx` to `5xx`, each always present.
     pub status_classes: BTreeMap<String, u64>,
-    /// Responses whose status was not 2xx (answered, so counted in `ok`, but not a
-    /// success for the application).
+    /// Responses whose status was not 2xx (3xx among them, which count as ok).
     pub non_2xx: u64,
     /// The `Retry-After` (seconds) of a 429 or 503 response, when one carried it.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -51,6 +51,9 @@ pub struct ScenarioShape {
     /// `--connect-rate`: new TCP connections per second at most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_rate: Option<f64>,
+    /// `--ok-status`: the statuses counted as ok beside 2xx and 3xx (inclusive ranges).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ok_status: Vec<(u16, u16)>,
 }
 
 /// A scenario's figures, losslessly (made and read back by `stats::raw`).
@@ -147,6 +150,9 @@ pub struct RawTimeline {
 pub struct RawBucket {
     pub requests: u64,
     pub ok: u64,
+    /// Answered with a status that is not ok.
+    #[serde(default)]
+    pub error_status: u64,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
     pub new_connections: u64,
@@ -154,7 +160,7 @@ pub struct RawBucket {
     pub closed: BTreeMap<String, u64>,
     pub tls_full: u64,
     pub tls_resumed: u64,
-    /// Latency of the bucket's ok requests in µs (HdrHistogram V2, base64).
+    /// Latency of the bucket's answered requests in µs (HdrHistogram V2, base64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<String>,
 }
@@ -184,7 +190,9 @@ counters! {
     /// The counters of a run that add up when runs or threads merge.
     pub struct Counts {
         attempted,
-        ok,
+        /// Requests answered (a response came, whatever its status) (`ok` in older raw reports).
+        #[serde(alias = "ok")]
+        answered,
         /// Requests sent again on a new connection after a reused one turned out closed.
         stale_retries,
         /// HTTP/2 requests sent again after the server refused their stream.

@@ -241,7 +241,7 @@ mod tests {
         assert_eq!((c.connections_opened, c.connections_closed), (3, 3));
         assert_eq!((c.dns_lookups, c.dns_cache_hits), (1, 1));
         assert_eq!((c.tls_full, c.tls_resumed, c.tls13), (1, 2, 3));
-        assert_eq!((c.attempted, c.ok, c.reused_requests), (6, 5, 2));
+        assert_eq!((c.attempted, c.answered, c.reused_requests), (6, 5, 2));
         assert_eq!(rec.errors_total(), 1);
         assert_eq!(c.aborted_at_deadline, 1);
         // Requests per connection: the sum, the least and the most, and those the

@@ -187,6 +187,7 @@ impl From<&Recorder> for RawRecorder {
                     .map(|b| RawBucket {
                         requests: b.requests,
                         ok: b.ok,
+                        error_status: b.error_status,
                         errors: nonzero(
                             ErrorKind::ALL
                                 .iter()
@@ -408,6 +409,7 @@ fn timeline_of(r: &RawRecorder) -> Result<Timeline, String> {
         let mut out = Bucket {
             requests: b.requests,
             ok: b.ok,
+            error_status: b.error_status,
             new_connections: b.new_connections,
             tls_full: b.tls_full,
             tls_resumed: b.tls_resumed,
@@ -548,13 +550,13 @@ mod tests {
         assert_eq!(
             (
                 one.counts.attempted,
-                one.counts.ok,
+                one.counts.answered,
                 one.errors_total(),
                 one.counts.connections_opened
             ),
             (
                 merged.counts.attempted,
-                merged.counts.ok,
+                merged.counts.answered,
                 merged.errors_total(),
                 merged.counts.connections_opened
             )

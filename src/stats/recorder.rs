@@ -9,9 +9,9 @@ use crate::net::dns::Resolution;
 use crate::net::kernel::TcpView;
 use crate::net::local_ports::LocalPorts;
 use crate::proto::h2::wire::ServerSettings;
-use crate::record::KeepAliveHeader;
+use crate::record::{status, KeepAliveHeader};
 use crate::report::raw::Counts;
-use crate::stats::timeline::Timeline;
+use crate::stats::timeline::{Ended, Timeline};
 
 use crate::record::{
     CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, TlsHandshake,
@@ -115,6 +115,9 @@ pub struct Recorder {
     /// seen. Bounded by the number of details.
     pub error_examples: std::collections::BTreeMap<&'static str, String>,
     pub status: Box<[u64; STATUS_SLOTS]>,
+    /// The statuses `--ok-status` counts as ok beside 2xx and 3xx (the scenario's: set
+    /// before the first request, kept by `+=`).
+    pub ok_status: Vec<(u16, u16)>,
     /// What the first 3xx/4xx/5xx response of each status said (its status line, and a
     /// redirect's Location or an error's first body bytes): bounded by the statuses the
     /// readers keep.
@@ -297,6 +300,7 @@ impl Recorder {
             error_details: [0; ErrorDetail::ALL.len()],
             error_examples: std::collections::BTreeMap::new(),
             status: Box::new([0; STATUS_SLOTS]),
+            ok_status: Vec::new(),
             status_examples: std::collections::BTreeMap::new(),
             retry_after_s: None,
             goaway_codes: [0; GOAWAY_SLOTS],
@@ -314,6 +318,22 @@ impl Recorder {
             opened_by_origin: Vec::new(),
             opened_by_source: Vec::new(),
         }
+    }
+
+    /// Requests answered with a status that is not ok (neither 2xx nor 3xx, nor one
+    /// `ok_status` accepts).
+    pub fn error_status(&self) -> u64 {
+        self.status
+            .iter()
+            .enumerate()
+            .filter(|(code, n)| **n > 0 && !status::is_ok(*code as u16, &self.ok_status))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Requests answered with a status that is ok.
+    pub fn ok(&self) -> u64 {
+        self.counts.answered - self.error_status()
     }
 
     /// Count one attempt. Phases are kept for successful attempts only, so failures
@@ -343,8 +363,14 @@ impl Recorder {
                 if retry_after_s.is_some() && matches!(status, 429 | 503) {
                     self.retry_after_s = retry_after_s;
                 }
-                self.timeline.request_at(r.end, r.phases.total, None);
-                self.counts.ok += 1;
+                self.timeline.request_at(
+                    r.end,
+                    Ended::Answered {
+                        latency_ns: r.phases.total,
+                        ok: status::is_ok(status, &self.ok_status),
+                    },
+                );
+                self.counts.answered += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
                 if status >= 300 && !self.status_examples.contains_key(&status) {
                     if let Some(m) = crate::record::notes::status_example(status) {
@@ -366,7 +392,7 @@ impl Recorder {
                 }
             }
             Outcome::Error(f) => {
-                self.timeline.request_at(r.end, None, Some(f.kind));
+                self.timeline.request_at(r.end, Ended::Failed(f.kind));
                 self.errors[f.kind.index()] += 1;
                 if let Some(d) = f.detail {
                     self.error_details[d.index()] += 1;
@@ -590,6 +616,9 @@ impl AddAssign<&Recorder> for Recorder {
         }
         for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
             *a += b;
+        }
+        if self.ok_status.is_empty() {
+            self.ok_status.clone_from(&o.ok_status);
         }
         self.retry_after_s = self.retry_after_s.max(o.retry_after_s);
         for (a, b) in self.goaway_codes.iter_mut().zip(o.goaway_codes.iter()) {

@@ -64,11 +64,11 @@ fn group(set: &[PhaseStat], requests: u64) -> PhaseGroup {
 /// Each phase's sum over all ok requests divided by their number, in ms.
 fn phase_means(rec: &Recorder) -> PhaseMeans {
     let mean = |i: usize| {
-        if rec.counts.ok == 0 {
+        if rec.counts.answered == 0 {
             return 0.0;
         }
         let sum = rec.phases_new[i].sum_ns + rec.phases_reused[i].sum_ns;
-        sum as f64 / rec.counts.ok as f64 / NS_PER_MS
+        sum as f64 / rec.counts.answered as f64 / NS_PER_MS
     };
     PhaseMeans {
         blocked: mean(0),
@@ -241,7 +241,7 @@ fn summarize_counts(
         connections: connections_report(sc, rec),
         throughput: ThroughputReport {
             requests_per_s: if wall_s > 0.0 {
-                rec.counts.ok as f64 / wall_s
+                rec.counts.answered as f64 / wall_s
             } else {
                 0.0
             },
@@ -250,7 +250,10 @@ fn summarize_counts(
         },
         latency_ms: latency_report(rec),
         phases_ms: PhasesReport {
-            new: group(&rec.phases_new, rec.counts.ok - rec.counts.reused_requests),
+            new: group(
+                &rec.phases_new,
+                rec.counts.answered - rec.counts.reused_requests,
+            ),
             reused: group(&rec.phases_reused, rec.counts.reused_requests),
             mean_per_request: phase_means(rec),
         },
@@ -303,10 +306,13 @@ fn requests_report(rec: &Recorder, sc: &ScenarioShape) -> RequestsReport {
             (format!("{c}xx"), n)
         })
         .collect();
-    let non_2xx = rec.counts.ok - status_classes["2xx"];
+    let non_2xx = rec.counts.answered - status_classes["2xx"];
+    let error_status = rec.error_status();
     RequestsReport {
         attempted: rec.counts.attempted,
-        ok: rec.counts.ok,
+        ok: rec.counts.answered - error_status,
+        error_status,
+        answered: rec.counts.answered,
         errors,
         error_details,
         error_examples: rec
@@ -342,8 +348,8 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
     ConnectionsReport {
         opened: rec.counts.connections_opened,
         reused_requests: rec.counts.reused_requests,
-        reuse_ratio: if rec.counts.ok > 0 {
-            rec.counts.reused_requests as f64 / rec.counts.ok as f64
+        reuse_ratio: if rec.counts.answered > 0 {
+            rec.counts.reused_requests as f64 / rec.counts.answered as f64
         } else {
             0.0
         },
@@ -454,6 +460,7 @@ pub fn timeline(t: &crate::stats::timeline::Timeline, wall_s: f64) -> Vec<Timeli
                 },
                 requests: b.requests,
                 ok: b.ok,
+                error_status: b.error_status,
                 errors: b.errors_total(),
                 errors_by_kind: ErrorKind::ALL
                     .iter()

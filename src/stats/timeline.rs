@@ -26,7 +26,10 @@ const MAX_US: u64 = 3_600_000_000;
 #[derive(Clone, Default)]
 pub struct Bucket {
     pub requests: u64,
+    /// Answered with a status counted as ok (`record::status::is_ok`).
     pub ok: u64,
+    /// Answered with another status.
+    pub error_status: u64,
     pub errors: [u32; ErrorKind::ALL.len()],
     pub new_connections: u64,
     pub closed: [u32; CloseReason::ALL.len()],
@@ -34,7 +37,7 @@ pub struct Bucket {
     pub tls_resumed: u64,
     /// Connections that ended, for a log without close reasons (audit's).
     pub ended: u64,
-    /// Latency of its ok requests (µs), made on the first one.
+    /// Latency of its answered requests (µs), made on the first one.
     pub latency: Option<Box<Histogram<u32>>>,
 }
 
@@ -61,6 +64,7 @@ impl AddAssign<&Bucket> for Bucket {
     fn add_assign(&mut self, o: &Bucket) {
         self.requests += o.requests;
         self.ok += o.ok;
+        self.error_status += o.error_status;
         for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
             *a = a.saturating_add(*b);
         }
@@ -164,23 +168,19 @@ impl Timeline {
 
     /// A request that ended at `end`, in its bucket (the clock is not read again).
     #[inline]
-    pub fn request_at(
-        &mut self,
-        end: Instant,
-        ok_latency_ns: Option<u64>,
-        error: Option<ErrorKind>,
-    ) {
+    pub fn request_at(&mut self, end: Instant, how: Ended) {
         let Some(start) = self.start else {
             return;
         };
         let at = end.saturating_duration_since(start).as_nanos() as u64;
-        record_request(self.bucket_at(at), ok_latency_ns, error);
+        record_request(self.bucket_at(at), how);
     }
 
+    /// A request seen now, whose ending is not this timeline's to judge (audit's).
     #[inline]
-    pub fn request(&mut self, ok_latency_ns: Option<u64>, error: Option<ErrorKind>) {
+    pub fn request(&mut self) {
         if let Some(b) = self.now() {
-            record_request(b, ok_latency_ns, error);
+            record_request(b, Ended::Seen);
         }
     }
 
@@ -252,17 +252,37 @@ impl Timeline {
     }
 }
 
-fn record_request(b: &mut Bucket, ok_latency_ns: Option<u64>, error: Option<ErrorKind>) {
+/// How a request in a bucket ended.
+#[derive(Debug, Clone, Copy)]
+pub enum Ended {
+    /// A response came: its latency, and whether its status counts as ok.
+    Answered { latency_ns: Option<u64>, ok: bool },
+    /// No response: the failure's category.
+    Failed(ErrorKind),
+    /// Seen, with no outcome to count (audit's log).
+    Seen,
+}
+
+fn record_request(b: &mut Bucket, how: Ended) {
     b.requests += 1;
-    if let Some(ns) = ok_latency_ns {
-        b.ok += 1;
-        let h = b.latency.get_or_insert_with(|| {
-            Box::new(Histogram::new_with_bounds(1, MAX_US, 1).expect("valid histogram bounds"))
-        });
-        let _ = h.record((ns / 1000).clamp(1, MAX_US));
-    }
-    if let Some(k) = error {
-        b.errors[k.index()] = b.errors[k.index()].saturating_add(1);
+    match how {
+        Ended::Answered { latency_ns, ok } => {
+            if ok {
+                b.ok += 1;
+            } else {
+                b.error_status += 1;
+            }
+            if let Some(ns) = latency_ns {
+                let h = b.latency.get_or_insert_with(|| {
+                    Box::new(
+                        Histogram::new_with_bounds(1, MAX_US, 1).expect("valid histogram bounds"),
+                    )
+                });
+                let _ = h.record((ns / 1000).clamp(1, MAX_US));
+            }
+        }
+        Ended::Failed(k) => b.errors[k.index()] = b.errors[k.index()].saturating_add(1),
+        Ended::Seen => {}
     }
 }
 
@@ -294,15 +314,29 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
+    fn answered(ns: u64) -> Ended {
+        Ended::Answered {
+            latency_ns: Some(ns),
+            ok: true,
+        }
+    }
+
     #[test]
     fn events_land_in_their_second() {
         let mut t = Timeline::with_cap(MAX_BUCKETS);
-        record_request(t.bucket_at(100_000), Some(2_000_000), None);
-        record_request(t.bucket_at(S + 1), None, Some(ErrorKind::Reset));
+        record_request(t.bucket_at(100_000), answered(2_000_000));
+        record_request(
+            t.bucket_at(200_000),
+            Ended::Answered {
+                latency_ns: Some(2_000_000),
+                ok: false,
+            },
+        );
+        record_request(t.bucket_at(S + 1), Ended::Failed(ErrorKind::Reset));
         t.bucket_at(3 * S + 5).new_connections += 1;
         let b = t.buckets();
         assert_eq!(b.len(), 4);
-        assert_eq!((b[0].requests, b[0].ok), (1, 1));
+        assert_eq!((b[0].requests, b[0].ok, b[0].error_status), (2, 1, 1));
         assert_eq!((b[1].requests, b[1].errors_total()), (1, 1));
         assert_eq!(b[2].requests, 0);
         assert_eq!(b[3].new_connections, 1);
@@ -333,7 +367,7 @@ mod tests {
     fn memory_stays_flat_over_two_hours() {
         let mut t = Timeline::with_cap(MAX_BUCKETS);
         for s in 0..7200u64 {
-            record_request(t.bucket_at(s * S), Some(1_000_000), None);
+            record_request(t.bucket_at(s * S), answered(1_000_000));
             t.bucket_at(s * S).new_connections += 1;
             assert!(t.buckets().len() <= MAX_BUCKETS);
         }
@@ -348,7 +382,7 @@ mod tests {
         // A small cap shows the same merging again and again.
         let mut t = Timeline::with_cap(8);
         for s in 0..100u64 {
-            record_request(t.bucket_at(s * S), None, Some(ErrorKind::TimeoutWait));
+            record_request(t.bucket_at(s * S), Ended::Failed(ErrorKind::TimeoutWait));
         }
         assert!(t.buckets().len() <= 8);
         assert_eq!(t.width_s(), 16);
@@ -363,9 +397,9 @@ mod tests {
         let mut a = Timeline::with_cap(4);
         let mut b = Timeline::with_cap(4);
         for s in 0..8u64 {
-            record_request(a.bucket_at(s * S), Some(S / 1000), None);
+            record_request(a.bucket_at(s * S), answered(S / 1000));
         }
-        record_request(b.bucket_at(S), Some(S / 1000), None);
+        record_request(b.bucket_at(S), answered(S / 1000));
         assert_eq!((a.width_s(), b.width_s()), (2, 1));
         a += &b;
         assert_eq!(a.width_s(), 2);

@@ -271,7 +271,7 @@ async function checkBench(page) {
     const p = [["connections", "opened"], ["connections", "reused_requests"], ["connections", "reuse_ratio"],
       ["connections", "requests_per_connection", "min"], ["connections", "requests_per_connection", "mean"], ["connections", "requests_per_connection", "max"],
       ["connections", "tls_handshakes", "full"], ["connections", "tls_handshakes", "resumed"],
-      ["requests", "attempted"], ["requests", "ok"], ["requests", "aborted_at_deadline"], ["requests", "late_sends"], ["requests", "retries", "stale_connection"],
+      ["requests", "attempted"], ["requests", "ok"], ["requests", "error_status"], ["requests", "aborted_at_deadline"], ["requests", "late_sends"], ["requests", "retries", "stale_connection"],
       ["phases_ms", "new", "total", "count"], ["phases_ms", "reused", "total", "count"]];
     for (const kind of ["new", "reused"]) if (s.phases_ms[kind].total.count > 0) for (const q of ["mean", "p50", "p99", "max"]) p.push(["phases_ms", kind, "total", q]);
     if (s.phases_ms.new.connect.count > 0) p.push(["phases_ms", "new", "connect", "mean"]);

@@ -80,7 +80,7 @@ pub fn check_exit(args: &[&str], out: &Output, report: &Value) {
         s.iter().any(|s| {
             let c = &s["requests"]["status_classes"];
             let success = c["2xx"].as_u64().unwrap_or(0) + c["3xx"].as_u64().unwrap_or(0);
-            s["requests"]["ok"] == 0 || success == 0
+            s["requests"]["answered"] == 0 || success == 0
         })
     });
     let accepted = args.contains(&"--ok-status");
@@ -198,8 +198,13 @@ pub fn check_accounting(s: &Value) {
     let errors: u64 = req["errors"].as_object().unwrap().values().map(u).sum();
     assert_eq!(
         u(&req["attempted"]),
-        u(&req["ok"]) + errors,
-        "attempted = ok + errors in {req}"
+        u(&req["ok"]) + u(&req["error_status"]) + errors,
+        "attempted = ok + error_status + errors in {req}"
+    );
+    assert_eq!(
+        u(&req["answered"]),
+        u(&req["ok"]) + u(&req["error_status"]),
+        "answered = ok + error_status in {req}"
     );
     let statuses: u64 = req["status_codes"]
         .as_object()
@@ -207,7 +212,11 @@ pub fn check_accounting(s: &Value) {
         .values()
         .map(u)
         .sum();
-    assert_eq!(statuses, u(&req["ok"]), "every ok request has a status");
+    assert_eq!(
+        statuses,
+        u(&req["answered"]),
+        "every answered request has a status"
+    );
     let c = &s["connections"];
     let reasons: u64 = c["close_reasons"]
         .as_object()
@@ -222,7 +231,7 @@ pub fn check_accounting(s: &Value) {
     );
     let new = u(&s["phases_ms"]["new"]["requests"]);
     let reused = u(&s["phases_ms"]["reused"]["requests"]);
-    assert_eq!(new + reused, u(&req["ok"]));
+    assert_eq!(new + reused, u(&req["answered"]));
     assert_eq!(reused, u(&c["reused_requests"]));
     check_timeline(s);
 }
@@ -235,6 +244,11 @@ pub fn check_timeline(s: &Value) {
     let c = &s["connections"];
     assert_eq!(sum("requests"), u(&req["attempted"]), "timeline requests");
     assert_eq!(sum("ok"), u(&req["ok"]), "timeline ok");
+    assert_eq!(
+        sum("error_status"),
+        u(&req["error_status"]),
+        "timeline error status"
+    );
     let errors: u64 = req["errors"].as_object().unwrap().values().map(u).sum();
     assert_eq!(sum("errors"), errors, "timeline errors");
     assert_eq!(
@@ -274,12 +288,13 @@ pub fn check_timeline(s: &Value) {
             .map(u)
             .sum();
         assert_eq!(by_reason, u(&b["closed_connections"]), "bucket {i}: {b}");
+        let answered = u(&b["ok"]) + u(&b["error_status"]);
         assert_eq!(
-            u(&b["ok"]) + u(&b["errors"]),
+            answered + u(&b["errors"]),
             u(&b["requests"]),
             "bucket {i}: {b}"
         );
-        assert_eq!(b["p50_ms"].is_null(), u(&b["ok"]) == 0, "bucket {i}: {b}");
+        assert_eq!(b["p50_ms"].is_null(), answered == 0, "bucket {i}: {b}");
     }
 }
 

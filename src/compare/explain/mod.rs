@@ -66,8 +66,8 @@ fn connections_of(r: &ComparisonRow, rs: &ScenarioReport) -> Vec<Evidence> {
     let mut out = vec![Evidence::count(
         &row_figure(r, "connections.opened"),
         c.opened,
-        rs.requests.ok,
-        "ok requests",
+        rs.requests.answered,
+        "answered requests",
     )];
     let h = &c.tls_handshakes;
     if h.full + h.resumed > 0 {
@@ -88,8 +88,8 @@ fn connections_of(r: &ComparisonRow, rs: &ScenarioReport) -> Vec<Evidence> {
         out.push(Evidence::count(
             &row_figure(r, "early_data.accepted"),
             c.early_data.accepted,
-            rs.requests.ok,
-            "ok requests",
+            rs.requests.answered,
+            "answered requests",
         ));
     }
     out
@@ -137,8 +137,8 @@ pub(super) fn failed_explanation(r: &ComparisonRow, rs: &ScenarioReport, rounds:
         "rounds",
     ))
     .with(Evidence::count(
-        &format!("scenarios[\"{}\"].requests.ok", r.name),
-        rs.requests.ok,
+        &format!("scenarios[\"{}\"].requests.answered", r.name),
+        rs.requests.answered,
         rs.requests.attempted,
         "attempts",
     ))
@@ -196,7 +196,7 @@ pub(super) fn round_trips_line(
                 &row_figure(r, "round_trips.counted"),
                 t.counted,
                 None,
-                "ok requests (per request)",
+                "answered requests (per request)",
             ))
             .with(Evidence::figure(
                 &row_figure(r, "round_trips.measured"),
@@ -364,7 +364,7 @@ fn early_note(rs: &ScenarioReport, rtt: Option<f64>) -> Option<String> {
     };
     Some(format!(
         " {} of {} requests went in TLS 1.3 early data (0-RTT){rejected}: {effect}.",
-        ed.accepted, rs.requests.ok
+        ed.accepted, rs.requests.answered
     ))
 }
 
@@ -487,7 +487,7 @@ fn cost(rtt: Option<f64>, what: &str, ms: f64, round_trips: f64) -> String {
 /// Per request, how many more of each than the best: connections opened, full and
 /// resumed TLS handshakes.
 fn per_request_excess(rs: &ScenarioReport, bs: &ScenarioReport) -> (f64, f64, f64) {
-    let per = |s: &ScenarioReport, n: u64| n as f64 / s.requests.ok.max(1) as f64;
+    let per = |s: &ScenarioReport, n: u64| n as f64 / s.requests.answered.max(1) as f64;
     let (c, b) = (&rs.connections, &bs.connections);
     (
         per(rs, c.opened) - per(bs, b.opened),
@@ -498,7 +498,7 @@ fn per_request_excess(rs: &ScenarioReport, bs: &ScenarioReport) -> (f64, f64, f6
 
 fn paid(rs: &ScenarioReport, bs: &ScenarioReport, rtt: Option<f64>) -> Paid {
     let (d_tcp, d_full, d_res) = per_request_excess(rs, bs);
-    let own_rate = rs.connections.opened as f64 / rs.requests.ok.max(1) as f64;
+    let own_rate = rs.connections.opened as f64 / rs.requests.answered.max(1) as f64;
     let new = &rs.phases_ms.new;
     let tls13 = rs.connections.tls_handshakes.tls13 > 0;
     let version = if tls13 { "TLS 1.3" } else { "TLS 1.2" };
@@ -601,7 +601,7 @@ fn connection_counts(rs: &ScenarioReport, best: &ComparisonRow, bs: &ScenarioRep
     format!(
         "{own} connection{} for {} requests; {} {opened}{per_worker}",
         if own == 1 { "" } else { "s" },
-        rs.requests.ok,
+        rs.requests.answered,
         best.name
     )
 }

@@ -220,12 +220,13 @@
   }
 
   // Requests and errors: one row per scenario, errors by category and by detail.
-  const errs = table(document.getElementById("errors"), "errors-table", ["strategy", "attempted", "ok", "errors by category", "error details", "status codes", "aborted at the deadline", "late sends"]);
+  const errs = table(document.getElementById("errors"), "errors-table", ["strategy", "attempted", "ok", "error status", "errors by category", "error details", "status codes", "aborted at the deadline", "late sends"]);
   for (const e of entries) {
     const r = e.requests, tr = h("tr", { "data-name": e.name }, errs);
     h("td", {}, tr, e.name);
     fig(h("td", {}, tr), "span", e.name, ["requests", "attempted"], r.attempted);
     fig(h("td", {}, tr), "span", e.name, ["requests", "ok"], r.ok);
+    fig(h("td", {}, tr), "span", e.name, ["requests", "error_status"], r.error_status);
     kvs(h("td", { class: "list" }, tr), e.name, ["requests", "errors"], r.errors);
     kvs(h("td", { class: "list" }, tr), e.name, ["requests", "error_details"], r.error_details);
     kvs(h("td", { class: "list" }, tr), e.name, ["requests", "status_codes"], r.status_codes);

@@ -114,8 +114,8 @@ fn summary(out: &mut String, s: &ScenarioReport) {
     let _ = writeln!(out, "\nSummary");
     let _ = writeln!(
         out,
-        "  Requests      {} attempted, {} ok, {} errors",
-        r.attempted, r.ok, errors
+        "  Requests      {} attempted, {} ok, {} with an error status, {} failed",
+        r.attempted, r.ok, r.error_status, errors
     );
     if r.aborted_at_deadline > 0 {
         let _ = writeln!(
@@ -144,7 +144,7 @@ fn summary(out: &mut String, s: &ScenarioReport) {
         .iter()
         .map(|(k, v)| format!("{k}: {v}"))
         .collect();
-    let classes = if r.ok == 0 {
+    let classes = if r.answered == 0 {
         String::new()
     } else if r.non_2xx == 0 {
         " (all 2xx)".to_string()
@@ -155,7 +155,12 @@ fn summary(out: &mut String, s: &ScenarioReport) {
             .filter(|(_, n)| **n > 0)
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
-        format!(" ({}; non-2xx {} of {})", by.join(", "), r.non_2xx, r.ok)
+        format!(
+            " ({}; non-2xx {} of {})",
+            by.join(", "),
+            r.non_2xx,
+            r.answered
+        )
     };
     let _ = writeln!(
         out,
@@ -199,9 +204,12 @@ pub fn render_scenario(s: &ScenarioReport, width: usize) -> String {
 
     summary(&mut out, s);
 
-    if s.requests.ok == 0 {
+    if s.requests.answered == 0 {
         // Nothing was measured: no table of zeros.
-        let _ = writeln!(out, "\nLatency       none measured: no request succeeded");
+        let _ = writeln!(
+            out,
+            "\nLatency       none measured: no request was answered"
+        );
     } else {
         latency_tables(&mut out, s);
     }
@@ -355,9 +363,9 @@ fn connections_block(out: &mut String, s: &ScenarioReport) {
     redirect_lines(out, s);
     let _ = writeln!(
         out,
-        "  reused requests       {} of {} ok (reuse ratio {:.1} %)",
+        "  reused requests       {} of {} answered (reuse ratio {:.1} %)",
         c.reused_requests,
-        r.ok,
+        r.answered,
         c.reuse_ratio * 100.0
     );
     tls_lines(out, &c.tls_handshakes);

@@ -82,9 +82,24 @@ fn error_findings(rec: &Recorder, rep: &ScenarioReport) -> Vec<Finding> {
         .filter(|(_, n)| *n > 0)
         .collect();
     by.sort_by_key(|e| std::cmp::Reverse(e.1));
+    // Through a proxy, a lookup or a connect that failed was the proxy's: the origin
+    // was never reached, and the count says so.
+    let proxy = rep.connections.proxy.as_ref().map(|p| p.url.as_str());
     let list: Vec<String> = by
         .iter()
-        .map(|(k, n)| format!("{} {}", n, k.name()))
+        .map(|(k, n)| match (proxy, k) {
+            (
+                Some(p),
+                ErrorKind::Dns
+                | ErrorKind::Connect
+                | ErrorKind::TimeoutDns
+                | ErrorKind::TimeoutConnect,
+            ) => format!(
+                "{n} {} (to the proxy {p}; the origin was not reached)",
+                k.name()
+            ),
+            _ => format!("{} {}", n, k.name()),
+        })
         .collect();
     let cause = cause_of(by[0].0);
     // Most attempts failed: the run measured its failures.
@@ -268,7 +283,7 @@ fn protocol_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding> {
         );
         return out;
     }
-    if sc.strategy.early_data() && c.early_accepted == 0 && c.ok > 0 {
+    if sc.strategy.early_data() && c.early_accepted == 0 && c.answered > 0 {
         // Over QUIC every handshake is TLS 1.3.
         let tls13 = if sc.strategy.quic() {
             handshakes
@@ -278,7 +293,7 @@ fn protocol_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding> {
         let cause = NoEarlyData::judge(handshakes, tls13, c.tls_resumed, c.early_attempted);
         let text = format!(
             "The server never accepted 0-RTT: 0 of {} requests went in early data; {}. The run measured {} instead{}.",
-            c.ok,
+            c.answered,
             cause.why(),
             if sc.strategy.quic() { "resumed QUIC handshakes (h3-resumed)" } else { "resumed handshakes (close-resumed)" },
             cause.fix_clause(None)
@@ -295,14 +310,14 @@ fn protocol_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding> {
                 .with(Evidence::count(
                     "connections.early_data.accepted",
                     0,
-                    c.ok,
-                    "ok requests",
+                    c.answered,
+                    "answered requests",
                 ))
                 .with(Evidence::count(
                     "connections.early_data.attempted",
                     c.early_attempted,
-                    c.ok,
-                    "ok requests",
+                    c.answered,
+                    "answered requests",
                 )),
         );
     }
@@ -315,7 +330,7 @@ fn reuse_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding> {
     let reasons = |r: CloseReason| rec.close_reasons[r.index()];
     let closed = rec.counts.connections_closed;
     let asked_reuse = sc.strategy.persistent();
-    let ok = rec.counts.ok;
+    let ok = rec.counts.answered;
     let reuse_ratio = if ok > 0 {
         rec.counts.reused_requests as f64 / ok as f64
     } else {
@@ -467,8 +482,8 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64
         .with(Evidence::count(
             "connections.reused_requests",
             rec.counts.reused_requests,
-            rec.counts.ok,
-            "ok requests",
+            rec.counts.answered,
+            "answered requests",
         ))
 }
 
@@ -546,10 +561,10 @@ fn ports_exhausted_sentence(n: u64, ports: Option<crate::net::local_ports::Local
 
 /// The headline: what the run measured, in one sentence, with the population of each
 /// mean named; or, when a finding explains the run, that finding first. `None` when no
-/// request succeeded (the line that says the run measured nothing stands instead).
+/// request was answered (the line that says the run measured nothing stands instead).
 pub fn headline(rep: &ScenarioReport, findings: &[Finding]) -> Option<Finding> {
     let r = &rep.requests;
-    if r.ok == 0 {
+    if r.answered == 0 {
         return None;
     }
     let measured = measured(rep);
@@ -578,15 +593,29 @@ fn lower_first(s: &str) -> String {
 
 /// "2000 requests ok over 10 connections (200.0 per connection): p50 0.053 ms, p99
 /// 0.534 ms, 29058 requests/s; setting up a new connection took 0.115 ms (mean over 10
-/// new connections)."
+/// new connections)." With answers whose status is not ok: "50 requests answered (1 ok,
+/// 49 with an error status) over ...".
 fn measured(rep: &ScenarioReport) -> Finding {
     let r = &rep.requests;
     let c = &rep.connections;
     let errors: u64 = r.errors.values().sum();
-    let per = if c.opened > 0 && r.ok > c.opened {
-        format!(" ({:.1} per connection)", r.ok as f64 / c.opened as f64)
+    let per = if c.opened > 0 && r.answered > c.opened {
+        format!(
+            " ({:.1} per connection)",
+            r.answered as f64 / c.opened as f64
+        )
     } else {
         String::new()
+    };
+    let answered = if r.error_status == 0 {
+        format!("{} ok", plural(r.ok, "request", "requests"))
+    } else {
+        format!(
+            "{} answered ({} ok, {} with an error status)",
+            plural(r.answered, "request", "requests"),
+            r.ok,
+            r.error_status
+        )
     };
     let failed = if errors > 0 {
         format!(" ({errors} failed)")
@@ -597,6 +626,12 @@ fn measured(rep: &ScenarioReport) -> Finding {
         .with(Evidence::count(
             "requests.ok",
             r.ok,
+            r.attempted,
+            "attempts",
+        ))
+        .with(Evidence::count(
+            "requests.error_status",
+            r.error_status,
             r.attempted,
             "attempts",
         ))
@@ -640,20 +675,19 @@ fn measured(rep: &ScenarioReport) -> Finding {
             "setup per new connection (dns + connect + proxy_connect + tunnel + tls + h2_setup + quic_handshake)",
             mean,
             new.requests,
-            "ok requests on new connections",
+            "answered requests on new connections",
         ));
         if dns.count > 0 {
             f = f.with(Evidence::mean_ms(
                 "phases_ms.new.dns.mean",
                 dns.mean,
                 dns.count,
-                "ok requests on new connections that waited for DNS",
+                "answered requests on new connections that waited for DNS",
             ));
         }
     }
     f.text = format!(
-        "{} ok{failed} over {}{per}: p50 {} ms, p99 {} ms, {:.0} requests/s{setup}.",
-        plural(r.ok, "request", "requests"),
+        "{answered}{failed} over {}{per}: p50 {} ms, p99 {} ms, {:.0} requests/s{setup}.",
         plural(c.opened, "connection", "connections"),
         fmt_ms(rep.latency_ms.p50),
         fmt_ms(rep.latency_ms.p99),

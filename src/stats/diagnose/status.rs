@@ -4,18 +4,18 @@
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::stats::recorder::Recorder;
 
-/// Responses with a status of 2xx or 3xx, the redirects `-L` followed left out (a hop on
-/// the way, not an answer).
+/// Responses whose status is ok (2xx, 3xx, or one `--ok-status` accepts), the redirects
+/// `-L` followed left out (a hop on the way, not an answer).
 pub fn successes(rec: &Recorder) -> u64 {
-    rec.status[200..400].iter().sum::<u64>() - rec.counts.redirects
+    rec.ok() - rec.counts.redirects
 }
 
 /// Answered requests, the redirects `-L` followed left out.
 fn answered(rec: &Recorder) -> u64 {
-    rec.counts.ok - rec.counts.redirects
+    rec.counts.answered - rec.counts.redirects
 }
 
-/// The status most error responses had, and how many had it.
+/// The status most error responses (4xx, 5xx) had, and how many had it.
 fn leading_error_status(rec: &Recorder) -> Option<(u16, u64)> {
     (400..600)
         .map(|c| (c as u16, rec.status[c]))
@@ -28,7 +28,10 @@ fn leading_error_status(rec: &Recorder) -> Option<(u16, u64)> {
 /// measured the server's error path).
 pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
     let ok = answered(rec);
+    // 4xx and 5xx are HTTP's errors whatever the user counts as ok; those it counts are
+    // said to be.
     let failing: u64 = rec.status[400..600].iter().sum();
+    let accepted = failing - failing.min(rec.error_status());
     if ok == 0 || failing * 2 <= ok {
         return None;
     }
@@ -56,15 +59,20 @@ pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
         _ => "the server refused the requests".to_string(),
     };
     let success = successes(rec);
-    let none_ok = if success == 0 {
-        ", none 2xx or 3xx"
-    } else {
-        ""
+    let none_ok = match (success, rec.ok_status.is_empty()) {
+        (0, true) => ", none 2xx or 3xx",
+        (0, false) => ", none 2xx, 3xx or of --ok-status",
+        _ => "",
     };
     let words = said.map(|m| format!(" It said: {m}.")).unwrap_or_default();
     let text = format!(
-        "Most responses were errors: {n} of {ok} were {code}{}, {failing} were 4xx or 5xx in all{none_ok}: {cause}.{words} The latencies are those of the error responses.",
+        "Most responses were errors: {n} of {ok} were {code}{}, {failing} were 4xx or 5xx in all{none_ok}{}: {cause}.{words} The latencies are those of the error responses.",
         reason_phrase(code).map(|r| format!(" ({r})")).unwrap_or_default(),
+        if accepted > 0 {
+            format!(" ({accepted} counted as ok by --ok-status)")
+        } else {
+            String::new()
+        },
     );
     Some(
         Finding::new(
@@ -89,12 +97,7 @@ pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
             ok,
             "responses",
         ))
-        .with(Evidence::count(
-            "requests.status_classes.2xx+3xx",
-            success,
-            ok,
-            "responses",
-        )),
+        .with(Evidence::count("requests.ok", success, ok, "responses")),
     )
 }
 
