@@ -1072,3 +1072,148 @@ fn cleartext_http2_streams_are_counted_as_requests() {
         assert_eq!(u(&t["responses"]), delta[1], "{v}");
     }
 }
+
+/// nginx logging each request's connection, its number on it and the User-Agent.
+fn nginx_by_agent() -> Option<Nginx> {
+    Nginx::start_servers(
+        "log_format ua '$connection $connection_requests \"$http_user_agent\"';",
+        1,
+        |ports, d| {
+            format!(
+                "server {{ listen 127.0.0.1:{}; access_log {}/access.log ua; location / {{ return 200 \"hello\\n\"; }} }}",
+                ports[0],
+                d.display()
+            )
+        },
+    )
+}
+
+/// nginx's count for the clients whose User-Agent starts with `agent`: (requests,
+/// connections).
+fn by_agent(n: &Nginx, agent: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(n.dir.join("access.log")).unwrap_or_default();
+    let mut conns = std::collections::BTreeSet::new();
+    let mut requests = 0;
+    for l in text.lines() {
+        let f: Vec<&str> = l.splitn(3, ' ').collect();
+        if f[2].trim_matches('"').starts_with(agent) {
+            requests += 1;
+            conns.insert(f[0].to_string());
+        }
+    }
+    (requests, conns.len() as u64)
+}
+
+/// Node: five requests, each on a connection of its own (`agent: false`).
+const NODE_ONE_SHOTS: &str = "const http=require('http');let n=0;\
+(function go(){if(n++<5)http.get(process.argv[1],{agent:false,headers:{'User-Agent':'node-oneshot/1'}},r=>{r.resume();r.on('end',go)})})()";
+
+/// Python with five one-shot `requests.get`, one curl with three URLs, Node with five
+/// `agent: false` requests, one after the other, against `url`.
+fn three_programs(url: &str) {
+    let py = "import requests,sys\nfor _ in range(5): requests.get(sys.argv[1])\n";
+    let o = "/dev/null";
+    for args in [
+        vec!["python3", "-c", py, url],
+        vec!["curl", "-s", "-o", o, "-o", o, "-o", o, url, url, url],
+        vec!["node", "-e", NODE_ONE_SHOTS, url],
+    ] {
+        let st = Command::new(args[0]).args(&args[1..]).status().unwrap();
+        assert!(st.success(), "{args:?}");
+    }
+}
+
+/// A watch's report after Ctrl-C (SIGINT, by its PID).
+fn interrupted_report(mut w: Child) -> Value {
+    let _ = Command::new("kill")
+        .args(["-INT", &w.id().to_string()])
+        .status();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut w.stdout.take().unwrap(), &mut out).unwrap();
+    let _ = w.wait();
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// Watching an endpoint while three programs talk to it (Python with five one-shot
+/// `requests.get`, one curl with three URLs, Node with five `agent: false` requests): each
+/// program is named with its own connections and requests (nginx's log by User-Agent is
+/// the truth) and judged on its own; the headline gives the total, then each program's
+/// sentence, never one blended verdict.
+#[test]
+fn each_client_program_of_an_endpoint_is_named_and_judged_on_its_own() {
+    let _serial = serial();
+    let Some(n) = nginx_by_agent() else { return };
+    let url = n.url();
+    let w = Command::new(bin())
+        .args([
+            "watch",
+            "--json",
+            "--port",
+            &n.port.to_string(),
+            "-d",
+            "60s",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    three_programs(&url);
+    std::thread::sleep(Duration::from_millis(500));
+    let v = interrupted_report(w);
+    check_schema(&v);
+    let programs = v["programs"].as_array().expect("programs");
+    let named: Vec<&str> = programs
+        .iter()
+        .map(|p| p["program"].as_str().unwrap())
+        .collect();
+    let python = *named
+        .iter()
+        .find(|p| p.starts_with("python"))
+        .unwrap_or_else(|| panic!("no python among {named:?}"));
+    let verdict = |at: &str| -> &str {
+        v["verdict"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| {
+                f["evidence"]
+                    .as_array()
+                    .is_some_and(|e| e.iter().any(|e| e["figure"] == format!("{at}.requests")))
+            })
+            .and_then(|f| f["code"].as_str())
+            .unwrap_or_else(|| panic!("no finding at {at}: {}", v["verdict"]))
+    };
+    for (program, agent, code) in [
+        (python, "python-requests/", "not_reused"),
+        ("curl", "curl/", "reused"),
+        ("node", "node-oneshot/", "not_reused"),
+    ] {
+        let p = programs
+            .iter()
+            .find(|p| p["program"] == program)
+            .unwrap_or_else(|| panic!("no {program} among {named:?}"));
+        let (requests, conns) = by_agent(&n, agent);
+        assert_eq!(
+            (u(&p["requests"]), u(&p["connections"])),
+            (requests, conns),
+            "{program}: {p}"
+        );
+        assert_eq!(p["clients"][0], "127.0.0.1", "{p}");
+        assert_eq!(verdict(&format!("programs[{program}]")), code, "{program}");
+    }
+    assert_eq!(by_agent(&n, "curl/"), (3, 1));
+    assert_eq!(by_agent(&n, "node-oneshot/"), (5, 5));
+    assert_eq!(programs.len(), 3, "{named:?}");
+    let h = &v["headline"];
+    let text = h["text"].as_str().unwrap();
+    assert_eq!(h["code"], "by_program", "{text}");
+    assert!(
+        text.starts_with("13 requests over 11 connections from 3 client programs")
+            && text.contains("curl: 3 requests over 1 connection: reused")
+            && text.contains(&format!(
+                "{python}: 5 requests over 5 connections: not reused"
+            ))
+            && !text.contains("1.2 requests per connection"),
+        "{text}"
+    );
+}

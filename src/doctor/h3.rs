@@ -130,7 +130,7 @@ pub fn probe(
             timeout.min(UNADVERTISED_WAIT)
         };
         match run(Strategy::H3Close, 1, first_wait) {
-            Ok(r) if r.counts.ok == 1 => f.answered = true,
+            Ok(r) if r.counts.answered == 1 => f.answered = true,
             Ok(r) => {
                 f.error = main_error(&r).or(Some("no answer".into()));
                 break 'probes;

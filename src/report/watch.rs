@@ -68,6 +68,20 @@ pub struct EndpointSummary {
     pub bytes_received: u64,
 }
 
+/// Watching an endpoint: one client program's connections (a population of its own,
+/// judged on its own).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramSummary {
+    /// The client program's name (the kernel's name of the process that connected), or
+    /// `unknown`: a client on another machine, or one gone before it was looked up.
+    pub program: String,
+    /// The addresses its connections came from.
+    pub clients: Vec<String>,
+    /// Its figures (`endpoint` is "all": every endpoint watched).
+    #[serde(flatten)]
+    pub figures: EndpointSummary,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CaptureReport {
     /// Packets the capture's filter passed (TCP), and of them those the kernel dropped
@@ -116,6 +130,10 @@ pub struct WatchReport {
     pub peak_concurrent_connections: u64,
     pub total: EndpointSummary,
     pub endpoints: Vec<EndpointSummary>,
+    /// Watching an endpoint: each client program's figures, by name (the verdict judges
+    /// each apart; the headline names each when there were several).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<ProgramSummary>,
     /// Watching a process: connections seen on this machine that were not its (not in
     /// the figures above).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -15,7 +15,7 @@ mod naming;
 mod owners;
 mod summary;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::parse::UsageError;
-use crate::report::watch::{CaptureReport, WatchReport, Watched};
+use crate::report::watch::{CaptureReport, ProgramSummary, WatchReport, Watched};
 use crate::track::{Conn, Tracker};
 use owners::Owned;
 use summary::Acc;
@@ -76,6 +76,9 @@ pub struct Options {
 struct Outcome {
     total: Acc,
     by_endpoint: BTreeMap<SocketAddr, Acc>,
+    /// Watching an endpoint: the figures of each client program (by name), with the
+    /// addresses its connections came from.
+    by_program: BTreeMap<Arc<str>, (Acc, BTreeSet<IpAddr>)>,
     /// The watched connections that ended, as (client, server): only their sockets are
     /// counted in TIME_WAIT at the end.
     ended: HashSet<(SocketAddr, SocketAddr)>,
@@ -87,10 +90,15 @@ struct Outcome {
 }
 
 impl Outcome {
-    /// Count a watched connection.
-    fn add(&mut self, c: &Conn) {
+    /// Count a watched connection, and under its client program when it is named.
+    fn add(&mut self, c: &Conn, program: Option<Arc<str>>) {
         self.total.add(c);
         self.by_endpoint.entry(c.server).or_default().add(c);
+        if let Some(p) = program {
+            let (acc, clients) = self.by_program.entry(p).or_default();
+            acc.add(c);
+            clients.insert(c.client.ip());
+        }
         if c.ended.is_some() {
             self.ended.insert((c.client, c.server));
         }
@@ -134,8 +142,21 @@ impl Accounting {
             }
             return;
         }
+        let program = self.program_of(&mut c);
         self.meter_last(&mut c);
-        out.add(&c);
+        out.add(&c, program);
+    }
+
+    /// Watching an endpoint: the client program of an ended (or last) connection, kept
+    /// as its label; `unknown` when it could not be named (a client on another machine,
+    /// or one gone before it was looked up). Watching a program: none (it is the one).
+    fn program_of(&self, c: &mut Conn) -> Option<Arc<str>> {
+        if self.process_mode {
+            return None;
+        }
+        let l = self.label(c, true).unwrap_or_else(|| Arc::from("unknown"));
+        c.metered.label = Some(l.clone());
+        Some(l)
     }
 
     /// The label of a connection for the metrics, when it is known: the watched
@@ -273,12 +294,7 @@ fn capture_loop(
                 // The SYN's sender is the client; the SYN-ACK's, the server.
                 let _ = syns.try_send((seg.src, seg.dst));
             }
-            if !acc.process_mode
-                && acc.meter.is_some()
-                && seg.syn
-                && !seg.ack
-                && acc.filter.server(&seg.dst)
-            {
+            if !acc.process_mode && seg.syn && !seg.ack && acc.filter.server(&seg.dst) {
                 let _ = syns.try_send((seg.src, seg.dst));
             }
             if seg.syn && !seg.ack && acc.filter.server(&seg.dst) {
@@ -480,14 +496,15 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
     // Watching a process without the kernel's record: each SYN's owner at once; and
     // every 10 ms its sockets (the peak of concurrent connections is sampled there).
     let names = meter::Names::default();
-    let namer = (root.is_none() && o.meter.is_some())
+    // Watching an endpoint: each connection's client program, named by the kernel's
+    // record of each connect (else looked up from each SYN).
+    let namer = root
+        .is_none()
         .then(naming::Namer::attach)
         .and_then(Result::ok);
     let resolver = match root {
         Some(root) if rec.is_none() => Some(owners::spawn_resolver(root, syn_rx, owned.clone())),
-        None if o.meter.is_some() && namer.is_none() => {
-            Some(owners::spawn_namer(syn_rx, names.clone()))
-        }
+        None if namer.is_none() => Some(owners::spawn_namer(syn_rx, names.clone())),
         _ => None,
     };
     let poller = root.map(|root| {
@@ -550,8 +567,9 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
             out.other += 1;
             continue;
         }
+        let program = acc.program_of(&mut c);
         acc.meter_last(&mut c);
-        out.add(&c);
+        out.add(&c, program);
     }
     let capture = CaptureReport {
         packets: out.packets,
@@ -584,6 +602,15 @@ fn report(
         .map(|(ep, acc)| acc.summary(ep.to_string(), time_wait.at(*ep)))
         .collect();
     let total = out.total.summary("all".into(), time_wait.total.clone());
+    let programs: Vec<ProgramSummary> = out
+        .by_program
+        .iter()
+        .map(|(name, (acc, clients))| ProgramSummary {
+            program: name.to_string(),
+            clients: clients.iter().map(ToString::to_string).collect(),
+            figures: acc.summary("all".into(), BTreeMap::new()),
+        })
+        .collect();
     let mut rep = WatchReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "handshake",
@@ -606,8 +633,9 @@ fn report(
                 started.elapsed().as_secs_f64(),
             )
         }),
-        headline: summary::headline(&total),
+        headline: summary::headline(&total, &programs),
         total,
+        programs,
         verdict: Vec::new(),
     };
     rep.verdict = summary::verdict(&rep);

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{GapStats, RpcStats, TlsCounts};
 use crate::report::finding::{Cause, Evidence, Finding};
-use crate::report::watch::{EndpointSummary, Spread, WatchReport};
+use crate::report::watch::{EndpointSummary, ProgramSummary, Spread, WatchReport};
 use crate::track::{Conn, Ending, Kind};
 
 /// The sentence for a watch that saw nothing: what it can see, said plainly.
@@ -241,8 +241,36 @@ fn closer(t: &EndpointSummary) -> Option<(String, &'static str, u64, &'static st
     }
 }
 
-pub fn headline(t: &EndpointSummary) -> Finding {
-    let at = "total";
+/// The headline: over every connection watched; with several client programs, each
+/// program's own verdict after the total.
+pub fn headline(t: &EndpointSummary, programs: &[ProgramSummary]) -> Finding {
+    if programs.len() < 2 {
+        return judge(t, "total");
+    }
+    let mut h = over(
+        Finding::new(
+            "by_program",
+            Cause::Reuse,
+            format!(
+                "{} over {} from {} client programs, each judged on its own:",
+                requests(t),
+                plural(t.connections, "connection"),
+                programs.len()
+            ),
+        ),
+        t,
+        "total",
+    );
+    for p in programs {
+        let own = judge(&p.figures, &format!("programs[{}]", p.program));
+        let _ = write!(h.text, " {}: {}", p.program, own.text);
+        h.evidence.extend(own.evidence);
+    }
+    h
+}
+
+/// One population's verdict in one sentence (`at`: its figures' place in the report).
+fn judge(t: &EndpointSummary, at: &str) -> Finding {
     if t.connections == 0 {
         return over(
             Finding::new("no_connection", Cause::Measured, NO_CONNECTION.into()),
@@ -387,8 +415,25 @@ pub fn verdict(r: &WatchReport) -> Vec<Finding> {
         ));
         return v;
     }
+    // Several client programs: each is judged on its own (a blend of a program that
+    // reuses and one that never does says nothing true of either).
+    if r.programs.len() > 1 {
+        for p in &r.programs {
+            let who = format!("{} (from {})", p.program, p.clients.join(", "));
+            v.extend(member(
+                &p.figures,
+                &who,
+                &format!("programs[{}]", p.program),
+            ));
+        }
+        return v;
+    }
     for e in &r.endpoints {
-        v.extend(endpoint(e));
+        v.extend(member(
+            e,
+            &e.endpoint,
+            &format!("endpoints[{}]", e.endpoint),
+        ));
     }
     v
 }
@@ -419,70 +464,42 @@ fn capture(r: &WatchReport) -> Vec<Finding> {
 }
 
 /// An endpoint whose answers were mostly errors: which status, how many.
-fn error_statuses(e: &EndpointSummary, at: &str) -> Option<Finding> {
+fn error_statuses(e: &EndpointSummary, who: &str, at: &str) -> Option<Finding> {
     let (said, evidence) = crate::stats::diagnose::mostly_errors(&e.status_codes, e.responses, at)?;
     Some(
         Finding::new(
             "mostly_error_status",
             Cause::Status,
             format!(
-                "{}: most answers were errors: {said}. Its clients' requests may not be the ones they mean to make (check their URLs, paths and credentials), and a server may close a connection after an error.",
-                e.endpoint
+                "{who}: most answers were errors: {said}. Its requests may not be the ones meant (check the URLs, paths and credentials), and a server may close a connection after an error.",
             ),
         )
         .with_all(evidence),
     )
 }
 
-/// One endpoint's findings: reuse or none, unanswered requests, TLS resumption.
-fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
+/// One member's findings (a server endpoint's, or a client program's: `who` in the
+/// sentences, `at` its figures' place in the report): reuse or none, unanswered
+/// requests, TLS resumption.
+fn member(e: &EndpointSummary, who: &str, at: &str) -> Vec<Finding> {
     let mut v = Vec::new();
-    let at = format!("endpoints[{}]", e.endpoint);
     let reqs = requests(e);
     let conns = plural(e.connections, "connection");
-    let f = |code, cause, text| over(Finding::new(code, cause, text), e, &at);
-    v.extend(error_statuses(e, &at));
+    let f = |code, cause, text| over(Finding::new(code, cause, text), e, at);
+    v.extend(error_statuses(e, who, at));
     if e.requests == 0 {
         v.push(f(
             "no_request",
             Cause::Measured,
-            format!("{}: {conns} and no request seen.", e.endpoint),
+            format!("{}: {conns} and no request seen.", who),
         ));
     } else if e.connections >= e.requests && e.requests > 1 {
-        let mut s = format!("{}: {reqs} over {conns}: no reuse", e.endpoint);
-        let hs = e.tls_handshakes;
-        if hs.full > 0 && hs.resumed == 0 {
-            s.push_str("; each one paid a full TLS handshake");
-        } else if hs.resumed > 0 {
-            let _ = write!(s, "; TLS: {} full, {} resumed", hs.full, hs.resumed);
-        }
-        let asked = client_asked(e, &at);
-        match &asked {
-            Some((why, _)) => {
-                let _ = write!(s, ": {why}. Let the client keep its connections (HTTP/1.1, no `Connection: close`).");
-            }
-            None => s.push_str(
-                ". Keep connections alive and reuse them (one client, a keep-alive agent or pool).",
-            ),
-        }
-        let mut finding = f("not_reused", Cause::Reuse, s);
-        if hs.full + hs.resumed > 0 {
-            finding = finding.with(Evidence::count(
-                &format!("{at}.tls_handshakes.resumed"),
-                hs.resumed,
-                hs.full + hs.resumed,
-                "TLS handshakes",
-            ));
-        }
-        v.push(match asked {
-            Some((_, ev)) => finding.with(ev),
-            None => finding,
-        });
+        v.push(not_reused(e, who, at));
     } else if e.requests <= e.connections {
         v.push(f(
             "one_request",
             Cause::Measured,
-            format!("{}: {reqs} over {conns}.", e.endpoint),
+            format!("{}: {reqs} over {conns}.", who),
         ));
     } else {
         v.push(
@@ -491,7 +508,7 @@ fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
                     Cause::Measured,
                     format!(
                         "{}: {reqs} over {conns}: connections are reused ({:.1} requests per connection).",
-                        e.endpoint, e.requests_per_connection.mean
+                        who, e.requests_per_connection.mean
                     ),
                 )
                 .with(Evidence::mean(
@@ -506,7 +523,7 @@ fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
     if e.unanswered_requests > 0 {
         v.push(Finding::new("unanswered_requests", Cause::Reuse, format!(
                 "{}: {} sent on connections the server was closing or had reset got no answer there (a client sends such a request again on a new connection): the client reused connections the server had already given up.",
-                e.endpoint,
+                who,
                 plural(e.unanswered_requests, "request")
             )).with(Evidence::count(&format!("{at}.unanswered_requests"), e.unanswered_requests, e.requests, "requests")));
     }
@@ -518,7 +535,7 @@ fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
                 Cause::Tls,
                 format!(
                     "{}: all {full} TLS handshakes were full: the client does not resume sessions.",
-                    e.endpoint
+                    who
                 ),
             )
             .with(Evidence::count(
@@ -530,4 +547,58 @@ fn endpoint(e: &EndpointSummary) -> Vec<Finding> {
         );
     }
     v
+}
+
+/// A member whose connections carried one request each: why, as the headline finds it
+/// (the client's own heads first, then who closed most of them), with a fix only for
+/// the side that ended them.
+fn not_reused(e: &EndpointSummary, who: &str, at: &str) -> Finding {
+    let mut s = format!(
+        "{who}: {} over {}: no reuse",
+        requests(e),
+        plural(e.connections, "connection")
+    );
+    let hs = e.tls_handshakes;
+    if hs.full > 0 && hs.resumed == 0 {
+        s.push_str("; each one paid a full TLS handshake");
+    } else if hs.resumed > 0 {
+        let _ = write!(s, "; TLS: {} full, {} resumed", hs.full, hs.resumed);
+    }
+    let asked = client_asked(e, at);
+    let closed = closer(e);
+    match (&asked, &closed) {
+            (Some((why, _)), _) => {
+                let _ = write!(s, ": {why}. Let the client keep its connections (HTTP/1.1, no `Connection: close`).");
+            }
+            (None, Some((why, "client_closed", _, _))) => {
+                let _ = write!(s, ", because {why}. Keep connections alive and reuse them (one client, a keep-alive agent or pool).");
+            }
+            (None, Some((why, _, _, _))) => {
+                let _ = write!(s, ", because {why}: the server's keep-alive policy ended them (`handshake doctor URL` shows it).");
+            }
+            (None, None) => s.push_str(
+                ": neither side closed most of them first, so what was seen does not say which ended them.",
+            ),
+        }
+    let mut finding = over(Finding::new("not_reused", Cause::Reuse, s), e, at);
+    if let (None, Some((_, _, n, endings))) = (&asked, &closed) {
+        finding = finding.with(Evidence::count(
+            &format!("{at}.endings.{endings}"),
+            *n,
+            e.connections,
+            "connections (FIN or RST first)",
+        ));
+    }
+    if hs.full + hs.resumed > 0 {
+        finding = finding.with(Evidence::count(
+            &format!("{at}.tls_handshakes.resumed"),
+            hs.resumed,
+            hs.full + hs.resumed,
+            "TLS handshakes",
+        ));
+    }
+    match asked {
+        Some((_, ev)) => finding.with(ev),
+        None => finding,
+    }
 }

@@ -132,6 +132,22 @@ pub fn render(r: &WatchReport, width: usize) -> String {
     for e in std::iter::once(&r.total).chain(r.endpoints.iter().filter(|_| r.endpoints.len() > 1)) {
         endpoint_block(&mut out, e);
     }
+    if r.programs.len() > 1 {
+        let _ = writeln!(out, "\nBy client program");
+        for p in &r.programs {
+            let e = &p.figures;
+            let _ = writeln!(
+                out,
+                "  {:<16} from {}: {} requests over {} connections (reuse ratio {:.1} %); who closed first {}",
+                p.program,
+                p.clients.join(", "),
+                e.requests,
+                e.connections,
+                e.reuse_ratio * 100.0,
+                map(&e.endings)
+            );
+        }
+    }
     let _ = writeln!(out, "\nVerdict");
     for v in &r.verdict {
         let _ = writeln!(out, "  {}", v.text);
