@@ -103,6 +103,11 @@ pub struct TraceStep {
     pub persistent: bool,
     /// What was seen after the response: "open", or "closed by the server after N ms".
     pub after_response: String,
+    /// HTTP/1: the server closed the connection after this response without a word (no
+    /// `Connection: close`): the next request found it closed and went again on a new
+    /// connection.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub closed_silently: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

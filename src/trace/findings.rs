@@ -25,6 +25,7 @@ pub fn judge(
     found.extend(redirects(steps, examples));
     found.extend(protocol(strategy, steps));
     found.extend(reuse(strategy, steps));
+    found.extend(silent_close(steps));
     let found = ordered(found);
     let Some(measured) = measured(steps) else {
         return (None, found);
@@ -294,6 +295,27 @@ fn reuse(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
         .explaining(true)
         .with(Evidence::count(figure, k, n, "responses"))
         .with(Evidence::count("steps (new connection)", n, n, "requests traced")),
+    )
+}
+
+/// HTTP/1: the server closed connections after a response without a word, and the next
+/// request found them closed (it went again on a new connection): said with how many.
+fn silent_close(steps: &[TraceStep]) -> Option<Finding> {
+    let n = steps.iter().filter(|s| s.closed_silently).count() as u64;
+    if n == 0 {
+        return None;
+    }
+    let of = steps.len() as u64;
+    Some(
+        Finding::new(
+            "not_reused_server_silent_close",
+            Cause::Reuse,
+            format!(
+                "The server closed the connection after {n} of {of} responses without saying so (no `Connection: close`): the next request found it closed and went again on a new connection, as clients do; a client that does not retry fails there. It ends connections after a response or after a short idle time (`handshake doctor URL` measures which)."
+            ),
+        )
+        .explaining(true)
+        .with(Evidence::count("steps.closed_silently", n, of, "responses")),
     )
 }
 

@@ -58,6 +58,25 @@ fn failed(index: u64, url: &str, proxy: Option<&str>, e: &crate::probe::ProbeErr
     line
 }
 
+/// The server had closed the connection after `prev`'s response without a word: the
+/// step says so, and that request `index` went again on a new connection.
+fn closed_silently(prev: Option<&mut TraceStep>, index: u64, e: &crate::probe::ProbeError) {
+    if let Some(prev) = prev {
+        prev.closed_silently = true;
+        prev.after_response = format!(
+            "closed by the server without a word (no `Connection: close`): request {index} found it closed ({}) and went again on a new connection",
+            e.key
+        );
+    }
+}
+
+/// A reused HTTP/1 connection that failed before any response byte: the server had
+/// closed it (a FIN or a reset on the idle connection).
+fn stale(e: &crate::probe::ProbeError) -> bool {
+    use crate::record::ErrorKind;
+    matches!(e.kind, ErrorKind::ClosedBeforeResponse | ErrorKind::Reset)
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -71,11 +90,17 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
     let target = &sc.targets[0];
     let proxy = sc.origins[0].proxy.as_ref().map(|p| p.display());
     let endpoints = crate::proto::h3::client::Endpoints::new();
-    let mut steps = Vec::new();
+    let mut steps: Vec<TraceStep> = Vec::new();
     let mut error = None;
     let mut settings = None;
     let mut conn: Option<Probe> = None;
-    for index in 1..=count {
+    let mut index = 0;
+    let mut went_again = false;
+    let h1 = !sc.strategy.multiplexed() && !sc.strategy.quic();
+    while index < count || went_again {
+        if !went_again {
+            index += 1;
+        }
         let start = Instant::now();
         if conn.as_ref().is_some_and(|c| !c.usable()) {
             conn = None;
@@ -97,7 +122,17 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
         }
         let c = conn.as_mut().expect("connection");
         let answer = match c.exchange(target, sc.timeout).await {
-            Ok(a) => a,
+            Ok(a) => {
+                went_again = false;
+                a
+            }
+            Err(e) if reused && !went_again && h1 && stale(&e) => {
+                // As a client does, the request goes again, once, on a new connection.
+                closed_silently(steps.last_mut(), index, &e);
+                conn = None;
+                went_again = true;
+                continue;
+            }
             Err(e) => {
                 error = Some(failed(index, &target.url, proxy.as_deref(), &e));
                 break;
@@ -136,6 +171,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             persistent: answer.persistent
                 && (answer.stream_id.is_none() || sc.strategy.persistent()),
             after_response: after,
+            closed_silently: false,
         });
         if !sc.strategy.persistent() {
             conn = None;

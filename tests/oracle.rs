@@ -1,0 +1,624 @@
+//! The oracle: situations built from dimensions, each with its truth known from its own
+//! configuration, and every finding code that `bench` and `trace` print (their headline
+//! and each finding) checked against a predicate over that truth. A code without a
+//! predicate fails, so no new sentence ships without its oracle; a predicate can look
+//! at the sentence too (a failure must name the hop that failed).
+//!
+//! The server of a situation is scripted here, so that its policy is exactly the
+//! situation's: keep-alive, `Connection: close` on the first response, HTTP/1.0 without
+//! keep-alive, bodies ended by the close, `Connection: close` after k responses, or a
+//! close after k responses that says nothing. Beside the policy: the status it answers
+//! (200, 404, 503), the path (direct, through a forward proxy that is down, to a port
+//! where nothing listens) and the client's strategy (keepalive, close).
+//!
+//! A fixed, seeded sample of the product runs here; `HANDSHAKE_ORACLE=full` runs all of
+//! it and prints the table of situation x command x verdict (`scripts/oracle`).
+
+mod common;
+
+use std::io::Write as _;
+use std::net::TcpStream;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Policy {
+    KeepAlive,
+    /// `Connection: close` on response k of each connection (1: keep-alive is off).
+    CloseHeader(u32),
+    /// HTTP/1.0 answers without `Connection: keep-alive`.
+    Http10,
+    /// No Content-Length, not chunked: each body ends with the connection.
+    CloseDelimited,
+    /// The connection closed after response k, without a word.
+    SilentClose(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Path {
+    Direct,
+    /// `-x` to a port where nothing listens.
+    ProxyDown,
+    /// The URL's own port: nothing listens.
+    ServerDown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cmd {
+    Bench,
+    Trace,
+}
+
+/// Who answers: the scripted server (any policy), or nginx configured for the policy
+/// (`keepalive_timeout 0` for keep-alive off, `keepalive_requests 3`, `return STATUS`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Server {
+    Scripted,
+    Nginx,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Situation {
+    server: Server,
+    policy: Policy,
+    status: u16,
+    path: Path,
+    strategy: &'static str,
+}
+
+impl Situation {
+    fn reached(&self) -> bool {
+        self.path == Path::Direct
+    }
+
+    fn persistent(&self) -> bool {
+        self.strategy == "keepalive"
+    }
+
+    fn error_status(&self) -> bool {
+        self.status >= 400
+    }
+
+    /// The server ends each connection after its first response.
+    fn ends_after_first(&self) -> bool {
+        matches!(
+            self.policy,
+            Policy::CloseHeader(1)
+                | Policy::Http10
+                | Policy::CloseDelimited
+                | Policy::SilentClose(1)
+        )
+    }
+
+    fn name(&self) -> String {
+        match self.path {
+            Path::Direct => format!(
+                "{:?} {:?} {} {}",
+                self.server, self.policy, self.status, self.strategy
+            ),
+            p => format!("{p:?} {}", self.strategy),
+        }
+    }
+}
+
+/// The whole product (the unreachable paths once per strategy: the server's policy and
+/// status cannot show there).
+fn situations() -> Vec<Situation> {
+    let mut out = Vec::new();
+    for strategy in ["keepalive", "close"] {
+        for policy in [
+            Policy::KeepAlive,
+            Policy::CloseHeader(1),
+            Policy::CloseHeader(3),
+            Policy::Http10,
+            Policy::CloseDelimited,
+            Policy::SilentClose(1),
+            Policy::SilentClose(3),
+        ] {
+            for status in [200, 404, 503] {
+                for server in [Server::Scripted, Server::Nginx] {
+                    // nginx closes with `Connection: close` only.
+                    let nginx_can = matches!(
+                        policy,
+                        Policy::KeepAlive | Policy::CloseHeader(1) | Policy::CloseHeader(3)
+                    );
+                    if server == Server::Nginx && !nginx_can {
+                        continue;
+                    }
+                    out.push(Situation {
+                        server,
+                        policy,
+                        status,
+                        path: Path::Direct,
+                        strategy,
+                    });
+                }
+            }
+        }
+        for path in [Path::ProxyDown, Path::ServerDown] {
+            out.push(Situation {
+                server: Server::Scripted,
+                policy: Policy::KeepAlive,
+                status: 200,
+                path,
+                strategy,
+            });
+        }
+    }
+    out
+}
+
+/// What the scripted server does with one connection: the situation's policy, exactly.
+fn serve(policy: Policy, status: u16, mut s: TcpStream) {
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        _ => "Service Unavailable",
+    };
+    let mut n = 0;
+    while let Some(head) = read_head(&mut s) {
+        n += 1;
+        let asked_close = String::from_utf8_lossy(&head)
+            .to_ascii_lowercase()
+            .contains("connection: close");
+        let body = "hello\n";
+        let (version, length, header, close) = match policy {
+            Policy::KeepAlive => ("1.1", true, asked_close, asked_close),
+            Policy::CloseHeader(k) => ("1.1", true, n == k || asked_close, n == k || asked_close),
+            Policy::Http10 => ("1.0", true, false, true),
+            Policy::CloseDelimited => ("1.1", false, false, true),
+            Policy::SilentClose(k) => ("1.1", true, asked_close, n == k || asked_close),
+        };
+        let mut r = format!("HTTP/{version} {status} {reason}\r\nContent-Type: text/plain\r\n");
+        if length {
+            r.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        if header {
+            r.push_str("Connection: close\r\n");
+        }
+        r.push_str("\r\n");
+        r.push_str(body);
+        if s.write_all(r.as_bytes()).is_err() || close {
+            return;
+        }
+    }
+}
+
+/// What one command printed: its exit code, its JSON, and stderr.
+struct Run {
+    code: Option<i32>,
+    json: Value,
+    stderr: String,
+}
+
+impl Run {
+    /// The findings the command's JSON carries: its headline and the rest.
+    fn findings(&self, cmd: Cmd) -> Vec<&Value> {
+        let (headline, rest) = match cmd {
+            Cmd::Bench => {
+                let s = &self.json["scenarios"][0];
+                (&s["headline"], &s["diagnosis"])
+            }
+            Cmd::Trace => (&self.json["headline"], &self.json["findings"]),
+        };
+        let mut out: Vec<&Value> = headline
+            .is_object()
+            .then_some(headline)
+            .into_iter()
+            .collect();
+        out.extend(rest.as_array().into_iter().flatten());
+        out
+    }
+}
+
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// nginx answering `status` under the situation's keep-alive policy.
+fn nginx(s: &Situation) -> Nginx {
+    let policy = match s.policy {
+        Policy::CloseHeader(1) => "keepalive_timeout 0;".to_string(),
+        Policy::CloseHeader(k) => format!("keepalive_requests {k};"),
+        _ => String::new(),
+    };
+    let status = s.status;
+    Nginx::start_servers(&policy, 1, |ports, _| {
+        format!(
+            "server {{ listen 127.0.0.1:{}; location / {{ return {status} \"hello\\n\"; }} }}",
+            ports[0]
+        )
+    })
+    .expect("nginx")
+}
+
+fn run(s: &Situation, cmd: Cmd) -> Run {
+    let mut held = None;
+    let port = if s.path == Path::ServerDown {
+        closed_port()
+    } else if s.server == Server::Nginx {
+        held.insert(nginx(s)).port
+    } else {
+        let (policy, status) = (s.policy, s.status);
+        script_server(move |c, _| serve(policy, status, c)).0.port()
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut args: Vec<String> = match cmd {
+        Cmd::Bench => ["bench", &url, "-n", "12", "-c", "1", "--no-progress"]
+            .map(String::from)
+            .to_vec(),
+        Cmd::Trace => ["trace", &url, "--count", "3"].map(String::from).to_vec(),
+    };
+    args.extend(["--json".into(), "-s".into(), s.strategy.into()]);
+    if s.path == Path::ProxyDown {
+        args.extend(["-x".into(), format!("http://127.0.0.1:{}", closed_port())]);
+    }
+    let mut c = Command::new(bin());
+    let out = without_proxy_env(c.args(&args)).output().unwrap();
+    Run {
+        code: out.status.code(),
+        json: serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A finding's code and the predicate its claim needs of the situation's truth.
+#[derive(Clone, Copy)]
+struct Predicate {
+    code: &'static str,
+    holds: fn(&Situation, &str) -> Result<(), String>,
+}
+
+fn need(ok: bool, why: &str) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why.to_string())
+    }
+}
+
+/// Every code bench and trace can print, with what must be true for it. Codes that need
+/// what no situation here has (TLS, a rate, a resource run out) have `never`: printed
+/// here, they are false.
+const PREDICATES: &[Predicate] = &[
+    Predicate {
+        code: "measured",
+        holds: |s, _| need(s.reached(), "a run that reached no server measured nothing"),
+    },
+    Predicate {
+        code: "attempts_failed",
+        holds: |s, t| match s.path {
+            Path::Direct => Err("the server answered".into()),
+            Path::ProxyDown => need(
+                t.contains("to the proxy http://127.0.0.1:") && t.contains("was not reached"),
+                "the counts are of the proxy's connects",
+            ),
+            Path::ServerDown => need(!t.contains("proxy"), "no proxy was set"),
+        },
+    },
+    Predicate {
+        code: "leading_error",
+        holds: |s, t| failed_at_its_hop(s, t),
+    },
+    Predicate {
+        code: "no_success_status",
+        holds: |s, _| need(s.reached() && s.error_status(), "the server answered 2xx"),
+    },
+    Predicate {
+        code: "mostly_error_status",
+        holds: |s, _| need(s.reached() && s.error_status(), "the server answered 2xx"),
+    },
+    Predicate {
+        code: "not_reused_server_http10",
+        holds: |s, _| need(s.policy == Policy::Http10, "the server answered HTTP/1.1"),
+    },
+    Predicate {
+        code: "not_reused_server_close_header",
+        holds: |s, t| {
+            need(
+                s.policy == Policy::CloseHeader(1),
+                "the server did not send `Connection: close` on its first response",
+            )?;
+            need(
+                t.contains("keep-alive is off"),
+                "the sentence names the cause",
+            )
+        },
+    },
+    Predicate {
+        code: "not_reused_server_close_delimited",
+        holds: |s, _| {
+            need(
+                s.policy == Policy::CloseDelimited,
+                "the server sent lengths",
+            )
+        },
+    },
+    Predicate {
+        code: "not_reused_server_max_requests",
+        holds: |s, t| {
+            need(
+                s.policy == Policy::CloseHeader(3),
+                "the server did not close after a number of requests",
+            )?;
+            need(
+                t.contains("after 3 requests each"),
+                "the sentence gives the number",
+            )
+        },
+    },
+    Predicate {
+        code: "not_reused_server_silent_close",
+        holds: |s, _| {
+            need(
+                matches!(s.policy, Policy::SilentClose(_)),
+                "the server said when it closed, or did not close",
+            )
+        },
+    },
+    Predicate {
+        code: "server_idle_close",
+        holds: |s, _| {
+            need(
+                matches!(s.policy, Policy::SilentClose(k) if k > 1),
+                "the server did not close reused connections without a word",
+            )
+        },
+    },
+    Predicate {
+        code: "not_reused",
+        holds: |s, _| {
+            need(
+                s.persistent() && s.ends_after_first(),
+                "the server let connections persist",
+            )
+        },
+    },
+    Predicate {
+        code: "through_proxy",
+        holds: |s, _| need(s.path == Path::ProxyDown, "no proxy was set"),
+    },
+    Predicate {
+        code: "not_reused_server_idle_close",
+        holds: never,
+    },
+    Predicate {
+        code: "not_reused_client_policy",
+        holds: never,
+    },
+    Predicate {
+        code: "not_reused_errors",
+        holds: never,
+    },
+    Predicate {
+        code: "server_ignored_close",
+        holds: never,
+    },
+    Predicate {
+        code: "mostly_redirects",
+        holds: never,
+    },
+    Predicate {
+        code: "resumption_never_granted",
+        holds: never,
+    },
+    Predicate {
+        code: "one_connection_only",
+        holds: never,
+    },
+    Predicate {
+        code: "early_data_never_accepted",
+        holds: never,
+    },
+    Predicate {
+        code: "early_data_needs_tls13",
+        holds: never,
+    },
+    Predicate {
+        code: "syn_retransmitted",
+        holds: never,
+    },
+    Predicate {
+        code: "ports_exhausted",
+        holds: never,
+    },
+    Predicate {
+        code: "file_descriptors_exhausted",
+        holds: never,
+    },
+    Predicate {
+        code: "listen_backlog_overflow",
+        holds: never,
+    },
+];
+
+fn never(_: &Situation, _: &str) -> Result<(), String> {
+    Err("nothing in these situations makes it true".into())
+}
+
+/// A failure's words name the hop that failed: the proxy when it was the proxy, never
+/// when there was none.
+fn failed_at_its_hop(s: &Situation, text: &str) -> Result<(), String> {
+    match s.path {
+        Path::Direct => Err("the server answered".into()),
+        Path::ProxyDown => need(
+            text.contains("the proxy http://127.0.0.1:") && text.contains("was not reached"),
+            "the proxy refused: it must be named, and the origin said not reached",
+        ),
+        Path::ServerDown => need(
+            !text.contains("proxy") && text.contains("nothing accepts connections"),
+            "nothing listened at the URL's port, and no proxy was set",
+        ),
+    }
+}
+
+/// What must be said in a situation, whatever else is: the failure's line on stderr
+/// (naming its hop), and the cause of no reuse where keep-alive was asked for.
+fn required(s: &Situation, cmd: Cmd, r: &Run) -> Vec<String> {
+    let mut errs = Vec::new();
+    if !s.reached() {
+        if r.code != Some(1) {
+            errs.push(format!("exit {:?} for a run that reached nothing", r.code));
+        }
+        // bench says it on stderr; trace --json in its `error`.
+        let said = match cmd {
+            Cmd::Bench => r.stderr.clone(),
+            Cmd::Trace => r.json["error"].as_str().unwrap_or("").to_string(),
+        };
+        if let Err(e) = failed_at_its_hop(s, &said) {
+            errs.push(format!("its failure: {e}: {}", said.trim()));
+        }
+        return errs;
+    }
+    let codes: Vec<&str> = r
+        .findings(cmd)
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    // Answers that were all errors explain the run, and no reuse cause is said after
+    // them (the connections carried error answers).
+    let want: &[&str] = match (cmd, s.persistent() && !s.error_status(), s.policy) {
+        (_, false, _) => &[],
+        (_, true, Policy::Http10) => &["not_reused_server_http10"],
+        (_, true, Policy::CloseHeader(1)) => &["not_reused_server_close_header"],
+        (Cmd::Bench, true, Policy::CloseDelimited) => &["not_reused_server_close_delimited"],
+        (Cmd::Bench, true, Policy::SilentClose(1)) => &["not_reused_server_silent_close"],
+        // trace sends 3: a close after the third is met by no request.
+        (Cmd::Trace, true, Policy::SilentClose(k)) if k < 3 => &["not_reused_server_silent_close"],
+        (Cmd::Bench, true, Policy::CloseHeader(3)) => &["not_reused_server_max_requests"],
+        _ => &[],
+    };
+    for w in want {
+        if !codes.contains(w) {
+            errs.push(format!("{w} not said (said {codes:?})"));
+        }
+    }
+    let want_exit = if s.error_status() { 1 } else { 0 };
+    if r.code != Some(want_exit) {
+        errs.push(format!("exit {:?}, not {want_exit}", r.code));
+    }
+    errs
+}
+
+/// The false claims of one run: each finding whose predicate does not hold, and each
+/// code without a predicate; then what was not said that must be.
+fn judge(s: &Situation, cmd: Cmd, r: &Run, table: &[Predicate]) -> Vec<String> {
+    let mut errs = Vec::new();
+    for f in r.findings(cmd) {
+        let code = f["code"].as_str().unwrap_or("(none)");
+        let text = f["text"].as_str().unwrap_or("");
+        match table.iter().find(|p| p.code == code) {
+            None => errs.push(format!("{code}: no predicate (\"{text}\")")),
+            Some(p) => {
+                if let Err(e) = (p.holds)(s, text) {
+                    errs.push(format!("{code}: false: {e} (\"{text}\")"));
+                }
+            }
+        }
+    }
+    errs.extend(required(s, cmd, r));
+    errs
+}
+
+/// Every `n`th situation from a fixed start (a seeded sample that covers each dimension).
+fn sample(all: &[Situation], n: usize, seed: usize) -> Vec<Situation> {
+    all.iter()
+        .enumerate()
+        .filter(|(i, _)| (i + seed) % n == 0)
+        .map(|(_, s)| *s)
+        .collect()
+}
+
+#[test]
+fn every_claim_holds_over_generated_situations() {
+    let all = situations();
+    let full = std::env::var("HANDSHAKE_ORACLE").is_ok_and(|v| v == "full");
+    let chosen = if full {
+        all.clone()
+    } else {
+        sample(&all, 3, 1)
+    };
+    let mut table = String::new();
+    let mut wrong = Vec::new();
+    for s in &chosen {
+        for cmd in [Cmd::Bench, Cmd::Trace] {
+            let r = run(s, cmd);
+            let errs = judge(s, cmd, &r, PREDICATES);
+            let codes: Vec<&str> = r
+                .findings(cmd)
+                .iter()
+                .filter_map(|f| f["code"].as_str())
+                .collect();
+            let verdict = if errs.is_empty() { "true" } else { "FALSE" };
+            table.push_str(&format!(
+                "| {} | {cmd:?} | {} | {verdict} |\n",
+                s.name(),
+                codes.join(", ")
+            ));
+            wrong.extend(
+                errs.into_iter()
+                    .map(|e| format!("{} {cmd:?}: {e}", s.name())),
+            );
+        }
+    }
+    println!("| situation | command | codes | verdict |\n| --- | --- | --- | --- |\n{table}");
+    assert!(
+        wrong.is_empty(),
+        "{} false or missing claims:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(chosen.len() >= 10, "a sample of {}", chosen.len());
+}
+
+/// The oracle can fail: a code left without a predicate, and a predicate that demands
+/// the wrong truth, each make a true run's judgement fail.
+#[test]
+fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
+    let s = Situation {
+        server: Server::Scripted,
+        policy: Policy::CloseHeader(1),
+        status: 200,
+        path: Path::Direct,
+        strategy: "keepalive",
+    };
+    let r = run(&s, Cmd::Bench);
+    assert_eq!(judge(&s, Cmd::Bench, &r, PREDICATES), Vec::<String>::new());
+    let code = "not_reused_server_close_header";
+    let without: Vec<Predicate> = PREDICATES
+        .iter()
+        .filter(|p| p.code != code)
+        .copied()
+        .collect();
+    let errs = judge(&s, Cmd::Bench, &r, &without);
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with(code) && e.contains("no predicate")),
+        "{errs:?}"
+    );
+    let wrong: Vec<Predicate> = PREDICATES
+        .iter()
+        .map(|p| {
+            if p.code == code {
+                Predicate {
+                    code,
+                    holds: |s, _| need(s.policy == Policy::Http10, "wrong on purpose"),
+                }
+            } else {
+                *p
+            }
+        })
+        .collect();
+    let errs = judge(&s, Cmd::Bench, &r, &wrong);
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with(code) && e.contains("false")),
+        "{errs:?}"
+    );
+}
