@@ -622,3 +622,28 @@ fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
         "{errs:?}"
     );
 }
+
+/// docs/findings.md lists every code the oracle knows, and the oracle knows every code
+/// it lists: the page of preconditions cannot drift from the predicates.
+#[test]
+fn the_page_of_preconditions_lists_the_same_codes() {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/findings.md")).unwrap();
+    let listed: Vec<&str> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+        .collect();
+    for p in PREDICATES {
+        assert!(
+            listed.contains(&p.code),
+            "{} not in docs/findings.md",
+            p.code
+        );
+    }
+    for code in &listed {
+        assert!(
+            PREDICATES.iter().any(|p| p.code == *code),
+            "docs/findings.md lists {code}, which the oracle has no predicate for"
+        );
+    }
+}
