@@ -34,6 +34,8 @@ enum Policy {
     CloseDelimited,
     /// The connection closed after response k, without a word.
     SilentClose(u32),
+    /// Keep-alive with an idle timeout of 500 ms, closed without a word.
+    IdleTimeout,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -49,6 +51,9 @@ enum Path {
 enum Cmd {
     Bench,
     Trace,
+    /// Its probes choose their own requests: run once per situation (strategy
+    /// keepalive).
+    Doctor,
 }
 
 /// Who answers: the scripted server (any policy), or nginx configured for the policy
@@ -116,6 +121,7 @@ fn situations() -> Vec<Situation> {
             Policy::CloseDelimited,
             Policy::SilentClose(1),
             Policy::SilentClose(3),
+            Policy::IdleTimeout,
         ] {
             for status in [200, 404, 503] {
                 for server in [Server::Scripted, Server::Nginx] {
@@ -150,6 +156,9 @@ fn situations() -> Vec<Situation> {
     out
 }
 
+/// The idle timeout of `Policy::IdleTimeout`.
+const IDLE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// What the scripted server does with one connection: the situation's policy, exactly.
 fn serve(policy: Policy, status: u16, mut s: TcpStream) {
     let reason = match status {
@@ -158,14 +167,23 @@ fn serve(policy: Policy, status: u16, mut s: TcpStream) {
         _ => "Service Unavailable",
     };
     let mut n = 0;
-    while let Some(head) = read_head(&mut s) {
+    let idle = if policy == Policy::IdleTimeout {
+        IDLE
+    } else {
+        std::time::Duration::from_secs(10)
+    };
+    while let Some(head) = s
+        .set_read_timeout(Some(idle))
+        .ok()
+        .and_then(|()| read_head_from(&mut s))
+    {
         n += 1;
         let asked_close = String::from_utf8_lossy(&head)
             .to_ascii_lowercase()
             .contains("connection: close");
         let body = "hello\n";
         let (version, length, header, close) = match policy {
-            Policy::KeepAlive => ("1.1", true, asked_close, asked_close),
+            Policy::KeepAlive | Policy::IdleTimeout => ("1.1", true, asked_close, asked_close),
             Policy::CloseHeader(k) => ("1.1", true, n == k || asked_close, n == k || asked_close),
             Policy::Http10 => ("1.0", true, false, true),
             Policy::CloseDelimited => ("1.1", false, false, true),
@@ -202,6 +220,7 @@ impl Run {
                 (&s["headline"], &s["diagnosis"])
             }
             Cmd::Trace => (&self.json["headline"], &self.json["findings"]),
+            Cmd::Doctor => (&self.json["policy"], &self.json["findings"]),
         };
         let mut out: Vec<&Value> = headline
             .is_object()
@@ -209,6 +228,9 @@ impl Run {
             .into_iter()
             .collect();
         out.extend(rest.as_array().into_iter().flatten());
+        if cmd == Cmd::Doctor {
+            out.extend(self.json["problems"].as_array().into_iter().flatten());
+        }
         out
     }
 }
@@ -254,8 +276,22 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
             .map(String::from)
             .to_vec(),
         Cmd::Trace => ["trace", &url, "--count", "3"].map(String::from).to_vec(),
+        Cmd::Doctor => [
+            "doctor",
+            &url,
+            "--no-progress",
+            "--max-idle",
+            "1s",
+            "--max-requests",
+            "20",
+        ]
+        .map(String::from)
+        .to_vec(),
     };
-    args.extend(["--json".into(), "-s".into(), s.strategy.into()]);
+    args.push("--json".into());
+    if cmd != Cmd::Doctor {
+        args.extend(["-s".into(), s.strategy.into()]);
+    }
     if s.path == Path::ProxyDown {
         args.extend(["-x".into(), format!("http://127.0.0.1:{}", closed_port())]);
     }
@@ -388,6 +424,154 @@ const PREDICATES: &[Predicate] = &[
         code: "not_reused_server_idle_close",
         holds: never,
     },
+    // doctor: its probes, and the policy they add up to.
+    Predicate {
+        code: "policy",
+        holds: policy_says,
+    },
+    Predicate {
+        code: "error_status",
+        holds: |s, _| need(s.reached() && s.error_status(), "the server answered 2xx"),
+    },
+    Predicate {
+        code: "server_says",
+        holds: |s, t| {
+            need(
+                s.server == Server::Nginx && t.contains("nginx"),
+                "no Server header",
+            )
+        },
+    },
+    Predicate {
+        code: "http11_kept",
+        holds: |s, _| need(keeps_after_first(s), "the server ended each connection"),
+    },
+    Predicate {
+        code: "http11_closed",
+        holds: |s, t| {
+            need(
+                s.ends_after_first() && s.policy != Policy::CloseDelimited,
+                "the server kept connections, or the framing ended them",
+            )?;
+            // The sentence says how the server ended it.
+            let said = match s.policy {
+                Policy::SilentClose(_) => "closes without `Connection: close`",
+                Policy::Http10 => "it answers HTTP/1.0",
+                _ => "Connection: close)",
+            };
+            need(t.contains(said), said)
+        },
+    },
+    Predicate {
+        code: "keep_alive_off",
+        holds: |s, _| {
+            need(
+                s.ends_after_first() && s.policy != Policy::CloseDelimited,
+                "the server kept connections, or the framing ended them",
+            )
+        },
+    },
+    Predicate {
+        code: "http11_close_delimited",
+        holds: |s, _| {
+            need(
+                s.policy == Policy::CloseDelimited,
+                "the responses had a length",
+            )
+        },
+    },
+    Predicate {
+        code: "close_delimited",
+        holds: |s, _| {
+            need(
+                s.policy == Policy::CloseDelimited,
+                "the responses had a length",
+            )
+        },
+    },
+    Predicate {
+        code: "http10_kept",
+        holds: |s, _| {
+            // nginx closes HTTP/1.0 without keep-alive; the scripted server does not
+            // look at the version.
+            need(
+                s.server == Server::Scripted && keeps_after_first(s),
+                "the server closed HTTP/1.0 connections",
+            )
+        },
+    },
+    Predicate {
+        code: "http10_closed",
+        holds: |s, _| {
+            need(
+                s.server == Server::Nginx || !keeps_after_first(s),
+                "the server kept HTTP/1.0 connections",
+            )
+        },
+    },
+    Predicate {
+        code: "http10_keep_alive_honoured",
+        holds: |s, _| need(keeps_after_first(s), "the server ended each connection"),
+    },
+    Predicate {
+        code: "http10_keep_alive_ignored",
+        holds: |s, _| need(s.ends_after_first(), "the server kept connections"),
+    },
+    Predicate {
+        code: "max_requests",
+        holds: |s, t| {
+            let k = limit(s).ok_or("the server has no limit")?;
+            need(
+                t.contains(&format!("after {k} requests")),
+                "the sentence gives the limit",
+            )
+        },
+    },
+    Predicate {
+        code: "max_requests_low",
+        holds: |s, _| need(limit(s).is_some_and(|k| k < 100), "no low limit"),
+    },
+    Predicate {
+        code: "max_requests_not_met",
+        holds: |s, t| {
+            need(
+                keeps_after_first(s) && limit(s).is_none(),
+                "the server has a limit",
+            )?;
+            need(
+                t.contains("at least 20"),
+                "the sentence gives what was probed",
+            )
+        },
+    },
+    Predicate {
+        code: "idle_timeout_not_met",
+        holds: |s, _| {
+            need(
+                keeps_after_first(s) && s.policy != Policy::IdleTimeout,
+                "the server closed idle connections within --max-idle",
+            )
+        },
+    },
+    Predicate {
+        code: "idle_timeout",
+        holds: |s, t| {
+            need(
+                s.policy == Policy::IdleTimeout,
+                "the server has no idle timeout",
+            )?;
+            need(t.contains("0.5"), "the sentence's bounds hold its 0.5 s")
+        },
+    },
+    Predicate {
+        code: "idle_timeout_short",
+        holds: |s, _| {
+            need(
+                s.policy == Policy::IdleTimeout,
+                "the server has no idle timeout",
+            )
+        },
+    },
     Predicate {
         code: "not_reused_client_policy",
         holds: never,
@@ -438,6 +622,51 @@ const PREDICATES: &[Predicate] = &[
     },
 ];
 
+/// The server keeps a connection for a second request.
+fn keeps_after_first(s: &Situation) -> bool {
+    !s.ends_after_first()
+}
+
+/// The requests after which the server ends each connection, when it has a limit.
+fn limit(s: &Situation) -> Option<u32> {
+    match s.policy {
+        Policy::CloseHeader(k) | Policy::SilentClose(k) if k > 1 => Some(k),
+        _ => None,
+    }
+}
+
+/// doctor's policy: an error status said as such (and no keep-alive claimed), else
+/// keep-alive or a close after each response, and the limit it found.
+fn policy_says(s: &Situation, t: &str) -> Result<(), String> {
+    need(s.reached(), "nothing was reached")?;
+    if s.error_status() {
+        return need(
+            t.contains(&format!("answered {}", s.status)),
+            "the error status is said, not a policy",
+        );
+    }
+    if s.ends_after_first() {
+        return need(
+            t.contains("HTTP/1.1 closes after each response"),
+            "the server ends each connection",
+        );
+    }
+    need(
+        t.contains("HTTP/1.1 keep-alive"),
+        "the server keeps connections",
+    )?;
+    match limit(s) {
+        Some(k) => need(
+            t.contains(&format!("; {k} requests per connection")),
+            "its limit",
+        ),
+        None => need(
+            t.contains("at least 20 requests per connection"),
+            "no limit met",
+        ),
+    }
+}
+
 fn never(_: &Situation, _: &str) -> Result<(), String> {
     Err("nothing in these situations makes it true".into())
 }
@@ -466,9 +695,9 @@ fn required(s: &Situation, cmd: Cmd, r: &Run) -> Vec<String> {
         if r.code != Some(1) {
             errs.push(format!("exit {:?} for a run that reached nothing", r.code));
         }
-        // bench says it on stderr; trace --json in its `error`.
+        // bench and doctor say it on stderr; trace --json in its `error`.
         let said = match cmd {
-            Cmd::Bench => r.stderr.clone(),
+            Cmd::Bench | Cmd::Doctor => r.stderr.clone(),
             Cmd::Trace => r.json["error"].as_str().unwrap_or("").to_string(),
         };
         if let Err(e) = failed_at_its_hop(s, &said) {
@@ -485,6 +714,11 @@ fn required(s: &Situation, cmd: Cmd, r: &Run) -> Vec<String> {
     // them (the connections carried error answers).
     let want: &[&str] = match (cmd, s.persistent() && !s.error_status(), s.policy) {
         (_, false, _) => &[],
+        (Cmd::Doctor, _, Policy::CloseDelimited) => &["close_delimited"],
+        (Cmd::Doctor, _, Policy::CloseHeader(3) | Policy::SilentClose(3)) => &["max_requests"],
+        (Cmd::Doctor, _, Policy::IdleTimeout) => &["idle_timeout"],
+        (Cmd::Doctor, _, Policy::KeepAlive) => &["http11_kept"],
+        (Cmd::Doctor, _, _) => &["keep_alive_off"],
         (_, true, Policy::Http10) => &["not_reused_server_http10"],
         (_, true, Policy::CloseHeader(1)) => &["not_reused_server_close_header"],
         (Cmd::Bench, true, Policy::CloseDelimited) => &["not_reused_server_close_delimited"],
@@ -500,7 +734,8 @@ fn required(s: &Situation, cmd: Cmd, r: &Run) -> Vec<String> {
         }
     }
     let want_exit = if s.error_status() { 1 } else { 0 };
-    if r.code != Some(want_exit) {
+    // doctor's exit says whether it found a problem.
+    if cmd != Cmd::Doctor && r.code != Some(want_exit) {
         errs.push(format!("exit {:?}, not {want_exit}", r.code));
     }
     errs
@@ -547,7 +782,10 @@ fn every_claim_holds_over_generated_situations() {
     let mut table = String::new();
     let mut wrong = Vec::new();
     for s in &chosen {
-        for cmd in [Cmd::Bench, Cmd::Trace] {
+        for cmd in [Cmd::Bench, Cmd::Trace, Cmd::Doctor] {
+            if cmd == Cmd::Doctor && !s.persistent() {
+                continue;
+            }
             let r = run(s, cmd);
             let errs = judge(s, cmd, &r, PREDICATES);
             let codes: Vec<&str> = r

@@ -334,18 +334,33 @@ pub(super) fn judge_http1(
             )
             .with(persisted("http11", http11)),
         );
+    } else if http11.close_delimited {
+        // The framing ends the connection, whatever the server's keep-alive: the cause
+        // and its fix are the response's length.
+        findings.push(f("http11_close_delimited", Cause::Reuse, format!(
+            "HTTP/1.1: each response's body ends with the connection (it answers {version} without Content-Length and not chunked)."
+        )).with(persisted("http11", http11)));
+        problems.push(f("close_delimited", Cause::Reuse, "The server sends responses without a length (no Content-Length, not chunked), so each body ends with its connection: every request pays a new TCP (and TLS) handshake, whatever its keep-alive. Have the application (or the proxy in front) send Content-Length or a chunked body.".to_string()).with(persisted("http11", http11)));
     } else {
+        // Said, or done without a word: a response that let the connection persist
+        // and a connection the server closed anyway.
+        let how = match http11.connection_header.as_deref() {
+            Some(c) => format!(", Connection: {c}"),
+            None if http11.persistent => ", and closes without `Connection: close`".to_string(),
+            None => String::new(),
+        };
         findings.push(f("http11_closed", Cause::Reuse, format!(
-            "HTTP/1.1: the server ends the connection after each response (it answers {version}{}).",
-            http11.connection_header.as_deref().map(|c| format!(", Connection: {c}")).unwrap_or_default()
+            "HTTP/1.1: the server ends the connection after each response (it answers {version}{how})."
         )).with(persisted("http11", http11)));
         problems.push(f("keep_alive_off", Cause::Reuse, format!(
             "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
             fix(Setting::KeepAlive, server)
         )).with(persisted("http11", http11)));
     }
+    // Kept: the connection carried a second request (a response that let it persist
+    // says what the server meant, not what it did).
     findings.push(
-        if http10.persistent {
+        if http10.persistent && http10.reused {
             f(
             "http10_kept",
             Cause::Measured,

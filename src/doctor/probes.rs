@@ -53,6 +53,7 @@ pub(super) async fn persist_probe(
         persistent: false,
         reused: false,
         server_closed: false,
+        close_delimited: false,
         error: None,
         error_key: None,
         tcp_unreachable: false,
@@ -82,6 +83,7 @@ pub(super) async fn persist_probe(
     p.connection_header = ex.header("connection").map(String::from);
     p.keep_alive_header = ex.header("keep-alive").map(String::from);
     p.persistent = ex.persistent;
+    p.close_delimited = ex.close_delimited;
     if ex.persistent {
         p.reused = probe::exchange(&mut opened.conn, request, head, sc.timeout)
             .await

@@ -184,6 +184,9 @@ pub struct Exchange {
     pub body_bytes: u64,
     /// By its headers and framing, the server lets the connection persist.
     pub persistent: bool,
+    /// The body had no length (no Content-Length, not chunked): it ended with the
+    /// connection.
+    pub close_delimited: bool,
 }
 
 impl Exchange {
@@ -276,6 +279,7 @@ pub async fn exchange(
         receive: resp.end.saturating_duration_since(resp.first_byte),
         body_bytes: resp.body_bytes,
         persistent,
+        close_delimited: resp.head.framing == crate::proto::h1::Framing::UntilClose,
     })
 }
 

@@ -29,6 +29,10 @@ pub struct PersistProbe {
     pub reused: bool,
     /// The server closed the connection after the response (within 1 s).
     pub server_closed: bool,
+    /// The response had no length (no Content-Length, not chunked): its body ended with
+    /// the connection, whatever the server's keep-alive.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub close_delimited: bool,
     pub error: Option<String>,
     /// The name the error is counted under (`refused`, `name_not_found`), for its hint.
     #[serde(skip)]
