@@ -64,9 +64,30 @@ enum Server {
     Nginx,
 }
 
+/// TLS to the server (nginx): none, TLS 1.3, TLS 1.2 only, TLS 1.3 with early data on;
+/// or a certificate the client must refuse: expired, for another name, from a CA it was
+/// not given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Tls {
+    None,
+    V13,
+    V12,
+    V13Early,
+    Expired,
+    WrongName,
+    UnknownCa,
+}
+
+impl Tls {
+    fn verifies(self) -> bool {
+        matches!(self, Tls::None | Tls::V13 | Tls::V12 | Tls::V13Early)
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Situation {
     server: Server,
+    tls: Tls,
     policy: Policy,
     status: u16,
     path: Path,
@@ -75,7 +96,7 @@ struct Situation {
 
 impl Situation {
     fn reached(&self) -> bool {
-        self.path == Path::Direct
+        self.path == Path::Direct && self.tls.verifies()
     }
 
     fn persistent(&self) -> bool {
@@ -99,6 +120,9 @@ impl Situation {
 
     fn name(&self) -> String {
         match self.path {
+            Path::Direct if self.tls != Tls::None => {
+                format!("{:?} TLS {:?} {}", self.server, self.tls, self.strategy)
+            }
             Path::Direct => format!(
                 "{:?} {:?} {} {}",
                 self.server, self.policy, self.status, self.strategy
@@ -135,6 +159,7 @@ fn situations() -> Vec<Situation> {
                     }
                     out.push(Situation {
                         server,
+                        tls: Tls::None,
                         policy,
                         status,
                         path: Path::Direct,
@@ -146,9 +171,31 @@ fn situations() -> Vec<Situation> {
         for path in [Path::ProxyDown, Path::ServerDown] {
             out.push(Situation {
                 server: Server::Scripted,
+                tls: Tls::None,
                 policy: Policy::KeepAlive,
                 status: 200,
                 path,
+                strategy,
+            });
+        }
+    }
+    // TLS, against nginx: what each strategy's TLS feature needs, and certificates to
+    // refuse.
+    for tls in [
+        Tls::V13,
+        Tls::V12,
+        Tls::V13Early,
+        Tls::Expired,
+        Tls::WrongName,
+        Tls::UnknownCa,
+    ] {
+        for strategy in ["keepalive", "close-resumed", "close-0rtt"] {
+            out.push(Situation {
+                server: Server::Nginx,
+                tls,
+                policy: Policy::KeepAlive,
+                status: 200,
+                path: Path::Direct,
                 strategy,
             });
         }
@@ -251,9 +298,25 @@ fn nginx(s: &Situation) -> Nginx {
         _ => String::new(),
     };
     let status = s.status;
-    Nginx::start_servers(&policy, 1, |ports, _| {
+    let tls = s.tls;
+    Nginx::start_servers(&policy, 1, |ports, d| {
+        let (flag, ssl) = match tls {
+            Tls::None => ("", String::new()),
+            _ => {
+                let name = if tls == Tls::WrongName { "other.example" } else { "localhost" };
+                let years = (tls == Tls::Expired).then_some((2020, 2021));
+                write_certs_valid(d, &[name], years);
+                let protocols = if tls == Tls::V12 { "TLSv1.2" } else { "TLSv1.2 TLSv1.3" };
+                let early = if tls == Tls::V13Early { "ssl_early_data on;" } else { "" };
+                let d = d.display();
+                (
+                    " ssl",
+                    format!("ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; ssl_protocols {protocols}; {early}"),
+                )
+            }
+        };
         format!(
-            "server {{ listen 127.0.0.1:{}; location / {{ return {status} \"hello\\n\"; }} }}",
+            "server {{ listen 127.0.0.1:{}{flag}; {ssl} location / {{ return {status} \"hello\\n\"; }} }}",
             ports[0]
         )
     })
@@ -270,7 +333,14 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
         let (policy, status) = (s.policy, s.status);
         script_server(move |c, _| serve(policy, status, c)).0.port()
     };
-    let url = format!("http://127.0.0.1:{port}/");
+    let url = match s.tls {
+        Tls::None => format!("http://127.0.0.1:{port}/"),
+        _ => format!("https://localhost:{port}/"),
+    };
+    let ca = held
+        .as_ref()
+        .filter(|_| !matches!(s.tls, Tls::None | Tls::UnknownCa))
+        .map(|n| n.dir.join("ca.pem").display().to_string());
     let mut args: Vec<String> = match cmd {
         Cmd::Bench => ["bench", &url, "-n", "12", "-c", "1", "--no-progress"]
             .map(String::from)
@@ -294,6 +364,9 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
     }
     if s.path == Path::ProxyDown {
         args.extend(["-x".into(), format!("http://127.0.0.1:{}", closed_port())]);
+    }
+    if let Some(ca) = ca {
+        args.extend(["--cacert".into(), ca]);
     }
     let mut c = Command::new(bin());
     let out = without_proxy_env(c.args(&args)).output().unwrap();
@@ -330,6 +403,10 @@ const PREDICATES: &[Predicate] = &[
     Predicate {
         code: "attempts_failed",
         holds: |s, t| match s.path {
+            Path::Direct if !s.tls.verifies() => need(
+                t.contains(" tls") && !t.contains("proxy"),
+                "TLS to the origin failed",
+            ),
             Path::Direct => Err("the server answered".into()),
             Path::ProxyDown => need(
                 t.contains("to the proxy http://127.0.0.1:") && t.contains("was not reached"),
@@ -423,6 +500,94 @@ const PREDICATES: &[Predicate] = &[
     Predicate {
         code: "not_reused_server_idle_close",
         holds: never,
+    },
+    // TLS: the strategies' features, and doctor's TLS probes.
+    Predicate {
+        code: "early_data_never_accepted",
+        holds: |s, t| {
+            need(
+                s.tls == Tls::V13 && (s.strategy == "close-0rtt"),
+                "the server takes early data, or TLS 1.3 was not negotiated",
+            )?;
+            need(
+                t.contains("ssl_early_data on"),
+                "the fix is the server's setting",
+            )
+        },
+    },
+    Predicate {
+        code: "early_data_needs_tls13",
+        holds: |s, t| {
+            need(s.tls == Tls::V12, "TLS 1.3 was negotiated")?;
+            need(
+                t.contains("TLS 1.2") && t.contains("TLSv1.3"),
+                "the sentence says TLS 1.2, and that TLS 1.3 comes first",
+            )
+        },
+    },
+    Predicate {
+        code: "one_connection_only",
+        holds: never,
+    },
+    Predicate {
+        code: "tls",
+        holds: |s, t| {
+            let v = match s.tls {
+                Tls::V12 => "TLSv1.2",
+                _ => "TLSv1.3",
+            };
+            need(s.reached() && t.contains(v), "the version negotiated")
+        },
+    },
+    Predicate {
+        code: "tls_resumption",
+        holds: |s, _| need(s.reached() && s.tls != Tls::None, "no TLS"),
+    },
+    Predicate {
+        code: "early_data_not_offered",
+        holds: |s, _| {
+            need(
+                s.tls == Tls::V13,
+                "the server allows early data, or speaks TLS 1.2",
+            )
+        },
+    },
+    Predicate {
+        code: "early_data_accepted",
+        holds: |s, _| {
+            need(
+                s.tls == Tls::V13Early,
+                "the server does not take early data",
+            )
+        },
+    },
+    Predicate {
+        code: "h2_not_offered",
+        holds: |s, _| need(s.reached() && s.tls != Tls::None, "no TLS (ALPN)"),
+    },
+    Predicate {
+        code: "h3_not_offered",
+        holds: |s, _| need(s.reached() && s.tls != Tls::None, "no TLS"),
+    },
+    Predicate {
+        code: "kx_groups",
+        holds: |s, t| {
+            need(s.reached() && s.tls != Tls::None, "no TLS")?;
+            need(
+                s.tls != Tls::V12 || t.contains("TLS 1.2:"),
+                "under TLS 1.2 a refused group can be the certificate's: said",
+            )
+        },
+    },
+    Predicate {
+        code: "kx_preference",
+        holds: |s, t| {
+            need(s.reached() && s.tls != Tls::None, "no TLS")?;
+            need(
+                s.tls != Tls::V12 || !t.contains("client's share"),
+                "TLS 1.2 has no key shares",
+            )
+        },
     },
     // doctor: its probes, and the policy they add up to.
     Predicate {
@@ -593,18 +758,6 @@ const PREDICATES: &[Predicate] = &[
         holds: never,
     },
     Predicate {
-        code: "one_connection_only",
-        holds: never,
-    },
-    Predicate {
-        code: "early_data_never_accepted",
-        holds: never,
-    },
-    Predicate {
-        code: "early_data_needs_tls13",
-        holds: never,
-    },
-    Predicate {
         code: "syn_retransmitted",
         holds: never,
     },
@@ -675,6 +828,17 @@ fn never(_: &Situation, _: &str) -> Result<(), String> {
 /// when there was none.
 fn failed_at_its_hop(s: &Situation, text: &str) -> Result<(), String> {
     match s.path {
+        Path::Direct if !s.tls.verifies() => {
+            let said = match s.tls {
+                Tls::Expired => "expired",
+                Tls::WrongName => "other.example",
+                _ => "--cacert",
+            };
+            need(
+                text.contains(said) && !text.contains("proxy") && !text.contains("nothing accepts"),
+                "the certificate's fault is said, at the origin",
+            )
+        }
         Path::Direct => Err("the server answered".into()),
         Path::ProxyDown => need(
             text.contains("the proxy http://127.0.0.1:") && text.contains("was not reached"),
@@ -821,6 +985,7 @@ fn every_claim_holds_over_generated_situations() {
 fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
     let s = Situation {
         server: Server::Scripted,
+        tls: Tls::None,
         policy: Policy::CloseHeader(1),
         status: 200,
         path: Path::Direct,

@@ -580,5 +580,5 @@ pub(super) fn judge_tls(
         )),
         None => {}
     }
-    kx::judge(&t.key_exchange, findings, problems);
+    kx::judge(&t.key_exchange, t.version == "TLSv1.2", findings, problems);
 }

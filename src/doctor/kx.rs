@@ -154,9 +154,12 @@ fn group<'a>(k: &'a KeyExchangeFindings, name: &str) -> Option<&'a GroupProbe> {
 }
 
 /// What the probes say: which groups are accepted and what each took, which the server
-/// prefers, and a problem when the browsers' offer costs a HelloRetryRequest.
+/// prefers, and a problem when the browsers' offer costs a HelloRetryRequest. Under TLS
+/// 1.2 (`tls12`) there are no key shares, post-quantum groups are not possible, and a
+/// group offered alone is also the only curve an ECDSA certificate may use: said so.
 pub(super) fn judge(
     k: &KeyExchangeFindings,
+    tls12: bool,
     findings: &mut Vec<Finding>,
     problems: &mut Vec<Finding>,
 ) {
@@ -192,8 +195,13 @@ pub(super) fn judge(
             .iter()
             .map(|g| format!("{} {} ms", g.group, fmt_ms(g.handshake_ms.unwrap_or(0.0))))
             .collect();
+        let tls12_note = if tls12 && !no.is_empty() {
+            " (TLS 1.2: post-quantum groups are TLS 1.3's, and a group offered alone is also the only curve an ECDSA certificate may use, so a refusal can be the certificate's)"
+        } else {
+            ""
+        };
         let mut f = Finding::new("kx_groups", Cause::Measured, format!(
-            "Key exchange: offered one group at a time, the server accepts {}{refused}; a full handshake took {} (medians of {SAMPLES}).",
+            "Key exchange: offered one group at a time, the server accepts {}{refused}{tls12_note}; a full handshake took {} (medians of {SAMPLES}).",
             names(&yes),
             times.join(", ")
         ))
@@ -210,7 +218,7 @@ pub(super) fn judge(
         }
         findings.push(f);
     }
-    preference(k, findings);
+    preference(k, tls12, findings);
     let pq = &k.post_quantum_first;
     if let (true, Some(chosen)) = (pq.hello_retry_request, &pq.chosen) {
         let alone = group(k, chosen)
@@ -230,7 +238,7 @@ pub(super) fn judge(
 }
 
 /// Which group the server prefers, from the two offers of several.
-fn preference(k: &KeyExchangeFindings, findings: &mut Vec<Finding>) {
+fn preference(k: &KeyExchangeFindings, tls12: bool, findings: &mut Vec<Finding>) {
     let (pq, cl) = (&k.post_quantum_first, &k.classical_first);
     let (Some(p), Some(c)) = (&pq.chosen, &cl.chosen) else {
         if let Some(e) = pq.error.as_ref().or(cl.error.as_ref()) {
@@ -249,7 +257,12 @@ fn preference(k: &KeyExchangeFindings, findings: &mut Vec<Finding>) {
             " from the client's share"
         }
     };
-    let said = if p == POST_QUANTUM && c == POST_QUANTUM {
+    let said = if tls12 {
+        // No shares to take or retry, and no post-quantum group to choose.
+        format!(
+            "under TLS 1.2 (no key shares; post-quantum groups are TLS 1.3's) the server chose {p} from the groups offered with {POST_QUANTUM} first, as browsers offer them, and {c} with {CLASSICAL} first"
+        )
+    } else if p == POST_QUANTUM && c == POST_QUANTUM {
         format!(
             "the server prefers {POST_QUANTUM}: offered first it took it{}, offered after {CLASSICAL} it still chose it{}",
             retry(pq),

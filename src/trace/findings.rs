@@ -14,16 +14,18 @@ use std::collections::BTreeMap;
 /// The trace's findings in the order of their causes (a later cause left out while an
 /// earlier one explains the trace), and its headline: the finding that explains the
 /// trace followed by what was measured, or what was measured alone. No headline
-/// without an answered request.
+/// without an answered request. `failed`: the trace ended in a failure before its
+/// count (then a short trace is the failure's doing, not the count's).
 pub fn judge(
     strategy: Strategy,
     steps: &[TraceStep],
     examples: &BTreeMap<String, String>,
+    failed: bool,
 ) -> (Option<Finding>, Vec<Finding>) {
     let mut found = Vec::new();
     found.extend(no_success(steps, examples));
     found.extend(redirects(steps, examples));
-    found.extend(protocol(strategy, steps));
+    found.extend(protocol(strategy, steps, failed));
     found.extend(reuse(strategy, steps));
     found.extend(silent_close(steps));
     let found = ordered(found);
@@ -115,12 +117,16 @@ fn redirects(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option
 /// The strategy's defining feature that never happened over the trace's new
 /// connections: 0-RTT never accepted, a TLS session never resumed. Only connections
 /// after the first can have either (the first has no session to offer).
-fn protocol(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
+fn protocol(strategy: Strategy, steps: &[TraceStep], failed: bool) -> Option<Finding> {
     if !strategy.tls_resumption() || strategy.persistent() {
         return None;
     }
     let later: Vec<&TraceStep> = steps.iter().filter(|s| !s.reused).skip(1).collect();
     let name = strategy.name();
+    if later.is_empty() && failed {
+        // Cut short by a failure, which is said: a longer --count would not help.
+        return None;
+    }
     if later.is_empty() {
         // One connection: nothing to resume from. Said, so a single step's "no 0-RTT"
         // or full handshake is not taken for the server's answer.

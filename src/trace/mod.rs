@@ -28,7 +28,8 @@ impl TraceReport {
                 crate::record::notes::status_example(s.status).map(|m| (s.status.to_string(), m))
             })
             .collect();
-        let (headline, findings) = findings::judge(sc.strategy, &steps, &status_examples);
+        let (headline, findings) =
+            findings::judge(sc.strategy, &steps, &status_examples, error.is_some());
         TraceReport {
             schema_version: crate::report::SCHEMA_VERSION,
             tool: "handshake",
