@@ -138,7 +138,7 @@ fn http10_keepalive_on_a_server_that_ignores_it() {
     assert_eq!(close_reason(&s, "server_http10"), 1000);
     let diag = s["diagnosis"][0]["text"].as_str().unwrap();
     assert!(
-        diag.contains("HTTP/1.0 without keep-alive on every connection"),
+        diag.contains("HTTP/1.0 without keep-alive, ignoring the request's `Connection: keep-alive`, on every connection"),
         "{diag}"
     );
     srv.stop();
@@ -188,7 +188,8 @@ fn server_keepalive_off_is_diagnosed_in_one_sentence() {
     assert_eq!(d.len(), 1, "{d:?}");
     let d = d[0]["text"].as_str().unwrap();
     assert!(
-        d.contains("`Connection: close` on its first response on every connection"),
+        d.contains("`Connection: close` (its keep-alive is off) on every connection")
+            && d.contains("Turn keep-alive on"),
         "{d}"
     );
     srv.stop();

@@ -441,15 +441,20 @@ const PREDICATES: &[Predicate] = &[
             need(
                 t.contains("keep-alive is off"),
                 "the sentence names the cause",
-            )
+            )?;
+            need(t.contains("Turn keep-alive on"), "and its fix")
         },
     },
     Predicate {
         code: "not_reused_server_close_delimited",
-        holds: |s, _| {
+        holds: |s, t| {
             need(
                 s.policy == Policy::CloseDelimited,
                 "the server sent lengths",
+            )?;
+            need(
+                t.contains("Content-Length or a chunked body"),
+                "the fix is a length",
             )
         },
     },
@@ -647,10 +652,14 @@ const PREDICATES: &[Predicate] = &[
     },
     Predicate {
         code: "close_delimited",
-        holds: |s, _| {
+        holds: |s, t| {
             need(
                 s.policy == Policy::CloseDelimited,
                 "the responses had a length",
+            )?;
+            need(
+                t.contains("Content-Length or a chunked body"),
+                "the fix is a length",
             )
         },
     },

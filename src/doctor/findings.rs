@@ -17,7 +17,7 @@ use crate::report::finding::Cause;
 use crate::report::finding::Evidence;
 use crate::report::finding::Finding;
 
-use crate::report::cause::NoEarlyData;
+use crate::report::cause::{NoEarlyData, ServerEnds};
 use crate::report::fixes::{fix, Setting};
 
 /// Below this idle timeout, pools and load balancers in front commonly outlive it.
@@ -340,7 +340,12 @@ pub(super) fn judge_http1(
         findings.push(f("http11_close_delimited", Cause::Reuse, format!(
             "HTTP/1.1: each response's body ends with the connection (it answers {version} without Content-Length and not chunked)."
         )).with(persisted("http11", http11)));
-        problems.push(f("close_delimited", Cause::Reuse, "The server sends responses without a length (no Content-Length, not chunked), so each body ends with its connection: every request pays a new TCP (and TLS) handshake, whatever its keep-alive. Have the application (or the proxy in front) send Content-Length or a chunked body.".to_string()).with(persisted("http11", http11)));
+        let e = ServerEnds::CloseDelimited;
+        problems.push(f("close_delimited", Cause::Reuse, format!(
+            "On every response {}: every request pays a new TCP (and TLS) handshake, whatever its keep-alive. {}.",
+            e.why(),
+            e.fix(server)
+        )).with(persisted("http11", http11)));
     } else {
         // Said, or done without a word: a response that let the connection persist
         // and a connection the server closed anyway.
@@ -352,9 +357,17 @@ pub(super) fn judge_http1(
         findings.push(f("http11_closed", Cause::Reuse, format!(
             "HTTP/1.1: the server ends the connection after each response (it answers {version}{how})."
         )).with(persisted("http11", http11)));
+        let e = if version == "HTTP/1.0" {
+            ServerEnds::Http10
+        } else if http11.persistent {
+            ServerEnds::Silently
+        } else {
+            ServerEnds::CloseHeader
+        };
         problems.push(f("keep_alive_off", Cause::Reuse, format!(
-            "The server closes HTTP/1.1 connections after every response (keep-alive is off): every request pays a new TCP (and TLS) handshake. Turn keep-alive on {}.",
-            fix(Setting::KeepAlive, server)
+            "The server closes HTTP/1.1 connections after every response (keep-alive is off): {}, and every request pays a new TCP (and TLS) handshake. {}.",
+            e.why(),
+            e.fix(server)
         )).with(persisted("http11", http11)));
     }
     // Kept: the connection carried a second request (a response that let it persist

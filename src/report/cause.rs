@@ -152,3 +152,59 @@ mod tests {
             .contains("nginx: ssl_early_data on; HAProxy: allow-0rtt on the bind line"));
     }
 }
+
+/// Why a server let no connection carry a second request: what it did after its
+/// response, said once (code, clause, fix) for bench's diagnosis, trace and doctor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerEnds {
+    /// It answered HTTP/1.0 without `Connection: keep-alive`.
+    Http10,
+    /// It sent `Connection: close`: its keep-alive is off.
+    CloseHeader,
+    /// Its responses had no length (no Content-Length, not chunked): each body ended
+    /// with the connection, whatever its keep-alive.
+    CloseDelimited,
+    /// It closed the connection after the response without a word.
+    Silently,
+}
+
+impl ServerEnds {
+    /// The code of "not reused, because the server ...".
+    pub fn code(self) -> &'static str {
+        match self {
+            ServerEnds::Http10 => "not_reused_server_http10",
+            ServerEnds::CloseHeader => "not_reused_server_close_header",
+            ServerEnds::CloseDelimited => "not_reused_server_close_delimited",
+            ServerEnds::Silently => "not_reused_server_silent_close",
+        }
+    }
+
+    /// What the server did, as a clause: "the server answered HTTP/1.0 without
+    /// keep-alive".
+    pub fn why(self) -> &'static str {
+        match self {
+            ServerEnds::Http10 => "the server answered HTTP/1.0 without keep-alive",
+            ServerEnds::CloseHeader => "the server sent `Connection: close` (its keep-alive is off)",
+            ServerEnds::CloseDelimited => "the server sent its responses without a length (no Content-Length, not chunked) and ended each body by closing the connection",
+            ServerEnds::Silently => "the server closed the connection after its response without saying so (no `Connection: close`)",
+        }
+    }
+
+    /// What to change, with the directive of `server` when it is known (of every server
+    /// doctor knows otherwise): keep-alive on, or a response that states its length.
+    pub fn fix(self, server: Option<ServerKind>) -> String {
+        match self {
+            ServerEnds::CloseDelimited => {
+                "Have the application (or the proxy in front) send Content-Length or a chunked body"
+                    .to_string()
+            }
+            ServerEnds::Http10 => format!(
+                "Have the server answer HTTP/1.1 with keep-alive on {}",
+                fix(Setting::KeepAlive, server)
+            ),
+            ServerEnds::CloseHeader | ServerEnds::Silently => {
+                format!("Turn keep-alive on {}", fix(Setting::KeepAlive, server))
+            }
+        }
+    }
+}

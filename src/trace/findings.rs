@@ -4,7 +4,7 @@
 //! text and the JSON say the same thing.
 
 use crate::fmt::{ms as fmt_ms, plural, plural_s};
-use crate::report::cause::NoEarlyData;
+use crate::report::cause::{NoEarlyData, ServerEnds};
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
 use crate::report::fixes::{fix, Setting};
 use crate::report::trace::TraceStep;
@@ -268,34 +268,31 @@ fn reuse(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
             .as_deref()
             .is_some_and(|h| h.to_ascii_lowercase().contains("close"))
     };
-    let (code, why, figure, k) = if steps.iter().all(|s| s.http_version == "HTTP/1.0") {
-        (
-            "not_reused_server_http10",
-            "the server answered HTTP/1.0 without keep-alive",
-            "steps.http_version HTTP/1.0",
-            n,
-        )
+    let (ends, figure, k) = if steps.iter().all(|s| s.http_version == "HTTP/1.0") {
+        (Some(ServerEnds::Http10), "steps.http_version HTTP/1.0", n)
     } else if steps.iter().all(says_close) {
         (
-            "not_reused_server_close_header",
-            "the server sent `Connection: close` (its keep-alive is off)",
+            Some(ServerEnds::CloseHeader),
             "steps.connection_header close",
             n,
         )
     } else {
-        (
+        (None, "steps.persistent", 0)
+    };
+    let (code, why, fix) = match ends {
+        Some(e) => (e.code(), e.why(), format!(" {}.", e.fix(None))),
+        None => (
             "not_reused",
             "no response let its connection persist",
-            "steps.persistent",
-            0,
-        )
+            String::new(),
+        ),
     };
     Some(
         Finding::new(
             code,
             Cause::Reuse,
             format!(
-                "No connection was reused: {why} on each of {n} responses, so each request opened a new connection."
+                "No connection was reused: {why} on each of {n} responses, so each request opened a new connection.{fix}"
             ),
         )
         .explaining(true)
@@ -312,12 +309,14 @@ fn silent_close(steps: &[TraceStep]) -> Option<Finding> {
         return None;
     }
     let of = steps.len() as u64;
+    let e = ServerEnds::Silently;
     Some(
         Finding::new(
-            "not_reused_server_silent_close",
+            e.code(),
             Cause::Reuse,
             format!(
-                "The server closed the connection after {n} of {of} responses without saying so (no `Connection: close`): the next request found it closed and went again on a new connection, as clients do; a client that does not retry fails there. It ends connections after a response or after a short idle time (`handshake doctor URL` measures which)."
+                "After {n} of {of} responses {}: the next request found it closed and went again on a new connection, as clients do; a client that does not retry fails there. It ends connections after a response or after a short idle time (`handshake doctor URL` measures which).",
+                e.why()
             ),
         )
         .explaining(true)

@@ -11,7 +11,7 @@ use super::recorder::Recorder;
 use crate::fmt::{ms as fmt_ms, plural};
 use crate::plan::Strategy;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind};
-use crate::report::cause::NoEarlyData;
+use crate::report::cause::{NoEarlyData, ServerEnds};
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
 use crate::report::fixes::{fix, Setting};
 use crate::report::{KernelReport, ScenarioReport};
@@ -418,17 +418,28 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64
     } else {
         (format!("{n} of {closed}"), crate::fmt::s(n))
     };
+    // The server's own doing: one cause, with its words and fix (report::cause).
+    let ends = |e: ServerEnds, extra: &str| {
+        (
+            e.code(),
+            format!(
+                "Connections were not reused: {}{extra} on {every} connection{s}. {}.",
+                e.why(),
+                e.fix(None)
+            ),
+        )
+    };
     let (code, text) = match reason {
-        CloseReason::ServerHttp10 => ("not_reused_server_http10", format!(
-            "Connections were not reused: the server answered HTTP/1.0 without keep-alive on {every} connection{s}{}.",
-            if sc.strategy == Strategy::Http10KeepAlive { ", ignoring the request's `Connection: keep-alive`" } else { "" }
-        )),
-        CloseReason::ServerCloseHeader => ("not_reused_server_close_header", format!(
-            "Connections were not reused: the server sent `Connection: close` on its first response on {every} connection{s} (its keep-alive is off)."
-        )),
-        CloseReason::ServerCloseDelimited => ("not_reused_server_close_delimited", format!(
-            "Connections were not reused: the server sent its responses without a length (no Content-Length, not chunked) and ended each body by closing the connection, on {every} connection{s}; a response that states its length (Content-Length or chunked) lets the connection be reused."
-        )),
+        CloseReason::ServerHttp10 => ends(
+            ServerEnds::Http10,
+            if sc.strategy == Strategy::Http10KeepAlive {
+                ", ignoring the request's `Connection: keep-alive`,"
+            } else {
+                ""
+            },
+        ),
+        CloseReason::ServerCloseHeader => ends(ServerEnds::CloseHeader, ""),
+        CloseReason::ServerCloseDelimited => ends(ServerEnds::CloseDelimited, ""),
         CloseReason::ServerMaxRequests => {
             // The mean over the connections the server closed so: those still open at the
             // end of the run, or closed for another reason, say nothing of its limit.
@@ -457,15 +468,21 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder, (reason, n): (CloseReason, u64
             return f;
         }
         CloseReason::ServerIdleClose => idle_close(sc, rec, n),
-        CloseReason::ClientPolicy => ("not_reused_client_policy", format!(
-            "The client ended {} by its own policy (--requests-per-connection {}).",
-            plural(n, "connection", "connections"),
-            sc.requests_per_connection.unwrap_or(0)
-        )),
-        _ => ("not_reused_errors", format!(
-            "{} ended in errors, so they could not be reused.",
-            plural(n, "connection", "connections")
-        )),
+        CloseReason::ClientPolicy => (
+            "not_reused_client_policy",
+            format!(
+                "The client ended {} by its own policy (--requests-per-connection {}).",
+                plural(n, "connection", "connections"),
+                sc.requests_per_connection.unwrap_or(0)
+            ),
+        ),
+        _ => (
+            "not_reused_errors",
+            format!(
+                "{} ended in errors, so they could not be reused.",
+                plural(n, "connection", "connections")
+            ),
+        ),
     };
     // The server refused keep-alive on every connection and no request was reused: the
     // strategy's defining feature never happened, and the run measured a new connection
@@ -504,7 +521,7 @@ fn idle_close(sc: &ScenarioShape, rec: &Recorder, n: u64) -> (&'static str, Stri
     let announced = rec.keep_alive_header.filter(|h| h.timeout_s.is_some());
     let Some(rate) = sc.rate.filter(|r| *r > 0.0) else {
         return (
-            "not_reused_server_silent_close",
+            ServerEnds::Silently.code(),
             format!(
                 "The server ended {conns} without saying so (no `Connection: close`): each was found closed by the next request, sent as soon as the response had arrived, so no idle timeout explains it ({retries}){}.",
                 announced
