@@ -1170,7 +1170,7 @@ fn each_client_program_of_an_endpoint_is_named_and_judged_on_its_own() {
         .iter()
         .find(|p| p.starts_with("python"))
         .unwrap_or_else(|| panic!("no python among {named:?}"));
-    let verdict = |at: &str| -> &str {
+    let verdict = |at: &str| -> (&str, &str) {
         v["verdict"]
             .as_array()
             .unwrap()
@@ -1180,13 +1180,14 @@ fn each_client_program_of_an_endpoint_is_named_and_judged_on_its_own() {
                     .as_array()
                     .is_some_and(|e| e.iter().any(|e| e["figure"] == format!("{at}.requests")))
             })
-            .and_then(|f| f["code"].as_str())
+            .and_then(|f| Some((f["code"].as_str()?, f["text"].as_str()?)))
             .unwrap_or_else(|| panic!("no finding at {at}: {}", v["verdict"]))
     };
-    for (program, agent, code) in [
-        (python, "python-requests/", "not_reused"),
-        ("curl", "curl/", "reused"),
-        ("node", "node-oneshot/", "not_reused"),
+    // Each with the fix of its own client: a Session for requests, an agent for Node.
+    for (program, agent, code, fix) in [
+        (python, "python-requests/", "not_reused", "requests.Session"),
+        ("curl", "curl/", "reused", ""),
+        ("node", "node-oneshot/", "not_reused", "keepAlive: true"),
     ] {
         let p = programs
             .iter()
@@ -1199,7 +1200,9 @@ fn each_client_program_of_an_endpoint_is_named_and_judged_on_its_own() {
             "{program}: {p}"
         );
         assert_eq!(p["clients"][0], "127.0.0.1", "{p}");
-        assert_eq!(verdict(&format!("programs[{program}]")), code, "{program}");
+        let (got, text) = verdict(&format!("programs[{program}]"));
+        assert_eq!(got, code, "{program}: {text}");
+        assert!(text.contains(fix), "{program}: {text}");
     }
     assert_eq!(by_agent(&n, "curl/"), (3, 1));
     assert_eq!(by_agent(&n, "node-oneshot/"), (5, 5));

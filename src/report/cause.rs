@@ -208,3 +208,26 @@ impl ServerEnds {
         }
     }
 }
+
+/// Why a client let no connection carry a second request, as the server's side (audit)
+/// or the wire (watch) sees it: its fix, written once for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientEnds {
+    /// Its requests were HTTP/1.0 without `Connection: keep-alive`.
+    Http10,
+    /// Its requests carried `Connection: close`.
+    CloseHeader,
+    /// It closed each connection itself after the response, without asking.
+    ClosedItself,
+}
+
+impl ClientEnds {
+    /// What to change on the client's side.
+    pub fn fix(self) -> &'static str {
+        match self {
+            ClientEnds::Http10 => "Let the client speak HTTP/1.1, or send `Connection: keep-alive` (nginx as a proxy: `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";`, with `keepalive` in its upstream block)",
+            ClientEnds::CloseHeader => "Let the client keep its connections: no `Connection: close` on its requests (Node: an `http.Agent({ keepAlive: true })`, not `agent: false`; HAProxy in front: no `option httpclose`)",
+            ClientEnds::ClosedItself => "Reuse one client with keep-alive (a pool or a keep-alive agent: Python's `requests.Session`, Node's default agent, one Go `http.Client` whose bodies are read to the end)",
+        }
+    }
+}

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{GapStats, RpcStats, TlsCounts};
+use crate::report::cause::ClientEnds;
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::watch::{EndpointSummary, ProgramSummary, Spread, WatchReport};
 use crate::track::{Conn, Ending, Kind};
@@ -567,12 +568,17 @@ fn not_reused(e: &EndpointSummary, who: &str, at: &str) -> Finding {
     let asked = client_asked(e, at);
     let closed = closer(e);
     match (&asked, &closed) {
-            (Some((why, _)), _) => {
-                let _ = write!(s, ": {why}. Let the client keep its connections (HTTP/1.1, no `Connection: close`).");
-            }
-            (None, Some((why, "client_closed", _, _))) => {
-                let _ = write!(s, ", because {why}. Keep connections alive and reuse them (one client, a keep-alive agent or pool).");
-            }
+            (Some((why, ev)), _) => {
+            let how = if ev.figure.ends_with("http10_without_keep_alive") {
+                ClientEnds::Http10
+            } else {
+                ClientEnds::CloseHeader
+            };
+            let _ = write!(s, ": {why}. {}.", how.fix());
+        }
+        (None, Some((why, "client_closed", _, _))) => {
+            let _ = write!(s, ", because {why}. {}.", ClientEnds::ClosedItself.fix());
+        }
             (None, Some((why, _, _, _))) => {
                 let _ = write!(s, ", because {why}: the server's keep-alive policy ended them (`handshake doctor URL` shows it).");
             }
