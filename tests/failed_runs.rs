@@ -8,18 +8,11 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 
 use common::*;
 use handshake::server::ServerConfig;
 use serde_json::Value;
-
-/// A loopback port with nothing listening (bound, then released).
-fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// `bench` with text output: (exit code, stdout, stderr).
 fn bench_text(args: &[&str]) -> (Option<i32>, String, String) {
@@ -35,7 +28,7 @@ fn bench_text(args: &[&str]) -> (Option<i32>, String, String) {
 
 #[test]
 fn bench_with_no_successful_request_exits_1_and_says_why() {
-    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let url = format!("http://127.0.0.1:{}/", free_port());
     let (code, out, err) = bench_text(&[&url, "-n", "10"]);
     assert_eq!(code, Some(1), "{out}\n{err}");
     let lines: Vec<&str> = err.lines().collect();
@@ -134,7 +127,7 @@ fn compare_json(args: &[&str]) -> (std::process::Output, Value) {
 #[test]
 fn compare_never_ranks_a_row_without_successful_requests() {
     // Nothing listening: every row failed, none is best, exit 1.
-    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let url = format!("http://127.0.0.1:{}/", free_port());
     let (out, v) = compare_json(&[&url, "-n", "10", "--rounds", "2"]);
     assert_eq!(out.status.code(), Some(1));
     let rows = v["comparison"]["rows"].as_array().unwrap();
@@ -465,8 +458,4 @@ fn ok_means_an_ok_status_everywhere_and_error_statuses_are_counted_apart() {
     assert_eq!((u(&req["ok"]), u(&req["error_status"])), (20, 0), "{req}");
     check_accounting(scenario(&accepted));
     assert_eq!(logged_statuses(&n).get("503"), Some(&40));
-}
-
-fn free_port() -> u16 {
-    closed_port()
 }

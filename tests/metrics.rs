@@ -10,16 +10,8 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, stop_child, write_certs, Dir, Nginx};
+use common::{bin, by_agent, free_port, nginx_by_agent, stop_child, write_certs, Dir, Nginx};
 use serde_json::Value;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Prometheus with its own configuration and storage, stopped by its PID on drop.
 struct Prometheus {
@@ -630,42 +622,6 @@ fn a_failing_receiver_never_changes_the_run() {
     }
 }
 
-/// nginx logging each request's connection serial and User-Agent (which client sent it).
-fn nginx_by_agent() -> Nginx {
-    Nginx::start_servers(
-        "log_format ua '$connection $connection_requests \"$http_user_agent\"';",
-        1,
-        |ports, d| {
-            format!(
-                "server {{ listen 127.0.0.1:{}; access_log {}/access.log ua; location / {{ return 200 \"hello\\n\"; }} }}",
-                ports[0],
-                d.display()
-            )
-        },
-    )
-    .expect("nginx")
-}
-
-/// nginx's count for the clients whose User-Agent starts with `agent`: (requests,
-/// connections, requests on a reused connection).
-fn by_agent(n: &Nginx, agent: &str) -> (u64, u64, u64) {
-    let text = std::fs::read_to_string(n.dir.join("access.log")).unwrap_or_default();
-    let mut conns = BTreeSet::new();
-    let (mut requests, mut reused) = (0, 0);
-    for l in text.lines() {
-        let f: Vec<&str> = l.splitn(3, ' ').collect();
-        if !f[2].trim_matches('"').starts_with(agent) {
-            continue;
-        }
-        requests += 1;
-        conns.insert(f[0].to_string());
-        if f[1] != "1" {
-            reused += 1;
-        }
-    }
-    (requests, conns.len() as u64, reused)
-}
-
 /// A client on a dual-stack IPv6 socket that talks IPv4 (`::ffff:127.0.0.1`), named
 /// `dualstack`: two requests on one connection (the second closes it).
 const DUAL_STACK: &str = "import socket,sys
@@ -700,7 +656,7 @@ fn watch_metrics_per_program_equal_nginx() {
     if !common::root("watch") {
         return;
     }
-    let n = nginx_by_agent();
+    let n = nginx_by_agent().expect("nginx");
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let prom = Prometheus::start("watch", &[port], false);
@@ -856,7 +812,7 @@ fn watch_metrics_of_a_command_equal_nginx() {
     if !common::root("watch") {
         return;
     }
-    let n = nginx_by_agent();
+    let n = nginx_by_agent().expect("nginx");
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let prom = Prometheus::start("watch-command", &[port], false);
@@ -938,7 +894,7 @@ fn the_service_unit_and_the_dashboard_work() {
     if !common::root("watch") {
         return;
     }
-    let n = nginx_by_agent();
+    let n = nginx_by_agent().expect("nginx");
     let (pb, pw) = (free_port(), free_port());
     let prom = Prometheus::start("dashboard", &[pb, pw], false);
     let caps: Vec<String> = unit_capabilities()
@@ -1062,7 +1018,7 @@ fn label_sets_past_the_bound_fold_into_other() {
     if !common::root("watch") {
         return;
     }
-    let n = nginx_by_agent();
+    let n = nginx_by_agent().expect("nginx");
     let addr = format!("127.0.0.1:{}", free_port());
     let mut watch = watch_endpoint_with(
         n.port,

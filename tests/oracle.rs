@@ -282,14 +282,6 @@ impl Run {
     }
 }
 
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// nginx answering `status` under the situation's keep-alive policy.
 fn nginx(s: &Situation) -> Nginx {
     let policy = match s.policy {
@@ -326,7 +318,7 @@ fn nginx(s: &Situation) -> Nginx {
 fn run(s: &Situation, cmd: Cmd) -> Run {
     let mut held = None;
     let port = if s.path == Path::ServerDown {
-        closed_port()
+        free_port()
     } else if s.server == Server::Nginx {
         held.insert(nginx(s)).port
     } else {
@@ -363,7 +355,7 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
         args.extend(["-s".into(), s.strategy.into()]);
     }
     if s.path == Path::ProxyDown {
-        args.extend(["-x".into(), format!("http://127.0.0.1:{}", closed_port())]);
+        args.extend(["-x".into(), format!("http://127.0.0.1:{}", free_port())]);
     }
     if let Some(ca) = ca {
         args.extend(["--cacert".into(), ca]);

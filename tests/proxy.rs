@@ -26,14 +26,6 @@ impl Drop for ProxyServer {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Wait until something listens on `port`, without connecting to it (a proxy logs every
 /// connection): binding the port fails then.
 fn wait_listening(port: u16, what: &str, log: &std::path::Path) {

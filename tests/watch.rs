@@ -401,8 +401,10 @@ fn time_wait_and_lifetimes_are_only_the_watched_connections() {
             .unwrap();
         assert!(st.success());
     }
+    // Each side may close first (curl, or the server on seeing curl's end): at least one
+    // curl socket is left in TIME_WAIT for the watch to leave out.
     let earlier = time_wait_sockets("dst", srv.port).len();
-    assert!(earlier >= 2, "the curls' sockets in TIME_WAIT: {earlier}");
+    assert!(earlier >= 1, "the curls' sockets in TIME_WAIT: {earlier}");
     let holder = "import http.client,sys,time\nc=http.client.HTTPConnection('127.0.0.1',int(sys.argv[1]))\nc.request('GET','/g');c.getresponse().read()\ntime.sleep(30)\n";
     let watched = |json: bool| -> String {
         let before = srv.counts();
@@ -1073,37 +1075,6 @@ fn cleartext_http2_streams_are_counted_as_requests() {
     }
 }
 
-/// nginx logging each request's connection, its number on it and the User-Agent.
-fn nginx_by_agent() -> Option<Nginx> {
-    Nginx::start_servers(
-        "log_format ua '$connection $connection_requests \"$http_user_agent\"';",
-        1,
-        |ports, d| {
-            format!(
-                "server {{ listen 127.0.0.1:{}; access_log {}/access.log ua; location / {{ return 200 \"hello\\n\"; }} }}",
-                ports[0],
-                d.display()
-            )
-        },
-    )
-}
-
-/// nginx's count for the clients whose User-Agent starts with `agent`: (requests,
-/// connections).
-fn by_agent(n: &Nginx, agent: &str) -> (u64, u64) {
-    let text = std::fs::read_to_string(n.dir.join("access.log")).unwrap_or_default();
-    let mut conns = std::collections::BTreeSet::new();
-    let mut requests = 0;
-    for l in text.lines() {
-        let f: Vec<&str> = l.splitn(3, ' ').collect();
-        if f[2].trim_matches('"').starts_with(agent) {
-            requests += 1;
-            conns.insert(f[0].to_string());
-        }
-    }
-    (requests, conns.len() as u64)
-}
-
 /// Node: five requests, each on a connection of its own (`agent: false`).
 const NODE_ONE_SHOTS: &str = "const http=require('http');let n=0;\
 (function go(){if(n++<5)http.get(process.argv[1],{agent:false,headers:{'User-Agent':'node-oneshot/1'}},r=>{r.resume();r.on('end',go)})})()";
@@ -1193,7 +1164,7 @@ fn each_client_program_of_an_endpoint_is_named_and_judged_on_its_own() {
             .iter()
             .find(|p| p["program"] == program)
             .unwrap_or_else(|| panic!("no {program} among {named:?}"));
-        let (requests, conns) = by_agent(&n, agent);
+        let (requests, conns, _) = by_agent(&n, agent);
         assert_eq!(
             (u(&p["requests"]), u(&p["connections"])),
             (requests, conns),
@@ -1204,8 +1175,8 @@ fn each_client_program_of_an_endpoint_is_named_and_judged_on_its_own() {
         assert_eq!(got, code, "{program}: {text}");
         assert!(text.contains(fix), "{program}: {text}");
     }
-    assert_eq!(by_agent(&n, "curl/"), (3, 1));
-    assert_eq!(by_agent(&n, "node-oneshot/"), (5, 5));
+    assert_eq!(by_agent(&n, "curl/"), (3, 1, 2));
+    assert_eq!(by_agent(&n, "node-oneshot/"), (5, 5, 0));
     assert_eq!(programs.len(), 3, "{named:?}");
     let h = &v["headline"];
     let text = h["text"].as_str().unwrap();

@@ -814,3 +814,49 @@ pub fn root(what: &str) -> bool {
     }
     root
 }
+
+/// A loopback port with nothing listening (bound, then released): a dead server's or
+/// proxy's port, or one for a listener the test starts.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// nginx answering `hello` and logging each request's connection, its number on it and
+/// its User-Agent, for counts by client.
+pub fn nginx_by_agent() -> Option<Nginx> {
+    Nginx::start_servers(
+        "log_format ua '$connection $connection_requests \"$http_user_agent\"';",
+        1,
+        |ports, d| {
+            format!(
+                "server {{ listen 127.0.0.1:{}; access_log {}/access.log ua; location / {{ return 200 \"hello\\n\"; }} }}",
+                ports[0],
+                d.display()
+            )
+        },
+    )
+}
+
+/// nginx's count for the clients whose User-Agent starts with `agent`: (requests,
+/// connections, requests on a reused connection).
+pub fn by_agent(n: &Nginx, agent: &str) -> (u64, u64, u64) {
+    let text = std::fs::read_to_string(n.dir.join("access.log")).unwrap_or_default();
+    let mut conns = std::collections::BTreeSet::new();
+    let (mut requests, mut reused) = (0, 0);
+    for l in text.lines() {
+        let f: Vec<&str> = l.splitn(3, ' ').collect();
+        if !f[2].trim_matches('"').starts_with(agent) {
+            continue;
+        }
+        requests += 1;
+        conns.insert(f[0].to_string());
+        if f[1] != "1" {
+            reused += 1;
+        }
+    }
+    (requests, conns.len() as u64, reused)
+}
