@@ -134,11 +134,12 @@ fn curl_through_the_proxy_one_tunnel_two_exchanges() {
     let t = total(&v);
     assert_eq!(u(&t["connections"]), conns);
     assert_eq!(u(&t["tls_handshakes"]["full"]), 1, "{t}");
-    // Closed by curl: with a TLS record still coming (the origin's close_notify, a
-    // ticket) its close is a reset.
-    let by_client = |k: &str| t["endings"][k].as_u64().unwrap_or(0);
+    // One tunnel, one ending: curl closes once done, and which FIN the relay sees first
+    // is a race (the origin answers curl's close_notify with its own and its FIN; with a
+    // TLS record still coming, curl's close is a reset).
+    let ended = |k: &str| t["endings"][k].as_u64().unwrap_or(0);
     assert_eq!(
-        by_client("client_closed") + by_client("client_reset"),
+        ended("client_closed") + ended("client_reset") + ended("origin_closed"),
         1,
         "{t}"
     );
