@@ -142,8 +142,12 @@ impl Accounting {
             }
             return;
         }
+        // Counted once, under the same name in the report and the live metrics.
         let program = self.program_of(&mut c);
-        self.meter_last(&mut c);
+        if let Some(m) = &self.meter {
+            let l = program.clone().unwrap_or_else(|| self.program.clone());
+            m.update(&mut c, l);
+        }
         out.add(&c, program);
     }
 
@@ -205,18 +209,6 @@ impl Accounting {
             // Named within 2 s (then `unknown`): its gaps wait for it.
             None if !self.process_mode => {}
             None => c.new_gaps.clear(),
-        }
-    }
-
-    /// Count a connection accounted as watched (ended, or open at the end).
-    fn meter_last(&self, c: &mut Conn) {
-        if let Some(m) = &self.meter {
-            let l = if self.process_mode {
-                self.program.clone()
-            } else {
-                self.label(c, true).unwrap_or_else(|| Arc::from("unknown"))
-            };
-            m.update(c, l);
         }
     }
 
@@ -294,10 +286,11 @@ fn capture_loop(
                 // The SYN's sender is the client; the SYN-ACK's, the server.
                 let _ = syns.try_send((seg.src, seg.dst));
             }
-            if !acc.process_mode && seg.syn && !seg.ack && acc.filter.server(&seg.dst) {
-                let _ = syns.try_send((seg.src, seg.dst));
-            }
             if seg.syn && !seg.ack && acc.filter.server(&seg.dst) {
+                if !acc.process_mode {
+                    // Its client program, named while the connection is young.
+                    let _ = syns.try_send((seg.src, seg.dst));
+                }
                 opened = Some((seg.src, seg.dst));
             }
             if seg.fin || seg.rst {
@@ -559,17 +552,9 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
             }
         }
     }
-    for mut c in open.into_iter().chain(pending.into_iter().map(|(_, c)| c)) {
-        if !filter.conn(&c) {
-            continue;
-        }
-        if root.is_some() && !owners::take_owned(&owned, rec.as_deref(), &c) {
-            out.other += 1;
-            continue;
-        }
-        let program = acc.program_of(&mut c);
-        acc.meter_last(&mut c);
-        out.add(&c, program);
+    // Those still open, and those whose owner was not found in time: their last chance.
+    for c in open.into_iter().chain(pending.into_iter().map(|(_, c)| c)) {
+        acc.account(c, &mut out, &mut Pending::new(), true);
     }
     let capture = CaptureReport {
         packets: out.packets,
