@@ -657,3 +657,61 @@ fn no_command_file_over_150_lines() {
         "resolve the arguments in config/ and run the work in its own room: {found:?}"
     );
 }
+
+/// The files under `src` whose code declares a `thread_local!`, as paths.
+fn thread_locals(src: &Path) -> Vec<String> {
+    let mut out: Vec<String> = modules(src)
+        .values()
+        .filter(|p| {
+            without_comments_and_strings(&std::fs::read_to_string(p).unwrap())
+                .contains("thread_local!")
+        })
+        .map(|p| p.strip_prefix(src).unwrap().display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// What a failure said travels with the failure (issue 56, item 5): a record's message
+/// is a value in its `Failure`, never a thread's hidden state beside the collector's
+/// queue. The thread-locals left carry no failure: a thread's spare read buffers, and
+/// the first redirect or error response of each status a thread saw (a sample the
+/// readers check before they copy anything).
+#[test]
+fn failures_do_not_travel_through_thread_locals() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert_eq!(
+        thread_locals(&src),
+        ["proto/h1/conn.rs", "record/notes.rs"],
+        "a new thread_local!: carry the value with the record or event instead"
+    );
+    let notes = without_comments_and_strings(
+        &std::fs::read_to_string(src.join("record/notes.rs")).unwrap(),
+    );
+    assert!(
+        !notes.contains("Failure"),
+        "record/notes.rs keeps failures again"
+    );
+}
+
+/// The check sees a `thread_local!` in code, not in a comment or a string.
+#[test]
+fn the_check_catches_a_thread_local() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-tls-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
+    std::fs::write(
+        src.join("a.rs"),
+        "thread_local! { static M: u8 = const { 0 }; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("b.rs"),
+        "// thread_local! here\nconst S: &str = \"thread_local!\";\n",
+    )
+    .unwrap();
+    let found = thread_locals(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found, ["a.rs"]);
+}

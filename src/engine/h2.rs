@@ -92,7 +92,7 @@ impl Conn {
     fn classify(&self, e: &h2::Error, id: Option<u32>, in_body: bool) -> StreamFailure {
         if id.is_none() {
             // The connection failed before the stream opened: its own failure says why.
-            if let Some(f) = self.st.borrow().failure {
+            if let Some(f) = self.st.borrow().failure.clone() {
                 return StreamFailure {
                     failure: f,
                     refused: false,
@@ -106,11 +106,10 @@ impl Conn {
     /// nothing, answered HTTP/1, or sent something that was not HTTP/2.
     fn ended_before_settings(&self) -> Failure {
         let instead = no_settings(&self.seen.borrow());
-        match (&instead, self.st.borrow().failure) {
+        let failure = self.st.borrow().failure.clone();
+        match (&instead, failure) {
             (NoSettings::Http1(_), _) => {
-                let f = Failure::new(ErrorKind::Protocol, ErrorDetail::H2cRefused);
-                crate::record::notes::note_error(f, instead.says());
-                f
+                Failure::new(ErrorKind::Protocol, ErrorDetail::H2cRefused).said(instead.says())
             }
             (_, Some(f)) => f,
             (NoSettings::NotHttp2, None) => {
@@ -531,7 +530,7 @@ impl H2 {
         let gone = conn.st.borrow().gone.is_some() || conn.st.borrow().ended;
         if gone {
             // SETTINGS came, and then the connection failed at once.
-            let failure = conn.st.borrow().failure.unwrap_or(Failure::new(
+            let failure = conn.st.borrow().failure.clone().unwrap_or(Failure::new(
                 ErrorKind::ClosedBeforeResponse,
                 ErrorDetail::NoServerSettings,
             ));
@@ -562,7 +561,7 @@ impl H2 {
         let t_send = t_ready.unwrap_or_else(Instant::now);
         let Some(send) = conn.send.borrow().clone() else {
             // Picked, but the connection is gone: it never opened a stream.
-            let failure = conn.st.borrow().failure.unwrap_or(Failure::new(
+            let failure = conn.st.borrow().failure.clone().unwrap_or(Failure::new(
                 ErrorKind::ClosedBeforeResponse,
                 ErrorDetail::EofInHead,
             ));

@@ -352,11 +352,8 @@ impl<T: Tally> Opener<T> {
                 let tls = match hs {
                     None => return Err(Fail::timed_out(Stage::Connect, self.run_deadline)),
                     Some(Err(e)) => {
-                        let f = classify_tls_error(&e);
-                        crate::record::notes::note_error(
-                            f,
-                            format_args!("TLS to the proxy {}: {e}", p.display()),
-                        );
+                        let f = classify_tls_error(&e)
+                            .said(format_args!("TLS to the proxy {}: {e}", p.display()));
                         return Err(Fail::new(f));
                     }
                     Some(Ok(s)) => s,
@@ -379,8 +376,7 @@ impl<T: Tally> Opener<T> {
         match within(sleep.as_mut(), by, asked).await {
             None => return Err(Fail::timed_out(Stage::Tunnel, self.run_deadline)),
             Some(Err(refusal)) => {
-                crate::record::notes::note_error(refusal.failure, refusal.message);
-                return Err(Fail::new(refusal.failure));
+                return Err(Fail::new(refusal.failure.said(refusal.message)));
             }
             Some(Ok(())) => {}
         }

@@ -357,8 +357,8 @@ async fn follow<D: Driver>(
             seat.notes.aborted();
             return false;
         };
-        let (Some(rd), Some(location), Outcome::Ok { status, .. }) =
-            (&sc.redirects, location, r.outcome)
+        let (Some(rd), Some(location), &Outcome::Ok { status, .. }) =
+            (&sc.redirects, location, &r.outcome)
         else {
             seat.notes.request(r);
             return true;
@@ -401,8 +401,7 @@ async fn follow<D: Driver>(
                 (t0, blocked) = (Instant::now(), None);
             }
             Err((failure, why)) => {
-                crate::record::notes::note_error(failure, why);
-                r.outcome = Outcome::Error(failure);
+                r.outcome = Outcome::Error(failure.said(why));
                 seat.notes.request(r);
                 return true;
             }

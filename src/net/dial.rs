@@ -213,9 +213,7 @@ fn bind_address_no_port(_socket: &Socket) {}
 /// Category of a failed TCP connect: running out of local ports or files is the
 /// client's own resource, not the server's fault.
 pub fn classify_connect_error(e: &io::Error) -> Failure {
-    let f = connect_failure(e);
-    crate::record::notes::note_error(f, e);
-    f
+    connect_failure(e).said(e)
 }
 
 fn connect_failure(e: &io::Error) -> Failure {
@@ -259,8 +257,7 @@ pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure 
         ErrorKind::Reset => Failure::new(ErrorKind::Reset, reset_detail),
         kind => kind.into(),
     };
-    crate::record::notes::note_error(f, e);
-    f
+    f.said(e)
 }
 
 /// Category and sub-reason of a failed TLS handshake: each certificate problem and an
@@ -268,10 +265,9 @@ pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure 
 pub fn classify_tls_error(e: &io::Error) -> Failure {
     let f = tls_failure(e);
     match tls_words(e) {
-        Some(words) => crate::record::notes::note_error(f, words),
-        None => crate::record::notes::note_error(f, e),
+        Some(words) => f.said(words),
+        None => f.said(e),
     }
-    f
 }
 
 /// What a refused certificate means, in words (rustls names some reasons only by their

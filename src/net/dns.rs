@@ -109,18 +109,15 @@ impl Resolver {
             }
             Err(e) => {
                 let f = Failure::new(ErrorKind::Dns, classify(&e));
-                match f.detail {
-                    Some(ErrorDetail::NameNotFound) => crate::record::notes::note_error(
-                        f,
-                        format_args!("{host}: no such name (NXDOMAIN)"),
-                    ),
-                    Some(ErrorDetail::NoAddress) => crate::record::notes::note_error(
-                        f,
-                        format_args!("{host}: the name has no address (no A or AAAA record)"),
-                    ),
-                    _ => crate::record::notes::note_error(f, format_args!("{host}: {e}")),
-                }
-                Err(f)
+                Err(match f.detail {
+                    Some(ErrorDetail::NameNotFound) => {
+                        f.said(format_args!("{host}: no such name (NXDOMAIN)"))
+                    }
+                    Some(ErrorDetail::NoAddress) => f.said(format_args!(
+                        "{host}: the name has no address (no A or AAAA record)"
+                    )),
+                    _ => f.said(format_args!("{host}: {e}")),
+                })
             }
         }
     }
@@ -230,7 +227,10 @@ impl DnsCache {
             Resolution::Joined
         };
         (
-            result.as_ref().map(|a| a.addrs.clone()).map_err(|f| *f),
+            result
+                .as_ref()
+                .map(|a| a.addrs.clone())
+                .map_err(Failure::clone),
             how,
         )
     }

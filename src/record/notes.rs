@@ -1,24 +1,12 @@
-//! What a failure and a response said, kept as examples for the report: the latest
-//! message of each kind of failure on a thread (bounded), and a status's line, its
-//! body's first words and a redirect's target.
-
-use super::Failure;
+//! What a failure and a response said, kept as examples for the report: a failure's
+//! message cut to size (it travels with the [`super::Failure`]), and a status's line,
+//! its body's first words and a redirect's target.
 
 /// Longest example message kept for an error (bytes; longer ones are cut).
 pub const EXAMPLE_MAX_BYTES: usize = 300;
 
-thread_local! {
-    /// The latest message of each kind of failure on this thread, waiting for the
-    /// recorder (at most one per detail or category: bounded).
-    static MESSAGES: std::cell::RefCell<Vec<(&'static str, String)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Keep `message` as what `f` said, for the recorder to take as the example of its kind
-/// ([`take_error_message`]). Failures are not the hot path; a message is formatted only
-/// for a failed attempt.
-pub fn note_error(f: Failure, message: impl std::fmt::Display) {
-    let mut m = message.to_string();
+/// `m` cut at [`EXAMPLE_MAX_BYTES`] (on a character boundary, marked with an ellipsis).
+pub fn cut_example(mut m: String) -> String {
     if m.len() > EXAMPLE_MAX_BYTES {
         let mut cut = EXAMPLE_MAX_BYTES;
         while !m.is_char_boundary(cut) {
@@ -27,20 +15,7 @@ pub fn note_error(f: Failure, message: impl std::fmt::Display) {
         m.truncate(cut);
         m.push('…');
     }
-    let key = f.key();
-    MESSAGES.with_borrow_mut(|v| match v.iter_mut().find(|(k, _)| *k == key) {
-        Some(slot) => slot.1 = m,
-        None => v.push((key, m)),
-    });
-}
-
-/// The message noted for a failure of `f`'s kind on this thread, if any.
-pub fn take_error_message(f: Failure) -> Option<String> {
-    let key = f.key();
-    MESSAGES.with_borrow_mut(|v| {
-        let at = v.iter().position(|(k, _)| *k == key)?;
-        Some(v.swap_remove(at).1)
-    })
+    m
 }
 
 thread_local! {

@@ -64,8 +64,10 @@ pub struct QuicPath {
     pub congestion_events: u64,
 }
 
-/// What a worker hands its thread's collector.
-#[derive(Debug, Clone, Copy)]
+/// What a worker hands its thread's collector. An attempt's record is the common note
+/// and the largest: boxing it would allocate once per request, so it travels by value.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum Note {
     /// An attempt's record.
     Request(RequestRecord),

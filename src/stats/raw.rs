@@ -477,10 +477,7 @@ mod tests {
                 rec.connection_opened(0);
             }
             let outcome = if i % 97 == 0 {
-                Outcome::Error(crate::record::Failure {
-                    kind: ErrorKind::Reset,
-                    detail: None,
-                })
+                Outcome::Error(ErrorKind::Reset.into())
             } else {
                 Outcome::Ok {
                     status: 200,

@@ -391,16 +391,15 @@ impl Recorder {
                     }
                 }
             }
-            Outcome::Error(f) => {
+            Outcome::Error(ref f) => {
                 self.timeline.request_at(r.end, Ended::Failed(f.kind));
                 self.errors[f.kind.index()] += 1;
                 if let Some(d) = f.detail {
                     self.error_details[d.index()] += 1;
                 }
-                let message = crate::record::notes::take_error_message(f);
                 if !self.error_examples.contains_key(f.key()) {
-                    let m = message.unwrap_or_else(|| crate::record::describe(f).to_string());
-                    self.error_examples.insert(f.key(), m);
+                    let m = f.message.as_deref().unwrap_or(crate::record::describe(f));
+                    self.error_examples.insert(f.key(), m.to_string());
                 }
             }
         }

@@ -132,9 +132,8 @@ impl Reading {
             Ok(Some(h)) => h,
             Ok(None) => return Ok(None),
             Err(e) => {
-                crate::record::notes::note_error(e.failure(), e.message());
                 return Err(ReadFail {
-                    failure: e.failure(),
+                    failure: e.failure().said(e.message()),
                     any_byte: true,
                 });
             }

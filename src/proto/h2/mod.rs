@@ -50,7 +50,7 @@ pub fn request_head(t: &RequestTemplate, tls: bool) -> Result<http::Request<()>,
 }
 
 /// How a stream failed, from the `h2` crate's error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamFailure {
     pub failure: Failure,
     /// The server did not process the request (REFUSED_STREAM, or the stream was above

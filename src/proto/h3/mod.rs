@@ -18,9 +18,7 @@ const ALERT_NO_APPLICATION_PROTOCOL: u64 = 120;
 /// How a QUIC connection's end fails the request under way (`in_body`: its response
 /// head had arrived).
 pub fn classify_connection(e: &quinn::ConnectionError, in_body: bool) -> Failure {
-    let f = connection_failure(e, in_body);
-    crate::record::notes::note_error(f, e);
-    f
+    connection_failure(e, in_body).said(e)
 }
 
 fn connection_failure(e: &quinn::ConnectionError, in_body: bool) -> Failure {
@@ -51,10 +49,7 @@ fn connection_failure(e: &quinn::ConnectionError, in_body: bool) -> Failure {
             Failure::new(kind, ErrorDetail::QuicApplicationClose)
         }
         C::Reset => Failure::new(ErrorKind::Quic, ErrorDetail::QuicStatelessReset),
-        C::TimedOut => Failure {
-            kind: ErrorKind::QuicTimeout,
-            detail: None,
-        },
+        C::TimedOut => ErrorKind::QuicTimeout.into(),
         C::LocallyClosed | C::CidsExhausted => {
             Failure::new(ErrorKind::Quic, ErrorDetail::QuicTransportError)
         }
