@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::*;
+use serde_json::Value;
 
 /// nginx with TLS for `a.test` (its CA in its directory), logging each request's
 /// connection, TLS name (SNI) and Host header.
@@ -489,4 +490,125 @@ fn compare_over_a_unix_socket_says_why_http3_is_left_out() {
         seen >= opened && seen <= opened + 4,
         "nginx {seen}, the rows {opened}"
     );
+}
+
+/// A bench that fails against `url` with `extra`: its JSON, and its stderr.
+fn failing_bench(url: &str, extra: &[&str]) -> (Value, String) {
+    let mut args = vec!["bench", url, "-n", "3", "-c", "1", "--json"];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a run that measured nothing fails"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the report, failed or not");
+    let violations = schema_violations("report.schema.json", &v);
+    assert!(violations.is_empty(), "{violations:?}");
+    (v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The hop the leading error's example was met at, as the JSON says.
+fn hop_of(v: &Value, key: &str) -> (String, String, String) {
+    let h = &scenario(v)["requests"]["error_hops"][key];
+    let s = |f: &str| {
+        h[f].as_str()
+            .unwrap_or_else(|| panic!("{key}: {h}"))
+            .to_string()
+    };
+    (s("via"), s("address"), s("origin"))
+}
+
+/// A failure names the hop it met and the address tried, never the URL's host when the
+/// connection went elsewhere (issue 56, item 1): `--connect-to`, `--resolve`, a Unix
+/// socket, and an origin a redirect led to (nginx answered the first hop itself: its
+/// log has each redirect).
+#[test]
+fn a_failure_names_the_hop_it_met_not_the_urls_host() {
+    let dead = free_port();
+    // --connect-to: the URL's name is never dialed.
+    let url = format!("http://a.test:{dead}/");
+    let rule = format!("a.test:{dead}:127.0.0.1:{dead}");
+    let (v, err) = failing_bench(&url, &["--connect-to", &rule]);
+    assert_eq!(
+        hop_of(&v, "refused"),
+        (
+            "connect_to".into(),
+            format!("127.0.0.1:{dead}"),
+            format!("http://a.test:{dead}")
+        )
+    );
+    assert!(
+        err.contains(&format!(
+            "nothing accepts connections at 127.0.0.1:{dead}, where --connect-to sends a.test:{dead}"
+        )),
+        "{err}"
+    );
+    // --resolve: the address given, not the name.
+    let url = format!("http://localhost:{dead}/");
+    let pin = format!("localhost:{dead}:127.0.0.9");
+    let (v, err) = failing_bench(&url, &["--resolve", &pin]);
+    assert_eq!(hop_of(&v, "refused").1, format!("127.0.0.9:{dead}"));
+    assert!(
+        err.contains("the address --resolve gives localhost"),
+        "{err}"
+    );
+    // A Unix socket whose server is gone (its file stays behind).
+    let dir = Dir::new("hop-unix");
+    let path = dir.0.join("gone.sock");
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    let sock = path.to_str().unwrap();
+    let (v, err) = failing_bench("http://localhost/", &["--unix-socket", sock]);
+    assert_eq!(
+        hop_of(&v, "refused"),
+        (
+            "unix_socket".into(),
+            sock.to_string(),
+            "http://localhost:80".into()
+        )
+    );
+    assert!(
+        err.contains(&format!("at the Unix socket {sock}")) && !err.contains("at localhost"),
+        "{err}"
+    );
+    let trace = run(&[
+        "trace",
+        "http://localhost/",
+        "--unix-socket",
+        sock,
+        "--json",
+    ]);
+    assert_eq!(trace.status.code(), Some(1));
+    let t: Value = serde_json::from_slice(&trace.stdout).unwrap();
+    let said = t["error"].as_str().unwrap();
+    assert!(
+        said.contains(&format!("at the Unix socket {sock}")),
+        "{said}"
+    );
+    // A redirect to an origin where nothing listens: the first origin answered.
+    let n = Nginx::start_servers("log_format st '$status';", 1, |ports, d| {
+        format!(
+            "server {{ listen 127.0.0.1:{}; access_log {}/access.log st; \
+             location / {{ return 302 http://127.0.0.1:{dead}/next; }} }}",
+            ports[0],
+            d.display()
+        )
+    });
+    let Some(n) = n else { return };
+    let (v, err) = failing_bench(&n.url(), &["-L"]);
+    let to = format!("http://127.0.0.1:{dead}");
+    assert_eq!(
+        hop_of(&v, "refused"),
+        ("redirect".into(), format!("127.0.0.1:{dead}"), to.clone())
+    );
+    assert!(
+        err.contains(&format!("the origin {to} a redirect led to"))
+            && err.contains("the first origin answered")
+            && !err.contains(&format!("connections at 127.0.0.1:{}", n.port)),
+        "{err}"
+    );
+    let log = std::fs::read_to_string(n.dir.join("access.log")).unwrap();
+    let answered: Vec<&str> = log.lines().collect();
+    assert_eq!(answered, ["302"; 3], "nginx answered each first hop");
+    assert_eq!(scenario(&v)["requests"]["redirects"], 3, "{v}");
 }

@@ -40,9 +40,16 @@ use probes::{
 pub struct Unreachable(pub String);
 
 impl Unreachable {
-    fn new(url: &str, proxy: Option<&str>, why: &str, key: Option<&str>) -> Unreachable {
+    /// `url`'s first request failed with `why` (`key`) on the way to origin `o` (through
+    /// its proxy, to its hop).
+    fn new(url: &str, o: &crate::net::Origin, why: &str, key: Option<&str>) -> Unreachable {
+        let proxy = o.proxy.as_ref().map(|p| p.display());
+        let route = crate::report::failure::Route {
+            proxy: proxy.as_deref(),
+            hop: o.hop.as_deref(),
+        };
         let mut line = format!("the first request to {url} failed: {why}");
-        if let Some(h) = key.and_then(|k| crate::report::failure::hint(url, proxy, k, why)) {
+        if let Some(h) = key.and_then(|k| crate::report::failure::hint(url, route, k, why)) {
             line.push_str(&format!(". Hint: {h}"));
         }
         Unreachable(line)
@@ -83,8 +90,7 @@ pub async fn execute(
         if o.tls && o.proxy.is_none() && o.unix.is_none() && http11.tcp_unreachable {
             return h3_only(sc, http11, req, steps);
         }
-        let proxy = o.proxy.as_ref().map(|p| p.display());
-        return Err(Unreachable::new(&t.url, proxy.as_deref(), e, http11.error_key).into());
+        return Err(Unreachable::new(&t.url, o, e, http11.error_key).into());
     }
     let req10 = t
         .template
@@ -201,7 +207,7 @@ fn h3_only(
             h3.error.as_deref().unwrap_or("no answer")
         );
         // Reached only without a proxy (QUIC is not carried by one).
-        return Err(Unreachable::new(url, None, &why, tcp.error_key).into());
+        return Err(Unreachable::new(url, &sc.origins[0], &why, tcp.error_key).into());
     }
     let mut findings = vec![Finding::new("h3_only", Cause::Transport, format!(
         "TCP: no connection ({why}); the server answers only over QUIC (HTTP/3). HTTP/1.x, HTTP/2 and TLS over TCP were not probed, and clients without HTTP/3 (most load tools, networks that block UDP) cannot reach it."

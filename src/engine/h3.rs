@@ -296,7 +296,10 @@ impl H3 {
         phases: &mut Phases,
     ) -> Result<Got, Fail> {
         let early = sc.strategy == Strategy::H3ZeroRtt;
-        let (conn, full, started, accepted) = self.connect(sc, target, early, phases).await?;
+        let (conn, full, started, accepted) = self
+            .connect(sc, target, early, phases)
+            .await
+            .map_err(|f| f.at(sc.origin(target).hop.as_ref()))?;
         let stage = Cell::new(Stage::QuicHandshake);
         let got_body = Cell::new(0);
         let Some(accepted) = accepted else {
@@ -463,7 +466,10 @@ impl H3 {
         target: &Target,
         phases: &mut Phases,
     ) -> Result<Rc<Shared>, Fail> {
-        let (conn, _, _, _) = self.connect(sc, target, false, phases).await?;
+        let (conn, _, _, _) = self
+            .connect(sc, target, false, phases)
+            .await
+            .map_err(|f| f.at(sc.origin(target).hop.as_ref()))?;
         let live = match Live::start(conn.clone()).await {
             Ok(live) => live,
             Err(f) => {

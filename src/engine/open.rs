@@ -173,7 +173,11 @@ impl<T: Tally> Opener<T> {
         sleep: Pin<&'a mut Sleep>,
         phases: &'a mut Phases,
     ) -> Pin<Box<impl std::future::Future<Output = Result<Opened, Fail>> + 'a>> {
-        Box::pin(self.open_here(origin, tls, deadline, connect_limit, sleep, phases))
+        Box::pin(async move {
+            self.open_here(origin, tls, deadline, connect_limit, sleep, phases)
+                .await
+                .map_err(|f| f.at(origin.hop.as_ref()))
+        })
     }
 
     async fn open_here(

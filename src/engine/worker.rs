@@ -176,6 +176,15 @@ impl Fail {
         }
     }
 
+    /// This failure, met on the way to `hop` (an origin's [`Origin::hop`]).
+    ///
+    /// [`Origin::hop`]: crate::net::Origin::hop
+    #[must_use]
+    pub fn at(mut self, hop: Option<&std::sync::Arc<crate::record::Hop>>) -> Fail {
+        self.failure = self.failure.at(hop);
+        self
+    }
+
     /// A timeout at `stage`, or the run's deadline if it has come.
     pub fn timed_out(stage: Stage, run_deadline: Option<Instant>) -> Fail {
         Fail {

@@ -35,6 +35,9 @@ pub struct Origin {
     /// Its place in its scenario's origins (those a redirect found after the others):
     /// what its connections are counted under.
     pub index: u32,
+    /// Where its connections go when that is not its URL's host and port (and not a
+    /// proxy, which names itself): what a failure to open one names.
+    pub hop: Option<std::sync::Arc<crate::record::Hop>>,
 }
 
 impl Origin {
@@ -54,6 +57,7 @@ impl Origin {
             unix: None,
             proxy: None,
             index: 0,
+            hop: None,
         };
         o.dial(bare, port);
         Ok(o)
@@ -93,6 +97,47 @@ impl Origin {
             format!("[{}]:{}", self.host, self.port)
         } else {
             format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// `scheme://host:port`, as a hop names the origin it was for.
+    pub fn url_origin(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority())
+    }
+
+    /// The hop its connections go to when it is not its URL's host and port: its Unix
+    /// socket, a `--connect-to` or `--resolve` address, or (`redirect`) any address of an
+    /// origin a redirect led to. A proxy names itself: none then.
+    pub fn route(&self, redirect: bool) -> Option<crate::record::Hop> {
+        use crate::record::{Hop, Via};
+        let hop = |via, address| {
+            Some(Hop {
+                via,
+                address,
+                origin: self.url_origin(),
+            })
+        };
+        if let Some(path) = &self.unix {
+            return hop(Via::UnixSocket, path.display().to_string());
+        }
+        if self.proxy.is_some() {
+            return None;
+        }
+        let address = match self.fixed_addrs.as_deref() {
+            Some([a, ..]) => a.to_string(),
+            _ if self.dial_host.contains(':') => format!("[{}]:{}", self.dial_host, self.dial_port),
+            _ => format!("{}:{}", self.dial_host, self.dial_port),
+        };
+        let literal = self.host.parse::<IpAddr>().is_ok();
+        if (self.dial_host.as_str(), self.dial_port) != (self.host.as_str(), self.port) {
+            hop(Via::ConnectTo, address)
+        } else if self.fixed_addrs.is_some() && !literal {
+            hop(Via::Resolve, address)
+        } else if redirect {
+            hop(Via::Redirect, address)
+        } else {
+            None
         }
     }
 

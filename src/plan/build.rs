@@ -328,6 +328,7 @@ pub(super) fn origin_of(
         o.via_unix_socket(path);
     }
     o.local_addrs = req.local_addrs.clone();
+    o.hop = o.route(false).map(std::sync::Arc::new);
     o.index = origins.len() as u32;
     origins.push(o);
     Ok(origins.len() - 1)

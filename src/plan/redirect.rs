@@ -109,6 +109,7 @@ fn build(sc: &Scenario, from: &Target, raw: &str, get: bool) -> Result<Target, S
                     origin_of(&mut one, raw, &u, &req).map_err(|e| e.0)?;
                     let mut o = one.pop().expect("origin_of adds the origin");
                     o.index = (sc.origins.len() + list.len()) as u32;
+                    o.hop = o.route(true).map(Arc::new);
                     check_proxied(sc.strategy, raw, &o).map_err(|e| e.0)?;
                     list.push(Arc::new(o));
                     list.len() - 1

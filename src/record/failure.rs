@@ -2,7 +2,7 @@
 //! ([`ErrorDetail`]: a bounded set), and what the failing layer said, carried with the
 //! [`Failure`] to the recorder.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::notes;
 
@@ -388,6 +388,33 @@ pub struct Failure {
     /// What the failing layer said (at most [`notes::EXAMPLE_MAX_BYTES`]); `None` where
     /// nothing did ([`describe`] then says what the kind means).
     pub message: Option<std::sync::Arc<str>>,
+    /// Where it failed while opening a connection, when that was not the URL's own host
+    /// and port (a proxy names itself in its failures).
+    pub hop: Option<std::sync::Arc<Hop>>,
+}
+
+/// How a connection's address was chosen when it is not the URL's host and port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// `--connect-to HOST:PORT:TO_HOST:TO_PORT`.
+    ConnectTo,
+    /// `--resolve HOST:PORT:ADDR`.
+    Resolve,
+    /// `--unix-socket PATH`.
+    UnixSocket,
+    /// An origin a redirect led to (`-L`).
+    Redirect,
+}
+
+/// The hop a connection was opened to: the address tried, how it was chosen, and the
+/// origin (`scheme://host:port`) the request was for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hop {
+    pub via: Via,
+    /// `host:port` connected to, or the Unix socket's path.
+    pub address: String,
+    pub origin: String,
 }
 
 /// Two failures are the same failure when their category and detail are: what was said
@@ -406,7 +433,17 @@ impl Failure {
             kind,
             detail: Some(detail),
             message: None,
+            hop: None,
         }
+    }
+
+    /// This failure, met on the way to `hop` (kept where one is already named).
+    #[must_use]
+    pub fn at(mut self, hop: Option<&std::sync::Arc<Hop>>) -> Failure {
+        if self.hop.is_none() {
+            self.hop = hop.cloned();
+        }
+        self
     }
 
     /// This failure with `message` as what was said (cut at
@@ -480,6 +517,7 @@ impl From<ErrorKind> for Failure {
             kind,
             detail: None,
             message: None,
+            hop: None,
         }
     }
 }
@@ -504,7 +542,11 @@ mod tests {
         let long = Failure::from(ErrorKind::Tls).said("é".repeat(400));
         let m = long.message.unwrap();
         assert!(m.ends_with('…'), "{m}");
-        assert!(m.len() <= notes::EXAMPLE_MAX_BYTES + '…'.len_utf8(), "{}", m.len());
+        assert!(
+            m.len() <= notes::EXAMPLE_MAX_BYTES + '…'.len_utf8(),
+            "{}",
+            m.len()
+        );
         assert_ne!(f, Failure::from(ErrorKind::Connect));
     }
 }

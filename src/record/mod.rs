@@ -6,7 +6,7 @@ mod keep_alive;
 pub mod notes;
 pub mod status;
 
-pub use failure::{describe, ErrorDetail, ErrorKind, Failure, Stage};
+pub use failure::{describe, ErrorDetail, ErrorKind, Failure, Hop, Stage, Via};
 pub use keep_alive::KeepAliveHeader;
 
 use std::time::Instant;

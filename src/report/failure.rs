@@ -4,6 +4,7 @@
 //! the one line that says a run measured nothing. Pure: reads the report.
 
 use super::ScenarioReport;
+use crate::record::{Hop, Via};
 
 /// The error that failed the most attempts.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,14 +99,79 @@ fn proxy_hint(url: &str, proxy: &str, key: &str, example: &str) -> Option<String
     })
 }
 
-/// What to do about the error `key` (with its `example`) against `url`, reached through
-/// the forward proxy `proxy` where one carries it, for the common mistakes; `None` where
-/// there is nothing better to say than the message. A failure on the way to the proxy
-/// names the proxy, never the origin.
-pub fn hint(url: &str, proxy: Option<&str>, key: &str, example: &str) -> Option<String> {
-    if let Some(h) = proxy.and_then(|p| proxy_hint(url, p, key, example)) {
+/// The hops between the client and a URL's origin that a failure may be about: the
+/// forward proxy (its URL) and the hop a connection was opened to when it was not the
+/// URL's host and port (`--connect-to`, `--resolve`, `--unix-socket`, a redirect's
+/// origin).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Route<'a> {
+    pub proxy: Option<&'a str>,
+    pub hop: Option<&'a Hop>,
+}
+
+/// A connect or lookup failure on the way to `hop`, in words that name it and the
+/// address tried, never the URL's host ("nothing accepts connections at 127.0.0.1:9,
+/// where --connect-to sends example.test:80: ...").
+fn hop_hint(hop: &Hop, key: &str) -> Option<String> {
+    let a = &hop.address;
+    let origin = authority(&hop.origin);
+    let (what, check) = match hop.via {
+        Via::ConnectTo => (
+            format!("{a}, where --connect-to sends {origin}"),
+            "is the server running there, and is the --connect-to rule right?",
+        ),
+        Via::Resolve => (
+            format!("{a}, the address --resolve gives {origin}"),
+            "is the server running there, and is the --resolve address right?",
+        ),
+        Via::UnixSocket => (
+            format!("the Unix socket {a}"),
+            "is the server running, and listening on this socket? A socket's file stays behind when its server stops.",
+        ),
+        Via::Redirect => (
+            format!("{a}, the origin {} a redirect led to", hop.origin),
+            "the first origin answered: is the redirect's Location right, and its server running?",
+        ),
+    };
+    Some(match key {
+        "refused" => format!("nothing accepts connections at {what}: {check}"),
+        "connect" if hop.via == Via::UnixSocket => {
+            format!("{what} cannot be connected to: {check}")
+        }
+        "timeout_connect" => format!(
+            "nothing answered the connection attempts to {what} in time: {check}"
+        ),
+        "unreachable" => format!("there is no route to {what}"),
+        "name_not_found" | "no_address" => match hop.via {
+            Via::ConnectTo => format!(
+                "the name {} that --connect-to sends {origin} to does not resolve: check the rule, or give an address",
+                host(a)
+            ),
+            Via::Redirect => format!(
+                "the name {} of the origin {} a redirect led to does not resolve: the first origin answered; is the redirect's Location right?",
+                host(origin),
+                hop.origin
+            ),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// What to do about the error `key` (with its `example`) against `url`, reached by
+/// `route` (through a forward proxy, or to another hop than the URL's host and port),
+/// for the common mistakes; `None` where there is nothing better to say than the
+/// message. A failure on the way to the proxy names the proxy, and one on the way to
+/// another hop names that hop and the address tried, never the URL's host.
+pub fn hint(url: &str, route: Route<'_>, key: &str, example: &str) -> Option<String> {
+    if let Some(h) = route.proxy.and_then(|p| proxy_hint(url, p, key, example)) {
         return Some(h);
     }
+    if let Some(h) = route.hop.and_then(|h| hop_hint(h, key)) {
+        return Some(h);
+    }
+    // TLS and HTTP are the origin's own: a redirect's origin, where one failed.
+    let url = route.hop.map_or(url, |h| h.origin.as_str());
     let https = url.starts_with("https://");
     let at = authority(url);
     Some(match key {
@@ -160,8 +226,11 @@ fn with_message_and_hint(
         line.push_str(&format!(": {m}"));
     }
     end(&mut line);
-    let proxy = s.connections.proxy.as_ref().map(|p| p.url.as_str());
-    if let Some(h) = hint(&s.url, proxy, l.key, l.example.unwrap_or("")).filter(|_| hinted) {
+    let route = Route {
+        proxy: s.connections.proxy.as_ref().map(|p| p.url.as_str()),
+        hop: s.requests.error_hops.get(l.key),
+    };
+    if let Some(h) = hint(&s.url, route, l.key, l.example.unwrap_or("")).filter(|_| hinted) {
         line.push_str(&format!(" Hint: {h}"));
         end(&mut line);
     }
@@ -253,7 +322,7 @@ mod tests {
 
     #[test]
     fn hints_name_the_common_mistakes() {
-        let h = |url, key, ex| hint(url, None, key, ex).unwrap_or_default();
+        let h = |url, key, ex| hint(url, Route::default(), key, ex).unwrap_or_default();
         assert!(h("http://127.0.0.1:1/", "refused", "").contains("127.0.0.1:1"));
         assert!(h("https://127.0.0.1:8080/", "not_tls", "").contains("http://"));
         assert!(h(
@@ -263,7 +332,12 @@ mod tests {
         )
         .contains("https://"));
         assert_eq!(
-            hint("http://x/", None, "bad_version", "invalid response head"),
+            hint(
+                "http://x/",
+                Route::default(),
+                "bad_version",
+                "invalid response head"
+            ),
             None
         );
         assert!(h("https://a:1/", "cert_unknown_issuer", "").contains("--cacert"));
@@ -273,7 +347,10 @@ mod tests {
 
     #[test]
     fn through_a_proxy_a_connect_or_lookup_failure_names_the_proxy_not_the_origin() {
-        let p = Some("http://127.0.0.1:13999");
+        let p = Route {
+            proxy: Some("http://127.0.0.1:13999"),
+            hop: None,
+        };
         let h = |key, ex| hint("https://localhost:8443/", p, key, ex).unwrap_or_default();
         assert_eq!(
             h("refused", ""),
@@ -281,7 +358,10 @@ mod tests {
         );
         let named = hint(
             "http://o/",
-            Some("http://proxy.invalid:3128"),
+            Route {
+                proxy: Some("http://proxy.invalid:3128"),
+                hop: None,
+            },
             "no_address",
             "",
         );

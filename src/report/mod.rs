@@ -299,6 +299,11 @@ pub struct RequestsReport {
     pub error_details: BTreeMap<String, u64>,
     /// One full message per detail (or category, without a detail): the first seen.
     pub error_examples: BTreeMap<String, String>,
+    /// Where the example of an error was met, when it was on the way to a hop other
+    /// than the URL's host and port: `via` (`connect_to`, `resolve`, `unix_socket`,
+    /// `redirect`), the `address` tried, the `origin` it was for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_hops: BTreeMap<String, crate::record::Hop>,
     pub retries: RetriesReport,
     pub status_codes: BTreeMap<String, u64>,
     /// What the first 3xx/4xx/5xx response of each status said: its status line, and

@@ -272,6 +272,9 @@ pub struct RawRecorder {
     /// One message per error detail (or category): the first seen.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub error_examples: BTreeMap<String, String>,
+    /// Where each example was met, when not at the URL's host and port.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_hops: BTreeMap<String, crate::record::Hop>,
     pub status_codes: BTreeMap<String, u64>,
     /// Connections opened by origin index (with -L, where redirects led; absent when
     /// every connection went to the first origin).

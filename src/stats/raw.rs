@@ -104,6 +104,13 @@ fn span(s: &Span) -> RawSpan {
     }
 }
 
+/// A map keyed by a static name, keyed by an owned one (as the report's maps are).
+pub(crate) fn named<T: Clone>(
+    m: &std::collections::BTreeMap<&'static str, T>,
+) -> BTreeMap<String, T> {
+    m.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
 impl From<&Recorder> for RawRecorder {
     fn from(r: &Recorder) -> Self {
         let q = &r.quic;
@@ -121,11 +128,8 @@ impl From<&Recorder> for RawRecorder {
                     .iter()
                     .map(|d| (d.name(), r.error_details[d.index()])),
             ),
-            error_examples: r
-                .error_examples
-                .iter()
-                .map(|(k, m)| (k.to_string(), m.clone()))
-                .collect(),
+            error_examples: named(&r.error_examples),
+            error_hops: named(&r.error_hops),
             status_codes: r
                 .status
                 .iter()
@@ -349,6 +353,9 @@ impl TryFrom<&RawRecorder> for Recorder {
                 .find(|n| n == k)
                 .ok_or_else(|| format!("unknown error example {k:?}"))?;
             rec.error_examples.insert(key, m.clone());
+            if let Some(hop) = r.error_hops.get(k) {
+                rec.error_hops.insert(key, hop.clone());
+            }
         }
         let slots = rec.status.len();
         by_name(&r.status_codes, &mut rec.status[..], "status code", |n| {

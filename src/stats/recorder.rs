@@ -114,6 +114,10 @@ pub struct Recorder {
     /// One full message per error detail (or category, without a detail): the first
     /// seen. Bounded by the number of details.
     pub error_examples: std::collections::BTreeMap<&'static str, String>,
+    /// Where the example of an error was met, when it was on the way to a hop other
+    /// than the URL's host and port (`--connect-to`, `--resolve`, `--unix-socket`, a
+    /// redirect's origin).
+    pub error_hops: std::collections::BTreeMap<&'static str, crate::record::Hop>,
     pub status: Box<[u64; STATUS_SLOTS]>,
     /// The statuses `--ok-status` counts as ok beside 2xx and 3xx (the scenario's: set
     /// before the first request, kept by `+=`).
@@ -299,6 +303,7 @@ impl Recorder {
             errors: [0; ErrorKind::ALL.len()],
             error_details: [0; ErrorDetail::ALL.len()],
             error_examples: std::collections::BTreeMap::new(),
+            error_hops: std::collections::BTreeMap::new(),
             status: Box::new([0; STATUS_SLOTS]),
             ok_status: Vec::new(),
             status_examples: std::collections::BTreeMap::new(),
@@ -400,6 +405,9 @@ impl Recorder {
                 if !self.error_examples.contains_key(f.key()) {
                     let m = f.message.as_deref().unwrap_or(crate::record::describe(f));
                     self.error_examples.insert(f.key(), m.to_string());
+                    if let Some(hop) = &f.hop {
+                        self.error_hops.insert(f.key(), (**hop).clone());
+                    }
                 }
             }
         }
@@ -608,7 +616,12 @@ impl AddAssign<&Recorder> for Recorder {
             *a += b;
         }
         for (k, m) in &o.error_examples {
-            self.error_examples.entry(k).or_insert_with(|| m.clone());
+            if !self.error_examples.contains_key(k) {
+                self.error_examples.insert(k, m.clone());
+                if let Some(hop) = o.error_hops.get(k) {
+                    self.error_hops.insert(k, hop.clone());
+                }
+            }
         }
         for (k, m) in &o.status_examples {
             self.status_examples.entry(*k).or_insert_with(|| m.clone());

@@ -315,11 +315,8 @@ fn requests_report(rec: &Recorder, sc: &ScenarioShape) -> RequestsReport {
         answered: rec.counts.answered,
         errors,
         error_details,
-        error_examples: rec
-            .error_examples
-            .iter()
-            .map(|(k, m)| (k.to_string(), m.clone()))
-            .collect(),
+        error_examples: super::raw::named(&rec.error_examples),
+        error_hops: super::raw::named(&rec.error_hops),
         retries: RetriesReport {
             stale_connection: rec.counts.stale_retries,
             refused_stream: rec.counts.refused_retries,

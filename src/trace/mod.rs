@@ -51,9 +51,14 @@ impl TraceReport {
 /// "request 1: connect: Connection refused (refused). Hint: nothing accepts
 /// connections at 127.0.0.1:1: ...": the failure, and what to do about it where it is a
 /// common mistake.
-fn failed(index: u64, url: &str, proxy: Option<&str>, e: &crate::probe::ProbeError) -> String {
+fn failed(
+    index: u64,
+    url: &str,
+    route: crate::report::failure::Route<'_>,
+    e: &crate::probe::ProbeError,
+) -> String {
     let mut line = format!("request {index}: {e}");
-    if let Some(h) = crate::report::failure::hint(url, proxy, e.key, &e.message) {
+    if let Some(h) = crate::report::failure::hint(url, route, e.key, &e.message) {
         line.push_str(&format!(". Hint: {h}"));
     }
     line
@@ -90,6 +95,11 @@ fn ms(d: Duration) -> f64 {
 pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
     let target = &sc.targets[0];
     let proxy = sc.origins[0].proxy.as_ref().map(|p| p.display());
+    // One origin: a probe's connections go to its hop.
+    let route = |proxy| crate::report::failure::Route {
+        proxy,
+        hop: sc.origins[0].hop.as_deref(),
+    };
     let endpoints = crate::proto::h3::client::Endpoints::new();
     let mut steps: Vec<TraceStep> = Vec::new();
     let mut error = None;
@@ -116,7 +126,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
                     conn = Some(c);
                 }
                 Err(e) => {
-                    error = Some(failed(index, &target.url, proxy.as_deref(), &e));
+                    error = Some(failed(index, &target.url, route(proxy.as_deref()), &e));
                     break;
                 }
             }
@@ -135,7 +145,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
                 continue;
             }
             Err(e) => {
-                error = Some(failed(index, &target.url, proxy.as_deref(), &e));
+                error = Some(failed(index, &target.url, route(proxy.as_deref()), &e));
                 break;
             }
         };

@@ -58,7 +58,8 @@ impl Loop<'_> {
                 Ok(Some(e)) | Err(e) => e,
                 Ok(None) => io::Error::from(io::ErrorKind::ConnectionRefused),
             };
-            self.fail(i, Fail::new(classify_connect_error(&e)), None);
+            let f = Fail::new(classify_connect_error(&e)).at(self.sc.origins[0].hop.as_ref());
+            self.fail(i, f, None);
             return;
         }
         let now = Instant::now();

@@ -458,7 +458,11 @@ impl Loop<'_> {
         let registry = self.poll.registry();
         let Some(&addr) = w.addrs.get(at) else {
             let e = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
-            self.fail(i, Fail::new(classify_connect_error(&e)), None);
+            self.fail(
+                i,
+                Fail::new(classify_connect_error(&e)).at(self.sc.origins[0].hop.as_ref()),
+                None,
+            );
             return;
         };
         let started =
@@ -486,7 +490,10 @@ impl Loop<'_> {
                 self.arm(i, by);
             }
             Err(_) if at + 1 < w.addrs.len() => self.dial(i, (since, by), at + 1),
-            Err(e) => self.fail(i, Fail::new(classify_connect_error(&e)), None),
+            Err(e) => {
+                let f = Fail::new(classify_connect_error(&e)).at(self.sc.origins[0].hop.as_ref());
+                self.fail(i, f, None);
+            }
         }
     }
 }
