@@ -365,11 +365,43 @@ fn a_dead_origin_a_request_not_meant_for_a_proxy_and_bad_flags() {
     let port = dead.local_addr().unwrap().port();
     drop(dead);
     let url = format!("https://localhost:{port}/");
-    let (code, v, _) = audit(&[], &[], &["curl", "-s", "-o", "/dev/null", &url]);
+    let (code, v, said) = audit(
+        &[],
+        &[],
+        &[
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "curl got %{http_connect} to its CONNECT\n",
+            &url,
+        ],
+    );
     assert_ne!(code, Some(0), "curl fails through a 502 and audit says so");
     let t = total(&v);
     assert_eq!(u(&t["proxy"]["tunnels"]), 1, "{t}");
     assert_eq!(u(&t["endings"]["origin_closed"]), 1, "{t}");
+    // The 502 is the audit's own, said so with its reason: curl's count of it is the
+    // truth (issue 56, item 1).
+    assert!(said.contains("curl got 502 to its CONNECT"), "{said}");
+    let own = &t["answered_by_audit"]["502"];
+    assert_eq!(u(&own["count"]), 1, "{t}");
+    let reason = own["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "could not reach the origin localhost:{port}: connect"
+        )),
+        "{reason}"
+    );
+    assert_eq!(v["verdict"][0]["code"], "answered_by_audit", "{v}");
+    let text = v["verdict"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("The audit itself answered 1 connection with 502")
+            && text.contains("not a server's")
+            && !text.contains("credentials"),
+        "{text}"
+    );
     // Asked directly (no proxy form): answered 400, saying what a proxy takes.
     let (code, v, _) = audit(
         &[],
@@ -387,7 +419,20 @@ fn a_dead_origin_a_request_not_meant_for_a_proxy_and_bad_flags() {
         ],
     );
     assert_eq!(code, Some(0));
-    assert_eq!(u(&total(&v)["status_codes"]["400"]), 1, "{}", total(&v));
+    let t = total(&v);
+    assert_eq!(u(&t["status_codes"]["400"]), 1, "{t}");
+    // The 400 is the audit's own: the request was in origin form.
+    assert_eq!(u(&t["answered_by_audit"]["400"]["count"]), 1, "{t}");
+    let headline = v["headline"]["text"].as_str().unwrap();
+    assert!(
+        headline.ends_with("The audit itself answered 1 of 1 request with 400."),
+        "{headline}"
+    );
+    let text = v["verdict"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("it is not using the audit as its forward proxy"),
+        "{text}"
+    );
     for (args, says) in [
         (
             vec!["audit", "--proxy-mode", "--upstream", "http://127.0.0.1:1/"],

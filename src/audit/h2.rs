@@ -13,7 +13,7 @@ use h2::RecvStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::answer::{forwarded, is_reset, local_response, AuditConfig, RequestLine, HOP_BY_HOP};
-use super::log::{with_log, Ending, SharedLog};
+use super::log::{answered_itself, with_log, Ending, SharedLog};
 use super::proxy::forward;
 use crate::server::routes::{ConnHeader, FILL};
 
@@ -99,7 +99,7 @@ where
                 let shared = shared.clone();
                 let streams = streams.clone();
                 tokio::spawn(async move {
-                    let done = answer(req, respond, &shared).await;
+                    let done = answer(req, respond, &shared, idx).await;
                     with_log(&shared.1, |g| {
                         let c = &mut g.conns[idx];
                         match done {
@@ -165,6 +165,7 @@ async fn answer(
     req: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
     shared: &(AuditConfig, SharedLog),
+    idx: usize,
 ) -> Result<u16, (u64, u64)> {
     let cfg = &shared.0;
     let (parts, mut body) = req.into_parts();
@@ -177,6 +178,8 @@ async fn answer(
                 let _ = body.flow_control().release_capacity(chunk.len());
                 data.extend_from_slice(&chunk);
                 if data.len() as u64 > cfg.server.max_body_bytes {
+                    let why = "the request body is over the audit's limit (--max-body-bytes)";
+                    answered_itself(&shared.1, idx, 413, why);
                     let _ = send_head(&mut respond, 413, &[], true);
                     return Ok(413);
                 }
@@ -190,7 +193,9 @@ async fn answer(
         Some(up) => match forward(up, &info, &data, ConnHeader::None).await {
             Ok(r) => r,
             Err(e) => {
-                let msg = format!("handshake audit: upstream failed: {e:#}\n");
+                let why = format!("upstream failed: {e:#}");
+                answered_itself(&shared.1, idx, 502, &why);
+                let msg = format!("handshake audit: {why}\n");
                 let mut stream = send_head(&mut respond, 502, &[], false).map_err(|_| (0, 0))?;
                 let _ = stream.send_data(Bytes::from(msg), true);
                 return Ok(502);
@@ -201,6 +206,8 @@ async fn answer(
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut headers);
     let Ok(httparse::Status::Complete(head_len)) = resp.parse(&bytes) else {
+        let why = "the upstream's response head could not be read";
+        answered_itself(&shared.1, idx, 502, why);
         let _ = send_head(&mut respond, 502, &[], true);
         return Ok(502);
     };

@@ -39,6 +39,10 @@ pub(super) struct ConnLog {
     pub(super) alpn: Option<String>,
     /// `--proxy-mode`: plain requests forwarded, by origin (`host:port`).
     pub(super) origins: BTreeMap<String, u64>,
+    /// The answers the audit gave itself instead of a server's (an origin it could not
+    /// reach, a request it could not forward, a limit), by status: how many, and the
+    /// first one's reason.
+    pub(super) own: BTreeMap<u16, (u64, String)>,
 }
 
 #[derive(Default)]
@@ -53,6 +57,17 @@ pub(super) struct Log {
 }
 
 pub(super) type SharedLog = Arc<Mutex<Log>>;
+
+/// The audit answered connection `idx`'s request itself with `status`, for `why`.
+pub(super) fn answered_itself(log: &SharedLog, idx: usize, status: u16, why: &str) {
+    with_log(log, |g| {
+        let e = g.conns[idx]
+            .own
+            .entry(status)
+            .or_insert_with(|| (0, why.trim_end().to_string()));
+        e.0 += 1;
+    });
+}
 
 pub(super) fn with_log<R>(log: &SharedLog, f: impl FnOnce(&mut Log) -> R) -> R {
     let mut g = log.lock().unwrap_or_else(|p| p.into_inner());

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::answer::{is_reset, ProxyMode};
-use super::log::{with_log, Ending, SharedLog};
+use super::log::{answered_itself, with_log, Ending, SharedLog};
 use crate::track::{Conn, Kind, Side};
 
 /// How long a tunnel's connect to its origin may take.
@@ -68,19 +68,16 @@ pub(super) async fn tunnel<S: AsyncRead + AsyncWrite + Unpin>(
     log: &SharedLog,
     idx: usize,
 ) -> Ending {
-    let refuse = |status: &str, why: String| {
-        format!(
-            "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{why}",
-            why.len()
-        )
+    // The audit's own answer, said to be the audit's and why (and counted as such).
+    let refuse = |status: u16, why: String| {
+        answered_itself(log, idx, status, &why);
+        super::server::failed(status, &why).0
     };
     let origin = match host_port(target, None).map(|(h, p)| mode.origin(&h, p)) {
         Some(Ok(o)) => o,
         _ => {
-            let why = format!("handshake audit: CONNECT {target:?}: expected host:port\n");
-            let _ = client
-                .write_all(refuse("400 Bad Request", why).as_bytes())
-                .await;
+            let why = format!("CONNECT {target:?}: expected host:port");
+            let _ = client.write_all(&refuse(400, why)).await;
             return Ending::Garbage;
         }
     };
@@ -91,10 +88,8 @@ pub(super) async fn tunnel<S: AsyncRead + AsyncWrite + Unpin>(
     let upstream = match opened {
         Ok(o) => o.conn.into_stream(),
         Err(e) => {
-            let why = format!("handshake audit: connecting to {target}: {e}\n");
-            let _ = client
-                .write_all(refuse("502 Bad Gateway", why).as_bytes())
-                .await;
+            let why = format!("could not reach the origin {target}: {e}");
+            let _ = client.write_all(&refuse(502, why)).await;
             let _ = client.shutdown().await;
             return Ending::OriginClosed;
         }

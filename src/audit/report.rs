@@ -6,8 +6,8 @@ use super::log::{with_log, ConnLog, Ending, GapStats, SharedLog};
 use super::verdict::{headline, verdict};
 
 pub use crate::report::audit::{
-    AuditBucket, AuditReport, ClientSummary, CutResponses, H2Summary, ProxySummary, RpcStats,
-    TlsCounts,
+    AuditBucket, AuditReport, ClientSummary, CutResponses, H2Summary, OwnAnswers, ProxySummary,
+    RpcStats, TlsCounts,
 };
 
 pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> ClientSummary {
@@ -34,6 +34,7 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> C
         one_request_connections: conns.iter().filter(|c| c.requests == 1).count() as u64,
         h2: None,
         proxy: proxy_mode.then(|| proxied(conns)),
+        answered_by_audit: BTreeMap::new(),
     };
     let mut with_requests = 0u64;
     for c in conns {
@@ -41,6 +42,15 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> C
         s.responses += c.responses;
         for (code, n) in &c.statuses {
             *s.status_codes.entry(code.to_string()).or_default() += n;
+        }
+        for (code, (n, reason)) in &c.own {
+            s.answered_by_audit
+                .entry(code.to_string())
+                .or_insert_with(|| OwnAnswers {
+                    count: 0,
+                    reason: reason.clone(),
+                })
+                .count += n;
         }
         if c.requests > 0 {
             with_requests += 1;

@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::answer::{is_reset, local_response, AuditConfig, RequestLine};
-use super::log::{with_log, ConnLog, Ending, Log, SharedLog};
+use super::log::{answered_itself, with_log, ConnLog, Ending, Log, SharedLog};
 use super::proxy::forward;
 use super::report::{report, AuditReport};
 use crate::proto::h1::ChunkedDecoder;
@@ -168,12 +168,15 @@ async fn first_bytes(sock: &tokio::net::TcpStream, idle: Duration) -> First {
 }
 
 /// Answer `status` with an empty body and close: the client broke a limit.
-pub(super) async fn reject<S: AsyncWrite + Unpin>(s: &mut S, status: u16) {
-    let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-        reason(status)
-    );
-    let _ = s.write_all(head.as_bytes()).await;
+pub(super) async fn reject<S: AsyncWrite + Unpin>(
+    s: &mut S,
+    (status, why): (u16, &str),
+    log: &SharedLog,
+    idx: usize,
+) {
+    answered_itself(log, idx, status, why);
+    let (bytes, _, _) = failed(status, why);
+    let _ = s.write_all(&bytes).await;
     let _ = s.shutdown().await;
 }
 
@@ -204,7 +207,8 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             .map(|t| head_started.map_or(t.elapsed(), |h| h.saturating_duration_since(t)));
         log_request(log, idx, &info, gap);
         if over_limit {
-            reject(&mut s, 503).await;
+            let why = "over the audit's connection limit (--max-connections)";
+            reject(&mut s, (503, why), log, idx).await;
             return Ending::OverLimit;
         }
         // The request body.
@@ -212,8 +216,14 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(b) => b,
             Err(end) => {
                 match end {
-                    Ending::TooLarge => reject(&mut s, 413).await,
-                    Ending::Stalled => reject(&mut s, 408).await,
+                    Ending::TooLarge => {
+                        let why = "the request body is over the audit's limit (--max-body-bytes)";
+                        reject(&mut s, (413, why), log, idx).await;
+                    }
+                    Ending::Stalled => {
+                        let why = "the request body stalled past the audit's timeout";
+                        reject(&mut s, (408, why), log, idx).await;
+                    }
                     _ => {}
                 }
                 return end;
@@ -239,13 +249,20 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                         });
                         r
                     }
-                    Err((status, why)) => failed(status, &why),
+                    Err((status, why)) => {
+                        answered_itself(log, idx, status, &why);
+                        failed(status, &why)
+                    }
                 }
             }
             (None, None) => local_response(&info, &cfg.server, conn).await,
             (None, Some(up)) => match forward(up, &info, &body, conn).await {
                 Ok(r) => r,
-                Err(e) => failed(502, &format!("upstream failed: {e:#}")),
+                Err(e) => {
+                    let why = format!("upstream failed: {e:#}");
+                    answered_itself(log, idx, 502, &why);
+                    failed(502, &why)
+                }
             },
         };
         if let Err(end) = write_response(&mut s, response, log, idx).await {
@@ -261,7 +278,7 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// An answer of the audit's own that says why it could not pass the request on; the
 /// connection closes after it.
-fn failed(status: u16, why: &str) -> (Vec<u8>, u64, u64) {
+pub(super) fn failed(status: u16, why: &str) -> (Vec<u8>, u64, u64) {
     let msg = format!("handshake audit: {why}\n");
     let mut out = Vec::new();
     let _ = write!(
@@ -296,11 +313,13 @@ async fn read_head<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 Ok(httparse::Status::Partial) if buf.len() <= cfg.server.max_header_bytes => {}
                 Ok(_) | Err(httparse::Error::TooManyHeaders) => {
-                    reject(s, 431).await;
+                    let why = "the request head is over the audit's limit (--max-header-bytes)";
+                    reject(s, (431, why), log, idx).await;
                     return Err(Ending::TooLarge);
                 }
-                Err(_) => {
-                    let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+                Err(e) => {
+                    let why = format!("the request is not HTTP/1.x ({e})");
+                    reject(s, (400, &why), log, idx).await;
                     return Err(Ending::Garbage);
                 }
             }
@@ -312,7 +331,8 @@ async fn read_head<S: AsyncRead + AsyncWrite + Unpin>(
         match tokio::time::timeout(limit, s.read(chunk)).await {
             Err(_) if buf.is_empty() => return Err(Ending::IdleTimeout),
             Err(_) => {
-                reject(s, 408).await;
+                let why = "the request head stalled past the audit's timeout (--header-timeout)";
+                reject(s, (408, why), log, idx).await;
                 return Err(Ending::Stalled);
             }
             Ok(Ok(0)) if buf.is_empty() => return Err(Ending::ClientClosed),

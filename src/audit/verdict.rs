@@ -102,6 +102,9 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
 /// status, so the reuse figures stand; the requests may not be the ones the client
 /// means to make.
 fn error_statuses(t: &ClientSummary) -> Option<Finding> {
+    if let Some(own) = answered_by_audit(t) {
+        return Some(own);
+    }
     let (said, evidence) =
         crate::stats::diagnose::mostly_errors(&t.status_codes, t.responses, "total")?;
     Some(
@@ -113,6 +116,52 @@ fn error_statuses(t: &ClientSummary) -> Option<Finding> {
             ),
         )
         .with_all(evidence),
+    )
+}
+
+/// When the audit answered most requests itself (or refused each `CONNECT`): its
+/// status, how many, its reason and what to do. Those answers are the audit's, not a
+/// server's: they say nothing of the client's URL, path or credentials.
+fn answered_by_audit(t: &ClientSummary) -> Option<Finding> {
+    let (code, own) = t
+        .answered_by_audit
+        .iter()
+        .max_by_key(|(c, o)| (o.count, std::cmp::Reverse(c.as_str())))?;
+    let all: u64 = t.answered_by_audit.values().map(|o| o.count).sum();
+    if all * 2 < t.responses {
+        return None;
+    }
+    let reason = &own.reason;
+    let what = if reason.starts_with("a forward proxy takes requests in absolute form") {
+        "the client sent its requests in origin form, as to a server: it is not using the audit as its forward proxy (point its proxy setting, HTTP_PROXY or -x, at the audit)"
+    } else if reason.contains("over the audit's") || reason.contains("past the audit's") {
+        "the client met a limit of the audit's: raise it (the flag named) to let its requests through"
+    } else if code.starts_with('5') {
+        "the audit could not reach the server the client asked for: check that the origin (or --upstream) is up and reachable from this machine"
+    } else {
+        "the audit could not read what the client asked for"
+    };
+    // Answers to requests, or to connections that carried none (a refused CONNECT, a
+    // head that was not HTTP).
+    let counted = if t.responses > 0 {
+        format!("{} of {}", own.count, plural(t.responses, "request"))
+    } else {
+        plural(own.count, "connection")
+    };
+    Some(
+        Finding::new(
+            "answered_by_audit",
+            Kind::Status,
+            format!(
+                "The audit itself answered {counted} with {code} (\"{reason}\"): {what}. These answers are the audit's, not a server's."
+            ),
+        )
+        .with(Evidence::count(
+            &format!("total.answered_by_audit.{code}.count"),
+            own.count,
+            t.responses.max(all),
+            "answers",
+        )),
     )
 }
 
@@ -296,7 +345,14 @@ pub fn headline(t: &ClientSummary) -> Finding {
     let mut h = reuse_headline(t);
     // Most answers errors: said in the headline too, after the reuse it does not change.
     if let Some(e) = error_statuses(t) {
-        let said = e.text.split(": the client").next().unwrap_or_default();
+        // "Most answers were errors: 3 of 3 were 404 …", or "The audit answered 3 of 3
+        // answers itself with 502".
+        let cut = if e.code == "answered_by_audit" {
+            " (\""
+        } else {
+            ": the client"
+        };
+        let said = e.text.split(cut).next().unwrap_or_default();
         h.text = format!("{} {said}.", h.text);
         h.evidence.extend(e.evidence);
     }

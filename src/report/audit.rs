@@ -126,6 +126,20 @@ pub struct ClientSummary {
     /// `--proxy-mode`: what went through the audit as the client's forward proxy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxySummary>,
+    /// The answers the audit gave itself instead of a server's, by status ("502"): an
+    /// origin or upstream it could not reach, a request it could not forward (not in
+    /// proxy form, a `CONNECT` without host:port), one over its limits. A refused
+    /// `CONNECT` is among them though it is no request. Absent when there were none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub answered_by_audit: BTreeMap<String, OwnAnswers>,
+}
+
+/// The audit's own answers of one status: how many, and the first one's reason (what
+/// its body said after "handshake audit: ").
+#[derive(Debug, Clone, Serialize)]
+pub struct OwnAnswers {
+    pub count: u64,
+    pub reason: String,
 }
 
 /// The audit as a forward proxy: `CONNECT` tunnels (each a client connection; its

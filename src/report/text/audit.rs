@@ -80,6 +80,13 @@ fn client_block(out: &mut String, s: &ClientSummary) {
     if !s.status_codes.is_empty() {
         let _ = writeln!(out, "  status codes          {}", fmt_map(&s.status_codes));
     }
+    for (code, own) in &s.answered_by_audit {
+        let _ = writeln!(
+            out,
+            "  answered by the audit {} with {code}: {}",
+            own.count, own.reason
+        );
+    }
     if s.forwarded_requests > 0 {
         let _ = writeln!(
             out,
