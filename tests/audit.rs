@@ -637,3 +637,81 @@ fn audit_html_report_draws_the_reports_numbers_in_chromium() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Three programs under one audit, each named and judged on its own (issue 56, item
+/// 4): curl (3 URLs, one connection), Python (3 `http.client` connections, one request
+/// each) and Node (5 requests with `agent: false`). Each program's counts equal what it
+/// says it did (curl's `%{num_connects}`, the sockets Python and Node opened); the
+/// verdict is each program's, with its own fix, and the headline blends nothing.
+#[test]
+fn each_client_program_is_named_and_judged_on_its_own() {
+    assert!(have("node"), "node is needed for this test");
+    let py = "import http.client, sys, urllib.parse\n\
+              u = urllib.parse.urlsplit(sys.argv[1])\n\
+              for i in range(3):\n\
+              \x20   c = http.client.HTTPConnection(u.hostname, u.port)\n\
+              \x20   c.request('GET', '/', headers={'Connection': 'close'})\n\
+              \x20   c.getresponse().read()\n\
+              \x20   c.close()\n\
+              print('python sockets', 3)";
+    let node = "const http = require('http'); const url = process.argv[1]; const socks = new Set();\n\
+                (async () => { for (let i = 0; i < 5; i++) { await new Promise((ok, bad) => {\n\
+                  const r = http.get(url, { agent: false }, (res) => { res.resume(); res.on('end', ok); });\n\
+                  r.on('socket', (s) => socks.add(s)); r.on('error', bad); }); }\n\
+                })().then(() => { console.log('node sockets', socks.size); process.exit(0); }, (e) => { console.error(e); process.exit(1); });";
+    let script = "curl -s -o /dev/null -w 'curl connects %{num_connects}\\n' {url} {url} {url} && \
+                  python3 -c \"$PY\" {url} && node -e \"$NODE\" {url}";
+    let out = std::process::Command::new(bin())
+        .args(["audit", "--json", "--", "sh", "-c", script])
+        .env("PY", py)
+        .env("NODE", node)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check(&v);
+    // What each client says it did.
+    let curl_conns: u64 = said
+        .lines()
+        .filter_map(|l| l.strip_prefix("curl connects "))
+        .map(|n| n.trim().parse::<u64>().unwrap())
+        .sum();
+    assert!(said.contains("python sockets 3"), "{said}");
+    assert!(said.contains("node sockets 5"), "{said}");
+    let programs = v["programs"].as_array().unwrap();
+    let of = |name: &str| {
+        programs
+            .iter()
+            .find(|p| p["program"] == name)
+            .unwrap_or_else(|| panic!("{name} in {programs:?}"))
+    };
+    let counts = |name: &str| (u(&of(name)["requests"]), u(&of(name)["connections"]));
+    assert_eq!(counts("curl"), (3, curl_conns));
+    assert_eq!(curl_conns, 1, "curl keeps one connection for its URLs");
+    assert_eq!(counts("python3"), (3, 3));
+    assert_eq!(counts("node"), (5, 5));
+    assert_eq!(programs.len(), 3, "{programs:?}");
+    assert_eq!(of("curl")["clients"][0], "127.0.0.1");
+    // The verdict: each program's own, with its own fix.
+    let first = |name: &str| of(name)["verdict"][0]["code"].as_str().unwrap().to_string();
+    assert_eq!(first("curl"), "reused");
+    let text = verdict(&v);
+    assert!(
+        text.contains("For Python: one `requests.Session()`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("For Node: an `http.Agent({ keepAlive: true })`"),
+        "{text}"
+    );
+    let h = &v["headline"];
+    assert_eq!(h["code"], "by_program", "{h}");
+    let h = h["text"].as_str().unwrap();
+    assert!(
+        h.starts_with("11 requests over 9 connections from 3 client programs")
+            && h.contains("curl: 3 requests over 1 connection: reused")
+            && !h.contains("1.2 requests per connection"),
+        "{h}"
+    );
+}

@@ -212,3 +212,15 @@ pub(super) async fn local_response(
     let body = if no_body { 0 } else { body_len as u64 };
     (out, body, body)
 }
+
+/// An answer of the audit's own that says why it could not pass the request on; the
+/// connection closes after it.
+pub(super) fn failed(status: u16, why: &str) -> (Vec<u8>, u64, u64) {
+    let msg = format!("handshake audit: {why}\n");
+    let out = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{msg}",
+        crate::server::routes::reason(status),
+        msg.len()
+    );
+    (out.into_bytes(), 0, msg.len() as u64)
+}

@@ -9,6 +9,8 @@ pub use crate::report::audit::{Ending, GapStats};
 #[derive(Debug, Clone, Default)]
 pub(super) struct ConnLog {
     pub(super) client: Option<IpAddr>,
+    /// The program on this machine that opened it (`/proc/PID/comm`), when found.
+    pub(super) program: Option<std::sync::Arc<str>>,
     pub(super) requests: u64,
     pub(super) responses: u64,
     /// The responses' status codes (answered here or by the upstream).

@@ -71,7 +71,7 @@ pub(super) async fn tunnel<S: AsyncRead + AsyncWrite + Unpin>(
     // The audit's own answer, said to be the audit's and why (and counted as such).
     let refuse = |status: u16, why: String| {
         answered_itself(log, idx, status, &why);
-        super::server::failed(status, &why).0
+        super::answer::failed(status, &why).0
     };
     let origin = match host_port(target, None).map(|(h, p)| mode.origin(&h, p)) {
         Some(Ok(o)) => o,

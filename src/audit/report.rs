@@ -6,9 +6,10 @@ use super::log::{with_log, ConnLog, Ending, GapStats, SharedLog};
 use super::verdict::{headline, verdict};
 
 pub use crate::report::audit::{
-    AuditBucket, AuditReport, ClientSummary, CutResponses, H2Summary, OwnAnswers, ProxySummary,
-    RpcStats, TlsCounts,
+    AuditBucket, AuditProgram, AuditReport, ClientSummary, CutResponses, H2Summary, OwnAnswers,
+    ProxySummary, RpcStats, TlsCounts,
 };
+use crate::report::finding::Finding;
 
 pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> ClientSummary {
     let mut s = ClientSummary {
@@ -131,6 +132,75 @@ fn proxied(conns: &[&ConnLog]) -> ProxySummary {
     p
 }
 
+/// The connections grouped by the program that opened them, each summed and judged on
+/// its own (its evidence at `programs[NAME]`).
+fn programs(conns: &[ConnLog], proxy_mode: bool, peak: u64) -> Vec<AuditProgram> {
+    let mut by: BTreeMap<String, Vec<&ConnLog>> = BTreeMap::new();
+    for c in conns {
+        let name = c.program.as_deref().unwrap_or("unknown").to_string();
+        by.entry(name).or_default().push(c);
+    }
+    by.into_iter()
+        .map(|(program, v)| {
+            let figures = summarize(program.clone(), &v, proxy_mode);
+            let mut clients: Vec<String> = v
+                .iter()
+                .filter_map(|c| c.client.map(|a| a.to_string()))
+                .collect();
+            clients.sort();
+            clients.dedup();
+            let at = format!("programs[{program}]");
+            let verdict = verdict(&figures, peak)
+                .into_iter()
+                .map(|f| moved(f, &at))
+                .collect();
+            AuditProgram {
+                program,
+                clients,
+                figures,
+                verdict,
+            }
+        })
+        .collect()
+}
+
+/// A finding over one member's figures: its evidence's place moved from `total` to `at`.
+fn moved(mut f: Finding, at: &str) -> Finding {
+    for e in &mut f.evidence {
+        if let Some(rest) = e.figure.strip_prefix("total") {
+            e.figure = format!("{at}{rest}");
+        }
+    }
+    f
+}
+
+/// With two programs or more: the headline gives the total, then each program's own
+/// sentence; the verdict is each program's, named ("curl: …"), never one blended over
+/// all.
+fn by_program(total: &ClientSummary, programs: &[AuditProgram]) -> (Finding, Vec<Finding>) {
+    let mut h = Finding::new(
+        "by_program",
+        crate::report::finding::Cause::Reuse,
+        format!(
+            "{} over {} from {} client programs, each judged on its own:",
+            crate::fmt::plural_s(total.requests, "request"),
+            crate::fmt::plural_s(total.connections, "connection"),
+            programs.len()
+        ),
+    );
+    let mut verdict = Vec::new();
+    for p in programs {
+        let own = moved(headline(&p.figures), &format!("programs[{}]", p.program));
+        h.text.push_str(&format!(" {}: {}", p.program, own.text));
+        h.evidence.extend(own.evidence);
+        for mut f in p.verdict.iter().cloned() {
+            f.text = format!("{}: {}", p.program, f.text);
+            verdict.push(f);
+        }
+    }
+    (h, verdict)
+}
+
 pub(super) fn report(
     url: &str,
     log: &SharedLog,
@@ -167,8 +237,12 @@ pub(super) fn report(
         .into_iter()
         .map(|(k, v)| summarize(k, &v, proxy_mode))
         .collect();
-    let verdict = verdict(&total, peak);
-    let headline = headline(&total);
+    let programs = programs(&conns, proxy_mode, peak);
+    let (headline, verdict) = if programs.len() >= 2 {
+        by_program(&total, &programs)
+    } else {
+        (headline(&total), verdict(&total, peak))
+    };
     AuditReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "handshake",
@@ -179,6 +253,7 @@ pub(super) fn report(
         peak_concurrent_connections: peak,
         total,
         clients,
+        programs,
         run: None,
         interrupted: None,
         headline,

@@ -1,7 +1,6 @@
 //! The audit's server: accepts clients, reads their requests, answers them here or
 //! through the upstream, and logs each connection.
 
-use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -9,12 +8,12 @@ use anyhow::Context;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use super::answer::{is_reset, local_response, AuditConfig, RequestLine};
+use super::answer::{failed, is_reset, local_response, AuditConfig, RequestLine};
 use super::log::{answered_itself, with_log, ConnLog, Ending, Log, SharedLog};
 use super::proxy::forward;
 use super::report::{report, AuditReport};
 use crate::proto::h1::ChunkedDecoder;
-use crate::server::routes::{reason, ConnHeader, FILL};
+use crate::server::routes::{ConnHeader, FILL};
 use crate::server::ServerConfig;
 
 /// A running audit: its URL, its CA (with `--tls`), and its log.
@@ -75,12 +74,16 @@ pub(super) async fn accept_loop(
     shared: Arc<(AuditConfig, SharedLog)>,
     tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
+    // Which program opened each connection: looked up beside the serving (it reads
+    // /proc), while the client's socket is surely open.
+    let programs = Arc::new(Mutex::new(crate::watch::Programs::new().ok()));
     loop {
         let Ok((sock, peer)) = l.accept().await else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
         let _ = sock.set_nodelay(true);
+        let name_it = (programs.clone(), shared.1.clone(), sock.local_addr());
         let (idx, over_limit) = with_log(&shared.1, |g| {
             g.open += 1;
             g.peak_open = g.peak_open.max(g.open);
@@ -91,9 +94,24 @@ pub(super) async fn accept_loop(
             });
             (g.conns.len() - 1, g.open > shared.0.server.max_connections)
         });
+        let naming = match name_it {
+            (programs, log, Ok(local)) => Some(tokio::task::spawn_blocking(move || {
+                let mut g = programs.lock().unwrap_or_else(|p| p.into_inner());
+                let name = g.as_mut()?.name(peer, local)?;
+                with_log(&log, |l| l.conns[idx].program = Some(name));
+                Some(())
+            })),
+            _ => None,
+        };
         let shared = shared.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
+            // Named before it is served: a client that sends one request and closes
+            // at once has its socket open until its answer (the lookup reads /proc, on
+            // a thread of the blocking pool: other connections go on meanwhile).
+            if let Some(n) = naming {
+                let _ = n.await;
+            }
             let end = match tls {
                 None => match first_bytes(&sock, shared.0.server.idle_timeout).await {
                     First::Idle => Ending::IdleTimeout,
@@ -274,20 +292,6 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             return Ending::ServerClosed;
         }
     }
-}
-
-/// An answer of the audit's own that says why it could not pass the request on; the
-/// connection closes after it.
-pub(super) fn failed(status: u16, why: &str) -> (Vec<u8>, u64, u64) {
-    let msg = format!("handshake audit: {why}\n");
-    let mut out = Vec::new();
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status} {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{msg}",
-        reason(status),
-        msg.len()
-    );
-    (out, 0, msg.len() as u64)
 }
 
 /// Read a request head into `buf`: its length, its line and headers, and when its first

@@ -287,7 +287,7 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
             "the client sent `Connection: close` on every request",
             format!(
                 "The client sent `Connection: close` on every request. {}.",
-                ClientEnds::CloseHeader.fix()
+                ClientEnds::CloseHeader.fix_for(&t.client)
             ),
             vec![close_e()],
         )
@@ -297,7 +297,7 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
             "the client sent HTTP/1.0 without `Connection: keep-alive`",
             format!(
                 "The client sent HTTP/1.0 requests without `Connection: keep-alive`. {}.",
-                ClientEnds::Http10.fix()
+                ClientEnds::Http10.fix_for(&t.client)
             ),
             vec![
                 v10_e(),
@@ -329,11 +329,11 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
         e.extend(client_e());
         cause("tunnels_closed_after_one", "each tunnel was closed after one response", format!("Each CONNECT tunnel was closed after one response: {} by the origin, {} by the client. Inside TLS a proxy sees no headers: a client that asks the origin to close (`Connection: close`) races it to the close, which is what both sides closing looks like; a client that does not pool connections closes them all itself.", origin_closed, by_client), e)
     } else if by_client * 2 >= t.connections && in_tls_tunnels {
-        cause("client_closed_tunnels", "the client closed each tunnel itself after one response", format!("The client closed each CONNECT tunnel itself after one response: it does not pool connections (for example Python's `requests.get` without a `Session`, Node's `agent: false`, or a new client per request). {}. (Inside TLS a proxy sees no headers: whether the client asked the origin to close is unseen.)", ClientEnds::ClosedItself.fix()), client_e())
+        cause("client_closed_tunnels", "the client closed each tunnel itself after one response", format!("The client closed each CONNECT tunnel itself after one response: it does not pool connections (for example Python's `requests.get` without a `Session`, Node's `agent: false`, or a new client per request). {}. (Inside TLS a proxy sees no headers: whether the client asked the origin to close is unseen.)", ClientEnds::ClosedItself.fix_for(&t.client)), client_e())
     } else if origin_closed * 2 >= t.connections {
         cause("origin_closed_tunnels", "the origin closed each tunnel after its response", "The origin closed each CONNECT tunnel after its response. Inside TLS a proxy sees no headers: the client may have asked it to (`Connection: close`), or the origin does not keep connections open (`handshake doctor` against the origin says which).".into(), vec![of_connections("total.endings.origin_closed", origin_closed, t)])
     } else if closed * 2 >= t.connections {
-        cause("client_closed_itself", "the client closed each connection itself after one response", format!("The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). {}.", ClientEnds::ClosedItself.fix()), vec![of_connections("total.endings.client_closed", closed, t), close_e()])
+        cause("client_closed_itself", "the client closed each connection itself after one response", format!("The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). {}.", ClientEnds::ClosedItself.fix_for(&t.client)), vec![of_connections("total.endings.client_closed", closed, t), close_e()])
     } else {
         None
     }

@@ -142,6 +142,17 @@ pub struct OwnAnswers {
     pub reason: String,
 }
 
+/// One client program's connections: its name, the addresses it came from, its figures
+/// (`client` is its name) and its verdict (evidence at `programs[NAME]`).
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditProgram {
+    pub program: String,
+    pub clients: Vec<String>,
+    #[serde(flatten)]
+    pub figures: ClientSummary,
+    pub verdict: Vec<super::finding::Finding>,
+}
+
 /// The audit as a forward proxy: `CONNECT` tunnels (each a client connection; its
 /// requests read from the relayed bytes) and plain requests in absolute form.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -204,6 +215,9 @@ pub struct AuditReport {
     pub peak_concurrent_connections: u64,
     pub total: ClientSummary,
     pub clients: Vec<ClientSummary>,
+    /// The client programs that opened the connections (`/proc/PID/comm`; `unknown`
+    /// where none was found), each with its figures and its own verdict.
+    pub programs: Vec<AuditProgram>,
     /// What the run was: the URL, when, the command line, the machine.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<super::RunInfo>,

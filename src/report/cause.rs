@@ -230,4 +230,28 @@ impl ClientEnds {
             ClientEnds::ClosedItself => "Reuse one client with keep-alive (a pool or a keep-alive agent: Python's `requests.Session`, Node's default agent, one Go `http.Client` whose bodies are read to the end)",
         }
     }
+
+    /// [`ClientEnds::fix`], then what it means for `program` (a process's name, as
+    /// `/proc/PID/comm` gives it) where the program is one we know.
+    pub fn fix_for(self, program: &str) -> String {
+        match client_fix(program) {
+            Some(own) => format!("{}. {own}", self.fix()),
+            None => self.fix().to_string(),
+        }
+    }
+}
+
+/// How a known client program keeps its connections, by its process name.
+fn client_fix(program: &str) -> Option<&'static str> {
+    let p = program.to_ascii_lowercase();
+    Some(match p.as_str() {
+        p if p.starts_with("python") => "For Python: one `requests.Session()` (or one `urllib3.PoolManager()`) for all the requests, not `requests.get` or `urllib.request.urlopen` per call",
+        "node" | "nodejs" => "For Node: an `http.Agent({ keepAlive: true })` (the default agent since Node 19), not `agent: false`",
+        "curl" => "For curl: several URLs in one command (or one libcurl handle), without `-H 'Connection: close'`",
+        "wget" => "For wget: several URLs in one command, without `--no-http-keep-alive`",
+        "ruby" => "For Ruby: `Net::HTTP.start(host, port) { |http| ... }` around the requests, not `Net::HTTP.get` per call",
+        "java" => "For Java: one `java.net.http.HttpClient` for all the requests",
+        "ab" => "For ab: add -k",
+        _ => return None,
+    })
 }

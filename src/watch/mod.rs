@@ -15,6 +15,10 @@ mod naming;
 mod owners;
 mod summary;
 
+/// Which program owns the client side of a local connection (the audit names its
+/// clients by it too).
+pub use owners::Programs;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsFd;

@@ -186,15 +186,13 @@ pub fn spawn_namer(
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), -10);
-        let Ok(mut sock) = diag::lookup_socket() else {
+        let Ok(mut programs) = Programs::new() else {
             return;
         };
         let unknown: Arc<str> = Arc::from("unknown");
-        let mut table = Table::default();
-        // Every process read now: a SYN's lookup then reads only those started since.
-        table.read(false);
         while let Ok((client, server)) = syns.recv() {
-            let name = program_of(&mut sock, &mut table, client, server)
+            let name = programs
+                .name(client, server)
                 .unwrap_or_else(|| unknown.clone());
             let now = Instant::now();
             let mut g = names.lock().unwrap_or_else(|p| p.into_inner());
@@ -206,6 +204,32 @@ pub fn spawn_namer(
             g.insert((client, server), (name, now));
         }
     })
+}
+
+/// Which program on this machine owns the client side of a local TCP connection: its
+/// socket's inode from socket diagnostics, then the process that holds it in /proc
+/// (the latest owners first, then the processes not read before, then all), and its
+/// name. Asked while the client's socket is open (at its SYN, or as its connection is
+/// accepted).
+pub struct Programs {
+    sock: netlink_sys::Socket,
+    table: Table,
+}
+
+impl Programs {
+    /// Every process read now: a lookup then reads only those started since.
+    pub fn new() -> std::io::Result<Programs> {
+        let sock = diag::lookup_socket()?;
+        let mut table = Table::default();
+        table.read(false);
+        Ok(Programs { sock, table })
+    }
+
+    /// The name (`/proc/PID/comm`) of the program whose socket connects `client` to
+    /// `server`, if it is found.
+    pub fn name(&mut self, client: SocketAddr, server: SocketAddr) -> Option<Arc<str>> {
+        program_of(&mut self.sock, &mut self.table, client, server)
+    }
 }
 
 /// Every process's socket inodes, as last read, and the processes read.

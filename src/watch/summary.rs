@@ -574,10 +574,10 @@ fn not_reused(e: &EndpointSummary, who: &str, at: &str) -> Finding {
             } else {
                 ClientEnds::CloseHeader
             };
-            let _ = write!(s, ": {why}. {}.", how.fix());
+            let _ = write!(s, ": {why}. {}.", how.fix_for(who));
         }
         (None, Some((why, "client_closed", _, _))) => {
-            let _ = write!(s, ", because {why}. {}.", ClientEnds::ClosedItself.fix());
+            let _ = write!(s, ", because {why}. {}.", ClientEnds::ClosedItself.fix_for(who));
         }
             (None, Some((why, _, _, _))) => {
                 let _ = write!(s, ", because {why}: the server's keep-alive policy ended them (`handshake doctor URL` shows it).");

@@ -39,16 +39,8 @@ fn proxy_lines(out: &mut String, s: &ClientSummary) {
 }
 
 /// One client's (or all clients') connections, requests and reuse.
-fn client_block(out: &mut String, s: &ClientSummary) {
-    let _ = writeln!(
-        out,
-        "\n{}",
-        if s.client == "all" {
-            "All clients".to_string()
-        } else {
-            format!("Client {}", s.client)
-        }
-    );
+fn client_block(out: &mut String, s: &ClientSummary, title: &str) {
+    let _ = writeln!(out, "\n{title}");
     let _ = writeln!(out, "  connections           {}", s.connections);
     let estimated = s.proxy.as_ref().is_some_and(|p| p.requests_estimated);
     let _ = writeln!(
@@ -158,8 +150,13 @@ pub fn render(r: &AuditReport, width: usize) -> String {
         "  peak concurrent connections: {}",
         r.peak_concurrent_connections
     );
-    for s in std::iter::once(&r.total).chain(r.clients.iter().filter(|_| r.clients.len() > 1)) {
-        client_block(&mut out, s);
+    client_block(&mut out, &r.total, "All clients");
+    for s in r.clients.iter().filter(|_| r.clients.len() > 1) {
+        client_block(&mut out, s, &format!("Client {}", s.client));
+    }
+    for p in r.programs.iter().filter(|_| r.programs.len() > 1) {
+        let title = format!("Program {} (from {})", p.program, p.clients.join(", "));
+        client_block(&mut out, &p.figures, &title);
     }
     let t = &r.timeline;
     let mut series = vec![
