@@ -45,6 +45,22 @@ enum Path {
     ProxyDown,
     /// The URL's own port: nothing listens.
     ServerDown,
+    /// The URL names `a.test`, and `--connect-to` sends it to the server.
+    ConnectTo,
+    /// `--connect-to` sends the URL's name to a port where nothing listens.
+    ConnectToDown,
+    /// `--unix-socket` to a socket's file whose server is gone.
+    UnixDown,
+    /// `-L`: the server answers each request with a redirect to a port where nothing
+    /// listens (bench: trace and doctor do not follow redirects).
+    RedirectDown,
+}
+
+impl Path {
+    /// The server's answer can reach the client this way.
+    fn reaches(self) -> bool {
+        matches!(self, Path::Direct | Path::ConnectTo)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -96,7 +112,7 @@ struct Situation {
 
 impl Situation {
     fn reached(&self) -> bool {
-        self.path == Path::Direct && self.tls.verifies()
+        self.path.reaches() && self.tls.verifies()
     }
 
     fn persistent(&self) -> bool {
@@ -123,9 +139,17 @@ impl Situation {
             Path::Direct if self.tls != Tls::None => {
                 format!("{:?} TLS {:?} {}", self.server, self.tls, self.strategy)
             }
-            Path::Direct => format!(
-                "{:?} {:?} {} {}",
-                self.server, self.policy, self.status, self.strategy
+            Path::Direct | Path::ConnectTo => format!(
+                "{:?}{} {:?} {} {}",
+                self.server,
+                if self.path == Path::ConnectTo {
+                    " via --connect-to"
+                } else {
+                    ""
+                },
+                self.policy,
+                self.status,
+                self.strategy
             ),
             p => format!("{p:?} {}", self.strategy),
         }
@@ -168,13 +192,34 @@ fn situations() -> Vec<Situation> {
                 }
             }
         }
-        for path in [Path::ProxyDown, Path::ServerDown] {
+        for path in [
+            Path::ProxyDown,
+            Path::ServerDown,
+            Path::ConnectToDown,
+            Path::UnixDown,
+            Path::RedirectDown,
+        ] {
             out.push(Situation {
                 server: Server::Scripted,
                 tls: Tls::None,
                 policy: Policy::KeepAlive,
                 status: 200,
                 path,
+                strategy,
+            });
+        }
+        // The same server reached by another name: the truths of the direct path.
+        for (server, policy) in [
+            (Server::Nginx, Policy::KeepAlive),
+            (Server::Scripted, Policy::CloseHeader(1)),
+            (Server::Scripted, Policy::SilentClose(1)),
+        ] {
+            out.push(Situation {
+                server,
+                tls: Tls::None,
+                policy,
+                status: 200,
+                path: Path::ConnectTo,
                 strategy,
             });
         }
@@ -315,18 +360,39 @@ fn nginx(s: &Situation) -> Nginx {
     .expect("nginx")
 }
 
+/// A server that answers every request with a redirect to `dead`'s port (where
+/// nothing listens), keeping its connections: its port.
+fn redirecting_to(dead: u16) -> u16 {
+    let (addr, _) = script_server(move |mut c, _| {
+        while read_head(&mut c).is_some() {
+            write(
+                &mut c,
+                format!(
+                    "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{dead}/next\r\nContent-Length: 0\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    addr.port()
+}
+
 fn run(s: &Situation, cmd: Cmd) -> Run {
     let mut held = None;
-    let port = if s.path == Path::ServerDown {
-        free_port()
+    let dead = free_port();
+    let port = if matches!(s.path, Path::ServerDown | Path::UnixDown) {
+        dead
+    } else if s.path == Path::RedirectDown {
+        redirecting_to(dead)
     } else if s.server == Server::Nginx {
         held.insert(nginx(s)).port
     } else {
         let (policy, status) = (s.policy, s.status);
         script_server(move |c, _| serve(policy, status, c)).0.port()
     };
-    let url = match s.tls {
-        Tls::None => format!("http://127.0.0.1:{port}/"),
+    let url = match (s.tls, s.path) {
+        (Tls::None, Path::ConnectTo | Path::ConnectToDown) => format!("http://a.test:{port}/"),
+        (Tls::None, _) => format!("http://127.0.0.1:{port}/"),
         _ => format!("https://localhost:{port}/"),
     };
     let ca = held
@@ -354,8 +420,25 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
     if cmd != Cmd::Doctor {
         args.extend(["-s".into(), s.strategy.into()]);
     }
-    if s.path == Path::ProxyDown {
-        args.extend(["-x".into(), format!("http://127.0.0.1:{}", free_port())]);
+    // A socket's file whose server is gone (removed with the directory).
+    let gone = Dir::new(&format!("oracle-unix-{dead}"));
+    match s.path {
+        Path::ProxyDown => args.extend(["-x".into(), format!("http://127.0.0.1:{}", free_port())]),
+        Path::ConnectTo => args.extend([
+            "--connect-to".into(),
+            format!("a.test:{port}:127.0.0.1:{port}"),
+        ]),
+        Path::ConnectToDown => args.extend([
+            "--connect-to".into(),
+            format!("a.test:{port}:127.0.0.1:{}", free_port()),
+        ]),
+        Path::UnixDown => {
+            let path = gone.path("gone.sock");
+            drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+            args.extend(["--unix-socket".into(), path]);
+        }
+        Path::RedirectDown => args.push("-L".into()),
+        Path::Direct | Path::ServerDown => {}
     }
     if let Some(ca) = ca {
         args.extend(["--cacert".into(), ca]);
@@ -395,16 +478,18 @@ const PREDICATES: &[Predicate] = &[
     Predicate {
         code: "attempts_failed",
         holds: |s, t| match s.path {
-            Path::Direct if !s.tls.verifies() => need(
+            Path::Direct | Path::ConnectTo if !s.tls.verifies() => need(
                 t.contains(" tls") && !t.contains("proxy"),
                 "TLS to the origin failed",
             ),
-            Path::Direct => Err("the server answered".into()),
+            Path::Direct | Path::ConnectTo => Err("the server answered".into()),
             Path::ProxyDown => need(
                 t.contains("to the proxy http://127.0.0.1:") && t.contains("was not reached"),
                 "the counts are of the proxy's connects",
             ),
-            Path::ServerDown => need(!t.contains("proxy"), "no proxy was set"),
+            Path::ServerDown | Path::ConnectToDown | Path::UnixDown | Path::RedirectDown => {
+                need(!t.contains("proxy"), "no proxy was set")
+            }
         },
     },
     Predicate {
@@ -748,7 +833,13 @@ const PREDICATES: &[Predicate] = &[
     },
     Predicate {
         code: "server_ignored_close",
-        holds: never,
+        // Only the redirecting server keeps a connection the client asked to close.
+        holds: |s, _| {
+            need(
+                s.path == Path::RedirectDown && s.strategy == "close",
+                "the server honoured each `Connection: close`",
+            )
+        },
     },
     Predicate {
         code: "mostly_redirects",
@@ -829,7 +920,7 @@ fn never(_: &Situation, _: &str) -> Result<(), String> {
 /// when there was none.
 fn failed_at_its_hop(s: &Situation, text: &str) -> Result<(), String> {
     match s.path {
-        Path::Direct if !s.tls.verifies() => {
+        Path::Direct | Path::ConnectTo if !s.tls.verifies() => {
             let said = match s.tls {
                 Tls::Expired => "expired",
                 Tls::WrongName => "other.example",
@@ -840,7 +931,20 @@ fn failed_at_its_hop(s: &Situation, text: &str) -> Result<(), String> {
                 "the certificate's fault is said, at the origin",
             )
         }
-        Path::Direct => Err("the server answered".into()),
+        Path::Direct | Path::ConnectTo => Err("the server answered".into()),
+        Path::ConnectToDown => need(
+            text.contains("where --connect-to sends a.test:")
+                && !text.contains("connections at a.test"),
+            "the address --connect-to gave refused: it is named, not the URL's name",
+        ),
+        Path::UnixDown => need(
+            text.contains("at the Unix socket /") && !text.contains("connections at 127.0.0.1"),
+            "the Unix socket refused: it is named, not a TCP address",
+        ),
+        Path::RedirectDown => need(
+            text.contains("a redirect led to") && text.contains("the first origin answered"),
+            "the first origin answered; the redirect's target refused",
+        ),
         Path::ProxyDown => need(
             text.contains("the proxy http://127.0.0.1:") && text.contains("was not reached"),
             "the proxy refused: it must be named, and the origin said not reached",
@@ -926,11 +1030,12 @@ fn judge(s: &Situation, cmd: Cmd, r: &Run, table: &[Predicate]) -> Vec<String> {
     errs
 }
 
-/// Every `n`th situation from a fixed start (a seeded sample that covers each dimension).
+/// Every `n`th situation from a fixed start (a seeded sample that covers each dimension),
+/// and every path other than the direct one (each is quick: most reach nothing).
 fn sample(all: &[Situation], n: usize, seed: usize) -> Vec<Situation> {
     all.iter()
         .enumerate()
-        .filter(|(i, _)| (i + seed) % n == 0)
+        .filter(|(i, s)| (i + seed) % n == 0 || s.path != Path::Direct)
         .map(|(_, s)| *s)
         .collect()
 }
@@ -949,6 +1054,10 @@ fn every_claim_holds_over_generated_situations() {
     for s in &chosen {
         for cmd in [Cmd::Bench, Cmd::Trace, Cmd::Doctor] {
             if cmd == Cmd::Doctor && !s.persistent() {
+                continue;
+            }
+            // Only bench follows redirects.
+            if cmd != Cmd::Bench && s.path == Path::RedirectDown {
                 continue;
             }
             let r = run(s, cmd);

@@ -351,10 +351,11 @@ fn ports_exhausted_sentence(n: u64, ports: Option<crate::net::local_ports::Local
 
 /// The headline: what the run measured, in one sentence, with the population of each
 /// mean named; or, when a finding explains the run, that finding first. `None` when no
-/// request was answered (the line that says the run measured nothing stands instead).
+/// request was answered, or (`-L`) none but the redirects followed, hops on the way (the
+/// line that says the run measured nothing stands instead).
 pub fn headline(rep: &ScenarioReport, findings: &[Finding]) -> Option<Finding> {
     let r = &rep.requests;
-    if r.answered == 0 {
+    if r.answered <= r.redirects.unwrap_or(0) {
         return None;
     }
     let measured = measured(rep);
@@ -381,6 +382,27 @@ fn lower_first(s: &str) -> String {
     }
 }
 
+/// "12 requests ok", "50 requests answered (1 ok, 49 with an error status)", and with
+/// -L how many of them were redirects followed (hops on the way).
+fn answered_words(r: &crate::report::RequestsReport) -> String {
+    let answered = if r.error_status == 0 {
+        format!("{} ok", plural(r.ok, "request", "requests"))
+    } else {
+        format!(
+            "{} answered ({} ok, {} with an error status)",
+            plural(r.answered, "request", "requests"),
+            r.ok,
+            r.error_status
+        )
+    };
+    // With -L a followed redirect is a hop on the way, counted among the answers.
+    match r.redirects.filter(|n| *n > 0) {
+        Some(1) => format!("{answered}, 1 of them a redirect followed"),
+        Some(n) => format!("{answered}, {n} of them redirects followed"),
+        None => answered,
+    }
+}
+
 /// "2000 requests ok over 10 connections (200.0 per connection): p50 0.053 ms, p99
 /// 0.534 ms, 29058 requests/s; setting up a new connection took 0.115 ms (mean over 10
 /// new connections)." With answers whose status is not ok: "50 requests answered (1 ok,
@@ -397,16 +419,7 @@ fn measured(rep: &ScenarioReport) -> Finding {
     } else {
         String::new()
     };
-    let answered = if r.error_status == 0 {
-        format!("{} ok", plural(r.ok, "request", "requests"))
-    } else {
-        format!(
-            "{} answered ({} ok, {} with an error status)",
-            plural(r.answered, "request", "requests"),
-            r.ok,
-            r.error_status
-        )
-    };
+    let answered = answered_words(r);
     let failed = if errors > 0 {
         format!(" ({errors} failed)")
     } else {
