@@ -13,7 +13,12 @@
 //!
 //! A fixed, seeded sample of the product runs here; `HANDSHAKE_ORACLE=full` runs all of
 //! it and prints the table of situation x command x verdict (`scripts/oracle`).
+//!
+//! `audit`'s codes are judged in `oracle/audit.rs`, over real clients (curl, Python,
+//! Node) whose use of connections is known from how they are called.
 
+#[path = "oracle/audit.rs"]
+mod clients;
 mod common;
 
 use std::io::Write as _;
@@ -1142,21 +1147,102 @@ fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
 fn the_page_of_preconditions_lists_the_same_codes() {
     let page =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/findings.md")).unwrap();
-    let listed: Vec<&str> = page
-        .lines()
-        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+    // bench, trace and doctor's table, then audit's (after its heading).
+    let (servers, audit) = page.split_once("\n## audit").expect("an audit section");
+    let codes = |part: &str| -> Vec<String> {
+        part.lines()
+            .filter_map(|l| Some(l.strip_prefix("| `")?.split('`').next()?.to_string()))
+            .collect()
+    };
+    let (servers, audit) = (codes(servers), codes(audit));
+    let known: Vec<&str> = PREDICATES.iter().map(|p| p.code).collect();
+    let known_audit: Vec<&str> = clients::AUDIT_PREDICATES.iter().map(|p| p.code).collect();
+    for (listed, known, part) in [
+        (servers, known, "its first table"),
+        (audit, known_audit, "## audit"),
+    ] {
+        for code in &known {
+            assert!(
+                listed.iter().any(|l| l == code),
+                "{code} not in docs/findings.md ({part})"
+            );
+        }
+        for code in &listed {
+            assert!(
+                known.contains(&code.as_str()),
+                "docs/findings.md lists {code} ({part}), which the oracle has no predicate for"
+            );
+        }
+    }
+}
+
+/// Every code `audit` prints holds over real clients whose use of connections is known
+/// from how they are called, per program where two run at once; the table of client x
+/// codes x verdict is printed.
+#[test]
+fn every_audit_claim_holds_over_generated_clients() {
+    let mut table = String::new();
+    let mut wrong = Vec::new();
+    for s in clients::situations() {
+        let (code, v) = clients::run(&s);
+        let errs = clients::judge(&s, code, &v, clients::AUDIT_PREDICATES);
+        let mut codes: Vec<&str> = vec![v["headline"]["code"].as_str().unwrap_or("")];
+        codes.extend(
+            v["verdict"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f["code"].as_str()),
+        );
+        let verdict = if errs.is_empty() { "true" } else { "FALSE" };
+        table.push_str(&format!(
+            "| {} | Audit | {} | {verdict} |\n",
+            s.name(),
+            codes.join(", ")
+        ));
+        wrong.extend(errs.into_iter().map(|e| format!("{} audit: {e}", s.name())));
+    }
+    println!("| client | command | codes | verdict |\n| --- | --- | --- | --- |\n{table}");
+    assert!(
+        wrong.is_empty(),
+        "{} false or missing claims:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// The audit's oracle can fail too: without the predicate of `reused`, or with one that
+/// demands the wrong truth, a true run's judgement fails.
+#[test]
+fn the_audit_oracle_fails_on_a_missing_or_wrong_predicate() {
+    let s = clients::ClientSituation {
+        client: clients::Client::CurlUrls,
+        status: 200,
+    };
+    let (code, v) = clients::run(&s);
+    let all = clients::AUDIT_PREDICATES;
+    assert_eq!(clients::judge(&s, code, &v, all), Vec::<String>::new());
+    let without: Vec<clients::AuditPredicate> =
+        all.iter().filter(|p| p.code != "reused").copied().collect();
+    let errs = clients::judge(&s, code, &v, &without);
+    assert!(
+        errs.iter().any(|e| e.starts_with("reused: no predicate")),
+        "{errs:?}"
+    );
+    let wrong: Vec<clients::AuditPredicate> = all
+        .iter()
+        .map(|p| clients::AuditPredicate {
+            holds: if p.code == "reused" {
+                |_, _| Err("demanded the wrong truth".into())
+            } else {
+                p.holds
+            },
+            ..*p
+        })
         .collect();
-    for p in PREDICATES {
-        assert!(
-            listed.contains(&p.code),
-            "{} not in docs/findings.md",
-            p.code
-        );
-    }
-    for code in &listed {
-        assert!(
-            PREDICATES.iter().any(|p| p.code == *code),
-            "docs/findings.md lists {code}, which the oracle has no predicate for"
-        );
-    }
+    let errs = clients::judge(&s, code, &v, &wrong);
+    assert!(
+        errs.iter().any(|e| e.starts_with("reused: false")),
+        "{errs:?}"
+    );
 }

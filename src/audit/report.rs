@@ -238,10 +238,17 @@ pub(super) fn report(
         .map(|(k, v)| summarize(k, &v, proxy_mode))
         .collect();
     let programs = programs(&conns, proxy_mode, peak);
-    let (headline, verdict) = if programs.len() >= 2 {
-        by_program(&total, &programs)
-    } else {
-        (headline(&total), verdict(&total, peak))
+    let (headline, verdict) = match programs.as_slice() {
+        [_, _, ..] => by_program(&total, &programs),
+        // One program: judged with its name, so that a fix is its own.
+        [one] => {
+            let judged = ClientSummary {
+                client: one.program.clone(),
+                ..total.clone()
+            };
+            (headline(&judged), verdict(&judged, peak))
+        }
+        [] => (headline(&total), verdict(&total, peak)),
     };
     AuditReport {
         schema_version: crate::report::SCHEMA_VERSION,

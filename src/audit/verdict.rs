@@ -333,7 +333,7 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
     } else if origin_closed * 2 >= t.connections {
         cause("origin_closed_tunnels", "the origin closed each tunnel after its response", "The origin closed each CONNECT tunnel after its response. Inside TLS a proxy sees no headers: the client may have asked it to (`Connection: close`), or the origin does not keep connections open (`handshake doctor` against the origin says which).".into(), vec![of_connections("total.endings.origin_closed", origin_closed, t)])
     } else if closed * 2 >= t.connections {
-        cause("client_closed_itself", "the client closed each connection itself after one response", format!("The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Node's `agent: false`, or a new client per request). {}.", ClientEnds::ClosedItself.fix_for(&t.client)), vec![of_connections("total.endings.client_closed", closed, t), close_e()])
+        cause("client_closed_itself", "the client closed each connection itself after one response", format!("The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Python's `requests.get` per call, which opens and closes a session each time, or a new client per request). {}.", ClientEnds::ClosedItself.fix_for(&t.client)), vec![of_connections("total.endings.client_closed", closed, t), close_e()])
     } else {
         None
     }
