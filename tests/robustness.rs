@@ -139,7 +139,7 @@ fn a_server_that_ignores_connection_close_is_reported() {
         d.iter().any(|x| x["text"]
             .as_str()
             .unwrap()
-            .contains("ignored the request to close")),
+            .contains("did not confirm the close on 4 connections")),
         "{d:?}"
     );
 }

@@ -209,6 +209,24 @@ impl ServerEnds {
     }
 }
 
+/// A reuse finding's sentence when the client's connections went to a forward proxy in
+/// plain HTTP (not a tunnel): the peer that ended them is the proxy, named; and what
+/// the client saw cannot tell whether the proxy ends its client connections itself or
+/// passes on the origin's way (an HTTP/1.0 answer, its `Connection: close`): both are
+/// said, with how to tell them apart.
+pub fn through_forward_proxy(text: &str, proxy: &str, origin: &str) -> String {
+    let mut t = text
+        .replace("The server", &format!("The proxy {proxy}"))
+        .replace("the server", &format!("the proxy {proxy}"));
+    if !t.ends_with(['.', '?', '!']) {
+        t.push('.');
+    }
+    t.push_str(&format!(
+        " This is the proxy's answer to this client: the proxy either ends its client connections itself (tinyproxy does after every response; squid keeps them with `client_persistent_connections on`) or passes on the origin's answer; `handshake doctor {origin}` without the proxy says whether the origin keeps connections."
+    ));
+    t
+}
+
 /// Why a client let no connection carry a second request, as the server's side (audit)
 /// or the wire (watch) sees it: its fix, written once for both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

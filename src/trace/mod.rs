@@ -28,8 +28,20 @@ impl TraceReport {
                 crate::record::notes::status_example(s.status).map(|m| (s.status.to_string(), m))
             })
             .collect();
-        let (headline, findings) =
+        let (mut headline, mut findings) =
             findings::judge(sc.strategy, &steps, &status_examples, error.is_some());
+        // Through a forward proxy in plain HTTP the connections are to the proxy: what a
+        // reuse finding says of "the server" is the proxy's answer to this client.
+        let o = &sc.origins[0];
+        if let (Some(p), false) = (&o.proxy, o.tunneled()) {
+            let proxy = p.display();
+            let url = &sc.targets[0].url;
+            for f in headline.iter_mut().chain(findings.iter_mut()) {
+                if f.cause == crate::report::finding::Cause::Reuse {
+                    f.text = crate::report::cause::through_forward_proxy(&f.text, &proxy, url);
+                }
+            }
+        }
         TraceReport {
             schema_version: crate::report::SCHEMA_VERSION,
             tool: "handshake",

@@ -14,6 +14,10 @@ use serde_json::Value;
 
 pub use handshake::server::{self, RunningServer, ServerConfig};
 
+pub mod proxies;
+#[allow(unused_imports)] // Not every test binary starts a proxy.
+pub use proxies::{shared_dir, tinyproxy, wait_listening, ProxyServer};
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_handshake")
 }

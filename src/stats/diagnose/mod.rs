@@ -30,7 +30,7 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder, rep: &ScenarioReport) -> Vec
     out.extend(protocol_findings(sc, rec));
     out.extend(reuse_findings(sc, rec));
     if let Some(proxy) = &sc.proxy {
-        proxied(&mut out, proxy, sc.url.starts_with("https://"));
+        proxied(&mut out, proxy, &sc.url, sc.url.starts_with("https://"));
     }
     ordered(out)
 }
@@ -39,18 +39,14 @@ pub fn diagnose(sc: &ScenarioShape, rec: &Recorder, rep: &ScenarioReport) -> Vec
 /// what the reuse findings say of "the server" is the proxy's keep-alive towards this
 /// client; through a `CONNECT` tunnel (https://) it is the origin's, inside the tunnel.
 /// One finding says which, and the reuse sentences name the proxy where it is the peer.
-fn proxied(out: &mut Vec<Finding>, proxy: &str, tunneled: bool) {
+fn proxied(out: &mut Vec<Finding>, proxy: &str, origin: &str, tunneled: bool) {
     let text = if tunneled {
         format!(
             "Through the proxy {proxy}: each connection is a CONNECT tunnel to the origin, so its reuse and its closes are the origin's (or the proxy's, where it ends a tunnel)."
         )
     } else {
-        let peer = format!("the proxy {proxy}");
         for f in out.iter_mut().filter(|f| f.cause == Cause::Reuse) {
-            f.text = f
-                .text
-                .replace("The server", &format!("The proxy {proxy}"))
-                .replace("the server", &peer);
+            f.text = crate::report::cause::through_forward_proxy(&f.text, proxy, origin);
         }
         format!(
             "Through the proxy {proxy}: the connections measured are to the proxy, so their reuse and closes are its keep-alive towards this client; its own connections to the origin are not seen here."

@@ -72,7 +72,7 @@ pub(super) fn reuse_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding>
                 "server_ignored_close",
                 Cause::Reuse,
                 format!(
-                    "The server ignored the request to close on {}: the client closed them itself.",
+                    "The server did not confirm the close on {} the client asked to close (its answers carried no `Connection: close`): the client closed them itself, so whether the server would have is not known here (RFC 9112 asks a server to close after answering such a request).",
                     plural(n, "connection", "connections")
                 ),
             )
