@@ -159,6 +159,7 @@ impl Situation {
                 self.status,
                 self.strategy
             ),
+            Path::ProxyUp => format!("{:?} via tinyproxy {}", self.server, self.strategy),
             p => format!("{p:?} {}", self.strategy),
         }
     }

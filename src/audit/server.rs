@@ -69,6 +69,10 @@ pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
     })
 }
 
+/// The longest a new connection waits for the name of the program that opened it
+/// before it is served.
+const NAMING_WAIT: Duration = Duration::from_millis(100);
+
 pub(super) async fn accept_loop(
     l: TcpListener,
     shared: Arc<(AuditConfig, SharedLog)>,
@@ -106,11 +110,13 @@ pub(super) async fn accept_loop(
         let shared = shared.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
-            // Named before it is served: a client that sends one request and closes
-            // at once has its socket open until its answer (the lookup reads /proc, on
-            // a thread of the blocking pool: other connections go on meanwhile).
+            // Named before it is served, so that a client that sends one request and
+            // closes at once still has its socket open (the lookup reads /proc, on a
+            // thread of the blocking pool: other connections go on meanwhile). Waited
+            // for NAMING_WAIT at most: a slow lookup (a busy machine, many processes)
+            // goes on beside the serving rather than delay what the audit measures.
             if let Some(n) = naming {
-                let _ = n.await;
+                let _ = tokio::time::timeout(NAMING_WAIT, n).await;
             }
             let end = match tls {
                 None => match first_bytes(&sock, shared.0.server.idle_timeout).await {
