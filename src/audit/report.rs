@@ -132,12 +132,15 @@ fn proxied(conns: &[&ConnLog]) -> ProxySummary {
     p
 }
 
+/// The name of the connections whose program was not found.
+const UNKNOWN: &str = "unknown";
+
 /// The connections grouped by the program that opened them, each summed and judged on
 /// its own (its evidence at `programs[NAME]`).
 fn programs(conns: &[ConnLog], proxy_mode: bool, peak: u64) -> Vec<AuditProgram> {
     let mut by: BTreeMap<String, Vec<&ConnLog>> = BTreeMap::new();
     for c in conns {
-        let name = c.program.as_deref().unwrap_or("unknown").to_string();
+        let name = c.program.as_deref().unwrap_or(UNKNOWN).to_string();
         by.entry(name).or_default().push(c);
     }
     by.into_iter()
@@ -182,10 +185,15 @@ fn by_program(total: &ClientSummary, programs: &[AuditProgram]) -> (Finding, Vec
         "by_program",
         crate::report::finding::Cause::Reuse,
         format!(
-            "{} over {} from {} client programs, each judged on its own:",
+            "{} over {} from {} client programs, each judged on its own{}:",
             crate::fmt::plural_s(total.requests, "request"),
             crate::fmt::plural_s(total.connections, "connection"),
-            programs.len()
+            programs.iter().filter(|p| p.program != UNKNOWN).count(),
+            if programs.iter().any(|p| p.program == UNKNOWN) {
+                " (\"unknown\": connections whose program was gone before it was looked up)"
+            } else {
+                ""
+            }
         ),
     );
     let mut verdict = Vec::new();
@@ -238,7 +246,10 @@ pub(super) fn report(
         .map(|(k, v)| summarize(k, &v, proxy_mode))
         .collect();
     let programs = programs(&conns, proxy_mode, peak);
-    let (headline, verdict) = match programs.as_slice() {
+    // Connections whose program was not found (gone before its lookup) are no program
+    // of their own: with one named program, the run is that program's.
+    let named: Vec<&AuditProgram> = programs.iter().filter(|p| p.program != UNKNOWN).collect();
+    let (headline, verdict) = match named.as_slice() {
         [_, _, ..] => by_program(&total, &programs),
         // One program: judged with its name, so that a fix is its own.
         [one] => {

@@ -81,6 +81,9 @@ pub(super) async fn accept_loop(
     // Which program opened each connection: looked up beside the serving (it reads
     // /proc), while the client's socket is surely open.
     let programs = Arc::new(Mutex::new(crate::watch::Programs::new().ok()));
+    // Lookups under way: a connection waits for its name only when none is (a burst of
+    // new connections is named beside its serving, never queued in front of it).
+    let naming_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         let Ok((sock, peer)) = l.accept().await else {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -99,12 +102,19 @@ pub(super) async fn accept_loop(
             (g.conns.len() - 1, g.open > shared.0.server.max_connections)
         });
         let naming = match name_it {
-            (programs, log, Ok(local)) => Some(tokio::task::spawn_blocking(move || {
-                let mut g = programs.lock().unwrap_or_else(|p| p.into_inner());
-                let name = g.as_mut()?.name(peer, local)?;
-                with_log(&log, |l| l.conns[idx].program = Some(name));
-                Some(())
-            })),
+            (programs, log, Ok(local)) => {
+                use std::sync::atomic::Ordering::SeqCst;
+                let alone = naming_now.fetch_add(1, SeqCst) == 0;
+                let now = naming_now.clone();
+                let lookup = tokio::task::spawn_blocking(move || {
+                    let mut g = programs.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(name) = g.as_mut().and_then(|n| n.name(peer, local)) {
+                        with_log(&log, |l| l.conns[idx].program = Some(name));
+                    }
+                    now.fetch_sub(1, SeqCst);
+                });
+                alone.then_some(lookup)
+            }
             _ => None,
         };
         let shared = shared.clone();
@@ -113,8 +123,9 @@ pub(super) async fn accept_loop(
             // Named before it is served, so that a client that sends one request and
             // closes at once still has its socket open (the lookup reads /proc, on a
             // thread of the blocking pool: other connections go on meanwhile). Waited
-            // for NAMING_WAIT at most: a slow lookup (a busy machine, many processes)
-            // goes on beside the serving rather than delay what the audit measures.
+            // for NAMING_WAIT at most, and only when no other lookup is under way: a
+            // slow lookup (a busy machine, many processes) or a burst goes on beside
+            // the serving rather than delay what the audit measures.
             if let Some(n) = naming {
                 let _ = tokio::time::timeout(NAMING_WAIT, n).await;
             }
