@@ -213,9 +213,16 @@ pub(super) async fn local_response(
     (out, body, body)
 }
 
-/// An answer of the audit's own that says why it could not pass the request on; the
-/// connection closes after it.
-pub(super) fn failed(status: u16, why: &str) -> (Vec<u8>, u64, u64) {
+/// An answer of the audit's own that says why it could not pass the request on (an
+/// origin it could not reach, a request not in proxy form, a limit), counted in the
+/// log of connection `idx` as the audit's; the connection closes after it.
+pub(super) fn own_answer(
+    log: &super::log::SharedLog,
+    idx: usize,
+    status: u16,
+    why: &str,
+) -> (Vec<u8>, u64, u64) {
+    super::log::answered_itself(log, idx, status, why);
     let msg = format!("handshake audit: {why}\n");
     let out = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{msg}",

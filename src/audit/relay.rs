@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::answer::{is_reset, ProxyMode};
-use super::log::{answered_itself, with_log, Ending, SharedLog};
+use super::log::{with_log, Ending, SharedLog};
 use crate::track::{Conn, Kind, Side};
 
 /// How long a tunnel's connect to its origin may take.
@@ -69,10 +69,7 @@ pub(super) async fn tunnel<S: AsyncRead + AsyncWrite + Unpin>(
     idx: usize,
 ) -> Ending {
     // The audit's own answer, said to be the audit's and why (and counted as such).
-    let refuse = |status: u16, why: String| {
-        answered_itself(log, idx, status, &why);
-        super::answer::failed(status, &why).0
-    };
+    let refuse = |status: u16, why: String| super::answer::own_answer(log, idx, status, &why).0;
     let origin = match host_port(target, None).map(|(h, p)| mode.origin(&h, p)) {
         Some(Ok(o)) => o,
         _ => {

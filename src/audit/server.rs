@@ -8,8 +8,8 @@ use anyhow::Context;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use super::answer::{failed, is_reset, local_response, AuditConfig, RequestLine};
-use super::log::{answered_itself, with_log, ConnLog, Ending, Log, SharedLog};
+use super::answer::{is_reset, local_response, own_answer, AuditConfig, RequestLine};
+use super::log::{with_log, ConnLog, Ending, Log, SharedLog};
 use super::proxy::forward;
 use super::report::{report, AuditReport};
 use crate::proto::h1::ChunkedDecoder;
@@ -202,15 +202,15 @@ async fn first_bytes(sock: &tokio::net::TcpStream, idle: Duration) -> First {
     }
 }
 
-/// Answer `status` with an empty body and close: the client broke a limit.
+/// Answer `status`, saying `why` (the audit's own answer), and close: the client broke a
+/// limit.
 pub(super) async fn reject<S: AsyncWrite + Unpin>(
     s: &mut S,
     (status, why): (u16, &str),
     log: &SharedLog,
     idx: usize,
 ) {
-    answered_itself(log, idx, status, why);
-    let (bytes, _, _) = failed(status, why);
+    let (bytes, _, _) = own_answer(log, idx, status, why);
     let _ = s.write_all(&bytes).await;
     let _ = s.shutdown().await;
 }
@@ -284,10 +284,7 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                         });
                         r
                     }
-                    Err((status, why)) => {
-                        answered_itself(log, idx, status, &why);
-                        failed(status, &why)
-                    }
+                    Err((status, why)) => own_answer(log, idx, status, &why),
                 }
             }
             (None, None) => local_response(&info, &cfg.server, conn).await,
@@ -295,8 +292,7 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 Ok(r) => r,
                 Err(e) => {
                     let why = format!("upstream failed: {e:#}");
-                    answered_itself(log, idx, 502, &why);
-                    failed(502, &why)
+                    own_answer(log, idx, 502, &why)
                 }
             },
         };
