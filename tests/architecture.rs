@@ -715,3 +715,60 @@ fn the_check_catches_a_thread_local() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs"]);
 }
+
+/// The files under `src`, outside the model of causes (`report/reuse.rs`, and
+/// `report/cause.rs` whose server causes it uses), whose code names a reuse cause's code
+/// (a string starting `not_reused`), as paths.
+fn reuse_deciders(src: &Path) -> Vec<String> {
+    let mut out: Vec<String> = modules(src)
+        .values()
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            // Its code, before any test module, without its comment lines.
+            let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+            text.lines()
+                .any(|l| !l.trim_start().starts_with("//") && l.contains("\"not_reused"))
+        })
+        .map(|p| p.strip_prefix(src).unwrap().display().to_string())
+        .filter(|p| p != "report/reuse.rs" && p != "report/cause.rs")
+        .collect();
+    out.sort();
+    out
+}
+
+/// Why connections were not reused is decided in one place (issue 56, item 2): bench's
+/// diagnosis, trace, audit and watch count their evidence into `report::reuse`, and no
+/// other file names a cause of its own.
+#[test]
+fn reuse_is_decided_in_one_place() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = reuse_deciders(&src);
+    assert!(
+        found.is_empty(),
+        "a reuse cause decided outside report/reuse.rs: {found:?}"
+    );
+}
+
+/// The check sees a cause's code in code, not in a comment.
+#[test]
+fn the_check_catches_a_cause_decided_elsewhere() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-reuse-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("report")).unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "pub mod a;\npub mod b;\npub mod report;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("report.rs"), "pub mod reuse;\n").unwrap();
+    std::fs::write(
+        src.join("report/reuse.rs"),
+        "const C: &str = \"not_reused_x\";\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("a.rs"), "const C: &str = \"not_reused_y\";\n").unwrap();
+    std::fs::write(src.join("b.rs"), "// \"not_reused_z\" is said elsewhere\n").unwrap();
+    let found = reuse_deciders(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found, ["a.rs"]);
+}

@@ -85,12 +85,12 @@ fn curl_with_connection_close_opens_one_connection_per_request() {
     let s = verdict(&v);
     assert!(
         s.contains("3 requests over 3 connections: no reuse.")
-            && s.contains("`Connection: close` on every request"),
+            && s.contains("the client sent `Connection: close` on every connection"),
         "{s}"
     );
     assert_eq!(
         v["headline"]["text"],
-        "3 requests over 3 connections: not reused, because the client sent `Connection: close` on every request."
+        "3 requests over 3 connections: not reused, because the client sent `Connection: close`, on 3 of 3 connections."
     );
 }
 
@@ -184,7 +184,7 @@ fn node_default_agent_and_agent_false() {
     assert_eq!(u(&total(&v)["connection_headers"]["close"]), 5);
     assert_eq!(
         v["headline"]["text"],
-        "5 requests over 5 connections: not reused, because the client sent `Connection: close` on every request."
+        "5 requests over 5 connections: not reused, because the client sent `Connection: close`, on 5 of 5 connections."
     );
 }
 
@@ -242,14 +242,14 @@ fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
     let unread = total(&v)["endings"]["client_closed_unread"]
         .as_u64()
         .unwrap_or(0);
-    let because = if unread >= 3 {
-        "the client reset its connections with response bytes unread"
+    let (because, n) = if unread >= 3 {
+        ("the client reset its connections with response bytes unread (it does not read response bodies to the end)", unread)
     } else {
-        "the client closed each connection itself after one response"
+        ("the client closed each connection itself after one response, without asking the server to (no `Connection: close`)", 5 - unread)
     };
     assert_eq!(
         v["headline"]["text"],
-        format!("5 requests over 5 connections: not reused, because {because}.")
+        format!("5 requests over 5 connections: not reused, because {because}, on {n} of 5 connections.")
     );
 }
 

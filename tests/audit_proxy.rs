@@ -229,9 +229,9 @@ fn curl_asking_to_close_inside_tls_opens_a_tunnel_per_request_and_resumes_its_se
         "{t}"
     );
     let cause = match (origin, client) {
-        (2, 0) => "origin_closed_tunnels",
-        (0, 2) => "client_closed_tunnels",
-        _ => "tunnels_closed_after_one",
+        (2, 0) => "not_reused_origin_closed_tunnels",
+        (0, 2) => "not_reused_client_closed_tunnels",
+        _ => "not_reused_tunnels_closed_after_one",
     };
     assert_eq!(v["headline"]["code"], cause, "{}", v["headline"]);
 }
@@ -294,7 +294,7 @@ fn python_requests_without_a_session_opens_a_tunnel_per_request_and_with_one_reu
         );
         if !session {
             assert_eq!(
-                v["headline"]["code"], "client_closed_tunnels",
+                v["headline"]["code"], "not_reused_client_closed_tunnels",
                 "{}",
                 v["headline"]
             );

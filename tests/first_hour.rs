@@ -1365,7 +1365,7 @@ fn watch_names_the_client_s_request_as_the_cause_of_no_reuse() {
         "{t}"
     );
     let headline = v["headline"]["text"].as_str().unwrap();
-    assert_eq!(v["headline"]["code"], "client_asked_close");
+    assert_eq!(v["headline"]["code"], "not_reused_client_http10");
     // The evidence: the connections whose requests asked to close, of all, as nginx
     // logged them.
     let e = evidence(
@@ -1377,11 +1377,11 @@ fn watch_names_the_client_s_request_as_the_cause_of_no_reuse() {
         (Some(5.0), Some(conns))
     );
     assert!(
-        headline.contains("the client asked to close them"),
+        headline.contains("the client sent HTTP/1.0 requests without `Connection: keep-alive`"),
         "{headline}"
     );
     assert!(
-        headline.contains("HTTP/1.0 without `Connection: keep-alive` on 5 of 5"),
+        headline.contains("`Connection: keep-alive`, on 5 of 5 connections"),
         "{headline}"
     );
     assert!(!headline.contains("the server closed them"), "{headline}");
@@ -2059,7 +2059,7 @@ fn keep_alive_off_is_named_by_bench_trace_compare_and_doctor() {
     assert_eq!(h["code"], "not_reused_server_close_header", "{h}");
     assert!(
         h["text"].as_str().unwrap().starts_with(
-            "No connection was reused: the server sent `Connection: close` (its keep-alive is off) on each of 3 responses"
+            "Connections were not reused: the server sent `Connection: close` (its keep-alive is off) on every response."
         ),
         "{h}"
     );
@@ -2400,7 +2400,7 @@ fn announced_idle_timeout_against_the_gaps() {
         .unwrap_or_else(|| panic!("{}", s["diagnosis"]));
     let text = f["text"].as_str().unwrap();
     assert!(
-        text.contains("it announced `Keep-Alive: timeout=1`")
+        text.contains("announced `Keep-Alive: timeout=1`")
             && text.contains("at least 2 s apart on each connection")
             && text.contains("its idle timeout, 1 s, is shorter than the gaps between requests"),
         "{text}"

@@ -1179,7 +1179,7 @@ fn watch_sees_idle_closes_and_handshake_durations() {
     let text = rep["headline"]["text"].as_str().unwrap();
     assert!(
         text.contains("idler: 3 requests")
-            && text.contains("because the server closed them when idle (3 of 3"),
+            && text.contains("because the server closed them when idle (each after 1 s or more without a request: its keep-alive timeout), on 3 of 3 connections"),
         "{text}"
     );
     let v = |q: &str| prom.value(q).unwrap_or(-1.0);

@@ -888,6 +888,10 @@ const PREDICATES: &[Predicate] = &[
         holds: never,
     },
     Predicate {
+        code: "not_reused_mixed",
+        holds: never,
+    },
+    Predicate {
         code: "server_ignored_close",
         // The redirecting server and tinyproxy answer a request to close without
         // `Connection: close`; the scripted server and nginx confirm it.

@@ -430,7 +430,10 @@ fn tinyproxy_ends_each_connection_and_the_report_says_so() {
     let said = s["diagnosis"].to_string();
     let proxy = format!("http://127.0.0.1:{}", tp.port);
     assert!(said.contains("\"through_proxy\""), "{said}");
-    assert!(said.contains(&format!("The proxy {proxy} ended")), "{said}");
+    assert!(
+        said.contains(&format!("the proxy {proxy} closed")),
+        "{said}"
+    );
     assert!(!said.contains("The server "), "{said}");
     // In a closed loop each request followed its connection's response at once: no idle
     // timeout explains a connection found closed by it (issue 56); tinyproxy ends each

@@ -193,7 +193,7 @@ fn the_stale_connection_race_is_retried_once_and_named() {
         let d = s["diagnosis"].to_string();
         assert!(
             d.contains("\"not_reused_server_silent_close\"")
-                && d.contains("server ended 9 connections without saying so")
+                && d.contains("without saying so (no `Connection: close`) on 9 of 10 connections")
                 && d.contains("9 stale-connection retries"),
             "{d}"
         );

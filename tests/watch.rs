@@ -224,7 +224,7 @@ fn curl_several_urls_reuse_one_connection_and_close_opens_one_each() {
     let h = v["headline"]["text"].as_str().unwrap();
     assert_eq!(
         h,
-        "3 requests over 3 connections: not reused, because the client asked to close them: its requests carried `Connection: close` on 3 of 3 connections.",
+        "3 requests over 3 connections: not reused, because the client sent `Connection: close`, on 3 of 3 connections.",
         "{v}"
     );
 }
@@ -1156,9 +1156,19 @@ fn each_client_program_of_an_endpoint_is_named_and_judged_on_its_own() {
     };
     // Each with the fix of its own client: a Session for requests, an agent for Node.
     for (program, agent, code, fix) in [
-        (python, "python-requests/", "not_reused", "requests.Session"),
+        (
+            python,
+            "python-requests/",
+            "not_reused_client_closed_itself",
+            "requests.Session",
+        ),
         ("curl", "curl/", "reused", ""),
-        ("node", "node-oneshot/", "not_reused", "keepAlive: true"),
+        (
+            "node",
+            "node-oneshot/",
+            "not_reused_client_close_header",
+            "keepAlive: true",
+        ),
     ] {
         let p = programs
             .iter()

@@ -342,7 +342,7 @@ fn watch_fits() {
         let text = fits(w, &["watch", "--", "sh", "-c", &script]);
         assert_eq!(
             headline(&text),
-            ["2 requests over 2 connections: not reused, because the client closed them (2 of 2)."],
+            ["2 requests over 2 connections: not reused, because the client closed each connection itself after one response, without asking the server to (no `Connection: close`), on 2 of 2 connections."],
             "{text}"
         );
     }

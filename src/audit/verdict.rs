@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{ClientSummary, Ending};
-use crate::report::cause::ClientEnds;
 use crate::report::finding::{Cause as Kind, Evidence, Finding};
+use crate::report::reuse::{none_reused, Ended, Facts, Judged, Seen, NOT_REUSED};
 
 /// The figures most findings stand on: requests over connections.
 fn over(f: Finding, t: &ClientSummary) -> Finding {
@@ -33,10 +33,6 @@ fn of_requests(figure: &str, n: u64, t: &ClientSummary) -> Evidence {
 fn of_connections(figure: &str, n: u64, t: &ClientSummary) -> Evidence {
     Evidence::count(figure, n, t.connections, "connections")
 }
-
-/// The fix for nginx as a reverse proxy that opens an upstream connection per request:
-/// it speaks HTTP/1.0 upstream and sends `Connection: close` unless told otherwise.
-const NGINX_UPSTREAM_FIX: &str = "If the client is nginx (its default is `proxy_http_version 1.0` with `Connection: close`), set `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` where it proxies, and `keepalive 16;` in its `upstream` block.";
 
 /// The findings: what the client does with connections, the likely cause, the fix.
 /// `peak_open`: the most client connections open at once.
@@ -180,10 +176,10 @@ fn reuse(t: &ClientSummary) -> Vec<Finding> {
             ),
             t,
         ));
-    } else if t.connections >= t.requests && t.requests > 1 {
+    } else if none_reused(t.requests, t.connections) {
         v.push(over(
             Finding::new(
-                "not_reused",
+                NOT_REUSED,
                 Kind::Reuse,
                 format!(
                     "{} over {}: no reuse.",
@@ -193,7 +189,7 @@ fn reuse(t: &ClientSummary) -> Vec<Finding> {
             ),
             t,
         ));
-        v.extend(no_reuse_cause(t).and_then(|c| c.finding));
+        v.extend(no_reuse_finding(t));
     } else if t.requests == 1 {
         v.push(over(Finding::new("one_request", Kind::Measured, format!(
             "1 request over {}: one request cannot show reuse. Run the client with two or more requests in one process (for example `curl URL URL`) to see whether it keeps its connection.",
@@ -229,19 +225,11 @@ fn reuse(t: &ClientSummary) -> Vec<Finding> {
     v
 }
 
-/// Why a client opened a connection per request: in a few words (the headline's
-/// "because …"), its code and evidence, and, when the endings do not already say it, the
-/// finding in full with its fix.
-struct Cause {
-    code: &'static str,
-    because: &'static str,
-    evidence: Vec<Evidence>,
-    finding: Option<Finding>,
-}
-
-/// The cause of no reuse, read from the client's requests' headers and how its
-/// connections ended; `None` when nothing says why.
-fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
+/// What the audit saw of why a client opened a connection per request, counted into the
+/// one model of causes (`report::reuse`): its requests' heads (HTTP/1.0, `Connection:
+/// close`, a proxy's headers) and how its connections ended (who closed first, with
+/// response bytes unread, inside CONNECT tunnels where no header is seen).
+fn no_reuse_seen(t: &ClientSummary) -> Seen {
     let close = count(&t.connection_headers, &"close".to_string());
     let v10 = count(&t.http_versions, &"HTTP/1.0".to_string());
     let ka = count(&t.connection_headers, &"keep-alive".to_string());
@@ -249,93 +237,97 @@ fn no_reuse_cause(t: &ClientSummary) -> Option<Cause> {
     let closed = count(&t.endings, &Ending::ClientClosed);
     let origin_closed = count(&t.endings, &Ending::OriginClosed);
     let in_tls_tunnels = t.proxy.as_ref().is_some_and(|p| p.requests_estimated);
-    // Inside a TLS tunnel a client that closes with bytes still coming (the origin's
-    // close_notify, a ticket) resets: its end all the same.
-    let reset = if in_tls_tunnels {
-        count(&t.endings, &Ending::ClientReset)
-    } else {
-        0
+    let facts = Facts {
+        program: Some(t.client.clone()),
+        ..Facts::default()
     };
-    let by_client = closed + reset;
-    let client_e = || {
-        let mut e = vec![of_connections("total.endings.client_closed", closed, t)];
-        if reset > 0 {
-            e.push(of_connections("total.endings.client_reset", reset, t));
-        }
-        e
-    };
+    let mut seen = Seen::new(t.connections, "connections", facts);
     let close_e = || of_requests("total.connection_headers.close", close, t);
     let v10_e = || of_requests("total.http_versions.HTTP/1.0", v10, t);
-    let cause =
-        |code: &'static str, because: &'static str, sentence: String, evidence: Vec<Evidence>| {
-            let mut f = Finding::new(code, Kind::Reuse, sentence);
-            f.evidence = evidence.clone();
-            Some(Cause {
-                code,
-                because,
-                evidence,
-                finding: Some(f),
-            })
-        };
-    if close == t.requests && v10 == t.requests {
-        cause("client_http10_close", "the client sent HTTP/1.0 with `Connection: close` on every request", format!("The client sent HTTP/1.0 requests with `Connection: close` on every request: what nginx sends to an upstream by default. {NGINX_UPSTREAM_FIX}"), vec![v10_e(), close_e()])
-    } else if close == t.requests && t.forwarded_requests > 0 {
-        cause("proxy_close_header", "a proxy sent `Connection: close` on every request", format!("The client sent `Connection: close` on every request, and its requests carry a proxy's headers (Via, Forwarded, X-Forwarded-For or X-Real-IP): a proxy that closes its upstream connections. {NGINX_UPSTREAM_FIX} In HAProxy, drop `option httpclose` and `option http-server-close`."), vec![close_e(), of_requests("total.forwarded_requests", t.forwarded_requests, t)])
-    } else if close == t.requests {
-        cause(
-            "client_close_header",
-            "the client sent `Connection: close` on every request",
-            format!(
-                "The client sent `Connection: close` on every request. {}.",
-                ClientEnds::CloseHeader.fix_for(&t.client)
-            ),
-            vec![close_e()],
-        )
-    } else if v10 == t.requests && ka == 0 {
-        cause(
-            "client_http10",
-            "the client sent HTTP/1.0 without `Connection: keep-alive`",
-            format!(
-                "The client sent HTTP/1.0 requests without `Connection: keep-alive`. {}.",
-                ClientEnds::Http10.fix_for(&t.client)
-            ),
+    // Both on one request: at least as many as the two counts overlap.
+    let both = |a: u64, b: u64| (a + b).saturating_sub(t.requests);
+    seen.add(
+        Ended::ClientHttp10Close,
+        both(close, v10),
+        vec![v10_e(), close_e()],
+    );
+    seen.add(
+        Ended::ProxyCloseHeader,
+        both(close, t.forwarded_requests),
+        vec![
+            close_e(),
+            of_requests("total.forwarded_requests", t.forwarded_requests, t),
+        ],
+    );
+    seen.add(Ended::ClientCloseHeader, close, vec![close_e()]);
+    seen.add(
+        Ended::ClientHttp10,
+        v10.saturating_sub(ka),
+        vec![
+            v10_e(),
+            of_requests("total.connection_headers.keep-alive", ka, t),
+        ],
+    );
+    seen.add(
+        Ended::ClientResetUnread,
+        unread,
+        vec![of_connections(
+            "total.endings.client_closed_unread",
+            unread,
+            t,
+        )],
+    );
+    if in_tls_tunnels {
+        // Inside a TLS tunnel a client that closes with bytes still coming (the origin's
+        // close_notify, a ticket) resets: its end all the same.
+        let reset = count(&t.endings, &Ending::ClientReset);
+        let by_client = closed + reset;
+        let mut client_e = vec![of_connections("total.endings.client_closed", closed, t)];
+        if reset > 0 {
+            client_e.push(of_connections("total.endings.client_reset", reset, t));
+        }
+        let origin_e = of_connections("total.endings.origin_closed", origin_closed, t);
+        if by_client > 0 && origin_closed > 0 {
+            let mut e = vec![origin_e.clone()];
+            e.extend(client_e.clone());
+            seen.add(Ended::TunnelsBothSides, by_client + origin_closed, e);
+        }
+        seen.add(Ended::ClientClosedTunnels, by_client, client_e);
+        seen.add(Ended::OriginClosedTunnels, origin_closed, vec![origin_e]);
+    } else {
+        seen.add(
+            Ended::ClientClosedItself,
+            closed,
             vec![
-                v10_e(),
-                of_requests("total.connection_headers.keep-alive", ka, t),
+                of_connections("total.endings.client_closed", closed, t),
+                close_e(),
             ],
-        )
-    } else if unread * 2 >= t.connections {
-        // Said in full with the endings.
-        Some(Cause {
-            code: "client_reset_unread",
-            because: "the client reset its connections with response bytes unread",
-            evidence: vec![of_connections(
-                "total.endings.client_closed_unread",
-                unread,
+        );
+        seen.add(
+            Ended::ServerClosed,
+            origin_closed,
+            vec![of_connections(
+                "total.endings.origin_closed",
+                origin_closed,
                 t,
             )],
-            finding: None,
-        })
-    } else if in_tls_tunnels
-        && by_client > 0
-        && origin_closed > 0
-        && (by_client + origin_closed) * 2 >= t.connections
-    {
-        let mut e = vec![of_connections(
-            "total.endings.origin_closed",
-            origin_closed,
-            t,
-        )];
-        e.extend(client_e());
-        cause("tunnels_closed_after_one", "each tunnel was closed after one response", format!("Each CONNECT tunnel was closed after one response: {} by the origin, {} by the client. Inside TLS a proxy sees no headers: a client that asks the origin to close (`Connection: close`) races it to the close, which is what both sides closing looks like; a client that does not pool connections closes them all itself.", origin_closed, by_client), e)
-    } else if by_client * 2 >= t.connections && in_tls_tunnels {
-        cause("client_closed_tunnels", "the client closed each tunnel itself after one response", format!("The client closed each CONNECT tunnel itself after one response: it does not pool connections (for example Python's `requests.get` without a `Session`, Node's `agent: false`, or a new client per request). {}. (Inside TLS a proxy sees no headers: whether the client asked the origin to close is unseen.)", ClientEnds::ClosedItself.fix_for(&t.client)), client_e())
-    } else if origin_closed * 2 >= t.connections {
-        cause("origin_closed_tunnels", "the origin closed each tunnel after its response", "The origin closed each CONNECT tunnel after its response. Inside TLS a proxy sees no headers: the client may have asked it to (`Connection: close`), or the origin does not keep connections open (`handshake doctor` against the origin says which).".into(), vec![of_connections("total.endings.origin_closed", origin_closed, t)])
-    } else if closed * 2 >= t.connections {
-        cause("client_closed_itself", "the client closed each connection itself after one response", format!("The client closed each connection itself after one response, without asking the server to (no `Connection: close`): it does not pool connections (for example Python's `requests.get` per call, which opens and closes a session each time, or a new client per request). {}.", ClientEnds::ClosedItself.fix_for(&t.client)), vec![of_connections("total.endings.client_closed", closed, t), close_e()])
-    } else {
-        None
+        );
+    }
+    seen
+}
+
+/// The finding in full for a client that opened a connection per request, with its fix;
+/// `None` where the endings already say it (unread responses) or nothing says why.
+fn no_reuse_finding(t: &ClientSummary) -> Option<Finding> {
+    let seen = no_reuse_seen(t);
+    let judged = seen.judge();
+    match &judged {
+        Judged::Unknown => None,
+        Judged::One(f) if f.ended == Ended::ClientResetUnread => None,
+        _ => Some(
+            Finding::new(judged.code(), Kind::Reuse, judged.sentence(&seen))
+                .with_all(judged.evidence()),
+        ),
     }
 }
 
@@ -385,29 +377,18 @@ fn reuse_headline(t: &ClientSummary) -> Finding {
             "one_request",
             format!("{over_s}: one request cannot show reuse."),
         )
-    } else if t.connections >= t.requests {
-        match no_reuse_cause(t) {
-            Some(c) => {
-                let mut h = over(
-                    Finding::new(
-                        c.code,
-                        Kind::Reuse,
-                        format!("{over_s}: not reused, because {}.", c.because),
-                    ),
-                    t,
-                );
-                h.evidence.extend(c.evidence);
-                h
-            }
-            None => over(
-                Finding::new(
-                    "not_reused",
-                    Kind::Reuse,
-                    format!("{over_s}: not reused; what the client sent does not say why."),
-                ),
-                t,
+    } else if none_reused(t.requests, t.connections) {
+        let seen = no_reuse_seen(t);
+        let judged = seen.judge();
+        over(
+            Finding::new(
+                judged.code(),
+                Kind::Reuse,
+                format!("{over_s}: not reused{}.", judged.because(&seen)),
             ),
-        }
+            t,
+        )
+        .with_all(judged.evidence())
     } else if t.one_request_connections > 0 {
         // Some connections were reused and others carried one request each: both said,
         // so a mean does not hide the one-shot ones.

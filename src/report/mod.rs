@@ -12,6 +12,7 @@ pub mod html;
 pub mod knee;
 pub mod link;
 pub mod raw;
+pub mod reuse;
 pub mod server;
 pub mod text;
 pub mod thresholds;

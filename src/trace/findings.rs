@@ -7,6 +7,7 @@ use crate::fmt::{ms as fmt_ms, plural, plural_s};
 use crate::report::cause::{NoEarlyData, ServerEnds};
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
 use crate::report::fixes::{fix, Setting};
+use crate::report::reuse::{none_reused, Ended, Facts, Seen};
 use crate::report::trace::TraceStep;
 use crate::strategy::Strategy;
 use std::collections::BTreeMap;
@@ -255,12 +256,17 @@ fn early_data_never_accepted(
 }
 
 /// HTTP/1 keep-alive asked for, and the server let no connection carry a second
-/// request: why, from its responses (HTTP/1.0 without keep-alive, `Connection: close`,
-/// a body ended by the close), when every response said the same.
+/// request: why, from its responses (HTTP/1.0 without keep-alive, `Connection: close`),
+/// judged by the one model of causes (`report::reuse`) over the responses, each its own
+/// connection's.
 fn reuse(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
     let n = steps.len() as u64;
     let h1 = steps.iter().all(|s| s.stream_id.is_none());
-    if !strategy.persistent() || !h1 || n < 2 || steps.iter().any(|s| s.reused || s.persistent) {
+    if !strategy.persistent()
+        || !h1
+        || !none_reused(n, n)
+        || steps.iter().any(|s| s.reused || s.persistent)
+    {
         return None;
     }
     let says_close = |s: &TraceStep| {
@@ -268,36 +274,57 @@ fn reuse(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
             .as_deref()
             .is_some_and(|h| h.to_ascii_lowercase().contains("close"))
     };
-    let (ends, figure, k) = if steps.iter().all(|s| s.http_version == "HTTP/1.0") {
-        (Some(ServerEnds::Http10), "steps.http_version HTTP/1.0", n)
-    } else if steps.iter().all(says_close) {
-        (
-            Some(ServerEnds::CloseHeader),
-            "steps.connection_header close",
+    let http10 = steps
+        .iter()
+        .filter(|s| s.http_version == "HTTP/1.0")
+        .count() as u64;
+    let close = steps
+        .iter()
+        .filter(|s| s.http_version != "HTTP/1.0" && says_close(s))
+        .count() as u64;
+    let mut seen = Seen::new(n, "responses", Facts::default());
+    seen.add(
+        Ended::ServerHttp10,
+        http10,
+        vec![Evidence::count(
+            "steps.http_version HTTP/1.0",
+            http10,
             n,
-        )
-    } else {
-        (None, "steps.persistent", 0)
-    };
-    let (code, why, fix) = match ends {
-        Some(e) => (e.code(), e.why(), format!(" {}.", e.fix(None))),
-        None => (
-            "not_reused",
-            "no response let its connection persist",
-            String::new(),
-        ),
-    };
+            "responses",
+        )],
+    );
+    seen.add(
+        Ended::ServerCloseHeader,
+        close,
+        vec![Evidence::count(
+            "steps.connection_header close",
+            close,
+            n,
+            "responses",
+        )],
+    );
+    let judged = seen.judge();
+    let mut evidence = judged.evidence();
+    if evidence.is_empty() {
+        evidence.push(Evidence::count("steps.persistent", 0, n, "responses"));
+    }
     Some(
         Finding::new(
-            code,
+            judged.code(),
             Cause::Reuse,
             format!(
-                "No connection was reused: {why} on each of {n} responses, so each request opened a new connection.{fix}"
+                "{} Each request opened a new connection.",
+                judged.sentence(&seen)
             ),
         )
         .explaining(true)
-        .with(Evidence::count(figure, k, n, "responses"))
-        .with(Evidence::count("steps (new connection)", n, n, "requests traced")),
+        .with_all(evidence)
+        .with(Evidence::count(
+            "steps (new connection)",
+            n,
+            n,
+            "requests traced",
+        )),
     )
 }
 

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{GapStats, RpcStats, TlsCounts};
-use crate::report::cause::ClientEnds;
 use crate::report::finding::{Cause, Evidence, Finding};
+use crate::report::reuse::{none_reused, Ended, Facts, Judged, Seen};
 use crate::report::watch::{EndpointSummary, ProgramSummary, Spread, WatchReport};
 use crate::track::{Conn, Ending, Kind};
 
@@ -198,48 +198,69 @@ fn over(f: Finding, t: &EndpointSummary, at: &str) -> Finding {
     ))
 }
 
-/// The verdict in one sentence, over every connection watched: "N requests over M
-/// connections: reused (x per connection)", or "not reused, because the client (or the
-/// server) closed them (n of M)" when most ended that way.
-/// Who closed most of the connections, when one side did: the reason in words, the
-/// finding's code, how many, and the endings counted.
-fn closer(t: &EndpointSummary) -> Option<(String, &'static str, u64, &'static str)> {
+/// What watch saw of why a population's connections carried one request each, counted
+/// into the one model of causes (`report::reuse`): what the client's cleartext request
+/// heads asked (HTTP/1.0 without keep-alive, `Connection: close`), and which side sent
+/// its FIN or RST first (a server's close after 1 s or more without a request is its
+/// idle timeout). `who`: the client program, where one is named.
+fn seen(t: &EndpointSummary, at: &str, who: Option<&str>) -> Seen {
+    let asked = |k: &str| t.client_asked_close.get(k).copied().unwrap_or(0);
     let by = |names: &[&str]| -> u64 {
         names
             .iter()
             .map(|n| t.endings.get(*n).copied().unwrap_or(0))
             .sum()
     };
-    let (client, server, idle) = (
-        by(&["client_fin", "client_reset"]),
-        by(&["server_fin", "server_reset", "server_idle"]),
-        by(&["server_idle"]),
-    );
-    let of = t.connections;
-    if client * 2 > of {
-        Some((
-            format!("the client closed them ({client} of {of})"),
-            "client_closed",
-            client,
-            "client_fin+client_reset",
-        ))
-    } else if idle * 2 > of {
-        Some((
-            format!("the server closed them when idle ({idle} of {of}, each after 1 s or more without a request: its keep-alive timeout)"),
-            "server_idle_closed",
-            idle,
-            "server_idle",
-        ))
-    } else if server * 2 > of {
-        Some((
-            format!("the server closed them ({server} of {of})"),
-            "server_closed",
-            server,
-            "server_fin+server_reset+server_idle",
-        ))
-    } else {
-        None
+    let facts = Facts {
+        idle_on_the_wire: true,
+        program: who.map(str::to_string),
+        ..Facts::default()
+    };
+    let mut seen = Seen::new(t.connections, "connections", facts);
+    let of = |figure: &str, n: u64, population: &str| {
+        vec![Evidence::count(
+            &format!("{at}.{figure}"),
+            n,
+            t.connections,
+            population,
+        )]
+    };
+    for (ended, key) in [
+        (Ended::ClientHttp10, "http10_without_keep_alive"),
+        (Ended::ClientCloseHeader, "connection_close"),
+    ] {
+        let n = asked(key);
+        seen.add(
+            ended,
+            n,
+            of(&format!("client_asked_close.{key}"), n, "connections"),
+        );
     }
+    for (ended, names, figure) in [
+        (
+            Ended::ClientClosedItself,
+            &["client_fin", "client_reset"][..],
+            "client_fin+client_reset",
+        ),
+        (Ended::ServerIdle, &["server_idle"][..], "server_idle"),
+        (
+            Ended::ServerClosed,
+            &["server_fin", "server_reset", "server_idle"][..],
+            "server_fin+server_reset+server_idle",
+        ),
+    ] {
+        let n = by(names);
+        seen.add(
+            ended,
+            n,
+            of(
+                &format!("endings.{figure}"),
+                n,
+                "connections (FIN or RST first)",
+            ),
+        );
+    }
+    seen
 }
 
 /// The headline: over every connection watched; with several client programs, each
@@ -297,7 +318,7 @@ fn judge(t: &EndpointSummary, at: &str) -> Finding {
             Cause::Measured,
             format!("{over_s}: one request cannot show reuse."),
         )
-    } else if t.connections >= t.requests {
+    } else if none_reused(t.requests, t.connections) {
         // Most answers errors: the first cause (a server closes after many an error, and
         // the requests are not the ones meant), before who closed.
         if let Some((said, evidence)) =
@@ -311,29 +332,14 @@ fn judge(t: &EndpointSummary, at: &str) -> Finding {
             .explaining(true)
             .with_all(evidence);
         }
-        // The client's own request heads asked to close: its cause, whoever closed first.
-        if let Some((why, e)) = client_asked(t, at) {
-            return f(
-                "client_asked_close",
-                Cause::Reuse,
-                format!("{over_s}: not reused, because {why}."),
-            )
-            .with(e);
-        }
-        match closer(t) {
-            Some((why, code, n, endings)) => f(
-                code,
-                Cause::Reuse,
-                format!("{over_s}: not reused, because {why}."),
-            )
-            .with(Evidence::count(
-                &format!("{at}.endings.{endings}"),
-                n,
-                t.connections,
-                "connections (FIN or RST first)",
-            )),
-            None => f("not_reused", Cause::Reuse, format!("{over_s}: not reused.")),
-        }
+        let seen = seen(t, at, None);
+        let judged = seen.judge();
+        f(
+            judged.code(),
+            Cause::Reuse,
+            format!("{over_s}: not reused{}.", judged.because(&seen)),
+        )
+        .with_all(judged.evidence())
     } else {
         reused(t, &over_s, at)
     }
@@ -370,41 +376,6 @@ fn reused(t: &EndpointSummary, over_s: &str, at: &str) -> Finding {
     h
 }
 
-/// "the client asked to close them: its requests were HTTP/1.0 without `Connection:
-/// keep-alive` on 5 of 5 connections", when the client's cleartext request heads asked to
-/// close most connections; with the count it stands on.
-fn client_asked(t: &EndpointSummary, at: &str) -> Option<(String, Evidence)> {
-    let n = |k: &str| t.client_asked_close.get(k).copied().unwrap_or(0);
-    let (http10, header) = (n("http10_without_keep_alive"), n("connection_close"));
-    if (http10 + header) * 2 <= t.connections {
-        return None;
-    }
-    let (what, key, count) = if http10 >= header {
-        (format!(
-            "its requests were HTTP/1.0 without `Connection: keep-alive` on {http10} of {} connections (a proxy's default towards its upstream: nginx needs `proxy_http_version 1.1` and an empty `Connection` header)",
-            t.connections
-        ), "http10_without_keep_alive", http10)
-    } else {
-        (
-            format!(
-                "its requests carried `Connection: close` on {header} of {} connections",
-                t.connections
-            ),
-            "connection_close",
-            header,
-        )
-    };
-    Some((
-        format!("the client asked to close them: {what}"),
-        Evidence::count(
-            &format!("{at}.client_asked_close.{key}"),
-            count,
-            t.connections,
-            "connections",
-        ),
-    ))
-}
-
 /// The findings per endpoint: reuse or none, TLS handshakes, who closes, drops.
 pub fn verdict(r: &WatchReport) -> Vec<Finding> {
     let mut v = capture(r);
@@ -425,15 +396,19 @@ pub fn verdict(r: &WatchReport) -> Vec<Finding> {
                 &p.figures,
                 &who,
                 &format!("programs[{}]", p.program),
+                Some(&p.program),
             ));
         }
         return v;
     }
+    // One program named: its fix is its own.
+    let program = r.programs.first().map(|p| p.program.as_str());
     for e in &r.endpoints {
         v.extend(member(
             e,
             &e.endpoint,
             &format!("endpoints[{}]", e.endpoint),
+            program,
         ));
     }
     v
@@ -482,7 +457,7 @@ fn error_statuses(e: &EndpointSummary, who: &str, at: &str) -> Option<Finding> {
 /// One member's findings (a server endpoint's, or a client program's: `who` in the
 /// sentences, `at` its figures' place in the report): reuse or none, unanswered
 /// requests, TLS resumption.
-fn member(e: &EndpointSummary, who: &str, at: &str) -> Vec<Finding> {
+fn member(e: &EndpointSummary, who: &str, at: &str, program: Option<&str>) -> Vec<Finding> {
     let mut v = Vec::new();
     let reqs = requests(e);
     let conns = plural(e.connections, "connection");
@@ -494,8 +469,8 @@ fn member(e: &EndpointSummary, who: &str, at: &str) -> Vec<Finding> {
             Cause::Measured,
             format!("{}: {conns} and no request seen.", who),
         ));
-    } else if e.connections >= e.requests && e.requests > 1 {
-        v.push(not_reused(e, who, at));
+    } else if none_reused(e.requests, e.connections) {
+        v.push(not_reused(e, who, at, program));
     } else if e.requests <= e.connections {
         v.push(f(
             "one_request",
@@ -551,9 +526,8 @@ fn member(e: &EndpointSummary, who: &str, at: &str) -> Vec<Finding> {
 }
 
 /// A member whose connections carried one request each: why, as the headline finds it
-/// (the client's own heads first, then who closed most of them), with a fix only for
-/// the side that ended them.
-fn not_reused(e: &EndpointSummary, who: &str, at: &str) -> Finding {
+/// (the one model of causes), with the fix of the side that ended them.
+fn not_reused(e: &EndpointSummary, who: &str, at: &str, program: Option<&str>) -> Finding {
     let mut s = format!(
         "{who}: {} over {}: no reuse",
         requests(e),
@@ -565,36 +539,16 @@ fn not_reused(e: &EndpointSummary, who: &str, at: &str) -> Finding {
     } else if hs.resumed > 0 {
         let _ = write!(s, "; TLS: {} full, {} resumed", hs.full, hs.resumed);
     }
-    let asked = client_asked(e, at);
-    let closed = closer(e);
-    match (&asked, &closed) {
-            (Some((why, ev)), _) => {
-            let how = if ev.figure.ends_with("http10_without_keep_alive") {
-                ClientEnds::Http10
-            } else {
-                ClientEnds::CloseHeader
-            };
-            let _ = write!(s, ": {why}. {}.", how.fix_for(who));
+    let seen = seen(e, at, program);
+    let judged = seen.judge();
+    let _ = write!(s, "{}.", judged.because(&seen));
+    if let Judged::One(found) = &judged {
+        if let Some(fix) = found.ended.fix(&seen.facts) {
+            let _ = write!(s, " {fix}.");
         }
-        (None, Some((why, "client_closed", _, _))) => {
-            let _ = write!(s, ", because {why}. {}.", ClientEnds::ClosedItself.fix_for(who));
-        }
-            (None, Some((why, _, _, _))) => {
-                let _ = write!(s, ", because {why}: the server's keep-alive policy ended them (`handshake doctor URL` shows it).");
-            }
-            (None, None) => s.push_str(
-                ": neither side closed most of them first, so what was seen does not say which ended them.",
-            ),
-        }
-    let mut finding = over(Finding::new("not_reused", Cause::Reuse, s), e, at);
-    if let (None, Some((_, _, n, endings))) = (&asked, &closed) {
-        finding = finding.with(Evidence::count(
-            &format!("{at}.endings.{endings}"),
-            *n,
-            e.connections,
-            "connections (FIN or RST first)",
-        ));
     }
+    let mut finding =
+        over(Finding::new(judged.code(), Cause::Reuse, s), e, at).with_all(judged.evidence());
     if hs.full + hs.resumed > 0 {
         finding = finding.with(Evidence::count(
             &format!("{at}.tls_handshakes.resumed"),
@@ -603,8 +557,5 @@ fn not_reused(e: &EndpointSummary, who: &str, at: &str) -> Finding {
             "TLS handshakes",
         ));
     }
-    match asked {
-        Some((_, ev)) => finding.with(ev),
-        None => finding,
-    }
+    finding
 }

@@ -208,7 +208,7 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
         },
     },
     AuditPredicate {
-        code: "client_close_header",
+        code: "not_reused_client_close_header",
         holds: |s, _| {
             ends(
                 s,
@@ -218,11 +218,11 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
         },
     },
     AuditPredicate {
-        code: "client_http10",
+        code: "not_reused_client_http10",
         holds: |s, _| ends(s, Ends::Http10, "the client spoke HTTP/1.1"),
     },
     AuditPredicate {
-        code: "client_closed_itself",
+        code: "not_reused_client_closed_itself",
         holds: |s, t| {
             ends(
                 s,
@@ -280,6 +280,38 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
     },
     AuditPredicate {
         code: "client_reset_unread",
+        holds: never,
+    },
+    AuditPredicate {
+        code: "not_reused_client_http10_close",
+        holds: never,
+    },
+    AuditPredicate {
+        code: "not_reused_proxy_close_header",
+        holds: never,
+    },
+    AuditPredicate {
+        code: "not_reused_client_reset_unread",
+        holds: never,
+    },
+    AuditPredicate {
+        code: "not_reused_tunnels_closed_after_one",
+        holds: never,
+    },
+    AuditPredicate {
+        code: "not_reused_client_closed_tunnels",
+        holds: never,
+    },
+    AuditPredicate {
+        code: "not_reused_origin_closed_tunnels",
+        holds: never,
+    },
+    AuditPredicate {
+        code: "not_reused_server_closed",
+        holds: never,
+    },
+    AuditPredicate {
+        code: "not_reused_mixed",
         holds: never,
     },
     AuditPredicate {
@@ -345,9 +377,9 @@ pub fn judge(
     let want = match (s.members().is_empty(), e) {
         (false, _) => "by_program",
         (true, Ends::Reused) => "reused",
-        (true, Ends::CloseHeader) => "client_close_header",
-        (true, Ends::Http10) => "client_http10",
-        (true, Ends::ClosedItself) => "client_closed_itself",
+        (true, Ends::CloseHeader) => "not_reused_client_close_header",
+        (true, Ends::Http10) => "not_reused_client_http10",
+        (true, Ends::ClosedItself) => "not_reused_client_closed_itself",
         (true, Ends::One) => "one_request",
     };
     for w in [want]
