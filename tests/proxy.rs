@@ -6,68 +6,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
-
-/// squid on a free port, logging each request's client address and port, method, URL
-/// and status; no cache.
-fn squid() -> ProxyServer {
-    squid_with(None).0
-}
-
-/// squid, also taking TLS (an https:// proxy, its certificate for localhost) on a second
-/// port when `tls`; that port and the CA that signed its certificate (in squid's
-/// directory, removed with it).
-fn squid_with(tls: Option<()>) -> (ProxyServer, Option<(u16, std::path::PathBuf)>) {
-    let dir = shared_dir("squid");
-    let port = free_port();
-    let https = tls.map(|()| {
-        write_certs(&dir.0, &["localhost"]);
-        let p = free_port();
-        let line = format!(
-            "https_port 127.0.0.1:{p} tls-cert={d}/cert.pem tls-key={d}/key.pem\n",
-            d = dir.0.display()
-        );
-        (p, dir.0.join("ca.pem"), line)
-    });
-    let conf = format!(
-        "{}http_port 127.0.0.1:{port}\npid_filename {d}/squid.pid\ncache_log {d}/cache.log\n\
-         logformat hs %>a %>p %rm %ru %>Hs\naccess_log stdio:{d}/access.log hs\n\
-         cache deny all\ncache_mem 4 MB\ncoredump_dir {d}\nnetdb_filename none\n\
-         shutdown_lifetime 0 seconds\npinger_enable off\n\
-         http_access allow localhost\nhttp_access deny all\n",
-        https.as_ref().map_or("", |h| h.2.as_str()),
-        d = dir.0.display()
-    );
-    std::fs::write(dir.0.join("squid.conf"), conf).unwrap();
-    let child = Command::new("squid")
-        .args([
-            "-N",
-            "-n",
-            &format!("hs{port}"),
-            "-f",
-            &dir.path("squid.conf"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("squid (Debian package squid; scripts/test installs it)");
-    wait_listening(port, "squid", &dir.0.join("cache.log"));
-    let https = https.map(|(p, ca, _)| {
-        wait_listening(p, "squid's https_port", &dir.0.join("cache.log"));
-        (p, ca)
-    });
-    let s = ProxyServer {
-        child,
-        port,
-        log: dir.0.join("access.log"),
-        _dir: dir,
-    };
-    (s, https)
-}
 
 /// The proxy's log once it has `want` lines matching `keep` (a proxy writes a tunnel's
 /// line when it closes), or what it has after 5 s.

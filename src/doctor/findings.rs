@@ -498,7 +498,11 @@ pub(super) fn judge_idle(
             findings.push(f(
                 "keep_alive_header_matches",
                 Cause::Measured,
-                format!("Its `Keep-Alive: timeout={c}` header matches what it does."),
+                format!(
+                    "Its `Keep-Alive: timeout={c}` header matches what it does (idle connections closed after {}-{} s; the header counts whole seconds).",
+                    fmt_ms(i.at_least_s),
+                    fmt_ms(hi)
+                ),
             ));
         }
     }

@@ -14,9 +14,12 @@ use serde_json::Value;
 
 pub use handshake::server::{self, RunningServer, ServerConfig};
 
+pub mod apache;
 pub mod proxies;
+#[allow(unused_imports)] // Not every test binary starts Apache.
+pub use apache::Apache;
 #[allow(unused_imports)] // Not every test binary starts a proxy.
-pub use proxies::{shared_dir, tinyproxy, wait_listening, ProxyServer};
+pub use proxies::{shared_dir, squid, squid_with, tinyproxy, wait_listening, ProxyServer};
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_handshake")
