@@ -542,3 +542,59 @@ fn compare_says_each_round_on_stderr() {
     );
     srv.stop();
 }
+
+/// A row whose strategy's defining feature never happened is marked and not ranked:
+/// with as many workers as requests, keepalive reuses nothing (the server accepted a
+/// connection per request, as close did), so it is never the best, and the headline says
+/// what did not happen and that its figures are not keepalive's.
+#[test]
+fn a_row_whose_feature_never_happened_is_marked_and_not_ranked() {
+    let _serial = serial();
+    let srv = start(ServerConfig::default());
+    let url = srv.http_url().unwrap();
+    let r = compare_json(&[
+        &url,
+        "--strategies",
+        "keepalive,close",
+        "-n",
+        "4",
+        "-c",
+        "4",
+        "--rounds",
+        "2",
+    ]);
+    let opened: u64 = r["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| u(&s["connections"]["opened"]))
+        .sum();
+    assert_eq!(opened, srv.snapshot().connections_accepted);
+    assert_eq!(opened, 16, "a connection per request in both rows");
+    let row = |name: &str| {
+        rows(&r)
+            .iter()
+            .find(|x| x["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .clone()
+    };
+    assert_eq!(
+        row("keepalive")["feature_missing"],
+        "no connection was reused"
+    );
+    assert_eq!(row("keepalive")["best"], false);
+    assert_eq!(row("close")["best"], true);
+    let said: Vec<&str> = r["comparison"]["headline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "feature_missing")
+        .filter_map(|f| f["text"].as_str())
+        .collect();
+    assert_eq!(
+        said,
+        ["keepalive: not ranked: no connection was reused, so its figures are not those of keepalive."]
+    );
+    assert!(schema().is_valid(&r));
+    srv.stop();
+}

@@ -647,6 +647,38 @@ fn resumption_never_granted_is_said_by_bench_and_trace() {
         (Some(0.0), Some(2))
     );
     assert_eq!(access_log(&n).len(), 26);
+    // compare: close-resumed resumed nothing, so it is marked and not ranked; nginx
+    // logged every handshake of both rows as full.
+    let out = run(&[
+        "compare",
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--strategies",
+        "close,close-resumed",
+        "-n",
+        "6",
+        "-c",
+        "1",
+        "--rounds",
+        "2",
+        "--json",
+        "--no-progress",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = access_log(&n);
+    assert_eq!(log.len(), 26 + 24);
+    assert!(log.iter().all(|l| !l.resumed), "{log:?}");
+    let rows = v["comparison"]["rows"].as_array().unwrap();
+    let resumed = rows.iter().find(|r| r["name"] == "close-resumed").unwrap();
+    assert_eq!(
+        resumed["feature_missing"], "no TLS session was resumed",
+        "{resumed}"
+    );
+    assert_eq!(resumed["best"], false);
+    let close = rows.iter().find(|r| r["name"] == "close").unwrap();
+    assert_eq!(close["best"], true, "{close}");
 }
 
 fn zero_rtt_trace(n: &Nginx, count: &str) -> (i32, Value, String) {
@@ -2100,6 +2132,28 @@ fn keep_alive_off_is_named_by_bench_trace_compare_and_doctor() {
         .find(|s| s["strategy"] == "keepalive")
         .unwrap();
     assert_eq!(keepalive["connections"]["opened"], 20);
+    // keepalive reused nothing: marked with what did not happen, not ranked, and close
+    // is the best row (never keepalive, whose figures are close's).
+    let rows = &v["comparison"]["rows"];
+    let row = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {rows}"))
+    };
+    assert_eq!(
+        row("keepalive")["feature_missing"],
+        "no connection was reused"
+    );
+    assert_eq!(row("keepalive")["best"], false);
+    assert_eq!(row("close")["best"], true);
+    assert!(row("close")["feature_missing"].is_null());
+    let headline = v["comparison"]["headline"].to_string();
+    assert!(
+        !headline.contains("keepalive is the cheapest"),
+        "{headline}"
+    );
 }
 
 // A short keepalive_timeout (1 s) and a client that waits longer between requests: the

@@ -7,6 +7,7 @@
 //! ([`explain`]); [`offers`] chooses the strategies for a target.
 
 mod explain;
+mod feature;
 pub mod knee;
 pub mod offers;
 pub mod plan;
@@ -416,6 +417,7 @@ fn row(arms: &[Arm], i: usize, runs: &[RunFigures]) -> ComparisonRow {
         rounds_client_cpu_us: runs.iter().map(|r| r.client_cpu_us).collect(),
         failed_rounds: runs.iter().filter(|r| r.ok == 0).count(),
         no_success: false,
+        feature_missing: None,
         times_slower: 1.0,
         times_slower_ci: None,
         extra_ms_per_request: 0.0,
@@ -489,8 +491,10 @@ impl Judge<'_> {
         // responses redirects or errors; its strategy's defining feature never
         // happened: no connection reused, no session resumed, no 0-RTT accepted) is
         // ranked, but said first, in the words of its own run's explaining finding.
+        // Such a row is marked, and not ranked: its figures are not what it is named for.
         for &i in idx.iter().filter(|i| !self.no_success(**i)) {
             let s = &self.scenarios[i];
+            rows[i].feature_missing = feature::missing(s);
             let explains = s.diagnosis.iter().find(|f| {
                 f.explains_run && matches!(f.cause, Cause::Status | Cause::Protocol | Cause::Reuse)
             });
@@ -498,12 +502,18 @@ impl Judge<'_> {
                 let mut f = f.clone();
                 f.text = format!("{}: {}", rows[i].name, f.text);
                 said.headline.push(f);
+            } else if let Some(what) = rows[i].feature_missing {
+                said.headline.push(feature::said(&rows[i].name, what, s));
             }
         }
         let ranked: Vec<usize> = idx
             .iter()
             .copied()
-            .filter(|i| rows[*i].failed_rounds == 0 && !self.no_success(*i))
+            .filter(|i| {
+                rows[*i].failed_rounds == 0
+                    && !self.no_success(*i)
+                    && rows[*i].feature_missing.is_none()
+            })
             .collect();
         let best = ranked.iter().copied().min_by(|a, b| {
             rows[*a]

@@ -86,6 +86,12 @@ pub struct ComparisonRow {
     /// significant false) and the headline says what the server said instead.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub no_success: bool,
+    /// What the row's strategy is about and did not happen ("no connection was reused",
+    /// "no TLS session was resumed", "no request went in 0-RTT"): its figures are not
+    /// those of what it is named for, so it is not ranked (best false, significant
+    /// false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feature_missing: Option<&'static str>,
     /// Time per request relative to the best row of the group: the Hodges-Lehmann
     /// estimate of the per-round ratio (rounds paired), 1 for the best row.
     pub times_slower: f64,

@@ -62,7 +62,7 @@
       if (r.times_slower_ci) el("line", { class: "ci", x1: xR(r.times_slower_ci[0]), y1: y, x2: xR(r.times_slower_ci[1]), y2: y, stroke: "#3d85c6", "stroke-width": 3, "data-name": e.name, "data-lo": r.times_slower_ci[0], "data-hi": r.times_slower_ci[1] }, svg);
       el("circle", { class: "ci-estimate", cx: xR(r.times_slower), cy: y, r: 4, fill: r.significant ? "#d64545" : "#3d85c6", "data-name": e.name, "data-value": r.times_slower }, svg);
       const ci = r.times_slower_ci ? " [" + r.times_slower_ci[0].toFixed(2) + "–" + r.times_slower_ci[1].toFixed(2) + "]" : "";
-      text(svg, label + width + 10, y + 4, r.failed_rounds > 0 ? "failed" : r.no_success ? "not ranked" : r.best ? "best" : r.times_slower.toFixed(2) + "x" + ci);
+      text(svg, label + width + 10, y + 4, r.failed_rounds > 0 ? "failed" : r.no_success || r.feature_missing ? "not ranked" : r.best ? "best" : r.times_slower.toFixed(2) + "x" + ci);
     });
     const box = document.getElementById("ci-tables");
     const groups = [...new Set(rows.map(e => e.group))];
@@ -82,6 +82,7 @@
         h("span", { class: "muted" }, ex, r.extra_ms_per_request_ci ? " [" + r.extra_ms_per_request_ci.map(fmt).join(" – ") + "]" : "");
         const verdict = r.failed_rounds > 0 ? "failed: no request succeeded in " + r.failed_rounds + " of " + r.rounds_ms.length + " rounds"
           : r.no_success ? "not ranked: every response an error"
+          : r.feature_missing ? "not ranked: " + r.feature_missing
           : r.best ? "best"
           : !r.times_slower_ci ? "not enough rounds to judge (" + r.rounds_ms.length + " of 6)"
           : r.repeat_of && !r.significant ? "no difference from " + r.repeat_of + " (the same strategy again)"

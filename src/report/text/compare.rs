@@ -168,7 +168,7 @@ fn vs_best(r: &ComparisonRow) -> (String, String, String) {
         .filter(|_| !r.best)
         .map(|[lo, hi]| format!("{:.2}x [{lo:.2}-{hi:.2}]", r.times_slower))
         .unwrap_or_else(|| "-".into());
-    let extra = if r.best || r.failed_rounds > 0 || r.no_success {
+    let extra = if r.best || r.failed_rounds > 0 || r.no_success || r.feature_missing.is_some() {
         "-".to_string()
     } else {
         let sign = if r.extra_ms_per_request >= 0.0 {
@@ -186,6 +186,8 @@ fn vs_best(r: &ComparisonRow) -> (String, String, String) {
         )
     } else if r.no_success {
         "not ranked: every response an error".to_string()
+    } else if let Some(what) = r.feature_missing {
+        format!("not ranked: {what}")
     } else if r.best {
         "best".to_string()
     } else if r.times_slower_ci.is_none() {
@@ -225,6 +227,15 @@ fn time_bars(out: &mut String, rows: &[&ComparisonRow], width: usize) {
         }
         if r.no_success {
             let _ = writeln!(out, "  {:<name_w$} not ranked (error answers)", r.name);
+            continue;
+        }
+        if let Some(what) = r.feature_missing {
+            let _ = writeln!(
+                out,
+                "  {:<name_w$} not ranked ({what}): {} ms/request",
+                r.name,
+                fmt_ms(r.time_per_request_ms.median)
+            );
             continue;
         }
         let width = if max > 0.0 {
