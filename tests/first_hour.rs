@@ -647,11 +647,15 @@ fn resumption_never_granted_is_said_by_bench_and_trace() {
         (Some(0.0), Some(2))
     );
     assert_eq!(access_log(&n).len(), 26);
-    // compare: close-resumed resumed nothing, so it is marked and not ranked; nginx
-    // logged every handshake of both rows as full.
+    compare_marks_a_row_that_resumed_nothing(&n, &url, &ca);
+}
+
+/// compare: close-resumed resumed nothing, so it is marked and not ranked; nginx
+/// logged every handshake of both rows as full (after the 26 of bench and trace).
+fn compare_marks_a_row_that_resumed_nothing(n: &Nginx, url: &str, ca: &std::path::Path) {
     let out = run(&[
         "compare",
-        &url,
+        url,
         "--cacert",
         ca.to_str().unwrap(),
         "--strategies",
@@ -667,7 +671,7 @@ fn resumption_never_granted_is_said_by_bench_and_trace() {
     ]);
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let log = access_log(&n);
+    let log = access_log(n);
     assert_eq!(log.len(), 26 + 24);
     assert!(log.iter().all(|l| !l.resumed), "{log:?}");
     let rows = v["comparison"]["rows"].as_array().unwrap();
