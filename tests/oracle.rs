@@ -22,6 +22,8 @@
 #[path = "oracle/audit.rs"]
 mod clients;
 mod common;
+#[path = "oracle/watch.rs"]
+mod watched;
 
 use std::io::Write as _;
 use std::net::TcpStream;
@@ -1349,19 +1351,22 @@ fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
 fn the_page_of_preconditions_lists_the_same_codes() {
     let page =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/findings.md")).unwrap();
-    // bench, trace and doctor's table, then audit's (after its heading).
-    let (servers, audit) = page.split_once("\n## audit").expect("an audit section");
+    // bench, trace and doctor's table, then audit's (after its heading), then watch's.
+    let (servers, rest) = page.split_once("\n## audit").expect("an audit section");
+    let (audit, watch) = rest.split_once("\n## watch").expect("a watch section");
     let codes = |part: &str| -> Vec<String> {
         part.lines()
             .filter_map(|l| Some(l.strip_prefix("| `")?.split('`').next()?.to_string()))
             .collect()
     };
-    let (servers, audit) = (codes(servers), codes(audit));
+    let (servers, audit, watch) = (codes(servers), codes(audit), codes(watch));
     let known: Vec<&str> = PREDICATES.iter().map(|p| p.code).collect();
     let known_audit: Vec<&str> = clients::AUDIT_PREDICATES.iter().map(|p| p.code).collect();
+    let known_watch: Vec<&str> = watched::WATCH_PREDICATES.iter().map(|p| p.code).collect();
     for (listed, known, part) in [
         (servers, known, "its first table"),
         (audit, known_audit, "## audit"),
+        (watch, known_watch, "## watch"),
     ] {
         for code in &known {
             assert!(
@@ -1447,4 +1452,79 @@ fn the_audit_oracle_fails_on_a_missing_or_wrong_predicate() {
         errs.iter().any(|e| e.starts_with("reused: false")),
         "{errs:?}"
     );
+}
+
+/// Every code `watch` prints holds over the audit's real clients run under it against
+/// nginx, per program where two run at once; the table of client x codes x verdict is
+/// printed. CI runs the clients against 200 and two of them against 404;
+/// `HANDSHAKE_ORACLE=full` runs every client against both.
+#[test]
+fn every_watch_claim_holds_over_generated_clients() {
+    let Some(n) = watched::server() else {
+        return;
+    };
+    let full = std::env::var("HANDSHAKE_ORACLE").is_ok_and(|v| v == "full");
+    let mut table = String::new();
+    let mut wrong = Vec::new();
+    let chosen = clients::situations().into_iter().filter(|s| {
+        full || s.status == 200
+            || matches!(
+                s.client,
+                clients::Client::CurlClose | clients::Client::CurlThenPythonGet
+            )
+    });
+    for s in chosen {
+        let (code, v) = watched::run(&s, n.port);
+        let errs = watched::judge(&s, code, &v, watched::WATCH_PREDICATES);
+        let mut codes: Vec<&str> = vec![v["headline"]["code"].as_str().unwrap_or("")];
+        codes.extend(
+            v["verdict"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f["code"].as_str()),
+        );
+        let verdict = if errs.is_empty() { "true" } else { "FALSE" };
+        table.push_str(&format!(
+            "| {} | Watch | {} | {verdict} |\n",
+            s.name(),
+            codes.join(", ")
+        ));
+        wrong.extend(errs.into_iter().map(|e| format!("{} watch: {e}", s.name())));
+    }
+    println!("| client | command | codes | verdict |\n| --- | --- | --- | --- |\n{table}");
+    assert!(
+        wrong.is_empty(),
+        "{} false or missing claims:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    // The watch's oracle can fail: without the predicate of `reused`, or with one that
+    // demands the wrong truth, a true run's judgement fails.
+    let s = clients::ClientSituation {
+        client: clients::Client::CurlUrls,
+        status: 200,
+    };
+    let (code, v) = watched::run(&s, n.port);
+    let all = watched::WATCH_PREDICATES;
+    assert_eq!(watched::judge(&s, code, &v, all), Vec::<String>::new());
+    let without: Vec<watched::WatchPredicate> =
+        all.iter().filter(|p| p.code != "reused").copied().collect();
+    assert!(watched::judge(&s, code, &v, &without)
+        .iter()
+        .any(|e| e.starts_with("reused: no predicate")));
+    let wrong: Vec<watched::WatchPredicate> = all
+        .iter()
+        .map(|p| watched::WatchPredicate {
+            code: p.code,
+            holds: if p.code == "reused" {
+                |_, _| Err("wrong on purpose".into())
+            } else {
+                p.holds
+            },
+        })
+        .collect();
+    assert!(watched::judge(&s, code, &v, &wrong)
+        .iter()
+        .any(|e| e.starts_with("reused: false")));
 }

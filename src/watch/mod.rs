@@ -124,8 +124,9 @@ struct Accounting {
     meter: Option<Arc<meter::Meter>>,
     program: Arc<str>,
     names: meter::Names,
-    /// The kernel's record of every connection's program (endpoint mode, where BPF
-    /// can be attached); else `names`, from /proc.
+    /// The kernel's record of every connection's program, where BPF can be attached:
+    /// the client programs of an endpoint (else `names`, from /proc), and the programs
+    /// within a watched command.
     namer: Option<Mutex<naming::Namer>>,
 }
 
@@ -149,7 +150,11 @@ impl Accounting {
         // Counted once, under the same name in the report and the live metrics.
         let program = self.program_of(&mut c);
         if let Some(m) = &self.meter {
-            let l = program.clone().unwrap_or_else(|| self.program.clone());
+            // Watching a program, its metrics carry its own name (the command's).
+            let l = match &program {
+                Some(p) if !self.process_mode => p.clone(),
+                _ => self.program.clone(),
+            };
             m.update(&mut c, l);
         }
         out.add(&c, program);
@@ -157,10 +162,17 @@ impl Accounting {
 
     /// Watching an endpoint: the client program of an ended (or last) connection, kept
     /// as its label; `unknown` when it could not be named (a client on another machine,
-    /// or one gone before it was looked up). Watching a program: none (it is the one).
+    /// or one gone before it was looked up). Watching a program: the program within it
+    /// that opened the connection (`sh -c 'curl …; python3 …'` is two), where the
+    /// kernel's record of each connect is open; else none (the command is the one).
     fn program_of(&self, c: &mut Conn) -> Option<Arc<str>> {
         if self.process_mode {
-            return None;
+            let n = self.namer.as_ref()?;
+            let named = n
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .name(c.client, c.server);
+            return Some(named.unwrap_or_else(|| Arc::from("unknown")));
         }
         let l = self.label(c, true).unwrap_or_else(|| Arc::from("unknown"));
         c.metered.label = Some(l.clone());
@@ -493,12 +505,10 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
     // Watching a process without the kernel's record: each SYN's owner at once; and
     // every 10 ms its sockets (the peak of concurrent connections is sampled there).
     let names = meter::Names::default();
-    // Watching an endpoint: each connection's client program, named by the kernel's
-    // record of each connect (else looked up from each SYN).
-    let namer = root
-        .is_none()
-        .then(naming::Namer::attach)
-        .and_then(Result::ok);
+    // Each connection's client program, named by the kernel's record of each connect:
+    // watching an endpoint (else looked up from each SYN), and the programs within a
+    // watched command.
+    let namer = naming::Namer::attach().ok();
     let resolver = match root {
         Some(root) if rec.is_none() => Some(owners::spawn_resolver(root, syn_rx, owned.clone())),
         None if namer.is_none() => Some(owners::spawn_namer(syn_rx, names.clone())),

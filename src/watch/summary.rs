@@ -402,7 +402,11 @@ pub fn verdict(r: &WatchReport) -> Vec<Finding> {
         return v;
     }
     // One program named: its fix is its own.
-    let program = r.programs.first().map(|p| p.program.as_str());
+    let program = r
+        .programs
+        .iter()
+        .map(|p| p.program.as_str())
+        .find(|p| *p != "unknown");
     for e in &r.endpoints {
         v.extend(member(
             e,

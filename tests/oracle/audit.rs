@@ -54,7 +54,7 @@ pub struct ClientSituation {
 
 impl ClientSituation {
     /// (requests, connections, why) of a single-program client.
-    fn truth(&self) -> (u64, u64, Ends) {
+    pub fn truth(&self) -> (u64, u64, Ends) {
         match self.client {
             Client::CurlUrls | Client::PythonSession | Client::NodeDefault => (3, 1, Ends::Reused),
             Client::CurlClose | Client::PythonUrllib | Client::NodeAgentFalse => {
@@ -68,7 +68,7 @@ impl ClientSituation {
     }
 
     /// The members of a two-program client, with their own situations.
-    fn members(&self) -> Vec<(&'static str, ClientSituation)> {
+    pub fn members(&self) -> Vec<(&'static str, ClientSituation)> {
         let as_ = |client| ClientSituation { client, ..*self };
         match self.client {
             Client::CurlThenPythonGet => vec![
@@ -84,7 +84,7 @@ impl ClientSituation {
     }
 
     /// The shell command, `{url}` and `{path}` in it.
-    fn command(&self) -> String {
+    pub fn command(&self) -> String {
         let curl = "curl -s -o /dev/null";
         let py_get = "python3 -c 'import requests, sys\nfor i in range(3): requests.get(sys.argv[1])' {url}{path}";
         let node = |agent: &str| {

@@ -1,0 +1,265 @@
+//! The oracle for `watch`: the audit's real clients (curl, Python, Node, two programs at
+//! once), whose use of connections is known from how they are called, run under
+//! `handshake watch -- sh -c COMMAND` against nginx (keep-alive on, answering 200, or 404
+//! at `/status/404`). Every code watch prints (its headline and its verdict) is checked
+//! against a predicate over that truth, per program where there are several; the counts
+//! it gives must be the client's own, and the cause of no reuse must be said. Its causes
+//! come from the same model as audit's (`report::reuse`), read from the wire instead of
+//! from a server's side.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::clients::{ClientSituation, Ends};
+use super::common::*;
+
+/// A watch finding's code and the predicate its claim needs of the client's truth.
+#[derive(Clone, Copy)]
+pub struct WatchPredicate {
+    pub code: &'static str,
+    pub holds: fn(&ClientSituation, &str) -> Result<(), String>,
+}
+
+fn need(ok: bool, why: &str) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why.to_string())
+    }
+}
+
+fn never(_: &ClientSituation, _: &str) -> Result<(), String> {
+    Err("nothing in these situations makes it true".into())
+}
+
+/// One program's situation whose connections end `want`.
+fn ends(s: &ClientSituation, want: Ends, why: &str) -> Result<(), String> {
+    need(s.members().is_empty() && s.truth().2 == want, why)
+}
+
+/// The counts a sentence gives are the client's own: "3 requests over 1 connection".
+fn counted(s: &ClientSituation, text: &str) -> Result<(), String> {
+    let (r, c, _) = s.truth();
+    let said = format!(
+        "{r} request{} over {c} connection{}",
+        if r == 1 { "" } else { "s" },
+        if c == 1 { "" } else { "s" }
+    );
+    need(text.contains(&said), &format!("the client made {said}"))
+}
+
+pub const WATCH_PREDICATES: &[WatchPredicate] = &[
+    WatchPredicate {
+        code: "reused",
+        holds: |s, t| {
+            ends(s, Ends::Reused, "the client did not reuse its connection")?;
+            counted(s, t)
+        },
+    },
+    WatchPredicate {
+        code: "not_reused_client_close_header",
+        holds: |s, t| {
+            ends(
+                s,
+                Ends::CloseHeader,
+                "the client sent no `Connection: close`",
+            )?;
+            counted(s, t)
+        },
+    },
+    WatchPredicate {
+        code: "not_reused_client_http10",
+        holds: |s, t| {
+            ends(s, Ends::Http10, "the client spoke HTTP/1.1")?;
+            counted(s, t)
+        },
+    },
+    WatchPredicate {
+        code: "not_reused_client_closed_itself",
+        holds: |s, t| {
+            ends(
+                s,
+                Ends::ClosedItself,
+                "the client asked to close, or kept its connection",
+            )?;
+            // Where the sentence gives the fix, it is the program's own (Python here).
+            need(
+                !t.contains("Reuse one client")
+                    || t.contains("For Python: one `requests.Session()`"),
+                "the fix names the program's own way (it is Python)",
+            )
+        },
+    },
+    WatchPredicate {
+        code: "one_request",
+        holds: |s, t| {
+            ends(s, Ends::One, "the client made more than one request")?;
+            counted(s, t)
+        },
+    },
+    WatchPredicate {
+        code: "mostly_error_status",
+        holds: |s, t| {
+            need(
+                s.status >= 400 && t.contains(&format!("were {}", s.status)),
+                "nginx answered each request 200",
+            )
+        },
+    },
+    WatchPredicate {
+        code: "by_program",
+        holds: |s, t| {
+            need(
+                !s.members().is_empty()
+                    && s.members()
+                        .iter()
+                        .all(|(p, _)| t.contains(&format!(" {p}: "))),
+                "one program made the requests",
+            )
+        },
+    },
+    // nginx keeps every connection (keep-alive on, 75 s), the clients' own ways are
+    // known, and no TLS or capture limit is in these situations.
+    WatchPredicate {
+        code: "not_reused",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "not_reused_server_closed",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "not_reused_server_idle_close",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "not_reused_mixed",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "no_request",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "no_connection",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "unanswered_requests",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "tls_never_resumed",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "capture_drops",
+        holds: never,
+    },
+    WatchPredicate {
+        code: "attribution_lost",
+        holds: never,
+    },
+];
+
+/// nginx for the watched clients: 200 at `/`, 404 at `/status/404`, keep-alive on.
+pub fn server() -> Option<Nginx> {
+    Nginx::start_servers("", 1, |ports, _| {
+        format!(
+            "server {{ listen 127.0.0.1:{}; location / {{ return 200 \"hello\\n\"; }} location /status/404 {{ return 404 \"no\\n\"; }} }}",
+            ports[0]
+        )
+    })
+}
+
+/// `handshake watch --json -- sh -c COMMAND` against `port`: (exit code, report).
+pub fn run(s: &ClientSituation, port: u16) -> (Option<i32>, Value) {
+    let path = if s.status == 200 {
+        String::new()
+    } else {
+        format!("status/{}", s.status)
+    };
+    let command = s
+        .command()
+        .replace("{url}", &format!("http://127.0.0.1:{port}/"))
+        .replace("{path}", &path);
+    let mut c = Command::new(bin());
+    let out = without_proxy_env(c.args(["watch", "--json", "--", "sh", "-c", &command]))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+    )
+}
+
+/// The member a finding of a two-program verdict is about ("curl (from 127.0.0.1): …"):
+/// its situation, or the situation itself.
+fn about<'a>(s: &ClientSituation, text: &'a str) -> (ClientSituation, &'a str) {
+    for (name, member) in s.members() {
+        if let Some(rest) = text.strip_prefix(&format!("{name} (from ")) {
+            return (member, rest);
+        }
+    }
+    (*s, text)
+}
+
+/// The false claims of one watch: each code without a predicate or whose predicate does
+/// not hold (per program where there are several); then the counts and the cause that
+/// must be said.
+pub fn judge(
+    s: &ClientSituation,
+    code: Option<i32>,
+    v: &Value,
+    table: &[WatchPredicate],
+) -> Vec<String> {
+    let mut errs = Vec::new();
+    if code != Some(0) {
+        errs.push(format!("watch exited {code:?}: the client's own exit is 0"));
+    }
+    let (r, c, e) = s.truth();
+    let t = &v["total"];
+    if (u(&t["requests"]), u(&t["connections"])) != (r, c) {
+        errs.push(format!(
+            "counts {} over {}, not {r} over {c}",
+            t["requests"], t["connections"]
+        ));
+    }
+    let mut findings: Vec<&Value> = vec![&v["headline"]];
+    findings.extend(v["verdict"].as_array().into_iter().flatten());
+    let mut codes = Vec::new();
+    for (i, f) in findings.iter().enumerate() {
+        let code = f["code"].as_str().unwrap_or("(none)");
+        let text = f["text"].as_str().unwrap_or("");
+        let (who, text) = if i == 0 { (*s, text) } else { about(s, text) };
+        codes.push(code);
+        match table.iter().find(|p| p.code == code) {
+            None => errs.push(format!("{code}: no predicate (\"{text}\")")),
+            Some(p) => {
+                if let Err(why) = (p.holds)(&who, text) {
+                    errs.push(format!("{code}: false: {why} (\"{text}\")"));
+                }
+            }
+        }
+    }
+    // Answers all errors come first in a headline of one program; its verdict still
+    // says the cause.
+    let want = match (s.members().is_empty(), e) {
+        (false, _) => "by_program",
+        (true, Ends::Reused) => "reused",
+        (true, Ends::CloseHeader) => "not_reused_client_close_header",
+        (true, Ends::Http10) => "not_reused_client_http10",
+        (true, Ends::ClosedItself) => "not_reused_client_closed_itself",
+        (true, Ends::One) => "one_request",
+    };
+    for w in [want]
+        .into_iter()
+        .chain((s.status >= 400).then_some("mostly_error_status"))
+    {
+        if !codes.contains(&w) {
+            errs.push(format!("{w} not said (said {codes:?})"));
+        }
+    }
+    errs
+}
