@@ -1388,10 +1388,13 @@ fn the_page_of_preconditions_lists_the_same_codes() {
 /// codes x verdict is printed.
 #[test]
 fn every_audit_claim_holds_over_generated_clients() {
+    let go = Dir::new("oracle-go");
+    clients::go_clients(&go.0);
+    let go = go.0.to_str().unwrap();
     let mut table = String::new();
     let mut wrong = Vec::new();
     for s in clients::situations() {
-        let (code, v) = clients::run(&s);
+        let (code, v) = clients::run(&s, go);
         let errs = clients::judge(&s, code, &v, clients::AUDIT_PREDICATES);
         let mut codes: Vec<&str> = vec![v["headline"]["code"].as_str().unwrap_or("")];
         codes.extend(
@@ -1426,7 +1429,8 @@ fn the_audit_oracle_fails_on_a_missing_or_wrong_predicate() {
         client: clients::Client::CurlUrls,
         status: 200,
     };
-    let (code, v) = clients::run(&s);
+    // curl: no Go client is run.
+    let (code, v) = clients::run(&s, "/nonexistent");
     let all = clients::AUDIT_PREDICATES;
     assert_eq!(clients::judge(&s, code, &v, all), Vec::<String>::new());
     let without: Vec<clients::AuditPredicate> =
@@ -1464,6 +1468,9 @@ fn every_watch_claim_holds_over_generated_clients() {
         return;
     };
     let full = std::env::var("HANDSHAKE_ORACLE").is_ok_and(|v| v == "full");
+    let go_dir = Dir::new("oracle-watch-go");
+    clients::go_clients(&go_dir.0);
+    let go = go_dir.0.to_str().unwrap();
     let mut table = String::new();
     let mut wrong = Vec::new();
     let chosen = clients::situations().into_iter().filter(|s| {
@@ -1474,7 +1481,7 @@ fn every_watch_claim_holds_over_generated_clients() {
             )
     });
     for s in chosen {
-        let (code, v) = watched::run(&s, n.port);
+        let (code, v) = watched::run(&s, n.port, go);
         let errs = watched::judge(&s, code, &v, watched::WATCH_PREDICATES);
         let mut codes: Vec<&str> = vec![v["headline"]["code"].as_str().unwrap_or("")];
         codes.extend(
@@ -1505,7 +1512,7 @@ fn every_watch_claim_holds_over_generated_clients() {
         client: clients::Client::CurlUrls,
         status: 200,
     };
-    let (code, v) = watched::run(&s, n.port);
+    let (code, v) = watched::run(&s, n.port, go);
     let all = watched::WATCH_PREDICATES;
     assert_eq!(watched::judge(&s, code, &v, all), Vec::<String>::new());
     let without: Vec<watched::WatchPredicate> =

@@ -498,6 +498,11 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
     // The endpoints of each SYN seen, for the resolver thread to look up at once.
     let (syn_tx, syn_rx) = mpsc::sync_channel::<(SocketAddr, SocketAddr)>(4096);
     let (recorder, attribution_note) = cgroup_recorder(o);
+    // Each connection's client program, named by the kernel's record of each connect:
+    // watching an endpoint (else looked up from each SYN), and the programs within a
+    // watched command (attached before it starts, so that its first connect is
+    // recorded).
+    let namer = naming::Namer::attach().ok();
     let mut child = spawn_command(&o.command, recorder.as_ref())?;
     let root = child.as_ref().map(|c| c.id() as i32).or(o.pid);
     let rec = recorder.map(Arc::new);
@@ -505,10 +510,6 @@ pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
     // Watching a process without the kernel's record: each SYN's owner at once; and
     // every 10 ms its sockets (the peak of concurrent connections is sampled there).
     let names = meter::Names::default();
-    // Each connection's client program, named by the kernel's record of each connect:
-    // watching an endpoint (else looked up from each SYN), and the programs within a
-    // watched command.
-    let namer = naming::Namer::attach().ok();
     let resolver = match root {
         Some(root) if rec.is_none() => Some(owners::spawn_resolver(root, syn_rx, owned.clone())),
         None if namer.is_none() => Some(owners::spawn_namer(syn_rx, names.clone())),

@@ -263,10 +263,17 @@ fn seen(t: &EndpointSummary, at: &str, who: Option<&str>) -> Seen {
     seen
 }
 
+/// The programs named (connections whose program was gone before it could be named,
+/// `unknown`, are not a program of their own: with one named program, the run is
+/// judged as that program's).
+fn named(programs: &[ProgramSummary]) -> usize {
+    programs.iter().filter(|p| p.program != "unknown").count()
+}
+
 /// The headline: over every connection watched; with several client programs, each
 /// program's own verdict after the total.
 pub fn headline(t: &EndpointSummary, programs: &[ProgramSummary]) -> Finding {
-    if programs.len() < 2 {
+    if named(programs) < 2 {
         return judge(t, "total");
     }
     let mut h = over(
@@ -389,7 +396,7 @@ pub fn verdict(r: &WatchReport) -> Vec<Finding> {
     }
     // Several client programs: each is judged on its own (a blend of a program that
     // reuses and one that never does says nothing true of either).
-    if r.programs.len() > 1 {
+    if named(&r.programs) > 1 {
         for p in &r.programs {
             let who = format!("{} (from {})", p.program, p.clients.join(", "));
             v.extend(member(

@@ -1,8 +1,9 @@
 //! The oracle for `audit`: real clients whose behaviour is known from how they are
 //! called (curl with several URLs, with `Connection: close`, over HTTP/1.0, with one
 //! URL; Python's `urllib`, `requests.get` and a `requests.Session`; Node's default agent
-//! and `agent: false`; two programs at once), each against the audit's own answers with
-//! a status (200, 404). Every code the audit prints (its headline and its verdict) is
+//! and `agent: false`; Go reading each body to EOF or closing it unread; Ruby's
+//! `Net::HTTP.get` and one `Net::HTTP.start`; two programs at once), each against the
+//! audit's own answers with a status (200, 404). Every code the audit prints (its headline and its verdict) is
 //! checked against a predicate over that truth, per program where there are several.
 
 use std::process::Command;
@@ -34,6 +35,17 @@ pub enum Client {
     NodeAgentFalse,
     /// `curl URL URL URL`, then three `requests.get`: two programs.
     CurlThenPythonGet,
+    /// One Go `http.Client`, each body read to EOF and closed: one connection.
+    GoRead,
+    /// One Go `http.Client`, each body closed unread: Go's transport ends the
+    /// connection (a plain close, or a reset where response bytes were still unread in
+    /// the socket).
+    GoUnread,
+    /// Three `Net::HTTP.get`: a connection per call, closed by the client after its
+    /// answer, without `Connection: close`.
+    RubyGet,
+    /// Three requests inside one `Net::HTTP.start` block: one connection.
+    RubyStart,
 }
 
 /// Why a client's connections carried what they did.
@@ -64,6 +76,10 @@ impl ClientSituation {
             Client::CurlOne => (1, 1, Ends::One),
             Client::PythonGet => (3, 3, Ends::ClosedItself),
             Client::CurlThenPythonGet => (6, 4, Ends::Reused),
+            Client::GoRead => (3, 1, Ends::Reused),
+            Client::GoUnread => (3, 3, Ends::ClosedItself),
+            Client::RubyGet => (3, 3, Ends::ClosedItself),
+            Client::RubyStart => (3, 1, Ends::Reused),
         }
     }
 
@@ -83,7 +99,8 @@ impl ClientSituation {
         format!("{:?} {}", self.client, self.status)
     }
 
-    /// The shell command, `{url}` and `{path}` in it.
+    /// The shell command, `{url}`, `{path}` and `{go}` (the directory of the Go clients
+    /// [`go_clients`] built) in it.
     pub fn command(&self) -> String {
         let curl = "curl -s -o /dev/null";
         let py_get = "python3 -c 'import requests, sys\nfor i in range(3): requests.get(sys.argv[1])' {url}{path}";
@@ -109,6 +126,10 @@ impl ClientSituation {
             Client::CurlThenPythonGet => format!(
                 "{curl} {{url}}{{path}} {{url}}{{path}} {{url}}{{path}} && {py_get}"
             ),
+            Client::GoRead => "{go}/read {url}{path}".into(),
+            Client::GoUnread => "{go}/unread {url}{path}".into(),
+            Client::RubyGet => "ruby -e 'require \"net/http\"; 3.times { Net::HTTP.get(URI(ARGV[0])) }' {url}{path}".into(),
+            Client::RubyStart => "ruby -e 'require \"net/http\"; u = URI(ARGV[0]); Net::HTTP.start(u.host, u.port) { |h| 3.times { h.get(u.path) } }' {url}{path}".into(),
         }
     }
 }
@@ -127,6 +148,10 @@ pub fn situations() -> Vec<ClientSituation> {
             Client::NodeDefault,
             Client::NodeAgentFalse,
             Client::CurlThenPythonGet,
+            Client::GoRead,
+            Client::GoUnread,
+            Client::RubyGet,
+            Client::RubyStart,
         ] {
             out.push(ClientSituation { client, status });
         }
@@ -134,15 +159,34 @@ pub fn situations() -> Vec<ClientSituation> {
     out
 }
 
-/// `handshake audit --json -- sh -c COMMAND`: (exit code, report).
-pub fn run(s: &ClientSituation) -> (Option<i32>, Value) {
+/// The Go clients of [`Client::GoRead`] and [`Client::GoUnread`], built into `dir` (as
+/// `read` and `unread`) before any is run, so that a run measures the client and not the
+/// compiler.
+pub fn go_clients(dir: &std::path::Path) {
+    for (name, read) in [
+        ("read", "io.Copy(io.Discard, resp.Body)\n\t\t"),
+        ("unread", ""),
+    ] {
+        go_build(
+            dir,
+            name,
+            &format!(
+                "package main\n\nimport (\n\t\"io\"\n\t\"net/http\"\n\t\"os\"\n)\n\nfunc main() {{\n\tc := &http.Client{{}}\n\tfor i := 0; i < 3; i++ {{\n\t\tresp, err := c.Get(os.Args[1])\n\t\tif err != nil {{\n\t\t\tos.Exit(1)\n\t\t}}\n\t\t{read}resp.Body.Close()\n\t}}\n\t_ = io.Discard\n}}\n"
+            ),
+        );
+    }
+}
+
+/// `handshake audit --json -- sh -c COMMAND`, the Go clients in `go`: (exit code,
+/// report).
+pub fn run(s: &ClientSituation, go: &str) -> (Option<i32>, Value) {
     // The audit's own answers: `/status/N` answers N. The URL ends in a slash.
     let path = if s.status == 200 {
         String::new()
     } else {
         format!("status/{}", s.status)
     };
-    let command = s.command().replace("{path}", &path);
+    let command = s.command().replace("{path}", &path).replace("{go}", go);
     let mut c = Command::new(bin());
     let out = without_proxy_env(c.args(["audit", "--json", "--", "sh", "-c", &command]))
         .output()
@@ -181,6 +225,39 @@ fn counted(s: &ClientSituation, text: &str) -> Result<(), String> {
         if c == 1 { "" } else { "s" }
     );
     need(text.contains(&said), &format!("the client made {said}"))
+}
+
+/// Where a sentence gives the fix of a client that closed itself, it is the program's
+/// own: Python's `Session`, Go's body read to the end.
+pub fn own_fix(s: &ClientSituation, t: &str) -> Result<(), String> {
+    // A headline gives no fix.
+    if !t.contains("Reuse one client") {
+        return Ok(());
+    }
+    match s.client {
+        Client::PythonGet => need(
+            t.contains("For Python: one `requests.Session()`"),
+            "the fix names the program's own way (it is Python)",
+        ),
+        Client::GoUnread => need(
+            t.contains("whose bodies are read to the end"),
+            "the fix names Go's own way (read each body to EOF)",
+        ),
+        Client::RubyGet => need(
+            t.contains("For Ruby: `Net::HTTP.start(host, port)"),
+            "the fix names Ruby's own way (one Net::HTTP.start block)",
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// A client that closed its connections with response bytes unread: Go's, closing each
+/// body unread (whether bytes were still in its socket is the scheduler's).
+pub fn unread(s: &ClientSituation, _: &str) -> Result<(), String> {
+    need(
+        s.client == Client::GoUnread,
+        "the client read every response to the end",
+    )
 }
 
 fn ends(s: &ClientSituation, want: Ends, why: &str) -> Result<(), String> {
@@ -229,12 +306,7 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
                 Ends::ClosedItself,
                 "the client asked to close, or kept its connection",
             )?;
-            // Where the sentence gives the fix, it is the program's own (Python here).
-            need(
-                !t.contains("Reuse one client")
-                    || t.contains("For Python: one `requests.Session()`"),
-                "the fix names the program's own way (it is Python)",
-            )
+            own_fix(s, t)
         },
     },
     AuditPredicate {
@@ -280,7 +352,7 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
     },
     AuditPredicate {
         code: "client_reset_unread",
-        holds: never,
+        holds: unread,
     },
     AuditPredicate {
         code: "not_reused_client_http10_close",
@@ -292,7 +364,7 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
     },
     AuditPredicate {
         code: "not_reused_client_reset_unread",
-        holds: never,
+        holds: unread,
     },
     AuditPredicate {
         code: "not_reused_tunnels_closed_after_one",

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::clients::{ClientSituation, Ends};
+use super::clients::{own_fix, ClientSituation, Ends};
 use super::common::*;
 
 /// A watch finding's code and the predicate its claim needs of the client's truth.
@@ -83,12 +83,7 @@ pub const WATCH_PREDICATES: &[WatchPredicate] = &[
                 Ends::ClosedItself,
                 "the client asked to close, or kept its connection",
             )?;
-            // Where the sentence gives the fix, it is the program's own (Python here).
-            need(
-                !t.contains("Reuse one client")
-                    || t.contains("For Python: one `requests.Session()`"),
-                "the fix names the program's own way (it is Python)",
-            )
+            own_fix(s, t)
         },
     },
     WatchPredicate {
@@ -173,8 +168,9 @@ pub fn server() -> Option<Nginx> {
     })
 }
 
-/// `handshake watch --json -- sh -c COMMAND` against `port`: (exit code, report).
-pub fn run(s: &ClientSituation, port: u16) -> (Option<i32>, Value) {
+/// `handshake watch --json -- sh -c COMMAND` against `port`, the Go clients in `go`:
+/// (exit code, report).
+pub fn run(s: &ClientSituation, port: u16, go: &str) -> (Option<i32>, Value) {
     let path = if s.status == 200 {
         String::new()
     } else {
@@ -183,7 +179,8 @@ pub fn run(s: &ClientSituation, port: u16) -> (Option<i32>, Value) {
     let command = s
         .command()
         .replace("{url}", &format!("http://127.0.0.1:{port}/"))
-        .replace("{path}", &path);
+        .replace("{path}", &path)
+        .replace("{go}", go);
     let mut c = Command::new(bin());
     let out = without_proxy_env(c.args(["watch", "--json", "--", "sh", "-c", &command]))
         .output()
