@@ -22,6 +22,8 @@
 #[path = "oracle/audit.rs"]
 mod clients;
 mod common;
+#[path = "oracle/front.rs"]
+mod front;
 #[path = "oracle/watch.rs"]
 mod watched;
 
@@ -99,6 +101,13 @@ enum Server {
     /// Apache: `KeepAlive Off`, `MaxKeepAliveRequests 3`, `KeepAliveTimeout 500ms`;
     /// a status by `RedirectMatch STATUS ^/`.
     Apache,
+    /// HAProxy in front of nginx (which keeps its connections): HAProxy's own policy,
+    /// `option httpclose` (it sends `connection: close`) or `timeout http-keep-alive
+    /// 500ms`; nginx's `Server` header passed through.
+    HaproxyNginx,
+    /// Caddy: `header Connection close` (Go's server then ends each connection), or its
+    /// idle timeout at 500 ms; a status by `respond`.
+    Caddy,
 }
 
 /// TLS to the server (nginx): none, TLS 1.3, TLS 1.2 only, TLS 1.3 with early data on;
@@ -209,17 +218,28 @@ fn direct(strategy: &'static str) -> Vec<Situation> {
         Policy::IdleTimeout,
     ] {
         for status in [200, 404, 429, 503, 413] {
-            for server in [Server::Scripted, Server::Nginx, Server::Apache] {
+            for server in [
+                Server::Scripted,
+                Server::Nginx,
+                Server::Apache,
+                Server::HaproxyNginx,
+                Server::Caddy,
+            ] {
                 // nginx closes with `Connection: close` only; Apache so, or when
-                // idle.
+                // idle; HAProxy and Caddy have keep-alive off or an idle timeout.
                 let by_header = matches!(
                     policy,
                     Policy::KeepAlive | Policy::CloseHeader(1) | Policy::CloseHeader(3)
+                );
+                let idle_or_off = matches!(
+                    policy,
+                    Policy::KeepAlive | Policy::CloseHeader(1) | Policy::IdleTimeout
                 );
                 let can = match server {
                     Server::Scripted => true,
                     Server::Nginx => by_header,
                     Server::Apache => by_header || policy == Policy::IdleTimeout,
+                    Server::HaproxyNginx | Server::Caddy => idle_or_off,
                 };
                 if !can {
                     continue;
@@ -480,28 +500,64 @@ fn redirecting_to(dead: u16) -> u16 {
     addr.port()
 }
 
-fn run(s: &Situation, cmd: Cmd) -> Run {
-    let mut held = None;
-    let mut apache = None;
-    let dead = free_port();
+/// The servers a situation started, stopped when dropped: nginx (alone, or behind
+/// HAProxy), Apache, HAProxy or Caddy.
+#[derive(Default)]
+struct Held {
+    nginx: Option<Nginx>,
+    apache: Option<Apache>,
+    front: Option<front::Front>,
+}
+
+/// Start the situation's server (none where nothing is to listen): its port, and what
+/// holds it up.
+fn start_server(s: &Situation, dead: u16) -> (u16, Held) {
+    let mut h = Held::default();
     let port = if matches!(s.path, Path::ServerDown | Path::UnixDown) {
         dead
     } else if s.path == Path::RedirectDown {
         redirecting_to(dead)
     } else if s.server == Server::Nginx {
-        held.insert(nginx(s)).port
+        h.nginx.insert(nginx(s)).port
     } else if s.server == Server::Apache {
-        apache.insert(apache_for(s)).port
+        h.apache.insert(apache_for(s)).port
+    } else if s.server == Server::HaproxyNginx {
+        let backend = h.nginx.insert(nginx(&Situation {
+            policy: Policy::KeepAlive,
+            ..*s
+        }));
+        let policy = match s.policy {
+            Policy::CloseHeader(_) => "option httpclose".to_string(),
+            Policy::IdleTimeout => format!("timeout http-keep-alive {}ms", IDLE.as_millis()),
+            _ => String::new(),
+        };
+        h.front.insert(front::haproxy(backend.port, &policy)).port
+    } else if s.server == Server::Caddy {
+        let idle = format!("{}ms", IDLE.as_millis());
+        h.front
+            .insert(front::caddy(
+                s.status,
+                (s.policy == Policy::IdleTimeout).then_some(idle.as_str()),
+                matches!(s.policy, Policy::CloseHeader(_)),
+            ))
+            .port
     } else {
         let (policy, status) = (s.policy, s.status);
         script_server(move |c, _| serve(policy, status, c)).0.port()
     };
+    (port, h)
+}
+
+fn run(s: &Situation, cmd: Cmd) -> Run {
+    let dead = free_port();
+    let (port, held) = start_server(s, dead);
     let url = match (s.tls, s.path) {
         (Tls::None, Path::ConnectTo | Path::ConnectToDown) => format!("http://a.test:{port}/"),
         (Tls::None, _) => format!("http://127.0.0.1:{port}/"),
         _ => format!("https://localhost:{port}/"),
     };
     let ca = held
+        .nginx
         .as_ref()
         .filter(|_| !matches!(s.tls, Tls::None | Tls::UnknownCa))
         .map(|n| n.dir.join("ca.pem").display().to_string());
@@ -563,7 +619,7 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
     let mut c = Command::new(bin());
     let out = without_proxy_env(c.args(&args)).output().unwrap();
     drop(proxy);
-    drop(apache);
+    drop(held);
     Run {
         code: out.status.code(),
         json: serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
@@ -833,8 +889,9 @@ const PREDICATES: &[Predicate] = &[
         code: "server_says",
         holds: |s, t| {
             let name = match s.server {
-                Server::Nginx => "nginx",
+                Server::Nginx | Server::HaproxyNginx => "nginx",
                 Server::Apache => "Apache",
+                Server::Caddy => "Caddy",
                 Server::Scripted => return Err("no Server header".into()),
             };
             need(t.contains(name), "the Server header names another server")
@@ -862,11 +919,12 @@ const PREDICATES: &[Predicate] = &[
     },
     Predicate {
         code: "keep_alive_off",
-        holds: |s, _| {
+        holds: |s, t| {
             need(
                 s.ends_after_first() && s.truth() != Policy::CloseDelimited,
                 "the server kept connections, or the framing ended them",
-            )
+            )?;
+            fix_names_the_closer(s, t)
         },
     },
     Predicate {
@@ -995,11 +1053,12 @@ const PREDICATES: &[Predicate] = &[
     },
     Predicate {
         code: "idle_timeout_short",
-        holds: |s, _| {
+        holds: |s, t| {
             need(
                 s.truth() == Policy::IdleTimeout,
                 "the server has no idle timeout",
-            )
+            )?;
+            fix_names_the_closer(s, t)
         },
     },
     Predicate {
@@ -1111,6 +1170,16 @@ fn peer_ends(s: &Situation, t: &str, origin: Result<(), String>) -> Result<(), S
     need(
         t.contains("roxy http://127.0.0.1:") && t.contains("or passes on the origin's"),
         "through the proxy, the proxy is the peer, and whose way it is cannot be told",
+    )
+}
+
+/// A fix for what HAProxy did in front of nginx (which keeps its connections, 75 s) must
+/// name HAProxy's setting: nginx's `Server` header, passed on, does not say whose the
+/// policy is.
+fn fix_names_the_closer(s: &Situation, t: &str) -> Result<(), String> {
+    need(
+        s.server != Server::HaproxyNginx || t.contains("HAProxy"),
+        "HAProxy in front ended the connections, and only nginx's setting is named",
     )
 }
 

@@ -130,16 +130,33 @@ fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
 
 /// "(Apache: MaxKeepAliveRequests, default 100)" for a recognised server; for another
 /// (or one without that directive), every server's: "(nginx: ...; Apache: ...)".
+///
+/// A server is recognised by its `Server` header, which a proxy in front passes on
+/// (HAProxy does): where the proxy has the same setting (keep-alive, the idle timeout),
+/// what the client saw cannot tell whose it is, so the proxy's is said too, with how to
+/// tell them apart.
 pub fn fix(setting: Setting, server: Option<ServerKind>) -> String {
     let all = directives(setting);
-    let chosen: Vec<&(ServerKind, &str)> = match all.iter().find(|(k, _)| Some(*k) == server) {
+    let own = all.iter().find(|(k, _)| Some(*k) == server);
+    let chosen: Vec<&(ServerKind, &str)> = match own {
         Some(own) => vec![own],
         None => all.iter().collect(),
     };
-    let parts: Vec<String> = chosen
+    let mut parts: Vec<String> = chosen
         .iter()
         .map(|(k, d)| format!("{}: {d}", k.name()))
         .collect();
+    let proxy = all.iter().find(|(k, _)| *k == ServerKind::Haproxy);
+    if let (Some((kind, _)), Some((_, d))) = (own, proxy) {
+        if *kind != ServerKind::Haproxy
+            && matches!(setting, Setting::KeepAlive | Setting::IdleTimeout)
+        {
+            let name = kind.name();
+            parts.push(format!(
+                "if a proxy in front passes on {name}'s `Server` header, it may be the proxy's: HAProxy: {d}; doctor {name}'s own address to tell which"
+            ));
+        }
+    }
     format!("({})", parts.join("; "))
 }
 
