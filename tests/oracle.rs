@@ -7,7 +7,8 @@
 //! The server of a situation is scripted here, so that its policy is exactly the
 //! situation's: keep-alive, `Connection: close` on the first response, HTTP/1.0 without
 //! keep-alive, bodies ended by the close, `Connection: close` after k responses, or a
-//! close after k responses that says nothing; or it is nginx or Apache configured for the
+//! close after k responses that says nothing (a FIN, or a RST when the next request
+//! comes); or it is nginx, Apache, HAProxy in front of nginx or Caddy configured for the
 //! policies they have. Beside the policy: the status it answers (200, 404, 429, 503,
 //! 413), the path (direct, through tinyproxy or squid, through a forward proxy that is
 //! down, to a port where nothing listens, `--connect-to`, a Unix socket, a redirect) and
@@ -45,6 +46,10 @@ enum Policy {
     CloseDelimited,
     /// The connection closed after response k, without a word.
     SilentClose(u32),
+    /// As `SilentClose`, by a TCP RST: after response k the server resets the
+    /// connection when the next request comes (SO_LINGER 0), as a server that drops
+    /// its idle connections abruptly does.
+    ResetClose(u32),
     /// Keep-alive with an idle timeout of 500 ms, closed without a word.
     IdleTimeout,
 }
@@ -71,6 +76,17 @@ enum Path {
     /// `-L`: the server answers each request with a redirect to a port where nothing
     /// listens (bench: trace and doctor do not follow redirects).
     RedirectDown,
+}
+
+impl Policy {
+    /// The k after which the server ends each connection without a word, by FIN or by
+    /// RST.
+    fn silent(self) -> Option<u32> {
+        match self {
+            Policy::SilentClose(k) | Policy::ResetClose(k) => Some(k),
+            _ => None,
+        }
+    }
 }
 
 impl Path {
@@ -173,6 +189,7 @@ impl Situation {
                 | Policy::Http10
                 | Policy::CloseDelimited
                 | Policy::SilentClose(1)
+                | Policy::ResetClose(1)
         )
     }
 
@@ -215,6 +232,8 @@ fn direct(strategy: &'static str) -> Vec<Situation> {
         Policy::CloseDelimited,
         Policy::SilentClose(1),
         Policy::SilentClose(3),
+        Policy::ResetClose(1),
+        Policy::ResetClose(3),
         Policy::IdleTimeout,
     ] {
         for status in [200, 404, 429, 503, 413] {
@@ -379,7 +398,9 @@ fn serve(policy: Policy, status: u16, mut s: TcpStream) {
             Policy::CloseHeader(k) => ("1.1", true, n == k || asked_close, n == k || asked_close),
             Policy::Http10 => ("1.0", true, false, true),
             Policy::CloseDelimited => ("1.1", false, false, true),
-            Policy::SilentClose(k) => ("1.1", true, asked_close, n == k || asked_close),
+            Policy::SilentClose(k) | Policy::ResetClose(k) => {
+                ("1.1", true, asked_close, n == k || asked_close)
+            }
         };
         let mut r = format!("HTTP/{version} {status} {reason}\r\nContent-Type: text/plain\r\n");
         if length {
@@ -390,7 +411,17 @@ fn serve(policy: Policy, status: u16, mut s: TcpStream) {
         }
         r.push_str("\r\n");
         r.push_str(body);
-        if s.write_all(r.as_bytes()).is_err() || close {
+        if s.write_all(r.as_bytes()).is_err() {
+            return;
+        }
+        if close && !asked_close && matches!(policy, Policy::ResetClose(_)) {
+            // The next request, if one comes, meets a reset.
+            if read_head_from(&mut s).is_some() {
+                reset(s);
+            }
+            return;
+        }
+        if close {
             return;
         }
     }
@@ -747,7 +778,7 @@ const PREDICATES: &[Predicate] = &[
                 s,
                 t,
                 need(
-                    matches!(s.truth(), Policy::SilentClose(_)),
+                    s.truth().silent().is_some(),
                     "the server said when it closed, or did not close",
                 ),
             )
@@ -757,7 +788,7 @@ const PREDICATES: &[Predicate] = &[
         code: "server_idle_close",
         holds: |s, _| {
             need(
-                matches!(s.truth(), Policy::SilentClose(k) if k > 1),
+                s.truth().silent().is_some_and(|k| k > 1),
                 "the server did not close reused connections without a word",
             )
         },
@@ -910,7 +941,9 @@ const PREDICATES: &[Predicate] = &[
             )?;
             // The sentence says how the server ended it.
             let said = match s.truth() {
-                Policy::SilentClose(_) => "closes without `Connection: close`",
+                Policy::SilentClose(_) | Policy::ResetClose(_) => {
+                    "closes without `Connection: close`"
+                }
                 Policy::Http10 => "it answers HTTP/1.0",
                 _ => "Connection: close)",
             };
@@ -1118,7 +1151,7 @@ fn keeps_after_first(s: &Situation) -> bool {
 /// The requests after which the server ends each connection, when it has a limit.
 fn limit(s: &Situation) -> Option<u32> {
     match s.truth() {
-        Policy::CloseHeader(k) | Policy::SilentClose(k) if k > 1 => Some(k),
+        Policy::CloseHeader(k) | Policy::SilentClose(k) | Policy::ResetClose(k) if k > 1 => Some(k),
         _ => None,
     }
 }
@@ -1259,16 +1292,24 @@ fn required(s: &Situation, cmd: Cmd, r: &Run) -> Vec<String> {
         // squid keeps its client connections whatever the origin does.
         _ if s.path == Path::SquidUp => &[],
         (Cmd::Doctor, _, Policy::CloseDelimited) => &["close_delimited"],
-        (Cmd::Doctor, _, Policy::CloseHeader(3) | Policy::SilentClose(3)) => &["max_requests"],
+        (
+            Cmd::Doctor,
+            _,
+            Policy::CloseHeader(3) | Policy::SilentClose(3) | Policy::ResetClose(3),
+        ) => &["max_requests"],
         (Cmd::Doctor, _, Policy::IdleTimeout) => &["idle_timeout"],
         (Cmd::Doctor, _, Policy::KeepAlive) => &["http11_kept"],
         (Cmd::Doctor, _, _) => &["keep_alive_off"],
         (_, true, Policy::Http10) => &["not_reused_server_http10"],
         (_, true, Policy::CloseHeader(1)) => &["not_reused_server_close_header"],
         (Cmd::Bench, true, Policy::CloseDelimited) => &["not_reused_server_close_delimited"],
-        (Cmd::Bench, true, Policy::SilentClose(1)) => &["not_reused_server_silent_close"],
+        (Cmd::Bench, true, Policy::SilentClose(1) | Policy::ResetClose(1)) => {
+            &["not_reused_server_silent_close"]
+        }
         // trace sends 3: a close after the third is met by no request.
-        (Cmd::Trace, true, Policy::SilentClose(k)) if k < 3 => &["not_reused_server_silent_close"],
+        (Cmd::Trace, true, Policy::SilentClose(k) | Policy::ResetClose(k)) if k < 3 => {
+            &["not_reused_server_silent_close"]
+        }
         (Cmd::Bench, true, Policy::CloseHeader(3)) => &["not_reused_server_max_requests"],
         _ => &[],
     };
@@ -1322,7 +1363,7 @@ fn every_claim_holds_over_generated_situations() {
     let chosen = if full {
         all.clone()
     } else {
-        sample(&all, 5, 1)
+        sample(&all, 6, 1)
     };
     let mut table = String::new();
     let mut wrong = Vec::new();
