@@ -50,6 +50,9 @@ enum Policy {
     /// connection when the next request comes (SO_LINGER 0), as a server that drops
     /// its idle connections abruptly does.
     ResetClose(u32),
+    /// The server accepts, reads the request and never answers (the client's
+    /// `--timeout 0.3s` ends each attempt).
+    Stall,
     /// Keep-alive with an idle timeout of 500 ms, closed without a word.
     IdleTimeout,
 }
@@ -170,7 +173,7 @@ impl Situation {
     }
 
     fn reached(&self) -> bool {
-        self.path.reaches() && self.tls.verifies()
+        self.path.reaches() && self.tls.verifies() && self.policy != Policy::Stall
     }
 
     fn persistent(&self) -> bool {
@@ -299,6 +302,15 @@ fn situations() -> Vec<Situation> {
                 strategy,
             });
         }
+        // A server that takes the request and never answers.
+        out.push(Situation {
+            server: Server::Scripted,
+            tls: Tls::None,
+            policy: Policy::Stall,
+            status: 200,
+            path: Path::Direct,
+            strategy,
+        });
         // Through tinyproxy: the proxy is the peer.
         for server in [Server::Scripted, Server::Nginx] {
             out.push(Situation {
@@ -400,6 +412,11 @@ fn serve(policy: Policy, status: u16, mut s: TcpStream) {
             Policy::CloseDelimited => ("1.1", false, false, true),
             Policy::SilentClose(k) | Policy::ResetClose(k) => {
                 ("1.1", true, asked_close, n == k || asked_close)
+            }
+            Policy::Stall => {
+                // Hold the connection, unanswered, until the client gives up.
+                while read_head_from(&mut s).is_some() {}
+                return;
             }
         };
         let mut r = format!("HTTP/{version} {status} {reason}\r\nContent-Type: text/plain\r\n");
@@ -610,6 +627,9 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
         .to_vec(),
     };
     args.push("--json".into());
+    if s.policy == Policy::Stall {
+        args.extend(["--timeout".into(), "0.3s".into()]);
+    }
     if cmd != Cmd::Doctor {
         args.extend(["-s".into(), s.strategy.into()]);
     }
@@ -684,6 +704,10 @@ const PREDICATES: &[Predicate] = &[
     Predicate {
         code: "attempts_failed",
         holds: |s, t| match s.path {
+            Path::Direct if s.policy == Policy::Stall => need(
+                t.contains("timeout_wait") && !t.contains("proxy"),
+                "the attempts waited for an answer that never came",
+            ),
             Path::Direct | Path::ConnectTo if !s.tls.verifies() => need(
                 t.contains(" tls") && !t.contains("proxy"),
                 "TLS to the origin failed",
@@ -1223,6 +1247,15 @@ fn never(_: &Situation, _: &str) -> Result<(), String> {
 /// A failure's words name the hop that failed: the proxy when it was the proxy, never
 /// when there was none.
 fn failed_at_its_hop(s: &Situation, text: &str) -> Result<(), String> {
+    if s.policy == Policy::Stall {
+        return need(
+            text.contains("127.0.0.1:")
+                && text.contains("was sent the request, but no response came in time")
+                && !text.contains("proxy")
+                && !text.contains("nothing accepts"),
+            "the server at the URL's address took the connection and never answered",
+        );
+    }
     match s.path {
         Path::Direct | Path::ConnectTo if !s.tls.verifies() => {
             let said = match s.tls {

@@ -612,3 +612,52 @@ fn a_failure_names_the_hop_it_met_not_the_urls_host() {
     assert_eq!(answered, ["302"; 3], "nginx answered each first hop");
     assert_eq!(scenario(&v)["requests"]["redirects"], 3, "{v}");
 }
+
+/// A server (or proxy) that takes the request and never answers: the failure is a
+/// timeout at the hop that was sent the request, named with its address, its count the
+/// server's own (each attempt a connection it accepted). Through a plain-HTTP proxy the
+/// client cannot tell the proxy's stall from the origin's behind it: both are said, with
+/// how to tell. Reached by --connect-to, the address tried is named, not the URL's host.
+#[test]
+fn a_stalled_hop_is_named_with_the_timeout() {
+    let silent = |mut c: std::net::TcpStream, _| {
+        let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+        while read_head(&mut c).is_some() {}
+    };
+    // Through a proxy that stalls: the origin is never dialed.
+    let (proxy, accepted) = script_server(silent);
+    let origin = format!("http://127.0.0.1:{}/", free_port());
+    let (v, err) = failing_bench(
+        &origin,
+        &["-x", &format!("http://{proxy}"), "--timeout", "300ms"],
+    );
+    assert_eq!(
+        u(&scenario(&v)["requests"]["errors"]["timeout_wait"]),
+        3,
+        "{v}"
+    );
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert!(
+        err.contains(&format!(
+            "the proxy http://{proxy} was sent the request, but no response came in time: the proxy, or the origin"
+        )) && err.contains("doctor the origin without the proxy"),
+        "{err}"
+    );
+    // --connect-to a stalled address: it is named, and the URL's name is not.
+    let (stalled, accepted) = script_server(silent);
+    let url = "http://a.test:80/";
+    let rule = format!("a.test:80:{stalled}");
+    let (v, err) = failing_bench(url, &["--connect-to", &rule, "--timeout", "300ms"]);
+    assert_eq!(
+        u(&scenario(&v)["requests"]["errors"]["timeout_wait"]),
+        3,
+        "{v}"
+    );
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert!(
+        err.contains(&format!(
+            "{stalled}, where --connect-to sends a.test:80 accepted the connection and was sent the request, but no response came in time"
+        )),
+        "{err}"
+    );
+}

@@ -102,8 +102,10 @@ pub(super) async fn request<D: Driver>(
                 retried = true;
                 continue;
             }
+            // A failure after the connection opened (a timeout waiting for the
+            // answer, a reset) is met at the same hop as one on the way.
             Err(f) => (
-                Outcome::Error(f.failure),
+                Outcome::Error(f.failure.at(sc.origin(target).hop.as_ref())),
                 t.got_before_failing,
                 Instant::now(),
             ),

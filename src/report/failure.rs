@@ -88,6 +88,10 @@ fn proxy_hint(url: &str, proxy: &str, key: &str, example: &str) -> Option<String
         "unreachable" => format!(
             "there is no route to the proxy {proxy}; {not_reached}"
         ),
+        "timeout_wait" if !url.starts_with("https://") => format!(
+            "the proxy {proxy} was sent the request, but no response came in time: the proxy, or the origin {} behind it, is stalled or slow (doctor the origin without the proxy to tell which; a longer --timeout or --wait-timeout tells slow from stalled)",
+            authority(url)
+        ),
         "name_not_found" | "no_address" => format!(
             "the proxy's name {} does not resolve; {not_reached}: check -x or the proxy variables",
             host(authority(proxy))
@@ -140,6 +144,9 @@ fn hop_hint(hop: &Hop, key: &str) -> Option<String> {
         }
         "timeout_connect" => format!(
             "nothing answered the connection attempts to {what} in time: {check}"
+        ),
+        "timeout_wait" => format!(
+            "{what} accepted the connection and was sent the request, but no response came in time: the server there is stalled or slow (a longer --timeout or --wait-timeout tells which)"
         ),
         "unreachable" => format!("there is no route to {what}"),
         "name_not_found" | "no_address" => match hop.via {
@@ -204,6 +211,18 @@ pub fn hint(url: &str, route: Route<'_>, key: &str, example: &str) -> Option<Str
         ),
         "timeout_connect" => format!(
             "nothing answered the connection attempts to {at} in time: a filtered port or a wrong address (--timeout, --connect-timeout)"
+        ),
+        "timeout_tls" => format!(
+            "{at} accepted the TCP connection but did not finish the TLS handshake in time: does it speak TLS on this port, or is it overloaded?"
+        ),
+        "timeout_send" => format!(
+            "{at} accepted the connection but did not take the whole request in time (it is not reading): the server is stalled or overloaded"
+        ),
+        "timeout_wait" => format!(
+            "{at} accepted the connection and was sent the request, but no response came in time: the server is stalled or slow (a longer --timeout or --wait-timeout tells which)"
+        ),
+        "timeout_receive" => format!(
+            "{at} began its response but did not finish it in time: the server (or what it streams from) stalled mid-response"
         ),
         "quic_timeout" => format!(
             "nothing answered QUIC at {at} (UDP): does the server speak HTTP/3 on this port?"

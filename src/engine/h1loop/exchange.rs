@@ -292,6 +292,9 @@ impl Loop<'_> {
     /// connecting: it never opened); then a retry, the failure's record, or the end of
     /// the worker when the run's deadline cut it.
     pub(super) fn fail(&mut self, i: usize, f: Fail, reason: Option<CloseReason>) {
+        // A failure after the connection opened (a timeout waiting for the answer, a
+        // reset) is met at the same hop as one on the way.
+        let f = f.at(self.sc.origins[0].hop.as_ref());
         let w = &mut self.workers[i];
         let body_bytes = match &w.state {
             State::Reading(r) => r.body_bytes,
