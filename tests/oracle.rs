@@ -1574,11 +1574,28 @@ fn the_audit_oracle_fails_on_a_missing_or_wrong_predicate() {
     };
     // curl: no Go client is run.
     let (code, v) = clients::run(&s, "/nonexistent");
-    let all = clients::AUDIT_PREDICATES;
-    assert_eq!(clients::judge(&s, code, &v, all), Vec::<String>::new());
+    can_fail(&s, code, &v, clients::AUDIT_PREDICATES, clients::judge);
+}
+
+/// A client oracle (audit's or watch's, `judge` over `all`) can fail: the true run `v`
+/// of `s` (curl reusing its connection) is judged true, and false without the predicate
+/// of `reused`, or with one that demands the wrong truth.
+fn can_fail(
+    s: &clients::ClientSituation,
+    code: Option<i32>,
+    v: &Value,
+    all: &[clients::AuditPredicate],
+    judge: fn(
+        &clients::ClientSituation,
+        Option<i32>,
+        &Value,
+        &[clients::AuditPredicate],
+    ) -> Vec<String>,
+) {
+    assert_eq!(judge(s, code, v, all), Vec::<String>::new());
     let without: Vec<clients::AuditPredicate> =
         all.iter().filter(|p| p.code != "reused").copied().collect();
-    let errs = clients::judge(&s, code, &v, &without);
+    let errs = judge(s, code, v, &without);
     assert!(
         errs.iter().any(|e| e.starts_with("reused: no predicate")),
         "{errs:?}"
@@ -1594,7 +1611,7 @@ fn the_audit_oracle_fails_on_a_missing_or_wrong_predicate() {
             ..*p
         })
         .collect();
-    let errs = clients::judge(&s, code, &v, &wrong);
+    let errs = judge(s, code, v, &wrong);
     assert!(
         errs.iter().any(|e| e.starts_with("reused: false")),
         "{errs:?}"
@@ -1656,25 +1673,5 @@ fn every_watch_claim_holds_over_generated_clients() {
         status: 200,
     };
     let (code, v) = watched::run(&s, n.port, go);
-    let all = watched::WATCH_PREDICATES;
-    assert_eq!(watched::judge(&s, code, &v, all), Vec::<String>::new());
-    let without: Vec<watched::WatchPredicate> =
-        all.iter().filter(|p| p.code != "reused").copied().collect();
-    assert!(watched::judge(&s, code, &v, &without)
-        .iter()
-        .any(|e| e.starts_with("reused: no predicate")));
-    let wrong: Vec<watched::WatchPredicate> = all
-        .iter()
-        .map(|p| watched::WatchPredicate {
-            code: p.code,
-            holds: if p.code == "reused" {
-                |_, _| Err("wrong on purpose".into())
-            } else {
-                p.holds
-            },
-        })
-        .collect();
-    assert!(watched::judge(&s, code, &v, &wrong)
-        .iter()
-        .any(|e| e.starts_with("reused: false")));
+    can_fail(&s, code, &v, watched::WATCH_PREDICATES, watched::judge);
 }

@@ -204,7 +204,7 @@ pub struct AuditPredicate {
     pub holds: fn(&ClientSituation, &str) -> Result<(), String>,
 }
 
-fn need(ok: bool, why: &str) -> Result<(), String> {
+pub fn need(ok: bool, why: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
@@ -212,12 +212,12 @@ fn need(ok: bool, why: &str) -> Result<(), String> {
     }
 }
 
-fn never(_: &ClientSituation, _: &str) -> Result<(), String> {
+pub fn never(_: &ClientSituation, _: &str) -> Result<(), String> {
     Err("nothing in these situations makes it true".into())
 }
 
 /// The counts a sentence gives are the client's own: "3 requests over 1 connection".
-fn counted(s: &ClientSituation, text: &str) -> Result<(), String> {
+pub fn counted(s: &ClientSituation, text: &str) -> Result<(), String> {
     let (r, c, _) = s.truth();
     let said = format!(
         "{r} request{} over {c} connection{}",
@@ -260,7 +260,7 @@ pub fn unread(s: &ClientSituation, _: &str) -> Result<(), String> {
     )
 }
 
-fn ends(s: &ClientSituation, want: Ends, why: &str) -> Result<(), String> {
+pub fn ends(s: &ClientSituation, want: Ends, why: &str) -> Result<(), String> {
     need(s.members().is_empty() && s.truth().2 == want, why)
 }
 
@@ -396,11 +396,12 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
     },
 ];
 
-/// The member a finding of a two-program verdict is about ("curl: …"): its name and
-/// situation, or the situation itself.
-fn about<'a>(s: &ClientSituation, text: &'a str) -> (ClientSituation, &'a str) {
+/// The member a finding of a two-program verdict is about (audit's "curl: …", watch's
+/// "curl (from 127.0.0.1): …", after `name` comes `after_name`): its situation, or the
+/// situation itself.
+fn about<'a>(s: &ClientSituation, text: &'a str, after_name: &str) -> (ClientSituation, &'a str) {
     for (name, member) in s.members() {
-        if let Some(rest) = text.strip_prefix(&format!("{name}: ")) {
+        if let Some(rest) = text.strip_prefix(&format!("{name}{after_name}")) {
             return (member, rest);
         }
     }
@@ -416,9 +417,25 @@ pub fn judge(
     v: &Value,
     table: &[AuditPredicate],
 ) -> Vec<String> {
+    judge_report(s, code, v, table, "audit", ": ")
+}
+
+/// The false claims of one report of `tool` (audit or watch, whose reports share the
+/// shape: a headline, a verdict, `total`) over a client; a member's findings begin with
+/// its program's name and then `after_name`.
+pub fn judge_report(
+    s: &ClientSituation,
+    code: Option<i32>,
+    v: &Value,
+    table: &[AuditPredicate],
+    tool: &str,
+    after_name: &str,
+) -> Vec<String> {
     let mut errs = Vec::new();
     if code != Some(0) {
-        errs.push(format!("audit exited {code:?}: the client's own exit is 0"));
+        errs.push(format!(
+            "{tool} exited {code:?}: the client's own exit is 0"
+        ));
     }
     let (r, c, e) = s.truth();
     let t = &v["total"];
@@ -435,7 +452,11 @@ pub fn judge(
         let code = f["code"].as_str().unwrap_or("(none)");
         let text = f["text"].as_str().unwrap_or("");
         // The headline of two programs is theirs together; a verdict's line is one's.
-        let (who, text) = if i == 0 { (*s, text) } else { about(s, text) };
+        let (who, text) = if i == 0 {
+            (*s, text)
+        } else {
+            about(s, text, after_name)
+        };
         codes.push(code);
         match table.iter().find(|p| p.code == code) {
             None => errs.push(format!("{code}: no predicate (\"{text}\")")),

@@ -11,43 +11,12 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::clients::{own_fix, ClientSituation, Ends};
+use super::clients::{counted, ends, judge_report, need, never, own_fix, ClientSituation, Ends};
 use super::common::*;
 
-/// A watch finding's code and the predicate its claim needs of the client's truth.
-#[derive(Clone, Copy)]
-pub struct WatchPredicate {
-    pub code: &'static str,
-    pub holds: fn(&ClientSituation, &str) -> Result<(), String>,
-}
-
-fn need(ok: bool, why: &str) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why.to_string())
-    }
-}
-
-fn never(_: &ClientSituation, _: &str) -> Result<(), String> {
-    Err("nothing in these situations makes it true".into())
-}
-
-/// One program's situation whose connections end `want`.
-fn ends(s: &ClientSituation, want: Ends, why: &str) -> Result<(), String> {
-    need(s.members().is_empty() && s.truth().2 == want, why)
-}
-
-/// The counts a sentence gives are the client's own: "3 requests over 1 connection".
-fn counted(s: &ClientSituation, text: &str) -> Result<(), String> {
-    let (r, c, _) = s.truth();
-    let said = format!(
-        "{r} request{} over {c} connection{}",
-        if r == 1 { "" } else { "s" },
-        if c == 1 { "" } else { "s" }
-    );
-    need(text.contains(&said), &format!("the client made {said}"))
-}
+/// A watch finding's code and the predicate its claim needs of the client's truth (the
+/// audit's shape).
+pub use super::clients::AuditPredicate as WatchPredicate;
 
 pub const WATCH_PREDICATES: &[WatchPredicate] = &[
     WatchPredicate {
@@ -191,72 +160,14 @@ pub fn run(s: &ClientSituation, port: u16, go: &str) -> (Option<i32>, Value) {
     )
 }
 
-/// The member a finding of a two-program verdict is about ("curl (from 127.0.0.1): …"):
-/// its situation, or the situation itself.
-fn about<'a>(s: &ClientSituation, text: &'a str) -> (ClientSituation, &'a str) {
-    for (name, member) in s.members() {
-        if let Some(rest) = text.strip_prefix(&format!("{name} (from ")) {
-            return (member, rest);
-        }
-    }
-    (*s, text)
-}
-
 /// The false claims of one watch: each code without a predicate or whose predicate does
-/// not hold (per program where there are several); then the counts and the cause that
-/// must be said.
+/// not hold (per program where there are several: "curl (from 127.0.0.1): …"); then the
+/// counts and the cause that must be said, as for audit.
 pub fn judge(
     s: &ClientSituation,
     code: Option<i32>,
     v: &Value,
     table: &[WatchPredicate],
 ) -> Vec<String> {
-    let mut errs = Vec::new();
-    if code != Some(0) {
-        errs.push(format!("watch exited {code:?}: the client's own exit is 0"));
-    }
-    let (r, c, e) = s.truth();
-    let t = &v["total"];
-    if (u(&t["requests"]), u(&t["connections"])) != (r, c) {
-        errs.push(format!(
-            "counts {} over {}, not {r} over {c}",
-            t["requests"], t["connections"]
-        ));
-    }
-    let mut findings: Vec<&Value> = vec![&v["headline"]];
-    findings.extend(v["verdict"].as_array().into_iter().flatten());
-    let mut codes = Vec::new();
-    for (i, f) in findings.iter().enumerate() {
-        let code = f["code"].as_str().unwrap_or("(none)");
-        let text = f["text"].as_str().unwrap_or("");
-        let (who, text) = if i == 0 { (*s, text) } else { about(s, text) };
-        codes.push(code);
-        match table.iter().find(|p| p.code == code) {
-            None => errs.push(format!("{code}: no predicate (\"{text}\")")),
-            Some(p) => {
-                if let Err(why) = (p.holds)(&who, text) {
-                    errs.push(format!("{code}: false: {why} (\"{text}\")"));
-                }
-            }
-        }
-    }
-    // Answers all errors come first in a headline of one program; its verdict still
-    // says the cause.
-    let want = match (s.members().is_empty(), e) {
-        (false, _) => "by_program",
-        (true, Ends::Reused) => "reused",
-        (true, Ends::CloseHeader) => "not_reused_client_close_header",
-        (true, Ends::Http10) => "not_reused_client_http10",
-        (true, Ends::ClosedItself) => "not_reused_client_closed_itself",
-        (true, Ends::One) => "one_request",
-    };
-    for w in [want]
-        .into_iter()
-        .chain((s.status >= 400).then_some("mostly_error_status"))
-    {
-        if !codes.contains(&w) {
-            errs.push(format!("{w} not said (said {codes:?})"));
-        }
-    }
-    errs
+    judge_report(s, code, v, table, "watch", " (from ")
 }
