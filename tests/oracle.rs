@@ -1534,11 +1534,36 @@ fn every_audit_claim_holds_over_generated_clients() {
     let go = Dir::new("oracle-go");
     clients::go_clients(&go.0);
     let go = go.0.to_str().unwrap();
+    judge_clients(
+        "audit",
+        clients::situations(),
+        |s| clients::run(s, go),
+        clients::AUDIT_PREDICATES,
+        clients::judge,
+    );
+}
+
+/// Each client situation run by `run` and judged by `judge` over `predicates` (audit's
+/// or watch's): the
+/// table of client x codes x verdict printed, and every false or missing claim failing
+/// the test.
+fn judge_clients(
+    tool: &str,
+    chosen: impl IntoIterator<Item = clients::ClientSituation>,
+    run: impl Fn(&clients::ClientSituation) -> (Option<i32>, Value),
+    predicates: &[clients::AuditPredicate],
+    judge: fn(
+        &clients::ClientSituation,
+        Option<i32>,
+        &Value,
+        &[clients::AuditPredicate],
+    ) -> Vec<String>,
+) {
     let mut table = String::new();
     let mut wrong = Vec::new();
-    for s in clients::situations() {
-        let (code, v) = clients::run(&s, go);
-        let errs = clients::judge(&s, code, &v, clients::AUDIT_PREDICATES);
+    for s in chosen {
+        let (code, v) = run(&s);
+        let errs = judge(&s, code, &v, predicates);
         let mut codes: Vec<&str> = vec![v["headline"]["code"].as_str().unwrap_or("")];
         codes.extend(
             v["verdict"]
@@ -1549,11 +1574,14 @@ fn every_audit_claim_holds_over_generated_clients() {
         );
         let verdict = if errs.is_empty() { "true" } else { "FALSE" };
         table.push_str(&format!(
-            "| {} | Audit | {} | {verdict} |\n",
+            "| {} | {tool} | {} | {verdict} |\n",
             s.name(),
             codes.join(", ")
         ));
-        wrong.extend(errs.into_iter().map(|e| format!("{} audit: {e}", s.name())));
+        wrong.extend(
+            errs.into_iter()
+                .map(|e| format!("{} {tool}: {e}", s.name())),
+        );
     }
     println!("| client | command | codes | verdict |\n| --- | --- | --- | --- |\n{table}");
     assert!(
@@ -1631,8 +1659,6 @@ fn every_watch_claim_holds_over_generated_clients() {
     let go_dir = Dir::new("oracle-watch-go");
     clients::go_clients(&go_dir.0);
     let go = go_dir.0.to_str().unwrap();
-    let mut table = String::new();
-    let mut wrong = Vec::new();
     let chosen = clients::situations().into_iter().filter(|s| {
         full || s.status == 200
             || matches!(
@@ -1640,31 +1666,12 @@ fn every_watch_claim_holds_over_generated_clients() {
                 clients::Client::CurlClose | clients::Client::CurlThenPythonGet
             )
     });
-    for s in chosen {
-        let (code, v) = watched::run(&s, n.port, go);
-        let errs = watched::judge(&s, code, &v, watched::WATCH_PREDICATES);
-        let mut codes: Vec<&str> = vec![v["headline"]["code"].as_str().unwrap_or("")];
-        codes.extend(
-            v["verdict"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|f| f["code"].as_str()),
-        );
-        let verdict = if errs.is_empty() { "true" } else { "FALSE" };
-        table.push_str(&format!(
-            "| {} | Watch | {} | {verdict} |\n",
-            s.name(),
-            codes.join(", ")
-        ));
-        wrong.extend(errs.into_iter().map(|e| format!("{} watch: {e}", s.name())));
-    }
-    println!("| client | command | codes | verdict |\n| --- | --- | --- | --- |\n{table}");
-    assert!(
-        wrong.is_empty(),
-        "{} false or missing claims:\n{}",
-        wrong.len(),
-        wrong.join("\n")
+    judge_clients(
+        "watch",
+        chosen,
+        |s| watched::run(s, n.port, go),
+        watched::WATCH_PREDICATES,
+        watched::judge,
     );
     // The watch's oracle can fail: without the predicate of `reused`, or with one that
     // demands the wrong truth, a true run's judgement fails.
