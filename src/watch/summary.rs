@@ -521,7 +521,7 @@ fn member(e: &EndpointSummary, who: &str, at: &str, program: Option<&str>) -> Ve
                 "tls_never_resumed",
                 Cause::Tls,
                 format!(
-                    "{}: all {full} TLS handshakes were full: the client does not resume sessions.",
+                    "{}: all {full} TLS handshakes were full: the client resumed no session, or the server issued none it could resume (inside TLS 1.3 the wire does not show its tickets; `handshake doctor URL` says whether the server resumes sessions).",
                     who
                 ),
             )
