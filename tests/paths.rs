@@ -618,6 +618,7 @@ fn a_failure_names_the_hop_it_met_not_the_urls_host() {
 /// server's own (each attempt a connection it accepted). Through a plain-HTTP proxy the
 /// client cannot tell the proxy's stall from the origin's behind it: both are said, with
 /// how to tell. Reached by --connect-to, the address tried is named, not the URL's host.
+/// A server that never speaks TLS, or stops mid-body, is said so at its address.
 #[test]
 fn a_stalled_hop_is_named_with_the_timeout() {
     let silent = |mut c: std::net::TcpStream, _| {
@@ -644,6 +645,34 @@ fn a_stalled_hop_is_named_with_the_timeout() {
         "{err}"
     );
     // --connect-to a stalled address: it is named, and the URL's name is not.
+    // A TCP server that never speaks TLS, and one that stops mid-body: each said at
+    // the URL's address, with what it did.
+    let (mute, _) = script_server(silent);
+    let (_, err) = failing_bench(&format!("https://{mute}/"), &["--timeout", "300ms"]);
+    assert!(
+        err.contains(&format!(
+            "{mute} accepted the TCP connection but did not finish the TLS handshake in time"
+        )),
+        "{err}"
+    );
+    let (cut, _) = script_server(|mut c: std::net::TcpStream, _| {
+        if read_head(&mut c).is_some() {
+            write(&mut c, b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+    });
+    let (v, err) = failing_bench(&format!("http://{cut}/"), &["--timeout", "300ms"]);
+    assert_eq!(
+        u(&scenario(&v)["requests"]["errors"]["timeout_receive"]),
+        3,
+        "{v}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{cut} began its response but did not finish it in time"
+        )),
+        "{err}"
+    );
     let (stalled, accepted) = script_server(silent);
     let url = "http://a.test:80/";
     let rule = format!("a.test:80:{stalled}");

@@ -215,9 +215,6 @@ pub fn hint(url: &str, route: Route<'_>, key: &str, example: &str) -> Option<Str
         "timeout_tls" => format!(
             "{at} accepted the TCP connection but did not finish the TLS handshake in time: does it speak TLS on this port, or is it overloaded?"
         ),
-        "timeout_send" => format!(
-            "{at} accepted the connection but did not take the whole request in time (it is not reading): the server is stalled or overloaded"
-        ),
         "timeout_wait" => format!(
             "{at} accepted the connection and was sent the request, but no response came in time: the server is stalled or slow (a longer --timeout or --wait-timeout tells which)"
         ),
