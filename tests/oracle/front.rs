@@ -50,7 +50,7 @@ pub fn haproxy(backend: u16, policy: &str) -> Front {
     );
     std::fs::write(dir.path("haproxy.cfg"), conf).unwrap();
     let log = dir.path("stderr.log");
-    let mut child = Command::new("haproxy")
+    let mut child = Command::new("/usr/sbin/haproxy")
         .args(["-db", "-f", &dir.path("haproxy.cfg")])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
