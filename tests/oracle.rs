@@ -311,47 +311,44 @@ fn situations() -> Vec<Situation> {
             path: Path::Direct,
             strategy,
         });
+        let mut by = |path, servers: &[(Server, Policy)]| {
+            for &(server, policy) in servers {
+                out.push(Situation {
+                    server,
+                    tls: Tls::None,
+                    policy,
+                    status: 200,
+                    path,
+                    strategy,
+                });
+            }
+        };
         // Through tinyproxy: the proxy is the peer.
-        for server in [Server::Scripted, Server::Nginx] {
-            out.push(Situation {
-                server,
-                tls: Tls::None,
-                policy: Policy::KeepAlive,
-                status: 200,
-                path: Path::ProxyUp,
-                strategy,
-            });
-        }
+        by(
+            Path::ProxyUp,
+            &[
+                (Server::Scripted, Policy::KeepAlive),
+                (Server::Nginx, Policy::KeepAlive),
+            ],
+        );
         // Through squid: it keeps its client connections, whatever the origin does.
-        for (server, policy) in [
-            (Server::Scripted, Policy::KeepAlive),
-            (Server::Scripted, Policy::CloseHeader(1)),
-            (Server::Nginx, Policy::KeepAlive),
-        ] {
-            out.push(Situation {
-                server,
-                tls: Tls::None,
-                policy,
-                status: 200,
-                path: Path::SquidUp,
-                strategy,
-            });
-        }
+        by(
+            Path::SquidUp,
+            &[
+                (Server::Scripted, Policy::KeepAlive),
+                (Server::Scripted, Policy::CloseHeader(1)),
+                (Server::Nginx, Policy::KeepAlive),
+            ],
+        );
         // The same server reached by another name: the truths of the direct path.
-        for (server, policy) in [
-            (Server::Nginx, Policy::KeepAlive),
-            (Server::Scripted, Policy::CloseHeader(1)),
-            (Server::Scripted, Policy::SilentClose(1)),
-        ] {
-            out.push(Situation {
-                server,
-                tls: Tls::None,
-                policy,
-                status: 200,
-                path: Path::ConnectTo,
-                strategy,
-            });
-        }
+        by(
+            Path::ConnectTo,
+            &[
+                (Server::Nginx, Policy::KeepAlive),
+                (Server::Scripted, Policy::CloseHeader(1)),
+                (Server::Scripted, Policy::SilentClose(1)),
+            ],
+        );
     }
     // TLS, against nginx: what each strategy's TLS feature needs, and certificates to
     // refuse.

@@ -613,6 +613,16 @@ fn a_failure_names_the_hop_it_met_not_the_urls_host() {
     assert_eq!(scenario(&v)["requests"]["redirects"], 3, "{v}");
 }
 
+/// A bench of 3 requests against `url` with `extra` and `--timeout 300ms` that fails
+/// each with `key`: its stderr.
+fn timed_out(url: &str, extra: &[&str], key: &str) -> String {
+    let mut args = extra.to_vec();
+    args.extend(["--timeout", "300ms"]);
+    let (v, err) = failing_bench(url, &args);
+    assert_eq!(u(&scenario(&v)["requests"]["errors"][key]), 3, "{v}");
+    err
+}
+
 /// A server (or proxy) that takes the request and never answers: the failure is a
 /// timeout at the hop that was sent the request, named with its address, its count the
 /// server's own (each attempt a connection it accepted). Through a plain-HTTP proxy the
@@ -628,15 +638,7 @@ fn a_stalled_hop_is_named_with_the_timeout() {
     // Through a proxy that stalls: the origin is never dialed.
     let (proxy, accepted) = script_server(silent);
     let origin = format!("http://127.0.0.1:{}/", free_port());
-    let (v, err) = failing_bench(
-        &origin,
-        &["-x", &format!("http://{proxy}"), "--timeout", "300ms"],
-    );
-    assert_eq!(
-        u(&scenario(&v)["requests"]["errors"]["timeout_wait"]),
-        3,
-        "{v}"
-    );
+    let err = timed_out(&origin, &["-x", &format!("http://{proxy}")], "timeout_wait");
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
     assert!(
         err.contains(&format!(
@@ -644,11 +646,10 @@ fn a_stalled_hop_is_named_with_the_timeout() {
         )) && err.contains("doctor the origin without the proxy"),
         "{err}"
     );
-    // --connect-to a stalled address: it is named, and the URL's name is not.
     // A TCP server that never speaks TLS, and one that stops mid-body: each said at
     // the URL's address, with what it did.
     let (mute, _) = script_server(silent);
-    let (_, err) = failing_bench(&format!("https://{mute}/"), &["--timeout", "300ms"]);
+    let err = timed_out(&format!("https://{mute}/"), &[], "timeout_tls");
     assert!(
         err.contains(&format!(
             "{mute} accepted the TCP connection but did not finish the TLS handshake in time"
@@ -661,27 +662,18 @@ fn a_stalled_hop_is_named_with_the_timeout() {
             std::thread::sleep(std::time::Duration::from_secs(2));
         }
     });
-    let (v, err) = failing_bench(&format!("http://{cut}/"), &["--timeout", "300ms"]);
-    assert_eq!(
-        u(&scenario(&v)["requests"]["errors"]["timeout_receive"]),
-        3,
-        "{v}"
-    );
+    let err = timed_out(&format!("http://{cut}/"), &[], "timeout_receive");
     assert!(
         err.contains(&format!(
             "{cut} began its response but did not finish it in time"
         )),
         "{err}"
     );
+    // --connect-to a stalled address: it is named, and the URL's name is not.
     let (stalled, accepted) = script_server(silent);
     let url = "http://a.test:80/";
     let rule = format!("a.test:80:{stalled}");
-    let (v, err) = failing_bench(url, &["--connect-to", &rule, "--timeout", "300ms"]);
-    assert_eq!(
-        u(&scenario(&v)["requests"]["errors"]["timeout_wait"]),
-        3,
-        "{v}"
-    );
+    let err = timed_out(url, &["--connect-to", &rule], "timeout_wait");
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
     assert!(
         err.contains(&format!(

@@ -10,7 +10,7 @@
 use crate::record::KeepAliveHeader;
 use crate::report::cause::{ClientEnds, ServerEnds};
 use crate::report::finding::Evidence;
-use crate::report::fixes::{fix, ServerKind, Setting};
+use crate::report::fixes::{fix, Setting};
 
 /// How connections that carried fewer requests than they could have ended, in the order
 /// a cause is preferred when several ended most of them: the request's own words first
@@ -75,7 +75,8 @@ pub struct Facts {
     pub requests_per_connection: Option<u64>,
     /// Requests sent again on a new connection after they found theirs closed.
     pub stale_retries: Option<u64>,
-    /// Requests a second under `--rate` (at least 1/rate s apart on each connection).
+    /// Requests a second under `--rate` (at least 1/rate s apart on each connection); more
+    /// than 0 where set.
     pub rate: Option<f64>,
     /// The server's `Keep-Alive` header, as it announced it.
     pub announced: Option<KeepAliveHeader>,
@@ -84,8 +85,6 @@ pub struct Facts {
     pub idle_on_the_wire: bool,
     /// The client program whose connections these are (audit, watch): its own fix.
     pub program: Option<String>,
-    /// The server's kind, from its `Server` header: its own directive.
-    pub server: Option<ServerKind>,
 }
 
 /// The fix for nginx as a reverse proxy that opens an upstream connection per request:
@@ -193,7 +192,7 @@ impl Ended {
     /// see inside a tunnel.
     pub fn detail(self, f: &Facts) -> Option<String> {
         match self {
-            Ended::ServerIdle if !f.idle_on_the_wire => Some(idle_detail(f)),
+            Ended::ServerIdle if !f.idle_on_the_wire => f.rate.map(|rate| idle_detail(f, rate)),
             Ended::ServerSilent => f.stale_retries.map(|retries| format!(
                 "Each was found closed by the next request, sent as soon as the response had arrived, so no idle timeout explains it ({}){}.",
                 crate::fmt::plural(retries, "stale-connection retry", "stale-connection retries"),
@@ -222,12 +221,12 @@ impl Ended {
             ),
             Ended::ClientCloseHeader => client(ClientEnds::CloseHeader),
             Ended::ClientHttp10 => client(ClientEnds::Http10),
-            Ended::ServerHttp10 => ServerEnds::Http10.fix(f.server),
-            Ended::ServerCloseHeader => ServerEnds::CloseHeader.fix(f.server),
-            Ended::ServerCloseDelimited => ServerEnds::CloseDelimited.fix(f.server),
+            Ended::ServerHttp10 => ServerEnds::Http10.fix(None),
+            Ended::ServerCloseHeader => ServerEnds::CloseHeader.fix(None),
+            Ended::ServerCloseDelimited => ServerEnds::CloseDelimited.fix(None),
             Ended::ServerMaxRequests => format!(
                 "Raise the server's requests per connection {}",
-                fix(Setting::MaxRequests, f.server)
+                fix(Setting::MaxRequests, None)
             ),
             Ended::ClientResetUnread => "Read each response body to the end before the next request (in Go: read the body to EOF and close it)".into(),
             Ended::ClientClosedTunnels | Ended::ClientClosedItself => {
@@ -235,7 +234,7 @@ impl Ended {
             }
             Ended::ServerIdle => format!(
                 "Lengthen the server's idle timeout past the gaps between requests {}, or let the client close its idle connections before the server does",
-                fix(Setting::IdleTimeout, f.server)
+                fix(Setting::IdleTimeout, None)
             ),
             Ended::ServerClosed => "`handshake doctor URL` shows the server's keep-alive policy".into(),
             Ended::TunnelsBothSides
@@ -252,10 +251,10 @@ fn announced(f: &Facts) -> Option<KeepAliveHeader> {
     f.announced.filter(|h| h.timeout_s.is_some())
 }
 
-/// A close while idle under `--rate`: the gap between requests against the server's
-/// announced idle timeout; where it announced none, both causes, with how to tell them
-/// apart.
-fn idle_detail(f: &Facts) -> String {
+/// A close while idle under `--rate` (`rate` requests a second): the gap between
+/// requests against the server's announced idle timeout; where it announced none, both
+/// causes, with how to tell them apart.
+fn idle_detail(f: &Facts, rate: f64) -> String {
     let retries = f
         .stale_retries
         .map(|r| {
@@ -265,9 +264,6 @@ fn idle_detail(f: &Facts) -> String {
             )
         })
         .unwrap_or_default();
-    let Some(rate) = f.rate.filter(|r| *r > 0.0) else {
-        return format!("Its idle timeout is shorter than the gaps between requests{retries}.");
-    };
     let gap = 1.0 / rate;
     let gaps = format!(
         "requests came at {} a second, so at least {} s apart on each connection",
@@ -494,18 +490,18 @@ mod tests {
     }
 
     #[test]
-    fn a_client_fix_names_the_program_and_a_server_fix_its_kind() {
+    fn a_client_fix_names_the_program_and_a_server_fix_every_servers_setting() {
         let f = Facts {
             program: Some("python3".into()),
-            server: Some(ServerKind::Nginx),
             ..Facts::default()
         };
         assert!(Ended::ClientClosedItself
             .fix(&f)
             .unwrap()
             .contains("requests.Session()"));
+        // The server's kind is not known from the client's side: every server's setting.
         let fix = Ended::ServerCloseHeader.fix(&f).unwrap();
-        assert!(fix.contains("nginx:") && !fix.contains("Apache"), "{fix}");
+        assert!(fix.contains("nginx:") && fix.contains("Apache:"), "{fix}");
     }
 }
 
