@@ -66,7 +66,8 @@ struct RunFigures {
     client_threads: usize,
     /// The server's and the machine's share over the round.
     shares: Shares,
-    /// Requests answered in the round: without any, its figures mean nothing.
+    /// Answers that ended a request in the round (not `-L`'s redirects): without
+    /// any, its figures mean nothing.
     ok: u64,
     /// `-L`: the round's responses that were redirects, followed.
     redirects: Option<u64>,
@@ -138,7 +139,7 @@ fn figures(
         },
         client_threads: sc.threads,
         shares,
-        ok: rep.requests.answered,
+        ok: rep.requests.final_answers(),
     }
 }
 
@@ -455,11 +456,12 @@ struct Judge<'a> {
 
 impl Judge<'_> {
     /// Whether scenario `i` had responses and none was a success (2xx, 3xx or
-    /// `--ok-status`): its time per request is that of error answers, not of the
-    /// requests meant, so it is not ranked.
+    /// `--ok-status`; with `-L`, the redirects followed left out, as hops on the way):
+    /// its time per request is that of error answers, not of the requests meant, so it
+    /// is not ranked.
     fn no_success(&self, i: usize) -> bool {
-        let s = &self.scenarios[i];
-        s.requests.answered > 0 && s.requests.ok == 0
+        let r = &self.scenarios[i].requests;
+        r.final_answers() > 0 && r.final_ok() == 0
     }
 
     /// Set group `g`'s rows against its best (the lowest median time per request among

@@ -283,7 +283,13 @@ fn offers_h2(req: &RequestConfig, sc: &Scenario) -> Probed {
     )) {
         Ok(o) if o.tls_info.as_ref().and_then(|t| t.alpn.as_deref()) == Some("h2") => Probed::Yes,
         Ok(_) => Probed::No(None),
-        Err(e) => Probed::Failed(format!("{}: {}", e.key, e.message)),
+        // As the other probes say it ("cert_expired: invalid peer certificate: …"), so
+        // that probes failed alike are named together.
+        Err(e) => Probed::Failed(format!(
+            "{}: {}",
+            e.key,
+            e.message.trim_end_matches(&format!(" ({})", e.key))
+        )),
     }
 }
 

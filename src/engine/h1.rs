@@ -316,7 +316,9 @@ pub(super) fn ending(
         CloseReason::Error
     } else if !sc.strategy.persistent() || last {
         CloseReason::ClientPolicy
-    } else if head.minor_version == 0 && !head.connection_keep_alive {
+    } else if head.minor_version == 0 && !head.connection_keep_alive && !head.connection_close {
+        // An HTTP/1.0 answer that says `Connection: close` (Go's server with keep-alive
+        // off) says its keep-alive is off: the close header's reason, below.
         CloseReason::ServerHttp10
     } else if head.framing == Framing::UntilClose && !head.connection_close {
         CloseReason::ServerCloseDelimited

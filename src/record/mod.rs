@@ -95,7 +95,8 @@ pub enum CloseReason {
     ClientPolicy,
     /// The server sent `Connection: close` on the first response of the connection.
     ServerCloseHeader,
-    /// A 1.0 response without keep-alive.
+    /// A 1.0 response without keep-alive (and without `Connection: close`, which
+    /// says the server's keep-alive is off: `ServerCloseHeader`).
     ServerHttp10,
     /// The response's body had no length and was not chunked: it ended with the
     /// server's close (RFC 9112 6.3), without any `Connection: close`.

@@ -288,9 +288,7 @@ pub fn example_sentence(s: &ScenarioReport, hinted: bool) -> Option<String> {
 /// succeeded, naming the leading error, or when no response was a success (2xx, 3xx, or
 /// a status in `accepted`), naming the status most had. `None` when some request did.
 pub fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
-    // With -L a followed redirect is a hop on the way, not a success of its own.
-    let redirects = s.requests.redirects.unwrap_or(0);
-    if s.requests.answered > redirects {
+    if s.requests.final_answers() > 0 {
         return no_success_status(s, accepted);
     }
     Some(match leading_sentence(s) {
@@ -308,7 +306,7 @@ pub fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<St
 /// redirects `-L` followed left out (a hop on the way, not an answer).
 fn no_success_status(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
     let r = &s.requests;
-    if r.ok > r.redirects.unwrap_or(0) {
+    if r.final_ok() > 0 {
         return None;
     }
     let (code, n) = r
@@ -328,7 +326,7 @@ fn no_success_status(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<Stri
     Some(format!(
         "{}: no response was a success: {n} of {} were {code}{said}; a run with no 2xx or 3xx response fails (--ok-status {class}xx counts them as successes)",
         s.name,
-        r.answered - r.redirects.unwrap_or(0)
+        r.final_answers()
     ))
 }
 

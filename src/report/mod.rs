@@ -328,6 +328,19 @@ pub struct RequestsReport {
     pub redirects: Option<u64>,
 }
 
+impl RequestsReport {
+    /// Answers that ended a request: with `-L` a followed redirect is a hop on the way,
+    /// not an answer of its own.
+    pub fn final_answers(&self) -> u64 {
+        self.answered.saturating_sub(self.redirects.unwrap_or(0))
+    }
+
+    /// Of those, the successes (2xx, 3xx not followed, or a status `--ok-status` accepts).
+    pub fn final_ok(&self) -> u64 {
+        self.ok.saturating_sub(self.redirects.unwrap_or(0))
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RetriesReport {
     pub stale_connection: u64,

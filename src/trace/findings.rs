@@ -274,14 +274,13 @@ fn reuse(strategy: Strategy, steps: &[TraceStep]) -> Option<Finding> {
             .as_deref()
             .is_some_and(|h| h.to_ascii_lowercase().contains("close"))
     };
+    // An HTTP/1.0 answer that says `Connection: close` says the server's keep-alive
+    // is off, as bench counts it.
     let http10 = steps
         .iter()
-        .filter(|s| s.http_version == "HTTP/1.0")
+        .filter(|s| s.http_version == "HTTP/1.0" && !says_close(s))
         .count() as u64;
-    let close = steps
-        .iter()
-        .filter(|s| s.http_version != "HTTP/1.0" && says_close(s))
-        .count() as u64;
+    let close = steps.iter().filter(|s| says_close(s)).count() as u64;
     let mut seen = Seen::new(n, "responses", Facts::default());
     seen.add(
         Ended::ServerHttp10,

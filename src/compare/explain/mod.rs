@@ -273,6 +273,10 @@ pub(super) fn headline(
         w.name,
         w.times_slower
     );
+    let through = hop(ws, &b.name, bs, "");
+    if !through.is_empty() {
+        line.push_str(&format!(" {}{through}.", w.name));
+    }
     let paid = paid(ws, bs, rtt);
     if let (Some(often), false) = (&paid.often, paid.parts.is_empty()) {
         line.push_str(&format!(
@@ -313,6 +317,29 @@ fn how_often(per_request: f64) -> Option<String> {
         });
     }
     Some(format!("{per_request:.2} per request"))
+}
+
+/// Where one of two rows goes through a forward proxy and the other (`other`) goes
+/// direct, the hop that differs, after `and` or `but`: " but goes through the proxy
+/// http://…, which close direct does not" (its forwarding and its own connections to the
+/// origin are in each of the row's requests); empty where both take the same path.
+fn hop(rs: &ScenarioReport, other: &str, os: &ScenarioReport, conj: &str) -> String {
+    let conj = if conj.is_empty() {
+        String::new()
+    } else {
+        format!(" {conj}")
+    };
+    match (&rs.connections.proxy, &os.connections.proxy) {
+        (Some(p), None) => format!(
+            "{conj} goes through the proxy {}, which {other} does not",
+            p.url
+        ),
+        (None, Some(p)) => format!(
+            "{conj} goes direct, where {other} goes through the proxy {}",
+            p.url
+        ),
+        _ => String::new(),
+    }
 }
 
 /// "7.9x [7.1-8.8]" and "+0.460 ms [0.410-0.520]".
@@ -394,14 +421,17 @@ pub(super) fn explain(
     let note = paid.note;
     let text = match paid.often {
         Some(often) => format!(
-            "{} opens a new connection {often} ({}; {}): {costs}.{note}{cpu}",
+            "{} opens a new connection {often} ({}; {}){}: {costs}.{note}{cpu}",
             r.name,
             connection_counts(rs, best, bs),
-            paid.parts.join(", ")
+            paid.parts.join(", "),
+            hop(rs, &best.name, bs, "and")
         ),
         None => format!(
-            "{} opens no more connections than {}: {costs}.{note}{cpu}",
-            r.name, best.name
+            "{} opens no more connections than {}{}: {costs}.{note}{cpu}",
+            r.name,
+            best.name,
+            hop(rs, &best.name, bs, "but")
         ),
     };
     Finding::new("costs_more", Cause::Measured, text)
@@ -447,7 +477,13 @@ fn unjudged(
         {
             "the interval of the difference in ms contains 0".to_string()
         }
-        None => format!("under the {:.0} % noise threshold", noise_threshold * 100.0),
+        // The interval lies on one side of 1 and reaches within the threshold there.
+        None => format!(
+            "the interval's {} end, {:.2}x, is within the {:.0} % noise threshold",
+            if lo > 1.0 { "low" } else { "high" },
+            if lo > 1.0 { lo } else { hi },
+            noise_threshold * 100.0
+        ),
     };
     let text = format!(
         "{}: no measurable difference from {} ({}; {why}).{}",

@@ -350,8 +350,7 @@ fn ports_exhausted_sentence(n: u64, ports: Option<crate::net::local_ports::Local
 /// request was answered, or (`-L`) none but the redirects followed, hops on the way (the
 /// line that says the run measured nothing stands instead).
 pub fn headline(rep: &ScenarioReport, findings: &[Finding]) -> Option<Finding> {
-    let r = &rep.requests;
-    if r.answered <= r.redirects.unwrap_or(0) {
+    if rep.requests.final_answers() == 0 {
         return None;
     }
     let measured = measured(rep);
