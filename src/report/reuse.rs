@@ -519,6 +519,7 @@ mod page {
         let (_, model) = page
             .split_once("## Why connections were not reused: one model")
             .expect("the model's section");
+        let model = model.split("\n## ").next().unwrap_or(model);
         let listed: Vec<&str> = model
             .lines()
             .filter_map(|l| l.split('`').nth(1).filter(|_| l.starts_with("| ")))
