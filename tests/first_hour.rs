@@ -595,7 +595,7 @@ fn resumption_never_granted_is_said_by_bench_and_trace() {
         h["text"]
             .as_str()
             .unwrap()
-            .contains("never resumed a TLS session: 20 of 20 handshakes were full, though 19 new connections offered a session"),
+            .contains("No TLS session was resumed: the server resumed none of the 19 new connections that tried to: it issues no session tickets or keeps no session cache; 20 of 20 handshakes were full"),
         "{h}"
     );
     let e = evidence(h, "connections.tls_handshakes.resumed");
@@ -624,7 +624,7 @@ fn resumption_never_granted_is_said_by_bench_and_trace() {
     assert_eq!(log.len(), 23);
     assert!(log.iter().all(|l| !l.resumed), "{log:?}");
     assert!(
-        text.starts_with("The server never resumed a TLS session: 0 of 2 new connections after the first offered one; the trace measured full handshakes"),
+        text.starts_with("No TLS session was resumed: the server resumed none of the 2 new connections that tried to: it issues no session tickets or keeps no session cache; the trace measured full handshakes"),
         "{text}"
     );
     let out = run(&[

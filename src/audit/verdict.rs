@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{ClientSummary, Ending};
+use crate::report::cause::NoResumption;
 use crate::report::finding::{Cause as Kind, Evidence, Finding};
 use crate::report::reuse::{none_reused, Ended, Facts, Judged, Seen, NOT_REUSED};
 
@@ -53,9 +54,11 @@ pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
     let handshakes = tls.full + tls.resumed;
     if handshakes > 1 {
         let f = if tls.resumed == 0 {
-            Finding::new("tls_never_resumed", Kind::Tls, format!(
-                "TLS: all {} handshakes were full: the client does not resume sessions, so each new connection pays the full handshake.",
-                tls.full
+            let cause = NoResumption::ClientOfferedNone { full: tls.full };
+            Finding::new(cause.code(), Kind::Tls, format!(
+                "TLS: no session was resumed: {}, so each new connection pays the full handshake. {}",
+                cause.why(),
+                cause.fix(None)
             ))
         } else {
             Finding::new(

@@ -17,7 +17,7 @@ use crate::report::finding::Cause;
 use crate::report::finding::Evidence;
 use crate::report::finding::Finding;
 
-use crate::report::cause::{NoEarlyData, ServerEnds};
+use crate::report::cause::{NoEarlyData, NoResumption, ServerEnds};
 use crate::report::fixes::{fix, Setting};
 
 /// Below this idle timeout, pools and load balancers in front commonly outlive it.
@@ -558,10 +558,20 @@ pub(super) fn judge_tls(
                 "resumed handshakes (median)",
             )),
         ),
-        None => problems.push(f("resumption_never_granted", Cause::Protocol, format!(
-            "TLS sessions are not resumed: every new connection pays a full handshake ({} ms here). Enable session tickets or a session cache on the server.",
-            fmt_ms(t.full_handshake_ms)
-        )).with(full)),
+        None => {
+            let cause = NoResumption::ServerGrantedNone {
+                tries: super::probes::HANDSHAKE_SAMPLES as u64,
+            };
+            problems.push(
+                f(cause.code(), Cause::Protocol, format!(
+                    "No TLS session was resumed: {}; every new connection pays a full handshake ({} ms here). {}",
+                    cause.why(),
+                    fmt_ms(t.full_handshake_ms),
+                    cause.fix(server)
+                ))
+                .with(full),
+            );
+        }
     }
     match t.early_data {
         Some(EarlyDataFinding { accepted: true, .. }) => findings.push(f(

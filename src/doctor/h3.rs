@@ -11,6 +11,7 @@ use crate::fmt::ms as fmt_ms;
 use crate::plan::build::{self, RequestConfig};
 use crate::plan::Strategy;
 use crate::record::{ErrorDetail, ErrorKind, PHASE_NAMES};
+use crate::report::cause::NoResumption;
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::stats::recorder::Recorder;
 
@@ -252,12 +253,16 @@ pub fn judge(
             .with(resumed),
         );
     } else {
+        let cause = NoResumption::ServerGrantedNone {
+            tries: h.resume_tries,
+        };
         let mut p = f("h3_resumption_never_granted", Cause::Protocol, format!(
-            "QUIC sessions are not resumed ({} new connections offered a ticket, none resumed): every new HTTP/3 connection pays a full TLS handshake{}. Enable session tickets for QUIC on the server.",
-            h.resume_tries,
+            "No QUIC session was resumed: {}; every new HTTP/3 connection pays a full TLS handshake{}. {}",
+            cause.why(),
             h.full_handshake_ms
                 .map(|f| format!(" ({} ms here)", fmt_ms(f)))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            cause.fix(server)
         ))
         .with(resumed);
         if let Some(full) = h.full_handshake_ms {

@@ -30,7 +30,7 @@ const CLOSE_WATCH: Duration = Duration::from_secs(1);
 /// A range of the idle timeout is narrow enough at this width (or 10 %).
 const IDLE_RESOLUTION_S: f64 = 0.5;
 /// Handshakes timed for the full vs resumed cost.
-const HANDSHAKE_SAMPLES: usize = 5;
+pub(super) const HANDSHAKE_SAMPLES: usize = 5;
 /// HTTP/2: streams sent at once on one connection to see whether the server takes them.
 const CONCURRENCY_PROBE: u32 = 100;
 

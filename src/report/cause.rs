@@ -1,5 +1,5 @@
 //! The causes the tool names, each judged from its evidence and said once for every
-//! command that sees it (bench's diagnosis, trace, compare, doctor). A cause is chosen
+//! command that sees it (bench's diagnosis, trace, compare, doctor, audit, watch). A cause is chosen
 //! only where its precondition holds: early data is TLS 1.3's, so a server that
 //! negotiated TLS 1.2 is told to offer TLS 1.3 first, never to turn on early data.
 
@@ -109,6 +109,65 @@ impl NoEarlyData {
     }
 }
 
+/// Why no TLS session was resumed, as far as the side that saw it can tell: said once
+/// (code, clause, fix) for bench, trace and doctor (the client's side, TLS and QUIC),
+/// the audit (its own server issues tickets) and watch (the wire, where TLS 1.3 hides
+/// its tickets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoResumption {
+    /// A client that keeps sessions tried to resume on `tries` new connections, and the
+    /// server resumed none: it issues no tickets it takes back, or keeps no cache.
+    ServerGrantedNone { tries: u64 },
+    /// The server issues tickets (the audit's own), and the client resumed none of its
+    /// `full` handshakes: it keeps no session between connections.
+    ClientOfferedNone { full: u64 },
+    /// Seen on the wire: `full` full handshakes; whose part it is cannot be told.
+    Unseen { full: u64 },
+}
+
+impl NoResumption {
+    /// `resumption_never_granted` where the server is known to have refused, else
+    /// `tls_never_resumed`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            NoResumption::ServerGrantedNone { .. } => "resumption_never_granted",
+            _ => "tls_never_resumed",
+        }
+    }
+
+    /// Why, as a clause ("the server resumed none of the 19 new connections that tried
+    /// to: …").
+    pub fn why(&self) -> String {
+        match *self {
+            NoResumption::ServerGrantedNone { tries } => format!(
+                "the server resumed none of the {} that tried to: it issues no session tickets or keeps no session cache",
+                if tries == 1 { "1 new connection".to_string() } else { format!("{tries} new connections") }
+            ),
+            NoResumption::ClientOfferedNone { full } => format!(
+                "the client offered no session in {}, though the server issues tickets: it keeps no TLS session between connections",
+                all(full, "handshake", "handshakes")
+            ),
+            NoResumption::Unseen { full } => format!(
+                "{} full: the client resumed no session, or the server issued none it could resume (inside TLS 1.3 the wire does not show its tickets)",
+                if full == 1 { "the 1 TLS handshake was".to_string() } else { format!("all {full} TLS handshakes were") }
+            ),
+        }
+    }
+
+    /// What to do, as a sentence: the server's setting (for a server of `kind`, every
+    /// known one's where not known), the client's way, or how to tell the two apart.
+    pub fn fix(&self, kind: Option<ServerKind>) -> String {
+        match self {
+            NoResumption::ServerGrantedNone { .. } => format!(
+                "Resume sessions on the server {}.",
+                fix(Setting::Resumption, kind)
+            ),
+            NoResumption::ClientOfferedNone { .. } => "Keep one client (a session, an agent, a transport) for all requests, so that it keeps its TLS sessions.".to_string(),
+            NoResumption::Unseen { .. } => "`handshake doctor URL` says whether the server resumes sessions.".to_string(),
+        }
+    }
+}
+
 /// "all 3 handshakes", "the 1 handshake".
 fn all(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
@@ -150,6 +209,30 @@ mod tests {
             .fix(None)
             .unwrap()
             .contains("nginx: ssl_early_data on; HAProxy: allow-0rtt on the bind line"));
+    }
+
+    #[test]
+    fn no_resumption_is_the_servers_only_where_the_client_tried() {
+        let server = NoResumption::ServerGrantedNone { tries: 19 };
+        assert_eq!(server.code(), "resumption_never_granted");
+        assert!(server
+            .why()
+            .contains("none of the 19 new connections that tried"));
+        assert_eq!(
+            server.fix(Some(ServerKind::Nginx)),
+            "Resume sessions on the server (nginx: ssl_session_cache shared:SSL:10m or ssl_session_tickets on)."
+        );
+        let client = NoResumption::ClientOfferedNone { full: 3 };
+        assert_eq!(client.code(), "tls_never_resumed");
+        assert!(client
+            .why()
+            .contains("the client offered no session in all 3 handshakes"));
+        // From the wire, both sides are named, and how to tell them apart.
+        let unseen = NoResumption::Unseen { full: 3 };
+        assert!(unseen
+            .why()
+            .contains("the client resumed no session, or the server issued none"));
+        assert!(unseen.fix(None).contains("handshake doctor URL"));
     }
 }
 

@@ -4,9 +4,8 @@
 //! text and the JSON say the same thing.
 
 use crate::fmt::{ms as fmt_ms, plural, plural_s};
-use crate::report::cause::{NoEarlyData, ServerEnds};
+use crate::report::cause::{NoEarlyData, NoResumption, ServerEnds};
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
-use crate::report::fixes::{fix, Setting};
 use crate::report::reuse::{none_reused, Ended, Facts, Seen};
 use crate::report::trace::TraceStep;
 use crate::strategy::Strategy;
@@ -157,22 +156,19 @@ fn protocol(strategy: Strategy, steps: &[TraceStep], failed: bool) -> Option<Fin
         .count() as u64;
     let population = "new connections after the first";
     if resumed == 0 {
+        let cause = NoResumption::ServerGrantedNone { tries: of };
         let text = format!(
-            "The server never resumed a TLS session: 0 of {} offered one{}; the trace measured full handshakes, as --strategy close does. The server keeps no session cache or issues no tickets {}.",
-            plural(
-                of,
-                "new connection after the first",
-                "new connections after the first"
-            ),
+            "No TLS session was resumed: {}{}; the trace measured full handshakes, as --strategy close does. {}",
+            cause.why(),
             if strategy.early_data() {
                 " (and 0-RTT needs a resumed session)"
             } else {
                 ""
             },
-            fix(Setting::Resumption, None)
+            cause.fix(None)
         );
         return Some(
-            Finding::new("resumption_never_granted", Cause::Protocol, text)
+            Finding::new(cause.code(), Cause::Protocol, text)
                 .explaining(true)
                 .with(Evidence::count("steps.tls.resumed", 0, of, population)),
         );

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::fmt::plural_s as plural;
 use crate::report::audit::{GapStats, RpcStats, TlsCounts};
+use crate::report::cause::NoResumption;
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::reuse::{none_reused, Ended, Facts, Judged, Seen};
 use crate::report::watch::{EndpointSummary, ProgramSummary, Spread, WatchReport};
@@ -516,15 +517,15 @@ fn member(e: &EndpointSummary, who: &str, at: &str, program: Option<&str>) -> Ve
     }
     let full = e.tls_handshakes.full;
     if full > 1 && e.tls_handshakes.resumed == 0 {
+        let cause = NoResumption::Unseen { full };
         v.push(
-            Finding::new(
-                "tls_never_resumed",
-                Cause::Tls,
+            Finding::new(cause.code(), Cause::Tls, {
                 format!(
-                    "{}: all {full} TLS handshakes were full: the client resumed no session, or the server issued none it could resume (inside TLS 1.3 the wire does not show its tickets; `handshake doctor URL` says whether the server resumes sessions).",
-                    who
-                ),
-            )
+                    "{who}: no TLS session was resumed: {}. {}",
+                    cause.why(),
+                    cause.fix(None)
+                )
+            })
             .with(Evidence::count(
                 &format!("{at}.tls_handshakes.full"),
                 full,

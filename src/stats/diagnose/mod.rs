@@ -11,9 +11,8 @@ use super::raw::ScenarioShape;
 use super::recorder::Recorder;
 use crate::fmt::{ms as fmt_ms, plural};
 use crate::record::{ErrorDetail, ErrorKind};
-use crate::report::cause::NoEarlyData;
+use crate::report::cause::{NoEarlyData, NoResumption};
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
-use crate::report::fixes::{fix, Setting};
 use crate::report::{KernelReport, ScenarioReport};
 use reuse::reuse_findings;
 pub use status::{mostly_errors, reason_phrase, successes};
@@ -260,16 +259,17 @@ fn protocol_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding> {
         && c.tls_full > 0
         && resumable > 0
     {
+        let cause = NoResumption::ServerGrantedNone { tries: resumable };
         let text = format!(
-            "The server never resumed a TLS session: {} of {} handshakes were full, though {} offered a session{}; the run measured full handshakes, as --strategy close does. The server keeps no session cache or issues no tickets {}.",
+            "No TLS session was resumed: {}{}; {} of {} handshakes were full, so the run measured full handshakes, as --strategy close does. {}",
+            cause.why(),
+            if sc.strategy.early_data() { " (and 0-RTT needs a resumed session)" } else { "" },
             c.tls_full,
             handshakes,
-            plural(resumable, "new connection", "new connections"),
-            if sc.strategy.early_data() { " (and 0-RTT needs a resumed session)" } else { "" },
-            fix(Setting::Resumption, None)
+            cause.fix(None)
         );
         out.push(
-            Finding::new("resumption_never_granted", Cause::Protocol, text)
+            Finding::new(cause.code(), Cause::Protocol, text)
                 .explaining(true)
                 .with(Evidence::count(
                     "connections.tls_handshakes.resumed",
