@@ -236,7 +236,10 @@ pub(super) fn judge(r: &DoctorReport) -> (Vec<Finding>, Vec<Finding>) {
     if let Some(st) = error_status(&r.http11) {
         // What the server does with an error answer is not its policy for the requests
         // it serves (nginx closes after most 4xx): the status is said, not keep-alive.
-        let said = crate::record::notes::status_example(st)
+        let said = r
+            .http11
+            .said
+            .as_ref()
             .map(|m| format!(" ({m})"))
             .unwrap_or_default();
         problems.push(Finding::new("error_status", Cause::Status, format!(

@@ -57,6 +57,7 @@ pub(super) async fn persist_probe(
         error: None,
         error_key: None,
         tcp_unreachable: false,
+        said: None,
     };
     let mut opened = match probe::open(origin, sc.tls.as_ref(), sc.timeout, &sc.dns).await {
         Ok(o) => o,
@@ -84,6 +85,7 @@ pub(super) async fn persist_probe(
     p.keep_alive_header = ex.header("keep-alive").map(String::from);
     p.persistent = ex.persistent;
     p.close_delimited = ex.close_delimited;
+    p.said = ex.said.clone();
     if ex.persistent {
         p.reused = probe::exchange(&mut opened.conn, request, head, sc.timeout)
             .await

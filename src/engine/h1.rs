@@ -16,6 +16,7 @@ use crate::plan::{Scenario, Target};
 use crate::proto::h1::conn::{Conn, ReadFail, Response};
 use crate::proto::h1::{Framing, ResponseHead};
 use crate::proto::pace::ReadLimits;
+use crate::record::notes::Taken;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phases, Stage};
 use crate::stats::event::ConnEvent;
 use crate::timer::within;
@@ -35,6 +36,8 @@ pub(super) struct H1 {
     /// error: a failed attempt still reports what arrived.
     dropped_got: (u64, u64),
     opener: Opener,
+    /// The statuses whose example this worker has taken.
+    taken: Taken,
 }
 
 impl H1 {
@@ -47,6 +50,7 @@ impl H1 {
             run_deadline: opener.run_deadline,
             dropped_got: (0, 0),
             opener,
+            taken: Taken::default(),
         }
     }
 }
@@ -65,13 +69,19 @@ impl Driver for H1 {
         }
         let reused = self.conns[target.origin].is_some();
         self.dropped_got = (0, 0);
-        let result = self.exchange(sc, target, phases).await.map(|r| Answer {
-            status: r.head.status,
-            retry_after_s: r.head.retry_after_s,
-            end: r.end,
-            bytes: r.bytes,
-            body_bytes: r.body_bytes,
-            location: r.location,
+        let result = self.exchange(sc, target, phases).await.map(|r| {
+            if r.said.is_some() {
+                self.taken.mark(r.head.status);
+            }
+            Answer {
+                status: r.head.status,
+                retry_after_s: r.head.retry_after_s,
+                end: r.end,
+                bytes: r.bytes,
+                body_bytes: r.body_bytes,
+                location: r.location,
+                said: r.said,
+            }
         });
         Try {
             reused,
@@ -170,6 +180,7 @@ impl H1 {
                     first_byte_by: sc.limits.wait.map(|w| t_sent + w),
                     min_speed: sc.limits.min_speed,
                 },
+                self.taken,
             ),
         )
         .await;

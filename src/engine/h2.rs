@@ -23,11 +23,12 @@ use super::worker::{add_blocked, ns, Answer, Driver, Fail, Retry, Try};
 use crate::net::Stream;
 use crate::plan::{Scenario, Target};
 use crate::proto::h2::client::{
-    alpn_refused, await_settings, exchange, handshake, no_settings, Handshaken, NoSettings,
-    SettingsWait, Stopped, StreamRequest,
+    alpn_refused, await_settings, exchange, handshake, no_settings, Answered, Handshaken,
+    NoSettings, SettingsWait, Stopped, StreamRequest,
 };
 use crate::proto::h2::wire::{Seen, Watched};
 use crate::proto::h2::{classify, StreamFailure};
+use crate::record::notes::Taken;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, Phases, Stage};
 use crate::stats::event::ConnEvent;
 use crate::timer::within;
@@ -316,6 +317,8 @@ pub(super) struct H2 {
     run_deadline: Option<Instant>,
     /// Body bytes of the current try (reported also when it fails).
     got_body: u64,
+    /// The statuses whose example this worker has taken.
+    taken: Taken,
 }
 
 impl H2 {
@@ -329,6 +332,7 @@ impl H2 {
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
             deadline: start,
             got_body: 0,
+            taken: Taken::default(),
         }
     }
 }
@@ -343,16 +347,23 @@ impl Driver for H2 {
     async fn try_once(&mut self, sc: &Scenario, target: &Target, phases: &mut Phases) -> Try {
         self.got_body = 0;
         let mut reused = true;
-        let result = self.exchange(sc, target, phases, &mut reused).await.map(
-            |(status, retry_after_s, end, location)| Answer {
-                location,
-                status,
-                retry_after_s,
-                end,
-                bytes: self.got_body,
-                body_bytes: self.got_body,
-            },
-        );
+        let result = self
+            .exchange(sc, target, phases, &mut reused)
+            .await
+            .map(|a| {
+                if a.said.is_some() {
+                    self.taken.mark(a.status);
+                }
+                Answer {
+                    location: a.location,
+                    said: a.said,
+                    status: a.status,
+                    retry_after_s: a.retry_after_s,
+                    end: a.end,
+                    bytes: self.got_body,
+                    body_bytes: self.got_body,
+                }
+            });
         Try {
             reused,
             result,
@@ -373,7 +384,7 @@ impl H2 {
         target: &Target,
         phases: &mut Phases,
         reused: &mut bool,
-    ) -> Result<(u16, Option<u32>, Instant, Option<Box<str>>), Fail> {
+    ) -> Result<Answered, Fail> {
         let origin = target.origin;
         let waiting_since = Instant::now();
         let conn = loop {
@@ -557,7 +568,7 @@ impl H2 {
         conn: &Rc<Conn>,
         phases: &mut Phases,
         t_ready: Option<Instant>,
-    ) -> Result<(u16, Option<u32>, Instant, Option<Box<str>>), Fail> {
+    ) -> Result<Answered, Fail> {
         let t_send = t_ready.unwrap_or_else(Instant::now);
         let Some(send) = conn.send.borrow().clone() else {
             // Picked, but the connection is gone: it never opened a stream.
@@ -574,6 +585,7 @@ impl H2 {
             deadline: self.deadline,
             wait: sc.limits.wait,
             min_speed: sc.limits.min_speed,
+            taken: self.taken,
         };
         let answered = exchange(
             send,
@@ -585,7 +597,7 @@ impl H2 {
         )
         .await;
         match answered {
-            Ok(a) => Ok((a.status, a.retry_after_s, a.end, a.location)),
+            Ok(a) => Ok(a),
             Err(Stopped::Deadline(stage)) => Err(Fail::timed_out(stage, self.run_deadline)),
             Err(Stopped::Limit(f)) => Err(Fail::new(f)),
             Err(Stopped::Stream(e, id, in_body)) => {

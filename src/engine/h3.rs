@@ -24,6 +24,7 @@ use crate::net::quic::Seen;
 use crate::plan::{Scenario, Strategy, Target};
 use crate::proto::h3::client::{exchange, race_verdict, Broke, Endpoints, Got, Live};
 use crate::proto::h3::{classify_connection, classify_stream, close_reason, refused, H3_NO_ERROR};
+use crate::record::notes::Taken;
 use crate::record::{
     CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Phases, Stage, TlsHandshake,
 };
@@ -154,6 +155,8 @@ pub(super) struct H3 {
     deadline: Instant,
     run_deadline: Option<Instant>,
     opener: Opener,
+    /// The statuses whose example this worker has taken.
+    taken: Taken,
 }
 
 impl H3 {
@@ -176,6 +179,7 @@ impl H3 {
             deadline: start,
             run_deadline: opener.run_deadline,
             opener,
+            taken: Taken::default(),
         }
     }
 
@@ -325,6 +329,7 @@ impl H3 {
             phases,
             (&stage, &got_body),
             Some(left),
+            self.taken,
         );
         let raced = within(
             self.sleep.as_mut(),
@@ -420,6 +425,7 @@ impl H3 {
                 phases,
                 (stage, got_body),
                 None,
+                self.taken,
             ),
         )
         .await;
@@ -571,6 +577,7 @@ impl H3 {
                 phases,
                 (&stage, &got_body),
                 t_ready,
+                self.taken,
             ),
         )
         .await;
@@ -621,10 +628,16 @@ impl Driver for H3 {
         } else {
             (false, self.fresh(sc, target, phases).await)
         };
+        if let Ok(g) = &res {
+            if g.said.is_some() {
+                self.taken.mark(g.status);
+            }
+        }
         Try {
             reused,
             result: res.map(|g| Answer {
                 location: g.location,
+                said: g.said,
                 status: g.status,
                 retry_after_s: g.retry_after_s,
                 end: g.end,

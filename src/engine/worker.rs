@@ -28,6 +28,8 @@ pub(super) struct Answer {
     pub body_bytes: u64,
     /// A redirect's `Location`, kept when redirects are followed.
     pub location: Option<Box<str>>,
+    /// What a 3xx to 5xx response said, where the worker took it as its example.
+    pub said: Option<Box<str>>,
 }
 
 /// One try of a request: whether it went on a reused connection, and what it got.
@@ -93,6 +95,7 @@ pub(super) async fn request<D: Driver>(
                 let ok = Outcome::Ok {
                     status: a.status,
                     retry_after_s: a.retry_after_s,
+                    said: a.said,
                 };
                 location = a.location;
                 (ok, (a.bytes, a.body_bytes), a.end)

@@ -52,6 +52,8 @@ pub struct Answer {
     pub early_data: Option<&'static str>,
     /// HTTP/3 0-RTT taken: how long after the first Initial the request had left.
     pub request_left: Option<Duration>,
+    /// What a 3xx to 5xx response said.
+    pub said: Option<Box<str>>,
 }
 
 impl Answer {
@@ -180,6 +182,7 @@ impl Probe {
                     persistent: ex.persistent,
                     early_data: None,
                     request_left: None,
+                    said: ex.said,
                 };
                 // Early data: the request's write was the first flight; its flush was
                 // the handshake. The handshake is `tls`, the write `send` (about nothing).
@@ -220,6 +223,7 @@ impl Probe {
                     persistent: c.usable(),
                     early_data: None,
                     request_left: None,
+                    said: ex.said,
                 })
             }
             Probe::H3 { conn: c, used } => {
@@ -245,6 +249,7 @@ impl Probe {
                     persistent: c.usable(),
                     early_data,
                     request_left,
+                    said: ex.said,
                 })
             }
         }

@@ -24,6 +24,7 @@ use crate::proto::h2::client::{
 };
 use crate::proto::h2::wire::{error_code_name, GoAway, Seen, ServerSettings};
 use crate::proto::h2::{classify, StreamFailure};
+use crate::record::notes::Taken;
 use crate::record::{ErrorKind, Phases, Stage};
 
 /// An open HTTP/2 connection and what opening it cost.
@@ -62,6 +63,8 @@ pub struct H2Exchange {
     pub wait: Duration,
     pub receive: Duration,
     pub body_bytes: u64,
+    /// What a 3xx to 5xx response said.
+    pub said: Option<Box<str>>,
 }
 
 /// Open an HTTP/2 connection: ALPN h2 over TLS (the config must offer it), prior
@@ -185,6 +188,7 @@ impl H2Probe {
             deadline,
             wait: None,
             min_speed: None,
+            taken: Taken::default(),
         };
         let sleep = std::pin::pin!(tokio::time::sleep_until(deadline.into()));
         let mut phases = Phases::default();
@@ -219,6 +223,7 @@ impl H2Probe {
             wait: d(phases.wait),
             receive: d(phases.receive),
             body_bytes: a.body_bytes,
+            said: a.said,
         })
     }
 

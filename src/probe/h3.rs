@@ -16,6 +16,7 @@ use crate::net::{classify_connect_error, Origin};
 use crate::plan::Target;
 use crate::proto::h3::client::{exchange, race_verdict, Endpoints, Live};
 use crate::proto::h3::{classify_connection, classify_stream, H3_NO_ERROR};
+use crate::record::notes::Taken;
 use crate::record::{ErrorKind, Failure, Phases, Stage};
 pub use crate::report::trace::QuicInfo;
 
@@ -59,6 +60,8 @@ pub struct H3Exchange {
     /// server took it (if not, it went again after the handshake: `send`, `wait` and
     /// `receive` are then the second sending's).
     pub early: Option<(Duration, bool)>,
+    /// What a 3xx to 5xx response said.
+    pub said: Option<Box<str>>,
 }
 
 fn failure(f: Failure, what: &str, conn: Option<&quinn::Connection>) -> ProbeError {
@@ -225,6 +228,7 @@ impl H3Probe {
             &mut phases,
             (&stage, &got),
             None,
+            Taken::default(),
         );
         let raced = tokio::time::timeout_at(by, race_verdict(ex, &mut accepted)).await;
         let Ok((outcome, verdict)) = raced else {
@@ -278,6 +282,7 @@ impl H3Probe {
                 &mut phases,
                 (&stage, &got),
                 None,
+                Taken::default(),
             ),
         )
         .await;
@@ -304,6 +309,7 @@ impl H3Probe {
                 receive: d(phases.receive),
                 body_bytes: g.body_bytes,
                 early,
+                said: g.said,
             }),
             Err(b) => {
                 let closed = self.conn.close_reason();

@@ -18,6 +18,7 @@ use crate::engine::open::{Opener, Untallied};
 use crate::net::dns::DnsSettings;
 use crate::net::{classify_io_error, Origin, Stream};
 use crate::proto::h1::conn::Conn;
+use crate::record::notes::Taken;
 use crate::record::{ErrorKind, Failure, Phases};
 
 impl TlsInfo {
@@ -190,6 +191,9 @@ pub struct Exchange {
     /// The body had no length (no Content-Length, not chunked): it ended with the
     /// connection.
     pub close_delimited: bool,
+    /// What a 3xx to 5xx response said (its status line, a redirect's target or an
+    /// error's first words).
+    pub said: Option<Box<str>>,
 }
 
 impl Exchange {
@@ -245,7 +249,7 @@ pub async fn exchange(
     let sent = Instant::now();
     let resp = tokio::time::timeout(
         timeout,
-        conn.read_response(head_request, Default::default()),
+        conn.read_response(head_request, Default::default(), Taken::default()),
     )
     .await
     .map_err(|_| {
@@ -283,6 +287,7 @@ pub async fn exchange(
         body_bytes: resp.body_bytes,
         persistent,
         close_delimited: resp.head.framing == crate::proto::h1::Framing::UntilClose,
+        said: resp.said,
     })
 }
 

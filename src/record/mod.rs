@@ -208,10 +208,12 @@ pub fn kx_group_name(code: u16) -> String {
 #[derive(Debug, Clone)]
 pub enum Outcome {
     /// Answered, whatever the status; `retry_after_s`: a 429 or 503's `Retry-After` in
-    /// seconds, when it sent one.
+    /// seconds, when it sent one; `said`: what a 3xx, 4xx or 5xx response said
+    /// ([`notes::status_example`]), where its worker took it as the status's example.
     Ok {
         status: u16,
         retry_after_s: Option<u32>,
+        said: Option<Box<str>>,
     },
     Error(Failure),
 }

@@ -1,6 +1,7 @@
 //! What a failure and a response said, kept as examples for the report: a failure's
 //! message cut to size (it travels with the [`super::Failure`]), and a status's line,
-//! its body's first words and a redirect's target.
+//! its body's first words and a redirect's target (it travels with the response's
+//! record). Values both: nothing here is kept beside the event queue.
 
 /// Longest example message kept for an error (bytes; longer ones are cut).
 pub const EXAMPLE_MAX_BYTES: usize = 300;
@@ -18,72 +19,78 @@ pub fn cut_example(mut m: String) -> String {
     m
 }
 
-thread_local! {
-    /// The first error response of each status on this thread (status line and the first
-    /// bytes of its body, as text), for the recorder to keep as that status's example:
-    /// at most `STATUS_NOTES_MAX` statuses, so bounded.
-    static STATUS_NOTES: std::cell::RefCell<Vec<(u16, String)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
+/// The statuses (3xx to 5xx) whose example a worker already has: it takes the first
+/// response of each, so what is copied is bounded (one example per status per worker),
+/// and a response of a status it has costs one bit test. The example itself travels with
+/// the response's record ([`super::Outcome::Ok`]), as a failure's message travels with
+/// its failure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Taken([u64; 5]);
 
-/// Most statuses whose example a thread keeps.
-const STATUS_NOTES_MAX: usize = 16;
+impl Taken {
+    /// Whether an example of `status` is still wanted: a cheap check the response readers
+    /// make before they copy anything.
+    pub fn wants(&self, status: u16) -> bool {
+        (300..600).contains(&status) && {
+            let i = usize::from(status - 300);
+            self.0[i / 64] & (1 << (i % 64)) == 0
+        }
+    }
+
+    /// `status`'s example is taken.
+    pub fn mark(&mut self, status: u16) {
+        if (300..600).contains(&status) {
+            let i = usize::from(status - 300);
+            self.0[i / 64] |= 1 << (i % 64);
+        }
+    }
+}
 
 /// Longest part of an error response's body kept in its example (bytes).
 pub const STATUS_BODY_MAX_BYTES: usize = 160;
 
-/// Whether an example of `status` (3xx, 4xx or 5xx) is still wanted on this thread: a
-/// cheap check the response readers make before they copy anything.
-pub fn wants_status_example(status: u16) -> bool {
-    (300..600).contains(&status)
-        && STATUS_NOTES
-            .with_borrow(|v| v.len() < STATUS_NOTES_MAX && !v.iter().any(|(s, _)| *s == status))
-}
-
-/// Keep what an error response said: its status line (`HTTP/1.1 400 Bad Request`) and
-/// the first bytes of its body, as text with its whitespace folded ("The plain HTTP
-/// request was sent to HTTPS port"; an HTML page's tags left out).
-pub fn note_status(status: u16, status_line: &[u8], body: &[u8]) {
-    if !wants_status_example(status) {
-        return;
-    }
+/// What a response said: its status line (`HTTP/1.1 400 Bad Request`) and a redirect's
+/// target or the first bytes of an error's body, as text with its whitespace folded
+/// ("The plain HTTP request was sent to HTTPS port"; an HTML page's tags left out).
+pub fn status_example(status_line: &[u8], said: &[u8]) -> Box<str> {
     let line = String::from_utf8_lossy(status_line).trim().to_string();
-    let text = body_words(body);
-    let example = if text.is_empty() {
-        line
+    let text = body_words(said);
+    if text.is_empty() {
+        line.into()
     } else {
-        format!("{line}: \"{text}\"")
-    };
-    STATUS_NOTES.with_borrow_mut(|v| v.push((status, example)));
+        format!("{line}: \"{text}\"").into()
+    }
 }
 
-/// An HTTP/2 or HTTP/3 error response whose example is wanted, waiting for its first
-/// body bytes.
-pub struct PendingStatus {
-    status: u16,
+/// An HTTP/2 or HTTP/3 response's example, waiting for its body's first bytes (an
+/// error's words; a redirect's target is kept at once).
+pub struct PendingExample {
     line: String,
+    location: Option<Vec<u8>>,
 }
 
-impl PendingStatus {
-    /// Keep the example with `body`, the response's first DATA (empty when it had none).
-    pub fn body(self, body: &[u8]) {
-        note_status(self.status, self.line.as_bytes(), body);
+impl PendingExample {
+    /// The example of a response of `status` (`version`: "HTTP/2", "HTTP/3"; its
+    /// status line as curl prints it, with no reason phrase), where `taken` wants one.
+    pub fn new(
+        version: &str,
+        status: u16,
+        location: Option<&[u8]>,
+        taken: Taken,
+    ) -> Option<PendingExample> {
+        taken.wants(status).then(|| PendingExample {
+            line: format!("{version} {status}"),
+            location: (status < 400).then(|| location.unwrap_or_default().to_vec()),
+        })
     }
-}
 
-/// The example of an HTTP/2 or HTTP/3 response (`version`: "HTTP/2", "HTTP/3"; its
-/// status line as curl prints it, with no reason phrase): a redirect's `Location` is
-/// kept now; an error's body words come with its first DATA, through what is returned.
-pub fn status_note(version: &str, status: u16, location: Option<&[u8]>) -> Option<PendingStatus> {
-    if status < 300 || !wants_status_example(status) {
-        return None;
+    /// The example, with `body`, the response's first DATA (empty when it had none).
+    pub fn body(self, body: &[u8]) -> Box<str> {
+        status_example(
+            self.line.as_bytes(),
+            self.location.as_deref().unwrap_or(body),
+        )
     }
-    let line = format!("{version} {status}");
-    if status < 400 {
-        note_status(status, line.as_bytes(), location.unwrap_or_default());
-        return None;
-    }
-    Some(PendingStatus { status, line })
 }
 
 /// Where a redirect's example (`HTTP/1.1 301 Moved Permanently: "https://…"`) points.
@@ -91,11 +98,6 @@ pub fn redirect_target(example: &str) -> Option<&str> {
     example
         .split_once(": \"")
         .map(|(_, to)| to.trim_end_matches('"'))
-}
-
-/// The example kept for `status` on this thread, if any (it stays for later recorders).
-pub fn status_example(status: u16) -> Option<String> {
-    STATUS_NOTES.with_borrow(|v| v.iter().find(|(s, _)| *s == status).map(|(_, m)| m.clone()))
 }
 
 /// The words of a body's first bytes: markup left out, whitespace folded, cut at

@@ -40,6 +40,10 @@ pub struct PersistProbe {
     /// No TCP connection could be made (refused, unreachable, or no answer in time).
     #[serde(skip)]
     pub tcp_unreachable: bool,
+    /// What a 3xx to 5xx response said (its status line and first words), for the
+    /// finding that names the status.
+    #[serde(skip)]
+    pub said: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -108,6 +108,9 @@ pub struct TraceStep {
     /// connection.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub closed_silently: bool,
+    /// What a 3xx to 5xx response said, for the report's `status_examples`.
+    #[serde(skip)]
+    pub said: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -157,6 +157,7 @@ mod tests {
                 Outcome::Ok {
                     status: 200,
                     retry_after_s: None,
+                    said: None,
                 }
             } else {
                 Outcome::Error(Failure::new(ErrorKind::Reset, ErrorDetail::ResetInSend))

@@ -489,6 +489,7 @@ mod tests {
                 Outcome::Ok {
                     status: 200,
                     retry_after_s: None,
+                    said: None,
                 }
             };
             let r = RequestRecord {

@@ -364,6 +364,7 @@ impl Recorder {
             Outcome::Ok {
                 status,
                 retry_after_s,
+                ref said,
             } => {
                 if retry_after_s.is_some() && matches!(status, 429 | 503) {
                     self.retry_after_s = retry_after_s;
@@ -377,10 +378,10 @@ impl Recorder {
                 );
                 self.counts.answered += 1;
                 self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
-                if status >= 300 && !self.status_examples.contains_key(&status) {
-                    if let Some(m) = crate::record::notes::status_example(status) {
-                        self.status_examples.insert(status, m);
-                    }
+                if let Some(m) = said {
+                    self.status_examples
+                        .entry(status)
+                        .or_insert_with(|| m.to_string());
                 }
                 if r.reused {
                     self.counts.reused_requests += 1;

@@ -21,13 +21,14 @@ impl TraceReport {
         error: Option<String>,
         h2_settings: Option<crate::record::ServerSettings>,
     ) -> TraceReport {
-        let status_examples = steps
-            .iter()
-            .filter(|s| s.status >= 300)
-            .filter_map(|s| {
-                crate::record::notes::status_example(s.status).map(|m| (s.status.to_string(), m))
-            })
-            .collect();
+        let mut status_examples = std::collections::BTreeMap::new();
+        for s in &steps {
+            if let Some(m) = &s.said {
+                status_examples
+                    .entry(s.status.to_string())
+                    .or_insert_with(|| m.to_string());
+            }
+        }
         let (mut headline, mut findings) =
             findings::judge(sc.strategy, &steps, &status_examples, error.is_some());
         // Through a forward proxy in plain HTTP the connections are to the proxy: what a
@@ -125,9 +126,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             index += 1;
         }
         let start = Instant::now();
-        if conn.as_ref().is_some_and(|c| !c.usable()) {
-            conn = None;
-        }
+        conn = conn.filter(Probe::usable);
         let reused = conn.is_some();
         if conn.is_none() {
             match Probe::open(sc, &endpoints).await {
@@ -195,6 +194,7 @@ pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
                 && (answer.stream_id.is_none() || sc.strategy.persistent()),
             after_response: after,
             closed_silently: false,
+            said: answer.said.clone(),
         });
         if !sc.strategy.persistent() {
             conn = None;

@@ -129,7 +129,9 @@ impl Loop<'_> {
         w.t_sent = Instant::now();
         w.phases.send = Some(ns(w.t_send, w.t_sent));
         let head_request = target.template.is_head();
-        w.state = State::Reading(Reading::new(head_request, false, false));
+        let mut reading = Reading::new(head_request, false, false);
+        reading.taken = self.taken;
+        w.state = State::Reading(reading);
         if waited {
             self.read(i);
         }
@@ -209,15 +211,21 @@ impl Loop<'_> {
         w.phases.receive = Some(ns(first_byte, end));
         w.phases.total = Some(ns(w.t0, end));
         let body_bytes = reading.body_bytes;
+        let mut reading = reading;
+        let said = reading.said.take();
         let head = reading
             .into_head()
             .expect("a complete response has its head");
+        if said.is_some() {
+            self.taken.mark(head.status);
+        }
         let record = RequestRecord {
             reused: w.reused,
             phases: w.phases,
             outcome: Outcome::Ok {
                 status: head.status,
                 retry_after_s: head.retry_after_s,
+                said,
             },
             bytes_received: w.got,
             body_bytes,

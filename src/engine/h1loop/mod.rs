@@ -35,6 +35,7 @@ use crate::net::dns::{with_port, Resolution};
 use crate::plan::{LoadShape, Scenario};
 use crate::proto::h1::conn::{give_buf, make_room, take_buf};
 use crate::proto::h1::reading::Reading;
+use crate::record::notes::Taken;
 use crate::record::{CloseReason, Phases, Stage};
 use crate::stats::event::{ConnEvent, Note};
 
@@ -183,6 +184,8 @@ struct Loop<'a> {
     /// order of their turns: the time, the worker, its `paced`).
     turns: Option<ConnectTurns>,
     pacing: VecDeque<(Instant, usize, u64)>,
+    /// The statuses whose example the thread's workers have taken.
+    taken: Taken,
 }
 
 /// Thread `t` of `threads`'s workers, each before its first ticket.
@@ -260,6 +263,7 @@ pub(super) fn run(
             .connect_rate
             .map(|r| ConnectTurns::new(r / threads as f64, start)),
         pacing: VecDeque::new(),
+        taken: Taken::default(),
     };
     l.n = l.workers.len().max(1);
     let mut now = Instant::now();

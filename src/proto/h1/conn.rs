@@ -13,6 +13,7 @@ pub use crate::proto::h1::reading::ReadFail;
 use crate::proto::h1::reading::Reading;
 use crate::proto::h1::{ResponseHead, MAX_HEAD_BYTES};
 use crate::proto::pace::{Pace, ReadLimits};
+use crate::record::notes::Taken;
 use crate::record::ErrorDetail;
 
 /// Initial read buffer; grows (up to the head limit) only for very long heads.
@@ -144,6 +145,8 @@ pub struct Response {
     /// A redirect's `Location` (301, 302, 303, 307, 308), when the connection follows
     /// redirects.
     pub location: Option<Box<str>>,
+    /// What a 3xx to 5xx response said, where `taken` wanted its example.
+    pub said: Option<Box<str>>,
 }
 
 impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
@@ -246,10 +249,12 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
     }
 
     /// Read one response. The buffer is empty on entry (responses are never pipelined).
+    /// `taken`: the statuses whose example the reader's worker has.
     pub async fn read_response(
         &mut self,
         head_request: bool,
         limits: ReadLimits,
+        taken: Taken,
     ) -> Result<Response, ReadFail> {
         let mut first_byte = None;
         self.got_bytes = 0;
@@ -257,6 +262,7 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
         self.receiving = false;
         let mut pace = Pace::new(limits);
         let mut reading = Reading::new(head_request, self.keep_head, self.follow);
+        reading.taken = taken;
         let mut eof = false;
         loop {
             let (used, done) = reading.advance(&self.buf[self.start..self.end])?;
@@ -291,6 +297,7 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
             self.last_head = h;
         }
         let location = reading.location.take();
+        let said = reading.said.take();
         let head = reading
             .into_head()
             .expect("a complete response has its head");
@@ -303,6 +310,7 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
             leftover,
             eof,
             location,
+            said,
         })
     }
 
@@ -351,7 +359,7 @@ mod tests {
         );
         for _ in 0..2 {
             let r = conn
-                .read_response(false, ReadLimits::default())
+                .read_response(false, ReadLimits::default(), Taken::default())
                 .await
                 .expect("a response");
             assert_eq!((r.head.status, r.body_bytes, r.leftover), (200, 5, false));
@@ -373,7 +381,7 @@ mod tests {
             .await
             .unwrap();
         let r = piped
-            .read_response(false, ReadLimits::default())
+            .read_response(false, ReadLimits::default(), Taken::default())
             .await
             .unwrap();
         assert_eq!(r.head.status, 204);

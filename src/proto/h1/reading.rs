@@ -4,6 +4,7 @@
 //! read the same way whichever way its bytes came.
 
 use crate::proto::h1::{parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead};
+use crate::record::notes::{status_example, Taken};
 use crate::record::{ErrorDetail, ErrorKind, Failure};
 
 /// Why reading a response failed.
@@ -46,6 +47,11 @@ pub struct Reading {
     pub kept_head: Option<Vec<u8>>,
     /// A redirect's `Location`, when followed.
     pub location: Option<Box<str>>,
+    /// The statuses whose example the reader's worker has (set by the worker; none by
+    /// default: every 3xx to 5xx response's example is taken).
+    pub taken: Taken,
+    /// What the final response said, where `taken` wanted its example.
+    pub said: Option<Box<str>>,
 }
 
 impl Reading {
@@ -59,6 +65,8 @@ impl Reading {
             body_bytes: 0,
             kept_head: None,
             location: None,
+            taken: Taken::default(),
+            said: None,
         }
     }
 
@@ -142,17 +150,17 @@ impl Reading {
         if self.keep_head && !h.is_informational() {
             self.kept_head = Some(head.to_vec());
         }
-        if h.status >= 300 && crate::record::notes::wants_status_example(h.status) {
-            // The first redirect or error response of its status on this thread: what
-            // it said (a redirect's Location; an error's first body bytes that arrived
-            // with the head).
+        if self.taken.wants(h.status) {
+            // A redirect or error response whose example its worker wants: what it said
+            // (a redirect's Location; an error's first body bytes that arrived with the
+            // head).
             let line = head.split(|b| *b == b'\n').next().unwrap_or(head);
             let said = if h.status < 400 {
                 location(head).unwrap_or_default()
             } else {
                 &buf[h.head_len..]
             };
-            crate::record::notes::note_status(h.status, line, said);
+            self.said = Some(status_example(line, said));
         }
         // Only a redirect's head is searched (with -L).
         if self.follow && crate::proto::is_redirect(h.status) {

@@ -19,6 +19,7 @@ use tokio::time::Sleep;
 
 use super::wire::{Seen, ServerSettings, Watched};
 use crate::proto::pace::{MinSpeed, Pace, ReadLimits};
+use crate::record::notes::{PendingExample, Taken};
 use crate::record::{ns, ErrorKind, Failure, Phases, Stage};
 use crate::timer::within;
 
@@ -164,6 +165,8 @@ pub struct StreamRequest<'a> {
     pub wait: Option<Duration>,
     /// `--min-speed`, on the body.
     pub min_speed: Option<MinSpeed>,
+    /// The statuses whose example the worker has: another's is taken ([`Answered::said`]).
+    pub taken: Taken,
 }
 
 /// A response read to its end.
@@ -174,6 +177,8 @@ pub struct Answered {
     pub retry_after_s: Option<u32>,
     /// A redirect's `Location` (301, 302, 303, 307, 308), for `-L`.
     pub location: Option<Box<str>>,
+    /// What a 3xx to 5xx response said, where the worker wanted its example.
+    pub said: Option<Box<str>>,
     pub body_bytes: u64,
     pub end: Instant,
 }
@@ -236,7 +241,8 @@ pub async fn exchange(
     let location = resp.headers().get(http::header::LOCATION);
     let follow = crate::proto::redirect_location(status, location.map(|v| v.as_bytes()));
     let mut example =
-        crate::record::notes::status_note("HTTP/2", status, location.map(|v| v.as_bytes()));
+        PendingExample::new("HTTP/2", status, location.map(|v| v.as_bytes()), req.taken);
+    let mut said = None;
     let mut body = resp.into_body();
     let mut pace = Pace::new(ReadLimits {
         first_byte_by: None,
@@ -266,7 +272,7 @@ pub async fn exchange(
             Some(Some(Ok(chunk))) => {
                 let n = chunk.len();
                 if let Some(e) = example.take() {
-                    e.body(&chunk);
+                    said = Some(e.body(&chunk));
                 }
                 let _ = body.flow_control().release_capacity(n);
                 body_bytes += n as u64;
@@ -278,7 +284,7 @@ pub async fn exchange(
         }
     }
     if let Some(e) = example {
-        e.body(&[]);
+        said = Some(e.body(&[]));
     }
     let end = Instant::now();
     phases.wait = Some(ns(t_sent, first_byte));
@@ -288,6 +294,7 @@ pub async fn exchange(
         status,
         retry_after_s,
         location: follow,
+        said,
         body_bytes,
         end,
     })

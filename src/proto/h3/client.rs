@@ -17,6 +17,7 @@ use bytes::{Buf, Bytes};
 use tokio::task::AbortHandle;
 
 use super::{classify_connection, H3_NO_ERROR};
+use crate::record::notes::{PendingExample, Taken};
 use crate::record::{ns, ErrorDetail, ErrorKind, Failure, Phases, Stage};
 
 /// The request side of an HTTP/3 connection.
@@ -120,6 +121,8 @@ pub struct Got {
     pub retry_after_s: Option<u32>,
     /// A redirect's `Location` (301, 302, 303, 307, 308), for `-L`.
     pub location: Option<Box<str>>,
+    /// What a 3xx to 5xx response said, where the worker wanted its example.
+    pub said: Option<Box<str>>,
     pub bytes: u64,
     pub body_bytes: u64,
     pub end: Instant,
@@ -133,13 +136,14 @@ pub struct Broke {
 
 /// Send the request on a new stream and read the response to its end, timing send,
 /// wait and receive. `now`: a clock reading taken just before, where the send starts
-/// (read here when `None`).
+/// (read here when `None`); `taken`: the statuses whose example the worker has.
 pub async fn exchange(
     send: &mut SendRequest,
     (head, body): (&http::Request<()>, Option<&[u8]>),
     phases: &mut Phases,
     (stage, got_body): (&Cell<Stage>, &Cell<u64>),
     now: Option<Instant>,
+    taken: Taken,
 ) -> Result<Got, Broke> {
     let broke = |error, stage| Broke { error, stage };
     stage.set(Stage::Send);
@@ -174,11 +178,13 @@ pub async fn exchange(
     let location = resp.headers().get(http::header::LOCATION);
     let follow =
         crate::proto::redirect_location(resp.status().as_u16(), location.map(|v| v.as_bytes()));
-    let mut example = crate::record::notes::status_note(
+    let mut example = PendingExample::new(
         "HTTP/3",
         resp.status().as_u16(),
         location.map(|v| v.as_bytes()),
+        taken,
     );
+    let mut said = None;
     let mut body_bytes = 0u64;
     while let Some(chunk) = stream
         .recv_data()
@@ -186,13 +192,13 @@ pub async fn exchange(
         .map_err(|e| broke(e, Stage::Receive))?
     {
         if let Some(e) = example.take() {
-            e.body(chunk.chunk());
+            said = Some(e.body(chunk.chunk()));
         }
         body_bytes += chunk.remaining() as u64;
         got_body.set(body_bytes);
     }
     if let Some(e) = example {
-        e.body(&[]);
+        said = Some(e.body(&[]));
     }
     let end = Instant::now();
     phases.receive = Some(ns(t_head, end));
@@ -200,6 +206,7 @@ pub async fn exchange(
         stream_id: stream.id().into_inner(),
         status: resp.status().as_u16(),
         location: follow,
+        said,
         retry_after_s: resp
             .headers()
             .get(http::header::RETRY_AFTER)
