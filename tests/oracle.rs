@@ -1,6 +1,6 @@
 //! The oracle: situations built from dimensions, each with its truth known from its own
-//! configuration, and every finding code that `bench` and `trace` print (their headline
-//! and each finding) checked against a predicate over that truth. A code without a
+//! configuration, and every finding code that `bench`, `trace`, `doctor` and `compare`
+//! print (their headline and each finding) checked against a predicate over that truth. A code without a
 //! predicate fails, so no new sentence ships without its oracle; a predicate can look
 //! at the sentence too (a failure must name the hop that failed).
 //!
@@ -11,14 +11,16 @@
 //! comes); or it is nginx, Apache, HAProxy in front of nginx or Caddy configured for the
 //! policies they have. Beside the policy: the status it answers (200, 404, 429, 503,
 //! 413), the path (direct, through tinyproxy or squid, through a forward proxy that is
-//! down, to a port where nothing listens, `--connect-to`, a Unix socket, a redirect) and
-//! the client's strategy (keepalive, close).
+//! down, to a port where nothing listens, `--connect-to`, a Unix socket up or gone, a
+//! redirect to the server or to nothing) and the client's strategy (keepalive, close,
+//! close-resumed, close-0rtt); compare's own codes in `oracle/compare.rs`.
 //!
 //! A fixed, seeded sample of the product runs here; `HANDSHAKE_ORACLE=full` runs all of
 //! it and prints the table of situation x command x verdict (`scripts/oracle`).
 //!
 //! `audit`'s codes are judged in `oracle/audit.rs`, over real clients (curl, Python,
-//! Node) whose use of connections is known from how they are called.
+//! Node, Go, Ruby) whose use of connections is known from how they are called, and
+//! `watch`'s over the same clients in `oracle/watch.rs`.
 
 #[path = "oracle/audit.rs"]
 mod clients;
@@ -81,6 +83,11 @@ enum Path {
     /// `-L`: the server answers each request with a redirect to a port where nothing
     /// listens (bench: trace and doctor do not follow redirects).
     RedirectDown,
+    /// `--unix-socket` to nginx's socket (it listens on its TCP port too).
+    UnixUp,
+    /// `-L`: a server that keeps its connections answers each request with a redirect
+    /// to the situation's server (bench and compare).
+    RedirectUp,
 }
 
 impl Policy {
@@ -99,7 +106,12 @@ impl Path {
     fn reaches(self) -> bool {
         matches!(
             self,
-            Path::Direct | Path::ConnectTo | Path::ProxyUp | Path::SquidUp
+            Path::Direct
+                | Path::ConnectTo
+                | Path::ProxyUp
+                | Path::SquidUp
+                | Path::UnixUp
+                | Path::RedirectUp
         )
     }
 }
@@ -224,6 +236,14 @@ impl Situation {
                 self.strategy
             ),
             Path::ProxyUp => format!("{:?} via tinyproxy {}", self.server, self.strategy),
+            Path::UnixUp => format!(
+                "{:?} {:?} via --unix-socket {}",
+                self.server, self.policy, self.strategy
+            ),
+            Path::RedirectUp => format!(
+                "{:?} {:?} after a redirect {}",
+                self.server, self.policy, self.strategy
+            ),
             Path::SquidUp => format!(
                 "{:?} {:?} via squid {}",
                 self.server, self.policy, self.strategy
@@ -344,6 +364,24 @@ fn situations() -> Vec<Situation> {
         // Through squid: it keeps its client connections, whatever the origin does.
         by(
             Path::SquidUp,
+            &[
+                (Server::Scripted, Policy::KeepAlive),
+                (Server::Scripted, Policy::CloseHeader(1)),
+                (Server::Nginx, Policy::KeepAlive),
+            ],
+        );
+        // nginx on a Unix socket; a redirect (followed) to the server: the truths of the
+        // server's own policy.
+        by(
+            Path::UnixUp,
+            &[
+                (Server::Nginx, Policy::KeepAlive),
+                (Server::Nginx, Policy::CloseHeader(1)),
+                (Server::Nginx, Policy::CloseHeader(3)),
+            ],
+        );
+        by(
+            Path::RedirectUp,
             &[
                 (Server::Scripted, Policy::KeepAlive),
                 (Server::Scripted, Policy::CloseHeader(1)),
@@ -501,8 +539,7 @@ fn nginx(s: &Situation) -> Nginx {
         Policy::CloseHeader(k) => format!("keepalive_requests {k};"),
         _ => String::new(),
     };
-    let status = s.status;
-    let tls = s.tls;
+    let (status, tls, unix) = (s.status, s.tls, s.path == Path::UnixUp);
     Nginx::start_servers(&policy, 1, |ports, d| {
         let (flag, ssl) = match tls {
             Tls::None => ("", String::new()),
@@ -523,8 +560,14 @@ fn nginx(s: &Situation) -> Nginx {
                 )
             }
         };
+        // On a Unix socket too, where the situation goes that way.
+        let unix = if unix {
+            format!("listen unix:{}/ng.sock;", d.display())
+        } else {
+            String::new()
+        };
         format!(
-            "server {{ listen 127.0.0.1:{}{flag}; {ssl} location / {{ return {status} \"hello\\n\"; }} }}",
+            "server {{ listen 127.0.0.1:{}{flag}; {unix} {ssl} location / {{ return {status} \"hello\\n\"; }} }}",
             ports[0]
         )
     })
@@ -584,7 +627,19 @@ struct Held {
 /// holds it up.
 fn start_server(s: &Situation, dead: u16) -> (u16, Held) {
     let mut h = Held::default();
-    let port = if matches!(s.path, Path::ServerDown | Path::UnixDown) {
+    let port = server_port(s, dead, &mut h);
+    // A redirect to the server, from one that keeps its connections.
+    let port = if s.path == Path::RedirectUp {
+        redirecting_to(port)
+    } else {
+        port
+    };
+    (port, h)
+}
+
+/// The situation's own server (none where nothing is to listen): its port.
+fn server_port(s: &Situation, dead: u16, h: &mut Held) -> u16 {
+    if matches!(s.path, Path::ServerDown | Path::UnixDown) {
         dead
     } else if s.path == Path::RedirectDown {
         redirecting_to(dead)
@@ -615,8 +670,7 @@ fn start_server(s: &Situation, dead: u16) -> (u16, Held) {
     } else {
         let (policy, status) = (s.policy, s.status);
         script_server(move |c, _| serve(policy, status, c)).0.port()
-    };
-    (port, h)
+    }
 }
 
 fn run(s: &Situation, cmd: Cmd) -> Run {
@@ -693,7 +747,14 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
             drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
             args.extend(["--unix-socket".into(), path]);
         }
-        Path::RedirectDown => args.push("-L".into()),
+        Path::RedirectDown | Path::RedirectUp => args.push("-L".into()),
+        Path::UnixUp => {
+            let n = held.nginx.as_ref().expect("nginx on a Unix socket");
+            args.extend([
+                "--unix-socket".into(),
+                n.dir.join("ng.sock").display().to_string(),
+            ]);
+        }
         Path::ProxyUp | Path::SquidUp => {
             let p = if s.path == Path::ProxyUp {
                 tinyproxy(false)
@@ -753,9 +814,12 @@ const PREDICATES: &[Predicate] = &[
                 t.contains(" tls") && !t.contains("proxy"),
                 "TLS to the origin failed",
             ),
-            Path::Direct | Path::ConnectTo | Path::ProxyUp | Path::SquidUp => {
-                Err("the server answered".into())
-            }
+            Path::Direct
+            | Path::ConnectTo
+            | Path::ProxyUp
+            | Path::SquidUp
+            | Path::UnixUp
+            | Path::RedirectUp => Err("the server answered".into()),
             Path::ProxyDown => need(
                 t.contains("to the proxy http://127.0.0.1:") && t.contains("was not reached"),
                 "the counts are of the proxy's connects",
@@ -1180,19 +1244,32 @@ const PREDICATES: &[Predicate] = &[
         // `Connection: close`; the scripted server confirms `Connection: close` but
         // does not look at the version (HTTP/1.0 without keep-alive); the real servers
         // confirm both.
-        holds: |s, _| {
+        holds: |s, t| {
+            // The situation's own server leaves a close unconfirmed.
+            let own = s.server == Server::Scripted
+                && s.strategy == "http10"
+                && !matches!(s.truth(), Policy::CloseHeader(1) | Policy::Http10);
             let unconfirmed = match s.path {
-                Path::RedirectDown | Path::ProxyUp => true,
-                _ => {
-                    s.server == Server::Scripted
-                        && s.strategy == "http10"
-                        && !matches!(s.truth(), Policy::CloseHeader(1) | Policy::Http10)
-                }
+                Path::RedirectDown | Path::ProxyUp | Path::RedirectUp => true,
+                _ => own,
             };
             need(
                 matches!(s.strategy, "close" | "http10") && unconfirmed,
                 "the server confirmed each close asked for",
-            )
+            )?;
+            // After a redirect, the origins are named: the redirecting one, and the
+            // situation's server where it did not confirm either.
+            match s.path {
+                Path::RedirectUp if own => need(
+                    t.starts_with("The servers at http://127.0.0.1:"),
+                    "both origins are named",
+                ),
+                Path::RedirectUp | Path::RedirectDown => need(
+                    t.starts_with("The server at http://127.0.0.1:"),
+                    "the redirecting origin is named",
+                ),
+                _ => Ok(()),
+            }
         },
     },
     Predicate {
@@ -1336,9 +1413,12 @@ fn failed_at_its_hop(s: &Situation, text: &str) -> Result<(), String> {
                 "the certificate's fault is said, at the origin",
             )
         }
-        Path::Direct | Path::ConnectTo | Path::ProxyUp | Path::SquidUp => {
-            Err("the server answered".into())
-        }
+        Path::Direct
+        | Path::ConnectTo
+        | Path::ProxyUp
+        | Path::SquidUp
+        | Path::UnixUp
+        | Path::RedirectUp => Err("the server answered".into()),
         Path::ConnectToDown => need(
             text.contains("where --connect-to sends a.test:")
                 && !text.contains("connections at a.test"),
@@ -1450,6 +1530,14 @@ fn judge(s: &Situation, cmd: Cmd, r: &Run, table: &[Predicate]) -> Vec<String> {
                 }
             }
         }
+        // After a redirect, "the server" of a reuse cause is one of two origins: the
+        // sentence says the counts are over both, with each one's connections.
+        if s.path == Path::RedirectUp
+            && code.starts_with("not_reused")
+            && !text.contains("followed redirects across 2 origins (http://127.0.0.1:")
+        {
+            errs.push(format!("{code}: the origins are not named (\"{text}\")"));
+        }
     }
     errs.extend(required(s, cmd, r));
     errs
@@ -1466,7 +1554,7 @@ fn sample(all: &[Situation], n: usize, seed: usize) -> Vec<Situation> {
 }
 
 /// `ORACLE_PICK=TEXT`: only the situations whose name contains TEXT (to look at a few
-/// while working on them).
+/// while working on them; `ORACLE_DUMP=1` prints each run's JSON too).
 fn picked(chosen: Vec<Situation>) -> Vec<Situation> {
     match std::env::var("ORACLE_PICK") {
         Ok(pick) => chosen
@@ -1495,12 +1583,15 @@ fn every_claim_holds_over_generated_situations() {
             }
             // Only bench follows redirects; doctor through a proxy is not judged here
             // yet (its probes measure the proxy's policy).
-            if (cmd != Cmd::Bench && s.path == Path::RedirectDown)
+            if (cmd != Cmd::Bench && matches!(s.path, Path::RedirectDown | Path::RedirectUp))
                 || (cmd == Cmd::Doctor && matches!(s.path, Path::ProxyUp | Path::SquidUp))
             {
                 continue;
             }
             let r = run(s, cmd);
+            if std::env::var("ORACLE_DUMP").is_ok() {
+                println!("{} {cmd:?}: {}", s.name(), r.json);
+            }
             let errs = judge(s, cmd, &r, PREDICATES);
             let codes: Vec<&str> = r
                 .findings(cmd)

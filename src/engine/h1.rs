@@ -221,7 +221,9 @@ impl H1 {
         };
         if !server_ends && reason == CloseReason::ClientPolicy {
             // The client asked to close but the server kept the connection open.
-            self.notes.conn(ConnEvent::ServerIgnoredClose);
+            self.notes.conn(ConnEvent::ServerIgnoredClose {
+                origin: sc.origin(target).index,
+            });
         }
         let view = closed(&self.notes, &conn, reason);
         let fin_here = conn.stream.is_plain() && fin_here(view, conn.read_total);

@@ -101,7 +101,7 @@ fn said(notes: &[Note]) -> Vec<String> {
             Note::Conn(ConnEvent::Closed { reason, requests }) => {
                 Some(format!("close {} {requests}", reason.name()))
             }
-            Note::Conn(ConnEvent::ServerIgnoredClose) => Some("ignored-close".to_string()),
+            Note::Conn(ConnEvent::ServerIgnoredClose { .. }) => Some("ignored-close".to_string()),
             Note::Conn(ConnEvent::StreamsEnded {
                 goaway_code: Some(c),
                 ..

@@ -280,6 +280,10 @@ pub struct RawRecorder {
     /// every connection went to the first origin).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub opened_by_origin: Vec<u64>,
+    /// Connections the client asked to close whose server kept them open, by origin
+    /// index (absent when every origin was the first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_close_by_origin: Vec<u64>,
     /// Connections opened by source address (`--local-addr`, by index), when given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub opened_by_source: Vec<u64>,

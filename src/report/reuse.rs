@@ -85,6 +85,27 @@ pub struct Facts {
     pub idle_on_the_wire: bool,
     /// The client program whose connections these are (audit, watch): its own fix.
     pub program: Option<String>,
+    /// `-L` across several origins: each, with the connections opened to it (the causes
+    /// are counted over all of them, so the sentence says so).
+    pub origins: Vec<(String, u64)>,
+}
+
+impl Facts {
+    /// " The run followed redirects across 2 origins (…), and …", or nothing.
+    fn across(&self) -> String {
+        if self.origins.len() < 2 {
+            return String::new();
+        }
+        format!(
+            " The run followed redirects across {} origins ({}), and the connections are counted over all of them.",
+            self.origins.len(),
+            self.origins
+                .iter()
+                .map(|(o, n)| format!("{o}: {}", crate::fmt::plural(*n, "connection", "connections")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    }
 }
 
 /// The fix for nginx as a reverse proxy that opens an upstream connection per request:
@@ -406,7 +427,12 @@ impl Judged {
                 } else {
                     "Connections were not reused"
                 };
-                let mut s = format!("{lead}: {} on {}.", one.ended.why(f), seen.count(one.n));
+                let mut s = format!(
+                    "{lead}: {} on {}.{}",
+                    one.ended.why(f),
+                    seen.count(one.n),
+                    f.across()
+                );
                 for more in [
                     one.ended.detail(f),
                     one.ended.fix(f).map(|x| format!("{x}.")),
@@ -420,15 +446,17 @@ impl Judged {
                 s
             }
             Judged::Several(all) => format!(
-                "Connections were not reused, and no one cause ended most of them: {}.",
+                "Connections were not reused, and no one cause ended most of them: {}.{}",
                 all.iter()
                     .map(|x| format!("{} on {}", x.ended.why(f), seen.count(x.n)))
                     .collect::<Vec<_>>()
-                    .join("; ")
+                    .join("; "),
+                f.across()
             ),
-            Judged::Unknown => {
-                "Connections were not reused; what was seen does not say why.".into()
-            }
+            Judged::Unknown => format!(
+                "Connections were not reused; what was seen does not say why.{}",
+                f.across()
+            ),
         }
     }
 }

@@ -43,8 +43,9 @@ pub enum ConnEvent {
     /// What an HTTP/1 server's `Keep-Alive` header announced on a connection's first
     /// response, the first kept.
     KeepAlive(KeepAliveHeader),
-    /// The client asked to close and the server kept the connection open.
-    ServerIgnoredClose,
+    /// The client asked to close and the server (of origin `origin`, by index) kept the
+    /// connection open.
+    ServerIgnoredClose { origin: u32 },
     /// The kernel's view of a TCP connection as it closes.
     TcpClosed(TcpView),
     /// A connection ended after carrying `requests` responses.
@@ -112,7 +113,7 @@ impl Recorder {
             ConnEvent::KeepAlive(h) => {
                 self.keep_alive_header.get_or_insert(h);
             }
-            ConnEvent::ServerIgnoredClose => self.counts.server_ignored_close += 1,
+            ConnEvent::ServerIgnoredClose { origin } => self.server_ignored_close(origin),
             ConnEvent::TcpClosed(v) => self.tcp_closed(v),
             ConnEvent::Closed { reason, requests } => self.connection_closed(reason, requests),
             ConnEvent::StreamsEnded { peak, goaway_code } => {

@@ -142,11 +142,8 @@ impl From<&Recorder> for RawRecorder {
                 .iter()
                 .map(|(k, m)| (k.to_string(), m.clone()))
                 .collect(),
-            opened_by_origin: if r.opened_by_origin.len() > 1 {
-                r.opened_by_origin.clone()
-            } else {
-                Vec::new()
-            },
+            opened_by_origin: beyond_the_first(&r.opened_by_origin),
+            ignored_close_by_origin: beyond_the_first(&r.ignored_close_by_origin),
             opened_by_source: r.opened_by_source.clone(),
             retry_after_s: r.retry_after_s,
             close_reasons: nonzero(
@@ -327,6 +324,11 @@ impl TryFrom<&RawRecorder> for Recorder {
     fn try_from(r: &RawRecorder) -> Result<Self, String> {
         let mut rec = Recorder {
             opened_by_origin: opened_by_origin(r),
+            ignored_close_by_origin: if r.ignored_close_by_origin.is_empty() {
+                vec![r.counts.server_ignored_close]
+            } else {
+                r.ignored_close_by_origin.clone()
+            },
             opened_by_source: r.opened_by_source.clone(),
             ..Recorder::new()
         };
@@ -439,6 +441,15 @@ fn timeline_of(r: &RawRecorder) -> Result<Timeline, String> {
         buckets.push(out);
     }
     Ok(Timeline::from_buckets(r.timeline.width_s.max(1), buckets))
+}
+
+/// Counts by origin, written only where an origin beyond the first had any.
+fn beyond_the_first(by_origin: &[u64]) -> Vec<u64> {
+    if by_origin.len() > 1 {
+        by_origin.to_vec()
+    } else {
+        Vec::new()
+    }
 }
 
 /// Connections by origin: as written, or all to the first when none were written.

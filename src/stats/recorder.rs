@@ -154,6 +154,9 @@ pub struct Recorder {
     /// Connections opened, by origin (`Origin::index`; those a redirect found after the
     /// scenario's own).
     pub opened_by_origin: Vec<u64>,
+    /// Connections the client asked to close whose server kept them open, by origin
+    /// index (as `opened_by_origin`).
+    pub ignored_close_by_origin: Vec<u64>,
     /// Connections opened by source address (`--local-addr`, by its index), when given.
     pub opened_by_source: Vec<u64>,
 }
@@ -321,6 +324,7 @@ impl Recorder {
             quic: QuicStats::default(),
             timeline: Timeline::default(),
             opened_by_origin: Vec::new(),
+            ignored_close_by_origin: Vec::new(),
             opened_by_source: Vec::new(),
         }
     }
@@ -435,6 +439,17 @@ impl Recorder {
             self.opened_by_source.resize(i + 1, 0);
         }
         self.opened_by_source[i] += 1;
+    }
+
+    /// The client asked to close a connection, and the server of origin `origin` kept
+    /// it open.
+    pub fn server_ignored_close(&mut self, origin: u32) {
+        self.counts.server_ignored_close += 1;
+        let i = origin as usize;
+        if i >= self.ignored_close_by_origin.len() {
+            self.ignored_close_by_origin.resize(i + 1, 0);
+        }
+        self.ignored_close_by_origin[i] += 1;
     }
 
     /// A TCP connection was established (the server accepted it).
@@ -603,6 +618,10 @@ impl AddAssign<&Recorder> for Recorder {
             *a += b;
         }
         add_by_index(&mut self.opened_by_source, &o.opened_by_source);
+        add_by_index(
+            &mut self.ignored_close_by_origin,
+            &o.ignored_close_by_origin,
+        );
         for (a, b) in self.phases_new.iter_mut().zip(&o.phases_new) {
             *a += b;
         }

@@ -249,7 +249,9 @@ impl Loop<'_> {
         };
         if !server_ends && reason == CloseReason::ClientPolicy {
             // The client asked to close but the server kept the connection open.
-            self.note(ConnEvent::ServerIgnoredClose);
+            self.note(ConnEvent::ServerIgnoredClose {
+                origin: self.sc.origins[0].index,
+            });
         }
         let view = self.closed_view(&conn, reason);
         self.col.take(&Note::Request(record));

@@ -50,12 +50,13 @@ pub(super) fn reuse_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding>
     }
     if !asked_reuse && rec.counts.server_ignored_close > 0 {
         let n = rec.counts.server_ignored_close;
+        let (who, it) = ignored_by(sc, rec);
         out.push(
             Finding::new(
                 "server_ignored_close",
                 Cause::Reuse,
                 format!(
-                    "The server did not confirm the close on {} the client asked to close (its answers carried no `Connection: close`): the client closed them itself, so whether the server would have is not known here (RFC 9112 asks a server to close after answering such a request).",
+                    "{who} did not confirm the close on {} the client asked to close (its answers carried no `Connection: close`): the client closed them itself, so whether {it} would have is not known here (RFC 9112 asks a server to close after answering such a request).",
                     plural(n, "connection", "connections")
                 ),
             )
@@ -68,6 +69,36 @@ pub(super) fn reuse_findings(sc: &ScenarioShape, rec: &Recorder) -> Vec<Finding>
         );
     }
     out
+}
+
+/// Which server did not confirm the closes asked for, and the pronoun for it: "The
+/// server" where the run had one origin; with `-L` across several, the origin(s) by
+/// name, each with its count ("The server at http://127.0.0.1:8080").
+fn ignored_by(sc: &ScenarioShape, rec: &Recorder) -> (String, &'static str) {
+    if sc.origin_names.len() < 2 {
+        return ("The server".to_string(), "the server");
+    }
+    let by: Vec<(&String, u64)> = sc
+        .origin_names
+        .iter()
+        .zip(&rec.ignored_close_by_origin)
+        .filter(|(_, n)| **n > 0)
+        .map(|(o, n)| (o, *n))
+        .collect();
+    match by.as_slice() {
+        [] => ("The server".to_string(), "the server"),
+        [(o, _)] => (format!("The server at {o}"), "it"),
+        _ => (
+            format!(
+                "The servers at {}",
+                by.iter()
+                    .map(|(o, n)| format!("{o} ({n})"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+            "they",
+        ),
+    }
 }
 
 fn close_evidence(reason: CloseReason, n: u64, closed: u64) -> Evidence {
@@ -95,6 +126,20 @@ fn not_reused(sc: &ScenarioShape, rec: &Recorder) -> Option<Finding> {
         stale_retries: Some(rec.counts.stale_retries),
         rate,
         announced: rec.keep_alive_header,
+        origins: if sc.origin_names.len() > 1 {
+            sc.origin_names
+                .iter()
+                .cloned()
+                .zip(
+                    rec.opened_by_origin
+                        .iter()
+                        .copied()
+                        .chain(std::iter::repeat(0)),
+                )
+                .collect()
+        } else {
+            Vec::new()
+        },
         ..Facts::default()
     };
     let mut seen = Seen::new(closed, "connections", facts);
