@@ -187,11 +187,22 @@ impl Situation {
     /// whatever its keep-alive (Apache after 503 and 413, with `Connection: close`: its
     /// `ap_status_drops_connection`; curl sees the same).
     fn truth(&self) -> Policy {
-        if self.server == Server::Apache && matches!(self.status, 413 | 503) {
-            Policy::CloseHeader(1)
-        } else {
-            self.policy
+        match self.path {
+            // The client's peer is the proxy: tinyproxy ends every client connection
+            // after its response, without `Connection: close`; squid keeps them.
+            Path::ProxyUp => Policy::SilentClose(1),
+            Path::SquidUp => Policy::KeepAlive,
+            _ if self.server == Server::Apache && matches!(self.status, 413 | 503) => {
+                Policy::CloseHeader(1)
+            }
+            _ => self.policy,
         }
+    }
+
+    /// The client's peer is the scripted server, which does not look at the HTTP
+    /// version (the real servers and the proxies close HTTP/1.0 without keep-alive).
+    fn peer_scripted(&self) -> bool {
+        self.server == Server::Scripted && !matches!(self.path, Path::ProxyUp | Path::SquidUp)
     }
 
     fn reached(&self) -> bool {
@@ -1120,7 +1131,7 @@ const PREDICATES: &[Predicate] = &[
             // nginx and Apache close HTTP/1.0 without keep-alive; the scripted server
             // does not look at the version.
             need(
-                s.server == Server::Scripted && keeps_after_first(s),
+                s.peer_scripted() && keeps_after_first(s),
                 "the server closed HTTP/1.0 connections",
             )
         },
@@ -1129,7 +1140,7 @@ const PREDICATES: &[Predicate] = &[
         code: "http10_closed",
         holds: |s, _| {
             need(
-                s.server != Server::Scripted || !keeps_after_first(s),
+                !s.peer_scripted() || !keeps_after_first(s),
                 "the server kept HTTP/1.0 connections",
             )
         },
@@ -1379,6 +1390,12 @@ fn peer_ends(s: &Situation, t: &str, origin: Result<(), String>) -> Result<(), S
 /// name HAProxy's setting: nginx's `Server` header, passed on, does not say whose the
 /// policy is.
 fn fix_names_the_closer(s: &Situation, t: &str) -> Result<(), String> {
+    if matches!(s.path, Path::ProxyUp | Path::SquidUp) {
+        return need(
+            t.contains("the proxy's own settings") && !t.contains("(nginx: "),
+            "through a proxy, the fix is in the proxy's settings, not the origin's",
+        );
+    }
     need(
         s.server != Server::HaproxyNginx || t.contains("HAProxy"),
         "HAProxy in front ended the connections, and only nginx's setting is named",
@@ -1530,6 +1547,17 @@ fn judge(s: &Situation, cmd: Cmd, r: &Run, table: &[Predicate]) -> Vec<String> {
                 }
             }
         }
+        // doctor through a proxy probed the proxy: its sentences say so, all but the
+        // origin's `Server` header passed on.
+        if cmd == Cmd::Doctor
+            && matches!(s.path, Path::ProxyUp | Path::SquidUp)
+            && code != "server_says"
+            && text.to_ascii_lowercase().contains("the server")
+        {
+            errs.push(format!(
+                "{code}: says the server, which was not probed (\"{text}\")"
+            ));
+        }
         // After a redirect, "the server" of a reuse cause is one of two origins: the
         // sentence says the counts are over both, with each one's connections.
         if s.path == Path::RedirectUp
@@ -1581,11 +1609,8 @@ fn every_claim_holds_over_generated_situations() {
             if cmd == Cmd::Doctor && !s.persistent() {
                 continue;
             }
-            // Only bench follows redirects; doctor through a proxy is not judged here
-            // yet (its probes measure the proxy's policy).
-            if (cmd != Cmd::Bench && matches!(s.path, Path::RedirectDown | Path::RedirectUp))
-                || (cmd == Cmd::Doctor && matches!(s.path, Path::ProxyUp | Path::SquidUp))
-            {
+            // Only bench follows redirects (compare's own oracle runs it too).
+            if cmd != Cmd::Bench && matches!(s.path, Path::RedirectDown | Path::RedirectUp) {
                 continue;
             }
             let r = run(s, cmd);

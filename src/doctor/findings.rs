@@ -287,6 +287,7 @@ fn for_the_proxy(text: &str) -> String {
         .replace("The server says", "The origin says")
         .replace("The server ", "The proxy ")
         .replace("the server ", "the proxy ")
+        .replace("the server.", "the proxy.")
         .replace("The origin says", "The server says");
     if let Some(start) = t.find(" (nginx: ") {
         let mut depth = 0;
