@@ -157,6 +157,9 @@ enum Tls {
     V13Early,
     /// TLS 1.3 with session tickets and the session cache off: no session resumed.
     NoTickets,
+    /// TLS 1.3 with HTTP/2 offered in ALPN (`listen … ssl http2`; nginx's defaults: 128
+    /// concurrent streams, 1000 requests per connection, the 75 s keep-alive timeout).
+    H2,
     Expired,
     WrongName,
     UnknownCa,
@@ -166,7 +169,7 @@ impl Tls {
     fn verifies(self) -> bool {
         matches!(
             self,
-            Tls::None | Tls::V13 | Tls::V12 | Tls::V13Early | Tls::NoTickets
+            Tls::None | Tls::V13 | Tls::V12 | Tls::V13Early | Tls::NoTickets | Tls::H2
         )
     }
 }
@@ -210,7 +213,7 @@ impl Situation {
     }
 
     fn persistent(&self) -> bool {
-        self.strategy == "keepalive"
+        matches!(self.strategy, "keepalive" | "h2")
     }
 
     fn error_status(&self) -> bool {
@@ -409,8 +412,14 @@ fn situations() -> Vec<Situation> {
             ],
         );
     }
-    // TLS, against nginx: what each strategy's TLS feature needs, and certificates to
-    // refuse.
+    out.extend(tls_situations());
+    out
+}
+
+/// TLS, against nginx: what each strategy's TLS feature needs, certificates to refuse,
+/// and HTTP/2 offered.
+fn tls_situations() -> Vec<Situation> {
+    let mut out = Vec::new();
     for tls in [
         Tls::V13,
         Tls::V12,
@@ -430,6 +439,17 @@ fn situations() -> Vec<Situation> {
                 strategy,
             });
         }
+    }
+    // HTTP/2: nginx offering h2, over its own strategy too.
+    for strategy in ["keepalive", "h2", "close-resumed"] {
+        out.push(Situation {
+            server: Server::Nginx,
+            tls: Tls::H2,
+            policy: Policy::KeepAlive,
+            status: 200,
+            path: Path::Direct,
+            strategy,
+        });
     }
     out
 }
@@ -566,7 +586,7 @@ fn nginx(s: &Situation) -> Nginx {
                 };
                 let d = d.display();
                 (
-                    " ssl",
+                    if tls == Tls::H2 { " ssl http2" } else { " ssl" },
                     format!("ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; ssl_protocols {protocols}; {early}"),
                 )
             }
@@ -1008,7 +1028,7 @@ const PREDICATES: &[Predicate] = &[
         code: "early_data_not_offered",
         holds: |s, _| {
             need(
-                s.tls == Tls::V13,
+                matches!(s.tls, Tls::V13 | Tls::H2),
                 "the server allows early data, or speaks TLS 1.2",
             )
         },
@@ -1024,7 +1044,55 @@ const PREDICATES: &[Predicate] = &[
     },
     Predicate {
         code: "h2_not_offered",
-        holds: |s, _| need(s.reached() && s.tls != Tls::None, "no TLS (ALPN)"),
+        holds: |s, _| {
+            need(s.reached() && s.tls != Tls::None, "no TLS (ALPN)")?;
+            need(s.tls != Tls::H2, "the server offers h2")
+        },
+    },
+    // HTTP/2, where nginx offers it (its defaults: 128 streams, 1000 requests, 75 s).
+    Predicate {
+        code: "h2_settings",
+        holds: |s, t| {
+            need(s.tls == Tls::H2, "no HTTP/2")?;
+            need(
+                t.contains("max concurrent streams 128"),
+                "nginx's SETTINGS said",
+            )
+        },
+    },
+    Predicate {
+        code: "h2_concurrency",
+        holds: |s, t| {
+            need(s.tls == Tls::H2, "no HTTP/2")?;
+            need(
+                t.contains("100 answered, 0 refused"),
+                "nginx takes 128 at once",
+            )
+        },
+    },
+    Predicate {
+        code: "h2_few_streams",
+        holds: never,
+    },
+    Predicate {
+        code: "h2_streams_refused",
+        holds: never,
+    },
+    Predicate {
+        code: "h2_max_requests_low",
+        holds: never,
+    },
+    Predicate {
+        code: "h2_idle_timeout_short",
+        holds: never,
+    },
+    Predicate {
+        code: "h2_not_spoken",
+        holds: never,
+    },
+    Predicate {
+        code: "h2_probes_failed",
+        holds: never,
     },
     Predicate {
         code: "h3_not_offered",

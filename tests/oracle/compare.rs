@@ -212,7 +212,10 @@ pub(super) const COMPARE_PREDICATES: &[Predicate] = &[
                 );
             }
             match names {
-                "h2" => need(t.contains("did not choose h2"), "nginx here has no http2"),
+                "h2" => {
+                    need(s.tls != Tls::H2, "the server offers h2")?;
+                    need(t.contains("did not choose h2"), "nginx here has no http2")
+                }
                 "close-0rtt" => {
                     need(s.tls != Tls::V13Early, "the server takes early data")?;
                     need(
