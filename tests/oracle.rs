@@ -1600,6 +1600,19 @@ fn required(s: &Situation, cmd: Cmd, r: &Run) -> Vec<String> {
     errs
 }
 
+/// One finding (`prefix` before its code in what is said of it) against its code's
+/// predicate in `table`: `None` where it holds.
+fn check_finding(table: &[Predicate], s: &Situation, f: &Value, prefix: &str) -> Option<String> {
+    let code = f["code"].as_str().unwrap_or("(none)");
+    let text = f["text"].as_str().unwrap_or("");
+    match table.iter().find(|p| p.code == code) {
+        None => Some(format!("{prefix}{code}: no predicate (\"{text}\")")),
+        Some(p) => (p.holds)(s, text)
+            .err()
+            .map(|e| format!("{prefix}{code}: false: {e} (\"{text}\")")),
+    }
+}
+
 /// The false claims of one run: each finding whose predicate does not hold, and each
 /// code without a predicate; then what was not said that must be.
 fn judge(s: &Situation, cmd: Cmd, r: &Run, table: &[Predicate]) -> Vec<String> {
@@ -1607,14 +1620,7 @@ fn judge(s: &Situation, cmd: Cmd, r: &Run, table: &[Predicate]) -> Vec<String> {
     for f in r.findings(cmd) {
         let code = f["code"].as_str().unwrap_or("(none)");
         let text = f["text"].as_str().unwrap_or("");
-        match table.iter().find(|p| p.code == code) {
-            None => errs.push(format!("{code}: no predicate (\"{text}\")")),
-            Some(p) => {
-                if let Err(e) = (p.holds)(s, text) {
-                    errs.push(format!("{code}: false: {e} (\"{text}\")"));
-                }
-            }
-        }
+        errs.extend(check_finding(table, s, f, ""));
         // doctor through a proxy probed the proxy: its sentences say so, all but the
         // origin's `Server` header passed on.
         if cmd == Cmd::Doctor
@@ -1686,23 +1692,34 @@ fn every_claim_holds_over_generated_situations() {
                 println!("{} {cmd:?}: {}", s.name(), r.json);
             }
             let errs = judge(s, cmd, &r, PREDICATES);
-            let codes: Vec<&str> = r
-                .findings(cmd)
-                .iter()
-                .filter_map(|f| f["code"].as_str())
-                .collect();
-            let verdict = if errs.is_empty() { "true" } else { "FALSE" };
-            table.push_str(&format!(
-                "| {} | {cmd:?} | {} | {verdict} |\n",
-                s.name(),
-                codes.join(", ")
-            ));
+            table.push_str(&table_row(&s.name(), cmd, &r, &errs));
             wrong.extend(
                 errs.into_iter()
                     .map(|e| format!("{} {cmd:?}: {e}", s.name())),
             );
         }
     }
+    print_and_check(&table, &wrong, chosen.len());
+}
+
+/// One row of the printed table: the situation, the command, the codes it printed,
+/// and whether every claim held.
+fn table_row(situation: &str, cmd: Cmd, r: &Run, errs: &[String]) -> String {
+    let codes: Vec<&str> = r
+        .findings(cmd)
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    let verdict = if errs.is_empty() { "true" } else { "FALSE" };
+    format!(
+        "| {situation} | {cmd:?} | {} | {verdict} |\n",
+        codes.join(", ")
+    )
+}
+
+/// Print the table of situation x command x codes x verdict, then fail on any false or
+/// missing claim (or a sample too small to mean anything, unless picked by name).
+fn print_and_check(table: &str, wrong: &[String], chosen: usize) {
     println!("| situation | command | codes | verdict |\n| --- | --- | --- | --- |\n{table}");
     assert!(
         wrong.is_empty(),
@@ -1711,56 +1728,64 @@ fn every_claim_holds_over_generated_situations() {
         wrong.join("\n")
     );
     assert!(
-        chosen.len() >= 10 || std::env::var("ORACLE_PICK").is_ok(),
-        "a sample of {}",
-        chosen.len()
+        chosen >= 10 || std::env::var("ORACLE_PICK").is_ok(),
+        "a sample of {chosen}"
     );
 }
 
-/// The oracle can fail: a code left without a predicate, and a predicate that demands
-/// the wrong truth, each make a true run's judgement fail.
-#[test]
-fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
-    let s = Situation {
-        server: Server::Scripted,
-        tls: Tls::None,
-        policy: Policy::CloseHeader(1),
-        status: 200,
-        path: Path::Direct,
-        strategy: "keepalive",
-    };
-    let r = run(&s, Cmd::Bench);
-    assert_eq!(judge(&s, Cmd::Bench, &r, PREDICATES), Vec::<String>::new());
-    let code = "not_reused_server_close_header";
-    let without: Vec<Predicate> = PREDICATES
-        .iter()
-        .filter(|p| p.code != code)
-        .copied()
-        .collect();
-    let errs = judge(&s, Cmd::Bench, &r, &without);
+/// An oracle can fail: `judge` finds a true run true with `table`, and false without
+/// `code`'s predicate ("no predicate") or with `wrong` in its place ("false").
+fn fails_without_or_wrong(
+    table: &[Predicate],
+    code: &str,
+    wrong: fn(&Situation, &str) -> Result<(), String>,
+    judge: impl Fn(&[Predicate]) -> Vec<String>,
+) {
+    assert_eq!(judge(table), Vec::<String>::new());
+    let without: Vec<Predicate> = table.iter().filter(|p| p.code != code).copied().collect();
+    let errs = judge(&without);
     assert!(
         errs.iter()
             .any(|e| e.starts_with(code) && e.contains("no predicate")),
         "{errs:?}"
     );
-    let wrong: Vec<Predicate> = PREDICATES
+    let wrong: Vec<Predicate> = table
         .iter()
-        .map(|p| {
-            if p.code == code {
-                Predicate {
-                    code,
-                    holds: |s, _| need(s.truth() == Policy::Http10, "wrong on purpose"),
-                }
-            } else {
-                *p
-            }
+        .map(|p| Predicate {
+            holds: if p.code == code { wrong } else { p.holds },
+            ..*p
         })
         .collect();
-    let errs = judge(&s, Cmd::Bench, &r, &wrong);
+    let errs = judge(&wrong);
     assert!(
         errs.iter()
             .any(|e| e.starts_with(code) && e.contains("false")),
         "{errs:?}"
+    );
+}
+
+/// A true run to show an oracle can fail: the scripted server's `Connection: close` on
+/// every response, keep-alive asked.
+const CLOSING: Situation = Situation {
+    server: Server::Scripted,
+    tls: Tls::None,
+    policy: Policy::CloseHeader(1),
+    status: 200,
+    path: Path::Direct,
+    strategy: "keepalive",
+};
+
+/// The oracle can fail: a code left without a predicate, and a predicate that demands
+/// the wrong truth, each make a true run's judgement fail.
+#[test]
+fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
+    let s = CLOSING;
+    let r = run(&s, Cmd::Bench);
+    fails_without_or_wrong(
+        PREDICATES,
+        "not_reused_server_close_header",
+        |s, _| need(s.truth() == Policy::Http10, "wrong on purpose"),
+        |table| judge(&s, Cmd::Bench, &r, table),
     );
 }
 

@@ -434,32 +434,20 @@ impl Recorder {
 
     /// A connection went from the `--local-addr` address of this index.
     pub fn connection_source(&mut self, index: u32) {
-        let i = index as usize;
-        if i >= self.opened_by_source.len() {
-            self.opened_by_source.resize(i + 1, 0);
-        }
-        self.opened_by_source[i] += 1;
+        count_at(&mut self.opened_by_source, index);
     }
 
     /// The client asked to close a connection, and the server of origin `origin` kept
     /// it open.
     pub fn server_ignored_close(&mut self, origin: u32) {
         self.counts.server_ignored_close += 1;
-        let i = origin as usize;
-        if i >= self.ignored_close_by_origin.len() {
-            self.ignored_close_by_origin.resize(i + 1, 0);
-        }
-        self.ignored_close_by_origin[i] += 1;
+        count_at(&mut self.ignored_close_by_origin, origin);
     }
 
     /// A TCP connection was established (the server accepted it).
     pub fn connection_opened(&mut self, origin: u32) {
         self.counts.connections_opened += 1;
-        let i = origin as usize;
-        if i >= self.opened_by_origin.len() {
-            self.opened_by_origin.resize(i + 1, 0);
-        }
-        self.opened_by_origin[i] += 1;
+        count_at(&mut self.opened_by_origin, origin);
         self.timeline.connection_opened();
     }
 
@@ -680,6 +668,15 @@ impl AddAssign<&Recorder> for Recorder {
 }
 
 /// Add counts kept by index (`b` into `a`, which grows to `b`'s length).
+/// One more at index `i` of counts by index (an origin, a source address).
+fn count_at(counts: &mut Vec<u64>, i: u32) {
+    let i = i as usize;
+    if i >= counts.len() {
+        counts.resize(i + 1, 0);
+    }
+    counts[i] += 1;
+}
+
 fn add_by_index(a: &mut Vec<u64>, b: &[u64]) {
     if b.len() > a.len() {
         a.resize(b.len(), 0);

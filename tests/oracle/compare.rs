@@ -289,16 +289,7 @@ fn required(s: &Situation, r: &Run) -> Vec<String> {
 pub(super) fn judge(s: &Situation, r: &Run, table: &[Predicate]) -> Vec<String> {
     let mut errs = Vec::new();
     let mut check = |s: &Situation, f: &Value, row: &str| {
-        let code = f["code"].as_str().unwrap_or("(none)");
-        let text = f["text"].as_str().unwrap_or("");
-        match table.iter().find(|p| p.code == code) {
-            None => errs.push(format!("{row}{code}: no predicate (\"{text}\")")),
-            Some(p) => {
-                if let Err(e) = (p.holds)(s, text) {
-                    errs.push(format!("{row}{code}: false: {e} (\"{text}\")"));
-                }
-            }
-        }
+        errs.extend(check_finding(table, s, f, row));
     };
     for f in r.findings(Cmd::Compare) {
         check(s, f, "");
@@ -356,31 +347,10 @@ fn every_compare_claim_holds_over_generated_situations() {
     for s in &chosen {
         let r = run(s, Cmd::Compare);
         let errs = judge(s, &r, &table);
-        let codes: Vec<&str> = r
-            .findings(Cmd::Compare)
-            .iter()
-            .filter_map(|f| f["code"].as_str())
-            .collect();
-        let verdict = if errs.is_empty() { "true" } else { "FALSE" };
-        rows.push_str(&format!(
-            "| {} | compare | {} | {verdict} |\n",
-            s.name(),
-            codes.join(", ")
-        ));
+        rows.push_str(&table_row(&s.name(), Cmd::Compare, &r, &errs));
         wrong.extend(errs.into_iter().map(|e| format!("{}: {e}", s.name())));
     }
-    println!("| situation | command | codes | verdict |\n| --- | --- | --- | --- |\n{rows}");
-    assert!(
-        wrong.is_empty(),
-        "{} false or missing claims:\n{}",
-        wrong.len(),
-        wrong.join("\n")
-    );
-    assert!(
-        chosen.len() >= 10 || std::env::var("ORACLE_PICK").is_ok(),
-        "a sample of {}",
-        chosen.len()
-    );
+    print_and_check(&rows, &wrong, chosen.len());
 }
 
 /// compare's oracle can fail: a true run (the scripted server's `Connection: close` on
@@ -389,41 +359,13 @@ fn every_compare_claim_holds_over_generated_situations() {
 /// that demands the wrong truth.
 #[test]
 fn the_compare_oracle_fails_on_a_missing_or_wrong_predicate() {
-    let s = Situation {
-        server: Server::Scripted,
-        tls: Tls::None,
-        policy: Policy::CloseHeader(1),
-        status: 200,
-        path: Path::Direct,
-        strategy: "keepalive",
-    };
+    let s = CLOSING;
     let r = run(&s, Cmd::Compare);
-    let table = both();
-    assert_eq!(judge(&s, &r, &table), Vec::<String>::new());
-    let code = "strategy_left_out";
-    let without: Vec<Predicate> = table.iter().filter(|p| p.code != code).copied().collect();
-    let errs = judge(&s, &r, &without);
-    assert!(
-        errs.iter()
-            .any(|e| e.starts_with(code) && e.contains("no predicate")),
-        "{errs:?}"
-    );
-    let wrong: Vec<Predicate> = table
-        .iter()
-        .map(|p| Predicate {
-            holds: if p.code == code {
-                |_, t| need(!t.contains("https://"), "wrong on purpose")
-            } else {
-                p.holds
-            },
-            ..*p
-        })
-        .collect();
-    let errs = judge(&s, &r, &wrong);
-    assert!(
-        errs.iter()
-            .any(|e| e.starts_with(code) && e.contains("false")),
-        "{errs:?}"
+    fails_without_or_wrong(
+        &both(),
+        "strategy_left_out",
+        |_, t| need(!t.contains("https://"), "wrong on purpose"),
+        |table| judge(&s, &r, table),
     );
     // A row named in a sentence is found as the situation's rows spell it.
     assert_eq!(first_row("close direct saves 0.4 ms"), "close direct");
