@@ -11,6 +11,7 @@ use std::task::{Context, Poll};
 
 use handshake::proto::h1::conn::{Conn, WaitReadable};
 use handshake::proto::pace::ReadLimits;
+use handshake::record::notes::Taken;
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -101,11 +102,17 @@ fuzz_target!(|input: &[u8]| {
         // Up to three responses on the connection, as a keep-alive client would read them.
         for _ in 0..3 {
             match conn
-                .read_response(head_request, ReadLimits::default())
+                .read_response(head_request, ReadLimits::default(), Taken::default())
                 .await
             {
                 Ok(r) => {
                     assert!(r.body_bytes <= r.bytes, "{r:?}");
+                    // Every 3xx to 5xx response's example is wanted, and only theirs.
+                    assert_eq!(
+                        r.said.is_some(),
+                        (300..600).contains(&r.head.status),
+                        "{r:?}"
+                    );
                     assert!(!r.head.is_informational(), "a 1xx is never the response");
                     total += r.bytes;
                     assert!(total <= data.len() as u64, "more bytes than were sent");
