@@ -12,7 +12,7 @@ use std::net::UdpSocket;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, run, without_proxy_env, write_certs, write_certs_valid, Nginx};
+use common::{bin, finding, run, without_proxy_env, write_certs, write_certs_valid, Nginx};
 use serde_json::Value;
 
 /// nginx's access log: one line per request.
@@ -113,15 +113,6 @@ fn evidence<'a>(finding: &'a Value, figure: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no evidence {figure} in {finding}"))
 }
 
-fn finding<'a>(s: &'a Value, code: &str) -> &'a Value {
-    s["diagnosis"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["code"] == code)
-        .unwrap_or_else(|| panic!("no finding {code} in {}", s["diagnosis"]))
-}
-
 /// A quick `doctor URL ARGS` (idle probes to 1 s, 20 requests per connection) as text
 /// on one unfolded line per sentence: its output and its stdout.
 fn doctor_text(url: &str, args: &[&str]) -> (std::process::Output, String) {
@@ -170,7 +161,7 @@ fn the_server_s_request_limit_is_the_mean_over_the_connections_it_closed() {
     );
     let at_limit = conns.values().filter(|r| **r == 100).count() as u64;
     assert_eq!(at_limit, 2, "{conns:?}");
-    let f = finding(s, "not_reused_server_max_requests");
+    let f = finding(&s["diagnosis"], "not_reused_server_max_requests");
     assert!(
         f["text"]
             .as_str()
@@ -1316,7 +1307,7 @@ fn h2c_against_an_http1_server_is_said_to_be_refused() {
         "{err}"
     );
     assert!(err.contains("--strategy keepalive"), "{err}");
-    let lead = finding(s, "leading_error");
+    let lead = finding(&s["diagnosis"], "leading_error");
     assert_eq!(lead["cause"], "protocol");
     assert_eq!(
         evidence(lead, "requests.error_details.h2c_refused")["value"],
@@ -1823,7 +1814,7 @@ fn listen_queue_overflows_are_named_from_the_kernel_s_count() {
     let has = codes(s).contains(&"listen_backlog_overflow".to_string());
     assert_eq!(has, reported > 0, "{}", s["diagnosis"]);
     if reported > 0 {
-        let f = finding(s, "listen_backlog_overflow");
+        let f = finding(&s["diagnosis"], "listen_backlog_overflow");
         assert_eq!(
             evidence(f, "raw.recorder.listen_overflows")["value"]
                 .as_f64()
@@ -2064,7 +2055,7 @@ fn keep_alive_off_is_named_by_bench_trace_compare_and_doctor() {
     let s = &v["scenarios"][0];
     assert_eq!(connections(&access_log(&n)).len(), 20);
     assert_eq!(s["connections"]["opened"], 20);
-    let f = finding(s, "not_reused_server_close_header");
+    let f = finding(&s["diagnosis"], "not_reused_server_close_header");
     assert!(
         f["text"].as_str().unwrap().contains("on every connection"),
         "{f}"
@@ -2220,12 +2211,7 @@ fn an_idle_timeout_shorter_than_the_gaps_is_named() {
     // The client's idle time starts when it has the response, nginx's timer when it
     // has written it, in whole milliseconds: the lower bound may pass 1 s by a few ms.
     assert!(lo <= 1.01 && 1.0 <= hi + 0.05, "{lo}-{hi}");
-    let found = d["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["code"] == "idle_timeout_short")
-        .unwrap_or_else(|| panic!("{d}"));
+    let found = finding(&d["problems"], "idle_timeout_short");
     // Its evidence is the probes' bounds, as the report's idle_timeout has them.
     let e = evidence(found, "idle_timeout");
     assert_eq!(e["bounds"], serde_json::json!([lo, hi]), "{found}");
@@ -2326,7 +2312,7 @@ fn an_http10_only_server_is_named() {
     );
     let s = &v["scenarios"][0];
     assert_eq!(s["connections"]["opened"], 10);
-    let f = finding(s, "not_reused_server_http10");
+    let f = finding(&s["diagnosis"], "not_reused_server_http10");
     assert!(
         f["text"]
             .as_str()
@@ -2450,12 +2436,7 @@ fn announced_idle_timeout_against_the_gaps() {
         s["connections"]["opened"].as_u64().unwrap()
     );
     assert_eq!(s["connections"]["keep_alive_header"]["timeout_s"], 1, "{s}");
-    let f = s["diagnosis"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "not_reused_server_idle_close")
-        .unwrap_or_else(|| panic!("{}", s["diagnosis"]));
+    let f = finding(&s["diagnosis"], "not_reused_server_idle_close");
     let text = f["text"].as_str().unwrap();
     assert!(
         text.contains("announced `Keep-Alive: timeout=1`")

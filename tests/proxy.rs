@@ -593,12 +593,7 @@ fn doctor_reads_the_origin_through_the_tunnel() {
         "{}",
         d["policy"]
     );
-    let through = d["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "through_proxy")
-        .expect("a through_proxy finding");
+    let through = finding(&d["findings"], "through_proxy");
     assert!(
         through["text"]
             .as_str()

@@ -652,12 +652,7 @@ fn doctor_finds_the_groups_go_accepts_and_what_it_prefers() {
         "{list}"
     );
     // The finding's evidence: the groups Go agreed on, of those offered alone.
-    let found = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "kx_groups")
-        .unwrap_or_else(|| panic!("{v}"));
+    let found = finding(&v["findings"], "kx_groups");
     let e = found["evidence"]
         .as_array()
         .unwrap()

@@ -660,12 +660,7 @@ func main() {{
     assert_eq!(d, [3, 3, 3, 0], "Go without: {v}");
     // The server issues tickets (Go with a cache resumed 2), but the wire cannot show
     // them inside TLS 1.3: both causes are said, with how to tell them apart.
-    let f = v["verdict"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "tls_never_resumed")
-        .unwrap_or_else(|| panic!("{v}"));
+    let f = finding(&v["verdict"], "tls_never_resumed");
     let text = f["text"].as_str().unwrap();
     assert!(
         text.contains("all 3 TLS handshakes were full: the client resumed no session, or the server issued none")
