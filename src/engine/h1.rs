@@ -70,9 +70,7 @@ impl Driver for H1 {
         let reused = self.conns[target.origin].is_some();
         self.dropped_got = (0, 0);
         let result = self.exchange(sc, target, phases).await.map(|r| {
-            if r.said.is_some() {
-                self.taken.mark(r.head.status);
-            }
+            self.taken.took(r.head.status, r.said.as_deref());
             Answer {
                 status: r.head.status,
                 retry_after_s: r.head.retry_after_s,

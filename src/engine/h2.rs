@@ -351,9 +351,7 @@ impl Driver for H2 {
             .exchange(sc, target, phases, &mut reused)
             .await
             .map(|a| {
-                if a.said.is_some() {
-                    self.taken.mark(a.status);
-                }
+                self.taken.took(a.status, a.said.as_deref());
                 Answer {
                     location: a.location,
                     said: a.said,

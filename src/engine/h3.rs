@@ -629,9 +629,7 @@ impl Driver for H3 {
             (false, self.fresh(sc, target, phases).await)
         };
         if let Ok(g) = &res {
-            if g.said.is_some() {
-                self.taken.mark(g.status);
-            }
+            self.taken.took(g.status, g.said.as_deref());
         }
         Try {
             reused,

@@ -37,8 +37,16 @@ impl Taken {
         }
     }
 
+    /// What a response of `status` said (`said`) is on its way to the recorder: its
+    /// status is taken.
+    pub fn took(&mut self, status: u16, said: Option<&str>) {
+        if said.is_some() {
+            self.mark(status);
+        }
+    }
+
     /// `status`'s example is taken.
-    pub fn mark(&mut self, status: u16) {
+    fn mark(&mut self, status: u16) {
         if (300..600).contains(&status) {
             let i = usize::from(status - 300);
             self.0[i / 64] |= 1 << (i % 64);

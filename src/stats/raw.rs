@@ -323,12 +323,11 @@ impl TryFrom<&RawRecorder> for Recorder {
 
     fn try_from(r: &RawRecorder) -> Result<Self, String> {
         let mut rec = Recorder {
-            opened_by_origin: opened_by_origin(r),
-            ignored_close_by_origin: if r.ignored_close_by_origin.is_empty() {
-                vec![r.counts.server_ignored_close]
-            } else {
-                r.ignored_close_by_origin.clone()
-            },
+            opened_by_origin: all_to_the_first(&r.opened_by_origin, r.counts.connections_opened),
+            ignored_close_by_origin: all_to_the_first(
+                &r.ignored_close_by_origin,
+                r.counts.server_ignored_close,
+            ),
             opened_by_source: r.opened_by_source.clone(),
             ..Recorder::new()
         };
@@ -452,12 +451,13 @@ fn beyond_the_first(by_origin: &[u64]) -> Vec<u64> {
     }
 }
 
-/// Connections by origin: as written, or all to the first when none were written.
-fn opened_by_origin(r: &RawRecorder) -> Vec<u64> {
-    if r.opened_by_origin.is_empty() {
-        vec![r.counts.connections_opened]
+/// Counts by origin as written, or, where none were (every origin was the first),
+/// all of `total` to the first.
+fn all_to_the_first(by_origin: &[u64], total: u64) -> Vec<u64> {
+    if by_origin.is_empty() {
+        vec![total]
     } else {
-        r.opened_by_origin.clone()
+        by_origin.to_vec()
     }
 }
 

@@ -216,9 +216,7 @@ impl Loop<'_> {
         let head = reading
             .into_head()
             .expect("a complete response has its head");
-        if said.is_some() {
-            self.taken.mark(head.status);
-        }
+        self.taken.took(head.status, said.as_deref());
         let record = RequestRecord {
             reused: w.reused,
             phases: w.phases,
