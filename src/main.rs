@@ -11,7 +11,7 @@ fn main() {
                 .and_then(|arg| handshake::cli::foreign_flag(&arg.to_string()));
             match foreign {
                 Some(msg) => {
-                    eprintln!("handshake: {msg}");
+                    handshake::progress::note(&format!("handshake: {msg}"));
                     std::process::exit(2);
                 }
                 None => e.exit(),
@@ -35,10 +35,10 @@ fn main() {
             0
         }
         Err(e) => {
-            eprintln!("handshake: {e:#}");
+            handshake::progress::note(&format!("handshake: {e:#}"));
             // Ctrl-C that left nothing to report is still an interrupt.
             if handshake::interrupt::requested() {
-                handshake::interrupt::EXIT_STATUS
+                handshake::interrupt::exit_status()
             } else {
                 2
             }

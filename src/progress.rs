@@ -109,10 +109,11 @@ impl Steps {
                     self.start.elapsed().as_secs_f64()
                 );
                 let line = format!("{head}{what}");
-                eprintln!(
-                    "{}",
-                    crate::fmt::fit_hanging(&line, crate::fmt::width(), head.len())
-                );
+                note(&crate::fmt::fit_hanging(
+                    &line,
+                    crate::fmt::width(),
+                    head.len(),
+                ));
             }
         }
     }
@@ -170,4 +171,13 @@ fn bar(name: &'static str) -> ProgressBar {
     b.set_prefix(name);
     b.enable_steady_tick(REDRAW);
     b
+}
+
+/// A line on stderr that never panics: one that cannot be written (stderr closed early,
+/// `2>&1 | head -1`) is lost, and the command goes on to its end (`eprintln!` would panic
+/// there; `tests/architecture.rs` keeps it out of the crate).
+pub fn note(line: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
 }

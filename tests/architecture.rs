@@ -765,3 +765,59 @@ fn the_check_catches_a_cause_decided_elsewhere() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs"]);
 }
+
+/// The files under `src` whose code calls `println!` or `eprintln!`, as paths.
+fn panicking_prints(src: &Path) -> Vec<String> {
+    // `lib.rs` and `main.rs` are both the crate's root in `modules`: read both.
+    let mut files: BTreeSet<PathBuf> = modules(src).into_values().collect();
+    files.extend(
+        ["lib.rs", "main.rs"]
+            .map(|f| src.join(f))
+            .into_iter()
+            .filter(|p| p.exists()),
+    );
+    let mut out: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            let code = without_comments_and_strings(&std::fs::read_to_string(p).unwrap());
+            code.contains("println!(")
+        })
+        .map(|p| p.strip_prefix(src).unwrap().display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Output that cannot be written never panics (issue 57, item 5): `println!` and
+/// `eprintln!` panic on a closed pipe (`2>&1 | head -1`) or a full disk, so the crate
+/// writes stdout through `cmd::print_out` (an error naming it, exit 1) and stderr through
+/// `progress::note` (a line lost, the run going on).
+#[test]
+fn no_print_that_panics() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert!(
+        panicking_prints(&src).is_empty(),
+        "println!/eprintln! in {:?}: use cmd::print_out or progress::note",
+        panicking_prints(&src)
+    );
+}
+
+/// The check sees a `println!` or `eprintln!` in code, not in a comment or a string.
+#[test]
+fn the_check_catches_a_print_that_panics() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-print-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\npub mod c;\n").unwrap();
+    std::fs::write(src.join("main.rs"), "fn main() { eprintln!(\"x\"); }\n").unwrap();
+    std::fs::write(src.join("a.rs"), "fn f() { eprintln!(\"x\"); }\n").unwrap();
+    std::fs::write(src.join("b.rs"), "fn f() { println!(\"x\"); }\n").unwrap();
+    std::fs::write(
+        src.join("c.rs"),
+        "// println!(\"x\")\nconst S: &str = \"eprintln!(\";\n",
+    )
+    .unwrap();
+    let found = panicking_prints(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found, ["a.rs", "b.rs", "main.rs"]);
+}

@@ -1023,7 +1023,7 @@ fn ctrl_c_keeps_what_bench_measured() {
     cmd.args(["bench", &n.url(), "-d", "30s", "-c", "2", "--no-progress"]);
     let (code, out, err) = interrupt_after(cmd, Duration::from_millis(1000));
     assert_eq!(code, Some(130), "{err}");
-    assert!(out.starts_with("Interrupted (Ctrl-C)"), "{out}");
+    assert!(out.starts_with("Interrupted by SIGINT (Ctrl-C)"), "{out}");
     assert!(out.contains("requests ok over"), "{out}");
 }
 
@@ -1194,7 +1194,10 @@ fn ctrl_c_keeps_what_audit_and_watch_saw() {
     cmd.args(["audit", "-d", "30s"]);
     let (code, out, err) = interrupt_after(cmd, Duration::from_millis(800));
     assert_eq!(code, Some(130), "{err}");
-    assert!(out.starts_with("Interrupted (Ctrl-C) after "), "{out}");
+    assert!(
+        out.starts_with("Interrupted by SIGINT (Ctrl-C) after "),
+        "{out}"
+    );
 }
 
 // Row 8 in the lab: bench --rtt keeps what it measured over the emulated link (the lab
@@ -1457,7 +1460,7 @@ fn ctrl_c_keeps_the_probes_doctor_finished() {
     cmd.env("COLUMNS", "1000");
     let (code, out, err) = interrupt_once_logged(cmd, &n, 25);
     assert_eq!(code, Some(130), "{err}");
-    assert!(out.starts_with("Interrupted (Ctrl-C)"), "{out}");
+    assert!(out.starts_with("Interrupted by SIGINT (Ctrl-C)"), "{out}");
     assert!(
         !out.contains("No problem found: connections can be reused"),
         "{out}"

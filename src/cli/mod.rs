@@ -14,12 +14,14 @@ pub const EXIT_STATUS: &str = "Exit status:
   1  a run or a check failed: no request succeeded, or no response was a
      success (no 2xx or 3xx; --ok-status counts others) (bench, merge,
      trace; compare: a row without any), a --fail-if expression held,
-     doctor found a problem or its first request failed
+     doctor found a problem or its first request failed, or the report
+     could not be written (a full disk; the message names the file)
   2  usage or setup error: a bad flag or value (the message names it), a
      server or link that could not be set up
-  130  interrupted by Ctrl-C (bench, compare, doctor, audit, watch, lab):
-     the report of what completed was printed, marked as interrupted; a
-     second Ctrl-C exits at once
+  130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM (bench, compare,
+     doctor, audit, watch, lab, serve): the report of what completed was
+     printed, marked as interrupted by which signal; a second signal gives
+     up what is in flight at once and still prints, a third exits at once
   audit -- COMMAND and watch -- COMMAND pass on the command's own non-zero
   status";
 

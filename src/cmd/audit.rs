@@ -22,21 +22,16 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
     }
     let proxy = proxy_mode.then(|| running.url.trim_end_matches('/').to_string());
     match &proxy {
-        Some(p) => eprintln!(
+        Some(p) => crate::progress::note(&format!(
             "handshake audit: a forward proxy on {p} (the command's HTTP_PROXY and HTTPS_PROXY)"
-        ),
-        None => eprintln!("handshake audit: listening on {}", running.url),
+        )),
+        None => crate::progress::note(&format!("handshake audit: listening on {}", running.url)),
     }
     let started_at = crate::host::now_rfc3339();
     let started = std::time::Instant::now();
     let (command, status) = run_client(&a.command, plan.duration, &running.url, proxy)?;
     let mut report = running.finish(command, status);
-    report.interrupted = crate::interrupt::requested().then(|| {
-        crate::report::finding::ended_by_interrupt(
-            "the client's connections",
-            started.elapsed().as_secs_f64(),
-        )
-    });
+    report.interrupted = super::output::ended_by_interrupt("the client's connections", started);
     report.run = Some(crate::report::RunInfo {
         urls: vec![report.url.clone()],
         ..crate::host::run_info("audit", started_at)
@@ -47,24 +42,24 @@ pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
         results,
     } = thresholds::check_report(&plan.thresholds, &report)?;
     report.thresholds = results;
-    if let Some(path) = &a.html {
-        std::fs::write(path, crate::report::html::render_audit(&report))
-            .with_context(|| format!("--html {}", path.display()))?;
-    }
     let out = if a.json {
         serde_json::to_string_pretty(&report).expect("audit report serializes")
     } else {
         render(&report, crate::fmt::width())
     };
-    super::print_out(&out);
+    let mut unwritten = super::print_out(&out);
+    if let Some(path) = &a.html {
+        let page = crate::report::html::render_audit(&report);
+        unwritten = unwritten.max(super::output::write_file("--html", path, &page));
+    }
     for l in lines {
-        eprintln!("{l}");
+        crate::progress::note(&l);
     }
     // Ctrl-C first; then the command's failure; then the thresholds'.
     Ok(match status {
-        _ if report.interrupted.is_some() => crate::interrupt::EXIT_STATUS,
+        _ if report.interrupted.is_some() => crate::interrupt::exit_status(),
         Some(code) if code != 0 => code,
-        _ => i32::from(failed),
+        _ => i32::from(failed).max(unwritten),
     })
 }
 

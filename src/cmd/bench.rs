@@ -36,7 +36,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             // standard error may be mixed into the JSON stream (`kubectl logs`).
             if !a.output.json {
                 let late = (time::OffsetDateTime::now_utc() - at).as_seconds_f64();
-                eprintln!("handshake: --start-at passed {late:.3} s ago; starting now");
+                crate::progress::note(&format!(
+                    "handshake: --start-at passed {late:.3} s ago; starting now"
+                ));
             }
         } else {
             std::thread::sleep(wait);

@@ -45,7 +45,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
         // Nothing could be probed: a failed run, not a usage error.
         Err(e) if e.downcast_ref::<crate::doctor::Unreachable>().is_some() => {
             steps.finish();
-            eprintln!("handshake: {e}");
+            crate::progress::note(&format!("handshake: {e}"));
             return Ok(1);
         }
         Err(e) => return Err(e),
@@ -54,14 +54,14 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     if let Some(e) = embedded {
         d.link = e.finish().1;
     }
-    if crate::interrupt::requested() {
-        d.interrupted = Some(crate::report::finding::probes_interrupted());
-    }
+    d.interrupted = crate::interrupt::by().map(crate::report::finding::probes_interrupted);
     let out = if a.json {
         serde_json::to_string_pretty(&d).expect("doctor report serializes")
     } else {
         text::doctor::render(&d, crate::fmt::width())
     };
-    super::print_out(&out);
-    Ok(super::exit_status(i32::from(!d.problems.is_empty())))
+    let unwritten = super::print_out(&out);
+    Ok(super::exit_status(
+        i32::from(!d.problems.is_empty()).max(unwritten),
+    ))
 }

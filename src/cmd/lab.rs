@@ -108,15 +108,10 @@ fn report(
     code: i32,
     started: std::time::Instant,
 ) -> i32 {
-    let interrupted = crate::interrupt::requested().then(|| {
-        crate::report::finding::ended_by_interrupt(
-            "the link and the command's run",
-            started.elapsed().as_secs_f64(),
-        )
-    });
+    let interrupted = super::output::ended_by_interrupt("the link and the command's run", started);
     if a.json {
         let v = serde_json::json!({ "link": link, "server": server, "command": args, "exit_status": code, "interrupted": interrupted });
-        eprintln!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
+        crate::progress::note(&serde_json::to_string_pretty(&v).expect("serializes"));
     } else {
         say(&link.describe_line());
         say(&format!("the link: {}", link.describe_held()));
@@ -135,7 +130,7 @@ fn report(
         }
     }
     if interrupted.is_some() {
-        crate::interrupt::EXIT_STATUS
+        crate::interrupt::exit_status()
     } else {
         code
     }
@@ -143,8 +138,8 @@ fn report(
 
 /// A line of the lab's own on stderr, fitted to the width.
 fn say(line: &str) {
-    eprintln!(
-        "{}",
-        crate::fmt::fit(&format!("handshake lab: {line}"), crate::fmt::width())
-    );
+    crate::progress::note(&crate::fmt::fit(
+        &format!("handshake lab: {line}"),
+        crate::fmt::width(),
+    ));
 }

@@ -4,8 +4,6 @@
 
 use std::io::Write;
 
-use anyhow::Context;
-
 use crate::cli::OutputArgs;
 use crate::report::{self, Report};
 
@@ -24,11 +22,11 @@ pub(crate) fn emit_checked(
     if let Some(run) = rep.run.as_mut() {
         run.urls = urls;
     }
-    emit(rep, output, verbose)?;
+    let unwritten = emit(rep, output, verbose);
     for l in checked.lines {
-        eprintln!("{l}");
+        crate::progress::note(&l);
     }
-    Ok(i32::from(checked.failed))
+    Ok(i32::from(checked.failed).max(unwritten))
 }
 
 /// A run that measured nothing has failed, and so has one in which no response was a
@@ -41,51 +39,87 @@ pub(crate) fn no_success(rep: &Report, accepted: &[(u16, u16)]) -> i32 {
         .filter_map(|s| report::failure::no_success_line(s, accepted))
         .collect();
     for l in &lines {
-        eprintln!("handshake: {l}");
+        crate::progress::note(&format!("handshake: {l}"));
     }
     i32::from(!lines.is_empty())
 }
 
-/// When Ctrl-C cut the work short: the mark saying what the report covers (`what`:
+/// When a signal cut the work short: the mark saying what the report covers (`what`:
 /// "the run", "the rounds completed").
 pub(crate) fn interrupted(what: &str, rep: &Report) -> Option<report::finding::Finding> {
-    crate::interrupt::requested().then(|| {
+    crate::interrupt::by().map(|by| {
         let r = rep.scenarios.iter().map(|s| &s.requests);
         let completed = r.clone().map(|r| r.attempted).sum();
         let given_up = r.map(|r| r.aborted_at_deadline).sum();
-        report::finding::interrupted(what, completed, given_up)
+        report::finding::interrupted(by, what, completed, given_up)
     })
 }
 
-/// The exit status: `code`, or 130 when Ctrl-C cut the work short.
+/// The mark of a watch, audit or lab that a signal ended, `started` being its start.
+pub(crate) fn ended_by_interrupt(
+    what: &str,
+    started: std::time::Instant,
+) -> Option<report::finding::Finding> {
+    crate::interrupt::by()
+        .map(|by| report::finding::ended_by_interrupt(by, what, started.elapsed().as_secs_f64()))
+}
+
+/// The exit status: `code`, or 128 + the signal's number when one cut the work short
+/// (130 for SIGINT, 143 for SIGTERM).
 pub(crate) fn exit_status(code: i32) -> i32 {
     if crate::interrupt::requested() {
-        crate::interrupt::EXIT_STATUS
+        crate::interrupt::exit_status()
     } else {
         code
     }
 }
 
-/// Print a command's report on stdout; a reader that stopped reading (`| head`) is not
-/// an error (println! would panic on the broken pipe).
-pub(crate) fn print_out(out: &str) {
+/// Print a command's report on stdout: 0, or 1 when it could not be written (a full
+/// disk behind `> FILE`), said on stderr naming stdout. A reader that stopped reading
+/// (`| head`) is not an error: the rest is dropped quietly (`println!` would panic on the
+/// broken pipe).
+pub(crate) fn print_out(out: &str) -> i32 {
     let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{out}");
+    match writeln!(stdout, "{out}").and_then(|()| stdout.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            crate::progress::note(&format!(
+                "handshake: the report could not be written to standard output: {e}"
+            ));
+            1
+        }
+    }
+}
+
+/// Write a report's file (`--html FILE`): 0, or 1 when it could not be written (a full
+/// disk, a folder that does not exist), said on stderr naming the flag and the file. The
+/// report on stdout is printed first, so nothing measured is lost.
+pub(crate) fn write_file(flag: &str, path: &std::path::Path, content: &str) -> i32 {
+    match std::fs::write(path, content) {
+        Ok(()) => 0,
+        Err(e) => {
+            crate::progress::note(&format!(
+                "handshake: {flag} {}: the report could not be written there: {e}",
+                path.display()
+            ));
+            1
+        }
+    }
 }
 
 /// Print the report (JSON, or text fitted to the terminal, with the explanations when
-/// `verbose`) and write the HTML file if asked.
-fn emit(rep: &Report, output: &OutputArgs, verbose: bool) -> anyhow::Result<()> {
-    if let Some(path) = &output.html {
-        std::fs::write(path, report::html::render(rep))
-            .with_context(|| format!("--html {}", path.display()))?;
-    }
+/// `verbose`) and write the HTML file if asked: 0, or 1 when either could not be
+/// written.
+fn emit(rep: &Report, output: &OutputArgs, verbose: bool) -> i32 {
     let out = if output.json {
         report::to_json(rep)
     } else {
         report::text::render(rep, &report::text::Layout::of_terminal(verbose))
     };
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{out}");
-    Ok(())
+    let printed = print_out(&out);
+    let written = output.html.as_ref().map_or(0, |path| {
+        write_file("--html", path, &report::html::render(rep))
+    });
+    printed.max(written)
 }

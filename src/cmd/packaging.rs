@@ -52,7 +52,7 @@ pub fn man(a: ManArgs) -> anyhow::Result<i32> {
         )?;
     }
     for p in written {
-        println!("{}", p.display());
+        let _ = super::print_out(&p.display().to_string());
     }
     Ok(0)
 }
@@ -88,7 +88,7 @@ fn markdown(cmd: &clap::Command, dir: &std::path::Path) -> anyhow::Result<i32> {
             ),
         };
         std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
-        println!("{}", path.display());
+        let _ = super::print_out(&path.display().to_string());
     }
     Ok(0)
 }

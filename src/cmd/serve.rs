@@ -81,10 +81,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let needed = crate::net::descriptors::needed(cfg.max_connections);
     crate::net::descriptors::raise_to_hard();
     if let Err(limit) = crate::net::descriptors::reserve(needed) {
-        eprintln!(
+        crate::progress::note(&format!(
             "handshake serve: --max-connections {} needs about {needed} open files, and this process may open {limit} (ulimit -n): connections past that wait in the listen queue until others close",
             cfg.max_connections
-        );
+        ));
     }
     let srv = server::start(cfg)?;
     if let Some(path) = &a.cacert_out {
@@ -109,22 +109,23 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         let _ = out.flush();
     }
+    // Until -d passes, or SIGINT or SIGTERM: then the server's own counts, and the
+    // signal's exit status (130, 143).
+    crate::interrupt::install();
     let rt = crate::runtime_thread::current_thread_runtime()?;
     rt.block_on(async {
         match duration {
             Some(d) => {
                 tokio::select! {
-                    _ = tokio::time::sleep(d) => {},
-                    _ = tokio::signal::ctrl_c() => {},
+                    () = tokio::time::sleep(d) => {},
+                    () = crate::interrupt::stopped() => {},
                 }
             }
-            None => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+            None => crate::interrupt::stopped().await,
         }
     });
     let s = srv.snapshot();
-    eprintln!(
+    crate::progress::note(&format!(
         "handshake serve: {} connections accepted ({} HTTP/2, {} HTTP/3), {} requests ({} HTTP/2 streams, {} HTTP/3), TLS handshakes full {} resumed {}",
         s.connections_accepted,
         s.h2_connections,
@@ -134,7 +135,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         s.h3_requests,
         s.tls_handshakes_full,
         s.tls_handshakes_resumed
-    );
+    ));
     srv.stop();
-    Ok(0)
+    Ok(super::exit_status(0))
 }

@@ -39,12 +39,12 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     } else {
         text::trace::render(&t, crate::fmt::width())
     };
-    super::print_out(&out);
+    let unwritten = super::print_out(&out);
     let failed = no_success(&t, &accepted);
     if let Some(line) = &failed {
-        eprintln!("handshake: {line}");
+        crate::progress::note(&format!("handshake: {line}"));
     }
-    Ok(i32::from(t.error.is_some() || failed.is_some()))
+    Ok(i32::from(t.error.is_some() || failed.is_some()).max(unwritten))
 }
 
 /// "no response was a success: 2 of 2 were 400 (what the server said); ...", when the

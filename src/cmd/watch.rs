@@ -57,17 +57,17 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     } else {
         text::watch::render(&rep, crate::fmt::width())
     };
-    super::print_out(&out);
+    let unwritten = super::print_out(&out);
     for l in lines {
-        eprintln!("{l}");
+        crate::progress::note(&l);
     }
     if let Some(p) = publisher {
         p.finish();
     }
     // Ctrl-C first; then the command's failure; then the thresholds'.
     Ok(match rep.exit_status {
-        _ if rep.interrupted.is_some() => crate::interrupt::EXIT_STATUS,
+        _ if rep.interrupted.is_some() => crate::interrupt::exit_status(),
         Some(code) if code != 0 => code,
-        _ => i32::from(failed),
+        _ => i32::from(failed).max(unwritten),
     })
 }

@@ -496,11 +496,11 @@ fn clean_up() {
     }
 }
 
-/// On SIGINT or SIGTERM: the first is passed to the command the lab runs, if one runs;
-/// otherwise (or at the second) stop the lab's processes by PID and exit (130 or 143). A
-/// first SIGINT marks the run interrupted. SIGINT is left to a command that handles
-/// Ctrl-C itself in this process (`bench --rtt` reports what it measured; a second
-/// SIGINT exits through it, after the lab's cleanup).
+/// On SIGINT or SIGTERM: the first is passed to the command the lab runs, if one runs,
+/// and marks the run interrupted by it; otherwise (or at the second) stop the lab's
+/// processes by PID and exit (130 or 143). Both are left to a command that handles them
+/// itself in this process (`bench --rtt` reports what it measured; a third signal exits
+/// through it, after the lab's cleanup).
 fn watch_signals() {
     crate::interrupt::on_exit(clean_up);
     let _ = std::thread::Builder::new()
@@ -535,17 +535,19 @@ fn watch_signals() {
                     .filter(|(pid, group)| !group && alive(*pid))
                     .map(|(pid, _)| *pid)
                     .collect();
-                if sig == libc::SIGINT && crate::interrupt::installed() {
-                    // The command in this process acts on every SIGINT itself: the first
-                    // stops its work, the second exits after the lab's cleanup (its
+                if crate::interrupt::installed() {
+                    // The command in this process acts on every signal itself: the first
+                    // stops its work, the third exits after the lab's cleanup (its
                     // `on_exit`). One exit, not two threads racing to it.
                     continue;
                 }
                 if !forwarded && !clients.is_empty() {
                     forwarded = true;
-                    if sig == libc::SIGINT {
-                        crate::interrupt::request();
-                    }
+                    crate::interrupt::request_by(if sig == libc::SIGTERM {
+                        crate::interrupt::By::SIGTERM
+                    } else {
+                        crate::interrupt::By::SIGINT
+                    });
                     // A terminal's Ctrl-C reached the whole foreground group, the
                     // command with it: a second one would end it at once, unreported.
                     if !(sig == libc::SIGINT && crate::interrupt::from_terminal()) {
@@ -558,7 +560,7 @@ fn watch_signals() {
                     }
                     continue;
                 }
-                eprintln!("handshake lab: interrupted; stopping the lab's processes");
+                crate::progress::note("handshake lab: interrupted; stopping the lab's processes");
                 clean_up();
                 std::process::exit(code);
             }

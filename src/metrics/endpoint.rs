@@ -81,17 +81,19 @@ impl Endpoint {
     }
 
     /// After the end: wait for one more scrape (the final values collected), at most
-    /// `linger`, or a Ctrl-C (one more, if the work ended by one). Whether a scrape
+    /// `linger`, or a signal (one more, if the work ended by one). Whether a scrape
     /// came.
     pub fn linger(&self, linger: Duration) -> bool {
-        let interrupted = crate::interrupt::requested();
+        let (interrupted, hurried) = (crate::interrupt::requested(), crate::interrupt::hurried());
         let before = self.scrapes();
         let until = Instant::now() + linger;
         while Instant::now() < until {
             if self.scrapes() > before {
                 return true;
             }
-            if !interrupted && crate::interrupt::requested() {
+            if (!interrupted && crate::interrupt::requested())
+                || (!hurried && crate::interrupt::hurried())
+            {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -44,7 +44,10 @@ impl Publisher {
             .map(|a| Endpoint::start(a, source.clone()))
             .transpose()?;
         if let Some(e) = &endpoint {
-            eprintln!("handshake: metrics at http://{}/metrics", e.addr());
+            crate::progress::note(&format!(
+                "handshake: metrics at http://{}/metrics",
+                e.addr()
+            ));
         }
         let pusher = plan
             .remote
@@ -69,16 +72,16 @@ impl Publisher {
         if let Some(p) = self.pusher {
             let url = p.url.clone();
             if let Some(line) = p.finish().line(&url) {
-                eprintln!("{line}");
+                crate::progress::note(&line);
             }
         }
         if let Some(e) = self.endpoint {
             if !self.linger.is_zero() {
-                eprintln!(
+                crate::progress::note(&format!(
                     "handshake: serving the last values at http://{}/metrics until the next scrape (at most {:?}; Ctrl-C to leave now)",
                     e.addr(),
                     self.linger
-                );
+                ));
                 e.linger(self.linger);
             }
         }

@@ -286,7 +286,7 @@ fn say_once(line: &str) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !said.iter().any(|s| s == line) {
-        eprintln!("{line}");
+        crate::progress::note(line);
         said.push(line.to_string());
     }
 }

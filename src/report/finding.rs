@@ -141,12 +141,18 @@ impl Finding {
     }
 }
 
-/// The mark of a report cut short by Ctrl-C: what it covers. `completed` attempts ended
-/// (ok or failed) and `given_up` were still in flight when the grace ran out.
-pub fn interrupted(what: &str, completed: u64, given_up: u64) -> Finding {
+/// The signal's figure in an interrupted report: its number, with its name.
+fn signal(by: crate::interrupt::By) -> Evidence {
+    Evidence::figure("signal", f64::from(by.number()), None, by.words())
+}
+
+/// The mark of a report cut short by the signal `by`: what it covers. `completed`
+/// attempts ended (ok or failed) and `given_up` were still in flight when the grace ran
+/// out (a second, or at once at a second signal).
+pub fn interrupted(by: crate::interrupt::By, what: &str, completed: u64, given_up: u64) -> Finding {
     let gave_up = if given_up > 0 {
         format!(
-            "; {given_up} still in flight a second later {} given up",
+            "; {given_up} still in flight at its grace's end {} given up",
             if given_up == 1 { "was" } else { "were" }
         )
     } else {
@@ -156,9 +162,11 @@ pub fn interrupted(what: &str, completed: u64, given_up: u64) -> Finding {
         "interrupted",
         Cause::Measured,
         format!(
-            "Interrupted (Ctrl-C): this report covers {what} before it: {completed} attempts that ended{gave_up}."
+            "Interrupted by {}: this report covers {what} before it: {completed} attempts that ended{gave_up}.",
+            by.words()
         ),
     )
+    .with(signal(by))
     .with(Evidence::figure(
         "requests.attempted",
         completed as f64,
@@ -173,14 +181,18 @@ pub fn interrupted(what: &str, completed: u64, given_up: u64) -> Finding {
     ))
 }
 
-/// The mark of a watch, audit or lab ended by Ctrl-C after `after_s` seconds: the
-/// report covers `what` until then (exit status 130).
-pub fn ended_by_interrupt(what: &str, after_s: f64) -> Finding {
+/// The mark of a watch, audit or lab ended by the signal `by` after `after_s` seconds:
+/// the report covers `what` until then (exit status 128 + its number).
+pub fn ended_by_interrupt(by: crate::interrupt::By, what: &str, after_s: f64) -> Finding {
     Finding::new(
         "interrupted",
         Cause::Measured,
-        format!("Interrupted (Ctrl-C) after {after_s:.1} s: this report covers {what} until then."),
+        format!(
+            "Interrupted by {} after {after_s:.1} s: this report covers {what} until then.",
+            by.words()
+        ),
     )
+    .with(signal(by))
     .with(Evidence::figure(
         "duration_s",
         after_s,
@@ -189,13 +201,15 @@ pub fn ended_by_interrupt(what: &str, after_s: f64) -> Finding {
     ))
 }
 
-/// The mark of a doctor cut short by Ctrl-C: its report holds the probes that ended.
-pub fn probes_interrupted() -> Finding {
+/// The mark of a doctor cut short by the signal `by`: its report holds the probes that
+/// ended.
+pub fn probes_interrupted(by: crate::interrupt::By) -> Finding {
     Finding::new(
         "interrupted",
         Cause::Measured,
-        "Interrupted (Ctrl-C): this report holds the probes that ended before it; the one under way and those after it did not run, so their parts of the policy are missing, not fine.".to_string(),
+        format!("Interrupted by {}: this report holds the probes that ended before it; the one under way and those after it did not run, so their parts of the policy are missing, not fine.", by.words()),
     )
+    .with(signal(by))
 }
 
 /// `findings` in the order of their causes (stable within a cause), without those of a

@@ -627,8 +627,9 @@ fn report(
         peak_concurrent_connections: out.peak,
         endpoints,
         other_connections: process_mode.then_some(out.other),
-        interrupted: crate::interrupt::requested().then(|| {
+        interrupted: crate::interrupt::by().map(|by| {
             crate::report::finding::ended_by_interrupt(
+                by,
                 "the connections seen",
                 started.elapsed().as_secs_f64(),
             )

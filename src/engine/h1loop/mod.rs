@@ -273,9 +273,7 @@ pub(super) fn run(
     let mut events = Events::with_capacity(1024);
     let n = l.n;
     while l.live > 0 {
-        if crate::interrupt::requested()
-            && crate::interrupt::at().is_some_and(|at| at.elapsed() >= crate::interrupt::GRACE)
-        {
+        if crate::interrupt::grace_passed() {
             let cpu = l.lookups.take().map(Lookups::finish);
             return Ok((Some(l.in_flight), cpu.unwrap_or_default()));
         }

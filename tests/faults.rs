@@ -1,0 +1,318 @@
+//! Deploys and faults (issue 57): what a run does when it is stopped by a signal, when
+//! its report cannot be written, and when the server it loads goes away and comes back.
+//! Every count is checked against the server's own log.
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// Start `cmd` with its output piped, send it `signal` (`-TERM`, `-INT`) after `after`,
+/// and again `again` later if given; then its exit status, stdout and stderr, and how
+/// long after the first signal it ended.
+fn signalled(
+    cmd: &mut Command,
+    after: Duration,
+    signal: &str,
+    again: Option<Duration>,
+) -> (Option<i32>, String, String, Duration) {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let kill = || {
+        let _ = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status();
+    };
+    kill();
+    let sent = Instant::now();
+    if let Some(d) = again {
+        std::thread::sleep(d);
+        kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+        took,
+    )
+}
+
+/// The requests nginx logged (one line each: `$connection $connection_requests $status`)
+/// and the connections they came on.
+fn logged(log: &str) -> (u64, u64) {
+    std::thread::sleep(Duration::from_millis(200));
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let conns: std::collections::BTreeSet<&str> =
+        text.lines().filter_map(|l| l.split(' ').next()).collect();
+    (text.lines().count() as u64, conns.len() as u64)
+}
+
+/// SIGTERM (what systemd and Kubernetes send) is handled as SIGINT: the report of what
+/// was measured, marked as interrupted by SIGTERM, exit 143; its counts are nginx's; a
+/// segment's agent stopped so leaves a report `merge` reads.
+#[test]
+fn sigterm_keeps_what_bench_measured_and_merge_reads_the_segment() {
+    let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
+        return;
+    };
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "bench",
+        &n.url(),
+        "-d",
+        "30s",
+        "-c",
+        "2",
+        "--segment",
+        "1/2",
+        "--json",
+        "--no-progress",
+    ]);
+    let (code, out, err, _) = signalled(&mut cmd, Duration::from_millis(1500), "-TERM", None);
+    assert_eq!(code, Some(143), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    assert_eq!(v["interrupted"]["code"], "interrupted", "{v}");
+    let text = v["interrupted"]["text"].as_str().unwrap();
+    assert!(text.starts_with("Interrupted by SIGTERM: "), "{text}");
+    let signal = &v["interrupted"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["figure"] == "signal")
+        .unwrap()["value"];
+    assert_eq!(signal.as_f64(), Some(15.0));
+    let s = scenario(&v);
+    check_accounting(s);
+    let ok = u(&s["requests"]["ok"]);
+    let given_up = u(&s["requests"]["aborted_at_deadline"]);
+    assert!(ok > 0, "{s}");
+    let (requests, conns) = logged(&log);
+    assert!(
+        requests >= ok && requests <= ok + given_up,
+        "nginx logged {requests}, the report says {ok} ok (+{given_up} given up)"
+    );
+    assert_eq!(conns, u(&s["connections"]["opened"]), "{s}");
+
+    // merge reads what the stopped agent left.
+    let d = Dir::new("sigterm-segment");
+    let file = d.path("seg1.json");
+    std::fs::write(&file, &out).unwrap();
+    let m = run(&["merge", &file, "--json"]);
+    assert_eq!(m.status.code(), Some(0), "{m:?}");
+    let merged: Value = serde_json::from_slice(&m.stdout).unwrap();
+    assert_eq!(u(&scenario(&merged)["requests"]["ok"]), ok);
+}
+
+/// GNU `timeout -s INT` signals the command and then its whole process group: two
+/// SIGINTs at once. The second gives up what is in flight at once; the report is still
+/// printed, every time.
+#[test]
+fn timeout_s_int_signals_twice_and_the_report_is_still_printed() {
+    let Some((n, _log)) = Nginx::logging("$connection", "") else {
+        return;
+    };
+    for i in 0..4 {
+        let out = Command::new("timeout")
+            .args(["-s", "INT", "1.2", bin(), "bench", &n.url()])
+            .args(["-d", "20s", "-c", "2", "--json", "--no-progress"])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        // timeout's own status for a command it had to stop.
+        assert_eq!(out.status.code(), Some(124), "run {i}: {stderr}");
+        let v: Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("run {i}: {e}: {stdout:?} {stderr}"));
+        assert_eq!(v["interrupted"]["code"], "interrupted", "run {i}");
+        assert!(u(&scenario(&v)["requests"]["ok"]) > 0, "run {i}");
+    }
+}
+
+/// A server that accepts and never answers, on a free port: the connections it
+/// accepted, once `stop` is set.
+fn silent_server() -> (
+    String,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<u64>,
+) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let held = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => held.push(s),
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+            held.len() as u64
+        })
+    };
+    (url, stop, held)
+}
+
+/// A second signal ends the wait for requests in flight at once (not after the first's
+/// second of grace), and the report is still printed, with them given up.
+#[test]
+fn a_second_signal_gives_up_what_is_in_flight_and_still_prints() {
+    let (url, stop, held) = silent_server();
+    let mut cmd = Command::new(bin());
+    cmd.args(["bench", &url, "-d", "30s", "-c", "3", "--timeout", "60s"])
+        .args(["--json", "--no-progress"]);
+    let (code, out, err, took) = signalled(
+        &mut cmd,
+        Duration::from_millis(800),
+        "-TERM",
+        Some(Duration::from_millis(100)),
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let accepted = held.join().unwrap();
+    assert_eq!(code, Some(143), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    let s = scenario(&v);
+    assert_eq!(u(&s["requests"]["aborted_at_deadline"]), 3, "{s}");
+    assert_eq!(u(&s["connections"]["opened"]), accepted);
+    // The first signal alone would have waited its grace of a second.
+    assert!(
+        took < Duration::from_millis(900),
+        "ended {took:?} after the first signal"
+    );
+}
+
+/// `serve` stopped by SIGTERM prints its own counts, and exits 143.
+#[test]
+fn serve_stopped_by_sigterm_prints_its_counts() {
+    let mut child = Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--no-tls"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    while !first.ends_with('\n') && stdout.read(&mut byte).unwrap() == 1 {
+        first.push(byte[0] as char);
+    }
+    let url = first.trim().strip_prefix("listening ").unwrap().to_string();
+    let r = bench_json(&[&url, "-n", "50", "-c", "2"]);
+    let ok = u(&scenario(&r)["requests"]["ok"]);
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(
+        err.contains(&format!(
+            "2 connections accepted (0 HTTP/2, 0 HTTP/3), {ok} requests"
+        )),
+        "{err}"
+    );
+}
+
+/// A report that cannot be written is an error naming the file, after the text report
+/// is printed, exit 1; standard output on a full disk likewise names it.
+#[test]
+fn a_report_that_cannot_be_written_is_an_error_naming_the_file() {
+    let s = start(handshake::server::ServerConfig::default());
+    let url = s.http_url().unwrap();
+    for file in ["/dev/full", "/nonexistent-handshake-dir/report.html"] {
+        let out = run(&["bench", &url, "-n", "20", "--html", file, "--no-progress"]);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stdout.contains("20 requests ok"), "{stdout}");
+        assert!(
+            stderr.contains(&format!(
+                "handshake: --html {file}: the report could not be written there: "
+            )),
+            "{stderr}"
+        );
+    }
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(bin())
+        .args(["bench", &url, "-n", "20", "--json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the report could not be written to standard output: No space left"),
+        "{stderr}"
+    );
+}
+
+/// A reader that stops reading early (`2>&1 | head -1`, with --metrics saying its address
+/// first) ends the output quietly: no panic (exit 101), the run's own status.
+#[test]
+fn a_reader_that_stops_early_ends_the_output_quietly() {
+    let s = start(handshake::server::ServerConfig::default());
+    let url = s.http_url().unwrap();
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            "\"$0\" bench \"$1\" -n 2000 --metrics 127.0.0.1:0 --metrics-linger 0s 2>&1 | head -1; exit ${PIPESTATUS[0]}",
+            bin(),
+            &url,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("handshake: metrics at http://127.0.0.1:"),
+        "{stdout}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// `audit -- COMMAND` stopped by SIGTERM passes it to the command, prints what it saw,
+/// marked as interrupted by SIGTERM, exit 143; its requests are those nginx logged.
+#[test]
+fn audit_stopped_by_sigterm_keeps_what_it_saw() {
+    let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
+        return;
+    };
+    let d = Dir::new("sigterm-audit");
+    let pid_file = d.path("client.pid");
+    let mut cmd = Command::new(bin());
+    cmd.args(["audit", "--json", "--upstream", &n.url(), "--", "sh", "-c"])
+        .arg(format!(
+            "echo $$ > {pid_file}; while :; do curl -s -o /dev/null \"$HANDSHAKE_URL\"; sleep 0.05; done"
+        ));
+    let (code, out, err, _) = signalled(&mut cmd, Duration::from_millis(2000), "-TERM", None);
+    assert_eq!(code, Some(143), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    let text = v["interrupted"]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("Interrupted by SIGTERM after "), "{v}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        "the client command was stopped"
+    );
+    let (requests, _) = logged(&log);
+    assert!(requests >= 3, "{requests}");
+    assert_eq!(u(&v["total"]["requests"]), requests, "{}", v["total"]);
+}
