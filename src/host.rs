@@ -51,7 +51,12 @@ pub fn machine() -> Machine {
 
 /// Now, RFC 3339 in UTC.
 pub fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
+    rfc3339(std::time::SystemTime::now())
+}
+
+/// `t` in RFC 3339, UTC, to the millisecond.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let now = time::OffsetDateTime::from(t);
     // To the millisecond: agents' clocks agree to no better.
     now.replace_nanosecond(now.nanosecond() / 1_000_000 * 1_000_000)
         .unwrap_or(now)

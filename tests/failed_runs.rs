@@ -404,7 +404,7 @@ fn lingering_metrics(args: &[&str], port: u16, requests: u64) -> String {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    stop_child(&mut child, "INT");
+    stop_child(&mut child, "-INT");
     last
 }
 

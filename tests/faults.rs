@@ -316,3 +316,111 @@ fn audit_stopped_by_sigterm_keeps_what_it_saw() {
     assert!(requests >= 3, "{requests}");
     assert_eq!(u(&v["total"]["requests"]), requests, "{}", v["total"]);
 }
+
+/// An RFC 3339 time of the report's, on the system clock.
+fn at(v: &Value) -> std::time::SystemTime {
+    let t = time::OffsetDateTime::parse(
+        v.as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    std::time::SystemTime::from(t)
+}
+
+/// How far apart two times are, in ms (either way).
+fn apart_ms(a: std::time::SystemTime, b: std::time::SystemTime) -> f64 {
+    match a.duration_since(b) {
+        Ok(d) => d.as_secs_f64() * 1e3,
+        Err(e) => e.duration().as_secs_f64() * 1e3,
+    }
+}
+
+/// nginx killed (SIGKILL, as a crash) at 2 s and started again at 4 s during
+/// `bench -d 6s -c 10`: one outage, its bounds the test's own kill and start times
+/// (within 100 ms), its connects tried in the tens or hundreds (not one per refused
+/// loop turn), the run's ok requests those nginx logged, and `--fail-if` on it.
+#[test]
+fn nginx_killed_and_started_again_is_one_outage_window() {
+    let Some((mut n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
+        return;
+    };
+    let child = Command::new(bin())
+        .args([
+            "bench",
+            &n.url(),
+            "-d",
+            "6s",
+            "-c",
+            "10",
+            "--json",
+            "--no-progress",
+        ])
+        .args(["--fail-if", "longest_outage>1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let killed = std::time::SystemTime::now();
+    n.kill();
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(began.elapsed()));
+    n.start_again();
+    let started = std::time::SystemTime::now();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    // The outage was longer than a second: --fail-if holds.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("longest_outage"), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(
+        schema_violations("report.schema.json", &v),
+        Vec::<String>::new()
+    );
+    let s = scenario(&v);
+    check_accounting(s);
+    let o = &s["outages"];
+    assert_eq!(u(&o["count"]), 1, "{o}");
+    let w = &o["windows"][0];
+    assert_eq!(w["hop"], n.url().trim_end_matches('/'), "{w}");
+    let (from, to) = (at(&w["start_at"]), at(&w["end_at"]));
+    assert!(
+        apart_ms(from, killed) <= 100.0,
+        "began {w}, killed {killed:?}"
+    );
+    assert!(
+        apart_ms(to, started) <= 100.0,
+        "ended {w}, started {started:?}"
+    );
+    // Refused, or reset by a listener that went away with the connect in its queue.
+    let refused = u(&w["connects_refused"]);
+    assert!((1..1000).contains(&refused), "{w}");
+    assert!(u(&w["connects_other"]) <= 10, "{w}");
+    assert_eq!(u(&w["connects_timed_out"]), 0, "{w}");
+    let refused = refused + u(&w["connects_other"]);
+    // The requests in flight when nginx died failed; the connects tried meanwhile are
+    // the other requests lost, and the only other failures.
+    let lost = u(&o["requests_lost"]);
+    assert_eq!(lost, refused + u(&w["failed_in_flight"]));
+    let errors: u64 = s["requests"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(errors, lost, "{}", s["requests"]);
+    // What nginx logged: every request the report calls ok but those whose worker was
+    // killed after answering and before logging (one a connection at most), and at most
+    // those that failed in flight or were given up at the end besides.
+    let ok = u(&s["requests"]["ok"]);
+    let slack = u(&w["failed_in_flight"]) + u(&s["requests"]["aborted_at_deadline"]);
+    let (logged_requests, _) = logged(&log);
+    assert!(
+        logged_requests + 10 >= ok && logged_requests <= ok + slack,
+        "nginx logged {logged_requests}, the report {ok} ok (+{slack})"
+    );
+    assert!(ok > 0);
+}

@@ -72,6 +72,13 @@ pub struct LoadArgs {
     #[arg(long, value_name = "PER_S")]
     pub connect_rate: Option<f64>,
 
+    /// While the target (or its proxy, or its resolver) cannot be reached, wait between
+    /// connect tries: the first after MIN, each failed one doubling the wait up to MAX a
+    /// worker (the workers together try every MAX/c), with jitter; `off` tries again at
+    /// once. The windows in which it could not be reached are reported either way
+    #[arg(long, value_name = "MIN..MAX|MAX|off", default_value = "10ms..500ms")]
+    pub retry_backoff: String,
+
     /// OS threads for the workers (default: the number of CPUs, at most -c; bench with a
     /// persistent strategy against this machine: half of them, the server needs the rest)
     #[arg(long, short = 't')]

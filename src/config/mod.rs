@@ -331,7 +331,32 @@ fn phase_limits(a: &LoadArgs) -> Result<PhaseLimits, UsageError> {
         wait,
         min_speed,
         connect_rate,
+        retry_backoff: retry_backoff(&a.retry_backoff)?,
     })
+}
+
+/// `--retry-backoff`: `MIN..MAX`, `MAX` (from 10 ms, or MAX if shorter), or `off`.
+pub(crate) fn retry_backoff(v: &str) -> Result<Option<crate::plan::Backoff>, UsageError> {
+    const FLAG: &str = "--retry-backoff";
+    if v.trim() == "off" {
+        return Ok(None);
+    }
+    let (first, longest) = match v.split_once("..") {
+        Some((a, b)) => (
+            parse_positive_duration(FLAG, a.trim())?,
+            parse_positive_duration(FLAG, b.trim())?,
+        ),
+        None => {
+            let longest = parse_positive_duration(FLAG, v.trim())?;
+            (crate::plan::Backoff::DEFAULT.first.min(longest), longest)
+        }
+    };
+    if first > longest {
+        return usage(format!(
+            "{FLAG} {v:?}: the first wait ({first:?}) is longer than the longest ({longest:?}); write MIN..MAX, or off"
+        ));
+    }
+    Ok(Some(crate::plan::Backoff { first, longest }))
 }
 
 /// A byte rate such as `500`, `10k` or `2M` (decimal units).

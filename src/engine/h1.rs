@@ -58,6 +58,10 @@ impl H1 {
 impl Driver for H1 {
     const RETRY: Retry = Retry::Stale;
 
+    fn holds_connection(&self, origin: usize) -> bool {
+        self.conns.get(origin).is_some_and(Option::is_some)
+    }
+
     fn begin(&mut self, deadline: Instant) {
         self.deadline = deadline;
     }

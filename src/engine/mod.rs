@@ -6,6 +6,7 @@
 //! events to the collector too. No lock or allocation per request.
 
 mod collect;
+pub(crate) mod gate;
 mod h1;
 mod h1loop;
 mod h2;
@@ -75,6 +76,7 @@ pub fn run_live(
     // One DNS cache for the whole run, shared by its threads.
     let needs_dns = sc.origins.iter().any(|o| o.fixed_addrs.is_none());
     let dns_cache = (!sc.dns.no_cache).then(|| Arc::new(DnsCache::new()));
+    let gates = Arc::new(gate::Gates::of_scenario(&sc));
     // Each thread sets up its runtime and resolver, says it is ready, and waits for the
     // common start time: the run's clock starts when every thread can send.
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
@@ -89,6 +91,7 @@ pub fn run_live(
             live: live.clone(),
             dns_cache: dns_cache.clone(),
             needs_dns,
+            gates: gates.clone(),
         };
         let ready_tx = ready_tx.clone();
         let (start_tx, start_rx) = mpsc::channel::<Option<Instant>>();
@@ -117,6 +120,7 @@ pub fn run_live(
     }
     let overflows_before = crate::net::listen_queue::overflows();
     let start = Instant::now();
+    let start_wall = std::time::SystemTime::now();
     for tx in &starts {
         let _ = tx.send(Some(start));
     }
@@ -126,6 +130,7 @@ pub fn run_live(
         let _ = p.join();
     }
     let (mut recorder, last_end, cpu) = gathered?;
+    recorder.outages = gates.outages((start, start_wall), Instant::now());
     if let (Some(a), Some(b)) = (overflows_before, crate::net::listen_queue::overflows()) {
         recorder.counts.listen_overflows = b.saturating_sub(a);
     }
@@ -203,6 +208,9 @@ struct ThreadPlan {
     live: Option<Live>,
     dns_cache: Option<Arc<DnsCache>>,
     needs_dns: bool,
+    /// The run's gates: where each origin could not be reached, and the waits between
+    /// tries meanwhile.
+    gates: Arc<gate::Gates>,
 }
 
 /// One client thread: its runtime and resolver set up, ready said, the common start
@@ -248,7 +256,7 @@ fn client_thread(
             (p.t, p.threads),
             &mut collector,
             (start, run_deadline),
-            (rt, dns),
+            (rt, dns, &*p.gates),
         )
         .context("the client thread's loop")?;
         let cpu = cpu::thread() - cpu_start + lookups_cpu;
@@ -354,6 +362,7 @@ fn spawn_workers(
             .limits
             .connect_rate
             .map(|r| Arc::new(open::ConnectTurns::new(r / threads as f64, at.start))),
+        gates: p.gates.clone(),
         hired: std::cell::Cell::new(0),
     };
     match hire.tickets.clone() {
@@ -387,6 +396,8 @@ struct Hire {
     tickets: Option<Rc<worker::Dispatch>>,
     /// `--connect-rate`: the thread's turns to connect, shared by its workers.
     turns: Option<Arc<open::ConnectTurns>>,
+    /// The run's gates, one per origin.
+    gates: Arc<gate::Gates>,
     hired: std::cell::Cell<usize>,
 }
 
@@ -413,6 +424,7 @@ impl Hire {
             run_deadline: self.at.run_deadline,
             in_flight: self.in_flight.clone(),
             hops: self.hops.clone(),
+            gates: self.gates.clone(),
         };
         let opener = open::Opener {
             dns: self.dns.clone(),
@@ -420,6 +432,7 @@ impl Hire {
             run_deadline: self.at.run_deadline,
             next_local: w,
             turns: self.turns.clone(),
+            gates: Some(self.gates.clone()),
         };
         let (sc, start, tickets) = (self.sc.clone(), self.at.start, self.tickets.clone());
         match (&self.pool, &self.endpoints) {

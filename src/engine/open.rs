@@ -59,6 +59,8 @@ pub(crate) struct Opener<T: Tally = Notes> {
     pub next_local: usize,
     /// `--connect-rate`: the thread's turns to connect.
     pub turns: Option<Arc<ConnectTurns>>,
+    /// The run's gates: a connect that succeeds opens its origin's.
+    pub gates: Option<Arc<super::gate::Gates>>,
 }
 
 /// `--connect-rate`: a thread's turns to open a TCP connection, `interval` apart (the
@@ -125,6 +127,7 @@ impl Opener<Untallied> {
             run_deadline: None,
             next_local: 0,
             turns: None,
+            gates: None,
         }
     }
 }
@@ -234,6 +237,7 @@ impl<T: Tally> Opener<T> {
                     .map_err(|f| self.closed_unopened(f))?
             }
         };
+        self.reached(origin, t_connected);
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
                 stream: Stream::Plain(transport),
@@ -314,6 +318,17 @@ impl<T: Tally> Opener<T> {
             super::worker::add_blocked(phases, asked);
         }
         Ok(())
+    }
+
+    /// The hop answered at `at` (through the proxy, when there is one): its gate opens.
+    fn reached(&self, origin: &Origin, at: Instant) {
+        if let Some(g) = self
+            .gates
+            .as_ref()
+            .and_then(|g| g.of(origin.index as usize))
+        {
+            g.reached(at);
+        }
     }
 
     /// A connection that failed before it carried a request (TLS, the proxy's tunnel):

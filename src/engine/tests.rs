@@ -71,6 +71,7 @@ fn notes_of<D: worker::Driver + 'static>(
             run_deadline: None,
             next_local: 0,
             turns: None,
+            gates: None,
         };
         let driver = make(&sc, opener, notes.clone(), start);
         let seat = worker::Seat {
@@ -79,6 +80,7 @@ fn notes_of<D: worker::Driver + 'static>(
             run_deadline: None,
             in_flight: Rc::new(Cell::new(0)),
             hops: Default::default(),
+            gates: Arc::new(super::gate::Gates::of_scenario(&sc)),
         };
         local.spawn_local(worker::run(sc, seat, driver, None));
     }

@@ -67,6 +67,12 @@ pub(super) trait Driver {
 
     /// The run is over: account for what is still open.
     fn finish(&mut self);
+
+    /// Whether its next request to origin `origin` can go on a connection it holds,
+    /// without opening one (then a closed gate does not hold it back).
+    fn holds_connection(&self, _origin: usize) -> bool {
+        false
+    }
 }
 
 /// One request from `t0` (its intended start in an open loop), with at most one retry
@@ -160,6 +166,9 @@ pub(super) struct Seat {
     pub in_flight: Rc<std::cell::Cell<u64>>,
     /// `-L`: the targets the thread's redirects led to.
     pub hops: Rc<std::cell::RefCell<crate::plan::redirect::Hops>>,
+    /// The run's gates: a failure that says a hop could not be reached closes its gate,
+    /// and a worker that needs a new connection waits at a closed one.
+    pub gates: Arc<super::gate::Gates>,
 }
 
 /// How a single try failed.
@@ -275,10 +284,37 @@ async fn closed_loop<D: Driver>(sc: &Scenario, seat: &Seat, driver: &mut D) {
             break;
         }
         let ticket = seat.id as u64 + k * c;
-        k += 1;
         let target = &sc.targets[(ticket % sc.targets.len() as u64) as usize];
+        // A new connection to a hop that cannot be reached waits for its turn to try,
+        // before its ticket: the wait is the server's absence, not a request's time.
+        if !driver.holds_connection(target.origin) && !wait_turn(seat, target.origin).await {
+            break;
+        }
+        k += 1;
+        let now = Instant::now();
         if !follow(driver, sc, seat, target, (now, None)).await {
             break;
+        }
+    }
+}
+
+/// Wait until origin `origin`'s gate lets this worker try a new connection: at once
+/// while the hop is reached. False when the run ended or was interrupted meanwhile.
+async fn wait_turn(seat: &Seat, origin: usize) -> bool {
+    let Some(gate) = seat.gates.of(origin) else {
+        return true;
+    };
+    loop {
+        let Err(at) = gate.turn(Instant::now()) else {
+            return true;
+        };
+        let until = seat.run_deadline.map_or(at, |d| d.min(at));
+        tokio::select! {
+            () = tokio::time::sleep_until(until.into()) => {}
+            () = crate::interrupt::stopped() => return false,
+        }
+        if seat.run_deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
         }
     }
 }
@@ -371,6 +407,9 @@ async fn follow<D: Driver>(
             seat.notes.aborted();
             return false;
         };
+        if let Outcome::Error(f) = &r.outcome {
+            seat.gates.failed(target.origin, f, r.end);
+        }
         let (Some(rd), Some(location), &Outcome::Ok { status, .. }) =
             (&sc.redirects, location, &r.outcome)
         else {

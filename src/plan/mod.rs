@@ -129,6 +129,26 @@ pub struct PhaseLimits {
     /// New TCP connections per second at most, over the run's threads
     /// (`--connect-rate`).
     pub connect_rate: Option<f64>,
+    /// `--retry-backoff`: the waits between connect tries while a hop cannot be reached
+    /// (none: at once).
+    pub retry_backoff: Option<Backoff>,
+}
+
+/// How long the workers wait between connect tries while a hop cannot be reached: the
+/// first wait, and the longest of one worker's (`--retry-backoff MIN..MAX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub first: Duration,
+    pub longest: Duration,
+}
+
+impl Backoff {
+    /// 10 ms, then doubling up to 500 ms a worker: with -c 10 the workers together look
+    /// every 50 ms, so an outage's end is known to within that.
+    pub const DEFAULT: Backoff = Backoff {
+        first: Duration::from_millis(10),
+        longest: Duration::from_millis(500),
+    };
 }
 
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 mod failure;
 mod keep_alive;
 pub mod notes;
+pub mod outage;
 pub mod status;
 
 pub use failure::{describe, ErrorDetail, ErrorKind, Failure, Hop, Stage, Via};

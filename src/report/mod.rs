@@ -218,10 +218,40 @@ pub struct ScenarioReport {
     pub diagnosis: Vec<finding::Finding>,
     /// What happened second by second (compare: the strategy's rounds end to end).
     pub timeline: Vec<TimelineBucket>,
+    /// The windows in which the target (or its proxy, or its resolver) could not be
+    /// reached, and what they cost.
+    pub outages: OutagesReport,
     /// The scenario losslessly: its shape, every counter and every histogram (HdrHistogram
     /// V2, base64), from which `merge` rebuilds it exactly.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<raw::RawScenario>,
+}
+
+/// The windows in which a hop could not be reached: how many, the longest, all of them
+/// together, and the requests they cost (their failed connects and the requests in
+/// flight that failed).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OutagesReport {
+    pub count: usize,
+    pub longest_ms: f64,
+    pub total_ms: f64,
+    pub requests_lost: u64,
+    pub windows: Vec<crate::record::outage::Outage>,
+}
+
+impl OutagesReport {
+    pub fn new(windows: &[crate::record::outage::Outage]) -> OutagesReport {
+        OutagesReport {
+            count: windows.len(),
+            longest_ms: windows
+                .iter()
+                .map(|w| w.duration_s * 1e3)
+                .fold(0.0, f64::max),
+            total_ms: windows.iter().map(|w| w.duration_s * 1e3).sum(),
+            requests_lost: windows.iter().map(|w| w.requests_lost()).sum(),
+            windows: windows.to_vec(),
+        }
+    }
 }
 
 /// One bucket of the timeline: `width_s` seconds from `t_s` after the run's start (1 s,

@@ -287,6 +287,9 @@ pub struct RawRecorder {
     /// Connections opened by source address (`--local-addr`, by index), when given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub opened_by_source: Vec<u64>,
+    /// The windows in which a hop could not be reached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outages: Vec<crate::record::outage::Outage>,
     /// What the first 3xx/4xx/5xx response of each status said: its status line, and
     /// a redirect's Location or an error's first body bytes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -145,6 +145,7 @@ impl From<&Recorder> for RawRecorder {
             opened_by_origin: beyond_the_first(&r.opened_by_origin),
             ignored_close_by_origin: beyond_the_first(&r.ignored_close_by_origin),
             opened_by_source: r.opened_by_source.clone(),
+            outages: r.outages.clone(),
             retry_after_s: r.retry_after_s,
             close_reasons: nonzero(
                 CloseReason::ALL
@@ -329,6 +330,7 @@ impl TryFrom<&RawRecorder> for Recorder {
                 r.counts.server_ignored_close,
             ),
             opened_by_source: r.opened_by_source.clone(),
+            outages: r.outages.clone(),
             ..Recorder::new()
         };
         phase_set(&r.phases_new, &mut rec.phases_new).map_err(|e| format!("new: {e}"))?;

@@ -159,6 +159,9 @@ pub struct Recorder {
     pub ignored_close_by_origin: Vec<u64>,
     /// Connections opened by source address (`--local-addr`, by its index), when given.
     pub opened_by_source: Vec<u64>,
+    /// The windows in which a hop could not be reached (set by the engine at the end of
+    /// a run from its gates; `+=` joins those that overlap).
+    pub outages: Vec<crate::record::outage::Outage>,
 }
 
 /// Exact count, sum, min and max of durations (ns).
@@ -326,6 +329,7 @@ impl Recorder {
             opened_by_origin: Vec::new(),
             ignored_close_by_origin: Vec::new(),
             opened_by_source: Vec::new(),
+            outages: Vec::new(),
         }
     }
 
@@ -599,6 +603,7 @@ impl Recorder {
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, o: &Recorder) {
         self.timeline += &o.timeline;
+        crate::record::outage::merge(&mut self.outages, &o.outages);
         if o.opened_by_origin.len() > self.opened_by_origin.len() {
             self.opened_by_origin.resize(o.opened_by_origin.len(), 0);
         }

@@ -378,6 +378,7 @@ pub fn reset(s: TcpStream) {
 /// `http` goes into the `http` block, `location` into `location /`.
 pub struct Nginx {
     child: std::process::Child,
+    bin: &'static str,
     pub port: u16,
     /// All the ports its servers listen on (`port` is the first).
     pub ports: Vec<u16>,
@@ -445,34 +446,67 @@ impl Nginx {
              {servers}\n}}\n"
         );
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-        let child = std::process::Command::new(bin)
-            .args([
-                "-c",
-                dir.join("nginx.conf").to_str().unwrap(),
-                "-p",
-                dir.to_str().unwrap(),
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut n = Nginx {
+            child: nginx_process(bin, &dir),
+            bin,
+            port,
+            ports,
+            dir,
+        };
+        n.wait_listening();
+        Some(n)
+    }
+
+    /// Until each of its ports accepts (at most 10 s).
+    fn wait_listening(&mut self) {
         let t = std::time::Instant::now();
-        for p in &ports {
+        for p in &self.ports {
             while TcpStream::connect(("127.0.0.1", *p)).is_err() {
                 assert!(
                     t.elapsed() < Duration::from_secs(10),
                     "nginx did not start: {}",
-                    std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+                    std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
                 );
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(5));
             }
         }
-        Some(Nginx {
-            child,
-            port,
-            ports,
-            dir,
-        })
+    }
+
+    /// Kill nginx at once, as a crash would: SIGKILL to its workers and its master, by
+    /// their PIDs; its listening sockets close with them.
+    pub fn kill(&mut self) {
+        let workers = std::fs::read_to_string(format!(
+            "/proc/{}/task/{}/children",
+            self.child.id(),
+            self.child.id()
+        ))
+        .unwrap_or_default();
+        for w in workers.split_whitespace() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", w])
+                .status();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for w in workers.split_whitespace() {
+            while std::path::Path::new(&format!("/proc/{w}")).exists() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Start it again with the same configuration, after [`Nginx::kill`]; returns once
+    /// it accepts.
+    pub fn start_again(&mut self) {
+        self.child = nginx_process(self.bin, &self.dir);
+        self.wait_listening();
+    }
+
+    /// Send its master `signal` (`-HUP`: reload, `-QUIT`: graceful stop).
+    pub fn signal(&self, signal: &str) {
+        let _ = std::process::Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status();
     }
 
     /// nginx answering `200 ok` on one port and logging each request in the `fields`
@@ -510,6 +544,21 @@ impl Drop for Nginx {
         stop_child(&mut self.child, "-QUIT");
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// nginx with the configuration in `dir`, in the foreground (its master is the child).
+fn nginx_process(bin: &str, dir: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(bin)
+        .args([
+            "-c",
+            dir.join("nginx.conf").to_str().unwrap(),
+            "-p",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// Stop a process the test started, by its PID: `signal` first (its orderly stop), then

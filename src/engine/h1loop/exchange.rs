@@ -63,6 +63,11 @@ impl Loop<'_> {
             return;
         }
         let now = Instant::now();
+        if let Some(g) = self.gate {
+            g.reached(now);
+        }
+        let w = &mut self.workers[i];
+        let conn = w.conn.as_ref().expect("a connecting worker has its socket");
         let connect_ns = ns(since, now);
         w.phases.connect = Some(connect_ns);
         // As `open`: a connect slow enough to have sent its SYN again has the kernel's
@@ -336,6 +341,10 @@ impl Loop<'_> {
             self.try_once(i, Instant::now());
             return;
         }
+        let end = Instant::now();
+        if let Some(g) = self.gate {
+            g.failed(&f.failure, end);
+        }
         let record = RequestRecord {
             reused: w.reused,
             phases: w.phases,
@@ -346,9 +355,8 @@ impl Loop<'_> {
             refused_retry: false,
             late: false,
             redirected: false,
-            end: Instant::now(),
+            end,
         };
-        let end = record.end;
         self.col.take(&Note::Request(record));
         self.in_flight -= 1;
         self.next(i, end);

@@ -27,6 +27,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use self::lookup::Lookups;
 use super::collect::Collector;
+use super::gate::{Gate, Gates};
 use super::open::{connect_deadline, ConnectTurns};
 use super::worker::{attempt_deadline, ns, Dns, Fail};
 use crate::cpu::CpuTime;
@@ -100,6 +101,9 @@ impl Conn {
 enum State {
     /// Between requests.
     Idle,
+    /// Waiting, before its next ticket, for its turn to try a new connection to a hop
+    /// that could not be reached (the gate's).
+    Backoff,
     /// Waiting since `asked` for its turn to connect (`--connect-rate`).
     Pacing {
         asked: Instant,
@@ -186,6 +190,8 @@ struct Loop<'a> {
     pacing: VecDeque<(Instant, usize, u64)>,
     /// The statuses whose example the thread's workers have taken.
     taken: Taken,
+    /// The origin's gate: closed while it cannot be reached.
+    gate: Option<&'a Gate>,
 }
 
 /// Thread `t` of `threads`'s workers, each before its first ticket.
@@ -231,7 +237,7 @@ pub(super) fn run(
     (t, threads): (usize, usize),
     col: &mut Collector,
     (start, run_deadline): (Instant, Option<Instant>),
-    (rt, dns): (tokio::runtime::Runtime, Arc<Dns>),
+    (rt, dns, gates): (tokio::runtime::Runtime, Arc<Dns>, &Gates),
 ) -> io::Result<(Option<u64>, CpuTime)> {
     let workers = workers(sc, (t, threads), start);
     let origin = &sc.origins[0];
@@ -264,6 +270,7 @@ pub(super) fn run(
             .map(|r| ConnectTurns::new(r / threads as f64, start)),
         pacing: VecDeque::new(),
         taken: Taken::default(),
+        gate: gates.of(0),
     };
     l.n = l.workers.len().max(1);
     let mut now = Instant::now();
@@ -341,6 +348,17 @@ impl Loop<'_> {
             self.live -= 1;
             return;
         }
+        // A new connection to a hop that cannot be reached waits for its turn to try,
+        // before its ticket: the wait is the server's absence, not a request's time.
+        if w.conn.is_none() {
+            if let Some(Err(at)) = self.gate.map(|g| g.turn(now)) {
+                w.state = State::Backoff;
+                let at = self.run_deadline.map_or(at, |d| d.min(at));
+                self.arm(i, at);
+                return;
+            }
+        }
+        let w = &mut self.workers[i];
         let ticket = w.id as u64 + w.k * self.sc.concurrency as u64;
         w.k += 1;
         w.target = (ticket % self.sc.targets.len() as u64) as usize;
@@ -523,6 +541,10 @@ impl Loop<'_> {
             State::Reading(_) => Stage::Wait,
             State::Closing => {
                 self.end_closing(i);
+                return;
+            }
+            State::Backoff => {
+                self.next(i, Instant::now());
                 return;
             }
             State::Idle | State::Done => return,

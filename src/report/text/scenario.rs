@@ -200,6 +200,13 @@ pub fn render_scenario(s: &ScenarioReport, width: usize) -> String {
     if let Some(h) = &s.headline {
         let _ = writeln!(out, "{}\n", h.text);
     }
+    let outages = outage_lines(&s.outages);
+    for l in &outages {
+        let _ = writeln!(out, "{l}");
+    }
+    if !outages.is_empty() {
+        let _ = writeln!(out);
+    }
     heading(&mut out, s);
 
     summary(&mut out, s);
@@ -529,4 +536,61 @@ fn timeline(out: &mut String, t: &[TimelineBucket], width: usize) {
     });
     let widths: Vec<f64> = t.iter().map(|b| b.width_s).collect();
     sparklines(out, &widths, &series, width);
+}
+
+/// At most this many outage windows are said one by one.
+const OUTAGES_SAID: usize = 5;
+
+/// A line for each window in which a hop could not be reached (the first five, then how
+/// many more): when, how long, how its end is known, and what it cost.
+pub(crate) fn outage_lines(o: &crate::report::OutagesReport) -> Vec<String> {
+    use crate::fmt::plural_s;
+    let mut lines = Vec::new();
+    if o.count > 1 {
+        lines.push(format!(
+            "Could not reach the target {} times, {:.2} s in all (the longest {:.2} s), {} lost:",
+            o.count,
+            o.total_ms / 1e3,
+            o.longest_ms / 1e3,
+            plural_s(o.requests_lost, "request")
+        ));
+    }
+    for w in o.windows.iter().take(OUTAGES_SAID) {
+        let until = match w.end_s {
+            Some(e) => format!(
+                "to {e:.2} s (it answered again between {:.2} s and {e:.2} s)",
+                w.last_failed_s
+            ),
+            None => "to the run's end, never answering again".to_string(),
+        };
+        let mut cost = Vec::new();
+        for (n, how) in [
+            (w.connects_refused, "refused"),
+            (w.connects_timed_out, "timed out"),
+            (w.connects_other, "failed otherwise"),
+        ] {
+            if n > 0 {
+                cost.push(format!("{} {how}", plural_s(n, "connect")));
+            }
+        }
+        cost.push(format!(
+            "{} in flight failed",
+            plural_s(w.failed_in_flight, "request")
+        ));
+        let lead = if o.count > 1 { "  " } else { "" };
+        lines.push(format!(
+            "{lead}Could not reach {} for {:.2} s, from {:.2} s into the run {until}: {}.",
+            w.hop,
+            w.duration_s,
+            w.start_s,
+            cost.join(", ")
+        ));
+    }
+    if o.count > OUTAGES_SAID {
+        lines.push(format!(
+            "  ... and {} more (in --json: outages.windows)",
+            o.count - OUTAGES_SAID
+        ));
+    }
+    lines
 }

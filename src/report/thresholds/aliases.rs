@@ -102,6 +102,19 @@ pub(super) const ALIASES: &[Alias] = &[
         Some("connections.tls_handshakes.resumed"),
         Some("total.tls_handshakes.resumed"),
     ),
+    alias("outages", Kind::Number, Some("outages.count"), None),
+    alias(
+        "longest_outage",
+        Kind::Millis,
+        Some("outages.longest_ms"),
+        None,
+    ),
+    alias(
+        "requests_lost",
+        Kind::Number,
+        Some("outages.requests_lost"),
+        None,
+    ),
     alias(
         "stale_retries",
         Kind::Number,

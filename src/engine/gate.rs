@@ -1,0 +1,330 @@
+//! Outages as windows, not error storms: one gate per origin, shared by the run's
+//! threads. A connect that cannot reach its hop (refused, timed out, unreachable, a
+//! lookup that failed) closes the gate; while it is closed the workers that need a new
+//! connection wait, and one try goes at a time: the first 10 ms after, each failed one
+//! doubling the wait up to the longest (`--retry-backoff`, 500 ms by default) divided by
+//! the workers, so that each worker tries at most once in the longest wait and together
+//! they look every longest/c (with -c 10: every 50 ms); each wait is shortened by a random
+//! part of up to a half, so that clients started together do not try in step. The first
+//! connect that succeeds opens it, and the window it was closed is kept for the report.
+//! Connections already open go on meanwhile: what fails on them is counted in the window
+//! (or just before it, the first sign of a server gone).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::plan::Backoff;
+use crate::record::outage::{Outage, Unreachable};
+
+/// A request in flight that failed this long before the first failed connect is the
+/// window's first sign.
+const FIRST_SIGN: Duration = Duration::from_millis(100);
+
+/// What an origin's connects reach, as a window names it: the proxy, the Unix socket,
+/// the address its name was sent to, or its URL's scheme, host and port.
+pub fn hop_of(o: &crate::net::Origin) -> String {
+    if let Some(p) = &o.proxy {
+        return format!("the proxy {}", p.display());
+    }
+    if let Some(path) = &o.unix {
+        return format!("the Unix socket {}", path.display());
+    }
+    if o.dial_host != o.host || o.dial_port != o.port {
+        return format!("{} at {}:{}", o.url_origin(), o.dial_host, o.dial_port);
+    }
+    o.url_origin()
+}
+
+/// A run's gates, one per origin of its scenario.
+pub struct Gates {
+    gates: Vec<Gate>,
+}
+
+impl Gates {
+    /// A gate for each of `hops` (what each origin's connects reach, as the report names
+    /// it); with `backoff`, the waits between tries of `workers` workers.
+    pub fn new(hops: Vec<String>, backoff: Option<Backoff>, workers: usize) -> Gates {
+        Gates {
+            gates: hops
+                .into_iter()
+                .map(|hop| Gate::new(hop, backoff, workers))
+                .collect(),
+        }
+    }
+
+    /// The gates of `sc`'s origins, with its `--retry-backoff` over its workers.
+    pub fn of_scenario(sc: &crate::plan::Scenario) -> Gates {
+        Gates::new(
+            sc.origins.iter().map(hop_of).collect(),
+            sc.limits.retry_backoff,
+            sc.concurrency,
+        )
+    }
+
+    /// The gate of origin `index` (none for an origin a redirect found).
+    pub fn of(&self, index: usize) -> Option<&Gate> {
+        self.gates.get(index)
+    }
+
+    /// A try's failure `f` on the way to origin `index`, at `at`: a hop that could not be
+    /// reached closes its gate; a request in flight that failed is counted.
+    pub fn failed(&self, index: usize, f: &crate::record::Failure, at: Instant) {
+        if let Some(g) = self.of(index) {
+            g.failed(f, at);
+        }
+    }
+
+    /// The windows of every gate, in seconds from `start` (which the wall clock read
+    /// `start_wall`); one still closed at `end` lasts to it.
+    pub fn outages(
+        &self,
+        (start, start_wall): (Instant, std::time::SystemTime),
+        end: Instant,
+    ) -> Vec<Outage> {
+        let mut all = Vec::new();
+        for g in &self.gates {
+            let s = g.lock();
+            let secs = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
+            let wall =
+                |t: Instant| crate::host::rfc3339(start_wall + t.saturating_duration_since(start));
+            for w in s.closed.iter().chain(&s.open) {
+                all.push(Outage {
+                    hop: g.hop.clone(),
+                    start_s: secs(w.start),
+                    end_s: w.end.map(secs),
+                    last_failed_s: secs(w.last_failed),
+                    duration_s: w
+                        .end
+                        .unwrap_or(end)
+                        .saturating_duration_since(w.start)
+                        .as_secs_f64(),
+                    start_at: wall(w.start),
+                    end_at: w.end.map(wall),
+                    connects_refused: w.refused,
+                    connects_timed_out: w.timed_out,
+                    connects_other: w.other,
+                    failed_in_flight: w.in_flight,
+                });
+            }
+        }
+        all.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+        all
+    }
+}
+
+/// One origin's gate.
+pub struct Gate {
+    hop: String,
+    /// Read without the lock on every new connection: false while the hop is reached.
+    closed: AtomicBool,
+    state: Mutex<State>,
+    backoff: Option<Backoff>,
+    /// The longest wait between two tries of the run's workers together.
+    spacing: Duration,
+}
+
+#[derive(Default)]
+struct State {
+    open: Option<Window>,
+    closed: Vec<Window>,
+    /// When the next try may go, and the wait after it.
+    next_try: Option<Instant>,
+    step: Duration,
+    /// Requests in flight that failed while the gate was open: the first and last time,
+    /// and how many (the last within `FIRST_SIGN` of the one before).
+    recent: Option<(Instant, Instant, u64)>,
+}
+
+struct Window {
+    start: Instant,
+    last_failed: Instant,
+    end: Option<Instant>,
+    refused: u64,
+    timed_out: u64,
+    other: u64,
+    in_flight: u64,
+}
+
+impl Gate {
+    fn new(hop: String, backoff: Option<Backoff>, workers: usize) -> Gate {
+        let spacing = backoff.map_or(Duration::ZERO, |b| {
+            (b.longest / workers.max(1) as u32).max(Duration::from_micros(100))
+        });
+        Gate {
+            hop,
+            closed: AtomicBool::new(false),
+            state: Mutex::new(State::default()),
+            backoff,
+            spacing,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether a new connection may be tried at `now`: yes while the hop is reached (or
+    /// there is no backoff); while it is not, yes to the one whose turn it is (the next
+    /// try is then set), and otherwise when to ask again.
+    pub fn turn(&self, now: Instant) -> Result<(), Instant> {
+        if !self.closed.load(Ordering::Relaxed) || self.backoff.is_none() {
+            return Ok(());
+        }
+        let mut s = self.lock();
+        match s.next_try {
+            Some(at) if now < at => Err(at),
+            _ if s.open.is_none() => Ok(()),
+            _ => {
+                // A random part of up to half the wait taken off, never added: the hop is
+                // looked at at least every `spacing`.
+                let wait = s.step.mul_f64(1.0 - fastrand::f64() / 2.0);
+                s.next_try = Some(now + wait);
+                s.step = (s.step * 2).min(self.spacing);
+                Ok(())
+            }
+        }
+    }
+
+    /// A try's failure `f` at `at`: a hop that could not be reached closes the gate; a
+    /// request in flight that failed is counted.
+    pub fn failed(&self, f: &crate::record::Failure, at: Instant) {
+        if let Some(how) = Unreachable::of(f) {
+            self.unreachable(at, how);
+        } else if crate::record::outage::in_flight(f) {
+            self.failed_in_flight(at);
+        }
+    }
+
+    /// A connect to the hop failed so at `at`: the gate closes if it was open.
+    pub fn unreachable(&self, at: Instant, how: Unreachable) {
+        let mut s = self.lock();
+        if s.open.is_none() {
+            // The first sign: requests in flight that failed just before.
+            let (start, in_flight) = match s.recent.take() {
+                Some((first, last, n)) if at.saturating_duration_since(last) <= FIRST_SIGN => {
+                    (first.min(at), n)
+                }
+                _ => (at, 0),
+            };
+            s.open = Some(Window {
+                start,
+                last_failed: at,
+                end: None,
+                refused: 0,
+                timed_out: 0,
+                other: 0,
+                in_flight,
+            });
+            if let Some(b) = self.backoff {
+                s.next_try = Some(at + b.first);
+                s.step = (b.first * 2).min(self.spacing);
+            }
+            self.closed.store(true, Ordering::Relaxed);
+        }
+        let w = s.open.as_mut().expect("the gate is closed");
+        w.last_failed = w.last_failed.max(at);
+        match how {
+            Unreachable::Refused => w.refused += 1,
+            Unreachable::TimedOut => w.timed_out += 1,
+            Unreachable::Other => w.other += 1,
+        }
+    }
+
+    /// A connect to the hop succeeded at `at`: the gate opens, its window ends.
+    pub fn reached(&self, at: Instant) {
+        if !self.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut s = self.lock();
+        if let Some(mut w) = s.open.take() {
+            w.end = Some(at.max(w.last_failed));
+            s.closed.push(w);
+        }
+        s.next_try = None;
+        s.recent = None;
+        self.closed.store(false, Ordering::Relaxed);
+    }
+
+    /// A request on a connection already open failed at `at` (reset, closed before its
+    /// response, timed out): counted in the window, or kept as a possible first sign of
+    /// one.
+    pub fn failed_in_flight(&self, at: Instant) {
+        let mut s = self.lock();
+        if let Some(w) = s.open.as_mut() {
+            w.in_flight += 1;
+            return;
+        }
+        s.recent = match s.recent {
+            Some((first, last, n)) if at.saturating_duration_since(last) <= FIRST_SIGN => {
+                Some((first, at, n + 1))
+            }
+            _ => Some((at, at, 1)),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gates(workers: usize) -> Gates {
+        Gates::new(vec!["127.0.0.1:1".into()], Some(Backoff::DEFAULT), workers)
+    }
+
+    #[test]
+    fn a_closed_gate_lets_one_try_through_at_a_time_and_a_connect_opens_it() {
+        let g = gates(10);
+        let gate = g.of(0).unwrap();
+        let t0 = Instant::now();
+        assert_eq!(gate.turn(t0), Ok(()));
+        gate.failed_in_flight(t0);
+        gate.unreachable(t0 + Duration::from_millis(1), Unreachable::Refused);
+        // The first try waits 10 ms; one goes then, the next waits again.
+        let next = gate.turn(t0 + Duration::from_millis(2)).unwrap_err();
+        assert_eq!(next, t0 + Duration::from_millis(11));
+        assert_eq!(gate.turn(next), Ok(()));
+        assert!(gate.turn(next).is_err());
+        // The tries never wait longer than 500 ms / 10 workers.
+        let mut at = next;
+        for _ in 0..20 {
+            gate.unreachable(at, Unreachable::Refused);
+            let n = gate.turn(at).unwrap_err();
+            assert!(n - at <= Duration::from_millis(50), "{:?}", n - at);
+            at = n;
+            assert_eq!(gate.turn(at), Ok(()));
+        }
+        gate.reached(at + Duration::from_millis(3));
+        assert_eq!(gate.turn(at + Duration::from_millis(4)), Ok(()));
+        let o = g.outages(
+            (t0, std::time::SystemTime::now()),
+            at + Duration::from_secs(1),
+        );
+        assert_eq!(o.len(), 1);
+        // Its first sign: the request in flight that failed 1 ms before the connect.
+        assert_eq!(o[0].start_s, 0.0);
+        assert_eq!(o[0].failed_in_flight, 1);
+        assert_eq!(o[0].connects_refused, 21);
+        let end = o[0].end_s.unwrap();
+        assert!((end - (at - t0 + Duration::from_millis(3)).as_secs_f64()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn without_backoff_the_window_is_still_kept() {
+        let g = Gates::new(vec!["h:1".into()], None, 4);
+        let gate = g.of(0).unwrap();
+        let t0 = Instant::now();
+        gate.unreachable(t0, Unreachable::TimedOut);
+        assert_eq!(gate.turn(t0), Ok(()));
+        gate.unreachable(t0, Unreachable::Other);
+        let o = g.outages(
+            (t0, std::time::SystemTime::now()),
+            t0 + Duration::from_secs(2),
+        );
+        assert_eq!(o[0].end_s, None);
+        assert_eq!(o[0].duration_s, 2.0);
+        assert_eq!((o[0].connects_timed_out, o[0].connects_other), (1, 1));
+    }
+}
