@@ -424,3 +424,157 @@ fn nginx_killed_and_started_again_is_one_outage_window() {
     );
     assert!(ok > 0);
 }
+
+/// nginx reloaded (`-s reload`: SIGHUP to its master) during `bench -c 10`: a graceful
+/// restart (the connections its old worker ended were retried on new ones, its listening
+/// socket stayed), no window, no request lost, and nginx's access log holds every request
+/// the report calls ok.
+#[test]
+fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
+    let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
+        return;
+    };
+    let child = Command::new(bin())
+        .args([
+            "bench",
+            &n.url(),
+            "-d",
+            "4s",
+            "-c",
+            "10",
+            "--json",
+            "--no-progress",
+        ])
+        .args(["--fail-if", "requests_lost>0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    n.signal("-HUP");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        schema_violations("report.schema.json", &v),
+        Vec::<String>::new()
+    );
+    let s = scenario(&v);
+    check_accounting(s);
+    let o = &s["outages"];
+    assert_eq!(u(&o["count"]), 0, "{o}");
+    assert_eq!(u(&o["requests_lost"]), 0, "{o}");
+    let restarts = o["restarts"].as_array().unwrap();
+    assert_eq!(restarts.len(), 1, "{o}");
+    let r = &restarts[0];
+    assert_eq!(r["verdict"], "graceful", "{r}");
+    assert_eq!(u(&r["failed_in_flight"]), 0, "{r}");
+    assert!(u(&r["retried"]) + u(&r["closed_after_answer"]) >= 2, "{r}");
+    assert!(r.get("unreachable_for_s").is_none(), "{r}");
+    let at_s = r["at_s"].as_f64().unwrap();
+    assert!((1.0..3.0).contains(&at_s), "{r}");
+    // The retries are the requests counted apart, each once.
+    assert_eq!(
+        u(&s["requests"]["retries"]["stale_connection"]),
+        u(&r["retried"])
+    );
+    let errors: u64 = s["requests"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(errors, 0, "{}", s["requests"]);
+    let ok = u(&s["requests"]["ok"]);
+    let given_up = u(&s["requests"]["aborted_at_deadline"]);
+    let (logged_requests, _) = logged(&log);
+    assert!(
+        logged_requests >= ok && logged_requests <= ok + given_up,
+        "nginx logged {logged_requests}, the report {ok} ok (+{given_up} given up)"
+    );
+    // In text: the restart said, with its evidence.
+    let text = run(&["bench", &n.url(), "-n", "10"]);
+    assert_eq!(text.status.code(), Some(0));
+}
+
+/// nginx with answers that take half a second to send (a 256 KB body at 512 KB/s),
+/// killed mid-answer and started again a second later: a hard stop (requests in flight
+/// failed, cut in their bodies), the window that followed about a second long, and every
+/// attempt accounted for: the errors are the requests the window lost.
+#[test]
+fn nginx_killed_mid_answer_is_a_hard_stop() {
+    let Some(mut n) = Nginx::start_servers(
+        "log_format fields '$connection $connection_requests $status';",
+        1,
+        |ports, d| {
+            std::fs::write(d.join("big"), vec![b'x'; 256 * 1024]).unwrap();
+            format!(
+                "server {{ listen 127.0.0.1:{}; access_log {}/access.log fields; \
+                 location / {{ root {}; limit_rate 512k; try_files /big =404; }} }}",
+                ports[0],
+                d.display(),
+                d.display()
+            )
+        },
+    ) else {
+        return;
+    };
+    let child = Command::new(bin())
+        .args([
+            "bench",
+            &n.url(),
+            "-d",
+            "4s",
+            "-c",
+            "10",
+            "--json",
+            "--no-progress",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1800));
+    let killed = std::time::SystemTime::now();
+    n.kill();
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_secs(1));
+    n.start_again();
+    let started = std::time::SystemTime::now();
+    eprintln!(
+        "kill took {:?}, start {:?}",
+        started.duration_since(killed),
+        t.elapsed()
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = scenario(&v);
+    check_accounting(s);
+    let o = &s["outages"];
+    // The restart at the kill (within 100 ms): the first, as nothing ended before it.
+    let r = &o["restarts"][0];
+    assert!(apart_ms(at(&r["at"]), killed) <= 100.0, "{o}");
+    assert_eq!(r["verdict"], "hard", "{o}");
+    assert!(u(&r["failed_in_flight"]) >= 1, "{r}");
+    let gone = r["unreachable_for_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{o}"));
+    let expected = started.duration_since(killed).unwrap().as_secs_f64();
+    assert!(
+        (gone - expected).abs() <= 0.1,
+        "{gone} s against {expected} s: {o}"
+    );
+    assert_eq!(u(&o["count"]), 1, "{o}");
+    let w = &o["windows"][0];
+    assert!(apart_ms(at(&w["start_at"]), killed) <= 100.0, "{w}");
+    assert!(apart_ms(at(&w["end_at"]), started) <= 100.0, "{w}");
+    // Cut in their bodies (or reset): the requests in flight.
+    let req = &s["requests"];
+    let cut = u(&req["errors"]["body_incomplete"]) + u(&req["errors"]["reset"]);
+    assert!(cut >= 1, "{req}");
+    let errors: u64 = req["errors"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(errors, u(&o["requests_lost"]), "{req} {o}");
+}

@@ -1,7 +1,8 @@
 //! Outages as windows, not error storms: one gate per origin, shared by the run's
 //! threads. A connect that cannot reach its hop (refused, timed out, unreachable, a
 //! lookup that failed) closes the gate; while it is closed the workers that need a new
-//! connection wait, and one try goes at a time: the first 10 ms after, each failed one
+//! connection wait (once the hop was reached in the run: one never reached, a wrong
+//! port, fails fast), and one try goes at a time: the first 10 ms after, each failed one
 //! doubling the wait up to the longest (`--retry-backoff`, 500 ms by default) divided by
 //! the workers, so that each worker tries at most once in the longest wait and together
 //! they look every longest/c (with -c 10: every 50 ms); each wait is shortened by a random
@@ -15,7 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::plan::Backoff;
-use crate::record::outage::{Outage, Unreachable};
+use crate::record::outage::{Outage, Restart, Unreachable};
 
 /// A request in flight that failed this long before the first failed connect is the
 /// window's first sign.
@@ -111,6 +112,49 @@ impl Gates {
         all.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
         all
     }
+
+    /// The restarts each gate saw: bursts of ended connections under requests (at least
+    /// two, or the one worker's), each with the window that followed it, if any; in
+    /// seconds from `start` (the wall clock's `start_wall`).
+    pub fn restarts(&self, (start, start_wall): (Instant, std::time::SystemTime)) -> Vec<Restart> {
+        let mut all = Vec::new();
+        for g in &self.gates {
+            let s = g.lock();
+            for e in &s.ends {
+                // Closes by the header count when they came after different numbers of
+                // requests (not a limit's).
+                let by_header = if e.header_requests.0 < e.header_requests.1 {
+                    e.by_header
+                } else {
+                    0
+                };
+                if e.retried + e.failed + by_header < g.burst_least {
+                    continue;
+                }
+                // The window that began with it, or within a second after.
+                let followed = s.closed.iter().chain(&s.open).find(|w| {
+                    w.start + FIRST_SIGN >= e.first && w.start <= e.last + Duration::from_secs(1)
+                });
+                all.push(Restart {
+                    hop: g.hop.clone(),
+                    verdict: if e.failed > 0 { "hard" } else { "graceful" }.to_string(),
+                    at_s: e.first.saturating_duration_since(start).as_secs_f64(),
+                    at: crate::host::rfc3339(start_wall + e.first.saturating_duration_since(start)),
+                    retried: e.retried,
+                    closed_after_answer: by_header,
+                    failed_in_flight: e.failed,
+                    unreachable_for_s: followed.map(|w| {
+                        w.end
+                            .unwrap_or_else(Instant::now)
+                            .saturating_duration_since(w.start)
+                            .as_secs_f64()
+                    }),
+                });
+            }
+        }
+        all.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+        all
+    }
 }
 
 /// One origin's gate.
@@ -118,10 +162,16 @@ pub struct Gate {
     hop: String,
     /// Read without the lock on every new connection: false while the hop is reached.
     closed: AtomicBool,
+    /// A connect reached the hop in this run: only then do tries wait (a hop never
+    /// reached, a wrong port, fails fast and is said at once).
+    reached_once: AtomicBool,
     state: Mutex<State>,
     backoff: Option<Backoff>,
     /// The longest wait between two tries of the run's workers together.
     spacing: Duration,
+    /// The fewest ended connections a burst needs to be a restart: two, or one with a
+    /// single worker.
+    burst_least: u64,
 }
 
 #[derive(Default)]
@@ -134,6 +184,26 @@ struct State {
     /// Requests in flight that failed while the gate was open: the first and last time,
     /// and how many (the last within `FIRST_SIGN` of the one before).
     recent: Option<(Instant, Instant, u64)>,
+    /// Connections the server ended under a request, in bursts.
+    ends: Vec<Ends>,
+}
+
+/// Connections the server ended under requests within `FIRST_SIGN` of each other: the
+/// requests that met them and were retried, by how the connection ended, and those that
+/// failed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ends {
+    pub first: Instant,
+    pub last: Instant,
+    /// Retried: the connection had ended (EOF or a reset) before any byte of the answer.
+    pub retried: u64,
+    /// Ended after their answer by the server's `Connection: close`, and the fewest and
+    /// most requests those connections had carried: a server's own limit ends each after
+    /// the same number, a restart after any.
+    pub by_header: u64,
+    pub header_requests: (u64, u64),
+    /// Failed: reset, closed or timed out in flight, not retried.
+    pub failed: u64,
 }
 
 struct Window {
@@ -146,6 +216,29 @@ struct Window {
     in_flight: u64,
 }
 
+impl State {
+    /// The burst of ends `at` belongs to: the last, if within `FIRST_SIGN` of it.
+    fn burst(&mut self, at: Instant) -> &mut Ends {
+        let joins = self
+            .ends
+            .last()
+            .is_some_and(|e| at.saturating_duration_since(e.last) <= FIRST_SIGN);
+        if !joins {
+            self.ends.push(Ends {
+                first: at,
+                last: at,
+                retried: 0,
+                by_header: 0,
+                header_requests: (u64::MAX, 0),
+                failed: 0,
+            });
+        }
+        let e = self.ends.last_mut().expect("a burst");
+        e.last = e.last.max(at);
+        e
+    }
+}
+
 impl Gate {
     fn new(hop: String, backoff: Option<Backoff>, workers: usize) -> Gate {
         let spacing = backoff.map_or(Duration::ZERO, |b| {
@@ -154,9 +247,11 @@ impl Gate {
         Gate {
             hop,
             closed: AtomicBool::new(false),
+            reached_once: AtomicBool::new(false),
             state: Mutex::new(State::default()),
             backoff,
             spacing,
+            burst_least: workers.clamp(1, 2) as u64,
         }
     }
 
@@ -170,7 +265,10 @@ impl Gate {
     /// there is no backoff); while it is not, yes to the one whose turn it is (the next
     /// try is then set), and otherwise when to ask again.
     pub fn turn(&self, now: Instant) -> Result<(), Instant> {
-        if !self.closed.load(Ordering::Relaxed) || self.backoff.is_none() {
+        if !self.closed.load(Ordering::Relaxed)
+            || self.backoff.is_none()
+            || !self.reached_once.load(Ordering::Relaxed)
+        {
             return Ok(());
         }
         let mut s = self.lock();
@@ -196,6 +294,24 @@ impl Gate {
         } else if crate::record::outage::in_flight(f) {
             self.failed_in_flight(at);
         }
+    }
+
+    /// A request met a connection the server had ended (before any byte of its answer)
+    /// at `at`, and is sent again on a new one.
+    pub fn retried(&self, at: Instant) {
+        self.lock().burst(at).retried += 1;
+    }
+
+    /// The server ended a connection after its answer with `Connection: close`, at `at`,
+    /// after `requests` on it.
+    pub fn ended_by_header(&self, requests: u64, at: Instant) {
+        let mut s = self.lock();
+        let e = s.burst(at);
+        e.by_header += 1;
+        e.header_requests = (
+            e.header_requests.0.min(requests),
+            e.header_requests.1.max(requests),
+        );
     }
 
     /// A connect to the hop failed so at `at`: the gate closes if it was open.
@@ -235,6 +351,9 @@ impl Gate {
 
     /// A connect to the hop succeeded at `at`: the gate opens, its window ends.
     pub fn reached(&self, at: Instant) {
+        if !self.reached_once.load(Ordering::Relaxed) {
+            self.reached_once.store(true, Ordering::Relaxed);
+        }
         if !self.closed.load(Ordering::Relaxed) {
             return;
         }
@@ -253,6 +372,7 @@ impl Gate {
     /// one.
     pub fn failed_in_flight(&self, at: Instant) {
         let mut s = self.lock();
+        s.burst(at).failed += 1;
         if let Some(w) = s.open.as_mut() {
             w.in_flight += 1;
             return;
@@ -279,6 +399,7 @@ mod tests {
         let g = gates(10);
         let gate = g.of(0).unwrap();
         let t0 = Instant::now();
+        gate.reached(t0);
         assert_eq!(gate.turn(t0), Ok(()));
         gate.failed_in_flight(t0);
         gate.unreachable(t0 + Duration::from_millis(1), Unreachable::Refused);
@@ -309,6 +430,17 @@ mod tests {
         assert_eq!(o[0].connects_refused, 21);
         let end = o[0].end_s.unwrap();
         assert!((end - (at - t0 + Duration::from_millis(3)).as_secs_f64()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_hop_never_reached_is_not_waited_for() {
+        let g = gates(10);
+        let gate = g.of(0).unwrap();
+        let t0 = Instant::now();
+        gate.unreachable(t0, Unreachable::Refused);
+        assert_eq!(gate.turn(t0), Ok(()));
+        assert_eq!(gate.turn(t0), Ok(()));
+        assert_eq!(g.outages((t0, std::time::SystemTime::now()), t0).len(), 1);
     }
 
     #[test]

@@ -227,6 +227,12 @@ impl H1 {
                 origin: sc.origin(target).index,
             });
         }
+        if reason == CloseReason::ServerMaxRequests {
+            let gate = self.opener.gates.as_ref().and_then(|g| g.of(slot));
+            if let Some(g) = gate {
+                g.ended_by_header(conn.requests, Instant::now());
+            }
+        }
         let view = closed(&self.notes, &conn, reason);
         let fin_here = conn.stream.is_plain() && fin_here(view, conn.read_total);
         if server_ends && !resp.eof && !fin_here {

@@ -131,6 +131,7 @@ pub fn run_live(
     }
     let (mut recorder, last_end, cpu) = gathered?;
     recorder.outages = gates.outages((start, start_wall), Instant::now());
+    recorder.restarts = gates.restarts((start, start_wall));
     if let (Some(a), Some(b)) = (overflows_before, crate::net::listen_queue::overflows()) {
         recorder.counts.listen_overflows = b.saturating_sub(a);
     }

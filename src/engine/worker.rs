@@ -83,7 +83,7 @@ pub(super) async fn request<D: Driver>(
     sc: &Scenario,
     target: &Target,
     (t0, blocked): (Instant, Option<Duration>),
-    run_deadline: Option<Instant>,
+    (run_deadline, gate): (Option<Instant>, Option<&super::gate::Gate>),
 ) -> Option<(RequestRecord, Option<Box<str>>)> {
     driver.begin(attempt_deadline(sc, t0, blocked, run_deadline));
     let may_retry = D::RETRY == Retry::Refused || target.template.is_idempotent();
@@ -108,6 +108,9 @@ pub(super) async fn request<D: Driver>(
             }
             Err(f) if f.at_deadline => return None,
             Err(f) if f.retry && may_retry && !retried => {
+                if let Some(g) = gate {
+                    g.retried(Instant::now());
+                }
                 retried = true;
                 continue;
             }
@@ -401,7 +404,8 @@ async fn follow<D: Driver>(
     loop {
         let target = hop.as_deref().unwrap_or(first);
         seat.in_flight.set(seat.in_flight.get() + 1);
-        let done = request(driver, sc, target, (t0, blocked), seat.run_deadline).await;
+        let gate = seat.gates.of(target.origin);
+        let done = request(driver, sc, target, (t0, blocked), (seat.run_deadline, gate)).await;
         seat.in_flight.set(seat.in_flight.get() - 1);
         let Some((mut r, location)) = done else {
             seat.notes.aborted();

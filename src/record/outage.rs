@@ -99,6 +99,44 @@ impl Outage {
     }
 }
 
+/// Connections a server ended at about the same time under requests not yet answered (a
+/// restart, a reload, a crash): the requests that met them, retried or failed, and how
+/// the server's absence followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Restart {
+    /// The hop whose connections ended.
+    pub hop: String,
+    /// `graceful`: every request that met an ended connection was retried on a new one
+    /// and none failed; `hard`: requests in flight failed (reset, cut in their body,
+    /// timed out).
+    pub verdict: String,
+    /// Seconds from the run's start to the first of them, and by this machine's clock.
+    pub at_s: f64,
+    pub at: String,
+    /// Requests that met a connection the server had ended before any byte of their
+    /// answer and were sent again on a new connection (idempotent methods only: the
+    /// server may have read them): each once, by its retry's outcome.
+    pub retried: u64,
+    /// Connections it ended after their answer with `Connection: close` (after different
+    /// numbers of requests: not a limit of the server's).
+    pub closed_after_answer: u64,
+    /// Requests in flight that failed with them.
+    pub failed_in_flight: u64,
+    /// The window that followed, when the server refused or did not answer new
+    /// connections after (its duration): absent when it kept accepting (a reload keeps
+    /// its listening socket).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreachable_for_s: Option<f64>,
+}
+
+impl Restart {
+    /// Connections it ended: one per request that met one, and those it closed after
+    /// their answer.
+    pub fn connections(&self) -> u64 {
+        self.retried + self.failed_in_flight + self.closed_after_answer
+    }
+}
+
 /// `more` added to `all`: windows of the same hop that overlap become one (from the
 /// earliest start to the latest end, the tries added up; a window still open at its
 /// run's end stays open). Kept in order of start.

@@ -237,19 +237,29 @@ pub struct OutagesReport {
     pub total_ms: f64,
     pub requests_lost: u64,
     pub windows: Vec<crate::record::outage::Outage>,
+    /// Restarts seen: connections the server ended at about the same time under
+    /// requests, told graceful (none failed) or hard (requests in flight failed).
+    pub restarts: Vec<crate::record::outage::Restart>,
 }
 
 impl OutagesReport {
-    pub fn new(windows: &[crate::record::outage::Outage]) -> OutagesReport {
+    pub fn new(
+        windows: &[crate::record::outage::Outage],
+        restarts: &[crate::record::outage::Restart],
+    ) -> OutagesReport {
         OutagesReport {
             count: windows.len(),
             longest_ms: windows
                 .iter()
                 .map(|w| w.duration_s * 1e3)
                 .fold(0.0, f64::max),
-            total_ms: windows.iter().map(|w| w.duration_s * 1e3).sum(),
+            total_ms: windows
+                .iter()
+                .map(|w| w.duration_s * 1e3)
+                .fold(0.0, |a, b| a + b),
             requests_lost: windows.iter().map(|w| w.requests_lost()).sum(),
             windows: windows.to_vec(),
+            restarts: restarts.to_vec(),
         }
     }
 }

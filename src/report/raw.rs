@@ -290,6 +290,9 @@ pub struct RawRecorder {
     /// The windows in which a hop could not be reached.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outages: Vec<crate::record::outage::Outage>,
+    /// The restarts seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<crate::record::outage::Restart>,
     /// What the first 3xx/4xx/5xx response of each status said: its status line, and
     /// a redirect's Location or an error's first body bytes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

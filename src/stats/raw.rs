@@ -146,6 +146,7 @@ impl From<&Recorder> for RawRecorder {
             ignored_close_by_origin: beyond_the_first(&r.ignored_close_by_origin),
             opened_by_source: r.opened_by_source.clone(),
             outages: r.outages.clone(),
+            restarts: r.restarts.clone(),
             retry_after_s: r.retry_after_s,
             close_reasons: nonzero(
                 CloseReason::ALL
@@ -331,6 +332,7 @@ impl TryFrom<&RawRecorder> for Recorder {
             ),
             opened_by_source: r.opened_by_source.clone(),
             outages: r.outages.clone(),
+            restarts: r.restarts.clone(),
             ..Recorder::new()
         };
         phase_set(&r.phases_new, &mut rec.phases_new).map_err(|e| format!("new: {e}"))?;

@@ -162,6 +162,9 @@ pub struct Recorder {
     /// The windows in which a hop could not be reached (set by the engine at the end of
     /// a run from its gates; `+=` joins those that overlap).
     pub outages: Vec<crate::record::outage::Outage>,
+    /// The restarts seen: connections a server ended at about the same time under
+    /// requests (set by the engine at the end of a run; `+=` keeps both lists).
+    pub restarts: Vec<crate::record::outage::Restart>,
 }
 
 /// Exact count, sum, min and max of durations (ns).
@@ -330,6 +333,7 @@ impl Recorder {
             ignored_close_by_origin: Vec::new(),
             opened_by_source: Vec::new(),
             outages: Vec::new(),
+            restarts: Vec::new(),
         }
     }
 
@@ -604,6 +608,8 @@ impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, o: &Recorder) {
         self.timeline += &o.timeline;
         crate::record::outage::merge(&mut self.outages, &o.outages);
+        self.restarts.extend(o.restarts.iter().cloned());
+        self.restarts.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
         if o.opened_by_origin.len() > self.opened_by_origin.len() {
             self.opened_by_origin.resize(o.opened_by_origin.len(), 0);
         }

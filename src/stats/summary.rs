@@ -279,7 +279,7 @@ fn summarize_counts(
         headline: None,
         diagnosis: Vec::new(),
         timeline: timeline(&rec.timeline, wall_s),
-        outages: crate::report::OutagesReport::new(&rec.outages),
+        outages: crate::report::OutagesReport::new(&rec.outages, &rec.restarts),
         raw: None,
     }
 }

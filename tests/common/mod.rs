@@ -488,8 +488,16 @@ impl Nginx {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // Dead once a zombie (its sockets closed), whoever reaps it.
+        let alive = |w: &str| {
+            std::fs::read_to_string(format!("/proc/{w}/stat")).is_ok_and(|st| {
+                st.rsplit(')')
+                    .next()
+                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
+            })
+        };
         for w in workers.split_whitespace() {
-            while std::path::Path::new(&format!("/proc/{w}")).exists() {
+            while alive(w) {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }

@@ -337,6 +337,10 @@ impl Loop<'_> {
         }
         let may_retry = self.sc.targets[w.target].template.is_idempotent();
         if f.retry && may_retry && !w.retried {
+            if let Some(g) = self.gate {
+                g.retried(Instant::now());
+            }
+            let w = &mut self.workers[i];
             w.retried = true;
             self.try_once(i, Instant::now());
             return;
@@ -373,6 +377,9 @@ impl Loop<'_> {
         conn: &Conn,
         reason: CloseReason,
     ) -> Option<kernel::TcpView> {
+        if let (CloseReason::ServerMaxRequests, Some(g)) = (reason, self.gate) {
+            g.ended_by_header(conn.requests, Instant::now());
+        }
         self.note(ConnEvent::Closed {
             reason,
             requests: conn.requests,

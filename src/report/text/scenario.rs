@@ -545,7 +545,7 @@ const OUTAGES_SAID: usize = 5;
 /// many more): when, how long, how its end is known, and what it cost.
 pub(crate) fn outage_lines(o: &crate::report::OutagesReport) -> Vec<String> {
     use crate::fmt::plural_s;
-    let mut lines = Vec::new();
+    let mut lines: Vec<String> = o.restarts.iter().map(restart_line).collect();
     if o.count > 1 {
         lines.push(format!(
             "Could not reach the target {} times, {:.2} s in all (the longest {:.2} s), {} lost:",
@@ -593,4 +593,45 @@ pub(crate) fn outage_lines(o: &crate::report::OutagesReport) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// A restart the run saw: when, how many connections ended, what became of their
+/// requests, and whether the server refused new connections after.
+fn restart_line(r: &crate::record::outage::Restart) -> String {
+    use crate::fmt::plural_s;
+    let after = match r.unreachable_for_s {
+        Some(d) => format!("it then refused or did not answer new connections for {d:.2} s"),
+        None => {
+            "it kept accepting new connections (its listening socket stayed, as a reload's does)"
+                .to_string()
+        }
+    };
+    let retried = format!(
+        "{} retried on new connections (idempotent, and no byte of the answer had come)",
+        plural_s(r.retried, "request")
+    );
+    if r.verdict == "hard" {
+        format!(
+            "A hard stop of {} at {:.2} s into the run: it ended {} under requests, {} in flight failed and {retried}; {after}.",
+            r.hop,
+            r.at_s,
+            plural_s(r.connections(), "connection"),
+            plural_s(r.failed_in_flight, "request"),
+        )
+    } else {
+        let closed = if r.closed_after_answer > 0 {
+            format!(
+                "{} after their answer with Connection: close (after different numbers of requests: not a limit of its own), ",
+                plural_s(r.closed_after_answer, "connection")
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "A graceful restart of {} at {:.2} s into the run: it ended {}: {closed}{retried}, none failed; {after}. A crash between two answers would look the same from here: the server's log holds every request counted ok.",
+            r.hop,
+            r.at_s,
+            plural_s(r.connections(), "connection"),
+        )
+    }
 }
