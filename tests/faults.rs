@@ -11,6 +11,15 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::Value;
 
+/// The tests that stop and start a server run one at a time: a port a killed server
+/// freed could be handed to another test's server meanwhile, and a loaded machine would
+/// stretch the times they check.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Start `cmd` with its output piped, send it `signal` (`-TERM`, `-INT`) after `after`,
 /// and again `again` later if given; then its exit status, stdout and stderr, and how
 /// long after the first signal it ended.
@@ -62,6 +71,7 @@ fn logged(log: &str) -> (u64, u64) {
 /// segment's agent stopped so leaves a report `merge` reads.
 #[test]
 fn sigterm_keeps_what_bench_measured_and_merge_reads_the_segment() {
+    let _one = one_at_a_time();
     let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
@@ -118,6 +128,7 @@ fn sigterm_keeps_what_bench_measured_and_merge_reads_the_segment() {
 /// printed, every time.
 #[test]
 fn timeout_s_int_signals_twice_and_the_report_is_still_printed() {
+    let _one = one_at_a_time();
     let Some((n, _log)) = Nginx::logging("$connection", "") else {
         return;
     };
@@ -171,6 +182,7 @@ fn silent_server() -> (
 /// second of grace), and the report is still printed, with them given up.
 #[test]
 fn a_second_signal_gives_up_what_is_in_flight_and_still_prints() {
+    let _one = one_at_a_time();
     let (url, stop, held) = silent_server();
     let mut cmd = Command::new(bin());
     cmd.args(["bench", &url, "-d", "30s", "-c", "3", "--timeout", "60s"])
@@ -341,6 +353,7 @@ fn apart_ms(a: std::time::SystemTime, b: std::time::SystemTime) -> f64 {
 /// loop turn), the run's ok requests those nginx logged, and `--fail-if` on it.
 #[test]
 fn nginx_killed_and_started_again_is_one_outage_window() {
+    let _one = one_at_a_time();
     let Some((mut n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
@@ -431,6 +444,7 @@ fn nginx_killed_and_started_again_is_one_outage_window() {
 /// the report calls ok.
 #[test]
 fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
+    let _one = one_at_a_time();
     let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
@@ -451,6 +465,7 @@ fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
+    let reloaded = std::time::SystemTime::now();
     n.signal("-HUP");
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -472,8 +487,12 @@ fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
     assert_eq!(u(&r["failed_in_flight"]), 0, "{r}");
     assert!(u(&r["retried"]) + u(&r["closed_after_answer"]) >= 2, "{r}");
     assert!(r.get("unreachable_for_s").is_none(), "{r}");
-    let at_s = r["at_s"].as_f64().unwrap();
-    assert!((1.0..3.0).contains(&at_s), "{r}");
+    // After the reload was asked for, once nginx's old worker ended its connections.
+    let after = at(&r["at"]).duration_since(reloaded);
+    assert!(
+        after.as_ref().is_ok_and(|d| *d < Duration::from_secs(1)),
+        "{r} {after:?}"
+    );
     // The retries are the requests counted apart, each once.
     assert_eq!(
         u(&s["requests"]["retries"]["stale_connection"]),
@@ -504,6 +523,7 @@ fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
 /// attempt accounted for: the errors are the requests the window lost.
 #[test]
 fn nginx_killed_mid_answer_is_a_hard_stop() {
+    let _one = one_at_a_time();
     let Some(mut n) = Nginx::start_servers(
         "log_format fields '$connection $connection_requests $status';",
         1,
@@ -577,4 +597,206 @@ fn nginx_killed_mid_answer_is_a_hard_stop() {
     assert!(cut >= 1, "{req}");
     let errors: u64 = req["errors"].as_object().unwrap().values().map(u).sum();
     assert_eq!(errors, u(&o["requests_lost"]), "{req} {o}");
+}
+
+/// nginx over TLS (HTTP/1.1 and h2 by ALPN) on one port, its CA in its directory.
+fn nginx_https() -> Option<Nginx> {
+    Nginx::start_servers(
+        "log_format fields '$connection $connection_requests $status';",
+        1,
+        |ports, d| {
+            write_certs(d, &["localhost"]);
+            format!(
+                "server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; \
+                 ssl_certificate_key {d}/key.pem; access_log {d}/access.log fields; \
+                 location / {{ return 200 \"ok\\n\"; }} }}",
+                ports[0],
+                d = d.display()
+            )
+        },
+    )
+}
+
+/// `bench URL ARGS -d 4s -c 10 --json` while nginx is killed at 1.5 s and started again
+/// at 2.5 s: the report, and the test's own kill and start times.
+fn through_a_crash(
+    n: &mut Nginx,
+    url: &str,
+    args: &[&str],
+) -> (Value, std::time::SystemTime, std::time::SystemTime) {
+    let child = Command::new(bin())
+        .args([
+            "bench",
+            url,
+            "-d",
+            "4s",
+            "-c",
+            "10",
+            "--json",
+            "--no-progress",
+        ])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    let killed = std::time::SystemTime::now();
+    n.kill();
+    std::thread::sleep(Duration::from_millis(2500).saturating_sub(began.elapsed()));
+    n.start_again();
+    let started = std::time::SystemTime::now();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (v, killed, started)
+}
+
+/// The run through a crash had one window, its bounds the test's own kill and start
+/// times (within 100 ms), and every attempt accounted for: each error is a request the
+/// window lost (a connect that failed, or a request in flight), each retry counted apart.
+fn one_window_accounted_for(
+    v: &Value,
+    (killed, started): (std::time::SystemTime, std::time::SystemTime),
+) {
+    assert_eq!(
+        schema_violations("report.schema.json", v),
+        Vec::<String>::new()
+    );
+    let s = scenario(v);
+    check_accounting(s);
+    let o = &s["outages"];
+    assert_eq!(u(&o["count"]), 1, "{o}");
+    let w = &o["windows"][0];
+    assert!(apart_ms(at(&w["start_at"]), killed) <= 100.0, "{w}");
+    assert!(apart_ms(at(&w["end_at"]), started) <= 100.0, "{w}");
+    let failed_connects =
+        u(&w["connects_refused"]) + u(&w["connects_other"]) + u(&w["connects_timed_out"]);
+    assert!((1..1000).contains(&failed_connects), "{w}");
+    let errors: u64 = s["requests"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(errors, u(&o["requests_lost"]), "{} {o}", s["requests"]);
+    assert!(u(&s["requests"]["ok"]) > 0);
+}
+
+/// The crash over HTTPS (HTTP/1.1 keep-alive through TLS) and over h2.
+#[test]
+fn nginx_killed_under_https_and_h2_is_one_window() {
+    let _one = one_at_a_time();
+    let Some(mut n) = nginx_https() else {
+        return;
+    };
+    let url = format!("https://localhost:{}/", n.port);
+    let ca = n.dir.join("ca.pem").display().to_string();
+    let resolve = format!("localhost:{}:127.0.0.1", n.port);
+    for strategy in ["keepalive", "h2"] {
+        let args = [
+            "--cacert",
+            &ca,
+            "--resolve",
+            &resolve,
+            "--strategy",
+            strategy,
+        ];
+        let (v, killed, started) = through_a_crash(&mut n, &url, &args);
+        one_window_accounted_for(&v, (killed, started));
+    }
+}
+
+/// The crash with a new connection per request (`--strategy close`): every worker meets
+/// it at its next connect.
+#[test]
+fn nginx_killed_under_close_is_one_window() {
+    let _one = one_at_a_time();
+    let Some((mut n, _log)) = Nginx::logging("$connection", "") else {
+        return;
+    };
+    let url = n.url();
+    let (v, killed, started) = through_a_crash(&mut n, &url, &["--strategy", "close"]);
+    one_window_accounted_for(&v, (killed, started));
+}
+
+/// squid, the forward proxy, killed at 1.5 s and started again at 2.5 s (its own
+/// configuration) while bench goes through it to nginx: one window, named for the proxy,
+/// its bounds the test's own times; what squid logged is what the report counts.
+#[test]
+fn the_proxy_killed_and_started_again_is_its_window() {
+    let _one = one_at_a_time();
+    let Some((n, log)) = Nginx::logging("$connection", "") else {
+        return;
+    };
+    let mut squid = squid();
+    let proxy = format!("http://127.0.0.1:{}", squid.port);
+    let child = Command::new(bin())
+        .args(["bench", &n.url(), "-x", &proxy, "-d", "4s", "-c", "10"])
+        .args(["--json", "--no-progress"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    let killed = std::time::SystemTime::now();
+    let _ = squid.child.kill();
+    let _ = squid.child.wait();
+    std::thread::sleep(Duration::from_millis(2500).saturating_sub(began.elapsed()));
+    squid.child = Command::new("squid")
+        .args(["-N", "-n", &format!("hs{}", squid.port), "-f"])
+        .arg(squid._dir.0.join("squid.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(squid.port, "squid", &squid._dir.0.join("cache.log"));
+    let started = std::time::SystemTime::now();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = scenario(&v);
+    let w = &s["outages"]["windows"][0];
+    assert_eq!(w["hop"], format!("the proxy {proxy}"), "{w}");
+    one_window_accounted_for(&v, (killed, started));
+    // nginx, behind it, answered every request counted ok, and at most those that
+    // failed in flight, were given up at the end, or were sent twice besides: a request
+    // squid passed on and died before answering was retried (counted apart, once).
+    let ok = u(&s["requests"]["ok"]);
+    let slack = u(&w["failed_in_flight"])
+        + u(&s["requests"]["aborted_at_deadline"])
+        + u(&s["requests"]["retries"]["stale_connection"]);
+    let (logged_requests, _) = logged(&log);
+    assert!(
+        logged_requests >= ok && logged_requests <= ok + slack,
+        "nginx logged {logged_requests}, the report {ok} ok (+{slack})"
+    );
+}
+
+/// The HTML report of a run through a crash shades the window on its timeline and says
+/// the outage and the restart in the text report's words (checked in Chromium against
+/// the JSON).
+#[test]
+fn the_html_report_shows_the_window_and_says_it() {
+    let _one = one_at_a_time();
+    let Some((mut n, _log)) = Nginx::logging("$connection", "") else {
+        return;
+    };
+    let url = n.url();
+    let crash = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1200));
+        n.kill();
+        std::thread::sleep(Duration::from_millis(1000));
+        n.start_again();
+        n
+    });
+    let v = check_html(&["bench", &url, "-d", "3.5s", "-c", "4"], "outage");
+    let _n = crash.join().unwrap();
+    if let Some(v) = v {
+        assert_eq!(u(&scenario(&v)["outages"]["count"]), 1);
+    }
 }

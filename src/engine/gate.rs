@@ -22,6 +22,10 @@ use crate::record::outage::{Outage, Restart, Unreachable};
 /// window's first sign.
 const FIRST_SIGN: Duration = Duration::from_millis(100);
 
+/// Connections a server ends within this of each other are one burst (a restart's: a
+/// loaded machine spreads them).
+const BURST_GAP: Duration = Duration::from_millis(250);
+
 /// What an origin's connects reach, as a window names it: the proxy, the Unix socket,
 /// the address its name was sent to, or its URL's scheme, host and port.
 pub fn hop_of(o: &crate::net::Origin) -> String {
@@ -121,14 +125,11 @@ impl Gates {
         for g in &self.gates {
             let s = g.lock();
             for e in &s.ends {
-                // Closes by the header count when they came after different numbers of
-                // requests (not a limit's).
-                let by_header = if e.header_requests.0 < e.header_requests.1 {
-                    e.by_header
-                } else {
-                    0
-                };
-                if e.retried + e.failed + by_header < g.burst_least {
+                // A restart's ends come together; a chain of them longer than a second is
+                // a server's steady habit (idle closes under a slow rate), not one.
+                if e.retried + e.failed + e.by_header < g.burst_least
+                    || e.last.saturating_duration_since(e.first) > Duration::from_secs(1)
+                {
                     continue;
                 }
                 // The window that began with it, or within a second after.
@@ -141,7 +142,7 @@ impl Gates {
                     at_s: e.first.saturating_duration_since(start).as_secs_f64(),
                     at: crate::host::rfc3339(start_wall + e.first.saturating_duration_since(start)),
                     retried: e.retried,
-                    closed_after_answer: by_header,
+                    closed_after_answer: e.by_header,
                     failed_in_flight: e.failed,
                     unreachable_for_s: followed.map(|w| {
                         w.end
@@ -186,9 +187,12 @@ struct State {
     recent: Option<(Instant, Instant, u64)>,
     /// Connections the server ended under a request, in bursts.
     ends: Vec<Ends>,
+    /// The most requests a connection the server closed by `Connection: close` carried:
+    /// its limit, when it has one.
+    header_limit: u64,
 }
 
-/// Connections the server ended under requests within `FIRST_SIGN` of each other: the
+/// Connections the server ended under requests within `BURST_GAP` of each other: the
 /// requests that met them and were retried, by how the connection ended, and those that
 /// failed.
 #[derive(Debug, Clone, Copy)]
@@ -197,11 +201,9 @@ pub(crate) struct Ends {
     pub last: Instant,
     /// Retried: the connection had ended (EOF or a reset) before any byte of the answer.
     pub retried: u64,
-    /// Ended after their answer by the server's `Connection: close`, and the fewest and
-    /// most requests those connections had carried: a server's own limit ends each after
-    /// the same number, a restart after any.
+    /// Ended after their answer by the server's `Connection: close` before the server's
+    /// own limit (fewer requests than the most a connection closed so carried).
     pub by_header: u64,
-    pub header_requests: (u64, u64),
     /// Failed: reset, closed or timed out in flight, not retried.
     pub failed: u64,
 }
@@ -217,19 +219,18 @@ struct Window {
 }
 
 impl State {
-    /// The burst of ends `at` belongs to: the last, if within `FIRST_SIGN` of it.
+    /// The burst of ends `at` belongs to: the last, if within `BURST_GAP` of it.
     fn burst(&mut self, at: Instant) -> &mut Ends {
         let joins = self
             .ends
             .last()
-            .is_some_and(|e| at.saturating_duration_since(e.last) <= FIRST_SIGN);
+            .is_some_and(|e| at.saturating_duration_since(e.last) <= BURST_GAP);
         if !joins {
             self.ends.push(Ends {
                 first: at,
                 last: at,
                 retried: 0,
                 by_header: 0,
-                header_requests: (u64::MAX, 0),
                 failed: 0,
             });
         }
@@ -303,15 +304,16 @@ impl Gate {
     }
 
     /// The server ended a connection after its answer with `Connection: close`, at `at`,
-    /// after `requests` on it.
+    /// after `requests` on it: its own limit (as many as the most any connection closed
+    /// so carried: nginx's `keepalive_requests`), or, with fewer, an end of the server's
+    /// choosing (a reload's).
     pub fn ended_by_header(&self, requests: u64, at: Instant) {
         let mut s = self.lock();
-        let e = s.burst(at);
-        e.by_header += 1;
-        e.header_requests = (
-            e.header_requests.0.min(requests),
-            e.header_requests.1.max(requests),
-        );
+        if requests >= s.header_limit {
+            s.header_limit = requests;
+            return;
+        }
+        s.burst(at).by_header += 1;
     }
 
     /// A connect to the hop failed so at `at`: the gate closes if it was open.

@@ -205,7 +205,39 @@ pub fn families(r: &Recorder) -> Vec<Family> {
         )
     });
     out.extend([errors(r), responses(r), durations(r), phases(r)]);
+    out.extend(outages(r));
     out
+}
+
+/// The windows in which a hop could not be reached: counted when the run ends (its last
+/// scrape or push carries them).
+fn outages(r: &Recorder) -> [Family; 3] {
+    let lost = r.outages.iter().map(|o| o.requests_lost()).sum();
+    let mut seconds = Family::new(
+        "handshake_outage_seconds",
+        "Time in which a hop could not be reached, over the windows.",
+        Kind::Counter,
+    );
+    seconds.number(
+        Vec::new(),
+        r.outages
+            .iter()
+            .map(|o| o.duration_s)
+            .fold(0.0, |a, b| a + b),
+    );
+    [
+        counter(
+            "handshake_outages",
+            "Windows in which a hop could not be reached.",
+            r.outages.len() as u64,
+        ),
+        seconds,
+        counter(
+            "handshake_outage_requests_lost",
+            "Requests the windows cost: their failed connects and the requests in flight that failed.",
+            lost,
+        ),
+    ]
 }
 
 fn closed(r: &Recorder) -> Family {

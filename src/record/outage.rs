@@ -117,8 +117,8 @@ pub struct Restart {
     /// answer and were sent again on a new connection (idempotent methods only: the
     /// server may have read them): each once, by its retry's outcome.
     pub retried: u64,
-    /// Connections it ended after their answer with `Connection: close` (after different
-    /// numbers of requests: not a limit of the server's).
+    /// Connections it ended after their answer with `Connection: close` after fewer
+    /// requests than the server's own limit (the most a connection it closed so carried).
     pub closed_after_answer: u64,
     /// Requests in flight that failed with them.
     pub failed_in_flight: u64,

@@ -47,6 +47,10 @@ struct Entry<'a> {
     row: Option<&'a ComparisonRow>,
     /// Second by second (compare: the strategy's rounds end to end).
     timeline: &'a [TimelineBucket],
+    /// The windows in which a hop could not be reached (drawn on the timeline), and the
+    /// sentences the text report says of them and of the restarts seen.
+    outages: &'a [crate::record::outage::Outage],
+    outage_lines: Vec<String>,
 }
 
 /// compare: how rows are set against the best.
@@ -131,6 +135,35 @@ fn headline(report: &Report, comparisons: &[&super::comparison::Comparison]) -> 
     cut.chain(lines).collect()
 }
 
+/// One scenario's entry in the page's data (with its comparison row, if any).
+fn entry<'a>(s: &'a super::ScenarioReport, row: Option<&'a ComparisonRow>) -> Entry<'a> {
+    let own = if s.load.rate.is_some() {
+        s.latency_ms.mean
+    } else if s.requests.answered > 0 {
+        s.concurrency as f64 * s.duration_s * 1000.0 / s.requests.answered as f64
+    } else {
+        0.0
+    };
+    Entry {
+        name: &s.name,
+        group: row.map_or("", |r| r.group.as_str()),
+        time_ms: row.map_or(own, |r| r.time_per_request_ms.median),
+        phases: s.phases_ms.mean_per_request.parts(),
+        percentiles: &s.latency_ms.percentiles,
+        ok: s.requests.ok,
+        requests_per_s: s.throughput.requests_per_s,
+        phases_new: &s.phases_ms.new,
+        phases_reused: &s.phases_ms.reused,
+        connections: &s.connections,
+        requests: &s.requests,
+        diagnosis: &s.diagnosis,
+        row,
+        timeline: &s.timeline,
+        outages: &s.outages.windows,
+        outage_lines: super::text::outage_lines(&s.outages),
+    }
+}
+
 fn data(report: &Report) -> Data<'_> {
     let comparisons = report.comparisons();
     let open_loop = report.scenarios.iter().any(|s| s.load.rate.is_some());
@@ -141,29 +174,7 @@ fn data(report: &Report) -> Data<'_> {
             let row = comparisons
                 .iter()
                 .find_map(|c| c.rows.iter().find(|r| r.name == s.name));
-            let own = if s.load.rate.is_some() {
-                s.latency_ms.mean
-            } else if s.requests.answered > 0 {
-                s.concurrency as f64 * s.duration_s * 1000.0 / s.requests.answered as f64
-            } else {
-                0.0
-            };
-            Entry {
-                name: &s.name,
-                group: row.map_or("", |r| r.group.as_str()),
-                time_ms: row.map_or(own, |r| r.time_per_request_ms.median),
-                phases: s.phases_ms.mean_per_request.parts(),
-                percentiles: &s.latency_ms.percentiles,
-                ok: s.requests.ok,
-                requests_per_s: s.throughput.requests_per_s,
-                phases_new: &s.phases_ms.new,
-                phases_reused: &s.phases_ms.reused,
-                connections: &s.connections,
-                requests: &s.requests,
-                diagnosis: &s.diagnosis,
-                row,
-                timeline: &s.timeline,
-            }
+            entry(s, row)
         })
         .collect();
     let title = match (&report.comparison, &report.rtt_sweep) {

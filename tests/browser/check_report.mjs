@@ -253,10 +253,25 @@ async function checkBench(page) {
       "lat-p50": tl.map((b) => b.p50_ms),
       "lat-p99": tl.map((b) => b.p99_ms),
     });
+    // The windows in which a hop could not be reached, shaded where the JSON has them.
+    const shaded = await page.$$eval("rect.outage", (rs) => rs.map((r) => ({ name: r.dataset.name, start: Number(r.dataset.start), end: Number(r.dataset.end) })));
+    const windows = (s.outages && s.outages.windows) || [];
+    const mine = shaded.filter((r) => r.name === s.name);
+    if (mine.length !== windows.length) failures.push(`${s.name}: ${mine.length} outage windows shaded for ${windows.length}`);
+    windows.forEach((w) => { if (!mine.some((r) => close(r.start, w.start_s) && (w.end_s === undefined || close(r.end, w.end_s)))) failures.push(`${s.name}: no window shaded from ${w.start_s} s`); });
     const withErrors = tl.filter((b) => b.errors > 0);
     const mk = markers.filter((m) => m.name === s.name);
     if (mk.length !== withErrors.length) failures.push(`${s.name}: ${mk.length} error markers for ${withErrors.length} buckets with errors`);
     withErrors.forEach((b) => { if (!mk.some((m) => close(m.t, b.t_s) && m.errors === b.errors)) failures.push(`${s.name}: no marker for ${b.errors} errors at ${b.t_s} s`); });
+  }
+  // Each outage and restart said, with its hop and its figures.
+  const said = await page.$$eval("li.outage", (ls) => ls.map((l) => ({ name: l.dataset.name, text: l.textContent })));
+  for (const s of report.scenarios) {
+    const o = s.outages || { windows: [], restarts: [] };
+    const lines = said.filter((l) => l.name === s.name).map((l) => l.text);
+    for (const w of o.windows.slice(0, 5)) if (!lines.some((t) => t.includes(`Could not reach ${w.hop} for ${w.duration_s.toFixed(2)} s, from ${w.start_s.toFixed(2)} s`))) failures.push(`${s.name}: no sentence for the window from ${w.start_s} s`);
+    for (const r of o.restarts) if (!lines.some((t) => t.includes(`restart of ${r.hop} at ${r.at_s.toFixed(2)} s`) || t.includes(`stop of ${r.hop} at ${r.at_s.toFixed(2)} s`))) failures.push(`${s.name}: no sentence for the restart at ${r.at_s} s`);
+    if (!o.windows.length && !o.restarts.length && lines.length) failures.push(`${s.name}: outage sentences without an outage`);
   }
   // The connections block, requests and errors, the phase tables: every figure as the
   // JSON has it (a scenario's comparison row under "comparison", as --fail-if reads it).

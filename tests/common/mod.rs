@@ -481,12 +481,15 @@ impl Nginx {
             self.child.id()
         ))
         .unwrap_or_default();
-        for w in workers.split_whitespace() {
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", w])
-                .status();
-        }
+        // The master first (it would start a new worker for one killed before it), then
+        // its workers at once.
         let _ = self.child.kill();
+        for w in workers.split_whitespace() {
+            let pid = w.parse().ok().and_then(rustix::process::Pid::from_raw);
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
         let _ = self.child.wait();
         // Dead once a zombie (its sockets closed), whoever reaps it.
         let alive = |w: &str| {

@@ -341,12 +341,22 @@
     timeChart(box, "timeline-rates", e.name, tl, [
       { cls: "rate-requests", label: "requests/s", color: "#3d85c6", values: perSecond(tl, b => b.requests) },
       { cls: "rate-new", label: "new connections/s", color: "#e07b39", values: perSecond(tl, b => b.new_connections) },
-    ], "", true);
+    ], "", true, e.outages);
     timeChart(box, "timeline-latency", e.name, tl, [
       { cls: "lat-p50", label: "p50", color: "#6aa84f", values: tl.map(b => b.p50_ms) },
       { cls: "lat-p99", label: "p99", color: "#d64545", values: tl.map(b => b.p99_ms) },
     ], " ms", false);
   });
+
+  // Each scenario's outages and restarts, in the text report's words.
+  const withOutages = entries.filter(e => e.outage_lines.length);
+  if (withOutages.length) document.getElementById("diagnosis-section").hidden = false;
+  for (const e of withOutages) {
+    const box = document.getElementById("diagnosis");
+    if (entries.length > 1) h("h3", {}, box, e.name);
+    const ul = h("ul", { class: "sentences" }, box);
+    for (const line of e.outage_lines) h("li", { class: "outage", "data-name": e.name }, ul, line);
+  }
 
   // Each scenario's diagnosis.
   const withDiagnosis = entries.filter(e => e.diagnosis.length);

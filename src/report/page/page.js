@@ -62,11 +62,18 @@
   }
   // A time chart in `box`: one polyline per series over the buckets `tl` ({t_s, width_s}),
   // values null where there is none; with `markers`, a triangle on each bucket with errors.
-  function timeChart(box, cls, name, tl, series, unit, markers) {
+  function timeChart(box, cls, name, tl, series, unit, markers, outages) {
     const end = Math.max(...tl.map(b => b.t_s + b.width_s), 1e-9);
     const xT = t => left + t / end * W;
+    // The windows in which a hop could not be reached, shaded under the lines.
+    const shade = svg => (outages || []).forEach(o => {
+      const to = o.end_s === undefined ? end : o.end_s;
+      const r = el("rect", { class: "outage", x: xT(o.start_s).toFixed(1), y: top, width: Math.max(xT(to) - xT(o.start_s), 1).toFixed(1), height: H / 2, fill: "#f4cccc", "data-name": name, "data-start": o.start_s, "data-end": to }, svg);
+      el("title", {}, r).textContent = "could not reach " + o.hop + " from " + fmt(o.start_s) + " s to " + fmt(to) + " s";
+    });
     const mid = b => b.t_s + b.width_s / 2;
     const svg = el("svg", { class: cls, "data-name": name, width: left + W + 200, height: H / 2 + 50 }, box);
+    shade(svg);
     const hh = H / 2;
     const maxY = Math.max(...series.flatMap(s => s.values.filter(v => v !== null)), 1e-9);
     el("line", { x1: left, y1: top + hh, x2: left + W, y2: top + hh, stroke: "#999" }, svg);

@@ -11,6 +11,7 @@ mod knee;
 mod lines;
 mod merge;
 mod scenario;
+pub(crate) use scenario::outage_lines;
 mod sparkline;
 mod sweep;
 mod table;

@@ -621,7 +621,7 @@ fn restart_line(r: &crate::record::outage::Restart) -> String {
     } else {
         let closed = if r.closed_after_answer > 0 {
             format!(
-                "{} after their answer with Connection: close (after different numbers of requests: not a limit of its own), ",
+                "{} after their answer with Connection: close (before its own limit of requests), ",
                 plural_s(r.closed_after_answer, "connection")
             )
         } else {
