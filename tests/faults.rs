@@ -800,3 +800,209 @@ fn the_html_report_shows_the_window_and_says_it() {
         assert_eq!(u(&scenario(&v)["outages"]["count"]), 1);
     }
 }
+
+/// HAProxy in front of nginx reloaded the way its packagers do (`haproxy -sf OLDPID`: a
+/// new process takes the port, the old one finishes what it holds and ends): a graceful
+/// restart, no window (the port never stopped accepting), no request lost, and nginx
+/// behind it answered every request counted ok.
+#[test]
+fn haproxy_reloaded_with_sf_is_a_graceful_restart() {
+    let _one = one_at_a_time();
+    let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
+        return;
+    };
+    let d = Dir::new("haproxy-sf");
+    let port = free_port();
+    let cfg = d.path("haproxy.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "defaults\n  mode http\n  timeout connect 2s\n  timeout client 10s\n  timeout server 10s\n\
+             frontend f\n  bind 127.0.0.1:{port}\n  default_backend b\n\
+             backend b\n  server n1 127.0.0.1:{}\n",
+            n.port
+        ),
+    )
+    .unwrap();
+    let haproxy = |extra: &[String]| {
+        let mut c = Command::new("/usr/sbin/haproxy")
+            .args(["-db", "-f", &cfg])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("haproxy (Debian package haproxy; scripts/test installs it)");
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "haproxy did not start"
+            );
+            assert!(c.try_wait().unwrap().is_none(), "haproxy exited");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        c
+    };
+    let mut old = haproxy(&[]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let child = Command::new(bin())
+        .args([
+            "bench",
+            &url,
+            "-d",
+            "4s",
+            "-c",
+            "10",
+            "--json",
+            "--no-progress",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let reloaded = std::time::SystemTime::now();
+    let mut new = haproxy(&["-sf".into(), old.id().to_string()]);
+    let out = child.wait_with_output().unwrap();
+    stop_child(&mut new, "-USR1");
+    stop_child(&mut old, "-USR1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = scenario(&v);
+    check_accounting(s);
+    let o = &s["outages"];
+    assert_eq!(u(&o["count"]), 0, "{o}");
+    let errors: u64 = s["requests"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(errors, 0, "{}", s["requests"]);
+    let restarts = o["restarts"].as_array().unwrap();
+    assert_eq!(restarts.len(), 1, "{o}");
+    let r = &restarts[0];
+    assert_eq!(r["verdict"], "graceful", "{r}");
+    let after = at(&r["at"]).duration_since(reloaded);
+    assert!(
+        after.as_ref().is_ok_and(|d| *d < Duration::from_secs(2)),
+        "{r} {after:?}"
+    );
+    let ok = u(&s["requests"]["ok"]);
+    let slack =
+        u(&s["requests"]["aborted_at_deadline"]) + u(&s["requests"]["retries"]["stale_connection"]);
+    let (logged_requests, _) = logged(&log);
+    assert!(
+        logged_requests >= ok && logged_requests <= ok + slack,
+        "nginx logged {logged_requests}, the report {ok} ok (+{slack})"
+    );
+}
+
+/// dnsmasq answering `svc.handshake.test` on `port`, by its PID (stopped on drop).
+struct Resolver(std::process::Child);
+
+impl Resolver {
+    fn start(port: u16) -> Resolver {
+        let child = Command::new("/usr/sbin/dnsmasq")
+            .args([
+                "--keep-in-foreground",
+                "--conf-file=/dev/null",
+                "--no-resolv",
+                "--no-hosts",
+                "--bind-interfaces",
+                "--listen-address=127.0.0.1",
+                "--pid-file=",
+                "--user=root",
+                "--address=/svc.handshake.test/127.0.0.1",
+            ])
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("dnsmasq (Debian package dnsmasq-base; scripts/test installs it)");
+        // Ready once its UDP port is taken.
+        let t = Instant::now();
+        while std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "dnsmasq did not start"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Resolver(child)
+    }
+}
+
+impl Drop for Resolver {
+    fn drop(&mut self) {
+        stop_child(&mut self.0, "-TERM");
+    }
+}
+
+/// The resolver stopped at 1.5 s and started again at 2.5 s while every request looks
+/// its name up (`--dns-cache off`, a connection per request, lookups bounded by
+/// `--connect-timeout 300ms`): one window, from the first lookup that went unanswered to
+/// the first connect after the resolver came back (within 100 ms of the test's own
+/// times), its cost in lookups that failed, and nothing else lost.
+#[test]
+fn the_resolver_stopped_and_started_again_is_one_window() {
+    let _one = one_at_a_time();
+    let Some((n, _log)) = Nginx::logging("$connection", "") else {
+        return;
+    };
+    let dns_port = free_port();
+    let mut dns = Resolver::start(dns_port);
+    let url = format!("http://svc.handshake.test:{}/", n.port);
+    let servers = format!("127.0.0.1:{dns_port}");
+    let child = Command::new(bin())
+        .args([
+            "bench",
+            &url,
+            "--dns-servers",
+            &servers,
+            "--dns-cache",
+            "off",
+        ])
+        .args(["--strategy", "close", "--connect-timeout", "300ms"])
+        .args(["-d", "4s", "-c", "4", "--json", "--no-progress"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    let stopped = std::time::SystemTime::now();
+    stop_child(&mut dns.0, "-KILL");
+    std::thread::sleep(Duration::from_millis(2500).saturating_sub(began.elapsed()));
+    dns = Resolver::start(dns_port);
+    let started = std::time::SystemTime::now();
+    let out = child.wait_with_output().unwrap();
+    drop(dns);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        schema_violations("report.schema.json", &v),
+        Vec::<String>::new()
+    );
+    let s = scenario(&v);
+    check_accounting(s);
+    let o = &s["outages"];
+    assert_eq!(u(&o["count"]), 1, "{o}");
+    let w = &o["windows"][0];
+    assert!(apart_ms(at(&w["start_at"]), stopped) <= 100.0, "{w}");
+    assert!(apart_ms(at(&w["end_at"]), started) <= 100.0, "{w}");
+    assert!(u(&w["lookups_failed"]) >= 1, "{w}");
+    let errors: u64 = s["requests"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(errors, u(&o["requests_lost"]), "{} {o}", s["requests"]);
+    assert_eq!(
+        errors,
+        u(&s["requests"]["errors"]["timeout_dns"]) + u(&s["requests"]["errors"]["dns"])
+    );
+}

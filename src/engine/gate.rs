@@ -74,9 +74,14 @@ impl Gates {
 
     /// A try's failure `f` on the way to origin `index`, at `at`: a hop that could not be
     /// reached closes its gate; a request in flight that failed is counted.
-    pub fn failed(&self, index: usize, f: &crate::record::Failure, at: Instant) {
+    pub fn failed(
+        &self,
+        index: usize,
+        f: &crate::record::Failure,
+        (began, at): (Instant, Instant),
+    ) {
         if let Some(g) = self.of(index) {
-            g.failed(f, at);
+            g.failed(f, (began, at));
         }
     }
 
@@ -109,6 +114,7 @@ impl Gates {
                     connects_refused: w.refused,
                     connects_timed_out: w.timed_out,
                     connects_other: w.other,
+                    lookups_failed: w.lookups,
                     failed_in_flight: w.in_flight,
                 });
             }
@@ -215,7 +221,19 @@ struct Window {
     refused: u64,
     timed_out: u64,
     other: u64,
+    lookups: u64,
     in_flight: u64,
+}
+
+impl Window {
+    fn count(&mut self, how: Unreachable) {
+        match how {
+            Unreachable::Refused => self.refused += 1,
+            Unreachable::TimedOut => self.timed_out += 1,
+            Unreachable::Other => self.other += 1,
+            Unreachable::Lookup => self.lookups += 1,
+        }
+    }
 }
 
 impl State {
@@ -289,9 +307,9 @@ impl Gate {
 
     /// A try's failure `f` at `at`: a hop that could not be reached closes the gate; a
     /// request in flight that failed is counted.
-    pub fn failed(&self, f: &crate::record::Failure, at: Instant) {
+    pub fn failed(&self, f: &crate::record::Failure, (began, at): (Instant, Instant)) {
         if let Some(how) = Unreachable::of(f) {
-            self.unreachable(at, how);
+            self.unreachable((began, at), how);
         } else if crate::record::outage::in_flight(f) {
             self.failed_in_flight(at);
         }
@@ -316,16 +334,34 @@ impl Gate {
         s.burst(at).by_header += 1;
     }
 
-    /// A connect to the hop failed so at `at`: the gate closes if it was open.
-    pub fn unreachable(&self, at: Instant, how: Unreachable) {
+    /// A connect (or a lookup) to the hop, begun at `began`, failed so at `at`: the gate
+    /// closes if it was open. One begun before the last window ended (a lookup that
+    /// waited out its timeout across the hop's return) is counted in that window.
+    pub fn unreachable(&self, (began, at): (Instant, Instant), how: Unreachable) {
         let mut s = self.lock();
+        let straggler = s.open.is_none()
+            && s.closed
+                .last()
+                .and_then(|w| w.end)
+                .is_some_and(|end| began <= end);
+        if straggler {
+            let w = s.closed.last_mut().expect("a window");
+            w.count(how);
+            return;
+        }
         if s.open.is_none() {
-            // The first sign: requests in flight that failed just before.
+            // The first sign: requests in flight that failed just before, or the try
+            // itself when it waited out a timeout (the hop was silent since it began).
+            let first = if how == Unreachable::Refused {
+                at
+            } else {
+                began.min(at)
+            };
             let (start, in_flight) = match s.recent.take() {
-                Some((first, last, n)) if at.saturating_duration_since(last) <= FIRST_SIGN => {
-                    (first.min(at), n)
+                Some((f, last, n)) if at.saturating_duration_since(last) <= FIRST_SIGN => {
+                    (f.min(first), n)
                 }
-                _ => (at, 0),
+                _ => (first, 0),
             };
             s.open = Some(Window {
                 start,
@@ -334,6 +370,7 @@ impl Gate {
                 refused: 0,
                 timed_out: 0,
                 other: 0,
+                lookups: 0,
                 in_flight,
             });
             if let Some(b) = self.backoff {
@@ -344,11 +381,7 @@ impl Gate {
         }
         let w = s.open.as_mut().expect("the gate is closed");
         w.last_failed = w.last_failed.max(at);
-        match how {
-            Unreachable::Refused => w.refused += 1,
-            Unreachable::TimedOut => w.timed_out += 1,
-            Unreachable::Other => w.other += 1,
-        }
+        w.count(how);
     }
 
     /// A connect to the hop succeeded at `at`: the gate opens, its window ends.
@@ -404,7 +437,10 @@ mod tests {
         gate.reached(t0);
         assert_eq!(gate.turn(t0), Ok(()));
         gate.failed_in_flight(t0);
-        gate.unreachable(t0 + Duration::from_millis(1), Unreachable::Refused);
+        gate.unreachable(
+            (t0 + Duration::from_millis(1), t0 + Duration::from_millis(1)),
+            Unreachable::Refused,
+        );
         // The first try waits 10 ms; one goes then, the next waits again.
         let next = gate.turn(t0 + Duration::from_millis(2)).unwrap_err();
         assert_eq!(next, t0 + Duration::from_millis(11));
@@ -413,7 +449,7 @@ mod tests {
         // The tries never wait longer than 500 ms / 10 workers.
         let mut at = next;
         for _ in 0..20 {
-            gate.unreachable(at, Unreachable::Refused);
+            gate.unreachable((at, at), Unreachable::Refused);
             let n = gate.turn(at).unwrap_err();
             assert!(n - at <= Duration::from_millis(50), "{:?}", n - at);
             at = n;
@@ -439,7 +475,7 @@ mod tests {
         let g = gates(10);
         let gate = g.of(0).unwrap();
         let t0 = Instant::now();
-        gate.unreachable(t0, Unreachable::Refused);
+        gate.unreachable((t0, t0), Unreachable::Refused);
         assert_eq!(gate.turn(t0), Ok(()));
         assert_eq!(gate.turn(t0), Ok(()));
         assert_eq!(g.outages((t0, std::time::SystemTime::now()), t0).len(), 1);
@@ -450,9 +486,9 @@ mod tests {
         let g = Gates::new(vec!["h:1".into()], None, 4);
         let gate = g.of(0).unwrap();
         let t0 = Instant::now();
-        gate.unreachable(t0, Unreachable::TimedOut);
+        gate.unreachable((t0, t0), Unreachable::TimedOut);
         assert_eq!(gate.turn(t0), Ok(()));
-        gate.unreachable(t0, Unreachable::Other);
+        gate.unreachable((t0, t0), Unreachable::Other);
         let o = g.outages(
             (t0, std::time::SystemTime::now()),
             t0 + Duration::from_secs(2),

@@ -412,7 +412,7 @@ async fn follow<D: Driver>(
             return false;
         };
         if let Outcome::Error(f) = &r.outcome {
-            seat.gates.failed(target.origin, f, r.end);
+            seat.gates.failed(target.origin, f, (t0, r.end));
         }
         let (Some(rd), Some(location), &Outcome::Ok { status, .. }) =
             (&sc.redirects, location, &r.outcome)

@@ -13,9 +13,11 @@ pub enum Unreachable {
     /// No answer within the connect timeout (or the lookup's).
     TimedOut,
     /// Failed otherwise: reset while connecting (a listener that went away with the
-    /// connect in its queue), no route, a name that did not resolve, a proxy that could
-    /// not reach the origin.
+    /// connect in its queue), no route, a proxy that could not reach the origin.
     Other,
+    /// The name's lookup failed or timed out (the resolver could not be reached, or
+    /// answered with an error).
+    Lookup,
 }
 
 impl Unreachable {
@@ -27,8 +29,9 @@ impl Unreachable {
         use super::{ErrorDetail as D, ErrorKind as K};
         match (f.kind, f.detail) {
             (K::Connect, Some(D::Refused)) => Some(Unreachable::Refused),
-            (K::Connect | K::Dns, _) => Some(Unreachable::Other),
-            (K::TimeoutConnect | K::TimeoutDns, _) => Some(Unreachable::TimedOut),
+            (K::Connect, _) => Some(Unreachable::Other),
+            (K::Dns | K::TimeoutDns, _) => Some(Unreachable::Lookup),
+            (K::TimeoutConnect, _) => Some(Unreachable::TimedOut),
             (K::Proxy, Some(D::ProxyBadGateway)) => Some(Unreachable::Other),
             _ => None,
         }
@@ -77,6 +80,9 @@ pub struct Outage {
     pub connects_refused: u64,
     pub connects_timed_out: u64,
     pub connects_other: u64,
+    /// Lookups of the name that failed or timed out in it (the resolver's part).
+    #[serde(default)]
+    pub lookups_failed: u64,
     /// Requests on connections already open that failed at its start or in it (reset,
     /// closed before the response, timed out waiting).
     pub failed_in_flight: u64,
@@ -88,10 +94,10 @@ impl Outage {
         self.connects_refused + self.connects_timed_out + self.connects_other
     }
 
-    /// The requests it cost: its failed connects (each a request's) and the requests in
-    /// flight that failed.
+    /// The requests it cost: its failed connects and lookups (each a request's) and the
+    /// requests in flight that failed.
     pub fn requests_lost(&self) -> u64 {
-        self.connects_failed() + self.failed_in_flight
+        self.connects_failed() + self.lookups_failed + self.failed_in_flight
     }
 
     fn end_or(&self, run_end_s: f64) -> f64 {
@@ -157,6 +163,7 @@ pub fn merge(all: &mut Vec<Outage>, more: &[Outage]) {
                 last.connects_refused += o.connects_refused;
                 last.connects_timed_out += o.connects_timed_out;
                 last.connects_other += o.connects_other;
+                last.lookups_failed += o.lookups_failed;
                 last.failed_in_flight += o.failed_in_flight;
             }
             _ => out.push(o),
@@ -182,6 +189,7 @@ mod tests {
             connects_refused: refused,
             connects_timed_out: 0,
             connects_other: 0,
+            lookups_failed: 0,
             failed_in_flight: 1,
         }
     }

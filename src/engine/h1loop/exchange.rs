@@ -347,7 +347,7 @@ impl Loop<'_> {
         }
         let end = Instant::now();
         if let Some(g) = self.gate {
-            g.failed(&f.failure, end);
+            g.failed(&f.failure, (w.t0, end));
         }
         let record = RequestRecord {
             reused: w.reused,

@@ -573,6 +573,12 @@ pub(crate) fn outage_lines(o: &crate::report::OutagesReport) -> Vec<String> {
                 cost.push(format!("{} {how}", plural_s(n, "connect")));
             }
         }
+        if w.lookups_failed > 0 {
+            cost.push(format!(
+                "{} of its name failed (its resolver)",
+                plural_s(w.lookups_failed, "lookup")
+            ));
+        }
         cost.push(format!(
             "{} in flight failed",
             plural_s(w.failed_in_flight, "request")
