@@ -329,6 +329,27 @@ fn audit_stopped_by_sigterm_keeps_what_it_saw() {
     assert_eq!(u(&v["total"]["requests"]), requests, "{}", v["total"]);
 }
 
+/// `bench URL -d 4s -c 10 --json --no-progress ARGS` started in the background, its
+/// output piped.
+fn bench_in_background(url: &str, args: &[&str]) -> std::process::Child {
+    Command::new(bin())
+        .args([
+            "bench",
+            url,
+            "-d",
+            "4s",
+            "-c",
+            "10",
+            "--json",
+            "--no-progress",
+        ])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// An RFC 3339 time of the report's, on the system clock.
 fn at(v: &Value) -> std::time::SystemTime {
     let t = time::OffsetDateTime::parse(
@@ -448,22 +469,7 @@ fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
     let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
-    let child = Command::new(bin())
-        .args([
-            "bench",
-            &n.url(),
-            "-d",
-            "4s",
-            "-c",
-            "10",
-            "--json",
-            "--no-progress",
-        ])
-        .args(["--fail-if", "requests_lost>0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = bench_in_background(&n.url(), &["--fail-if", "requests_lost>0"]);
     std::thread::sleep(Duration::from_millis(1500));
     let reloaded = std::time::SystemTime::now();
     n.signal("-HUP");
@@ -540,33 +546,13 @@ fn nginx_killed_mid_answer_is_a_hard_stop() {
     ) else {
         return;
     };
-    let child = Command::new(bin())
-        .args([
-            "bench",
-            &n.url(),
-            "-d",
-            "4s",
-            "-c",
-            "10",
-            "--json",
-            "--no-progress",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = bench_in_background(&n.url(), &[]);
     std::thread::sleep(Duration::from_millis(1800));
     let killed = std::time::SystemTime::now();
     n.kill();
-    let t = Instant::now();
     std::thread::sleep(Duration::from_secs(1));
     n.start_again();
     let started = std::time::SystemTime::now();
-    eprintln!(
-        "kill took {:?}, start {:?}",
-        started.duration_since(killed),
-        t.elapsed()
-    );
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -624,22 +610,7 @@ fn through_a_crash(
     url: &str,
     args: &[&str],
 ) -> (Value, std::time::SystemTime, std::time::SystemTime) {
-    let child = Command::new(bin())
-        .args([
-            "bench",
-            url,
-            "-d",
-            "4s",
-            "-c",
-            "10",
-            "--json",
-            "--no-progress",
-        ])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = bench_in_background(url, args);
     let began = Instant::now();
     std::thread::sleep(Duration::from_millis(1500));
     let killed = std::time::SystemTime::now();
@@ -845,21 +816,7 @@ fn haproxy_reloaded_with_sf_is_a_graceful_restart() {
     };
     let mut old = haproxy(&[]);
     let url = format!("http://127.0.0.1:{port}/");
-    let child = Command::new(bin())
-        .args([
-            "bench",
-            &url,
-            "-d",
-            "4s",
-            "-c",
-            "10",
-            "--json",
-            "--no-progress",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = bench_in_background(&url, &[]);
     std::thread::sleep(Duration::from_millis(1500));
     let reloaded = std::time::SystemTime::now();
     let mut new = haproxy(&["-sf".into(), old.id().to_string()]);
