@@ -899,7 +899,8 @@ impl Drop for Resolver {
 
 /// The resolver stopped at 1.5 s and started again at 2.5 s while every request looks
 /// its name up (`--dns-cache off`, a connection per request, lookups bounded by
-/// `--connect-timeout 300ms`): one window, from the first lookup that went unanswered to
+/// `--connect-timeout 300ms`, -c 10 so that the run looks every 50 ms): one window, from
+/// the first lookup that went unanswered to
 /// the first connect after the resolver came back (within 100 ms of the test's own
 /// times), its cost in lookups that failed, and nothing else lost.
 #[test]
@@ -922,7 +923,7 @@ fn the_resolver_stopped_and_started_again_is_one_window() {
             "off",
         ])
         .args(["--strategy", "close", "--connect-timeout", "300ms"])
-        .args(["-d", "4s", "-c", "4", "--json", "--no-progress"])
+        .args(["-d", "4s", "-c", "10", "--json", "--no-progress"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

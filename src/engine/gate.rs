@@ -126,16 +126,16 @@ impl Gates {
     /// The restarts each gate saw: bursts of ended connections under requests (at least
     /// two, or the one worker's), each with the window that followed it, if any; in
     /// seconds from `start` (the wall clock's `start_wall`).
-    pub fn restarts(&self, (start, start_wall): (Instant, std::time::SystemTime)) -> Vec<Restart> {
+    pub fn restarts(
+        &self,
+        (start, start_wall): (Instant, std::time::SystemTime),
+        end: Instant,
+    ) -> Vec<Restart> {
         let mut all = Vec::new();
         for g in &self.gates {
             let s = g.lock();
             for e in &s.ends {
-                // A restart's ends come together; a chain of them longer than a second is
-                // a server's steady habit (idle closes under a slow rate), not one.
-                if e.retried + e.failed + e.by_header < g.burst_least
-                    || e.last.saturating_duration_since(e.first) > Duration::from_secs(1)
-                {
+                if !e.is_restart(g.burst_least) {
                     continue;
                 }
                 // The window that began with it, or within a second after.
@@ -152,7 +152,7 @@ impl Gates {
                     failed_in_flight: e.failed,
                     unreachable_for_s: followed.map(|w| {
                         w.end
-                            .unwrap_or_else(Instant::now)
+                            .unwrap_or(end)
                             .saturating_duration_since(w.start)
                             .as_secs_f64()
                     }),
@@ -236,14 +236,28 @@ impl Window {
     }
 }
 
+impl Ends {
+    /// Whether it is a restart: at least `least` ends, all within a second (a longer
+    /// chain is a server's steady habit, such as idle closes under a slow rate).
+    fn is_restart(&self, least: u64) -> bool {
+        self.retried + self.failed + self.by_header >= least
+            && self.last.saturating_duration_since(self.first) <= Duration::from_secs(1)
+    }
+}
+
 impl State {
-    /// The burst of ends `at` belongs to: the last, if within `BURST_GAP` of it.
-    fn burst(&mut self, at: Instant) -> &mut Ends {
+    /// The burst of ends `at` belongs to: the last, if within `BURST_GAP` of it. A burst
+    /// that ended without being a restart (of `least` ends) is not kept, so that a long
+    /// run of scattered failures holds one.
+    fn burst(&mut self, at: Instant, least: u64) -> &mut Ends {
         let joins = self
             .ends
             .last()
             .is_some_and(|e| at.saturating_duration_since(e.last) <= BURST_GAP);
         if !joins {
+            if self.ends.last().is_some_and(|e| !e.is_restart(least)) {
+                self.ends.pop();
+            }
             self.ends.push(Ends {
                 first: at,
                 last: at,
@@ -318,7 +332,7 @@ impl Gate {
     /// A request met a connection the server had ended (before any byte of its answer)
     /// at `at`, and is sent again on a new one.
     pub fn retried(&self, at: Instant) {
-        self.lock().burst(at).retried += 1;
+        self.lock().burst(at, self.burst_least).retried += 1;
     }
 
     /// The server ended a connection after its answer with `Connection: close`, at `at`,
@@ -331,7 +345,7 @@ impl Gate {
             s.header_limit = requests;
             return;
         }
-        s.burst(at).by_header += 1;
+        s.burst(at, self.burst_least).by_header += 1;
     }
 
     /// A connect (or a lookup) to the hop, begun at `began`, failed so at `at`: the gate
@@ -407,7 +421,7 @@ impl Gate {
     /// one.
     pub fn failed_in_flight(&self, at: Instant) {
         let mut s = self.lock();
-        s.burst(at).failed += 1;
+        s.burst(at, self.burst_least).failed += 1;
         if let Some(w) = s.open.as_mut() {
             w.in_flight += 1;
             return;
@@ -479,6 +493,30 @@ mod tests {
         assert_eq!(gate.turn(t0), Ok(()));
         assert_eq!(gate.turn(t0), Ok(()));
         assert_eq!(g.outages((t0, std::time::SystemTime::now()), t0).len(), 1);
+    }
+
+    #[test]
+    fn a_burst_is_a_restart_and_scattered_ends_are_not_kept() {
+        let g = gates(10);
+        let gate = g.of(0).unwrap();
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        // Ends a third of a second apart, for a minute: none a restart, one kept at most.
+        for k in 0..180 {
+            gate.retried(ms(k * 330));
+        }
+        assert!(gate.lock().ends.len() <= 1);
+        // Three within 20 ms: a restart, graceful.
+        for k in 0..3 {
+            gate.retried(ms(70_000 + k * 10));
+        }
+        gate.failed_in_flight(ms(80_000));
+        let wall = std::time::SystemTime::now();
+        let r = g.restarts((t0, wall), ms(90_000));
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!((r[0].retried, r[0].failed_in_flight), (3, 0));
+        assert_eq!(r[0].verdict, "graceful");
+        assert!((r[0].at_s - 70.0).abs() < 1e-9);
     }
 
     #[test]

@@ -130,8 +130,9 @@ pub fn run_live(
         let _ = p.join();
     }
     let (mut recorder, last_end, cpu) = gathered?;
-    recorder.outages = gates.outages((start, start_wall), Instant::now());
-    recorder.restarts = gates.restarts((start, start_wall));
+    let end = Instant::now();
+    recorder.outages = gates.outages((start, start_wall), end);
+    recorder.restarts = gates.restarts((start, start_wall), end);
     if let (Some(a), Some(b)) = (overflows_before, crate::net::listen_queue::overflows()) {
         recorder.counts.listen_overflows = b.saturating_sub(a);
     }

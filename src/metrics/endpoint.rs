@@ -168,8 +168,10 @@ fn answer<B>(req: &Request<B>, source: &dyn Source, scrapes: &AtomicU64) -> Resp
                 .get(hyper::header::ACCEPT)
                 .and_then(|v| v.to_str().ok());
             let format = Format::from_accept(accept);
-            let body = encode(source.families(), format);
+            // Counted as it begins, before the values are read: a scrape that read them
+            // before the run's end was kept is not taken for the one after it (`linger`).
             scrapes.fetch_add(1, Ordering::SeqCst);
+            let body = encode(source.families(), format);
             reply(StatusCode::OK, format.content_type(), body)
         }
         (&Method::GET | &Method::HEAD, "/") => reply(
