@@ -72,15 +72,17 @@ fn new_each(s: &Situation) -> bool {
         }
 }
 
+/// Whether compare's row `row` goes through the situation's proxy (its "direct" rows
+/// do not).
+fn proxied(s: &Situation, row: &str) -> bool {
+    matches!(s.path, Path::ProxyUp | Path::SquidUp | Path::ProxyDown) && !row.ends_with(" direct")
+}
+
 /// A sentence setting a proxied row against a direct one says the proxy's hop, and
 /// only then.
 fn says_the_hop(s: &Situation, a: &str, b: &str, t: &str) -> Result<(), String> {
-    let proxied = |row: &str| {
-        matches!(s.path, Path::ProxyUp | Path::SquidUp | Path::ProxyDown)
-            && !row.ends_with(" direct")
-    };
     need(
-        (proxied(a) != proxied(b)) == t.contains("through the proxy http://127.0.0.1:"),
+        (proxied(s, a) != proxied(s, b)) == t.contains("through the proxy http://127.0.0.1:"),
         "one of the two rows goes through the proxy exactly when the sentence says so",
     )
 }
@@ -123,9 +125,12 @@ pub(super) const COMPARE_PREDICATES: &[Predicate] = &[
             need(s.reached(), "nothing was reached")?;
             let (b, w) = (first_row(t), row_after(t, " against "));
             let (bs, ws) = (row_of(s, b)?, row_of(s, w)?);
+            // Over the same hops a row that opens a connection per request is not the
+            // cheaper; a direct one against one through the proxy may be (the proxy's
+            // hop, which the sentence names).
             need(
-                !new_each(&bs) || new_each(&ws),
-                "the cheapest opens a new connection per request, the costliest does not",
+                !new_each(&bs) || new_each(&ws) || proxied(s, b) != proxied(s, w),
+                "the cheapest opens a new connection per request, the costliest does not, over the same hops",
             )?;
             if t.contains(&format!("{w} pays for every request")) {
                 need(
@@ -147,8 +152,8 @@ pub(super) const COMPARE_PREDICATES: &[Predicate] = &[
             }
             if t.contains("opens no more connections than") {
                 need(
-                    !new_each(&rs) || new_each(&bs),
-                    "the row opens a connection per request, the best does not",
+                    !new_each(&rs) || new_each(&bs) || proxied(s, r) != proxied(s, b),
+                    "the row opens a connection per request, the best does not, over the same hops",
                 )?;
             }
             says_the_hop(s, r, b, t)
