@@ -612,32 +612,41 @@ fn restart_line(r: &crate::record::outage::Restart) -> String {
                 .to_string()
         }
     };
-    let retried = format!(
-        "{} retried on new connections (idempotent, and no byte of the answer had come)",
-        plural_s(r.retried, "request")
-    );
-    if r.verdict == "hard" {
-        format!(
-            "A hard stop of {} at {:.2} s into the run: it ended {} under requests, {} in flight failed and {retried}; {after}.",
-            r.hop,
-            r.at_s,
-            plural_s(r.connections(), "connection"),
-            plural_s(r.failed_in_flight, "request"),
-        )
-    } else {
-        let closed = if r.closed_after_answer > 0 {
-            format!(
-                "{} after their answer with Connection: close (before its own limit of requests), ",
-                plural_s(r.closed_after_answer, "connection")
-            )
-        } else {
-            String::new()
-        };
-        format!(
-            "A graceful restart of {} at {:.2} s into the run: it ended {}: {closed}{retried}, none failed; {after}. A crash between two answers would look the same from here: the server's log holds every request counted ok.",
-            r.hop,
-            r.at_s,
-            plural_s(r.connections(), "connection"),
-        )
+    // What became of the requests on the connections it ended, each part said only
+    // where it happened.
+    let mut parts = Vec::new();
+    if r.failed_in_flight > 0 {
+        parts.push(format!(
+            "{} in flight failed",
+            plural_s(r.failed_in_flight, "request")
+        ));
     }
+    if r.closed_after_answer > 0 {
+        parts.push(format!(
+            "{} after their answer with Connection: close (before its own limit of requests)",
+            plural_s(r.closed_after_answer, "connection")
+        ));
+    }
+    if r.retried > 0 {
+        parts.push(format!(
+            "{} retried on new connections (idempotent, and no byte of the answer had come)",
+            plural_s(r.retried, "request")
+        ));
+    }
+    let (kind, tail) = if r.verdict == "hard" {
+        ("A hard stop", String::new())
+    } else {
+        parts.push("none failed".to_string());
+        (
+            "A graceful restart",
+            " A crash between two answers would look the same from here: the server's log holds every request counted ok.".to_string(),
+        )
+    };
+    format!(
+        "{kind} of {} at {:.2} s into the run: it ended {}: {}; {after}.{tail}",
+        r.hop,
+        r.at_s,
+        plural_s(r.connections(), "connection"),
+        parts.join(", "),
+    )
 }
