@@ -96,8 +96,7 @@ impl Gates {
         for g in &self.gates {
             let s = g.lock();
             let secs = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
-            let wall =
-                |t: Instant| crate::host::rfc3339(start_wall + t.saturating_duration_since(start));
+            let wall = |t: Instant| by_the_clock((start, start_wall), t);
             for w in s.closed.iter().chain(&s.open) {
                 all.push(Outage {
                     hop: g.hop.clone(),
@@ -146,7 +145,7 @@ impl Gates {
                     hop: g.hop.clone(),
                     verdict: if e.failed > 0 { "hard" } else { "graceful" }.to_string(),
                     at_s: e.first.saturating_duration_since(start).as_secs_f64(),
-                    at: crate::host::rfc3339(start_wall + e.first.saturating_duration_since(start)),
+                    at: by_the_clock((start, start_wall), e.first),
                     retried: e.retried,
                     closed_after_answer: e.by_header,
                     failed_in_flight: e.failed,
@@ -162,6 +161,11 @@ impl Gates {
         all.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
         all
     }
+}
+
+/// `t` by the wall clock, which read `start_wall` at `start` (RFC 3339, to the ms).
+fn by_the_clock((start, start_wall): (Instant, std::time::SystemTime), t: Instant) -> String {
+    crate::host::rfc3339(start_wall + t.saturating_duration_since(start))
 }
 
 /// One origin's gate.
