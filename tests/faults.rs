@@ -939,3 +939,31 @@ fn the_resolver_stopped_and_started_again_is_one_window() {
         u(&s["requests"]["errors"]["timeout_dns"]) + u(&s["requests"]["errors"]["dns"])
     );
 }
+
+/// A port where nothing listens (a newcomer's wrong port): no backoff (the hop was never
+/// reached, so every try fails at once), one window to the run's end with every connect
+/// refused, and a sentence that claims no earlier answer.
+#[test]
+fn a_port_never_reached_fails_fast_and_its_window_claims_no_answer() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let t = Instant::now();
+    let v = bench_json(&[&url, "-n", "20", "-c", "2"]);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let o = &scenario(&v)["outages"];
+    assert_eq!(u(&o["count"]), 1, "{o}");
+    let w = &o["windows"][0];
+    assert!(w.get("end_s").is_none(), "{w}");
+    assert_eq!(u(&w["connects_refused"]), 20, "{w}");
+    let text = run(&["bench", &url, "-n", "20", "-c", "2", "--no-progress"]);
+    // As printed, its folds undone.
+    let out = String::from_utf8_lossy(&text.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        out.contains("to the run's end, no connect succeeding after it: 20 connects refused"),
+        "{out}"
+    );
+    assert!(!out.contains("again"), "{out}");
+}

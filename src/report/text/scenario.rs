@@ -561,7 +561,7 @@ pub(crate) fn outage_lines(o: &crate::report::OutagesReport) -> Vec<String> {
                 "to {e:.2} s (it answered again between {:.2} s and {e:.2} s)",
                 w.last_failed_s
             ),
-            None => "to the run's end, never answering again".to_string(),
+            None => "to the run's end, no connect succeeding after it".to_string(),
         };
         let mut cost = Vec::new();
         for (n, how) in [
