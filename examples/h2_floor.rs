@@ -73,7 +73,7 @@ fn main() -> anyhow::Result<()> {
             tcp.set_nodelay(true)?;
             let name = rustls::pki_types::ServerName::try_from(host.clone())?;
             let stream = tls.connect(name, tcp).await?;
-            let (send, connection) = handshake::proto::h2::client::client()
+            let (send, connection) = handshake::api::h2::client()
                 .handshake::<_, Bytes>(stream)
                 .await?;
             tokio::task::spawn_local(async move {

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 /// User and system CPU time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTime {
+pub(crate) struct CpuTime {
     pub user: Duration,
     pub sys: Duration,
 }
 
 impl CpuTime {
-    pub fn total(&self) -> Duration {
+    pub(crate) fn total(&self) -> Duration {
         self.user + self.sys
     }
 }
@@ -36,10 +36,10 @@ impl std::ops::Sub for CpuTime {
 }
 
 /// CPU time used so far by the calling thread.
-pub fn thread() -> CpuTime {
+pub(crate) fn thread() -> CpuTime {
     crate::sys::process::thread_rusage()
         .map_or_else(CpuTime::default, |(user, sys)| CpuTime { user, sys })
 }
 
 /// The calling thread's CPU clock, readable from another thread while it lives.
-pub use crate::sys::process::CpuClock as ThreadClock;
+pub(crate) use crate::sys::process::CpuClock as ThreadClock;

@@ -8,7 +8,7 @@ use crate::server::{self, ServerConfig};
 
 /// The embedded server on the lab's server side. That side is a namespace of the lab's
 /// own: the standard ports are free.
-pub fn lab_server(lab: &Lab, cfg: ServerConfig) -> anyhow::Result<server::RunningServer> {
+pub(crate) fn lab_server(lab: &Lab, cfg: ServerConfig) -> anyhow::Result<server::RunningServer> {
     let cfg = ServerConfig {
         listen: Some((crate::lab::SERVER_ADDR, 80).into()),
         tls_listen: Some((crate::lab::SERVER_ADDR, 443).into()),
@@ -18,7 +18,7 @@ pub fn lab_server(lab: &Lab, cfg: ServerConfig) -> anyhow::Result<server::Runnin
 }
 
 /// The embedded server, on loopback or on the server side of a lab.
-pub struct Embedded {
+pub(crate) struct Embedded {
     pub srv: server::RunningServer,
     pub lab: Option<Lab>,
 }
@@ -27,7 +27,7 @@ impl Embedded {
     /// The embedded server with its defaults, taking TLS early data when `early_data`,
     /// its certificate chain padded to `chain_bytes`. The lab's link check (when there is
     /// a link) said on `steps`.
-    pub fn with_early_data(
+    pub(crate) fn with_early_data(
         spec: Option<LinkSpec>,
         early_data: bool,
         chain_bytes: Option<usize>,
@@ -41,7 +41,7 @@ impl Embedded {
         Embedded::start(spec, cfg, steps)
     }
 
-    pub fn start(
+    pub(crate) fn start(
         spec: Option<LinkSpec>,
         cfg: ServerConfig,
         steps: &Steps,
@@ -66,7 +66,7 @@ impl Embedded {
     }
 
     /// The URL of `path` on the HTTP or HTTPS listener.
-    pub fn url(&self, tls: bool, path: &str) -> String {
+    pub(crate) fn url(&self, tls: bool, path: &str) -> String {
         let base = if tls {
             self.srv.https_url()
         } else {
@@ -77,19 +77,19 @@ impl Embedded {
     }
 
     /// Run `f` where the client is: in the lab's client namespace, or right here.
-    pub fn client<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+    pub(crate) fn client<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
         match &self.lab {
             Some(l) => l.in_client(f),
             None => Ok(f()),
         }
     }
 
-    pub fn rtt_set_ms(&self) -> Option<f64> {
+    pub(crate) fn rtt_set_ms(&self) -> Option<f64> {
         self.lab.as_ref().map(|l| l.spec.rtt.as_secs_f64() * 1000.0)
     }
 
     /// Stop the server (and the lab): its counts and the link's report.
-    pub fn finish(self) -> (server::StatsSnapshot, Option<LinkReport>) {
+    pub(crate) fn finish(self) -> (server::StatsSnapshot, Option<LinkReport>) {
         let snapshot = self.srv.snapshot();
         self.srv.stop();
         (snapshot, self.lab.map(Lab::finish))
@@ -98,7 +98,7 @@ impl Embedded {
 
 /// Run `f` on the client's side: that of the embedded server's lab when there is one,
 /// else right here (a URL given, or the embedded server on loopback).
-pub fn on_client<T: Send>(
+pub(crate) fn on_client<T: Send>(
     embedded: Option<&Embedded>,
     f: impl FnOnce() -> T + Send,
 ) -> anyhow::Result<T> {

@@ -17,11 +17,6 @@ pub fn ms(v: f64) -> String {
     }
 }
 
-/// Nanoseconds as milliseconds.
-pub fn ns_to_ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 /// A setting's number as the user would write it: whole numbers without decimals, else
 /// one decimal from 10 up and two below (`40`, `12.5`, `0.25`).
 pub fn num(v: f64) -> String {
@@ -35,7 +30,7 @@ pub fn num(v: f64) -> String {
 }
 
 /// A bit rate: `10 Mbit/s`, `500 kbit/s`, `1 Gbit/s`.
-pub fn rate_bps(bps: u64) -> String {
+pub(crate) fn rate_bps(bps: u64) -> String {
     let b = bps as f64;
     if b >= 1e9 {
         format!("{} Gbit/s", num(b / 1e9))
@@ -47,12 +42,12 @@ pub fn rate_bps(bps: u64) -> String {
 }
 
 /// "1 connection", "3 connections": `n` and the noun in its number.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
+pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// [`plural`] for a noun whose plural adds an s: "1 request", "2 requests".
-pub fn plural_s(n: u64, one: &str) -> String {
+pub(crate) fn plural_s(n: u64, one: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
@@ -60,18 +55,9 @@ pub fn plural_s(n: u64, one: &str) -> String {
     }
 }
 
-/// The "s" a noun takes after `n`: `format!("{n} worker{}", s(n))`.
-pub fn s(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
 /// The width text output is written to: `COLUMNS` when set, else the terminal's when
 /// stdout is one, else 80 (a CI log, a pipe). At least 40.
-pub fn width() -> usize {
+pub(crate) fn width() -> usize {
     let from_env = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok());
@@ -83,7 +69,7 @@ pub fn width() -> usize {
 /// a folded line goes on lines indented under its value (where a label of the line ends
 /// in two spaces or more, as in "  TLS         TLSv1.3 …"), else two more than the
 /// line. A word longer than the room (a URL) is cut.
-pub fn fit(text: &str, width: usize) -> String {
+pub(crate) fn fit(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 16);
     for (i, line) in text.split('\n').enumerate() {
         if i > 0 {
@@ -95,7 +81,7 @@ pub fn fit(text: &str, width: usize) -> String {
 }
 
 /// One line fitted to `width` as [`fit`] does, its folds indented by `hang`.
-pub fn fit_hanging(line: &str, width: usize, hang: usize) -> String {
+pub(crate) fn fit_hanging(line: &str, width: usize, hang: usize) -> String {
     let mut out = String::with_capacity(line.len() + 16);
     fold(&mut out, line, width, Some(hang.min(width / 2)));
     out
@@ -218,6 +204,5 @@ mod tests {
         assert_eq!(plural(2, "child", "children"), "2 children");
         assert_eq!(plural_s(0, "request"), "0 requests");
         assert_eq!(plural_s(1, "request"), "1 request");
-        assert_eq!(format!("{} worker{}", 3, s(3)), "3 workers");
     }
 }

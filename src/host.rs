@@ -5,7 +5,7 @@ use crate::report::{Machine, RunInfo};
 
 /// What a report says of its run: `command`, begun at `started_at`, on this host and
 /// machine, with the command line as given (its URLs are the report's to fill).
-pub fn run_info(command: &str, started_at: String) -> RunInfo {
+pub(crate) fn run_info(command: &str, started_at: String) -> RunInfo {
     RunInfo {
         command: command.into(),
         started_at,
@@ -38,7 +38,7 @@ fn without_secrets(args: impl Iterator<Item = String>) -> Vec<String> {
 }
 
 /// The CPUs this process may run on, and the kernel's name and release.
-pub fn machine() -> Machine {
+pub(crate) fn machine() -> Machine {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let u = rustix::system::uname();
     let kernel = format!(
@@ -50,12 +50,12 @@ pub fn machine() -> Machine {
 }
 
 /// Now, RFC 3339 in UTC.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     rfc3339(std::time::SystemTime::now())
 }
 
 /// `t` in RFC 3339, UTC, to the millisecond.
-pub fn rfc3339(t: std::time::SystemTime) -> String {
+pub(crate) fn rfc3339(t: std::time::SystemTime) -> String {
     let now = time::OffsetDateTime::from(t);
     // To the millisecond: agents' clocks agree to no better.
     now.replace_nanosecond(now.nanosecond() / 1_000_000 * 1_000_000)
@@ -65,7 +65,7 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 }
 
 /// This machine's host name (uname's node name).
-pub fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     rustix::system::uname()
         .nodename()
         .to_string_lossy()

@@ -11,19 +11,19 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How long work in flight may go on after the first SIGINT.
-pub const GRACE: Duration = Duration::from_secs(1);
+const GRACE: Duration = Duration::from_secs(1);
 
 /// The signal that asked a command to stop: SIGINT (Ctrl-C, `timeout -s INT`) or
 /// SIGTERM (`kill`, systemd stopping a unit, Kubernetes deleting a pod).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct By(i32);
+pub(crate) struct By(i32);
 
 impl By {
-    pub const SIGINT: By = By(libc::SIGINT);
-    pub const SIGTERM: By = By(libc::SIGTERM);
+    pub(crate) const SIGINT: By = By(libc::SIGINT);
+    pub(crate) const SIGTERM: By = By(libc::SIGTERM);
 
     /// Its name, as a report says it: "SIGINT (Ctrl-C)", "SIGTERM".
-    pub fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         if self == By::SIGTERM {
             "SIGTERM"
         } else {
@@ -32,12 +32,12 @@ impl By {
     }
 
     /// Its number (2, 15).
-    pub fn number(self) -> i32 {
+    pub(crate) fn number(self) -> i32 {
         self.0
     }
 
     /// The exit status of a command it interrupted, as shells give it: 128 + its number.
-    pub fn exit_status(self) -> i32 {
+    pub(crate) fn exit_status(self) -> i32 {
         128 + self.0
     }
 }
@@ -57,17 +57,17 @@ static CLEANUP: std::sync::Mutex<Vec<fn()>> = std::sync::Mutex::new(Vec::new());
 
 /// Whether the running command handles Ctrl-C itself ([`install`] was called): then the
 /// first SIGINT is its to act on.
-pub fn installed() -> bool {
+pub(crate) fn installed() -> bool {
     INSTALLED.get().is_some()
 }
 
 /// Have `f` run when a signal ends the process at once.
-pub fn on_exit(f: fn()) {
+pub(crate) fn on_exit(f: fn()) {
     CLEANUP.lock().unwrap_or_else(|p| p.into_inner()).push(f);
 }
 
 /// End the process now with [`exit_status`], after the cleanups registered.
-pub fn exit_now() -> ! {
+fn exit_now() -> ! {
     let fs = std::mem::take(&mut *CLEANUP.lock().unwrap_or_else(|p| p.into_inner()));
     for f in fs {
         f();
@@ -76,7 +76,7 @@ pub fn exit_now() -> ! {
 }
 
 /// The signal that asked to stop, if one did.
-pub fn by() -> Option<By> {
+pub(crate) fn by() -> Option<By> {
     match SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         n => Some(By(n)),
@@ -85,13 +85,13 @@ pub fn by() -> Option<By> {
 
 /// The exit status of an interrupted command: 128 + the signal's number (130 for
 /// SIGINT, also when the stop was asked for otherwise).
-pub fn exit_status() -> i32 {
+pub(crate) fn exit_status() -> i32 {
     by().unwrap_or(By::SIGINT).exit_status()
 }
 
 /// Whether this process's group is its terminal's foreground group: a Ctrl-C typed
 /// there went to each process of the group (a child command got it too).
-pub fn from_terminal() -> bool {
+pub(crate) fn from_terminal() -> bool {
     use std::os::fd::AsFd;
     let ours = rustix::process::getpgrp();
     let foreground = |fd: std::os::fd::BorrowedFd<'_>| rustix::termios::tcgetpgrp(fd).ok();
@@ -109,12 +109,12 @@ pub fn from_terminal() -> bool {
 /// its own (a load tool prints what it measured) before it is stopped; a second signal
 /// ends its grace at once.
 #[derive(Default)]
-pub struct ChildGrace(Option<Instant>);
+pub(crate) struct ChildGrace(Option<Instant>);
 
 impl ChildGrace {
     /// After a Ctrl-C or SIGTERM: pass it on to the process `pid` the first time; true
     /// once its grace is over.
-    pub fn over(&mut self, pid: u32) -> bool {
+    pub(crate) fn over(&mut self, pid: u32) -> bool {
         if !requested() {
             return false;
         }
@@ -142,33 +142,28 @@ impl ChildGrace {
 
 /// Whether the user asked to stop (a relaxed load: cheap enough for every request).
 #[inline]
-pub fn requested() -> bool {
+pub(crate) fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
 }
 
 /// When the first signal came, if one did.
-pub fn at() -> Option<Instant> {
+pub(crate) fn at() -> Option<Instant> {
     AT.get().copied()
 }
 
 /// Whether a second signal came: what is still in flight is given up at once.
-pub fn hurried() -> bool {
+pub(crate) fn hurried() -> bool {
     HURRIED.load(Ordering::Relaxed)
 }
 
 /// Whether a stop was asked for and the wait for what is in flight is over: [`GRACE`]
 /// has passed since, or a second signal came.
-pub fn grace_passed() -> bool {
+pub(crate) fn grace_passed() -> bool {
     requested() && (hurried() || at().is_some_and(|at| at.elapsed() >= GRACE))
 }
 
-/// Ask to stop, as the first SIGINT does (also for tests of the machinery).
-pub fn request() {
-    request_by(By::SIGINT);
-}
-
 /// Ask to stop, as the first signal `by` does; the first asking is the one said.
-pub fn request_by(by: By) {
+pub(crate) fn request_by(by: By) {
     let _ = SIGNAL.compare_exchange(0, by.0, Ordering::SeqCst, Ordering::SeqCst);
     let _ = AT.set(Instant::now());
     REQUESTED.store(true, Ordering::SeqCst);
@@ -176,14 +171,14 @@ pub fn request_by(by: By) {
 }
 
 /// Give up what is in flight now, as a second signal does.
-pub fn hurry() {
+fn hurry() {
     HURRIED.store(true, Ordering::SeqCst);
     HURRY.notify_waiters();
 }
 
 /// Completes once a stop was asked for and [`GRACE`] has passed since (or a second
 /// signal came): what is still in flight then is given up.
-pub async fn grace_over() {
+pub(crate) async fn grace_over() {
     stopped().await;
     let hurry = HURRY.notified();
     if hurried() {
@@ -197,7 +192,7 @@ pub async fn grace_over() {
 }
 
 /// Completes as soon as a stop is asked for.
-pub async fn stopped() {
+pub(crate) async fn stopped() {
     let notified = NOTIFY.notified();
     if !requested() {
         notified.await;
@@ -208,7 +203,7 @@ pub async fn stopped() {
 /// asks to stop, the second gives up what is in flight, the third exits at once with
 /// 128 + the first's number. Returns when the handlers are in place, so a signal right
 /// after is not lost.
-pub fn install() {
+pub(crate) fn install() {
     if INSTALLED.set(()).is_err() {
         return;
     }

@@ -22,7 +22,7 @@ use crate::stats::summary;
 use crate::stats::Recorder;
 
 /// One report read from the inputs.
-pub struct Input {
+pub(crate) struct Input {
     /// "FILE", or "FILE (report N)" when a file holds several.
     origin: String,
     agents: Vec<AgentReport>,
@@ -31,7 +31,7 @@ pub struct Input {
 }
 
 /// Every report in a file (or standard input).
-pub fn read(file: &str) -> Result<Vec<Input>, UsageError> {
+pub(crate) fn read(file: &str) -> Result<Vec<Input>, UsageError> {
     let mut text = String::new();
     let name = if file == "-" {
         "standard input".to_string()
@@ -315,7 +315,7 @@ fn by_name(counts: &[u64], names: &[String], into: &mut Vec<String>) -> Vec<u64>
 
 /// `ok_status`: `--ok-status` given to merge, which decides what counts as ok in place of
 /// what each agent was given.
-pub fn merge(
+pub(crate) fn merge(
     mut inputs: Vec<Input>,
     allow_mismatch: bool,
     ok_status: Option<&[(u16, u16)]>,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// Bad input from the user: printed as is, exit status 2.
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -15,12 +15,12 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-pub fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+pub(crate) fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
 }
 
 /// Parse `10s`, `1.5s`, `500ms`, `2m`, `1h`, or a plain number of seconds.
-pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
+pub(crate) fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     let t = s.trim();
     let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e-3)
@@ -53,7 +53,7 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
 
 /// A share below 1: a percentage (`5%`) or a fraction (`0.05`); returns the fraction. A
 /// bare number above 1 is neither and is refused, naming both spellings.
-pub fn parse_percent(flag: &str, s: &str) -> Result<f64, UsageError> {
+pub(crate) fn parse_percent(flag: &str, s: &str) -> Result<f64, UsageError> {
     let t = s.trim();
     let (num, percent) = match t.strip_suffix('%') {
         Some(n) => (n.trim(), true),
@@ -81,7 +81,7 @@ pub fn parse_percent(flag: &str, s: &str) -> Result<f64, UsageError> {
 }
 
 /// A duration that must be more than zero (a timeout, a run length, a window).
-pub fn parse_positive_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
+pub(crate) fn parse_positive_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     let d = parse_duration(flag, s)?;
     if d.is_zero() {
         return usage(format!("{flag} must be more than zero"));
@@ -91,7 +91,7 @@ pub fn parse_positive_duration(flag: &str, s: &str) -> Result<Duration, UsageErr
 
 /// A size in bytes: `4096`, `64KiB`, `32MiB`, `1GiB` (K, KB, M, MB, G, GB are taken as
 /// the same powers of 1024); more than zero.
-pub fn parse_bytes(flag: &str, s: &str) -> Result<u64, UsageError> {
+pub(crate) fn parse_bytes(flag: &str, s: &str) -> Result<u64, UsageError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -111,7 +111,7 @@ pub fn parse_bytes(flag: &str, s: &str) -> Result<u64, UsageError> {
 }
 
 /// `10mbit`, `500kbit`, `1gbit`, `64000bit` (tc's units: SI, bits per second).
-pub fn parse_bandwidth(s: &str) -> Result<u64, UsageError> {
+pub(crate) fn parse_bandwidth(s: &str) -> Result<u64, UsageError> {
     let t = s.trim().to_ascii_lowercase();
     let (num, mult) = if let Some(n) = t.strip_suffix("gbit") {
         (n, 1e9)
@@ -135,7 +135,7 @@ pub fn parse_bandwidth(s: &str) -> Result<u64, UsageError> {
 }
 
 /// `on`/`off` (or true/false, yes/no, 1/0).
-pub fn on_off(flag: &str, s: &str) -> Result<bool, UsageError> {
+pub(crate) fn on_off(flag: &str, s: &str) -> Result<bool, UsageError> {
     match s.to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Ok(true),
         "off" | "false" | "no" | "0" => Ok(false),
@@ -144,7 +144,7 @@ pub fn on_off(flag: &str, s: &str) -> Result<bool, UsageError> {
 }
 
 /// A socket address (`127.0.0.1:8080`, `[::1]:8443`).
-pub fn parse_addr(flag: &str, s: &str) -> Result<std::net::SocketAddr, UsageError> {
+pub(crate) fn parse_addr(flag: &str, s: &str) -> Result<std::net::SocketAddr, UsageError> {
     s.parse().map_err(|_| {
         UsageError(format!(
             "{flag}: {s:?} is not an address like 127.0.0.1:8080"
@@ -154,7 +154,7 @@ pub fn parse_addr(flag: &str, s: &str) -> Result<std::net::SocketAddr, UsageErro
 
 /// Statuses a user counts as successes beside 2xx and 3xx (`--ok-status 4xx`,
 /// `--ok-status 404,410`, `--ok-status 4xx,503`): inclusive ranges of codes.
-pub fn parse_ok_status(flag: &str, s: &str) -> Result<Vec<(u16, u16)>, UsageError> {
+pub(crate) fn parse_ok_status(flag: &str, s: &str) -> Result<Vec<(u16, u16)>, UsageError> {
     let bad = |p: &str| {
         UsageError(format!(
             "{flag}: {p:?} is not a status (100-599) or a class like 4xx; give a comma-separated list such as 4xx or 404,410"

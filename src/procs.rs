@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::server::ServerStats;
 
 /// Whose CPU time the server's is.
-pub enum ServerCpu<'a> {
+pub(crate) enum ServerCpu<'a> {
     /// Not known: a server elsewhere, no `--server-pid`.
     Unknown,
     Embedded(&'a ServerStats),
@@ -21,14 +21,14 @@ pub enum ServerCpu<'a> {
 
 /// One reading: each server thread's CPU time so far, and the machine's busy CPU time
 /// (all cores).
-pub struct Sample {
+pub(crate) struct Sample {
     server: Option<HashMap<u64, Duration>>,
     machine: Option<Duration>,
 }
 
 /// Between two samples.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Shares {
+pub(crate) struct Shares {
     /// The server's CPU time, in seconds.
     pub server_cpu_s: Option<f64>,
     /// The server's CPU as a share of one core (1.0 = one core all the time).
@@ -41,7 +41,7 @@ pub struct Shares {
 }
 
 /// The cores this process may run on.
-pub fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -54,7 +54,7 @@ fn ticks_per_s() -> u64 {
 const WORKING: f64 = 0.05;
 
 impl ServerCpu<'_> {
-    pub fn sample(&self) -> Sample {
+    pub(crate) fn sample(&self) -> Sample {
         let server = match self {
             ServerCpu::Unknown => None,
             ServerCpu::Embedded(s) => Some(
@@ -76,7 +76,7 @@ impl ServerCpu<'_> {
 impl Sample {
     /// What happened between `self` (before) and `after`, over `wall` (the load's own
     /// time: between the samples the run also starts and stops, with little load).
-    pub fn shares(&self, after: &Sample, wall: Duration) -> Shares {
+    pub(crate) fn shares(&self, after: &Sample, wall: Duration) -> Shares {
         let wall = wall.as_secs_f64().max(1e-9);
         let (server_cpu_s, server_threads) = match (&self.server, &after.server) {
             (Some(a), Some(b)) => {
@@ -109,7 +109,7 @@ impl Sample {
 }
 
 /// Each process that exists, or a message naming the first that does not.
-pub fn check_pids(pids: &[u32]) -> Result<(), String> {
+pub(crate) fn check_pids(pids: &[u32]) -> Result<(), String> {
     match pids
         .iter()
         .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
@@ -134,7 +134,7 @@ fn with_descendants(pids: &[u32]) -> Vec<u32> {
 
 /// `root` and its descendants, from /proc/PID/task/TID/children (fast); where the
 /// kernel has no such file, from every process's parent in /proc/PID/stat.
-pub fn process_tree(root: i32) -> Vec<i32> {
+pub(crate) fn process_tree(root: i32) -> Vec<i32> {
     let mut tree = vec![root];
     let mut i = 0;
     while i < tree.len() {

@@ -37,7 +37,7 @@ enum Out {
     Bar(ProgressBar),
 }
 
-pub struct Steps {
+pub(crate) struct Steps {
     name: &'static str,
     start: Instant,
     out: Out,
@@ -45,19 +45,14 @@ pub struct Steps {
 
 impl Steps {
     /// A bar on a terminal, else a line per step; `on`: false with `--no-progress`.
-    pub fn new(name: &'static str, on: bool) -> Steps {
+    pub(crate) fn new(name: &'static str, on: bool) -> Steps {
         Steps::with(name, on, true)
     }
 
     /// A bar on a terminal, else nothing (commands whose stderr carries other output:
     /// the lab's, a bench run's link check, merge); `on`: false with `--no-progress`.
-    pub fn on_terminal(name: &'static str, on: bool) -> Steps {
+    pub(crate) fn on_terminal(name: &'static str, on: bool) -> Steps {
         Steps::with(name, on, false)
-    }
-
-    /// Nothing at all.
-    pub fn off() -> Steps {
-        Steps::with("", false, false)
     }
 
     fn with(name: &'static str, on: bool, lines: bool) -> Steps {
@@ -77,7 +72,7 @@ impl Steps {
     /// The amount of work, in units that [`Steps::advance`] counts: the bar shows `k/n`
     /// from here on, and the time to go when the units are `alike` (each takes about as
     /// long as the others).
-    pub fn set_total(&self, n: u64, alike: bool) {
+    pub(crate) fn set_total(&self, n: u64, alike: bool) {
         if let Out::Bar(b) = &self.out {
             if b.length() != Some(n) {
                 b.set_length(n);
@@ -90,7 +85,7 @@ impl Steps {
     }
 
     /// One unit of the work done.
-    pub fn advance(&self) {
+    pub(crate) fn advance(&self) {
         if let Out::Bar(b) = &self.out {
             b.inc(1);
         }
@@ -98,7 +93,7 @@ impl Steps {
 
     /// What runs now: the bar's message, or a line "doctor [  12.3 s] what" fitted to the
     /// width (its folds indented under "what").
-    pub fn say(&self, what: &str) {
+    pub(crate) fn say(&self, what: &str) {
         match &self.out {
             Out::Off => {}
             Out::Bar(b) => b.set_message(what.to_string()),
@@ -120,7 +115,7 @@ impl Steps {
 
     /// What runs now inside the step said last, on the bar only (a line per unit would
     /// flood a log).
-    pub fn show(&self, what: &str) {
+    pub(crate) fn show(&self, what: &str) {
         if let Out::Bar(b) = &self.out {
             b.set_message(what.to_string());
         }
@@ -128,7 +123,7 @@ impl Steps {
 
     /// Run `step`, saying that `what` is still running, for how long, and its `bound` (in
     /// words: what limits it): every 15 s as lines, every second on the bar.
-    pub async fn ticking<F: Future>(&self, what: &str, bound: &str, step: F) -> F::Output {
+    pub(crate) async fn ticking<F: Future>(&self, what: &str, bound: &str, step: F) -> F::Output {
         let began = Instant::now();
         let mut step = std::pin::pin!(step);
         let every = match self.out {
@@ -149,7 +144,7 @@ impl Steps {
     }
 
     /// The bar leaves the terminal (before the report is written there).
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Out::Bar(b) = &self.out {
             b.finish_and_clear();
         }
@@ -176,7 +171,7 @@ fn bar(name: &'static str) -> ProgressBar {
 /// A line on stderr that never panics: one that cannot be written (stderr closed early,
 /// `2>&1 | head -1`) is lost, and the command goes on to its end (`eprintln!` would panic
 /// there; `tests/architecture.rs` keeps it out of the crate).
-pub fn note(line: &str) {
+pub(crate) fn note(line: &str) {
     use std::io::Write;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");

@@ -6,7 +6,7 @@ use std::future::Future;
 use anyhow::Context;
 
 /// A running thread; stopping it drops its runtime and every task on it.
-pub struct RuntimeThread {
+pub(crate) struct RuntimeThread {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -14,7 +14,7 @@ pub struct RuntimeThread {
 impl RuntimeThread {
     /// Start `name`: on the new thread, `on_thread` runs first, then `start` (which binds
     /// and spawns its tasks); returns `start`'s value once it has finished.
-    pub fn spawn<T, F, Fut>(
+    pub(crate) fn spawn<T, F, Fut>(
         name: &str,
         on_thread: impl FnOnce() + Send + 'static,
         start: F,
@@ -60,7 +60,7 @@ impl RuntimeThread {
     }
 
     /// Stop the runtime and wait for the thread.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
@@ -71,7 +71,7 @@ impl RuntimeThread {
 }
 
 /// A current-thread tokio runtime with I/O and time, for one command's async work.
-pub fn current_thread_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub(crate) fn current_thread_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

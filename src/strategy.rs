@@ -62,7 +62,7 @@ impl Strategy {
     }
 
     /// Parse a name or a short alias.
-    pub fn parse(s: &str) -> Option<Strategy> {
+    pub(crate) fn parse(s: &str) -> Option<Strategy> {
         Some(match s.to_ascii_lowercase().as_str() {
             "keepalive" | "keep-alive" | "ka" | "reuse" => Strategy::KeepAlive,
             "close" | "no-keepalive" | "new" => Strategy::Close,
@@ -98,7 +98,7 @@ impl Strategy {
     }
 
     /// Every strategy with its one line, for `--help`.
-    pub fn help_list() -> String {
+    pub(crate) fn help_list() -> String {
         let width = Strategy::ALL
             .iter()
             .map(|s| s.name().len())
@@ -111,7 +111,7 @@ impl Strategy {
             .join("\n")
     }
 
-    pub fn known_names() -> String {
+    pub(crate) fn known_names() -> String {
         Strategy::ALL
             .iter()
             .map(|s| s.name())
@@ -120,7 +120,7 @@ impl Strategy {
     }
 
     /// The protocol on the wire, as the report names it.
-    pub fn protocol(self) -> &'static str {
+    pub(crate) fn protocol(self) -> &'static str {
         match self {
             Strategy::H2 => "h2",
             s if s.quic() => "h3",
@@ -130,12 +130,12 @@ impl Strategy {
     }
 
     /// Whether connections are multiplexed (shared by the workers).
-    pub fn multiplexed(self) -> bool {
+    pub(crate) fn multiplexed(self) -> bool {
         matches!(self, Strategy::H2 | Strategy::H3)
     }
 
     /// HTTP/3 over QUIC.
-    pub fn quic(self) -> bool {
+    pub(crate) fn quic(self) -> bool {
         matches!(
             self,
             Strategy::H3 | Strategy::H3Close | Strategy::H3Resumed | Strategy::H3ZeroRtt
@@ -143,7 +143,7 @@ impl Strategy {
     }
 
     /// Whether the client asks to keep connections open.
-    pub fn persistent(self) -> bool {
+    pub(crate) fn persistent(self) -> bool {
         matches!(
             self,
             Strategy::KeepAlive | Strategy::Http10KeepAlive | Strategy::H2 | Strategy::H3
@@ -152,17 +152,17 @@ impl Strategy {
 
     /// Whether the strategy is about TLS (resumption, early data) or runs over QUIC
     /// (TLS 1.3 inside): https only.
-    pub fn needs_tls(self) -> bool {
+    pub(crate) fn needs_tls(self) -> bool {
         matches!(self, Strategy::CloseResumed | Strategy::Close0Rtt) || self.quic()
     }
 
     /// Whether the request goes in TLS 1.3 early data where the session allows it.
-    pub fn early_data(self) -> bool {
+    pub(crate) fn early_data(self) -> bool {
         matches!(self, Strategy::Close0Rtt | Strategy::H3ZeroRtt)
     }
 
     /// Whether TLS session resumption is offered on new connections.
-    pub fn tls_resumption(self) -> bool {
+    pub(crate) fn tls_resumption(self) -> bool {
         !matches!(self, Strategy::Close | Strategy::Http10 | Strategy::H3Close)
     }
 }

@@ -23,7 +23,11 @@ use tokio::time::Sleep;
 ///
 /// A future of its own rather than an async fn: an async fn keeps its argument and its
 /// pinned copy side by side, and `fut` (a response read) is most of a worker's task.
-pub fn within<F: Future>(mut sleep: Pin<&mut Sleep>, deadline: Instant, fut: F) -> Within<'_, F> {
+pub(crate) fn within<F: Future>(
+    mut sleep: Pin<&mut Sleep>,
+    deadline: Instant,
+    fut: F,
+) -> Within<'_, F> {
     let deadline = tokio::time::Instant::from_std(deadline);
     if sleep.deadline() > deadline {
         sleep.as_mut().reset(deadline);
@@ -76,7 +80,7 @@ impl<F: Future> Future for Within<'_, F> {
 /// timeout, armed when its first read waits) paid a `write` system call per connection
 /// for it, and the reactor a wake-up for nothing. With this tick armed, a timer more
 /// than `period` ahead never asks for one; the cost is one wake-up per `period`.
-pub async fn keep_timer_awake(period: std::time::Duration) {
+pub(crate) async fn keep_timer_awake(period: std::time::Duration) {
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -86,7 +90,7 @@ pub async fn keep_timer_awake(period: std::time::Duration) {
 
 /// One worker's pacing timer. Without a `timerfd` (an old kernel, or out of file
 /// descriptors) it falls back to tokio's timer, coarser but correct.
-pub struct Pacer {
+pub(crate) struct Pacer {
     timer: Option<AsyncFd<OwnedFd>>,
 }
 
@@ -98,7 +102,7 @@ impl Default for Pacer {
 
 impl Pacer {
     /// Must be called inside the runtime that will wait on it.
-    pub fn new() -> Pacer {
+    pub(crate) fn new() -> Pacer {
         use rustix::time::{timerfd_create, TimerfdClockId, TimerfdFlags};
         let timer = timerfd_create(
             TimerfdClockId::Monotonic,
@@ -110,7 +114,7 @@ impl Pacer {
     }
 
     /// Return at `at` (at once if it has passed).
-    pub async fn until(&self, at: Instant) {
+    pub(crate) async fn until(&self, at: Instant) {
         let wait = at.saturating_duration_since(Instant::now());
         if wait.is_zero() {
             return;

@@ -41,7 +41,8 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
 /// The code of a file without comments, string literals and its `#[cfg(test)]` module
 /// (tests may reach anywhere).
 fn code(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
+    // An inline test module; `mod tests;` (a file of its own) is only a declaration.
+    let text = match text.find("#[cfg(test)]\nmod tests {") {
         Some(i) => &text[..i],
         None => text,
     };
@@ -820,4 +821,191 @@ fn the_check_catches_a_print_that_panics() {
     let found = panicking_prints(&src);
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs", "b.rs", "main.rs"]);
+}
+
+/// The crate's items (`pub` or `pub(crate)` at a file's top level) that no other file
+/// names, as "path: name". A function, constant, static or module used only in its own
+/// file is private; a type is allowed to be crate-visible when its own file's
+/// crate-visible signatures carry it (the compiler's `private_interfaces` then needs it).
+fn crate_items_used_only_at_home(src: &Path) -> Vec<String> {
+    // `modules` keys lib.rs and main.rs alike (""): both are read here.
+    let roots = ["lib.rs", "main.rs"].map(|f| src.join(f));
+    let files: BTreeMap<PathBuf, String> = modules(src)
+        .into_values()
+        .chain(roots.into_iter().filter(|p| p.exists()))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p, code(&text))
+        })
+        .collect();
+    let words = |text: &str| -> BTreeSet<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    // Another file's tests count as a use.
+    let named: BTreeMap<&PathBuf, BTreeSet<String>> = files
+        .keys()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            (p, words(&without_comments_and_strings(&text)))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (p, text) in &files {
+        if p.file_name() == Some(std::ffi::OsStr::new("lib.rs")) {
+            continue; // the crate's public surface (`api`)
+        }
+        for line in text.lines() {
+            let Some(rest) = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub "))
+            else {
+                continue;
+            };
+            let rest = rest.strip_prefix("async ").unwrap_or(rest);
+            let mut it = rest.split_whitespace();
+            let (Some(kind), Some(name)) = (it.next(), it.next()) else {
+                continue;
+            };
+            let name: String = name
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let typeish = matches!(kind, "struct" | "enum" | "type" | "trait");
+            if !typeish && !matches!(kind, "fn" | "const" | "static" | "mod") {
+                continue;
+            }
+            if named.iter().any(|(q, w)| *q != p && w.contains(&name)) {
+                continue;
+            }
+            let carried = typeish
+                && interfaces(text)
+                    .iter()
+                    .any(|i| !i.starts_with(line) && words(i).contains(&name));
+            if !carried {
+                let rel = p.strip_prefix(src).unwrap().display().to_string();
+                out.push(format!("{rel}: {name}"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A file's crate-visible interfaces, where a type it defines can be carried: each
+/// `pub` line (a field, a one-line signature), each `pub` function's signature to its
+/// body, and each `pub` enum's variants.
+fn interfaces(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        if !t.starts_with("pub") {
+            continue;
+        }
+        let enum_ = t.contains(" enum ");
+        let fn_ = t.contains("fn ");
+        let mut item = String::new();
+        for next in &lines[i..] {
+            item.push_str(next);
+            item.push('\n');
+            let ends_fn = fn_ && (next.contains('{') || next.contains(';'));
+            let ends_enum = enum_ && next.trim_end() == "}";
+            if !(fn_ || enum_) || ends_fn || ends_enum {
+                break;
+            }
+        }
+        out.push(item);
+    }
+    out
+}
+
+/// Visibility the compiler can check (issue 58, item 5): `pub(crate)` is the default,
+/// and an item that only its own file uses is private, so that dead code is the
+/// compiler's to see.
+#[test]
+fn no_crate_item_used_only_in_its_own_file() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = crate_items_used_only_at_home(&src);
+    assert!(
+        found.is_empty(),
+        "crate-visible but used only in their own file (make them private): {found:?}"
+    );
+}
+
+/// The check sees a function, a constant and a type that only their file uses; not a
+/// type carried by a crate-visible signature, nor an item another file names (in code:
+/// a name in another file's comment does not count).
+#[test]
+fn the_check_catches_a_crate_item_used_only_at_home() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-pub-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
+    std::fs::write(
+        src.join("a.rs"),
+        "pub(crate) fn lonely() {}\npub(crate) const ALONE: u8 = 1;\n\
+         pub(crate) struct Hidden;\npub(crate) struct Carried;\n\
+         pub(crate) fn make(\n    n: u8,\n) -> Carried {\n    Carried\n}\npub(crate) fn shared() {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("b.rs"),
+        "// lonely\nfn f() { crate::a::shared(); crate::a::make(); }\n",
+    )
+    .unwrap();
+    let found = crate_items_used_only_at_home(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found, ["a.rs: ALONE", "a.rs: Hidden", "a.rs: lonely"]);
+}
+
+/// The compiler keeps what the text scans above keep: `unsafe` only in `src/sys/`
+/// (`#![deny(unsafe_code)]` with one allowance, on `mod sys`, and the binary forbids it),
+/// and nothing public but the `api` the tests, fuzz targets and examples reach
+/// (`#![warn(unreachable_pub)]`, which `cargo clippy -D warnings` makes an error).
+#[test]
+fn the_compiler_keeps_unsafe_in_sys_and_the_crate_private() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("#![deny(unsafe_code)]"),
+        "lib.rs denies unsafe code"
+    );
+    assert!(
+        lib.contains("#![warn(unreachable_pub)]"),
+        "lib.rs warns on unreachable pub"
+    );
+    let main = std::fs::read_to_string(root.join("src/main.rs")).unwrap();
+    assert!(
+        main.contains("#![forbid(unsafe_code)]"),
+        "main.rs forbids unsafe code"
+    );
+    let mut allowances = Vec::new();
+    let src = root.join("src");
+    for p in modules(&src).values().chain([&src.join("lib.rs")]) {
+        let text = std::fs::read_to_string(p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if l.contains("allow(unsafe_code)") {
+                let next = lines.get(i + 1).copied().unwrap_or("");
+                allowances.push(format!("{}: {next}", p.file_name().unwrap().display()));
+            }
+        }
+    }
+    assert_eq!(
+        allowances,
+        ["lib.rs: mod sys;"],
+        "the one allowance is on mod sys"
+    );
+    let public: Vec<&str> = lib
+        .lines()
+        .filter(|l| l.starts_with("pub mod ") || l.starts_with("pub use "))
+        .collect();
+    assert_eq!(
+        public,
+        ["pub use cmd::main;", "pub mod api {"],
+        "lib.rs makes public only the binary's entry and the api"
+    );
 }

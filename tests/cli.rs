@@ -245,7 +245,7 @@ fn local_addr_must_be_an_address_of_this_machine() {
 /// --json, never when stderr is not a terminal.
 #[test]
 fn progress_line_only_on_a_terminal_and_never_with_json() {
-    let srv = start(handshake::server::ServerConfig::default());
+    let srv = start(handshake::api::server::ServerConfig::default());
     let url = srv.http_url().unwrap();
     let in_pty = |args: &str| {
         let out = std::process::Command::new("script")
@@ -466,7 +466,7 @@ fn help_lists_every_strategy() {
             .unwrap();
         assert_eq!(out.status.code(), Some(0));
         let help = String::from_utf8_lossy(&out.stdout);
-        for s in handshake::strategy::Strategy::ALL {
+        for s in handshake::api::strategy::Strategy::ALL {
             let line = format!("{:16}  {}", s.name(), s.summary());
             assert!(
                 help.lines()
@@ -477,7 +477,7 @@ fn help_lists_every_strategy() {
         }
         let short = run(&[cmd, "-h"]);
         let short = String::from_utf8_lossy(&short.stdout);
-        assert!(!short.contains(handshake::strategy::Strategy::H3ZeroRtt.summary()));
+        assert!(!short.contains(handshake::api::strategy::Strategy::H3ZeroRtt.summary()));
     }
 }
 

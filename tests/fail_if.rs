@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use handshake::server::ServerConfig;
+use handshake::api::server::ServerConfig;
 use serde_json::Value;
 
 /// `handshake ARGS`: its exit status, its JSON report and its stderr.

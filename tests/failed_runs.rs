@@ -11,7 +11,7 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use common::*;
-use handshake::server::ServerConfig;
+use handshake::api::server::ServerConfig;
 use serde_json::Value;
 
 /// `bench` with text output: (exit code, stdout, stderr).
@@ -326,7 +326,7 @@ fn exit_statuses_are_documented_in_one_place() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     assert!(
-        readme.contains(handshake::cli::EXIT_STATUS),
+        readme.contains(handshake::api::cli::EXIT_STATUS),
         "README's Exit status"
     );
     for cmd in [
@@ -338,7 +338,7 @@ fn exit_statuses_are_documented_in_one_place() {
         assert!(out.status.success());
         let help = String::from_utf8_lossy(&out.stdout);
         assert!(
-            help.contains(handshake::cli::EXIT_STATUS),
+            help.contains(handshake::api::cli::EXIT_STATUS),
             "{cmd:?}: {help}"
         );
     }

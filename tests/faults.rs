@@ -262,7 +262,7 @@ fn serve_stopped_by_sigterm_prints_its_counts() {
 /// is printed, exit 1; standard output on a full disk likewise names it.
 #[test]
 fn a_report_that_cannot_be_written_is_an_error_naming_the_file() {
-    let s = start(handshake::server::ServerConfig::default());
+    let s = start(handshake::api::server::ServerConfig::default());
     let url = s.http_url().unwrap();
     for file in ["/dev/full", "/nonexistent-handshake-dir/report.html"] {
         let out = run(&["bench", &url, "-n", "20", "--html", file, "--no-progress"]);
@@ -300,7 +300,7 @@ fn a_report_that_cannot_be_written_is_an_error_naming_the_file() {
 /// first) ends the output quietly: no panic (exit 101), the run's own status.
 #[test]
 fn a_reader_that_stops_early_ends_the_output_quietly() {
-    let s = start(handshake::server::ServerConfig::default());
+    let s = start(handshake::api::server::ServerConfig::default());
     let url = s.http_url().unwrap();
     let out = Command::new("bash")
         .args([

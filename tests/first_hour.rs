@@ -2222,7 +2222,7 @@ fn an_idle_timeout_shorter_than_the_gaps_is_named() {
     assert!(problem.contains("closes idle connections"), "{problem}");
     assert!(
         problem.contains("(between two probes)")
-            && problem.contains(&format!("{}-", handshake::fmt::ms(lo))),
+            && problem.contains(&format!("{}-", handshake::api::fmt::ms(lo))),
         "{problem}"
     );
 }

@@ -489,7 +489,7 @@ fn compare_sets_h3_beside_tcp() {
 fn compare_includes_h3_and_0rtt_where_the_server_offers_them() {
     let _s = serial();
     for (h3, early) in [(true, false), (false, false), (true, true)] {
-        let srv = start(handshake::server::ServerConfig {
+        let srv = start(handshake::api::server::ServerConfig {
             h3,
             early_data: early,
             ..Default::default()
@@ -532,7 +532,7 @@ fn embedded_server_advertises_h3_by_alt_svc() {
     if !have("curl") {
         return;
     }
-    let srv = start(handshake::server::ServerConfig::default());
+    let srv = start(handshake::api::server::ServerConfig::default());
     let ca = TempFile::new("ca.pem", srv.ca_pem.as_bytes());
     let https = srv.https_url().unwrap();
     let port = srv.https_addr.unwrap().port();
@@ -564,7 +564,7 @@ fn embedded_server_advertises_h3_by_alt_svc() {
     let h = headers(&[srv.http_url().unwrap().as_str()]);
     assert!(!h.contains("alt-svc"), "plain HTTP: {h}");
     // With HTTP/3 off, no advertisement.
-    let off = start(handshake::server::ServerConfig {
+    let off = start(handshake::api::server::ServerConfig {
         h3: false,
         ..Default::default()
     });

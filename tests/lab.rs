@@ -1571,8 +1571,8 @@ fn the_link_holds_beside_busy_loops_and_says_when_the_machine_held_up_the_run() 
     assert!(
         sentence.contains(&format!(
             "a TLS handshake done in memory waited {} ms for a CPU over its {} ms of work",
-            handshake::fmt::num(hs_wait),
-            handshake::fmt::num(f(&probes["handshake_cpu_ms"]))
+            handshake::api::fmt::num(hs_wait),
+            handshake::api::fmt::num(f(&probes["handshake_cpu_ms"]))
         )),
         "{sentence}"
     );
@@ -1639,8 +1639,8 @@ fn a_hog_started_during_a_run_is_seen_in_the_handshake_it_slowed() {
     assert!(
         sentence.contains(&format!(
             "the same handshake took {} ms during the run against {} ms before it",
-            handshake::fmt::num(during),
-            handshake::fmt::num(before)
+            handshake::api::fmt::num(during),
+            handshake::api::fmt::num(before)
         )),
         "{sentence}"
     );

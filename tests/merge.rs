@@ -234,7 +234,7 @@ fn three_segments_add_up_to_nginxs_counts_in_any_order() {
 #[test]
 fn indexed_job_agents_piped_to_merge_match_the_server() {
     let _cleanup = Cleanup("job");
-    let srv = start(handshake::server::ServerConfig::default());
+    let srv = start(handshake::api::server::ServerConfig::default());
     let url = srv.http_url().unwrap();
     let start = time::OffsetDateTime::now_utc() + time::Duration::seconds(2);
     let at = start
@@ -313,7 +313,7 @@ fn indexed_job_agents_piped_to_merge_match_the_server() {
 #[test]
 fn mismatches_and_bad_input_are_refused() {
     let _cleanup = Cleanup("refused");
-    let srv = start(handshake::server::ServerConfig::default());
+    let srv = start(handshake::api::server::ServerConfig::default());
     let url = srv.http_url().unwrap();
     let bench = |extra: &[&str], name: &str| {
         let mut args = vec![

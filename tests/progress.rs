@@ -9,7 +9,7 @@ mod common;
 use std::process::Command;
 
 use common::*;
-use handshake::server::ServerConfig;
+use handshake::api::server::ServerConfig;
 use serde_json::Value;
 
 /// The terminal's width in these runs.

@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use handshake::server::ServerConfig;
+use handshake::api::server::ServerConfig;
 
 #[test]
 fn new_connections_fall_in_the_seconds_after_each_idle_close() {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use handshake::fmt::ms as fmt_ms;
+use handshake::api::fmt::ms as fmt_ms;
 use serde_json::Value;
 
 /// No line of the output, stdout or stderr, is wider than `width` characters.

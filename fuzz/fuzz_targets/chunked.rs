@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use handshake::proto::h1::ChunkedDecoder;
+use handshake::api::h1::ChunkedDecoder;
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -46,8 +46,8 @@ fn run(data: &[u8], step: usize, collect: bool) -> (Verdict, Vec<u8>) {
                 }
                 assert_eq!(f.consumed, piece.len(), "input left over before the end");
             }
-            Err(handshake::proto::h1::ChunkError::Invalid(_)) => return (Verdict::Invalid, collected),
-            Err(handshake::proto::h1::ChunkError::TooLarge(_)) => {
+            Err(handshake::api::h1::ChunkError::Invalid(_)) => return (Verdict::Invalid, collected),
+            Err(handshake::api::h1::ChunkError::TooLarge(_)) => {
                 return (Verdict::TooLarge, collected)
             }
         }

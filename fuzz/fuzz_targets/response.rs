@@ -9,9 +9,9 @@ use std::pin::Pin;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 
-use handshake::proto::h1::conn::{Conn, WaitReadable};
-use handshake::proto::pace::ReadLimits;
-use handshake::record::notes::Taken;
+use handshake::api::h1::{Conn, WaitReadable};
+use handshake::api::h1::ReadLimits;
+use handshake::api::h1::Taken;
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 

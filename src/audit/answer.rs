@@ -11,7 +11,7 @@ use crate::proto::h1::has_token;
 use crate::server::routes::{route_of, write_head, ConnHeader, Route};
 use crate::server::ServerConfig;
 
-pub struct AuditConfig {
+pub(crate) struct AuditConfig {
     pub listen: SocketAddr,
     pub tls: bool,
     pub upstream: Option<Upstream>,
@@ -23,7 +23,7 @@ pub struct AuditConfig {
 
 /// Where requests go: answered here, or forwarded.
 #[derive(Clone)]
-pub struct Upstream {
+pub(crate) struct Upstream {
     pub origin: Origin,
     pub authority: String,
     pub tls: Option<Arc<rustls::ClientConfig>>,
@@ -31,7 +31,7 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    pub fn new(
+    pub(crate) fn new(
         origin: Origin,
         authority: String,
         tls: Option<Arc<rustls::ClientConfig>>,
@@ -47,14 +47,14 @@ impl Upstream {
 
 /// The audit as a forward proxy: where names go (`--resolve`), and a pool of
 /// connections per origin for plain requests.
-pub struct ProxyMode {
+pub(crate) struct ProxyMode {
     /// `--resolve HOST:PORT:ADDR`: connect to ADDR for HOST:PORT (no lookup).
     pub resolve: Vec<(String, u16, IpAddr)>,
     pools: Mutex<HashMap<(String, u16), Upstream>>,
 }
 
 impl ProxyMode {
-    pub fn new(resolve: Vec<(String, u16, IpAddr)>) -> ProxyMode {
+    pub(crate) fn new(resolve: Vec<(String, u16, IpAddr)>) -> ProxyMode {
         ProxyMode {
             resolve,
             pools: Mutex::new(HashMap::new()),

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-pub use crate::report::audit::{Ending, GapStats};
+pub(crate) use crate::report::audit::{Ending, GapStats};
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct ConnLog {

@@ -8,18 +8,15 @@
 //! per connection reported. With `--proxy-mode` it is the client's forward proxy instead:
 //! plain requests forwarded, `CONNECT` tunnels relayed and read as they pass (`relay`).
 
-mod answer;
+pub(crate) mod answer;
 mod h2;
 mod log;
 mod proxy;
 mod relay;
 mod report;
-mod server;
+pub(crate) mod server;
 mod verdict;
 
-pub use answer::{AuditConfig, ProxyMode, Upstream};
-pub use log::{Ending, GapStats};
+pub(crate) use answer::{AuditConfig, ProxyMode, Upstream};
 
-pub use report::{AuditReport, ClientSummary, CutResponses, RpcStats, TlsCounts};
-pub use server::{start, RunningAudit};
-pub use verdict::{headline, verdict};
+pub(crate) use server::start;

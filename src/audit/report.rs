@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::log::{with_log, ConnLog, Ending, GapStats, SharedLog};
 use super::verdict::{headline, verdict};
 
-pub use crate::report::audit::{
+pub(crate) use crate::report::audit::{
     AuditBucket, AuditProgram, AuditReport, ClientSummary, CutResponses, H2Summary, OwnAnswers,
     ProxySummary, RpcStats, TlsCounts,
 };

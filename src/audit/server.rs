@@ -17,7 +17,7 @@ use crate::server::routes::{ConnHeader, FILL};
 use crate::server::ServerConfig;
 
 /// A running audit: its URL, its CA (with `--tls`), and its log.
-pub struct RunningAudit {
+pub(crate) struct RunningAudit {
     pub url: String,
     pub ca_pem: String,
     pub(super) log: SharedLog,
@@ -26,18 +26,22 @@ pub struct RunningAudit {
 
 impl RunningAudit {
     /// Client connections open now.
-    pub fn open_connections(&self) -> u64 {
+    pub(crate) fn open_connections(&self) -> u64 {
         with_log(&self.log, |g| g.open)
     }
 
     /// Stop and return the report (connections still open count as `open_at_end`).
-    pub fn finish(mut self, command: Option<Vec<String>>, exit_status: Option<i32>) -> AuditReport {
+    pub(crate) fn finish(
+        mut self,
+        command: Option<Vec<String>>,
+        exit_status: Option<i32>,
+    ) -> AuditReport {
         self.thread.stop();
         report(&self.url, &self.log, command, exit_status)
     }
 }
 
-pub fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
+pub(crate) fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
     let bound = Some(cfg.listen.ip()).filter(|ip| !ip.is_unspecified());
     let certs = crate::server::tls::generate(true, false, bound, None)?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));

@@ -37,7 +37,7 @@ fn of_connections(figure: &str, n: u64, t: &ClientSummary) -> Evidence {
 
 /// The findings: what the client does with connections, the likely cause, the fix.
 /// `peak_open`: the most client connections open at once.
-pub fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
+pub(crate) fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
     let mut v: Vec<Finding> = error_statuses(t).into_iter().collect();
     v.extend(reuse(t));
     v.extend(h2(t, peak_open));
@@ -336,7 +336,7 @@ fn no_reuse_finding(t: &ClientSummary) -> Option<Finding> {
 
 /// The verdict in one sentence: "N requests over M connections: reused (x per
 /// connection)", or "not reused, because …" with the cause when one is read.
-pub fn headline(t: &ClientSummary) -> Finding {
+pub(crate) fn headline(t: &ClientSummary) -> Finding {
     let mut h = reuse_headline(t);
     // Most answers errors: said in the headline too, after the reuse it does not change.
     if let Some(e) = error_statuses(t) {

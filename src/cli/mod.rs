@@ -6,7 +6,7 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 mod shared;
 
-pub use shared::{LimitArgs, LinkArgs, LoadArgs, MetricsArgs, OutputArgs, RequestArgs};
+pub(crate) use shared::{LimitArgs, LinkArgs, LoadArgs, MetricsArgs, OutputArgs, RequestArgs};
 
 /// The exit statuses of every command, shown by `--help` (and the README's "Exit status").
 pub const EXIT_STATUS: &str = "Exit status:
@@ -107,14 +107,14 @@ const FOREIGN_FLAGS: &[(&[&str], &str, &str)] = &[
 
 /// The command line parsed, `--help` wrapped to the output's width (`fmt::width`: 80
 /// columns when stdout is not a terminal).
-pub fn parse() -> Result<Cli, clap::Error> {
+pub(crate) fn parse() -> Result<Cli, clap::Error> {
     let cmd = Cli::command().term_width(crate::fmt::width());
     let mut matches = cmd.try_get_matches()?;
     Cli::from_arg_matches_mut(&mut matches)
 }
 
 /// For a flag this tool does not know, what it means elsewhere and the flag to use here.
-pub fn foreign_flag(flag: &str) -> Option<String> {
+pub(crate) fn foreign_flag(flag: &str) -> Option<String> {
     let name = flag.split('=').next().unwrap_or(flag);
     FOREIGN_FLAGS
         .iter()
@@ -134,13 +134,13 @@ fn strategy_help(lead: &str) -> String {
     about = "Measure what connection setup (DNS, TCP, TLS) costs HTTP traffic, and prove whether connections are reused",
     after_help = EXIT_STATUS
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Load a URL (or the embedded server) with per-phase timings, split by new vs reused connections
     #[command(after_help = EXIT_STATUS)]
     Bench(BenchArgs),
@@ -181,7 +181,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     /// Watch this running process and its children
     #[arg(long, conflicts_with = "command")]
     pub pid: Option<i32>,
@@ -228,7 +228,7 @@ pub struct WatchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// JSON reports of `handshake bench --json` (or of an earlier merge); `-` reads
     /// standard input; a file or the input may hold several reports one after another
     /// (as `kubectl logs` of the agents gives them)
@@ -245,14 +245,14 @@ pub struct MergeArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell: bash, zsh, fish, elvish or powershell
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// Write handshake.1 and handshake-COMMAND.1 for every command into DIR instead
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -266,7 +266,7 @@ pub struct ManArgs {
 
 impl Command {
     /// Whether the command runs across a lab's link (and needs network namespaces).
-    pub fn needs_lab(&self) -> bool {
+    pub(crate) fn needs_lab(&self) -> bool {
         match self {
             Command::Lab(_) => true,
             Command::Bench(a) => a.link.any(),
@@ -284,7 +284,7 @@ impl Command {
 }
 
 #[derive(Debug, Args)]
-pub struct LabArgs {
+pub(crate) struct LabArgs {
     #[command(flatten)]
     pub link: LinkArgs,
 
@@ -318,7 +318,7 @@ pub struct LabArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     /// Forward requests to this upstream (http:// or https://) over persistent connections,
     /// instead of answering them here
     #[arg(long, value_name = "URL")]
@@ -388,7 +388,7 @@ pub struct AuditArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct TraceArgs {
+pub(crate) struct TraceArgs {
     /// Target URL (http:// or https://). Without one, or with a path (/bytes/1000), the
     /// embedded server is started
     pub url: Option<String>,
@@ -438,7 +438,7 @@ pub struct TraceArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Target URL (http:// or https://). Without one, the embedded server is started
     pub url: Option<String>,
 
@@ -480,7 +480,7 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// Target URL (http:// or https://). Without one (or with a path such as /bytes/1000),
     /// the embedded server is started with an HTTP and an HTTPS listener and both are compared
     pub url: Option<String>,
@@ -544,7 +544,7 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Target URL (http:// or https://). Without one, or with a path (/bytes/1000), the
     /// embedded server is started in-process
     pub url: Option<String>,
@@ -602,7 +602,7 @@ pub struct BenchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// HTTP listen address (ADDR:PORT), or unix:PATH for a Unix domain socket
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
@@ -673,4 +673,20 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cli, Command};
+    use clap::Parser;
+
+    #[test]
+    fn audit_binds_loopback_by_default() {
+        let cli = Cli::try_parse_from(["handshake", "audit"]).unwrap();
+        let Command::Audit(a) = cli.command else {
+            panic!("audit parsed as another command")
+        };
+        let listen: std::net::SocketAddr = a.listen.parse().unwrap();
+        assert!(listen.ip().is_loopback(), "audit listens on {listen}");
+    }
 }

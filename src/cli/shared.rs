@@ -8,7 +8,7 @@ use clap::Args;
 /// The emulated link to the embedded server (`bench`, `compare`, `trace`, `doctor`
 /// without a URL, and `lab`). Needs root (CAP_NET_ADMIN).
 #[derive(Debug, Args, Clone, Default)]
-pub struct LinkArgs {
+pub(crate) struct LinkArgs {
     /// Run against the embedded server across an emulated link of this round-trip time
     /// (split evenly per direction), between two network namespaces; compare takes a
     /// list (0,10ms,40ms,100ms) and adds a table and chart against RTT
@@ -40,7 +40,7 @@ pub struct LinkArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Concurrent workers, each with its own connection(s) (closed loop; with --rate, the
     /// most it may hire; default: bench 10,
     /// compare 1, compare over a link 10, with --rtt or another link option). compare
@@ -117,7 +117,7 @@ pub struct LoadArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RequestArgs {
+pub(crate) struct RequestArgs {
     /// HTTP method (GET; POST with --data)
     #[arg(long, short = 'X', visible_short_alias = 'm')]
     pub method: Option<String>,
@@ -222,7 +222,7 @@ pub struct RequestArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct OutputArgs {
+pub(crate) struct OutputArgs {
     /// Print the report as JSON (schema: docs/report.schema.json)
     #[arg(long)]
     pub json: bool,
@@ -252,7 +252,7 @@ pub struct OutputArgs {
 
 /// What a client of the embedded server or the audit may cost it.
 #[derive(Debug, Args)]
-pub struct LimitArgs {
+pub(crate) struct LimitArgs {
     /// Close connections idle this long between requests (e.g. 5s)
     #[arg(long, default_value = "60s")]
     pub idle_timeout: String,
@@ -276,7 +276,7 @@ pub struct LimitArgs {
 
 /// Live metrics for Prometheus (`bench`, `compare`, `watch`; docs/metrics.md).
 #[derive(Debug, Args, Default)]
-pub struct MetricsArgs {
+pub(crate) struct MetricsArgs {
     /// Serve the metrics at http://ADDR/metrics while running (OpenMetrics, or
     /// Prometheus text to a scraper asking for it) [ADDR default: 127.0.0.1:9464; an
     /// address beyond loopback only when given]

@@ -11,7 +11,7 @@ use crate::report::text::audit::render;
 use crate::report::thresholds;
 use crate::runtime_thread::current_thread_runtime;
 
-pub fn run(a: AuditArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: AuditArgs) -> anyhow::Result<i32> {
     let plan = crate::config::audit::audit_plan(&a)?;
     crate::interrupt::install();
     let proxy_mode = plan.config.proxy.is_some();

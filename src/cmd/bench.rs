@@ -11,7 +11,7 @@ use crate::engine;
 use crate::report::{Report, RunInfo};
 use crate::stats::summary;
 
-pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let plan = config::bench::bench_plan(&a)?;
     // Without a URL, start the embedded server (in-process, or across the lab's link) and
     // trust its CA.

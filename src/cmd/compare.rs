@@ -6,7 +6,7 @@ use super::emit_checked;
 use crate::cli::CompareArgs;
 use crate::report::Report;
 
-pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let started_at = crate::host::now_rfc3339();
     crate::interrupt::install();
     let mut plan = crate::config::compare::compare_plan(&a)?;

@@ -11,7 +11,7 @@ use crate::progress::Steps;
 use crate::report::text;
 use crate::runtime_thread::current_thread_runtime;
 
-pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     if a.max_requests == 0 {
         return Err(UsageError("--max-requests must be at least 1".into()).into());
     }

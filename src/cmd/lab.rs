@@ -14,7 +14,7 @@ use crate::server::ServerConfig;
 
 /// The server (the embedded one, or `--server-cmd`) and the command: the command's
 /// output passes through and its status is the lab's.
-pub fn run(a: LabArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: LabArgs) -> anyhow::Result<i32> {
     let spec = crate::config::parse_link(&a.link, false)?[0];
     if a.https && a.server_cmd.is_some() {
         return Err(UsageError("--https: with --server-cmd, write the https:// URL yourself (the server's address is {addr}, its port {port})".into()).into());

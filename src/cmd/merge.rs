@@ -8,7 +8,7 @@ use crate::merge::{merge, read};
 use crate::progress::Steps;
 use crate::report::thresholds;
 
-pub fn run(a: MergeArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: MergeArgs) -> anyhow::Result<i32> {
     let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
     let accepted = crate::config::target::ok_statuses(a.output.ok_status.as_deref())?;
     // Reading and merging many large reports takes a while: a bar on a terminal.

@@ -2,24 +2,72 @@
 //! lab and report. Helpers they share (the embedded server on loopback or across a lab's
 //! link, printing a report, small parsers) live here.
 
-pub mod audit;
-pub mod bench;
-pub mod compare;
-pub mod doctor;
-pub mod lab;
-pub mod merge;
+pub(crate) mod audit;
+pub(crate) mod bench;
+pub(crate) mod compare;
+pub(crate) mod doctor;
+pub(crate) mod lab;
+pub(crate) mod merge;
 mod output;
-pub mod packaging;
-pub mod serve;
-pub mod trace;
-pub mod watch;
+mod packaging;
+pub(crate) mod serve;
+pub(crate) mod trace;
+pub(crate) mod watch;
 
 use crate::cli::{Cli, Command};
 use crate::config::single::SinglePlan;
 use crate::embedded::Embedded;
 pub(crate) use output::{emit_checked, exit_status, interrupted, no_success, print_out};
 
-pub fn run(cli: Cli) -> anyhow::Result<i32> {
+/// The binary's whole work: parse, run, and the exit status (0 ok, 1 check failed, 2
+/// usage or setup error; 128 + the signal after an interrupt).
+pub fn main() -> i32 {
+    let cli = match crate::cli::parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // A flag from curl or another load tool: say which flag it is here.
+            let foreign = (e.kind() == clap::error::ErrorKind::UnknownArgument)
+                .then(|| e.get(clap::error::ContextKind::InvalidArg))
+                .flatten()
+                .and_then(|arg| crate::cli::foreign_flag(&arg.to_string()));
+            match foreign {
+                Some(msg) => {
+                    crate::progress::note(&format!("handshake: {msg}"));
+                    return 2;
+                }
+                None => e.exit(),
+            }
+        }
+    };
+    // Without root, a lab run gets a user namespace of its own (where the kernel allows
+    // it) before any thread starts: a user namespace can only be entered single-threaded.
+    if cli.command.needs_lab() {
+        crate::lab::netns::try_user_namespace();
+    }
+    match run(cli) {
+        Ok(code) => code,
+        // A reader that stopped reading (`handshake man | head`) is not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            0
+        }
+        Err(e) => {
+            crate::progress::note(&format!("handshake: {e:#}"));
+            // Ctrl-C that left nothing to report is still an interrupt.
+            if crate::interrupt::requested() {
+                crate::interrupt::exit_status()
+            } else {
+                2
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Bench(a) => bench::run(a),
         Command::Compare(a) => compare::run(a),

@@ -9,7 +9,7 @@ use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
 
-pub fn completions(a: CompletionsArgs) -> anyhow::Result<i32> {
+pub(crate) fn completions(a: CompletionsArgs) -> anyhow::Result<i32> {
     let mut cmd = Cli::command();
     // Into memory first: clap_complete panics on a write error, and a reader that stops
     // early (`| grep -q`) is not an error.
@@ -21,7 +21,7 @@ pub fn completions(a: CompletionsArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn man(a: ManArgs) -> anyhow::Result<i32> {
+pub(crate) fn man(a: ManArgs) -> anyhow::Result<i32> {
     let cmd = Cli::command();
     if let Some(dir) = a.markdown {
         return markdown(&cmd, &dir);

@@ -22,7 +22,7 @@ fn listener(flag: &str, v: &str) -> Result<Listen, UsageError> {
 /// A TCP address or a Unix socket's path.
 type Listen = (Option<std::net::SocketAddr>, Option<PathBuf>);
 
-pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
+fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
     let (listen, listen_unix) = listener("--listen", &a.listen)?;
     let (tls_listen, tls_listen_unix) = if a.no_tls {
         (None, None)
@@ -68,7 +68,7 @@ pub fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
     Ok(cfg)
 }
 
-pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let cfg = serve_config(&a)?;
     let duration = a
         .duration

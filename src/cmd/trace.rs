@@ -8,7 +8,7 @@ use crate::report::text;
 use crate::runtime_thread::current_thread_runtime;
 use crate::trace::{self, TraceReport};
 
-pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: TraceArgs) -> anyhow::Result<i32> {
     if a.count == 0 || a.count > 100_000 {
         return Err(UsageError("--count must be between 1 and 100000".into()).into());
     }

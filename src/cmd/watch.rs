@@ -7,7 +7,7 @@ use crate::config::{parse_positive_duration, UsageError};
 use crate::report::{text, thresholds};
 use crate::watch::{self, Options};
 
-pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(a: WatchArgs) -> anyhow::Result<i32> {
     let thresholds = thresholds::parse_all(&a.fail_if, thresholds::Subject::Audit)?;
     let duration = a
         .duration

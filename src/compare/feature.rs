@@ -13,7 +13,7 @@ use crate::strategy::Strategy;
 /// What the row's strategy is about and did not happen, in words ("no connection was
 /// reused"); `None` where it happened, or where the row could not show it (fewer than two
 /// requests, or two new connections).
-pub fn missing(s: &ScenarioReport) -> Option<&'static str> {
+pub(super) fn missing(s: &ScenarioReport) -> Option<&'static str> {
     let strategy = Strategy::parse(&s.strategy)?;
     let c = &s.connections;
     if strategy.persistent() {
@@ -33,7 +33,7 @@ pub fn missing(s: &ScenarioReport) -> Option<&'static str> {
 /// The headline's line for a row not ranked because `what` did not happen, where its run
 /// had no finding that explains it: what did not happen, then the run's own finding of
 /// why (its first about reuse or the protocol), or that the run does not say.
-pub fn said(name: &str, what: &str, s: &ScenarioReport) -> Finding {
+pub(super) fn said(name: &str, what: &str, s: &ScenarioReport) -> Finding {
     let why = s
         .diagnosis
         .iter()

@@ -21,13 +21,13 @@ const MACHINE_SHARED: f64 = 0.75;
 
 /// The sweep's arms: `arms[i]` runs at concurrency `at[i]`, each step's arms side by side
 /// and named "c=<n> " + the series' name.
-pub struct SweepArms<'a> {
+pub(crate) struct SweepArms<'a> {
     pub arms: &'a [Arm],
     pub at: &'a [usize],
 }
 
 /// Play every arm `rounds` times and judge each step and each series.
-pub fn sweep(
+pub(crate) fn sweep(
     s: SweepArms,
     how: &Rounds,
 ) -> anyhow::Result<(Vec<ScenarioReport>, ConcurrencySweep)> {

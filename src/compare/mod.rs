@@ -8,9 +8,9 @@
 
 mod explain;
 mod feature;
-pub mod knee;
-pub mod offers;
-pub mod plan;
+pub(crate) mod knee;
+pub(crate) mod offers;
+pub(crate) mod plan;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,8 +21,8 @@ use crate::metrics::run::Board;
 use crate::plan::{Choice, Scenario};
 use crate::procs::{ServerCpu, Shares};
 use crate::progress::Steps;
-pub use crate::report::comparison::{
-    Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSeries, RttSweep, Spread,
+pub(crate) use crate::report::comparison::{
+    Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSweep, Spread,
 };
 use crate::report::finding::Cause;
 use crate::report::ScenarioReport;
@@ -30,13 +30,13 @@ use crate::server::RunningServer;
 use crate::stats::{paired, summary, Recorder};
 
 /// Confidence of the intervals on "x slower" and "+ms per request".
-pub const CONFIDENCE: f64 = 0.95;
+pub(crate) const CONFIDENCE: f64 = 0.95;
 /// A shortest TCP connect at least this long is a round trip worth counting; on loopback
 /// a connect takes ~0.03-0.05 ms, all of it CPU and scheduling.
 const MEANINGFUL_RTT_MS: f64 = 0.5;
 
 /// One strategy against one URL (a row of the comparison).
-pub struct Arm {
+pub(crate) struct Arm {
     pub name: String,
     /// Rows are compared within a group (the URL's scheme: http or https).
     pub group: String,
@@ -75,14 +75,14 @@ struct RunFigures {
 
 /// The server the rounds run against: the embedded one (its counts), and whose CPU time
 /// is the server's.
-pub struct ServerSide<'a> {
+pub(crate) struct ServerSide<'a> {
     pub embedded: Option<&'a RunningServer>,
     pub cpu: ServerCpu<'a>,
 }
 
 impl<'a> ServerSide<'a> {
     /// The embedded server when there is one, else the processes of `--server-pid`.
-    pub fn new(embedded: Option<&'a RunningServer>, pids: &[u32]) -> ServerSide<'a> {
+    pub(crate) fn new(embedded: Option<&'a RunningServer>, pids: &[u32]) -> ServerSide<'a> {
         let cpu = match embedded {
             Some(e) => ServerCpu::Embedded(&e.stats),
             None if !pids.is_empty() => ServerCpu::Pids(pids.to_vec()),
@@ -93,7 +93,7 @@ impl<'a> ServerSide<'a> {
 }
 
 /// The result: one merged scenario report per arm, and the comparison.
-pub struct CompareResult {
+pub(crate) struct CompareResult {
     pub scenarios: Vec<ScenarioReport>,
     pub comparison: Comparison,
 }
@@ -165,7 +165,7 @@ struct Played {
 
 /// Run every arm `rounds` times, in turn, in a new random order every round; each round
 /// said on stderr (`steps`) with an estimate of the time to go.
-pub fn run(arms: &[Arm], how: &Rounds) -> anyhow::Result<CompareResult> {
+pub(crate) fn run(arms: &[Arm], how: &Rounds) -> anyhow::Result<CompareResult> {
     let played = play(arms, how)?;
     if played.rounds == 0 {
         anyhow::bail!(
@@ -233,7 +233,7 @@ impl Judge<'_> {
 }
 
 /// How the rounds run and are judged, whatever the arms.
-pub struct Rounds<'a> {
+pub(crate) struct Rounds<'a> {
     pub rounds: usize,
     pub server: ServerSide<'a>,
     pub noise_threshold: f64,

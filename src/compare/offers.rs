@@ -294,7 +294,7 @@ fn offers_h2(req: &RequestConfig, sc: &Scenario) -> Probed {
 }
 
 /// How the rows of a comparison are made from its targets.
-pub struct Rows<'a> {
+pub(crate) struct Rows<'a> {
     /// `--strategies`, or none for the default set.
     pub chosen: Option<&'a [Choice]>,
     /// The targets are the embedded server's two listeners: every strategy is offered,
@@ -410,7 +410,7 @@ impl Rows<'_> {
 
     /// The rows: each strategy against each target, given as (group, request).
     /// The rows, and the strategies of the default set left out with why.
-    pub fn arms(
+    pub(crate) fn arms(
         &self,
         targets: &[(String, RequestConfig)],
     ) -> Result<(Vec<Arm>, Vec<Finding>), UsageError> {

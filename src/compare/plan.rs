@@ -13,7 +13,7 @@ use crate::report::server::StatsSnapshot;
 use crate::report::thresholds::Threshold;
 
 /// What the rounds gave, for the report.
-pub struct Done {
+pub(crate) struct Done {
     pub scenarios: Vec<crate::report::ScenarioReport>,
     /// One comparison (none after a concurrency sweep), with the embedded server's
     /// counts and the link's report.
@@ -27,7 +27,7 @@ pub struct Done {
 }
 
 /// A comparison, every flag read and checked before any traffic.
-pub struct Plan {
+pub(crate) struct Plan {
     /// `--strategies` (none: what the target offers).
     pub chosen: Option<Vec<Choice>>,
     /// The URL given, for a server elsewhere.
@@ -67,7 +67,7 @@ impl Plan {
     }
 
     /// Run the comparison: at each link (or none), the rows' rounds.
-    pub fn run(&self) -> anyhow::Result<Done> {
+    pub(crate) fn run(&self) -> anyhow::Result<Done> {
         let at = At {
             plan: self,
             steps: crate::progress::Steps::new("compare", self.progress),

@@ -9,7 +9,7 @@ use crate::report::thresholds::{self, Threshold};
 use crate::server::ServerConfig;
 
 /// An audit, resolved.
-pub struct AuditPlan {
+pub(crate) struct AuditPlan {
     pub config: AuditConfig,
     /// `--duration`: how long to watch without a command (else until Ctrl-C).
     pub duration: Option<std::time::Duration>,
@@ -17,7 +17,7 @@ pub struct AuditPlan {
 }
 
 /// The plan of `handshake audit` with these arguments.
-pub fn audit_plan(a: &AuditArgs) -> anyhow::Result<AuditPlan> {
+pub(crate) fn audit_plan(a: &AuditArgs) -> anyhow::Result<AuditPlan> {
     let thresholds = thresholds::parse_all(&a.fail_if, thresholds::Subject::Audit)?;
     let listen = parse_addr("--listen", &a.listen)?;
     let idle_timeout = parse_positive_duration("--idle-timeout", &a.limits.idle_timeout)?;

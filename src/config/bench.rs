@@ -12,7 +12,7 @@ use crate::report::thresholds::{self, Threshold};
 use crate::report::Segment;
 
 /// A bench run, resolved.
-pub struct BenchPlan<'a> {
+pub(crate) struct BenchPlan<'a> {
     a: &'a BenchArgs,
     pub strategy: Strategy,
     pub thresholds: Vec<Threshold>,
@@ -37,7 +37,7 @@ pub struct BenchPlan<'a> {
 }
 
 /// The plan of `handshake bench` with these arguments.
-pub fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
+pub(crate) fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
     let strategy = if a.disable_keepalive {
         Strategy::Close
     } else {
@@ -83,13 +83,13 @@ pub fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
 impl BenchPlan<'_> {
     /// The embedded server's listener this run asks for: HTTPS when `--embedded-tls` or
     /// the strategy needs TLS.
-    pub fn embedded_tls(&self) -> bool {
+    pub(crate) fn embedded_tls(&self) -> bool {
         self.a.embedded_tls || self.strategy.needs_tls()
     }
 
     /// The runnable scenario, against `embedded` when the run is against it (its URL,
     /// trusting its CA).
-    pub fn scenario(&self, embedded: Option<&Embedded>) -> Result<Scenario, UsageError> {
+    pub(crate) fn scenario(&self, embedded: Option<&Embedded>) -> Result<Scenario, UsageError> {
         let req = match (embedded, &self.path) {
             (Some(e), Some(p)) => self
                 .request

@@ -10,7 +10,7 @@ use crate::plan::Strategy;
 use crate::report::thresholds;
 
 /// The plan of `handshake compare` with these arguments.
-pub fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
+pub(crate) fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
     // Across a link every round costs round trips; 6 is the fewest that give an interval.
     let rounds = a.rounds.unwrap_or(if a.link.any() { 6 } else { 10 });
     if rounds == 0 || rounds > 1000 {

@@ -6,7 +6,7 @@ use crate::metrics::publish::{MetricsPlan, RemotePlan};
 use crate::parse::UsageError;
 
 /// The metrics plan of these flags; `max_series` is watch's `--metrics-max-series`.
-pub fn metrics_plan(a: &MetricsArgs, max_series: usize) -> Result<MetricsPlan, UsageError> {
+pub(crate) fn metrics_plan(a: &MetricsArgs, max_series: usize) -> Result<MetricsPlan, UsageError> {
     let addr = a
         .metrics
         .as_deref()

@@ -1,15 +1,15 @@
 //! Validation and defaults: command-line values become a `Scenario`. Every error
 //! names the flag or value that was wrong (and leads to exit status 2).
 
-pub mod audit;
-pub mod bench;
-pub mod compare;
-pub mod metrics;
+pub(crate) mod audit;
+pub(crate) mod bench;
+pub(crate) mod compare;
+pub(crate) mod metrics;
 mod request;
-pub mod single;
-pub mod target;
+pub(crate) mod single;
+pub(crate) mod target;
 
-pub use request::request_config;
+pub(crate) use request::request_config;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -19,40 +19,38 @@ use crate::net::tls::{self};
 use crate::plan::{Choice, LoadShape, MinSpeed, PhaseLimits, StopWhen, Strategy};
 
 use crate::parse::usage;
-pub use crate::parse::{
+pub(crate) use crate::parse::{
     parse_bandwidth, parse_bytes, parse_duration, parse_percent, parse_positive_duration,
     UsageError,
 };
-pub use crate::plan::build::{
-    connections, parse_url, scenario, LoadConfig, ParsedUrl, RequestConfig,
-};
+pub(crate) use crate::plan::build::{connections, parse_url, scenario, LoadConfig, RequestConfig};
 
 /// Defaults of a command's load: requests when neither `-n` nor `-d` is given, and `-c`.
 #[derive(Debug, Clone, Copy)]
-pub struct LoadDefaults {
+pub(crate) struct LoadDefaults {
     pub requests: u64,
     pub concurrency: usize,
 }
 
 /// `bench`: 10000 requests over 10 workers.
-pub const BENCH_DEFAULTS: LoadDefaults = LoadDefaults {
+pub(crate) const BENCH_DEFAULTS: LoadDefaults = LoadDefaults {
     requests: 10_000,
     concurrency: 10,
 };
 /// `compare`: the field reports' experiment, 500 sequential requests.
-pub const COMPARE_DEFAULTS: LoadDefaults = LoadDefaults {
+pub(crate) const COMPARE_DEFAULTS: LoadDefaults = LoadDefaults {
     requests: 500,
     concurrency: 1,
 };
 
 /// `compare --rtt`: every request pays round trips, so fewer per round, ten at a time
 /// (each worker still sends one after another: time per request is one worker's view).
-pub const COMPARE_LAB_DEFAULTS: LoadDefaults = LoadDefaults {
+pub(crate) const COMPARE_LAB_DEFAULTS: LoadDefaults = LoadDefaults {
     requests: 100,
     concurrency: 10,
 };
 
-pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, UsageError> {
+pub(crate) fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, UsageError> {
     let concurrency = match a.concurrency.as_deref() {
         None => defaults.concurrency,
         Some([c]) => *c,
@@ -72,7 +70,7 @@ pub fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadConfig, U
 /// nginx: keep-alive 5.6 against 6.4 µs per request at 175,000 against 135,000
 /// requests/s). A new connection per request keeps every core: there the kernel's work
 /// per connection spreads over them.
-pub fn share_the_machine(
+pub(crate) fn share_the_machine(
     load: &mut LoadConfig,
     a: &LoadArgs,
     strategy: Strategy,
@@ -96,7 +94,7 @@ pub fn share_the_machine(
 }
 
 /// The steps of `-c 1,10,50,200` (more than one, rising), or `None` for one number.
-pub fn concurrency_steps(a: &LoadArgs) -> Result<Option<Vec<usize>>, UsageError> {
+pub(crate) fn concurrency_steps(a: &LoadArgs) -> Result<Option<Vec<usize>>, UsageError> {
     match a.concurrency.as_deref() {
         Some(steps) if steps.len() > 1 => {
             if steps.windows(2).any(|w| w[1] <= w[0]) {
@@ -119,7 +117,7 @@ pub fn concurrency_steps(a: &LoadArgs) -> Result<Option<Vec<usize>>, UsageError>
 }
 
 /// The load at concurrency `concurrency` (one step of a sweep, or the only one).
-pub fn load_config_at(
+pub(crate) fn load_config_at(
     a: &LoadArgs,
     defaults: LoadDefaults,
     concurrency: usize,
@@ -187,7 +185,7 @@ fn redirects(a: &LoadArgs) -> Result<Option<u32>, UsageError> {
 
 /// Workers never exceed the work: with `-n` smaller than `-c` (and no `-d`), `-n`
 /// workers, each with one request (more would only hold connections open idle).
-pub fn cap_workers(load: &mut LoadConfig) {
+pub(crate) fn cap_workers(load: &mut LoadConfig) {
     if let (Some(n), None) = (load.stop.requests, load.stop.duration) {
         let n = usize::try_from(n).unwrap_or(usize::MAX).max(1);
         load.concurrency = load.concurrency.min(n);
@@ -197,7 +195,7 @@ pub fn cap_workers(load: &mut LoadConfig) {
 
 /// `--segment I/N`, or `--segments N` with the index from `$JOB_COMPLETION_INDEX`
 /// (0-based, as a Kubernetes Indexed Job sets it).
-pub fn parse_segment(
+pub(crate) fn parse_segment(
     segment: Option<&str>,
     segments: Option<u64>,
 ) -> Result<Option<crate::report::Segment>, UsageError> {
@@ -235,12 +233,15 @@ pub fn parse_segment(
 }
 
 /// Share `seg` of `total`: `total / N`, plus one for the first `total % N` segments.
-pub fn segment_share(total: u64, seg: crate::report::Segment) -> u64 {
+fn segment_share(total: u64, seg: crate::report::Segment) -> u64 {
     total / seg.count + u64::from(seg.index - 1 < total % seg.count)
 }
 
 /// This agent's share of the load: -n, -c and --rate split, -d unchanged.
-pub fn apply_segment(load: &mut LoadConfig, seg: crate::report::Segment) -> Result<(), UsageError> {
+pub(crate) fn apply_segment(
+    load: &mut LoadConfig,
+    seg: crate::report::Segment,
+) -> Result<(), UsageError> {
     if let Some(n) = load.stop.requests {
         let share = segment_share(n, seg);
         if share == 0 {
@@ -271,7 +272,7 @@ pub fn apply_segment(load: &mut LoadConfig, seg: crate::report::Segment) -> Resu
 
 /// `--start-at`: RFC 3339, at most a day ahead. Returns how long to wait (zero when the
 /// time has passed; the caller says so).
-pub fn parse_start_at(s: &str) -> Result<(time::OffsetDateTime, Duration), UsageError> {
+pub(crate) fn parse_start_at(s: &str) -> Result<(time::OffsetDateTime, Duration), UsageError> {
     let at = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map_err(|e| {
             UsageError(format!(
@@ -378,7 +379,7 @@ fn parse_rate_bytes(v: &str) -> Result<u64, UsageError> {
     }
 }
 
-pub fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
+pub(crate) fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
     Strategy::parse(s).ok_or_else(|| {
         // curl's -s is --silent: the URL after it is taken as the strategy.
         let curl = if s.contains("://") || s.starts_with('/') {
@@ -396,7 +397,7 @@ pub fn parse_strategy(flag: &str, s: &str) -> Result<Strategy, UsageError> {
 /// A list of strategies (`--strategies`), each parsed, each with the key-exchange groups
 /// named after an `@` (`close@x25519`, `+` between groups); none given: `None` (the
 /// default set), an empty list: an error.
-pub fn parse_strategies(
+pub(crate) fn parse_strategies(
     flag: &str,
     list: Option<&[String]>,
 ) -> Result<Option<Vec<Choice>>, UsageError> {
@@ -437,12 +438,12 @@ fn parse_choice(flag: &str, s: &str) -> Result<Choice, UsageError> {
 
 impl LinkArgs {
     /// `--cert-chain-bytes`.
-    pub fn chain_bytes(&self) -> Option<usize> {
+    pub(crate) fn chain_bytes(&self) -> Option<usize> {
         self.cert_chain_bytes.map(|n| n as usize)
     }
 
     /// Whether any link flag was given (then the run crosses a lab's link).
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.rtt.is_some()
             || self.jitter.is_some()
             || self.loss.is_some()
@@ -453,7 +454,7 @@ impl LinkArgs {
 
 /// Parse the link flags: one spec per RTT listed (`--rtt 0,10ms,40ms`); `many` says
 /// whether a list is allowed.
-pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError> {
+pub(crate) fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError> {
     let rtts: Vec<Duration> = match &f.rtt {
         None => vec![Duration::ZERO],
         Some(s) => s
@@ -512,7 +513,12 @@ pub fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, UsageError>
 
 /// `--urls-from-file` without `-n` or `-d`: each URL once (520 URLs are 520 requests);
 /// with `-n` the list is cycled until it is reached.
-pub fn urls_once(load: &mut LoadConfig, a: &LoadArgs, request: &RequestArgs, req: &RequestConfig) {
+pub(crate) fn urls_once(
+    load: &mut LoadConfig,
+    a: &LoadArgs,
+    request: &RequestArgs,
+    req: &RequestConfig,
+) {
     if request.urls_from_file.is_some() && a.requests.is_none() && a.duration.is_none() {
         load.stop.requests = Some(req.urls.len() as u64);
     }

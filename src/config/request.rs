@@ -241,7 +241,7 @@ fn body(a: &RequestArgs) -> Result<Option<Vec<u8>>, UsageError> {
 
 /// Validate the request options. `url` is the positional URL; `extra_roots` are trusted
 /// in addition (the embedded server's CA).
-pub fn request_config(
+pub(crate) fn request_config(
     a: &RequestArgs,
     url: Option<&str>,
     extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,

@@ -11,7 +11,7 @@ use crate::plan::build::{LoadConfig, RequestConfig};
 use crate::plan::{LoadShape, Scenario, StopWhen, Strategy};
 
 /// One target, resolved.
-pub struct SinglePlan {
+pub(crate) struct SinglePlan {
     /// The link to the embedded server, if any.
     pub link: Option<LinkSpec>,
     /// The path on the embedded server, when the command runs against it.
@@ -25,7 +25,7 @@ pub struct SinglePlan {
 
 /// The target of `trace` or `doctor`: `url` (or none: the embedded server), the link
 /// flags, the request's flags and `--timeout`.
-pub fn single_plan(
+pub(crate) fn single_plan(
     url: Option<&str>,
     link: &LinkArgs,
     request: &RequestArgs,
@@ -50,7 +50,7 @@ pub fn single_plan(
 impl SinglePlan {
     /// The request at its target: the URL given, or `embedded`'s (HTTPS with `tls`),
     /// trusting its CA.
-    pub fn request(
+    pub(crate) fn request(
         &self,
         embedded: Option<&Embedded>,
         tls: bool,
@@ -62,7 +62,7 @@ impl SinglePlan {
     }
 
     /// One worker sending `req` `count` times with `strategy`.
-    pub fn scenario(
+    pub(crate) fn scenario(
         &self,
         req: &RequestConfig,
         strategy: Strategy,

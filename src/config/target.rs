@@ -8,7 +8,7 @@ use crate::parse::UsageError;
 use crate::plan::build::RequestConfig;
 
 /// The link a command without a URL runs across (`--rtt` and the rest), if any.
-pub fn one_link(f: &LinkArgs) -> Result<Option<LinkSpec>, UsageError> {
+pub(crate) fn one_link(f: &LinkArgs) -> Result<Option<LinkSpec>, UsageError> {
     if !f.any() {
         return Ok(None);
     }
@@ -18,7 +18,7 @@ pub fn one_link(f: &LinkArgs) -> Result<Option<LinkSpec>, UsageError> {
 /// The path to ask the embedded server for, when the command runs against it: no URL, or
 /// a URL that is only a path (`/bytes/47000`). `None` for a URL of a server elsewhere;
 /// the link flags need the embedded server.
-pub fn embedded_path(
+pub(crate) fn embedded_path(
     url: Option<&str>,
     link: &LinkArgs,
     urls_from_file: bool,
@@ -44,7 +44,7 @@ pub fn embedded_path(
 
 /// `--ok-status`: the statuses counted as successes beside 2xx and 3xx (read before the
 /// run, so a mistake in it costs no run).
-pub fn ok_statuses(ok_status: Option<&str>) -> Result<Vec<(u16, u16)>, UsageError> {
+pub(crate) fn ok_statuses(ok_status: Option<&str>) -> Result<Vec<(u16, u16)>, UsageError> {
     match ok_status {
         Some(s) => crate::parse::parse_ok_status("--ok-status", s),
         None => Ok(Vec::new()),
@@ -54,7 +54,7 @@ pub fn ok_statuses(ok_status: Option<&str>) -> Result<Vec<(u16, u16)>, UsageErro
 /// The request's flags read once: at `url`, or against the embedded server (`path`) at
 /// a stand-in URL, the request aimed at the server once it is up
 /// (`RequestConfig::aimed_at`).
-pub fn base_request(
+pub(crate) fn base_request(
     a: &RequestArgs,
     url: Option<&str>,
     path: Option<&String>,

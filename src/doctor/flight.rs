@@ -9,7 +9,7 @@ use crate::report::finding::{Cause, Evidence, Finding};
 
 /// TCP's initial congestion window (RFC 6928): 10 segments of 1,448 bytes (a 1,500-byte
 /// MTU less IP, TCP and timestamp headers).
-pub const INITIAL_WINDOW_BYTES: u64 = 10 * 1448;
+const INITIAL_WINDOW_BYTES: u64 = 10 * 1448;
 /// QUIC: a client's datagram carrying an Initial is padded to 1,200 bytes, and a
 /// ClientHello takes as many as its bytes need (about 1,150 of CRYPTO data each).
 const QUIC_INITIAL_DATAGRAM: u64 = 1200;
@@ -20,7 +20,7 @@ const ADVICE: &str = "a shorter chain (send no root and no cross-signed certific
 
 /// How many bytes the server may send over QUIC before it has validated the client: 3
 /// times the client's first datagrams, for a ClientHello of `hello` bytes.
-pub fn quic_limit(hello: u32) -> u64 {
+fn quic_limit(hello: u32) -> u64 {
     let datagrams = u64::from(hello).div_ceil(QUIC_CRYPTO_PER_DATAGRAM).max(1);
     3 * datagrams * QUIC_INITIAL_DATAGRAM
 }

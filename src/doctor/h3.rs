@@ -15,7 +15,7 @@ use crate::report::cause::NoResumption;
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::stats::recorder::Recorder;
 
-pub use crate::report::doctor::{EarlyDataFinding, H3Findings, ServerKind};
+pub(crate) use crate::report::doctor::{EarlyDataFinding, H3Findings, ServerKind};
 use crate::report::fixes::{fix, Setting};
 
 /// A server that does not advertise HTTP/3 gets this long to answer a QUIC Initial.
@@ -24,11 +24,11 @@ const UNADVERTISED_WAIT: Duration = Duration::from_secs(2);
 const SAMPLES: u64 = 5;
 /// Requests the probes send at most, one at a time: the first, the full handshakes,
 /// the resumed ones (with the one that gets a ticket and one more), and 0-RTT's three.
-pub const PROBE_REQUESTS: u64 = 1 + SAMPLES + (SAMPLES + 2) + 3;
+pub(crate) const PROBE_REQUESTS: u64 = 1 + SAMPLES + (SAMPLES + 2) + 3;
 
 /// The port of the `h3` alternative in an `Alt-Svc` value (`h3=":443"`,
 /// `h3="host:443"`; quoted, as RFC 7838 says), if it names one.
-pub fn alt_svc_h3_port(value: &str) -> Option<u16> {
+fn alt_svc_h3_port(value: &str) -> Option<u16> {
     value.split(',').find_map(|alt| {
         let (proto, rest) = alt.trim().split_once('=')?;
         if proto.trim() != "h3" {
@@ -66,7 +66,7 @@ fn main_error(r: &Recorder) -> Option<String> {
 }
 
 /// Probe HTTP/3 at `url`'s host. Runs the engine on threads of its own (it blocks).
-pub fn probe(
+pub(crate) fn probe(
     url: &str,
     alt_svc: Option<String>,
     req: &RequestConfig,
@@ -174,7 +174,7 @@ pub fn probe(
 }
 
 /// The findings about HTTP/3, and its problems with their fixes.
-pub fn judge(
+pub(crate) fn judge(
     h: &H3Findings,
     server: Option<ServerKind>,
     findings: &mut Vec<Finding>,

@@ -11,7 +11,7 @@ use crate::plan::build::RequestConfig;
 use crate::plan::Scenario;
 use crate::probe;
 use crate::record::kx_group_name;
-pub use crate::report::doctor::{GroupProbe, KeyExchangeFindings, OfferProbe};
+pub(crate) use crate::report::doctor::{GroupProbe, KeyExchangeFindings, OfferProbe};
 use crate::report::finding::{Cause, Evidence, Finding};
 
 /// Full handshakes timed per group and per offer.

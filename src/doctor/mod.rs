@@ -10,9 +10,9 @@
 use std::time::Duration;
 
 mod findings;
-pub mod flight;
-pub mod h3;
-pub mod kx;
+pub(crate) mod flight;
+pub(crate) mod h3;
+pub(crate) mod kx;
 mod policy;
 mod probes;
 
@@ -22,13 +22,10 @@ use crate::proto::h1::{ConnectionHeader, HttpVersion};
 
 use crate::plan::build::RequestConfig;
 use crate::progress::Steps;
-pub use crate::report::doctor::{
-    Concurrency, DoctorReport, EarlyDataFinding, H2Findings, IdleTimeout, MaxRequests,
-    PersistProbe, ServerKind, TlsFindings,
-};
+pub(crate) use crate::report::doctor::{DoctorReport, PersistProbe, ServerKind};
 use crate::report::finding::{Cause, Finding};
 use findings::judge;
-pub use policy::policy;
+pub(crate) use policy::policy;
 use probes::{
     advanced, each_wait, h2_findings, kept_probes, persist_probe, tls_part, unless_interrupted,
 };
@@ -37,7 +34,7 @@ use probes::{
 /// failed run (exit status 1), said with what to do about it where the failure is a
 /// common mistake.
 #[derive(Debug)]
-pub struct Unreachable(pub String);
+pub(crate) struct Unreachable(pub String);
 
 impl Unreachable {
     /// `url`'s first request failed with `why` (`key`) on the way to origin `o` (through
@@ -65,7 +62,7 @@ impl std::fmt::Display for Unreachable {
 impl std::error::Error for Unreachable {}
 
 /// Probe everything and build the verdict.
-pub async fn execute(
+pub(crate) async fn execute(
     sc: &Scenario,
     h2_sc: Option<&Scenario>,
     req: &RequestConfig,

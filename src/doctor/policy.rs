@@ -13,7 +13,7 @@ use crate::report::finding::Finding;
 /// requests per connection, the idle timeout, TLS resumption and early data, HTTP/2's
 /// streams and HTTP/3, as far as probed; with the probes' figures it was read from (the
 /// idle timeout as its bounds).
-pub fn policy(r: &DoctorReport) -> Finding {
+pub(crate) fn policy(r: &DoctorReport) -> Finding {
     let mut parts = Vec::new();
     let mut evidence = Vec::new();
     http1_policy(r, &mut parts, &mut evidence);

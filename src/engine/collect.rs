@@ -22,7 +22,7 @@ use crate::stats::Recorder;
 
 /// A thread's running totals, for the progress line (kept only when it is shown).
 #[derive(Default)]
-pub struct Progress {
+pub(super) struct Progress {
     pub requests: AtomicU64,
     pub new_connections: AtomicU64,
     pub errors: AtomicU64,
@@ -34,17 +34,17 @@ pub struct Progress {
 pub(crate) struct Notes(UnboundedSender<Option<Note>>);
 
 impl Notes {
-    pub fn conn(&self, e: ConnEvent) {
+    pub(crate) fn conn(&self, e: ConnEvent) {
         // The collector outlives every holder while the thread runs; after an
         // interrupt's grace it is gone, and what a dropped task said is not counted.
         let _ = self.0.send(Some(Note::Conn(e)));
     }
 
-    pub fn request(&self, r: RequestRecord) {
+    pub(crate) fn request(&self, r: RequestRecord) {
         let _ = self.0.send(Some(Note::Request(r)));
     }
 
-    pub fn aborted(&self) {
+    pub(crate) fn aborted(&self) {
         let _ = self.0.send(Some(Note::Aborted));
     }
 
@@ -58,7 +58,7 @@ impl Notes {
 pub(super) struct Stopper(WeakUnboundedSender<Option<Note>>);
 
 impl Stopper {
-    pub fn stop(&self) {
+    pub(super) fn stop(&self) {
         if let Some(tx) = self.0.upgrade() {
             let _ = tx.send(None);
         }
@@ -84,7 +84,7 @@ const HAND_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Collector {
     /// A collector for a thread whose run starts at `start`, and the queue to it.
-    pub fn new(
+    pub(super) fn new(
         start: Instant,
         ok_status: &[(u16, u16)],
         progress: Option<(Arc<Vec<Progress>>, usize)>,
@@ -109,7 +109,7 @@ impl Collector {
     /// interrupt's grace is over): then what is queued is taken, and the requests still
     /// in flight at that moment are counted as given up (what they say later is not
     /// counted).
-    pub async fn run(mut self, in_flight: Rc<Cell<u64>>) -> Collector {
+    pub(super) async fn run(mut self, in_flight: Rc<Cell<u64>>) -> Collector {
         let mut batch = Vec::with_capacity(BATCH);
         let mut stopped = false;
         while !stopped && self.rx.recv_many(&mut batch, BATCH).await > 0 {
@@ -133,7 +133,7 @@ impl Collector {
 
     /// The end of the thread's run: with `given_up` (the stop after an interrupt's
     /// grace), the requests then in flight, counted as cut by the run's end.
-    pub fn finish(mut self, given_up: Option<u64>) -> Collector {
+    pub(super) fn finish(mut self, given_up: Option<u64>) -> Collector {
         if let Some(n) = given_up {
             self.rec.counts.aborted_at_deadline += n;
             self.show();
@@ -146,7 +146,7 @@ impl Collector {
 
     /// Take one note (the thread's readiness loop hands them over directly).
     #[inline]
-    pub fn take(&mut self, n: &Note) {
+    pub(super) fn take(&mut self, n: &Note) {
         if let Note::Request(r) = n {
             self.last_end = self.last_end.max(r.end);
         }
@@ -155,7 +155,7 @@ impl Collector {
 
     /// The thread's totals for the progress line, and now and then a copy for the
     /// metrics.
-    pub fn show(&mut self) {
+    pub(super) fn show(&mut self) {
         if let Some((live, t)) = &self.live {
             if self.handed.elapsed() >= HAND_EVERY {
                 live(*t, &self.rec);

@@ -28,7 +28,7 @@ const BURST_GAP: Duration = Duration::from_millis(250);
 
 /// What an origin's connects reach, as a window names it: the proxy, the Unix socket,
 /// the address its name was sent to, or its URL's scheme, host and port.
-pub fn hop_of(o: &crate::net::Origin) -> String {
+fn hop_of(o: &crate::net::Origin) -> String {
     if let Some(p) = &o.proxy {
         return format!("the proxy {}", p.display());
     }
@@ -42,14 +42,14 @@ pub fn hop_of(o: &crate::net::Origin) -> String {
 }
 
 /// A run's gates, one per origin of its scenario.
-pub struct Gates {
+pub(crate) struct Gates {
     gates: Vec<Gate>,
 }
 
 impl Gates {
     /// A gate for each of `hops` (what each origin's connects reach, as the report names
     /// it); with `backoff`, the waits between tries of `workers` workers.
-    pub fn new(hops: Vec<String>, backoff: Option<Backoff>, workers: usize) -> Gates {
+    pub(crate) fn new(hops: Vec<String>, backoff: Option<Backoff>, workers: usize) -> Gates {
         Gates {
             gates: hops
                 .into_iter()
@@ -59,7 +59,7 @@ impl Gates {
     }
 
     /// The gates of `sc`'s origins, with its `--retry-backoff` over its workers.
-    pub fn of_scenario(sc: &crate::plan::Scenario) -> Gates {
+    pub(crate) fn of_scenario(sc: &crate::plan::Scenario) -> Gates {
         Gates::new(
             sc.origins.iter().map(hop_of).collect(),
             sc.limits.retry_backoff,
@@ -68,13 +68,13 @@ impl Gates {
     }
 
     /// The gate of origin `index` (none for an origin a redirect found).
-    pub fn of(&self, index: usize) -> Option<&Gate> {
+    pub(crate) fn of(&self, index: usize) -> Option<&Gate> {
         self.gates.get(index)
     }
 
     /// A try's failure `f` on the way to origin `index`, at `at`: a hop that could not be
     /// reached closes its gate; a request in flight that failed is counted.
-    pub fn failed(
+    pub(crate) fn failed(
         &self,
         index: usize,
         f: &crate::record::Failure,
@@ -87,7 +87,7 @@ impl Gates {
 
     /// The windows of every gate, in seconds from `start` (which the wall clock read
     /// `start_wall`); one still closed at `end` lasts to it.
-    pub fn outages(
+    pub(crate) fn outages(
         &self,
         (start, start_wall): (Instant, std::time::SystemTime),
         end: Instant,
@@ -125,7 +125,7 @@ impl Gates {
     /// The restarts each gate saw: bursts of ended connections under requests (at least
     /// two, or the one worker's), each with the window that followed it, if any; in
     /// seconds from `start` (the wall clock's `start_wall`).
-    pub fn restarts(
+    pub(crate) fn restarts(
         &self,
         (start, start_wall): (Instant, std::time::SystemTime),
         end: Instant,
@@ -169,7 +169,7 @@ fn by_the_clock((start, start_wall): (Instant, std::time::SystemTime), t: Instan
 }
 
 /// One origin's gate.
-pub struct Gate {
+pub(crate) struct Gate {
     hop: String,
     /// Read without the lock on every new connection: false while the hop is reached.
     closed: AtomicBool,
@@ -206,7 +206,7 @@ struct State {
 /// requests that met them and were retried, by how the connection ended, and those that
 /// failed.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Ends {
+struct Ends {
     pub first: Instant,
     pub last: Instant,
     /// Retried: the connection had ended (EOF or a reset) before any byte of the answer.
@@ -301,7 +301,7 @@ impl Gate {
     /// Whether a new connection may be tried at `now`: yes while the hop is reached (or
     /// there is no backoff); while it is not, yes to the one whose turn it is (the next
     /// try is then set), and otherwise when to ask again.
-    pub fn turn(&self, now: Instant) -> Result<(), Instant> {
+    pub(crate) fn turn(&self, now: Instant) -> Result<(), Instant> {
         if !self.closed.load(Ordering::Relaxed)
             || self.backoff.is_none()
             || !self.reached_once.load(Ordering::Relaxed)
@@ -325,7 +325,7 @@ impl Gate {
 
     /// A try's failure `f` at `at`: a hop that could not be reached closes the gate; a
     /// request in flight that failed is counted.
-    pub fn failed(&self, f: &crate::record::Failure, (began, at): (Instant, Instant)) {
+    pub(crate) fn failed(&self, f: &crate::record::Failure, (began, at): (Instant, Instant)) {
         if let Some(how) = Unreachable::of(f) {
             self.unreachable((began, at), how);
         } else if crate::record::outage::in_flight(f) {
@@ -335,7 +335,7 @@ impl Gate {
 
     /// A request met a connection the server had ended (before any byte of its answer)
     /// at `at`, and is sent again on a new one.
-    pub fn retried(&self, at: Instant) {
+    pub(crate) fn retried(&self, at: Instant) {
         self.lock().burst(at, self.burst_least).retried += 1;
     }
 
@@ -343,7 +343,7 @@ impl Gate {
     /// after `requests` on it: its own limit (as many as the most any connection closed
     /// so carried: nginx's `keepalive_requests`), or, with fewer, an end of the server's
     /// choosing (a reload's).
-    pub fn ended_by_header(&self, requests: u64, at: Instant) {
+    pub(crate) fn ended_by_header(&self, requests: u64, at: Instant) {
         let mut s = self.lock();
         if requests >= s.header_limit {
             s.header_limit = requests;
@@ -355,7 +355,7 @@ impl Gate {
     /// A connect (or a lookup) to the hop, begun at `began`, failed so at `at`: the gate
     /// closes if it was open. One begun before the last window ended (a lookup that
     /// waited out its timeout across the hop's return) is counted in that window.
-    pub fn unreachable(&self, (began, at): (Instant, Instant), how: Unreachable) {
+    pub(crate) fn unreachable(&self, (began, at): (Instant, Instant), how: Unreachable) {
         let mut s = self.lock();
         let straggler = s.open.is_none()
             && s.closed
@@ -403,7 +403,7 @@ impl Gate {
     }
 
     /// A connect to the hop succeeded at `at`: the gate opens, its window ends.
-    pub fn reached(&self, at: Instant) {
+    pub(crate) fn reached(&self, at: Instant) {
         if !self.reached_once.load(Ordering::Relaxed) {
             self.reached_once.store(true, Ordering::Relaxed);
         }
@@ -423,7 +423,7 @@ impl Gate {
     /// A request on a connection already open failed at `at` (reset, closed before its
     /// response, timed out): counted in the window, or kept as a possible first sign of
     /// one.
-    pub fn failed_in_flight(&self, at: Instant) {
+    pub(crate) fn failed_in_flight(&self, at: Instant) {
         let mut s = self.lock();
         s.burst(at, self.burst_least).failed += 1;
         if let Some(w) = s.open.as_mut() {

@@ -41,7 +41,7 @@ pub(super) struct H1 {
 }
 
 impl H1 {
-    pub fn new(sc: &Scenario, opener: Opener, start: Instant) -> H1 {
+    pub(super) fn new(sc: &Scenario, opener: Opener, start: Instant) -> H1 {
         H1 {
             conns: (0..sc.origins.len()).map(|_| None).collect(),
             notes: opener.tally.clone(),

@@ -153,7 +153,7 @@ pub(super) struct Pool {
 impl Pool {
     /// `connections` per origin for this thread, shared by its workers (each counted as
     /// its driver is made).
-    pub fn new(sc: &Scenario, connections: usize, notes: Notes) -> Rc<Pool> {
+    pub(super) fn new(sc: &Scenario, connections: usize, notes: Notes) -> Rc<Pool> {
         let per_origin = connections.max(1);
         let slots = (0..sc.origins.len())
             .map(|_| (0..per_origin).map(|_| Slot::Empty).collect())
@@ -322,7 +322,7 @@ pub(super) struct H2 {
 }
 
 impl H2 {
-    pub fn new(pool: Rc<Pool>, opener: Opener, start: Instant) -> H2 {
+    pub(super) fn new(pool: Rc<Pool>, opener: Opener, start: Instant) -> H2 {
         pool.workers_left.set(pool.workers_left.get() + 1);
         H2 {
             pool,

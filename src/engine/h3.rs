@@ -118,7 +118,7 @@ pub(super) struct Pool {
 impl Pool {
     /// `connections` per origin for this thread, shared by its workers (each counted as
     /// its driver is made).
-    pub fn new(sc: &Scenario, connections: usize, notes: Notes) -> Rc<Pool> {
+    pub(super) fn new(sc: &Scenario, connections: usize, notes: Notes) -> Rc<Pool> {
         Rc::new(Pool {
             slots: RefCell::new(
                 (0..sc.origins.len())
@@ -160,7 +160,7 @@ pub(super) struct H3 {
 }
 
 impl H3 {
-    pub fn new(
+    pub(super) fn new(
         endpoints: Rc<Endpoints>,
         pool: Option<Rc<Pool>>,
         seat: usize,

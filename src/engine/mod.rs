@@ -32,10 +32,10 @@ use crate::record::ErrorDetail;
 use crate::stats::Recorder;
 
 /// A client thread's hand-off of a copy of its recorder, with the thread's number.
-pub type Live = Arc<dyn Fn(usize, &Recorder) + Send + Sync>;
+pub(crate) type Live = Arc<dyn Fn(usize, &Recorder) + Send + Sync>;
 
 /// What a run of one scenario produced.
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub recorder: Recorder,
     /// From the start to the end of the last completed request.
     pub wall: Duration,
@@ -51,13 +51,13 @@ struct ThreadOut {
 
 /// Run one scenario to its stop condition. Only setup failures are errors here;
 /// per-request failures are counted in the recorder.
-pub fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> {
+pub(crate) fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunResult> {
     run_live(sc, show_progress, None)
 }
 
 /// `run`, with each client thread handing `live` a copy of its recorder now and then
 /// while it runs (the metrics' live values).
-pub fn run_live(
+pub(crate) fn run_live(
     sc: Arc<Scenario>,
     show_progress: bool,
     live: Option<Live>,

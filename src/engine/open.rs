@@ -73,7 +73,7 @@ pub(crate) struct ConnectTurns {
 
 impl ConnectTurns {
     /// Turns at `rate` a second from `start`.
-    pub fn new(rate: f64, start: Instant) -> ConnectTurns {
+    pub(crate) fn new(rate: f64, start: Instant) -> ConnectTurns {
         ConnectTurns {
             interval: std::time::Duration::from_secs_f64(1.0 / rate),
             next: std::sync::Mutex::new(start),
@@ -81,7 +81,7 @@ impl ConnectTurns {
     }
 
     /// Take the next turn: when it is (now, or an interval after the last one taken).
-    pub fn take(&self, now: Instant) -> Instant {
+    pub(crate) fn take(&self, now: Instant) -> Instant {
         let mut next = self
             .next
             .lock()
@@ -135,7 +135,7 @@ impl Opener<Untallied> {
 impl<T: Tally> Opener<T> {
     /// The origin's addresses: fixed (`--resolve`, an IP) or looked up by `by`, the
     /// lookup timed into `dns` (a cache hit costs nothing and is not a phase).
-    pub async fn resolve<'o>(
+    pub(crate) async fn resolve<'o>(
         &mut self,
         origin: &'o Origin,
         by: Instant,
@@ -167,7 +167,7 @@ impl<T: Tally> Opener<T> {
     /// `deadline` (and `connect_limit` for the three together). Boxed: opening is a large
     /// state machine a connection needs once; inline, every task that may open one (each
     /// HTTP/1 and HTTP/2 worker) would carry it all along.
-    pub fn open<'a>(
+    pub(crate) fn open<'a>(
         &'a mut self,
         origin: &'a Origin,
         tls: Option<&'a Arc<ClientConfig>>,

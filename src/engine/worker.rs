@@ -140,7 +140,7 @@ pub(super) async fn request<D: Driver>(
 
 /// Name resolution for a thread's workers: the thread's resolver and the run's cache
 /// (None with `--dns-cache off`).
-pub struct Dns {
+pub(crate) struct Dns {
     pub resolver: Resolver,
     pub cache: Option<Arc<DnsCache>>,
 }
@@ -148,7 +148,7 @@ pub struct Dns {
 impl Dns {
     /// The addresses of `host` for a new connection: through the cache when there is
     /// one, and how they were had.
-    pub async fn lookup(&self, host: &str) -> (Result<Arc<[IpAddr]>, Failure>, Resolution) {
+    pub(crate) async fn lookup(&self, host: &str) -> (Result<Arc<[IpAddr]>, Failure>, Resolution) {
         match &self.cache {
             Some(cache) => cache.resolve(host, &self.resolver).await,
             None => (
@@ -185,7 +185,7 @@ pub(crate) struct Fail {
 }
 
 impl Fail {
-    pub fn new(failure: Failure) -> Fail {
+    pub(crate) fn new(failure: Failure) -> Fail {
         Fail {
             failure,
             retry: false,
@@ -197,13 +197,13 @@ impl Fail {
     ///
     /// [`Origin::hop`]: crate::net::Origin::hop
     #[must_use]
-    pub fn at(mut self, hop: Option<&std::sync::Arc<crate::record::Hop>>) -> Fail {
+    pub(crate) fn at(mut self, hop: Option<&std::sync::Arc<crate::record::Hop>>) -> Fail {
         self.failure = self.failure.at(hop);
         self
     }
 
     /// A timeout at `stage`, or the run's deadline if it has come.
-    pub fn timed_out(stage: Stage, run_deadline: Option<Instant>) -> Fail {
+    pub(crate) fn timed_out(stage: Stage, run_deadline: Option<Instant>) -> Fail {
         Fail {
             failure: ErrorKind::timeout_at(stage).into(),
             retry: false,
@@ -354,7 +354,7 @@ impl Dispatch {
 
     /// Release tickets `first`, `first + step`, ... (below `-n`, before the run's end)
     /// at `start + ticket / rate`; `hire` starts a worker, at most `limit` of them.
-    pub async fn run(
+    pub(super) async fn run(
         &self,
         sc: &Scenario,
         (first, step): (u64, u64),

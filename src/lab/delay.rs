@@ -27,7 +27,7 @@ use rustix::time::Timespec;
 use crate::report::link::{tolerance_ms, DirStats, LateStats, LineStats};
 
 /// Packets waiting per direction before the queue drops (netem's default limit).
-pub const QUEUE_LIMIT: usize = 1000;
+const QUEUE_LIMIT: usize = 1000;
 /// Largest packet read from a TUN device (its MTU is 1500; room for more).
 const MAX_PACKET: usize = 65_536;
 /// Packets in flight per direction with room made before the first (queues and buffers).
@@ -46,7 +46,7 @@ const LATE_MAX_NS: u64 = 1_000_000_000;
 
 /// The link's settings, per direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub one_way: Duration,
     pub jitter: Duration,
     /// Probability of losing a packet, 0..1.
@@ -121,7 +121,7 @@ impl Lateness {
 }
 
 /// The running delay line; stopping (or dropping) it ends the thread.
-pub struct DelayLine {
+pub(crate) struct DelayLine {
     stop: OwnedFd,
     thread: Option<std::thread::JoinHandle<()>>,
     shared: Arc<Shared>,
@@ -157,7 +157,11 @@ impl Rng {
 
 impl DelayLine {
     /// Start moving packets between `client_tun` and `server_tun`.
-    pub fn start(client_tun: OwnedFd, server_tun: OwnedFd, shape: Shape) -> io::Result<DelayLine> {
+    pub(crate) fn start(
+        client_tun: OwnedFd,
+        server_tun: OwnedFd,
+        shape: Shape,
+    ) -> io::Result<DelayLine> {
         use rustix::event::{eventfd, EventfdFlags};
         let stop = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
         // The thread's own handle on the same eventfd: a write to either wakes it.
@@ -182,7 +186,7 @@ impl DelayLine {
         })
     }
 
-    pub fn stats(&self) -> LineStats {
+    pub(crate) fn stats(&self) -> LineStats {
         let d = |i: usize| {
             let c = &self.shared.dirs[i];
             DirStats {
@@ -208,7 +212,7 @@ impl DelayLine {
 
     /// End the thread (the TUN devices close with it) and return the final counts, with
     /// the departures' lateness.
-    pub fn stop(&mut self) -> LineStats {
+    pub(crate) fn stop(&mut self) -> LineStats {
         if let Some(t) = self.thread.take() {
             let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
             let _ = t.join();

@@ -7,10 +7,10 @@
 //! here has no netem). The namespaces are anonymous and go with the process (see
 //! [`netns`]); commands and servers started inside are stopped by PID.
 
-pub mod delay;
-pub mod netem;
-pub mod netns;
-pub mod reference;
+pub(crate) mod delay;
+pub(crate) mod netem;
+pub(crate) mod netns;
+mod reference;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
@@ -23,14 +23,14 @@ use crate::progress::Steps;
 use rustix::process::{Pid, Signal};
 
 use crate::report::link::{LinkReport, ProbeSummary};
-pub use delay::Shape;
+pub(crate) use delay::Shape;
 
 /// The client side's address.
-pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 1);
+pub(crate) const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 1);
 /// The server side's address (the embedded server's certificate names it).
-pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 2);
+pub(crate) const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 2);
 /// The TUN devices' MTU: Ethernet's.
-pub const MTU: u32 = 1500;
+const MTU: u32 = 1500;
 /// TCP connects timed across the link before the run.
 const PROBE_CONNECTS: usize = 5;
 /// One TCP connect across the link this often while the run goes on.
@@ -40,7 +40,7 @@ const PROBES_KEPT: usize = 7200;
 
 /// What the link should do (the command line's `--rtt/--jitter/--loss/--bandwidth`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LinkSpec {
+pub(crate) struct LinkSpec {
     pub rtt: Duration,
     pub jitter: Duration,
     /// Per direction, independent, 0..1.
@@ -51,7 +51,7 @@ pub struct LinkSpec {
 
 /// Which emulator makes the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Emulator {
+pub(crate) enum Emulator {
     /// netem where the kernel has it, else the delay line.
     Auto,
     Netem,
@@ -59,7 +59,7 @@ pub enum Emulator {
 }
 
 impl LinkSpec {
-    pub fn shape(&self) -> Shape {
+    pub(crate) fn shape(&self) -> Shape {
         Shape {
             one_way: self.rtt / 2,
             jitter: self.jitter,
@@ -82,7 +82,7 @@ fn children() -> &'static Children {
 }
 
 /// A running lab: two namespaces, the delay line between them, and what it started.
-pub struct Lab {
+pub(crate) struct Lab {
     pub spec: LinkSpec,
     client_ns: OwnedFd,
     server_ns: OwnedFd,
@@ -139,7 +139,7 @@ fn no_permission(e: &std::io::Error) -> anyhow::Error {
 
 impl Lab {
     /// Create both sides, start the delay line and stop handlers (SIGINT, SIGTERM).
-    pub fn start(spec: LinkSpec) -> anyhow::Result<Lab> {
+    pub(crate) fn start(spec: LinkSpec) -> anyhow::Result<Lab> {
         let client = match netns::create_side() {
             Ok(c) => c,
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -198,12 +198,12 @@ impl Lab {
     }
 
     /// Run `f` on a thread in the client side's namespace.
-    pub fn in_client<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+    pub(crate) fn in_client<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
         Ok(netns::run_in(&self.client_ns, f)?)
     }
 
     /// Run `f` on a thread in the server side's namespace (a server it starts stays there).
-    pub fn in_server<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+    pub(crate) fn in_server<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
         Ok(netns::run_in(&self.server_ns, f)?)
     }
 
@@ -211,7 +211,7 @@ impl Lab {
     /// server under test sees none of them), then one every [`PROBE_EVERY`] until the lab
     /// finishes. Lost SYNs make some slow; the median holds. Each connect before the run
     /// is shown on `steps`' bar.
-    pub fn measure(&mut self, steps: &Steps) -> anyhow::Result<()> {
+    pub(crate) fn measure(&mut self, steps: &Steps) -> anyhow::Result<()> {
         let listener = self.in_server(|| TcpListener::bind((SERVER_ADDR, 0)))??;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -261,7 +261,7 @@ impl Lab {
         }
     }
 
-    pub fn report(&self) -> LinkReport {
+    pub(crate) fn report(&self) -> LinkReport {
         let connects = |p: &[Probe]| p.iter().map(|p| p.connect_ms).collect::<Vec<_>>();
         let handshakes = |p: &[Probe], of: fn(&reference::Timed) -> f64| {
             median(
@@ -342,7 +342,7 @@ impl Lab {
     }
 
     /// Start `cmd` on the server side, in its own process group.
-    pub fn spawn_server(
+    pub(crate) fn spawn_server(
         &self,
         cmd: &mut std::process::Command,
     ) -> std::io::Result<std::process::Child> {
@@ -351,7 +351,7 @@ impl Lab {
 
     /// Start `cmd` on the client side (in the lab's process group, so a terminal's
     /// Ctrl-C reaches it).
-    pub fn spawn_client(
+    pub(crate) fn spawn_client(
         &self,
         cmd: &mut std::process::Command,
     ) -> std::io::Result<std::process::Child> {
@@ -360,7 +360,7 @@ impl Lab {
 
     /// Wait until something accepts TCP connections at `addr` on the server side, or
     /// `child` exits, or `limit` passes.
-    pub fn wait_listening(
+    pub(crate) fn wait_listening(
         &self,
         addr: SocketAddr,
         child: &mut std::process::Child,
@@ -388,7 +388,7 @@ impl Lab {
     }
 
     /// Drop `pid` from the processes to stop (it was waited for: its PID may be reused).
-    pub fn forget(&self, pid: u32) {
+    pub(crate) fn forget(&self, pid: u32) {
         children()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -397,7 +397,7 @@ impl Lab {
 
     /// Stop every process the lab started (SIGTERM, then SIGKILL after a grace period),
     /// end the delay line, and return the link's final report.
-    pub fn finish(mut self) -> LinkReport {
+    pub(crate) fn finish(mut self) -> LinkReport {
         stop_children();
         self.stop_prober();
         if let Some(l) = &mut self.line {
@@ -574,10 +574,10 @@ fn temp_dirs() -> &'static Mutex<Vec<std::path::PathBuf>> {
 
 /// A directory of the lab's (the CA file for the command), removed when dropped and on
 /// SIGINT or SIGTERM.
-pub struct TempDir(std::path::PathBuf);
+pub(crate) struct TempDir(std::path::PathBuf);
 
 impl TempDir {
-    pub fn create(path: &std::path::Path) -> std::io::Result<TempDir> {
+    pub(crate) fn create(path: &std::path::Path) -> std::io::Result<TempDir> {
         std::fs::create_dir_all(path)?;
         temp_dirs()
             .lock()
@@ -600,7 +600,7 @@ impl Drop for TempDir {
 /// A lab command's argument with its placeholders filled: `{url}`, `{https_url}` and
 /// `{cacert}`; `{{` and `}}` stand for literal braces, so `{{url}}` is left as `{url}`
 /// for a command that fills it itself (`handshake audit -- curl {{url}}`).
-pub fn fill(arg: &str, url: &str, https_url: &str, cacert: &str) -> String {
+pub(crate) fn fill(arg: &str, url: &str, https_url: &str, cacert: &str) -> String {
     arg.replace("{{", "\u{0}(")
         .replace("}}", "\u{0})")
         .replace("{https_url}", https_url)

@@ -29,7 +29,7 @@ fn run_in(ns: &OwnedFd, program: &str, args: &[&str]) -> Result<(), String> {
 
 /// Whether netem can be attached here: tried on the loopback of `ns` (a new namespace of
 /// the lab's own, so nothing else is touched). The reason when it cannot.
-pub fn available(ns: &OwnedFd) -> Result<(), String> {
+pub(crate) fn available(ns: &OwnedFd) -> Result<(), String> {
     run_in(
         ns,
         "tc",
@@ -61,7 +61,7 @@ fn netem_args(shape: &Shape) -> Vec<String> {
 
 /// Join `client` and `server` by a veth pair (10.200.0.1/30 and 10.200.0.2/30) with
 /// netem on both ends.
-pub fn setup(client: &OwnedFd, server: &OwnedFd, shape: &Shape) -> Result<(), String> {
+pub(crate) fn setup(client: &OwnedFd, server: &OwnedFd, shape: &Shape) -> Result<(), String> {
     // The peer end goes straight into the server's namespace, named by our descriptor
     // (the `ip` process does not inherit it, but can open it through /proc).
     let server_ns = format!("/proc/{}/fd/{}", std::process::id(), server.as_raw_fd());

@@ -19,7 +19,7 @@ use crate::sys;
 
 /// One side of the link: a network namespace (from /proc/thread-self/ns/net) with
 /// loopback up.
-pub struct Side {
+pub(crate) struct Side {
     pub netns: OwnedFd,
     /// Its TCP congestion control, as the kernel reads it back.
     pub congestion_control: String,
@@ -28,12 +28,12 @@ pub struct Side {
 /// The TCP congestion control both sides use: the kernel's default, whatever this
 /// machine's own is (a distant server is not this machine; BBR, say, paces a first
 /// flight above the initial window over milliseconds, which no round trip explains).
-pub const CONGESTION_CONTROL: &str = "cubic";
+const CONGESTION_CONTROL: &str = "cubic";
 
 /// Create a network namespace with loopback up, TCP congestion control
 /// [`CONGESTION_CONTROL`] (else what the kernel has) and no IPv6 (whose router
 /// solicitations would only cross the link as noise).
-pub fn create_side() -> io::Result<Side> {
+pub(crate) fn create_side() -> io::Result<Side> {
     std::thread::Builder::new()
         .name("handshake-lab-netns".into())
         .spawn(move || -> io::Result<Side> {
@@ -69,7 +69,7 @@ fn inet_socket() -> io::Result<OwnedFd> {
 /// Add a TUN device `dev` to the namespace `ns`, holding `local` with the point-to-point
 /// peer `peer` (a host route to it) and the given MTU; return it, non-blocking (IP
 /// packets, no packet-information header).
-pub fn add_tun(
+pub(crate) fn add_tun(
     ns: &OwnedFd,
     dev: &str,
     local: Ipv4Addr,
@@ -103,7 +103,7 @@ fn open_tun(dev: &str) -> io::Result<OwnedFd> {
 }
 
 /// Move the calling thread into the namespace `fd`.
-pub fn enter(fd: &OwnedFd) -> io::Result<()> {
+pub(crate) fn enter(fd: &OwnedFd) -> io::Result<()> {
     rustix::thread::move_into_link_name_space(
         fd.as_fd(),
         Some(rustix::thread::LinkNameSpaceType::Network),
@@ -118,7 +118,7 @@ pub fn enter(fd: &OwnedFd) -> io::Result<()> {
 
 /// Run `f` on a new thread inside the namespace `fd` (threads it starts are inside too)
 /// and return its value; the calling thread stays where it is.
-pub fn run_in<T: Send>(fd: &OwnedFd, f: impl FnOnce() -> T + Send) -> io::Result<T> {
+pub(crate) fn run_in<T: Send>(fd: &OwnedFd, f: impl FnOnce() -> T + Send) -> io::Result<T> {
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("handshake-lab".into())
@@ -134,7 +134,7 @@ pub fn run_in<T: Send>(fd: &OwnedFd, f: impl FnOnce() -> T + Send) -> io::Result
 /// Without root, enter a new user namespace (mapping this user to root inside it) so that
 /// network namespaces can be made, where the kernel allows it. Must run before the
 /// process starts a second thread. Returns whether it did.
-pub fn try_user_namespace() -> bool {
+pub(crate) fn try_user_namespace() -> bool {
     let (uid, gid) = (
         rustix::process::geteuid().as_raw(),
         rustix::process::getegid().as_raw(),

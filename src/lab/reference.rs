@@ -17,14 +17,14 @@ const DUE_AFTER: Duration = Duration::from_millis(1);
 
 /// One handshake's wall time (from when it was due to start) and CPU time, ms.
 #[derive(Debug, Clone, Copy)]
-pub struct Timed {
+pub(crate) struct Timed {
     pub wall_ms: f64,
     pub cpu_ms: f64,
 }
 
 impl Timed {
     /// What waiting for a CPU added (wall over CPU time).
-    pub fn waited_ms(&self) -> f64 {
+    pub(crate) fn waited_ms(&self) -> f64 {
         (self.wall_ms - self.cpu_ms).max(0.0)
     }
 }
@@ -32,13 +32,13 @@ impl Timed {
 /// The two ends' configurations: the embedded server's (a fresh CA and leaf, ECDSA P-256)
 /// and the client's defaults (every key-exchange group offered, X25519MLKEM768 first),
 /// without resumption: every handshake is a full one.
-pub struct Reference {
+pub(crate) struct Reference {
     client: Arc<ClientConfig>,
     server: Arc<ServerConfig>,
 }
 
 impl Reference {
-    pub fn new() -> anyhow::Result<Reference> {
+    pub(crate) fn new() -> anyhow::Result<Reference> {
         let certs = crate::server::tls::generate(false, false, None, None)?;
         let opts = TlsOptions {
             extra_roots: vec![certs.ca_der.clone()],
@@ -56,7 +56,7 @@ impl Reference {
     /// until it is due, so the start is a moment the clock chose, not one at which this
     /// thread already had a CPU: a wake-up that waits for one counts, as it does for a
     /// client waking to a server's answer.
-    pub fn time(&self) -> Option<Timed> {
+    pub(crate) fn time(&self) -> Option<Timed> {
         let due = Instant::now() + DUE_AFTER;
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
         let cpu0 = thread_cpu_ms();

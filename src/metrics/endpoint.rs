@@ -15,11 +15,11 @@ use super::{encode, Format, Source};
 use crate::parse::UsageError;
 
 /// Where `--metrics` serves when it is given without an address.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:9464";
+pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:9464";
 
 /// `--metrics`'s address: `HOST:PORT`, `[V6]:PORT`, or a port alone (on loopback).
 /// Only an address given binds beyond loopback.
-pub fn parse_addr(flag: &str, s: &str) -> Result<SocketAddr, UsageError> {
+pub(crate) fn parse_addr(flag: &str, s: &str) -> Result<SocketAddr, UsageError> {
     let bad = || {
         UsageError(format!(
             "{flag} {s:?}: expected an address to serve metrics on (127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464 or a port)"
@@ -40,7 +40,7 @@ pub fn parse_addr(flag: &str, s: &str) -> Result<SocketAddr, UsageError> {
 }
 
 /// A running endpoint; stopped when dropped.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     addr: SocketAddr,
     scrapes: Arc<AtomicU64>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -49,7 +49,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Bind `addr` (an error names it) and serve the families of `source` there.
-    pub fn start(addr: SocketAddr, source: Arc<dyn Source>) -> anyhow::Result<Endpoint> {
+    pub(crate) fn start(addr: SocketAddr, source: Arc<dyn Source>) -> anyhow::Result<Endpoint> {
         let listener = std::net::TcpListener::bind(addr).map_err(|e| {
             UsageError(format!(
                 "--metrics {addr}: cannot listen there ({e}); give another address or port"
@@ -71,19 +71,19 @@ impl Endpoint {
         })
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Scrapes of `/metrics` served so far.
-    pub fn scrapes(&self) -> u64 {
+    pub(crate) fn scrapes(&self) -> u64 {
         self.scrapes.load(Ordering::SeqCst)
     }
 
     /// After the end: wait for one more scrape (the final values collected), at most
     /// `linger`, or a signal (one more, if the work ended by one). Whether a scrape
     /// came.
-    pub fn linger(&self, linger: Duration) -> bool {
+    pub(crate) fn linger(&self, linger: Duration) -> bool {
         let (interrupted, hurried) = (crate::interrupt::requested(), crate::interrupt::hurried());
         let before = self.scrapes();
         let until = Instant::now() + linger;

@@ -4,10 +4,10 @@
 //! (`encode`), `endpoint` serves them at `/metrics`, `remote` pushes them as
 //! Prometheus remote write 1.0. The names and their meaning: docs/metrics.md.
 
-pub mod endpoint;
-pub mod publish;
-pub mod remote;
-pub mod run;
+pub(crate) mod endpoint;
+pub(crate) mod publish;
+pub(crate) mod remote;
+pub(crate) mod run;
 
 use std::sync::Arc;
 
@@ -18,12 +18,12 @@ use prometheus_client::registry::{Registry, Unit};
 
 /// A label: its name and value. Values come from what was measured (an endpoint, a
 /// program's name, a scenario), never from a URL's query, user info or a header.
-pub type Label = (&'static str, String);
+pub(crate) type Label = (&'static str, String);
 
 /// One metric family: a name (without `_total` for counters), its HELP text, its type
 /// and its series.
 #[derive(Debug, Clone)]
-pub struct Family {
+pub(crate) struct Family {
     pub name: &'static str,
     pub help: &'static str,
     pub kind: Kind,
@@ -33,20 +33,20 @@ pub struct Family {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Counter,
     Gauge,
     Histogram,
 }
 
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(crate) struct Series {
     pub labels: Vec<Label>,
     pub value: Value,
 }
 
 #[derive(Debug, Clone)]
-pub enum Value {
+pub(crate) enum Value {
     Number(f64),
     /// Per-bucket counts (not cumulative) by upper bound; the last bound is +Inf.
     Histogram {
@@ -57,7 +57,7 @@ pub enum Value {
 }
 
 impl Family {
-    pub fn new(name: &'static str, help: &'static str, kind: Kind) -> Family {
+    pub(crate) fn new(name: &'static str, help: &'static str, kind: Kind) -> Family {
         Family {
             name,
             help,
@@ -67,7 +67,7 @@ impl Family {
         }
     }
 
-    pub fn number(&mut self, labels: Vec<Label>, v: f64) {
+    pub(crate) fn number(&mut self, labels: Vec<Label>, v: f64) {
         self.series.push(Series {
             labels,
             value: Value::Number(v),
@@ -75,7 +75,7 @@ impl Family {
     }
 
     /// The name a sample of this family carries (`_total` for a counter).
-    pub fn sample_name(&self) -> String {
+    pub(crate) fn sample_name(&self) -> String {
         match self.kind {
             Kind::Counter => format!("{}_total", self.name),
             _ => self.name.to_string(),
@@ -85,7 +85,7 @@ impl Family {
 
 /// Families with the same labels added to each series (a run's scenario, an agent's
 /// instance).
-pub fn with_labels(mut fams: Vec<Family>, extra: &[Label]) -> Vec<Family> {
+pub(crate) fn with_labels(mut fams: Vec<Family>, extra: &[Label]) -> Vec<Family> {
     for f in &mut fams {
         for s in &mut f.series {
             s.labels.extend(extra.iter().cloned());
@@ -96,7 +96,7 @@ pub fn with_labels(mut fams: Vec<Family>, extra: &[Label]) -> Vec<Family> {
 
 /// Families of the same name merged into one (their series side by side), in the order
 /// each name first came.
-pub fn merged(parts: Vec<Vec<Family>>) -> Vec<Family> {
+pub(crate) fn merged(parts: Vec<Vec<Family>>) -> Vec<Family> {
     let mut out: Vec<Family> = Vec::new();
     for f in parts.into_iter().flatten() {
         match out.iter_mut().find(|o| o.name == f.name) {
@@ -108,13 +108,13 @@ pub fn merged(parts: Vec<Vec<Family>>) -> Vec<Family> {
 }
 
 /// Where the families come from at each scrape or push.
-pub trait Source: Send + Sync + 'static {
+pub(crate) trait Source: Send + Sync + 'static {
     fn families(&self) -> Vec<Family>;
 }
 
 /// The wire format a scraper asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     OpenMetrics,
     /// Prometheus text 0.0.4.
     Text,
@@ -123,7 +123,7 @@ pub enum Format {
 impl Format {
     /// OpenMetrics unless the scraper's Accept header asks for text only (Prometheus
     /// asks for both and prefers OpenMetrics).
-    pub fn from_accept(accept: Option<&str>) -> Format {
+    pub(crate) fn from_accept(accept: Option<&str>) -> Format {
         match accept {
             Some(a) if !a.contains("application/openmetrics-text") && a.contains("text/plain") => {
                 Format::Text
@@ -132,7 +132,7 @@ impl Format {
         }
     }
 
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
             Format::Text => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
@@ -141,7 +141,7 @@ impl Format {
 }
 
 /// The families written in `format` by `prometheus-client`.
-pub fn encode(fams: Vec<Family>, format: Format) -> String {
+pub(crate) fn encode(fams: Vec<Family>, format: Format) -> String {
     let mut reg = Registry::default();
     reg.register_collector(Box::new(Collected(Arc::new(fams))));
     let mut out = String::new();
@@ -229,7 +229,7 @@ impl EncodeMetric for OneSeries<'_> {
 
 /// Per-bucket counts for values (seconds) whose cumulative count up to a bound is
 /// `upto(bound)`, over `bounds` (+Inf added); `count` in all.
-pub fn buckets(bounds: &[f64], count: u64, upto: impl Fn(f64) -> u64) -> Vec<(f64, u64)> {
+pub(crate) fn buckets(bounds: &[f64], count: u64, upto: impl Fn(f64) -> u64) -> Vec<(f64, u64)> {
     let mut out = Vec::with_capacity(bounds.len() + 1);
     let mut below = 0;
     for &b in bounds {
@@ -242,13 +242,13 @@ pub fn buckets(bounds: &[f64], count: u64, upto: impl Fn(f64) -> u64) -> Vec<(f6
 }
 
 /// Bounds for durations in seconds: 100 µs to 60 s.
-pub const SECONDS_BOUNDS: [f64; 16] = [
+pub(crate) const SECONDS_BOUNDS: [f64; 16] = [
     0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     10.0, 60.0,
 ];
 
 /// Bounds for requests per connection (the run's recorder keeps the same).
-pub fn requests_bounds() -> Vec<f64> {
+pub(crate) fn requests_bounds() -> Vec<f64> {
     crate::stats::recorder::RPC_BOUNDS
         .iter()
         .map(|b| *b as f64)
@@ -256,21 +256,21 @@ pub fn requests_bounds() -> Vec<f64> {
 }
 
 /// Bounds for a connection's lifetime, seconds.
-pub const LIFETIME_BOUNDS: [f64; 12] = [
+pub(crate) const LIFETIME_BOUNDS: [f64; 12] = [
     0.001, 0.01, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0,
 ];
 
 /// A histogram with fixed bounds, kept as per-bucket counts (for the watch, whose
 /// values come one by one).
 #[derive(Debug, Clone, Default)]
-pub struct Fixed {
+pub(crate) struct Fixed {
     pub counts: Vec<u64>,
     pub sum: f64,
     pub count: u64,
 }
 
 impl Fixed {
-    pub fn observe(&mut self, bounds: &[f64], v: f64) {
+    pub(crate) fn observe(&mut self, bounds: &[f64], v: f64) {
         if self.counts.is_empty() {
             self.counts = vec![0; bounds.len() + 1];
         }
@@ -280,7 +280,7 @@ impl Fixed {
         self.count += 1;
     }
 
-    pub fn value(&self, bounds: &[f64]) -> Value {
+    pub(crate) fn value(&self, bounds: &[f64]) -> Value {
         let buckets = bounds
             .iter()
             .copied()

@@ -5,12 +5,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use super::remote::RemotePlan;
+pub(crate) use super::remote::RemotePlan;
 use super::{endpoint::Endpoint, remote::Pusher, Source};
 
 /// What `--metrics` and `--remote-write` asked for.
 #[derive(Debug, Clone, Default)]
-pub struct MetricsPlan {
+pub(crate) struct MetricsPlan {
     pub addr: Option<SocketAddr>,
     /// After the end: serve until one more scrape, at most this long.
     pub linger: Duration,
@@ -20,13 +20,13 @@ pub struct MetricsPlan {
 }
 
 impl MetricsPlan {
-    pub fn wanted(&self) -> bool {
+    pub(crate) fn wanted(&self) -> bool {
         self.addr.is_some() || self.remote.is_some()
     }
 }
 
 /// The running endpoint and pusher.
-pub struct Publisher {
+pub(crate) struct Publisher {
     endpoint: Option<Endpoint>,
     pusher: Option<Pusher>,
     linger: Duration,
@@ -35,7 +35,10 @@ pub struct Publisher {
 impl Publisher {
     /// Start what the plan asks for (nothing: `None`); the endpoint's address is said on
     /// stderr.
-    pub fn start(plan: &MetricsPlan, source: Arc<dyn Source>) -> anyhow::Result<Option<Publisher>> {
+    pub(crate) fn start(
+        plan: &MetricsPlan,
+        source: Arc<dyn Source>,
+    ) -> anyhow::Result<Option<Publisher>> {
         if !plan.wanted() {
             return Ok(None);
         }
@@ -61,14 +64,9 @@ impl Publisher {
         }))
     }
 
-    /// The endpoint's address.
-    pub fn addr(&self) -> Option<SocketAddr> {
-        self.endpoint.as_ref().map(Endpoint::addr)
-    }
-
     /// After the report: push the last values, say what failed, and serve until one more
     /// scrape (at most the linger).
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         if let Some(p) = self.pusher {
             let url = p.url.clone();
             if let Some(line) = p.finish().line(&url) {

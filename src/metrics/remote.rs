@@ -15,13 +15,13 @@ use prost::Message;
 use super::{Family, Kind, Label, Source, Value};
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct WriteRequest {
+struct WriteRequest {
     #[prost(message, repeated, tag = "1")]
     pub timeseries: Vec<TimeSeries>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct TimeSeries {
+pub(crate) struct TimeSeries {
     #[prost(message, repeated, tag = "1")]
     pub labels: Vec<WireLabel>,
     #[prost(message, repeated, tag = "2")]
@@ -29,7 +29,7 @@ pub struct TimeSeries {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct WireLabel {
+pub(crate) struct WireLabel {
     #[prost(string, tag = "1")]
     pub name: String,
     #[prost(string, tag = "2")]
@@ -37,7 +37,7 @@ pub struct WireLabel {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Sample {
+pub(crate) struct Sample {
     #[prost(double, tag = "1")]
     pub value: f64,
     #[prost(int64, tag = "2")]
@@ -79,7 +79,7 @@ fn one(
 /// The families as remote-write series at `at` (ms since the epoch), each with the
 /// `extra` labels: a counter's `_total`, a histogram's cumulative `_bucket{le}`, `_sum`
 /// and `_count`, as a scrape of the same families would store them.
-pub fn series(fams: &[Family], extra: &[Label], at: i64) -> Vec<TimeSeries> {
+pub(crate) fn series(fams: &[Family], extra: &[Label], at: i64) -> Vec<TimeSeries> {
     let mut out = Vec::new();
     for f in fams {
         for s in &f.series {
@@ -130,7 +130,7 @@ pub fn series(fams: &[Family], extra: &[Label], at: i64) -> Vec<TimeSeries> {
 
 /// Where and how often to push.
 #[derive(Debug, Clone)]
-pub struct RemotePlan {
+pub(crate) struct RemotePlan {
     pub url: http::Uri,
     pub interval: Duration,
     /// The `instance` label.
@@ -139,7 +139,7 @@ pub struct RemotePlan {
 
 /// What the pushes did.
 #[derive(Debug, Default, Clone)]
-pub struct Pushed {
+pub(crate) struct Pushed {
     pub pushes: u64,
     pub samples: u64,
     pub failed: u64,
@@ -151,7 +151,7 @@ pub struct Pushed {
 
 impl Pushed {
     /// One line for the end of the run, when something was dropped.
-    pub fn line(&self, url: &http::Uri) -> Option<String> {
+    pub(crate) fn line(&self, url: &http::Uri) -> Option<String> {
         (self.failed > 0).then(|| {
             format!(
                 "handshake: remote write to {url}: {} of {} pushes failed, {} samples dropped (first: {}); the run's figures are not affected",
@@ -165,7 +165,7 @@ impl Pushed {
 }
 
 /// The pushing thread.
-pub struct Pusher {
+pub(crate) struct Pusher {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     pushed: Arc<Mutex<Pushed>>,
@@ -173,7 +173,7 @@ pub struct Pusher {
 }
 
 impl Pusher {
-    pub fn start(plan: RemotePlan, source: Arc<dyn Source>) -> anyhow::Result<Pusher> {
+    pub(crate) fn start(plan: RemotePlan, source: Arc<dyn Source>) -> anyhow::Result<Pusher> {
         let stop = Arc::new(AtomicBool::new(false));
         let pushed = Arc::new(Mutex::new(Pushed::default()));
         let url = plan.url.clone();
@@ -192,7 +192,7 @@ impl Pusher {
     }
 
     /// Push the last values (at most a few seconds more) and say what the pushes did.
-    pub fn finish(mut self) -> Pushed {
+    pub(crate) fn finish(mut self) -> Pushed {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -266,7 +266,7 @@ fn push_loop(plan: &RemotePlan, source: &dyn Source, stop: &AtomicBool, pushed: 
 }
 
 /// A `WriteRequest`, protobuf then snappy (block format, as remote write asks).
-pub fn encode(ts: Vec<TimeSeries>) -> Vec<u8> {
+pub(crate) fn encode(ts: Vec<TimeSeries>) -> Vec<u8> {
     let raw = WriteRequest { timeseries: ts }.encode_to_vec();
     snap::raw::Encoder::new()
         .compress_vec(&raw)

@@ -24,7 +24,7 @@ struct Part {
 
 /// What a run has counted so far, by scenario, for the endpoint and remote write.
 #[derive(Default)]
-pub struct Board {
+pub(crate) struct Board {
     parts: Mutex<BTreeMap<String, Part>>,
     /// Labels on every series (`instance` for remote write is added by the pusher).
     common: Vec<Label>,
@@ -32,7 +32,7 @@ pub struct Board {
 
 impl Board {
     /// A board whose series all carry `common` (the agent's `segment`).
-    pub fn new(common: Vec<Label>) -> Arc<Board> {
+    pub(crate) fn new(common: Vec<Label>) -> Arc<Board> {
         Arc::new(Board {
             parts: Mutex::new(BTreeMap::new()),
             common,
@@ -45,7 +45,7 @@ impl Board {
 
     /// The hand-off for a round of `sc` about to run (its labels: scenario, strategy,
     /// endpoint).
-    pub fn live(self: &Arc<Self>, sc: &Scenario) -> Live {
+    pub(crate) fn live(self: &Arc<Self>, sc: &Scenario) -> Live {
         let key = sc.name.clone();
         {
             let mut parts = self.parts();
@@ -68,7 +68,7 @@ impl Board {
 
     /// The round of `sc` ended and counts: its recorder (as the report has it) replaces
     /// the threads' copies.
-    pub fn keep(&self, sc: &Scenario, r: &Recorder) {
+    pub(crate) fn keep(&self, sc: &Scenario, r: &Recorder) {
         let mut parts = self.parts();
         let part = parts.entry(sc.name.clone()).or_default();
         if part.labels.is_empty() {
@@ -82,7 +82,7 @@ impl Board {
     }
 
     /// The round of `sc` ended and does not count (cut short by Ctrl-C).
-    pub fn discard(&self, sc: &Scenario) {
+    pub(crate) fn discard(&self, sc: &Scenario) {
         if let Some(p) = self.parts().get_mut(&sc.name) {
             p.live.clear();
         }
@@ -141,7 +141,7 @@ fn counter(name: &'static str, help: &'static str, v: u64) -> Family {
 }
 
 /// The families of one recorder, without labels.
-pub fn families(r: &Recorder) -> Vec<Family> {
+pub(crate) fn families(r: &Recorder) -> Vec<Family> {
     let c = &r.counts;
     let mut out = vec![
         counter(

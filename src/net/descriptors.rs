@@ -6,7 +6,7 @@ use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 
 /// The descriptors a run of `connections` may hold at once, with room for the rest of
 /// the process (the runtime, the resolver, the report).
-pub fn needed(connections: u64) -> u64 {
+pub(crate) fn needed(connections: u64) -> u64 {
     connections.saturating_add(256)
 }
 
@@ -14,7 +14,7 @@ pub fn needed(connections: u64) -> u64 {
 /// limit, and past it when the process may raise that too (as root, up to the kernel's
 /// `fs.nr_open`). Never lowers either. `Err` with the soft limit it stays at when that
 /// is short of `n`.
-pub fn reserve(n: u64) -> Result<(), u64> {
+pub(crate) fn reserve(n: u64) -> Result<(), u64> {
     let lim = getrlimit(Resource::Nofile);
     // `None`: no limit.
     let Some(soft) = lim.current else {
@@ -57,7 +57,7 @@ pub fn reserve(n: u64) -> Result<(), u64> {
 
 /// A server's limit: its soft limit raised to its hard limit (as Go's runtime and
 /// nginx's `worker_rlimit_nofile` do), so it holds as many connections as it may.
-pub fn raise_to_hard() {
+pub(crate) fn raise_to_hard() {
     let lim = getrlimit(Resource::Nofile);
     if let (Some(soft), Some(hard)) = (lim.current, lim.maximum) {
         if soft < hard {
@@ -73,7 +73,8 @@ pub fn raise_to_hard() {
 }
 
 /// The soft limit now (`None`: unlimited).
-pub fn limit() -> Option<u64> {
+#[cfg(test)]
+fn limit() -> Option<u64> {
     getrlimit(Resource::Nofile).current
 }
 

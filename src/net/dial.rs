@@ -13,7 +13,7 @@ use crate::record::{ErrorDetail, ErrorKind, Failure};
 
 /// One scheme://host:port that connections are opened to.
 #[derive(Debug, Clone)]
-pub struct Origin {
+pub(crate) struct Origin {
     pub tls: bool,
     pub host: String,
     pub port: u16,
@@ -41,7 +41,7 @@ pub struct Origin {
 }
 
 impl Origin {
-    pub fn new(tls: bool, host: &str, port: u16) -> anyhow::Result<Origin> {
+    pub(crate) fn new(tls: bool, host: &str, port: u16) -> anyhow::Result<Origin> {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let server_name = ServerName::try_from(bare.to_string())
             .map_err(|_| anyhow::anyhow!("invalid host name {host:?} for TLS"))?;
@@ -64,13 +64,13 @@ impl Origin {
     }
 
     /// Connect to the Unix domain socket at `path` for this origin (nothing to look up).
-    pub fn via_unix_socket(&mut self, path: &std::path::Path) {
+    pub(crate) fn via_unix_socket(&mut self, path: &std::path::Path) {
         self.unix = Some(path.to_path_buf());
         self.fixed_addrs = Some(Vec::new());
     }
 
     /// Connect to `host:port` (a name looked up, or an IP literal) for this origin.
-    pub fn dial(&mut self, host: &str, port: u16) {
+    pub(crate) fn dial(&mut self, host: &str, port: u16) {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         self.fixed_addrs = bare
             .parse::<IpAddr>()
@@ -81,18 +81,18 @@ impl Origin {
     }
 
     /// Go through `proxy`: connect to it (looked up unless an IP literal).
-    pub fn via_proxy(&mut self, proxy: super::proxy::Proxy) {
+    pub(crate) fn via_proxy(&mut self, proxy: super::proxy::Proxy) {
         self.dial(&proxy.host.clone(), proxy.port);
         self.proxy = Some(std::sync::Arc::new(proxy));
     }
 
     /// Through a `CONNECT` tunnel (an https:// origin behind a proxy).
-    pub fn tunneled(&self) -> bool {
+    pub(crate) fn tunneled(&self) -> bool {
         self.proxy.is_some() && self.tls
     }
 
     /// `host:port` as a `CONNECT` names it (an IPv6 address in brackets).
-    pub fn authority(&self) -> String {
+    pub(crate) fn authority(&self) -> String {
         if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
         } else {
@@ -101,7 +101,7 @@ impl Origin {
     }
 
     /// `scheme://host:port`, as a hop names the origin it was for.
-    pub fn url_origin(&self) -> String {
+    pub(crate) fn url_origin(&self) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         format!("{scheme}://{}", self.authority())
     }
@@ -109,7 +109,7 @@ impl Origin {
     /// The hop its connections go to when it is not its URL's host and port: its Unix
     /// socket, a `--connect-to` or `--resolve` address, or (`redirect`) any address of an
     /// origin a redirect led to. A proxy names itself: none then.
-    pub fn route(&self, redirect: bool) -> Option<crate::record::Hop> {
+    pub(crate) fn route(&self, redirect: bool) -> Option<crate::record::Hop> {
         use crate::record::{Hop, Via};
         let hop = |via, address| {
             Some(Hop {
@@ -141,7 +141,7 @@ impl Origin {
         }
     }
 
-    pub fn key(&self) -> (bool, String, u16) {
+    pub(crate) fn key(&self) -> (bool, String, u16) {
         (self.tls, self.host.clone(), self.port)
     }
 }
@@ -151,7 +151,7 @@ impl Origin {
 /// connecting, starting with the `turn`-th (so connections spread over all of them),
 /// and the next is tried when one has no free port left. With the stream, the index in
 /// `local` of the source address it went from.
-pub async fn connect(
+pub(crate) async fn connect(
     addrs: &[SocketAddr],
     local: &[IpAddr],
     turn: usize,
@@ -174,7 +174,7 @@ pub async fn connect(
 /// `TCP_NODELAY` whose connect is under way (or done). With source addresses, bound to
 /// one of `addr`'s family from the `turn`-th on, the next tried when one has no free
 /// port (the kernel says so at once); with the socket, that address's index in `local`.
-pub fn start_connect(
+pub(crate) fn start_connect(
     addr: SocketAddr,
     local: &[IpAddr],
     turn: usize,
@@ -257,7 +257,7 @@ fn bind_address_no_port(_socket: &Socket) {}
 
 /// Category of a failed TCP connect: running out of local ports or files is the
 /// client's own resource, not the server's fault.
-pub fn classify_connect_error(e: &io::Error) -> Failure {
+pub(crate) fn classify_connect_error(e: &io::Error) -> Failure {
     connect_failure(e).said(e)
 }
 
@@ -279,7 +279,7 @@ fn connect_failure(e: &io::Error) -> Failure {
 }
 
 /// Category of an I/O error on an established connection.
-pub fn classify_io_error(e: &io::Error) -> ErrorKind {
+pub(crate) fn classify_io_error(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::ConnectionAborted
@@ -297,7 +297,7 @@ pub fn classify_io_error(e: &io::Error) -> ErrorKind {
 
 /// Like [`classify_io_error`], naming where a reset happened (`reset_detail`: in the
 /// send, the head or the body).
-pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure {
+pub(crate) fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure {
     let f = match classify_io_error(e) {
         ErrorKind::Reset => Failure::new(ErrorKind::Reset, reset_detail),
         kind => kind.into(),
@@ -307,7 +307,7 @@ pub fn classify_io_failure(e: &io::Error, reset_detail: ErrorDetail) -> Failure 
 
 /// Category and sub-reason of a failed TLS handshake: each certificate problem and an
 /// ALPN mismatch has its own detail.
-pub fn classify_tls_error(e: &io::Error) -> Failure {
+pub(crate) fn classify_tls_error(e: &io::Error) -> Failure {
     let f = tls_failure(e);
     match tls_words(e) {
         Some(words) => f.said(words),

@@ -22,7 +22,7 @@ use crate::record::{ErrorDetail, ErrorKind, Failure};
 
 /// How a run resolves names (`--dns-cache`, `--dns-servers`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DnsSettings {
+pub(crate) struct DnsSettings {
     /// Keep answers for their TTL and share them between connections (off: one lookup
     /// for every new connection).
     pub no_cache: bool,
@@ -37,14 +37,14 @@ pub struct DnsSettings {
 /// counts really went to the hosts file or a name server. Hickory spawns its background
 /// work on the runtime that runs the lookup, which suits the engine's one runtime per
 /// thread.
-pub struct Resolver {
+pub(crate) struct Resolver {
     config: ResolverConfig,
     opts: ResolverOpts,
     hosts: Arc<Hosts>,
 }
 
 impl Resolver {
-    pub fn new(settings: &DnsSettings) -> Resolver {
+    pub(crate) fn new(settings: &DnsSettings) -> Resolver {
         let (config, mut opts) = hickory_resolver::system_conf::read_system_conf()
             .unwrap_or_else(|_| (no_name_servers(), ResolverOpts::default()));
         let config = if settings.servers.is_empty() {
@@ -78,7 +78,7 @@ impl Resolver {
     }
 
     /// A resolver for runs whose origins all have fixed addresses: nothing is read.
-    pub fn none() -> Resolver {
+    pub(crate) fn none() -> Resolver {
         Resolver {
             config: no_name_servers(),
             opts: ResolverOpts::default(),
@@ -87,7 +87,7 @@ impl Resolver {
     }
 
     /// Ask the hosts file, then the name servers.
-    pub async fn lookup(&self, host: &str) -> Result<Answer, Failure> {
+    pub(crate) async fn lookup(&self, host: &str) -> Result<Answer, Failure> {
         let mut resolver = TokioResolver::builder_with_config(
             self.config.clone(),
             TokioRuntimeProvider::default(),
@@ -147,14 +147,14 @@ fn classify(e: &NetError) -> ErrorDetail {
 /// A successful lookup: the addresses, in the resolver's order, and until when the
 /// shortest TTL among them allows keeping them.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub addrs: Arc<[IpAddr]>,
     pub valid_until: Instant,
 }
 
 /// How a new connection got its addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resolution {
+pub(crate) enum Resolution {
     /// This connection asked the resolver (the `dns` phase is its time).
     Lookup,
     /// The answer was in the cache and still valid: no `dns` phase.
@@ -169,18 +169,18 @@ type Slot = Arc<OnceCell<Result<Answer, Failure>>>;
 /// The run-wide cache: per host, the answer of its last lookup (or the lookup under way).
 /// Shared by the engine's threads; touched once per new connection, never per request.
 #[derive(Default)]
-pub struct DnsCache {
+pub(crate) struct DnsCache {
     slots: Mutex<HashMap<String, Slot>>,
 }
 
 impl DnsCache {
-    pub fn new() -> DnsCache {
+    pub(crate) fn new() -> DnsCache {
         DnsCache::default()
     }
 
     /// The addresses of `host` when the cache holds an answer still valid (a cache hit),
     /// without waiting: what `resolve` answers at once when it can.
-    pub fn hit(&self, host: &str) -> Option<Arc<[IpAddr]>> {
+    pub(crate) fn hit(&self, host: &str) -> Option<Arc<[IpAddr]>> {
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         fresh(slots.get(host)?)
     }
@@ -188,7 +188,7 @@ impl DnsCache {
     /// The addresses of `host`: from the cache while its TTL lasts, else from one lookup
     /// that concurrent callers share. A failed lookup is not kept: the next new
     /// connection asks again.
-    pub async fn resolve(
+    pub(crate) async fn resolve(
         &self,
         host: &str,
         resolver: &Resolver,
@@ -246,6 +246,6 @@ fn fresh(slot: &Slot) -> Option<Arc<[IpAddr]>> {
 }
 
 /// Addresses with the port, for connecting.
-pub fn with_port(addrs: &[IpAddr], port: u16) -> Vec<SocketAddr> {
+pub(crate) fn with_port(addrs: &[IpAddr], port: u16) -> Vec<SocketAddr> {
     addrs.iter().map(|ip| SocketAddr::new(*ip, port)).collect()
 }

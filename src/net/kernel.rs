@@ -10,7 +10,7 @@ const TCP_CLOSE_WAIT: u8 = 8;
 
 /// One reading of `TCP_INFO`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TcpView {
+pub(crate) struct TcpView {
     /// The smoothed RTT estimate (µs); right after a connect, the SYN's answer's time
     /// (none when the SYN was sent again: Karn's rule takes no sample from it).
     pub rtt_us: u32,
@@ -26,7 +26,7 @@ pub struct TcpView {
 }
 
 /// Read `TCP_INFO` of a connected socket; `None` where the kernel does not say.
-pub fn tcp_view(s: &impl AsFd) -> Option<TcpView> {
+pub(crate) fn tcp_view(s: &impl AsFd) -> Option<TcpView> {
     // tcpi_min_rtt came with Linux 4.6; an older kernel's shorter answer leaves it 0.
     let info = crate::sys::socket::tcp_info(s)?;
     Some(TcpView {

@@ -6,7 +6,7 @@
 //! too).
 
 /// `TcpExtListenOverflows` now, if the kernel says.
-pub fn overflows() -> Option<u64> {
+pub(crate) fn overflows() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
     counter(&text, "TcpExt:", "ListenOverflows")
 }

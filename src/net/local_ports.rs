@@ -3,7 +3,7 @@
 
 /// A snapshot of the local port situation (Linux `/proc`; empty elsewhere).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LocalPorts {
+pub(crate) struct LocalPorts {
     /// TCP sockets (IPv4 and IPv6) in TIME_WAIT in this network namespace.
     pub time_wait: Option<u64>,
     /// `net.ipv4.ip_local_port_range`, inclusive.
@@ -11,7 +11,7 @@ pub struct LocalPorts {
 }
 
 impl LocalPorts {
-    pub fn snapshot() -> LocalPorts {
+    pub(crate) fn snapshot() -> LocalPorts {
         let time_wait = ["/proc/net/tcp", "/proc/net/tcp6"]
             .iter()
             .filter_map(|p| std::fs::read_to_string(p).ok())
@@ -24,7 +24,7 @@ impl LocalPorts {
     }
 
     /// Ports in the range.
-    pub fn range_size(&self) -> Option<u32> {
+    pub(crate) fn range_size(&self) -> Option<u32> {
         self.range.map(|(lo, hi)| hi.saturating_sub(lo) + 1)
     }
 }

@@ -10,14 +10,14 @@ use base64::Engine;
 use rustls::pki_types::ServerName;
 
 /// curl's port for a proxy URL without one.
-pub const DEFAULT_PORT: u16 = 1080;
+const DEFAULT_PORT: u16 = 1080;
 
 /// A header value that is sent but never printed (its `Debug` hides it).
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub(crate) struct Secret(String);
 
 impl Secret {
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -30,7 +30,7 @@ impl std::fmt::Debug for Secret {
 
 /// A forward proxy that connections go through.
 #[derive(Debug, Clone)]
-pub struct Proxy {
+pub(crate) struct Proxy {
     /// An `https://` proxy: TLS to the proxy first.
     pub tls: bool,
     pub host: String,
@@ -44,7 +44,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// The proxy as the report names it: scheme, host and port, never its credentials.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         let host = if self.host.contains(':') {
             format!("[{}]", self.host)
         } else {
@@ -56,7 +56,7 @@ impl Proxy {
 }
 
 /// `url` with any credentials in it replaced by `***`, to be printed.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
     let shown = match rest.rsplit_once('@') {
         Some((_, host)) => format!("***@{host}"),
@@ -72,7 +72,7 @@ pub fn redact(url: &str) -> String {
 /// Parse a proxy URL as curl does: `[scheme://][user[:pass]@]host[:port][/]`, scheme
 /// http (the default) or https, port 1080 by default; the user and password are
 /// percent-decoded. The error names what was wrong, without the credentials.
-pub fn parse(url: &str) -> Result<Proxy, String> {
+pub(crate) fn parse(url: &str) -> Result<Proxy, String> {
     let (tls, rest) = match url.split_once("://") {
         None => (false, url),
         Some((s, r)) if s.eq_ignore_ascii_case("http") => (false, r),
@@ -163,14 +163,14 @@ fn percent_decode(s: &str) -> String {
 /// and its subdomains; a leading dot is the same), IP addresses or CIDR ranges, or `*`
 /// for every host. Ports are not part of a match, as in curl.
 #[derive(Debug, Clone, Default)]
-pub struct NoProxy {
+struct NoProxy {
     all: bool,
     names: Vec<String>,
     nets: Vec<(IpAddr, u8)>,
 }
 
 impl NoProxy {
-    pub fn parse(list: &str) -> NoProxy {
+    pub(crate) fn parse(list: &str) -> NoProxy {
         let mut n = NoProxy::default();
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             if entry == "*" {
@@ -194,7 +194,7 @@ impl NoProxy {
     }
 
     /// Whether `host` (a name or an address, without brackets) goes direct.
-    pub fn matches(&self, host: &str) -> bool {
+    pub(crate) fn matches(&self, host: &str) -> bool {
         if self.all {
             return true;
         }
@@ -229,7 +229,7 @@ fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 /// the environment), else the environment; `--noproxy` (else `no_proxy`/`NO_PROXY`)
 /// names the hosts that go direct.
 #[derive(Debug, Clone, Default)]
-pub struct ProxyChoice {
+pub(crate) struct ProxyChoice {
     pub explicit: Option<String>,
     pub noproxy: Option<String>,
 }
@@ -237,7 +237,10 @@ pub struct ProxyChoice {
 /// The proxy variables a run reads, as curl reads them: `http_proxy` in lower case only
 /// (an upper-case `HTTP_PROXY` can be set by a CGI request's `Proxy:` header), the others
 /// in either case, lower case first.
-pub fn from_env(var: impl Fn(&str) -> Option<String>, https: bool) -> Option<(String, String)> {
+pub(crate) fn from_env(
+    var: impl Fn(&str) -> Option<String>,
+    https: bool,
+) -> Option<(String, String)> {
     let either = |name: &str| {
         let lower = name.to_ascii_lowercase();
         var(&lower)
@@ -256,7 +259,7 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>, https: bool) -> Option<(St
 impl ProxyChoice {
     /// The proxy URL for a URL of `host` (https or not), and where it came from (the
     /// flag or the variable's name), or none.
-    pub fn for_url(
+    pub(crate) fn for_url(
         &self,
         var: impl Fn(&str) -> Option<String>,
         https: bool,
@@ -306,7 +309,7 @@ pub const VARS: [&str; 8] = [
 /// A run's proxy settings: the flags, the proxy variables as the run found them, and
 /// how to trust an https:// proxy (`--proxy-cacert`, `--proxy-insecure`).
 #[derive(Debug, Clone, Default)]
-pub struct ProxySettings {
+pub(crate) struct ProxySettings {
     pub choice: ProxyChoice,
     pub env: Vec<(String, String)>,
     pub tls: crate::net::tls::TlsOptions,
@@ -314,7 +317,7 @@ pub struct ProxySettings {
 
 impl ProxySettings {
     /// From the flags and this process's environment.
-    pub fn new(choice: ProxyChoice, tls: crate::net::tls::TlsOptions) -> ProxySettings {
+    pub(crate) fn new(choice: ProxyChoice, tls: crate::net::tls::TlsOptions) -> ProxySettings {
         let env = VARS
             .iter()
             .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
@@ -324,7 +327,7 @@ impl ProxySettings {
 
     /// The proxy for a URL of `host` (https or not), or none; an error names the flag or
     /// variable whose value was wrong.
-    pub fn pick(&self, https: bool, host: &str) -> Result<Option<Proxy>, String> {
+    pub(crate) fn pick(&self, https: bool, host: &str) -> Result<Option<Proxy>, String> {
         let Some((from, mut p)) = self.which(https, host)? else {
             if !https && self.choice.explicit.is_none() && self.var("HTTP_PROXY").is_some() {
                 say_once(
@@ -349,7 +352,7 @@ impl ProxySettings {
 
     /// Which proxy a URL of `host` goes through, and where it was named, without what
     /// using it takes (its TLS configuration, the note on stderr): for a plan's questions.
-    pub fn which(&self, https: bool, host: &str) -> Result<Option<(String, Proxy)>, String> {
+    pub(crate) fn which(&self, https: bool, host: &str) -> Result<Option<(String, Proxy)>, String> {
         let Some((from, url)) = self.choice.for_url(|k| self.var(k), https, host) else {
             return Ok(None);
         };

@@ -39,7 +39,7 @@ fn udp_socket(addr: SocketAddr, dual_stack: bool) -> std::io::Result<std::net::U
 }
 
 /// A quinn endpoint on such a socket: a client's (`server` None) or a server's.
-pub fn endpoint(
+pub(crate) fn endpoint(
     addr: SocketAddr,
     server: Option<quinn::ServerConfig>,
 ) -> std::io::Result<quinn::Endpoint> {
@@ -56,7 +56,7 @@ const COMPRESSED_CERTIFICATE: u8 = 25;
 
 /// The QUIC client crypto of a scenario: one rustls configuration (one session store,
 /// one verifier), watched per connection.
-pub struct QuicTls {
+pub(crate) struct QuicTls {
     inner: Arc<QuicClientConfig>,
 }
 
@@ -67,7 +67,7 @@ impl std::fmt::Debug for QuicTls {
 }
 
 impl QuicTls {
-    pub fn new(config: Arc<rustls::ClientConfig>) -> anyhow::Result<QuicTls> {
+    pub(crate) fn new(config: Arc<rustls::ClientConfig>) -> anyhow::Result<QuicTls> {
         let inner = QuicClientConfig::try_from(config)
             .map_err(|e| anyhow::anyhow!("QUIC needs TLS 1.3 with an AES-128-GCM suite: {e}"))?;
         Ok(QuicTls {
@@ -76,7 +76,7 @@ impl QuicTls {
     }
 
     /// The crypto for one new connection, and what it will see.
-    pub fn for_connection(&self) -> (Arc<dyn crypto::ClientConfig>, Arc<Seen>) {
+    pub(crate) fn for_connection(&self) -> (Arc<dyn crypto::ClientConfig>, Arc<Seen>) {
         let seen = Arc::new(Seen::default());
         let cfg = Watching {
             inner: self.inner.clone(),
@@ -88,7 +88,7 @@ impl QuicTls {
 
 /// What one connection's server sent in its handshake messages.
 #[derive(Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// Its certificate: the handshake is a full one.
     pub full: AtomicBool,
     /// A session ticket (for the next connection to resume).
@@ -103,19 +103,19 @@ pub struct Seen {
 }
 
 impl Seen {
-    pub fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.full.load(Ordering::Relaxed)
     }
 
-    pub fn ticket(&self) -> bool {
+    pub(crate) fn ticket(&self) -> bool {
         self.ticket.load(Ordering::Relaxed)
     }
 
-    pub fn handshaken(&self) -> bool {
+    pub(crate) fn handshaken(&self) -> bool {
         self.handshaken.load(Ordering::Acquire)
     }
 
-    pub fn early_packets(&self) -> u64 {
+    pub(crate) fn early_packets(&self) -> u64 {
         self.early_packets.load(Ordering::Relaxed)
     }
 }
@@ -148,12 +148,12 @@ impl crypto::ClientConfig for Watching {
 /// The server side: the embedded server's QUIC crypto, each session watched for the
 /// certificate it sends (a full handshake; none: a resumed one). A connection's
 /// `handshake_data()` is then a [`ServerSeen`].
-pub struct WatchingServer {
+pub(crate) struct WatchingServer {
     inner: Arc<quinn::crypto::rustls::QuicServerConfig>,
 }
 
 impl WatchingServer {
-    pub fn new(config: Arc<rustls::ServerConfig>) -> anyhow::Result<WatchingServer> {
+    pub(crate) fn new(config: Arc<rustls::ServerConfig>) -> anyhow::Result<WatchingServer> {
         let inner = quinn::crypto::rustls::QuicServerConfig::try_from(config)
             .map_err(|e| anyhow::anyhow!("QUIC needs TLS 1.3 with an AES-128-GCM suite: {e}"))?;
         Ok(WatchingServer {
@@ -163,7 +163,7 @@ impl WatchingServer {
 }
 
 /// What a server connection's `handshake_data()` holds.
-pub struct ServerSeen(pub Arc<Seen>);
+pub(crate) struct ServerSeen(pub Arc<Seen>);
 
 impl crypto::ServerConfig for WatchingServer {
     fn initial_keys(

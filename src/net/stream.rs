@@ -10,14 +10,14 @@ use tokio_rustls::client::TlsStream;
 use super::tap::Tapped;
 use super::transport::Transport;
 
-pub enum Stream {
+pub(crate) enum Stream {
     Plain(Transport),
     Tls(Box<TlsStream<Tapped>>),
 }
 
 impl Stream {
     /// The TLS session, on a TLS stream.
-    pub fn tls_session(&self) -> Option<&rustls::ClientConnection> {
+    pub(crate) fn tls_session(&self) -> Option<&rustls::ClientConnection> {
         match self {
             Stream::Tls(t) => Some(t.get_ref().1),
             Stream::Plain(_) => None,
@@ -25,12 +25,12 @@ impl Stream {
     }
 
     /// Plain TCP (no TLS): the bytes read are the bytes the kernel received.
-    pub fn is_plain(&self) -> bool {
+    pub(crate) fn is_plain(&self) -> bool {
         matches!(self, Stream::Plain(Transport::Tcp(_)))
     }
 
     /// The kernel's view of the TCP connection beneath.
-    pub fn tcp_view(&self) -> Option<super::kernel::TcpView> {
+    pub(crate) fn tcp_view(&self) -> Option<super::kernel::TcpView> {
         match self {
             Stream::Plain(s) => super::kernel::tcp_view(s.tcp()?),
             Stream::Tls(t) => super::kernel::tcp_view(t.get_ref().0.tcp()?),
@@ -38,7 +38,7 @@ impl Stream {
     }
 
     /// What the TLS handshake put on the wire (once; none on TCP).
-    pub fn take_wire(&mut self) -> Option<crate::record::Wire> {
+    pub(crate) fn take_wire(&mut self) -> Option<crate::record::Wire> {
         match self {
             Stream::Tls(t) => t.get_mut().0.take_wire(),
             Stream::Plain(_) => None,

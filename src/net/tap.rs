@@ -23,7 +23,7 @@ const HANDSHAKE: u8 = 22;
 const CLIENT_HELLO: u8 = 1;
 
 /// A TCP stream under a TLS client, its handshake's records watched until it is done.
-pub struct Tapped {
+pub(crate) struct Tapped {
     tcp: Transport,
     tap: Option<Box<Tap>>,
 }
@@ -135,7 +135,7 @@ impl Tap {
 }
 
 impl Tapped {
-    pub fn new(tcp: Transport) -> Tapped {
+    pub(crate) fn new(tcp: Transport) -> Tapped {
         Tapped {
             tcp,
             tap: Some(Box::default()),
@@ -143,12 +143,12 @@ impl Tapped {
     }
 
     /// The TCP connection beneath, when it is one.
-    pub fn tcp(&self) -> Option<&tokio::net::TcpStream> {
+    pub(crate) fn tcp(&self) -> Option<&tokio::net::TcpStream> {
         self.tcp.tcp()
     }
 
     /// What the handshake put on the wire; the tap stops (none after the first call).
-    pub fn take_wire(&mut self) -> Option<Wire> {
+    pub(crate) fn take_wire(&mut self) -> Option<Wire> {
         let tap = self.tap.take()?;
         let mut wire = tap.wire;
         if !tap.done {

@@ -14,14 +14,14 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 /// Which TLS versions the client offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TlsVersions {
+pub(crate) enum TlsVersions {
     Any,
     Only12,
     Only13,
 }
 
 #[derive(Debug, Clone)]
-pub struct TlsOptions {
+pub(crate) struct TlsOptions {
     pub insecure: bool,
     /// Extra trusted roots (`--cacert`, or the embedded server's CA).
     pub extra_roots: Vec<CertificateDer<'static>>,
@@ -53,7 +53,7 @@ impl Default for TlsOptions {
 
 /// The key-exchange groups `--tls-groups` takes: the names accepted (IANA's, the first
 /// listed in errors; P-256 and P-384 also as p256 and p384), and the group.
-pub fn groups() -> [(&'static [&'static str], &'static dyn SupportedKxGroup); 7] {
+pub(crate) fn groups() -> [(&'static [&'static str], &'static dyn SupportedKxGroup); 7] {
     [
         (&["x25519mlkem768"], kx_group::X25519MLKEM768),
         (&["secp256r1mlkem768"], kx_group::SECP256R1MLKEM768),
@@ -66,7 +66,7 @@ pub fn groups() -> [(&'static [&'static str], &'static dyn SupportedKxGroup); 7]
 }
 
 /// `--tls-groups x25519mlkem768,x25519,...`: the groups, most preferred first.
-pub fn parse_groups(list: &str) -> Result<Vec<&'static dyn SupportedKxGroup>, String> {
+pub(crate) fn parse_groups(list: &str) -> Result<Vec<&'static dyn SupportedKxGroup>, String> {
     let mut out: Vec<&'static dyn SupportedKxGroup> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let lower = name.to_ascii_lowercase();
@@ -95,7 +95,7 @@ pub fn parse_groups(list: &str) -> Result<Vec<&'static dyn SupportedKxGroup>, St
 /// cipher suites in the order browsers offer them: AES-128-GCM first (its SHA-256 key
 /// schedule runs on the CPU's SHA instructions, where SHA-384 has none), then
 /// AES-256-GCM, then ChaCha20; TLS 1.3 before 1.2.
-pub fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     let mut p = rustls::crypto::aws_lc_rs::default_provider();
     p.cipher_suites.sort_by_key(|s| {
         let name = format!("{:?}", s.suite());
@@ -113,7 +113,9 @@ pub fn provider() -> Arc<CryptoProvider> {
 }
 
 /// Read every certificate of a PEM file.
-pub fn load_pem_certs(path: &std::path::Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+pub(crate) fn load_pem_certs(
+    path: &std::path::Path,
+) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
         .with_context(|| format!("--cacert {}: cannot read", path.display()))?
@@ -143,7 +145,10 @@ fn root_store(opts: &TlsOptions) -> anyhow::Result<RootCertStore> {
 }
 
 /// Build a client configuration; `resumption` turns TLS session resumption on or off.
-pub fn client_config(opts: &TlsOptions, resumption: bool) -> anyhow::Result<Arc<ClientConfig>> {
+pub(crate) fn client_config(
+    opts: &TlsOptions,
+    resumption: bool,
+) -> anyhow::Result<Arc<ClientConfig>> {
     let mut provider = provider();
     if let Some(groups) = &opts.groups {
         Arc::make_mut(&mut provider).kx_groups.clone_from(groups);

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
-pub enum Transport {
+pub(crate) enum Transport {
     Tcp(TcpStream),
     Unix(UnixStream),
     /// TLS to an https:// forward proxy; the origin's TLS (if any) runs inside it.
@@ -18,7 +18,7 @@ pub enum Transport {
 
 impl Transport {
     /// The TCP connection, when it is one (a Unix socket has no TCP state to read).
-    pub fn tcp(&self) -> Option<&TcpStream> {
+    pub(crate) fn tcp(&self) -> Option<&TcpStream> {
         match self {
             Transport::Tcp(s) => Some(s),
             Transport::Unix(_) => None,

@@ -17,7 +17,7 @@ use crate::proto::h1::RequestTemplate;
 
 /// A parsed http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParsedUrl {
+pub(crate) struct ParsedUrl {
     pub tls: bool,
     pub host: String,
     pub port: u16,
@@ -27,7 +27,7 @@ pub struct ParsedUrl {
     pub authority: String,
 }
 
-pub fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
+pub(crate) fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
     let bad = |why: &str| usage(format!("invalid URL {s:?}: {why}"));
     let (tls, rest) = if let Some(r) = s.strip_prefix("http://") {
         (false, r)
@@ -88,7 +88,7 @@ pub fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
 
 /// One `--connect-to HOST1:PORT1:HOST2:PORT2` (None: any host or port; the URL's).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectTo {
+pub(crate) struct ConnectTo {
     pub from_host: Option<String>,
     pub from_port: Option<u16>,
     pub to_host: Option<String>,
@@ -97,7 +97,7 @@ pub struct ConnectTo {
 
 impl ConnectTo {
     /// Where a request to `host:port` connects by this rule, if it matches.
-    pub fn apply(&self, host: &str, port: u16) -> Option<(String, u16)> {
+    pub(crate) fn apply(&self, host: &str, port: u16) -> Option<(String, u16)> {
         let host_matches = self
             .from_host
             .as_deref()
@@ -113,7 +113,7 @@ impl ConnectTo {
 
 /// The request side of a run: URLs, method, headers, body, TLS options.
 #[derive(Debug, Clone)]
-pub struct RequestConfig {
+pub(crate) struct RequestConfig {
     pub urls: Vec<(String, ParsedUrl)>,
     pub method: String,
     pub headers: Vec<(String, String)>,
@@ -135,7 +135,7 @@ pub struct RequestConfig {
 impl RequestConfig {
     /// The same request aimed at `url` (the embedded server's, once it is up), trusting
     /// its CA `root` too.
-    pub fn aimed_at(
+    pub(crate) fn aimed_at(
         &self,
         url: &str,
         root: rustls::pki_types::CertificateDer<'static>,
@@ -149,7 +149,7 @@ impl RequestConfig {
 
 /// The load side of a run.
 #[derive(Debug, Clone)]
-pub struct LoadConfig {
+pub(crate) struct LoadConfig {
     pub concurrency: usize,
     pub threads: usize,
     pub load: LoadShape,
@@ -161,7 +161,7 @@ pub struct LoadConfig {
 }
 
 /// `--connections N`: HTTP/2 connections per origin, shared by the workers.
-pub fn connections(n: Option<usize>, strategy: Strategy) -> Result<usize, UsageError> {
+pub(crate) fn connections(n: Option<usize>, strategy: Strategy) -> Result<usize, UsageError> {
     match n {
         None => Ok(1),
         Some(0) => usage("--connections must be at least 1"),
@@ -176,7 +176,7 @@ pub fn connections(n: Option<usize>, strategy: Strategy) -> Result<usize, UsageE
 }
 
 /// Build one runnable scenario.
-pub fn scenario(
+pub(crate) fn scenario(
     name: &str,
     strategy: Strategy,
     requests_per_connection: Option<u64>,

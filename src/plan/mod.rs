@@ -1,8 +1,8 @@
 //! A validated plan: scenarios with a target, a connection strategy, a load shape and
 //! a stop condition. Built by `config`, run by `engine`.
 
-pub mod build;
-pub mod redirect;
+pub(crate) mod build;
+pub(crate) mod redirect;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,14 +12,14 @@ use rustls::ClientConfig;
 use crate::net::dns::DnsSettings;
 use crate::net::Origin;
 use crate::proto::h1::{ConnectionHeader, HttpVersion, RequestTemplate};
-pub use crate::proto::pace::MinSpeed;
-pub use crate::report::raw::ScenarioShape;
-pub use crate::strategy::Strategy;
+pub(crate) use crate::proto::pace::MinSpeed;
+pub(crate) use crate::report::raw::ScenarioShape;
+pub(crate) use crate::strategy::Strategy;
 
 /// What each strategy asks of HTTP/1.
 impl Strategy {
     /// The HTTP version its requests carry.
-    pub fn version(self) -> HttpVersion {
+    pub(crate) fn version(self) -> HttpVersion {
         match self {
             Strategy::Http10 | Strategy::Http10KeepAlive => HttpVersion::Http10,
             _ => HttpVersion::Http11,
@@ -27,7 +27,7 @@ impl Strategy {
     }
 
     /// The `Connection` header its requests carry.
-    pub fn connection_header(self) -> ConnectionHeader {
+    pub(crate) fn connection_header(self) -> ConnectionHeader {
         match self {
             Strategy::KeepAlive
             | Strategy::Http10
@@ -48,7 +48,7 @@ impl Strategy {
 /// groups its client offers in place of the run's (`close@x25519`,
 /// `close@x25519mlkem768+x25519`).
 #[derive(Debug, Clone)]
-pub struct Choice {
+pub(crate) struct Choice {
     pub strategy: Strategy,
     /// The text after the `@` (lowercase, `+` between groups) and the groups it names,
     /// most preferred first.
@@ -57,7 +57,7 @@ pub struct Choice {
 
 impl Choice {
     /// The row's name: the strategy's, then `@` and the groups when chosen.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match &self.groups {
             Some((text, _)) => format!("{}@{text}", self.strategy.name()),
             None => self.strategy.name().to_string(),
@@ -65,14 +65,14 @@ impl Choice {
     }
 
     /// The same row: the same strategy offering the same groups.
-    pub fn same(&self, other: &Choice) -> bool {
+    pub(crate) fn same(&self, other: &Choice) -> bool {
         self.name() == other.name()
     }
 }
 
 /// One URL of a scenario with its request bytes, built once.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     pub url: String,
     /// Index into `Scenario::origins`.
     pub origin: usize,
@@ -91,7 +91,7 @@ pub struct Target {
 
 impl Target {
     /// The request an HTTP/2 or HTTP/3 stream sends: its head and body.
-    pub fn stream_request(&self) -> (&http::Request<()>, Option<&[u8]>) {
+    pub(crate) fn stream_request(&self) -> (&http::Request<()>, Option<&[u8]>) {
         let head = self
             .h2_request
             .as_ref()
@@ -102,7 +102,7 @@ impl Target {
 
 /// Closed loop (`-c` workers back to back) or open loop (`--rate`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum LoadShape {
+pub(crate) enum LoadShape {
     Closed,
     /// Requests per second over all workers; latency counts from the intended send time.
     Open {
@@ -112,14 +112,14 @@ pub enum LoadShape {
 
 /// When a scenario stops: after `requests`, at `duration`, whichever comes first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StopWhen {
+pub(crate) struct StopWhen {
     pub requests: Option<u64>,
     pub duration: Option<Duration>,
 }
 
 /// Limits on the phases of one attempt, besides its overall timeout.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct PhaseLimits {
+pub(crate) struct PhaseLimits {
     /// dns + connect + tls of a new connection.
     pub connect: Option<Duration>,
     /// End of send to the first response byte.
@@ -137,7 +137,7 @@ pub struct PhaseLimits {
 /// How long the workers wait between connect tries while a hop cannot be reached: the
 /// first wait, and the longest of one worker's (`--retry-backoff MIN..MAX`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     pub first: Duration,
     pub longest: Duration,
 }
@@ -145,14 +145,14 @@ pub struct Backoff {
 impl Backoff {
     /// 10 ms, then doubling up to 500 ms a worker: with -c 10 the workers together look
     /// every 50 ms, so an outage's end is known to within that.
-    pub const DEFAULT: Backoff = Backoff {
+    pub(crate) const DEFAULT: Backoff = Backoff {
         first: Duration::from_millis(10),
         longest: Duration::from_millis(500),
     };
 }
 
 #[derive(Debug, Clone)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub name: String,
     pub strategy: Strategy,
     pub targets: Vec<Target>,
@@ -181,7 +181,7 @@ pub struct Scenario {
 impl Scenario {
     /// The origin `target` goes to: one of the scenario's, or one a redirect led to.
     #[inline]
-    pub fn origin<'a>(&'a self, target: &'a Target) -> &'a Origin {
+    pub(crate) fn origin<'a>(&'a self, target: &'a Target) -> &'a Origin {
         match &target.found_origin {
             Some(o) => o,
             None => &self.origins[target.origin],
@@ -189,7 +189,7 @@ impl Scenario {
     }
 
     /// What the summary needs of the plan.
-    pub fn shape(&self) -> ScenarioShape {
+    pub(crate) fn shape(&self) -> ScenarioShape {
         ScenarioShape {
             name: self.name.clone(),
             url: self
@@ -234,7 +234,7 @@ impl Scenario {
 
     /// Requests worker `w` sends when the run is bounded by a count: tickets
     /// w, w+c, w+2c, ... below n, so `-n` not divisible by `-c` still sends exactly n.
-    pub fn worker_quota(&self, w: usize) -> Option<u64> {
+    pub(crate) fn worker_quota(&self, w: usize) -> Option<u64> {
         self.stop.requests.map(|n| {
             let c = self.concurrency as u64;
             let w = w as u64;
@@ -249,7 +249,7 @@ impl Scenario {
 
 /// A scenario's redirect policy and what its redirects found.
 #[derive(Debug)]
-pub struct Redirects {
+pub(crate) struct Redirects {
     /// `--max-redirs`: redirects followed in a row before the next is an error.
     pub max: u32,
     /// The request as given, for the targets redirects lead to.
@@ -260,7 +260,7 @@ pub struct Redirects {
 }
 
 /// The names of the scenario's origins, found ones after its own, by index.
-pub fn origin_names(sc: &Scenario) -> Vec<String> {
+pub(crate) fn origin_names(sc: &Scenario) -> Vec<String> {
     let mut names: Vec<String> = sc.origins.iter().map(origin_name).collect();
     if let Some(rd) = &sc.redirects {
         let list = rd.found.lock().unwrap_or_else(|p| p.into_inner());
@@ -270,7 +270,7 @@ pub fn origin_names(sc: &Scenario) -> Vec<String> {
 }
 
 /// `https://host:port`: an origin as the report names it.
-pub fn origin_name(o: &Origin) -> String {
+fn origin_name(o: &Origin) -> String {
     format!(
         "{}://{}",
         if o.tls { "https" } else { "http" },

@@ -17,23 +17,23 @@ use crate::record::{ErrorDetail, ErrorKind, Failure};
 /// Targets built for redirects on one thread, each once (at most `KEPT`; past that they
 /// are built for each hop).
 #[derive(Default)]
-pub struct Hops {
+pub(crate) struct Hops {
     targets: HashMap<Box<str>, Rc<Target>>,
 }
 
 const KEPT: usize = 1024;
 
 /// Why a redirect was not followed: its error, and the message for the report's example.
-pub type Refusal = (Failure, String);
+pub(crate) type Refusal = (Failure, String);
 
-pub fn refused(detail: ErrorDetail, why: String) -> Refusal {
+pub(crate) fn refused(detail: ErrorDetail, why: String) -> Refusal {
     (Failure::new(ErrorKind::Redirect, detail), why)
 }
 
 impl Hops {
     /// The target `status` with `location` leads to from `from`, or why it cannot be
     /// followed.
-    pub fn next(
+    pub(crate) fn next(
         &mut self,
         sc: &Scenario,
         from: &Target,

@@ -15,7 +15,7 @@ use crate::strategy::Strategy;
 
 /// What opening the connection cost: the phases its protocol has.
 #[derive(Debug, Clone, Default)]
-pub struct Setup {
+pub(crate) struct Setup {
     pub dns: Option<Duration>,
     /// The TCP connect, to the proxy when `proxied`.
     pub connect: Option<Duration>,
@@ -33,7 +33,7 @@ pub struct Setup {
 
 /// One request and its response, whatever the protocol.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub version: &'static str,
     /// HTTP/1 only: the response's headers.
@@ -57,13 +57,13 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         super::header(&self.headers, name)
     }
 }
 
 /// An open probe connection.
-pub enum Probe {
+pub(crate) enum Probe {
     H1 {
         opened: Box<Opened>,
         /// The last response let the connection persist (none yet: true).
@@ -109,7 +109,7 @@ impl Probe {
     }
 
     /// What opening it cost (with early data, complete once the first answer came).
-    pub fn setup(&self) -> Setup {
+    pub(crate) fn setup(&self) -> Setup {
         match self {
             Probe::H1 { opened: o, .. } => Setup {
                 dns: o.dns,
@@ -141,7 +141,7 @@ impl Probe {
     }
 
     /// Open for another request.
-    pub fn usable(&self) -> bool {
+    pub(crate) fn usable(&self) -> bool {
         match self {
             Probe::H1 { open, .. } => *open,
             Probe::H2(c) => c.usable(),
@@ -150,7 +150,7 @@ impl Probe {
     }
 
     /// HTTP/3: quinn's figures for the connection so far.
-    pub fn quic_info(&self) -> Option<QuicInfo> {
+    pub(crate) fn quic_info(&self) -> Option<QuicInfo> {
         match self {
             Probe::H3 { conn, .. } => Some(conn.quic_info()),
             _ => None,
@@ -158,7 +158,7 @@ impl Probe {
     }
 
     /// Send `target`'s request and read the whole response.
-    pub async fn exchange(
+    pub(crate) async fn exchange(
         &mut self,
         target: &Target,
         timeout: Duration,
@@ -258,7 +258,10 @@ impl Probe {
     /// Wait up to `limit` for the server to end the connection while idle: how long
     /// it took and how it ended ("closed by the server", a GOAWAY, QUIC's close), or
     /// `None` if it stayed open.
-    pub async fn server_ends_within(&mut self, limit: Duration) -> Option<(Duration, String)> {
+    pub(crate) async fn server_ends_within(
+        &mut self,
+        limit: Duration,
+    ) -> Option<(Duration, String)> {
         match self {
             Probe::H1 { opened, open, .. } => {
                 let t = server_closes_within(&mut opened.conn, limit).await?;
@@ -277,7 +280,7 @@ impl Probe {
     }
 
     /// HTTP/2: the GOAWAY that ended the connection for new streams, as words.
-    pub fn goaway(&self) -> Option<String> {
+    pub(crate) fn goaway(&self) -> Option<String> {
         match self {
             Probe::H2(c) => c.describe_goaway(),
             _ => None,
@@ -285,7 +288,7 @@ impl Probe {
     }
 
     /// HTTP/2: the shared connection (streams may run on it at once).
-    pub fn h2(&self) -> Option<Rc<H2Probe>> {
+    pub(crate) fn h2(&self) -> Option<Rc<H2Probe>> {
         match self {
             Probe::H2(c) => Some(c.clone()),
             _ => None,
@@ -295,7 +298,7 @@ impl Probe {
     /// HTTP/3: close it as a client done with it does (H3_NO_ERROR), once the
     /// server's session ticket has come when `wait_ticket` asks for it: whether it
     /// came.
-    pub async fn close(&self, wait_ticket: bool) -> Option<bool> {
+    pub(crate) async fn close(&self, wait_ticket: bool) -> Option<bool> {
         let Probe::H3 { conn: c, .. } = self else {
             return None;
         };

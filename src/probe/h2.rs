@@ -28,7 +28,7 @@ use crate::record::notes::Taken;
 use crate::record::{ErrorKind, Phases, Stage};
 
 /// An open HTTP/2 connection and what opening it cost.
-pub struct H2Probe {
+pub(crate) struct H2Probe {
     /// dns, connect and tls of the underlying connection (its `conn` is spent).
     pub dns: Option<Duration>,
     pub connect: Duration,
@@ -56,7 +56,7 @@ impl Drop for H2Probe {
 
 /// One stream's request and response.
 #[derive(Debug, Clone, Serialize)]
-pub struct H2Exchange {
+pub(crate) struct H2Exchange {
     pub stream_id: u32,
     pub status: u16,
     pub send: Duration,
@@ -69,7 +69,7 @@ pub struct H2Exchange {
 
 /// Open an HTTP/2 connection: ALPN h2 over TLS (the config must offer it), prior
 /// knowledge over cleartext.
-pub async fn open(
+pub(crate) async fn open(
     origin: &Origin,
     tls: Option<&Arc<ClientConfig>>,
     timeout: Duration,
@@ -165,17 +165,17 @@ fn stream_err(f: StreamFailure, what: &str) -> ProbeError {
 
 impl H2Probe {
     /// The GOAWAY the server sent, if any.
-    pub fn goaway(&self) -> Option<GoAway> {
+    pub(crate) fn goaway(&self) -> Option<GoAway> {
         self.seen.borrow().goaway
     }
 
     /// Whether a new stream can start (no GOAWAY, not closed).
-    pub fn usable(&self) -> bool {
+    pub(crate) fn usable(&self) -> bool {
         self.goaway().is_none() && self.closed_at.get().is_none()
     }
 
     /// Send `head` (and `body`) on a new stream and read the whole response.
-    pub async fn exchange(
+    pub(crate) async fn exchange(
         &self,
         (head, body): (&http::Request<()>, Option<&[u8]>),
         timeout: Duration,
@@ -229,7 +229,7 @@ impl H2Probe {
 
     /// Wait up to `limit` for the server to end the connection (GOAWAY or close); the
     /// time it took, from now.
-    pub async fn server_ends_within(&self, limit: Duration) -> Option<Duration> {
+    pub(crate) async fn server_ends_within(&self, limit: Duration) -> Option<Duration> {
         let start = Instant::now();
         let deadline = start + limit;
         loop {
@@ -248,7 +248,7 @@ impl H2Probe {
     }
 
     /// The GOAWAY as words: "GOAWAY no_error (last stream 7)".
-    pub fn describe_goaway(&self) -> Option<String> {
+    pub(crate) fn describe_goaway(&self) -> Option<String> {
         self.goaway().map(|g| {
             format!(
                 "GOAWAY {} (last stream {})",

@@ -18,10 +18,10 @@ use crate::proto::h3::client::{exchange, race_verdict, Endpoints, Live};
 use crate::proto::h3::{classify_connection, classify_stream, H3_NO_ERROR};
 use crate::record::notes::Taken;
 use crate::record::{ErrorKind, Failure, Phases, Stage};
-pub use crate::report::trace::QuicInfo;
+pub(crate) use crate::report::trace::QuicInfo;
 
 /// An open QUIC connection with HTTP/3 on it.
-pub struct H3Probe {
+pub(crate) struct H3Probe {
     conn: quinn::Connection,
     live: Live,
     seen: Arc<Seen>,
@@ -49,7 +49,7 @@ impl Drop for H3Probe {
 
 /// One stream's request and response.
 #[derive(Debug, Clone)]
-pub struct H3Exchange {
+pub(crate) struct H3Exchange {
     pub stream_id: u64,
     pub status: u16,
     pub send: Duration,
@@ -163,7 +163,7 @@ pub(crate) async fn open(
 
 impl H3Probe {
     /// What the handshake agreed on (TLS 1.3 inside QUIC).
-    pub fn tls_info(&self) -> TlsInfo {
+    pub(crate) fn tls_info(&self) -> TlsInfo {
         let alpn = self
             .conn
             .handshake_data()
@@ -182,7 +182,7 @@ impl H3Probe {
         }
     }
 
-    pub fn quic_info(&self) -> QuicInfo {
+    pub(crate) fn quic_info(&self) -> QuicInfo {
         let s = self.conn.stats();
         QuicInfo {
             remote: self.conn.remote_address().to_string(),
@@ -196,20 +196,15 @@ impl H3Probe {
         }
     }
 
-    /// The server sent a session ticket on this connection.
-    pub fn ticket(&self) -> bool {
-        self.seen.ticket()
-    }
-
     /// Open for another request.
-    pub fn usable(&self) -> bool {
+    pub(crate) fn usable(&self) -> bool {
         self.conn.close_reason().is_none()
     }
 
     /// Send `target`'s request on a new stream and read the response. The first
     /// exchange on a 0-RTT connection goes in early data; rejected, it goes again once
     /// the handshake is done, on a new HTTP/3 session (the first one's streams are gone).
-    pub async fn exchange(
+    pub(crate) async fn exchange(
         &mut self,
         target: &Target,
         timeout: Duration,
@@ -345,7 +340,7 @@ impl H3Probe {
 
     /// Wait up to `limit` for the server's session ticket (a server sends it after the
     /// handshake, which with 0-RTT may be after the response).
-    pub async fn wait_ticket(&self, limit: Duration) -> bool {
+    pub(crate) async fn wait_ticket(&self, limit: Duration) -> bool {
         if !self.seen.ticket() {
             let _ = tokio::time::timeout(limit, self.seen.ticket_came.notified()).await;
         }
@@ -354,14 +349,14 @@ impl H3Probe {
 
     /// Wait up to `limit` for the server to end the connection: how long it took and
     /// why, or `None` if it stayed open.
-    pub async fn server_ends_within(&self, limit: Duration) -> Option<(Duration, String)> {
+    pub(crate) async fn server_ends_within(&self, limit: Duration) -> Option<(Duration, String)> {
         let t = Instant::now();
         let e = tokio::time::timeout(limit, self.conn.closed()).await.ok()?;
         Some((t.elapsed(), describe_close(&e)))
     }
 
     /// Close it as a client done with it does (H3_NO_ERROR).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
         self.live.driver.abort();
     }
@@ -376,7 +371,7 @@ fn stage_name(s: Stage) -> &'static str {
 }
 
 /// Why a QUIC connection ended, for people.
-pub fn describe_close(e: &quinn::ConnectionError) -> String {
+fn describe_close(e: &quinn::ConnectionError) -> String {
     match e {
         quinn::ConnectionError::ApplicationClosed(a)
             if u64::from(a.error_code) == u64::from(H3_NO_ERROR) =>

@@ -3,11 +3,11 @@
 //! one request with its response head kept, and watch whether the server closes it.
 //! `h2` does the same over HTTP/2.
 
-pub mod any;
-pub mod h2;
-pub mod h3;
+pub(crate) mod any;
+pub(crate) mod h2;
+pub(crate) mod h3;
 
-pub use crate::report::trace::TlsInfo;
+pub(crate) use crate::report::trace::TlsInfo;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ use crate::record::{ErrorKind, Failure, Phases};
 impl TlsInfo {
     /// What a finished handshake agreed on, and what it put on the wire where the stream's
     /// tap read it.
-    pub fn of(c: &rustls::ClientConnection, wire: Option<crate::record::Wire>) -> TlsInfo {
+    pub(crate) fn of(c: &rustls::ClientConnection, wire: Option<crate::record::Wire>) -> TlsInfo {
         TlsInfo {
             version: match c.protocol_version() {
                 Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
@@ -51,7 +51,7 @@ impl TlsInfo {
 }
 
 /// A freshly opened connection and what opening it cost.
-pub struct Opened {
+pub(crate) struct Opened {
     pub conn: Conn,
     pub dns: Option<Duration>,
     /// The TCP connect (to the proxy, through one: then `proxied`, TLS to an https://
@@ -70,7 +70,7 @@ pub struct Opened {
 
 /// Why a probe step failed: the category and a message for people.
 #[derive(Debug, Clone)]
-pub struct ProbeError {
+pub(crate) struct ProbeError {
     pub kind: ErrorKind,
     /// The name its kind of failure is counted under: the detail's (`refused`,
     /// `name_not_found`, `cert_wrong_name`), else the category's.
@@ -125,7 +125,7 @@ fn time(ns: Option<u64>) -> Option<Duration> {
 
 /// The origin's addresses, and how long looking them up took (none when they were
 /// given): the engine's resolving, with a lookup of its own for every probe connection.
-pub async fn resolve(
+pub(crate) async fn resolve(
     origin: &Origin,
     timeout: Duration,
     dns: &DnsSettings,
@@ -143,7 +143,7 @@ pub async fn resolve(
 
 /// Open a connection to `origin` (TLS when `tls` is given): the engine's opening (dns,
 /// connect and tls, all within `timeout`), each phase timed.
-pub async fn open(
+pub(crate) async fn open(
     origin: &Origin,
     tls: Option<&Arc<ClientConfig>>,
     timeout: Duration,
@@ -177,7 +177,7 @@ pub async fn open(
 
 /// One request and its response.
 #[derive(Debug, Clone)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     pub status: u16,
     /// "HTTP/1.0" or "HTTP/1.1".
     pub version: &'static str,
@@ -197,12 +197,12 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         header(&self.headers, name)
     }
 
     /// `timeout=N` of a `Keep-Alive` header.
-    pub fn keep_alive_timeout(&self) -> Option<f64> {
+    pub(crate) fn keep_alive_timeout(&self) -> Option<f64> {
         let h = crate::record::KeepAliveHeader::parse(self.header("keep-alive")?.as_bytes())?;
         h.timeout_s.map(f64::from)
     }
@@ -235,7 +235,7 @@ fn head_headers(head: &[u8]) -> Vec<(String, String)> {
 }
 
 /// Send `request` and read the response.
-pub async fn exchange(
+pub(crate) async fn exchange(
     conn: &mut Conn,
     request: &[u8],
     head_request: bool,
@@ -293,7 +293,7 @@ pub async fn exchange(
 
 /// Wait up to `limit` for the server to close the idle connection: the time until its
 /// EOF (or reset), or `None` if it stayed open.
-pub async fn server_closes_within(conn: &mut Conn, limit: Duration) -> Option<Duration> {
+pub(crate) async fn server_closes_within(conn: &mut Conn, limit: Duration) -> Option<Duration> {
     let t = Instant::now();
     let mut scratch = [0u8; 256];
     loop {

@@ -22,7 +22,7 @@ pub struct ReadLimits {
 }
 
 /// Tracks a response's pace against its `ReadLimits`.
-pub struct Pace {
+pub(crate) struct Pace {
     limits: ReadLimits,
     started: bool,
     window_start: Instant,
@@ -30,7 +30,7 @@ pub struct Pace {
 }
 
 impl Pace {
-    pub fn new(limits: ReadLimits) -> Option<Pace> {
+    pub(crate) fn new(limits: ReadLimits) -> Option<Pace> {
         (limits.first_byte_by.is_some() || limits.min_speed.is_some()).then(|| Pace {
             limits,
             started: false,
@@ -40,7 +40,7 @@ impl Pace {
     }
 
     /// When the next check is due, if any.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         if self.started {
             self.limits.min_speed.map(|m| self.window_start + m.window)
         } else {
@@ -49,7 +49,7 @@ impl Pace {
     }
 
     /// `n` bytes arrived at `now`; the first byte starts the first speed window.
-    pub fn on_bytes(&mut self, n: usize, now: Instant) -> Result<(), Failure> {
+    pub(crate) fn on_bytes(&mut self, n: usize, now: Instant) -> Result<(), Failure> {
         if !self.started {
             self.started = true;
             self.window_start = now;
@@ -61,7 +61,7 @@ impl Pace {
     }
 
     /// The deadline passed with no read completing.
-    pub fn expired(&mut self, now: Instant) -> Result<(), Failure> {
+    pub(crate) fn expired(&mut self, now: Instant) -> Result<(), Failure> {
         if !self.started {
             return Err(ErrorKind::TimeoutWait.into());
         }

@@ -8,7 +8,7 @@ use super::notes;
 
 /// Where an attempt was when something went wrong; used to name timeouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub(crate) enum Stage {
     Dns,
     Connect,
     /// The proxy's answer to `CONNECT`.
@@ -56,7 +56,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 21] = [
+    pub(crate) const ALL: [ErrorKind; 21] = [
         ErrorKind::Dns,
         ErrorKind::Connect,
         ErrorKind::Tls,
@@ -80,7 +80,7 @@ impl ErrorKind {
         ErrorKind::Redirect,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ErrorKind::Dns => "dns",
             ErrorKind::Connect => "connect",
@@ -106,12 +106,12 @@ impl ErrorKind {
         }
     }
 
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         ErrorKind::ALL.iter().position(|k| *k == self).unwrap_or(0)
     }
 
     /// The timeout category for an attempt cut off while at `stage`.
-    pub fn timeout_at(stage: Stage) -> ErrorKind {
+    pub(crate) fn timeout_at(stage: Stage) -> ErrorKind {
         match stage {
             Stage::Dns => ErrorKind::TimeoutDns,
             Stage::Connect => ErrorKind::TimeoutConnect,
@@ -235,7 +235,7 @@ pub enum ErrorDetail {
 }
 
 impl ErrorDetail {
-    pub const ALL: [ErrorDetail; 62] = [
+    pub(crate) const ALL: [ErrorDetail; 62] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -301,7 +301,7 @@ impl ErrorDetail {
     ];
 
     /// The name used in JSON (`requests.error_details`) and text.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ErrorDetail::BadVersion => "bad_version",
             ErrorDetail::BadStatusCode => "bad_status_code",
@@ -370,7 +370,7 @@ impl ErrorDetail {
         }
     }
 
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         ErrorDetail::ALL
             .iter()
             .position(|d| *d == self)
@@ -428,7 +428,7 @@ impl PartialEq for Failure {
 impl Eq for Failure {}
 
 impl Failure {
-    pub fn new(kind: ErrorKind, detail: ErrorDetail) -> Failure {
+    pub(crate) fn new(kind: ErrorKind, detail: ErrorDetail) -> Failure {
         Failure {
             kind,
             detail: Some(detail),
@@ -439,7 +439,7 @@ impl Failure {
 
     /// This failure, met on the way to `hop` (kept where one is already named).
     #[must_use]
-    pub fn at(mut self, hop: Option<&std::sync::Arc<Hop>>) -> Failure {
+    pub(crate) fn at(mut self, hop: Option<&std::sync::Arc<Hop>>) -> Failure {
         if self.hop.is_none() {
             self.hop = hop.cloned();
         }
@@ -450,20 +450,20 @@ impl Failure {
     /// [`notes::EXAMPLE_MAX_BYTES`], on a character boundary, marked with an ellipsis).
     /// Failures are not the hot path: a message is formatted only for a failed attempt.
     #[must_use]
-    pub fn said(mut self, message: impl std::fmt::Display) -> Failure {
+    pub(crate) fn said(mut self, message: impl std::fmt::Display) -> Failure {
         self.message = Some(notes::cut_example(message.to_string()).into());
         self
     }
 
     /// The name its example message is kept under: the detail's, else the category's.
-    pub fn key(&self) -> &'static str {
+    pub(crate) fn key(&self) -> &'static str {
         self.detail.map_or(self.kind.name(), ErrorDetail::name)
     }
 }
 
 /// What a failure of this kind means, in plain words: the example kept when no error
 /// message came with it (a timeout, a parse error without one).
-pub fn describe(f: &Failure) -> &'static str {
+pub(crate) fn describe(f: &Failure) -> &'static str {
     match f.detail {
         Some(ErrorDetail::NoFreeStream) => {
             return "every connection's streams were busy until the timeout"

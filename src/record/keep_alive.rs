@@ -15,7 +15,7 @@ pub struct KeepAliveHeader {
 impl KeepAliveHeader {
     /// From the header's value: comma-separated `name=value` parameters, names in any
     /// case, unknown ones ignored; `None` when it names neither.
-    pub fn parse(value: &[u8]) -> Option<KeepAliveHeader> {
+    pub(crate) fn parse(value: &[u8]) -> Option<KeepAliveHeader> {
         let mut h = KeepAliveHeader::default();
         for part in value.split(|b| *b == b',') {
             let Some(eq) = part.iter().position(|b| *b == b'=') else {
@@ -39,7 +39,7 @@ impl KeepAliveHeader {
     }
 
     /// `Keep-Alive: timeout=5, max=100` as the server sent it (the parts it sent).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(t) = self.timeout_s {
             parts.push(format!("timeout={t}"));

@@ -3,12 +3,12 @@
 
 mod failure;
 mod keep_alive;
-pub mod notes;
-pub mod outage;
-pub mod status;
+pub(crate) mod notes;
+pub(crate) mod outage;
+pub(crate) mod status;
 
-pub use failure::{describe, ErrorDetail, ErrorKind, Failure, Hop, Stage, Via};
-pub use keep_alive::KeepAliveHeader;
+pub(crate) use failure::{describe, ErrorDetail, ErrorKind, Failure, Hop, Stage, Via};
+pub(crate) use keep_alive::KeepAliveHeader;
 
 use std::time::Instant;
 
@@ -16,13 +16,13 @@ use serde::{Deserialize, Serialize};
 
 /// Nanoseconds from `from` to `to` (zero if `to` is earlier): how a phase is stored.
 #[inline]
-pub fn ns(from: Instant, to: Instant) -> u64 {
+pub(crate) fn ns(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_nanos() as u64
 }
 
 /// The phases of one attempt, in nanoseconds. `None` means the phase did not happen.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Phases {
+pub(crate) struct Phases {
     pub blocked: Option<u64>,
     pub dns: Option<u64>,
     pub connect: Option<u64>,
@@ -43,7 +43,7 @@ pub struct Phases {
 }
 
 /// Index of each phase in per-phase tables, in report order.
-pub const PHASE_NAMES: [&str; 12] = [
+pub(crate) const PHASE_NAMES: [&str; 12] = [
     "blocked",
     "dns",
     "connect",
@@ -59,7 +59,7 @@ pub const PHASE_NAMES: [&str; 12] = [
 ];
 
 /// The phases that set up a new connection (between `blocked` and `send`).
-pub const SETUP_PHASES: [&str; 7] = [
+pub(crate) const SETUP_PHASES: [&str; 7] = [
     "dns",
     "connect",
     "proxy_connect",
@@ -70,7 +70,7 @@ pub const SETUP_PHASES: [&str; 7] = [
 ];
 
 impl Phases {
-    pub fn as_array(&self) -> [Option<u64>; 12] {
+    pub(crate) fn as_array(&self) -> [Option<u64>; 12] {
         [
             self.blocked,
             self.dns,
@@ -91,7 +91,7 @@ impl Phases {
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CloseReason {
+pub(crate) enum CloseReason {
     /// The client's strategy ended it (keep-alive off, or `--requests-per-connection`).
     ClientPolicy,
     /// The server sent `Connection: close` on the first response of the connection.
@@ -116,7 +116,7 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
-    pub const ALL: [CloseReason; 9] = [
+    pub(crate) const ALL: [CloseReason; 9] = [
         CloseReason::ClientPolicy,
         CloseReason::ServerCloseHeader,
         CloseReason::ServerHttp10,
@@ -128,7 +128,7 @@ impl CloseReason {
         CloseReason::EndOfRun,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CloseReason::ClientPolicy => "client_policy",
             CloseReason::ServerCloseHeader => "server_close_header",
@@ -142,7 +142,7 @@ impl CloseReason {
         }
     }
 
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         CloseReason::ALL
             .iter()
             .position(|k| *k == self)
@@ -152,7 +152,7 @@ impl CloseReason {
 
 /// Whether a TLS handshake was full or resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HandshakeKind {
+pub(crate) enum HandshakeKind {
     Full,
     Resumed,
 }
@@ -160,7 +160,7 @@ pub enum HandshakeKind {
 /// A finished TLS handshake: full or resumed, TLS 1.3 or not, and the key-exchange group
 /// it agreed on (its IANA code point; none where the library does not say: QUIC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TlsHandshake {
+pub(crate) struct TlsHandshake {
     pub kind: HandshakeKind,
     pub tls13: bool,
     pub group: Option<u16>,
@@ -170,7 +170,7 @@ pub struct TlsHandshake {
 
 /// What a TLS handshake over TCP put on the wire (read by `net::tap`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Wire {
+pub(crate) struct Wire {
     /// ClientHellos sent: 2 when the server answered the first with a HelloRetryRequest.
     pub client_hellos: u32,
     /// The first ClientHello's TLS record, its header included.
@@ -186,7 +186,7 @@ pub struct Wire {
 /// The key-exchange groups by IANA code point and name, as reports name them. Runs
 /// count the first [`KX_COUNTED`] by name (the `kx_*` counters, in this order) and any
 /// other as "other".
-pub const KX_GROUPS: [(u16, &str); 7] = [
+pub(crate) const KX_GROUPS: [(u16, &str); 7] = [
     (0x11ec, "X25519MLKEM768"),
     (0x001d, "x25519"),
     (0x0017, "secp256r1"),
@@ -195,10 +195,10 @@ pub const KX_GROUPS: [(u16, &str); 7] = [
     (0x0201, "MLKEM768"),
     (0x0202, "MLKEM1024"),
 ];
-pub const KX_COUNTED: usize = 4;
+pub(crate) const KX_COUNTED: usize = 4;
 
 /// A group's name in reports, from its code point (`KX_GROUPS`, else the number).
-pub fn kx_group_name(code: u16) -> String {
+pub(crate) fn kx_group_name(code: u16) -> String {
     KX_GROUPS
         .iter()
         .find(|(c, _)| *c == code)
@@ -207,7 +207,7 @@ pub fn kx_group_name(code: u16) -> String {
 
 /// The result of one attempt (after any stale-connection retry).
 #[derive(Debug, Clone)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Answered, whatever the status; `retry_after_s`: a 429 or 503's `Retry-After` in
     /// seconds, when it sent one; `said`: what a 3xx, 4xx or 5xx response said
     /// ([`notes::status_example`]), where its worker took it as the status's example.
@@ -221,7 +221,7 @@ pub enum Outcome {
 
 /// Everything the recorder needs about one attempt.
 #[derive(Debug, Clone)]
-pub struct RequestRecord {
+pub(crate) struct RequestRecord {
     /// The request went out on a connection it did not open.
     pub reused: bool,
     pub phases: Phases,
@@ -245,7 +245,7 @@ pub struct RequestRecord {
 
 /// The server's SETTINGS (the values it sent; `None`: not sent, the default applies).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerSettings {
+pub(crate) struct ServerSettings {
     pub header_table_size: Option<u32>,
     pub enable_push: Option<u32>,
     pub max_concurrent_streams: Option<u32>,

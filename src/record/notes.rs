@@ -4,10 +4,10 @@
 //! record). Values both: nothing here is kept beside the event queue.
 
 /// Longest example message kept for an error (bytes; longer ones are cut).
-pub const EXAMPLE_MAX_BYTES: usize = 300;
+pub(crate) const EXAMPLE_MAX_BYTES: usize = 300;
 
 /// `m` cut at [`EXAMPLE_MAX_BYTES`] (on a character boundary, marked with an ellipsis).
-pub fn cut_example(mut m: String) -> String {
+pub(crate) fn cut_example(mut m: String) -> String {
     if m.len() > EXAMPLE_MAX_BYTES {
         let mut cut = EXAMPLE_MAX_BYTES;
         while !m.is_char_boundary(cut) {
@@ -30,7 +30,7 @@ pub struct Taken([u64; 5]);
 impl Taken {
     /// Whether an example of `status` is still wanted: a cheap check the response readers
     /// make before they copy anything.
-    pub fn wants(&self, status: u16) -> bool {
+    pub(crate) fn wants(&self, status: u16) -> bool {
         (300..600).contains(&status) && {
             let i = usize::from(status - 300);
             self.0[i / 64] & (1 << (i % 64)) == 0
@@ -39,7 +39,7 @@ impl Taken {
 
     /// What a response of `status` said (`said`) is on its way to the recorder: its
     /// status is taken.
-    pub fn took(&mut self, status: u16, said: Option<&str>) {
+    pub(crate) fn took(&mut self, status: u16, said: Option<&str>) {
         if said.is_some() {
             self.mark(status);
         }
@@ -55,12 +55,12 @@ impl Taken {
 }
 
 /// Longest part of an error response's body kept in its example (bytes).
-pub const STATUS_BODY_MAX_BYTES: usize = 160;
+const STATUS_BODY_MAX_BYTES: usize = 160;
 
 /// What a response said: its status line (`HTTP/1.1 400 Bad Request`) and a redirect's
 /// target or the first bytes of an error's body, as text with its whitespace folded
 /// ("The plain HTTP request was sent to HTTPS port"; an HTML page's tags left out).
-pub fn status_example(status_line: &[u8], said: &[u8]) -> Box<str> {
+pub(crate) fn status_example(status_line: &[u8], said: &[u8]) -> Box<str> {
     let line = String::from_utf8_lossy(status_line).trim().to_string();
     let text = body_words(said);
     if text.is_empty() {
@@ -72,7 +72,7 @@ pub fn status_example(status_line: &[u8], said: &[u8]) -> Box<str> {
 
 /// An HTTP/2 or HTTP/3 response's example, waiting for its body's first bytes (an
 /// error's words; a redirect's target is kept at once).
-pub struct PendingExample {
+pub(crate) struct PendingExample {
     line: String,
     location: Option<Vec<u8>>,
 }
@@ -80,7 +80,7 @@ pub struct PendingExample {
 impl PendingExample {
     /// The example of a response of `status` (`version`: "HTTP/2", "HTTP/3"; its
     /// status line as curl prints it, with no reason phrase), where `taken` wants one.
-    pub fn new(
+    pub(crate) fn new(
         version: &str,
         status: u16,
         location: Option<&[u8]>,
@@ -93,7 +93,7 @@ impl PendingExample {
     }
 
     /// The example, with `body`, the response's first DATA (empty when it had none).
-    pub fn body(self, body: &[u8]) -> Box<str> {
+    pub(crate) fn body(self, body: &[u8]) -> Box<str> {
         status_example(
             self.line.as_bytes(),
             self.location.as_deref().unwrap_or(body),
@@ -102,7 +102,7 @@ impl PendingExample {
 }
 
 /// Where a redirect's example (`HTTP/1.1 301 Moved Permanently: "https://…"`) points.
-pub fn redirect_target(example: &str) -> Option<&str> {
+pub(crate) fn redirect_target(example: &str) -> Option<&str> {
     example
         .split_once(": \"")
         .map(|(_, to)| to.trim_end_matches('"'))

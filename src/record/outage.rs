@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// How a connect that could not reach its hop failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unreachable {
+pub(crate) enum Unreachable {
     /// Refused (nothing listening: a server stopped or restarting).
     Refused,
     /// No answer within the connect timeout (or the lookup's).
@@ -25,7 +25,7 @@ impl Unreachable {
     /// out or unreachable, a lookup that failed or timed out, a proxy's 502-504. A
     /// failure of the client's own (no local port) or of a hop that answered (TLS, HTTP)
     /// is not one.
-    pub fn of(f: &super::Failure) -> Option<Unreachable> {
+    pub(crate) fn of(f: &super::Failure) -> Option<Unreachable> {
         use super::{ErrorDetail as D, ErrorKind as K};
         match (f.kind, f.detail) {
             (K::Connect, Some(D::Refused)) => Some(Unreachable::Refused),
@@ -41,7 +41,7 @@ impl Unreachable {
 /// Whether `f` failed a request on a connection that was open: reset, closed before its
 /// response or in its body, or timed out sending, waiting or receiving. In an outage these
 /// are the requests in flight when the server went away.
-pub fn in_flight(f: &super::Failure) -> bool {
+pub(crate) fn in_flight(f: &super::Failure) -> bool {
     use super::ErrorKind as K;
     matches!(
         f.kind,
@@ -56,7 +56,7 @@ pub fn in_flight(f: &super::Failure) -> bool {
 
 /// One window in which a hop could not be reached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outage {
+pub(crate) struct Outage {
     /// What could not be reached: the URL's `host:port`, or `the proxy URL`.
     pub hop: String,
     /// Seconds from the run's start to the first sign: the first request in flight that
@@ -90,13 +90,13 @@ pub struct Outage {
 
 impl Outage {
     /// Its failed connects.
-    pub fn connects_failed(&self) -> u64 {
+    pub(crate) fn connects_failed(&self) -> u64 {
         self.connects_refused + self.connects_timed_out + self.connects_other
     }
 
     /// The requests it cost: its failed connects and lookups (each a request's) and the
     /// requests in flight that failed.
-    pub fn requests_lost(&self) -> u64 {
+    pub(crate) fn requests_lost(&self) -> u64 {
         self.connects_failed() + self.lookups_failed + self.failed_in_flight
     }
 
@@ -109,7 +109,7 @@ impl Outage {
 /// restart, a reload, a crash): the requests that met them, retried or failed, and how
 /// the server's absence followed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Restart {
+pub(crate) struct Restart {
     /// The hop whose connections ended.
     pub hop: String,
     /// `graceful`: every request that met an ended connection was retried on a new one
@@ -138,7 +138,7 @@ pub struct Restart {
 impl Restart {
     /// Connections it ended: one per request that met one, and those it closed after
     /// their answer.
-    pub fn connections(&self) -> u64 {
+    pub(crate) fn connections(&self) -> u64 {
         self.retried + self.failed_in_flight + self.closed_after_answer
     }
 }
@@ -146,7 +146,7 @@ impl Restart {
 /// `more` added to `all`: windows of the same hop that overlap become one (from the
 /// earliest start to the latest end, the tries added up; a window still open at its
 /// run's end stays open). Kept in order of start.
-pub fn merge(all: &mut Vec<Outage>, more: &[Outage]) {
+pub(crate) fn merge(all: &mut Vec<Outage>, more: &[Outage]) {
     all.extend(more.iter().cloned());
     all.sort_by(|a, b| a.hop.cmp(&b.hop).then(a.start_s.total_cmp(&b.start_s)));
     let mut out: Vec<Outage> = Vec::with_capacity(all.len());

@@ -6,7 +6,7 @@
 /// Whether a response of status `code` is ok: 2xx, 3xx, or within one of the inclusive
 /// ranges `--ok-status` gave (`extra`).
 #[inline]
-pub fn is_ok(code: u16, extra: &[(u16, u16)]) -> bool {
+pub(crate) fn is_ok(code: u16, extra: &[(u16, u16)]) -> bool {
     (200..400).contains(&code) || extra.iter().any(|(lo, hi)| (*lo..=*hi).contains(&code))
 }
 

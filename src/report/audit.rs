@@ -9,7 +9,7 @@ use serde::Serialize;
 /// How a connection ended, as far as the socket shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Ending {
+pub(crate) enum Ending {
     /// The client closed it (FIN) after complete responses; over TLS with or without a
     /// `close_notify` alert before the FIN.
     ClientClosed,
@@ -42,7 +42,7 @@ pub enum Ending {
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct GapStats {
+pub(crate) struct GapStats {
     pub count: u64,
     pub min_ms: f64,
     pub mean_ms: f64,
@@ -52,7 +52,7 @@ pub struct GapStats {
 }
 
 impl GapStats {
-    pub fn add(&mut self, ms: f64) {
+    pub(crate) fn add(&mut self, ms: f64) {
         self.min_ms = if self.count == 0 {
             ms
         } else {
@@ -64,7 +64,7 @@ impl GapStats {
         self.mean_ms = self.sum_ms / self.count as f64;
     }
 
-    pub fn merge(&mut self, o: &GapStats) {
+    pub(crate) fn merge(&mut self, o: &GapStats) {
         if o.count == 0 {
             return;
         }
@@ -82,7 +82,7 @@ impl GapStats {
 
 /// One bucket of the audit's timeline: `width_s` seconds from `t_s` after its start.
 #[derive(Debug, Clone, Serialize)]
-pub struct AuditBucket {
+pub(crate) struct AuditBucket {
     pub t_s: f64,
     pub width_s: f64,
     pub new_connections: u64,
@@ -95,7 +95,7 @@ pub struct AuditBucket {
 
 /// Figures for one client address, or for all.
 #[derive(Debug, Clone, Serialize)]
-pub struct ClientSummary {
+pub(crate) struct ClientSummary {
     pub client: String,
     pub connections: u64,
     pub requests: u64,
@@ -137,7 +137,7 @@ pub struct ClientSummary {
 /// The audit's own answers of one status: how many, and the first one's reason (what
 /// its body said after "handshake audit: ").
 #[derive(Debug, Clone, Serialize)]
-pub struct OwnAnswers {
+pub(crate) struct OwnAnswers {
     pub count: u64,
     pub reason: String,
 }
@@ -145,7 +145,7 @@ pub struct OwnAnswers {
 /// One client program's connections: its name, the addresses it came from, its figures
 /// (`client` is its name) and its verdict (evidence at `programs[NAME]`).
 #[derive(Debug, Clone, Serialize)]
-pub struct AuditProgram {
+pub(crate) struct AuditProgram {
     pub program: String,
     pub clients: Vec<String>,
     #[serde(flatten)]
@@ -156,7 +156,7 @@ pub struct AuditProgram {
 /// The audit as a forward proxy: `CONNECT` tunnels (each a client connection; its
 /// requests read from the relayed bytes) and plain requests in absolute form.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ProxySummary {
+pub(crate) struct ProxySummary {
     pub tunnels: u64,
     /// Tunnels by the origin they went to (`host:port`).
     pub tunnels_by_origin: BTreeMap<String, u64>,
@@ -176,7 +176,7 @@ pub struct ProxySummary {
 
 /// What the client did over HTTP/2.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct H2Summary {
+pub(crate) struct H2Summary {
     pub connections: u64,
     pub streams: u64,
     pub streams_per_connection: RpcStats,
@@ -185,27 +185,27 @@ pub struct H2Summary {
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct CutResponses {
+pub(crate) struct CutResponses {
     pub count: u64,
     pub body_bytes_written: u64,
     pub body_bytes_total: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct TlsCounts {
+pub(crate) struct TlsCounts {
     pub full: u64,
     pub resumed: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct RpcStats {
+pub(crate) struct RpcStats {
     pub min: u64,
     pub mean: f64,
     pub max: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct AuditReport {
+pub(crate) struct AuditReport {
     pub schema_version: u32,
     pub tool: &'static str,
     pub version: &'static str,

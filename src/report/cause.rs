@@ -8,7 +8,7 @@ use crate::report::fixes::{fix, ServerKind, Setting};
 /// Why no request went in TLS 1.3 early data (0-RTT) on the connections that could have
 /// carried one (new connections after the first: the first has no session to offer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoEarlyData {
+pub(crate) enum NoEarlyData {
     /// No handshake negotiated TLS 1.3 (`handshakes` of them, all TLS 1.2; 0 where not
     /// counted, as doctor, which asks the version once).
     Tls12 { handshakes: u64 },
@@ -26,7 +26,7 @@ impl NoEarlyData {
     /// The cause where none was accepted, from the handshakes that could have carried
     /// early data: `handshakes` in all, `tls13` of them TLS 1.3, `resumed` resumed, and
     /// `rejected` requests sent in early data and turned down.
-    pub fn judge(handshakes: u64, tls13: u64, resumed: u64, rejected: u64) -> NoEarlyData {
+    pub(crate) fn judge(handshakes: u64, tls13: u64, resumed: u64, rejected: u64) -> NoEarlyData {
         if tls13 == 0 && handshakes > 0 {
             NoEarlyData::Tls12 { handshakes }
         } else if rejected > 0 {
@@ -42,7 +42,7 @@ impl NoEarlyData {
 
     /// The finding's code: `early_data_needs_tls13` where TLS 1.2 was negotiated, else
     /// `early_data_never_accepted`.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             NoEarlyData::Tls12 { .. } => "early_data_needs_tls13",
             _ => "early_data_never_accepted",
@@ -51,7 +51,7 @@ impl NoEarlyData {
 
     /// Why, as a clause: "the server negotiated TLS 1.2 in all 3 handshakes, and early
     /// data is TLS 1.3's".
-    pub fn why(&self) -> String {
+    pub(crate) fn why(&self) -> String {
         match *self {
             NoEarlyData::Tls12 { handshakes: 0 } => {
                 "the server negotiated TLS 1.2, and early data is TLS 1.3's".to_string()
@@ -81,7 +81,7 @@ impl NoEarlyData {
     /// Where the server sets it, for a server of `kind` (every known one's where not
     /// known): TLS 1.3 first where it negotiated TLS 1.2; none where it rejected what its
     /// own tickets allowed (its settings already allow early data).
-    pub fn fix(&self, kind: Option<ServerKind>) -> Option<String> {
+    pub(crate) fn fix(&self, kind: Option<ServerKind>) -> Option<String> {
         match self {
             NoEarlyData::Tls12 { .. } => Some(format!(
                 "offer TLS 1.3 first {}, then early data {}",
@@ -104,7 +104,7 @@ impl NoEarlyData {
 
 impl NoEarlyData {
     /// The fix as the end of a sentence ("; offer TLS 1.3 first (...)"), or nothing.
-    pub fn fix_clause(&self, kind: Option<ServerKind>) -> String {
+    pub(crate) fn fix_clause(&self, kind: Option<ServerKind>) -> String {
         self.fix(kind).map(|f| format!("; {f}")).unwrap_or_default()
     }
 }
@@ -114,7 +114,7 @@ impl NoEarlyData {
 /// the audit (its own server issues tickets) and watch (the wire, where TLS 1.3 hides
 /// its tickets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoResumption {
+pub(crate) enum NoResumption {
     /// A client that keeps sessions tried to resume on `tries` new connections, and the
     /// server resumed none: it issues no tickets it takes back, or keeps no cache.
     ServerGrantedNone { tries: u64 },
@@ -128,7 +128,7 @@ pub enum NoResumption {
 impl NoResumption {
     /// `resumption_never_granted` where the server is known to have refused, else
     /// `tls_never_resumed`.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             NoResumption::ServerGrantedNone { .. } => "resumption_never_granted",
             _ => "tls_never_resumed",
@@ -137,7 +137,7 @@ impl NoResumption {
 
     /// Why, as a clause ("the server resumed none of the 19 new connections that tried
     /// to: …").
-    pub fn why(&self) -> String {
+    pub(crate) fn why(&self) -> String {
         match *self {
             NoResumption::ServerGrantedNone { tries } => format!(
                 "the server resumed none of the {} that tried to: it issues no session tickets or keeps no session cache",
@@ -156,7 +156,7 @@ impl NoResumption {
 
     /// What to do, as a sentence: the server's setting (for a server of `kind`, every
     /// known one's where not known), the client's way, or how to tell the two apart.
-    pub fn fix(&self, kind: Option<ServerKind>) -> String {
+    pub(crate) fn fix(&self, kind: Option<ServerKind>) -> String {
         match self {
             NoResumption::ServerGrantedNone { .. } => format!(
                 "Resume sessions on the server {}.",
@@ -239,7 +239,7 @@ mod tests {
 /// Why a server let no connection carry a second request: what it did after its
 /// response, said once (code, clause, fix) for bench's diagnosis, trace and doctor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerEnds {
+pub(crate) enum ServerEnds {
     /// It answered HTTP/1.0 without `Connection: keep-alive`.
     Http10,
     /// It sent `Connection: close`: its keep-alive is off.
@@ -253,7 +253,7 @@ pub enum ServerEnds {
 
 impl ServerEnds {
     /// The code of "not reused, because the server ...".
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             ServerEnds::Http10 => "not_reused_server_http10",
             ServerEnds::CloseHeader => "not_reused_server_close_header",
@@ -264,7 +264,7 @@ impl ServerEnds {
 
     /// What the server did, as a clause: "the server answered HTTP/1.0 without
     /// keep-alive".
-    pub fn why(self) -> &'static str {
+    pub(crate) fn why(self) -> &'static str {
         match self {
             ServerEnds::Http10 => "the server answered HTTP/1.0 without keep-alive",
             ServerEnds::CloseHeader => "the server sent `Connection: close` (its keep-alive is off)",
@@ -275,7 +275,7 @@ impl ServerEnds {
 
     /// What to change, with the directive of `server` when it is known (of every server
     /// doctor knows otherwise): keep-alive on, or a response that states its length.
-    pub fn fix(self, server: Option<ServerKind>) -> String {
+    pub(crate) fn fix(self, server: Option<ServerKind>) -> String {
         match self {
             ServerEnds::CloseDelimited => {
                 "Have the application (or the proxy in front) send Content-Length or a chunked body"
@@ -297,7 +297,7 @@ impl ServerEnds {
 /// the client saw cannot tell whether the proxy ends its client connections itself or
 /// passes on the origin's way (an HTTP/1.0 answer, its `Connection: close`): both are
 /// said, with how to tell them apart.
-pub fn through_forward_proxy(text: &str, proxy: &str, origin: &str) -> String {
+pub(crate) fn through_forward_proxy(text: &str, proxy: &str, origin: &str) -> String {
     let mut t = text
         .replace("The server", &format!("The proxy {proxy}"))
         .replace("the server", &format!("the proxy {proxy}"));
@@ -313,7 +313,7 @@ pub fn through_forward_proxy(text: &str, proxy: &str, origin: &str) -> String {
 /// Why a client let no connection carry a second request, as the server's side (audit)
 /// or the wire (watch) sees it: its fix, written once for both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientEnds {
+pub(crate) enum ClientEnds {
     /// Its requests were HTTP/1.0 without `Connection: keep-alive`.
     Http10,
     /// Its requests carried `Connection: close`.
@@ -324,7 +324,7 @@ pub enum ClientEnds {
 
 impl ClientEnds {
     /// What to change on the client's side.
-    pub fn fix(self) -> &'static str {
+    pub(crate) fn fix(self) -> &'static str {
         match self {
             ClientEnds::Http10 => "Let the client speak HTTP/1.1, or send `Connection: keep-alive` (nginx as a proxy: `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";`, with `keepalive` in its upstream block)",
             ClientEnds::CloseHeader => "Let the client keep its connections: no `Connection: close` on its requests (Node: an `http.Agent({ keepAlive: true })`, not `agent: false`; HAProxy in front: no `option httpclose`)",
@@ -334,7 +334,7 @@ impl ClientEnds {
 
     /// [`ClientEnds::fix`], then what it means for `program` (a process's name, as
     /// `/proc/PID/comm` gives it) where the program is one we know.
-    pub fn fix_for(self, program: &str) -> String {
+    pub(crate) fn fix_for(self, program: &str) -> String {
         match client_fix(program) {
             Some(own) => format!("{}. {own}", self.fix()),
             None => self.fix().to_string(),

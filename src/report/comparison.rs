@@ -7,18 +7,18 @@ use serde::Serialize;
 /// The fewest rounds that give a 95 % interval over paired rounds (the signed-rank
 /// test's smallest tail with 5 pairs is 1/32, over 2.5 %); with fewer a row is not
 /// judged.
-pub const MIN_ROUNDS_FOR_INTERVAL: usize = 6;
+pub(crate) const MIN_ROUNDS_FOR_INTERVAL: usize = 6;
 
 /// Median and range of one figure over the rounds.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct Spread {
+pub(crate) struct Spread {
     pub median: f64,
     pub min: f64,
     pub max: f64,
 }
 
 impl Spread {
-    pub fn of(values: &[f64]) -> Spread {
+    pub(crate) fn of(values: &[f64]) -> Spread {
         let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
         if v.is_empty() {
             return Spread {
@@ -44,7 +44,7 @@ impl Spread {
 
 /// One row of the comparison table.
 #[derive(Debug, Clone, Serialize)]
-pub struct ComparisonRow {
+pub(crate) struct ComparisonRow {
     pub name: String,
     pub group: String,
     pub strategy: String,
@@ -115,7 +115,7 @@ pub struct ComparisonRow {
 
 /// Round trips per request, two ways.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct RoundTrips {
+pub(crate) struct RoundTrips {
     /// From what the run did: the request 1, and before it on each new connection a
     /// TCP connect 1, a TLS 1.3 handshake 1 (TLS 1.2: full 2, resumed 1; 1 more when the
     /// server answered with a HelloRetryRequest), a QUIC
@@ -129,7 +129,7 @@ pub struct RoundTrips {
 
 /// The comparison block of the JSON report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     pub rounds: usize,
     /// How rows are set against the best (for readers of the JSON).
     pub method: &'static str,
@@ -158,7 +158,7 @@ pub struct Comparison {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct GroupRtt {
+pub(crate) struct GroupRtt {
     pub group: String,
     /// With `--rtt`: the emulated link's round-trip time, which the explanations count in.
     pub rtt_set_ms: Option<f64>,
@@ -172,14 +172,14 @@ pub struct GroupRtt {
 
 /// `compare --rtt A,B,...`: the comparison at each round-trip time of the link.
 #[derive(Debug, Clone, Serialize)]
-pub struct RttSweep {
+pub(crate) struct RttSweep {
     pub points: Vec<RttPoint>,
     /// Per strategy (group and strategy), its median time per request at each point.
     pub series: Vec<RttSeries>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RttPoint {
+pub(crate) struct RttPoint {
     pub rtt_set_ms: f64,
     pub link: super::link::LinkReport,
     /// The embedded server's counts for this point's run.
@@ -189,7 +189,7 @@ pub struct RttPoint {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RttSeries {
+pub(crate) struct RttSeries {
     /// "https close": the row's name without the RTT.
     pub name: String,
     pub group: String,
@@ -203,7 +203,7 @@ pub struct RttSeries {
 impl RttSweep {
     /// Build the series from the points (their rows in the same order at every point);
     /// `names` are the rows' names without the RTT.
-    pub fn new(points: Vec<RttPoint>, names: &[String]) -> RttSweep {
+    pub(crate) fn new(points: Vec<RttPoint>, names: &[String]) -> RttSweep {
         let series = names
             .iter()
             .enumerate()

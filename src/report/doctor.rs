@@ -9,7 +9,7 @@ use crate::record::ServerSettings;
 /// A server doctor knows the directives of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ServerKind {
+pub(crate) enum ServerKind {
     Nginx,
     Apache,
     Caddy,
@@ -18,7 +18,7 @@ pub enum ServerKind {
 
 /// What one request on a fresh connection showed.
 #[derive(Debug, Clone, Serialize)]
-pub struct PersistProbe {
+pub(crate) struct PersistProbe {
     pub status: Option<u16>,
     pub http_version: Option<String>,
     pub connection_header: Option<String>,
@@ -47,7 +47,7 @@ pub struct PersistProbe {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct MaxRequests {
+pub(crate) struct MaxRequests {
     /// Requests the server served on one connection before ending it; None: it never
     /// ended it within `probed` requests.
     pub limit: Option<u64>,
@@ -55,7 +55,7 @@ pub struct MaxRequests {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct IdleTimeout {
+pub(crate) struct IdleTimeout {
     /// The longest idle wait after which the connection still worked, in s.
     pub at_least_s: f64,
     /// The shortest idle time after which it was found closed; None: open at `max_idle`.
@@ -66,7 +66,7 @@ pub struct IdleTimeout {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TlsFindings {
+pub(crate) struct TlsFindings {
     pub version: String,
     pub cipher_suite: String,
     /// What the server chose when offered h2 and http/1.1.
@@ -90,7 +90,7 @@ pub struct TlsFindings {
 
 /// Key exchange: each group offered alone, then two offers of several.
 #[derive(Debug, Clone, Serialize)]
-pub struct KeyExchangeFindings {
+pub(crate) struct KeyExchangeFindings {
     /// Each group the client knows, offered alone (its key share sent).
     pub groups: Vec<GroupProbe>,
     /// X25519MLKEM768, x25519, secp256r1, secp384r1 with shares for the first two, as
@@ -103,7 +103,7 @@ pub struct KeyExchangeFindings {
 
 /// One group offered alone.
 #[derive(Debug, Clone, Serialize)]
-pub struct GroupProbe {
+pub(crate) struct GroupProbe {
     pub group: String,
     pub accepted: bool,
     /// The median of its full handshakes (3), when accepted.
@@ -116,7 +116,7 @@ pub struct GroupProbe {
 
 /// Several groups offered, most preferred first: what the server chose.
 #[derive(Debug, Clone, Serialize)]
-pub struct OfferProbe {
+pub(crate) struct OfferProbe {
     pub offered: Vec<String>,
     /// The group agreed on; none when the handshake failed.
     pub chosen: Option<String>,
@@ -130,7 +130,7 @@ pub struct OfferProbe {
 
 /// HTTP/2: streams sent at once on one connection.
 #[derive(Debug, Clone, Serialize)]
-pub struct Concurrency {
+pub(crate) struct Concurrency {
     /// Streams sent at once (the server's limit, at most 100).
     pub tried: u64,
     pub answered: u64,
@@ -141,7 +141,7 @@ pub struct Concurrency {
 
 /// What the server does over HTTP/2.
 #[derive(Debug, Clone, Serialize)]
-pub struct H2Findings {
+pub(crate) struct H2Findings {
     pub settings: ServerSettings,
     /// The preface sent to the server's SETTINGS received.
     pub h2_setup_ms: f64,
@@ -154,7 +154,7 @@ pub struct H2Findings {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct DoctorReport {
+pub(crate) struct DoctorReport {
     pub schema_version: u32,
     pub tool: &'static str,
     pub version: &'static str,
@@ -199,7 +199,7 @@ pub struct DoctorReport {
 
 /// TLS 1.3 early data on a resumed connection (over TCP, or QUIC's 0-RTT).
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct EarlyDataFinding {
+pub(crate) struct EarlyDataFinding {
     /// The server's ticket allowed early data, so the request went in it.
     pub offered: bool,
     /// The server took the request in early data.
@@ -207,7 +207,7 @@ pub struct EarlyDataFinding {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct H3Findings {
+pub(crate) struct H3Findings {
     /// The `Alt-Svc` header of the server's HTTP/1.1 response.
     pub alt_svc: Option<String>,
     /// `Alt-Svc` names HTTP/3 (`h3`).

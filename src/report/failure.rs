@@ -8,7 +8,7 @@ use crate::record::{Hop, Via};
 
 /// The error that failed the most attempts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Leading<'a> {
+pub(crate) struct Leading<'a> {
     /// Its category (`connect`, `tls`, ...).
     pub kind: &'a str,
     /// Its detail (`refused`, `cert_unknown_issuer`, ...), or the category without one.
@@ -21,7 +21,7 @@ pub struct Leading<'a> {
 
 /// The leading error of a scenario: its most frequent category, and within it the most
 /// frequent detail (a detail more frequent than the category belongs to another one).
-pub fn leading(s: &ScenarioReport) -> Option<Leading<'_>> {
+pub(crate) fn leading(s: &ScenarioReport) -> Option<Leading<'_>> {
     let r = &s.requests;
     leading_of(
         r.errors.iter().map(|(k, n)| (k.as_str(), *n)),
@@ -33,7 +33,7 @@ pub fn leading(s: &ScenarioReport) -> Option<Leading<'_>> {
 /// The leading error by [`leading`]'s rule, from counts by category and by detail (zero
 /// counts allowed) and the example kept for a key: for a report, or for a run's recorder
 /// before there is one (compare's probes).
-pub fn leading_of<'a>(
+pub(crate) fn leading_of<'a>(
     kinds: impl Iterator<Item = (&'a str, u64)>,
     details: impl Iterator<Item = (&'a str, u64)>,
     example: impl Fn(&str) -> Option<&'a str>,
@@ -108,7 +108,7 @@ fn proxy_hint(url: &str, proxy: &str, key: &str, example: &str) -> Option<String
 /// URL's host and port (`--connect-to`, `--resolve`, `--unix-socket`, a redirect's
 /// origin).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Route<'a> {
+pub(crate) struct Route<'a> {
     pub proxy: Option<&'a str>,
     pub hop: Option<&'a Hop>,
 }
@@ -170,7 +170,7 @@ fn hop_hint(hop: &Hop, key: &str) -> Option<String> {
 /// for the common mistakes; `None` where there is nothing better to say than the
 /// message. A failure on the way to the proxy names the proxy, and one on the way to
 /// another hop names that hop and the address tried, never the URL's host.
-pub fn hint(url: &str, route: Route<'_>, key: &str, example: &str) -> Option<String> {
+pub(crate) fn hint(url: &str, route: Route<'_>, key: &str, example: &str) -> Option<String> {
     if let Some(h) = route.proxy.and_then(|p| proxy_hint(url, p, key, example)) {
         return Some(h);
     }
@@ -264,7 +264,7 @@ fn name(l: &Leading<'_>) -> String {
 
 /// One sentence on the leading error: how many attempts it failed, its example
 /// message and a hint. `None` without errors.
-pub fn leading_sentence(s: &ScenarioReport) -> Option<String> {
+pub(crate) fn leading_sentence(s: &ScenarioReport) -> Option<String> {
     let l = leading(s)?;
     let head = format!(
         "{} of {} attempts failed with {}",
@@ -278,7 +278,7 @@ pub fn leading_sentence(s: &ScenarioReport) -> Option<String> {
 /// For the diagnosis, beside the count of errors by category: the leading error's
 /// message and (when `hinted`) its hint ("Leading error: connect (refused): Connection
 /// refused (os error 111). Hint: ...").
-pub fn example_sentence(s: &ScenarioReport, hinted: bool) -> Option<String> {
+pub(crate) fn example_sentence(s: &ScenarioReport, hinted: bool) -> Option<String> {
     let l = leading(s)?;
     let head = format!("Leading error: {}", name(&l));
     Some(with_message_and_hint(s, &l, head, hinted))
@@ -287,7 +287,7 @@ pub fn example_sentence(s: &ScenarioReport, hinted: bool) -> Option<String> {
 /// A run that measured nothing has failed: the line to print when no request
 /// succeeded, naming the leading error, or when no response was a success (2xx, 3xx, or
 /// a status in `accepted`), naming the status most had. `None` when some request did.
-pub fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
+pub(crate) fn no_success_line(s: &ScenarioReport, accepted: &[(u16, u16)]) -> Option<String> {
     if s.requests.final_answers() > 0 {
         return no_success_status(s, accepted);
     }

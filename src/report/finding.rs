@@ -11,7 +11,7 @@ use serde::Serialize;
 /// its keep-alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Cause {
+pub(crate) enum Cause {
     /// Name resolution, connects, resets, timeouts, local ports and descriptors.
     Transport,
     /// TLS handshakes and certificates.
@@ -29,7 +29,7 @@ pub enum Cause {
 
 /// One figure a finding was derived from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     /// What was counted or measured, by its name in the report where it has one
     /// (`dns.lookups`, `connections.close_reasons.server_max_requests`).
     pub figure: String,
@@ -52,17 +52,17 @@ pub struct Evidence {
 
 impl Evidence {
     /// `value` of `of` in `population` (`2 of 200 new connections`).
-    pub fn count(figure: &str, value: u64, of: u64, population: &str) -> Evidence {
+    pub(crate) fn count(figure: &str, value: u64, of: u64, population: &str) -> Evidence {
         Evidence::mean(figure, value as f64, None, of, population)
     }
 
     /// A mean in milliseconds over `of` members of `population`.
-    pub fn mean_ms(figure: &str, value: f64, of: u64, population: &str) -> Evidence {
+    pub(crate) fn mean_ms(figure: &str, value: f64, of: u64, population: &str) -> Evidence {
         Evidence::mean(figure, value, Some("ms"), of, population)
     }
 
     /// A mean (in `unit`, or a count without one) over `of` members of `population`.
-    pub fn mean(
+    pub(crate) fn mean(
         figure: &str,
         value: f64,
         unit: Option<&'static str>,
@@ -76,7 +76,7 @@ impl Evidence {
     }
 
     /// A figure of the whole `population` (a total, a rate, a percentile).
-    pub fn figure(
+    pub(crate) fn figure(
         figure: &str,
         value: f64,
         unit: Option<&'static str>,
@@ -95,7 +95,7 @@ impl Evidence {
 
 /// One claim: a stable code, its sentence and its evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// Stable across versions (`not_reused_server_max_requests`, `early_data_never_accepted`).
     pub code: &'static str,
     pub cause: Cause,
@@ -109,7 +109,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(code: &'static str, cause: Cause, text: String) -> Finding {
+    pub(crate) fn new(code: &'static str, cause: Cause, text: String) -> Finding {
         Finding {
             code,
             cause,
@@ -121,21 +121,21 @@ impl Finding {
 
     /// The same, explaining the run when `explains`.
     #[must_use]
-    pub fn explaining(mut self, explains: bool) -> Finding {
+    pub(crate) fn explaining(mut self, explains: bool) -> Finding {
         self.explains_run = explains;
         self
     }
 
     /// The same with `e` among its evidence.
     #[must_use]
-    pub fn with(mut self, e: Evidence) -> Finding {
+    pub(crate) fn with(mut self, e: Evidence) -> Finding {
         self.evidence.push(e);
         self
     }
 
     /// The same with each of `all` among its evidence.
     #[must_use]
-    pub fn with_all(mut self, all: impl IntoIterator<Item = Evidence>) -> Finding {
+    pub(crate) fn with_all(mut self, all: impl IntoIterator<Item = Evidence>) -> Finding {
         self.evidence.extend(all);
         self
     }
@@ -149,7 +149,12 @@ fn signal(by: crate::interrupt::By) -> Evidence {
 /// The mark of a report cut short by the signal `by`: what it covers. `completed`
 /// attempts ended (ok or failed) and `given_up` were still in flight when the grace ran
 /// out (a second, or at once at a second signal).
-pub fn interrupted(by: crate::interrupt::By, what: &str, completed: u64, given_up: u64) -> Finding {
+pub(crate) fn interrupted(
+    by: crate::interrupt::By,
+    what: &str,
+    completed: u64,
+    given_up: u64,
+) -> Finding {
     let gave_up = if given_up > 0 {
         format!(
             "; {given_up} still in flight at its grace's end {} given up",
@@ -183,7 +188,7 @@ pub fn interrupted(by: crate::interrupt::By, what: &str, completed: u64, given_u
 
 /// The mark of a watch, audit or lab ended by the signal `by` after `after_s` seconds:
 /// the report covers `what` until then (exit status 128 + its number).
-pub fn ended_by_interrupt(by: crate::interrupt::By, what: &str, after_s: f64) -> Finding {
+pub(crate) fn ended_by_interrupt(by: crate::interrupt::By, what: &str, after_s: f64) -> Finding {
     Finding::new(
         "interrupted",
         Cause::Measured,
@@ -203,7 +208,7 @@ pub fn ended_by_interrupt(by: crate::interrupt::By, what: &str, after_s: f64) ->
 
 /// The mark of a doctor cut short by the signal `by`: its report holds the probes that
 /// ended.
-pub fn probes_interrupted(by: crate::interrupt::By) -> Finding {
+pub(crate) fn probes_interrupted(by: crate::interrupt::By) -> Finding {
     Finding::new(
         "interrupted",
         Cause::Measured,
@@ -214,17 +219,12 @@ pub fn probes_interrupted(by: crate::interrupt::By) -> Finding {
 
 /// `findings` in the order of their causes (stable within a cause), without those of a
 /// cause later than the first one that explains the run.
-pub fn ordered(mut findings: Vec<Finding>) -> Vec<Finding> {
+pub(crate) fn ordered(mut findings: Vec<Finding>) -> Vec<Finding> {
     findings.sort_by_key(|f| f.cause);
     if let Some(first) = findings.iter().find(|f| f.explains_run).map(|f| f.cause) {
         findings.retain(|f| f.cause <= first);
     }
     findings
-}
-
-/// The sentences of `findings`, in order (for renderers and for tests).
-pub fn texts(findings: &[Finding]) -> Vec<&str> {
-    findings.iter().map(|f| f.text.as_str()).collect()
 }
 
 #[cfg(test)]

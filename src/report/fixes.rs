@@ -3,12 +3,12 @@
 //! of all of them when it is not known. One table for every command (doctor, bench's
 //! diagnosis, trace, compare).
 
-pub use crate::report::doctor::ServerKind;
+pub(crate) use crate::report::doctor::ServerKind;
 
 impl ServerKind {
     /// From a `Server` header: "nginx/1.22.1", "Apache/2.4.62 (Debian)", "Caddy",
     /// "openresty" (nginx's), "HAProxy".
-    pub fn recognise(server: Option<&str>) -> Option<ServerKind> {
+    pub(crate) fn recognise(server: Option<&str>) -> Option<ServerKind> {
         let s = server?.trim().to_ascii_lowercase();
         let starts = |p: &str| s.starts_with(p);
         if starts("nginx") || starts("openresty") {
@@ -36,7 +36,7 @@ impl ServerKind {
 
 /// A server setting doctor may tell the user to change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Setting {
+pub(crate) enum Setting {
     /// HTTP/1.1 keep-alive on at all.
     KeepAlive,
     /// Requests per HTTP/1.1 connection.
@@ -135,7 +135,7 @@ fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
 /// (HAProxy does): where the proxy has the same setting (keep-alive, the idle timeout),
 /// what the client saw cannot tell whose it is, so the proxy's is said too, with how to
 /// tell them apart.
-pub fn fix(setting: Setting, server: Option<ServerKind>) -> String {
+pub(crate) fn fix(setting: Setting, server: Option<ServerKind>) -> String {
     let all = directives(setting);
     let own = all.iter().find(|(k, _)| Some(*k) == server);
     let chosen: Vec<&(ServerKind, &str)> = match own {

@@ -279,13 +279,13 @@ fn page(title: &str, data: &impl Serialize, body: &str, script: &str) -> String 
 }
 
 /// The `bench` / `compare` report.
-pub fn render(report: &Report) -> String {
+pub(crate) fn render(report: &Report) -> String {
     let d = data(report);
     page(&d.title, &d, BENCH_BODY, BENCH_SCRIPT)
 }
 
 /// The `audit` report.
-pub fn render_audit(report: &AuditReport) -> String {
+pub(crate) fn render_audit(report: &AuditReport) -> String {
     let d = AuditData {
         kind: "audit",
         title: format!("handshake audit {}", report.url),

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::comparison::{Comparison, Spread};
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ConcurrencySweep {
+pub(crate) struct ConcurrencySweep {
     /// The machine's cores (what "share of a core" is out of).
     pub machine_cores: usize,
     /// Where the server's CPU was read from: "embedded", "pids" or null (not known).
@@ -18,14 +18,14 @@ pub struct ConcurrencySweep {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ConcurrencyStep {
+pub(crate) struct ConcurrencyStep {
     pub concurrency: usize,
     /// The rows of this step against each other; rows are named "c=<n> <group> <strategy>".
     pub comparison: Comparison,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct KneeSeries {
+pub(crate) struct KneeSeries {
     /// "http keepalive": the row's name without the step.
     pub name: String,
     pub group: String,
@@ -47,7 +47,7 @@ pub struct KneeSeries {
 
 /// One step of one series: medians and spreads over the rounds.
 #[derive(Debug, Clone, Serialize)]
-pub struct KneePoint {
+pub(crate) struct KneePoint {
     pub concurrency: usize,
     pub requests_per_s: Spread,
     pub latency_p50_ms: Spread,
@@ -69,7 +69,7 @@ pub struct KneePoint {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Growth {
+pub(crate) struct Growth {
     /// Hodges-Lehmann estimate of the per-round ratio of requests/s to the step before.
     pub ratio: f64,
     /// Its 95 % interval (null with too few rounds).

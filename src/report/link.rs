@@ -7,7 +7,7 @@ use crate::fmt;
 
 /// What the run reports about its link.
 #[derive(Debug, Clone, Serialize)]
-pub struct LinkReport {
+pub(crate) struct LinkReport {
     /// `netem` (the kernel's, on a veth pair) or `delay-line` (handshake's own, between
     /// TUN devices, where the kernel has no netem).
     pub emulator: &'static str,
@@ -46,7 +46,7 @@ pub struct LinkReport {
 impl LinkReport {
     /// "handshake's delay line: RTT set 40 ms, measured 40.4 ms (median of 5 TCP
     /// connects); loss 1 %; 10 Mbit/s".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let how = match (self.emulator, &self.netem_unavailable) {
             ("netem", _) => "the kernel's netem on a veth pair",
             (_, Some(_)) => "handshake's delay line (the kernel's netem is not available)",
@@ -89,7 +89,7 @@ impl LinkReport {
     /// link held: "packets left the delay line 0 µs after their due times at the median,
     /// 31 µs at the 99th percentile, 1.10 ms at most; held within 1.10 ms of the set 40 ms
     /// (...)".
-    pub fn describe_held(&self) -> String {
+    pub(crate) fn describe_held(&self) -> String {
         let mut parts = Vec::new();
         if let Some(l) = self.delay_line.and_then(|d| d.lateness) {
             parts.push(format!(
@@ -107,7 +107,7 @@ impl LinkReport {
 
     /// Whether the link held and the machine kept out of the way, in a sentence built
     /// from the figures.
-    pub fn judge(&self) -> LinkCheck {
+    pub(crate) fn judge(&self) -> LinkCheck {
         let set = self.rtt_set_ms;
         let tol = tolerance_ms(set);
         let n = fmt::num;
@@ -233,7 +233,7 @@ impl LinkReport {
 
     /// "the delay line moved 1234 packets client->server and ..., in 12 ms of CPU" (its
     /// CPU includes the kernel's receive path of every packet it writes into a side).
-    pub fn describe_line(&self) -> String {
+    pub(crate) fn describe_line(&self) -> String {
         let Some(d) = &self.delay_line else {
             return "netem: packets counted by the kernel (tc -s qdisc), not here".to_string();
         };
@@ -252,7 +252,7 @@ impl LinkReport {
 
 /// What a delay set on the link (a round trip, or one way) may be off by and still be
 /// the link's: 2 % of it and 0.3 ms.
-pub fn tolerance_ms(delay_ms: f64) -> f64 {
+pub(crate) fn tolerance_ms(delay_ms: f64) -> f64 {
     delay_ms * 0.02 + 0.3
 }
 
@@ -267,7 +267,7 @@ fn fmt_us(us: f64) -> String {
 
 /// The link's TCP probes (to a listener of the lab's own) over the whole run.
 #[derive(Debug, Clone, Copy, Serialize, Default)]
-pub struct ProbeSummary {
+pub(crate) struct ProbeSummary {
     /// Probes during the run (one every half second).
     pub during_run: usize,
     /// Median connect of the probes during the run, as the client timed it.
@@ -293,7 +293,7 @@ pub struct ProbeSummary {
 /// Whether the run's figures are the link's: its round trip held within 2 % + 0.3 ms of
 /// what was set, and the machine added no more than that.
 #[derive(Debug, Clone, Serialize)]
-pub struct LinkCheck {
+pub(crate) struct LinkCheck {
     /// 2 % of the set RTT and 0.3 ms.
     pub tolerance_ms: f64,
     /// The link held: the kernel-timed round trip within the tolerance of the set one
@@ -309,7 +309,7 @@ pub struct LinkCheck {
 
 /// What the delay line did in one direction.
 #[derive(Debug, Clone, Copy, Serialize, Default)]
-pub struct DirStats {
+pub(crate) struct DirStats {
     /// Packets delivered to the other side.
     pub packets: u64,
     pub bytes: u64,
@@ -320,7 +320,7 @@ pub struct DirStats {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Default)]
-pub struct LineStats {
+pub(crate) struct LineStats {
     pub client_to_server: DirStats,
     pub server_to_client: DirStats,
     /// CPU the delay line's thread used (user + system), seconds.
@@ -332,7 +332,7 @@ pub struct LineStats {
 
 /// The delay line's own error: each packet's departure against its due time.
 #[derive(Debug, Clone, Copy, Serialize, Default)]
-pub struct LateStats {
+pub(crate) struct LateStats {
     /// Packets timed (every packet written into a side).
     pub packets: u64,
     pub mean_us: f64,

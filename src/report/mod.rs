@@ -1,32 +1,32 @@
 //! The versioned report (serde) and its renderers: human text and JSON.
 //! Only this layer (and `main`) prints.
 
-pub mod audit;
-pub mod cause;
-pub mod comparison;
-pub mod doctor;
-pub mod failure;
-pub mod finding;
-pub mod fixes;
-pub mod html;
-pub mod knee;
-pub mod link;
-pub mod raw;
-pub mod reuse;
-pub mod server;
-pub mod text;
-pub mod thresholds;
-pub mod trace;
-pub mod watch;
+pub(crate) mod audit;
+pub(crate) mod cause;
+pub(crate) mod comparison;
+pub(crate) mod doctor;
+pub(crate) mod failure;
+pub(crate) mod finding;
+pub(crate) mod fixes;
+pub(crate) mod html;
+pub(crate) mod knee;
+pub(crate) mod link;
+pub(crate) mod raw;
+pub(crate) mod reuse;
+pub(crate) mod server;
+pub(crate) mod text;
+pub(crate) mod thresholds;
+pub(crate) mod trace;
+pub(crate) mod watch;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub schema_version: u32,
     pub tool: &'static str,
     pub version: &'static str,
@@ -62,7 +62,7 @@ pub struct Report {
 
 /// A run's identity.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RunInfo {
+pub(crate) struct RunInfo {
     /// `bench` or `compare`.
     pub command: String,
     /// When the load started, RFC 3339 in UTC.
@@ -88,7 +88,7 @@ pub struct RunInfo {
 
 /// The machine a run ran on: its CPUs (those the process may use) and its kernel.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Machine {
+pub(crate) struct Machine {
     pub cpus: usize,
     /// `uname -sr`: "Linux 6.8.0-1021-gcp".
     pub kernel: String,
@@ -96,14 +96,14 @@ pub struct Machine {
 
 /// Share `index` (1-based) of `count` equal shares of a workload.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Segment {
+pub(crate) struct Segment {
     pub index: u64,
     pub count: u64,
 }
 
 impl Segment {
     /// Whether the two cover a common part of the workload: [(i-1)/n, i/n) intervals.
-    pub fn overlaps(self, o: Segment) -> bool {
+    pub(crate) fn overlaps(self, o: Segment) -> bool {
         // a.lo < b.hi && b.lo < a.hi, cross-multiplied.
         (self.index - 1) * o.count < o.index * self.count
             && (o.index - 1) * self.count < self.index * o.count
@@ -118,7 +118,7 @@ impl std::fmt::Display for Segment {
 
 /// One agent of a merged report: its identity and its own figures over its scenarios.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct AgentReport {
+pub(crate) struct AgentReport {
     pub host: String,
     pub started_at: String,
     /// Absent: the agent ran the whole workload.
@@ -140,7 +140,7 @@ pub struct AgentReport {
 
 impl Report {
     /// The comparisons: compare's one, or one per RTT of a sweep.
-    pub fn comparisons(&self) -> Vec<&comparison::Comparison> {
+    pub(crate) fn comparisons(&self) -> Vec<&comparison::Comparison> {
         self.comparison
             .iter()
             .chain(
@@ -157,7 +157,7 @@ impl Report {
     }
 
     /// The URLs of the report's scenarios, each once, in order.
-    pub fn urls(&self) -> Vec<String> {
+    pub(crate) fn urls(&self) -> Vec<String> {
         let mut urls: Vec<String> = Vec::new();
         for s in &self.scenarios {
             if !urls.contains(&s.url) {
@@ -167,7 +167,7 @@ impl Report {
         urls
     }
 
-    pub fn new(scenarios: Vec<ScenarioReport>) -> Report {
+    pub(crate) fn new(scenarios: Vec<ScenarioReport>) -> Report {
         Report {
             schema_version: SCHEMA_VERSION,
             tool: "handshake",
@@ -187,7 +187,7 @@ impl Report {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ScenarioReport {
+pub(crate) struct ScenarioReport {
     pub name: String,
     pub url: String,
     /// How many URLs the scenario cycles through (`--urls-from-file`).
@@ -231,7 +231,7 @@ pub struct ScenarioReport {
 /// together, and the requests they cost (their failed connects and the requests in
 /// flight that failed).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct OutagesReport {
+pub(crate) struct OutagesReport {
     pub count: usize,
     pub longest_ms: f64,
     pub total_ms: f64,
@@ -243,7 +243,7 @@ pub struct OutagesReport {
 }
 
 impl OutagesReport {
-    pub fn new(
+    pub(crate) fn new(
         windows: &[crate::record::outage::Outage],
         restarts: &[crate::record::outage::Restart],
     ) -> OutagesReport {
@@ -268,7 +268,7 @@ impl OutagesReport {
 /// doubling past an hour so that a run keeps at most 3600; the last one ends with the
 /// run).
 #[derive(Debug, Clone, Serialize)]
-pub struct TimelineBucket {
+pub(crate) struct TimelineBucket {
     pub t_s: f64,
     pub width_s: f64,
     /// Attempts that ended in it: answered with an ok status, answered with an error
@@ -293,7 +293,7 @@ pub struct TimelineBucket {
 /// How new connections got their addresses (origins given as IP addresses or with
 /// `--resolve` need none and count in none of these).
 #[derive(Debug, Clone, Serialize)]
-pub struct DnsReport {
+pub(crate) struct DnsReport {
     /// `on`: answers kept for their TTL and shared by the run's connections; `off`.
     pub cache: &'static str,
     /// Lookups sent to the resolver (/etc/hosts, then the name servers).
@@ -306,7 +306,7 @@ pub struct DnsReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LocalPortsReport {
+pub(crate) struct LocalPortsReport {
     /// TCP sockets in TIME_WAIT (this network namespace).
     pub time_wait: Option<u64>,
     /// `net.ipv4.ip_local_port_range`, inclusive.
@@ -314,7 +314,7 @@ pub struct LocalPortsReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LoadReport {
+pub(crate) struct LoadReport {
     pub requests: Option<u64>,
     pub duration_s: Option<f64>,
     pub rate: Option<f64>,
@@ -326,7 +326,7 @@ pub struct LoadReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RequestsReport {
+pub(crate) struct RequestsReport {
     pub attempted: u64,
     /// Answered with a status counted as ok: 2xx, 3xx, or one `--ok-status` accepts.
     pub ok: u64,
@@ -371,18 +371,18 @@ pub struct RequestsReport {
 impl RequestsReport {
     /// Answers that ended a request: with `-L` a followed redirect is a hop on the way,
     /// not an answer of its own.
-    pub fn final_answers(&self) -> u64 {
+    pub(crate) fn final_answers(&self) -> u64 {
         self.answered.saturating_sub(self.redirects.unwrap_or(0))
     }
 
     /// Of those, the successes (2xx, 3xx not followed, or a status `--ok-status` accepts).
-    pub fn final_ok(&self) -> u64 {
+    pub(crate) fn final_ok(&self) -> u64 {
         self.ok.saturating_sub(self.redirects.unwrap_or(0))
     }
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RetriesReport {
+pub(crate) struct RetriesReport {
     pub stale_connection: u64,
     /// HTTP/2: requests sent again on another connection after the server refused the
     /// stream (REFUSED_STREAM, or above a GOAWAY's last stream id).
@@ -390,7 +390,7 @@ pub struct RetriesReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ConnectionsReport {
+pub(crate) struct ConnectionsReport {
     pub opened: u64,
     pub reused_requests: u64,
     pub reuse_ratio: f64,
@@ -431,7 +431,7 @@ pub struct ConnectionsReport {
 
 /// The forward proxy between the client and the origins.
 #[derive(Debug, Clone, Serialize)]
-pub struct ProxyReport {
+pub(crate) struct ProxyReport {
     /// Scheme, host and port (never its credentials).
     pub url: String,
     /// `CONNECT` tunnels the proxy opened (to https:// origins; one per connection).
@@ -441,7 +441,7 @@ pub struct ProxyReport {
 /// TCP connections as the kernel saw them (Linux `TCP_INFO`): after a connect slow
 /// enough to have sent its SYN again, and at the close of each HTTP/1.x connection.
 #[derive(Debug, Clone, Serialize)]
-pub struct KernelReport {
+pub(crate) struct KernelReport {
     /// Connects, each checked for a SYN sent again (read when it took 100 ms or more:
     /// a quicker one cannot have waited the kernel's retransmission timeout).
     pub connects: u64,
@@ -470,7 +470,7 @@ pub struct KernelReport {
 /// HTTP/3's QUIC connections, from quinn's own figures. The handshakes' kinds (full or
 /// resumed) are `tls_handshakes`: QUIC carries TLS 1.3.
 #[derive(Debug, Clone, Serialize)]
-pub struct QuicReport {
+pub(crate) struct QuicReport {
     /// Strategy `h3`: shared connections per origin (per-request strategies: absent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections_per_origin: Option<usize>,
@@ -502,7 +502,7 @@ pub struct QuicReport {
 
 /// count, min, mean and max of a duration, in ms.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Spread {
+pub(crate) struct Spread {
     pub count: u64,
     pub min: f64,
     pub mean: f64,
@@ -510,7 +510,7 @@ pub struct Spread {
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct EarlyDataReport {
+pub(crate) struct EarlyDataReport {
     pub attempted: u64,
     pub accepted: u64,
     pub rejected: u64,
@@ -519,7 +519,7 @@ pub struct EarlyDataReport {
 /// What HTTP/2 connections carried. `requests_per_connection` above counts the streams
 /// each connection completed.
 #[derive(Debug, Clone, Serialize)]
-pub struct H2Report {
+pub(crate) struct H2Report {
     /// `--connections`: connections per origin the workers share.
     pub connections_per_origin: usize,
     /// The most streams in flight at once on one connection: the highest and the mean
@@ -533,13 +533,13 @@ pub struct H2Report {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PeakReport {
+pub(crate) struct PeakReport {
     pub max: u64,
     pub mean: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TlsHandshakes {
+pub(crate) struct TlsHandshakes {
     pub full: u64,
     pub resumed: u64,
     /// Handshakes that negotiated TLS 1.3 (the others, 1.2).
@@ -561,21 +561,21 @@ pub struct TlsHandshakes {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RpcReport {
+pub(crate) struct RpcReport {
     pub min: u64,
     pub mean: f64,
     pub max: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ThroughputReport {
+pub(crate) struct ThroughputReport {
     pub requests_per_s: f64,
     pub bytes_received: u64,
     pub body_bytes_received: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LatencyReport {
+pub(crate) struct LatencyReport {
     pub mean: f64,
     pub p50: f64,
     pub p90: f64,
@@ -587,7 +587,7 @@ pub struct LatencyReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PhasesReport {
+pub(crate) struct PhasesReport {
     pub new: PhaseGroup,
     pub reused: PhaseGroup,
     /// Where a mean successful request's time goes: each phase's total over all ok
@@ -596,7 +596,7 @@ pub struct PhasesReport {
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
-pub struct PhaseMeans {
+pub(crate) struct PhaseMeans {
     pub blocked: f64,
     pub dns: f64,
     pub connect: f64,
@@ -613,7 +613,7 @@ pub struct PhaseMeans {
 
 impl PhaseMeans {
     /// (name, ms) in phase order, without `blocked`.
-    pub fn parts(&self) -> [(&'static str, f64); 10] {
+    pub(crate) fn parts(&self) -> [(&'static str, f64); 10] {
         [
             ("dns", self.dns),
             ("connect", self.connect),
@@ -631,7 +631,7 @@ impl PhaseMeans {
 
 /// One summary per phase, in the order of docs/timing.md ("Phases of one attempt").
 #[derive(Debug, Clone, Serialize)]
-pub struct PhaseGroup {
+pub(crate) struct PhaseGroup {
     pub requests: u64,
     pub blocked: PhaseSummary,
     pub dns: PhaseSummary,
@@ -650,7 +650,7 @@ pub struct PhaseGroup {
 }
 
 impl PhaseGroup {
-    pub fn get(&self, name: &str) -> Option<&PhaseSummary> {
+    pub(crate) fn get(&self, name: &str) -> Option<&PhaseSummary> {
         Some(match name {
             "blocked" => &self.blocked,
             "dns" => &self.dns,
@@ -670,7 +670,7 @@ impl PhaseGroup {
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
-pub struct PhaseSummary {
+pub(crate) struct PhaseSummary {
     pub count: u64,
     pub min: f64,
     pub mean: f64,
@@ -682,13 +682,13 @@ pub struct PhaseSummary {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CpuReport {
+pub(crate) struct CpuReport {
     pub client_user_s: f64,
     pub client_sys_s: f64,
     /// Client CPU (user + sys of its worker threads) per attempted request, in µs.
     pub client_us_per_request: f64,
 }
 
-pub fn to_json(report: &Report) -> String {
+pub(crate) fn to_json(report: &Report) -> String {
     serde_json::to_string_pretty(report).expect("report serializes")
 }

@@ -17,7 +17,7 @@ use crate::strategy::Strategy;
 
 /// What summarizing a scenario needs of its plan: serializable, and summable over agents.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ScenarioShape {
+pub(crate) struct ScenarioShape {
     pub name: String,
     /// The first URL, and how many the scenario cycles through.
     pub url: String,
@@ -58,7 +58,7 @@ pub struct ScenarioShape {
 
 /// A scenario's figures, losslessly (made and read back by `stats::raw`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RawScenario {
+pub(crate) struct RawScenario {
     pub shape: ScenarioShape,
     pub wall_ns: u64,
     pub cpu_user_ns: u64,
@@ -69,11 +69,11 @@ pub struct RawScenario {
 mod u128_string {
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(v)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
         let s = String::deserialize(d)?;
         s.parse()
             .map_err(|_| D::Error::custom(format!("expected a decimal integer, not {s:?}")))
@@ -82,7 +82,7 @@ mod u128_string {
 
 /// One phase's distribution.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RawPhase {
+pub(crate) struct RawPhase {
     pub count: u64,
     #[serde(with = "u128_string")]
     pub sum_ns: u128,
@@ -97,7 +97,7 @@ pub struct RawPhase {
 
 /// Exact count, sum, min and max of durations.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawSpan {
+pub(crate) struct RawSpan {
     pub count: u64,
     #[serde(with = "u128_string")]
     pub sum_ns: u128,
@@ -106,7 +106,7 @@ pub struct RawSpan {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawQuic {
+pub(crate) struct RawQuic {
     pub handshake: RawSpan,
     pub early_lead: RawSpan,
     pub rtt: RawSpan,
@@ -120,7 +120,7 @@ pub struct RawQuic {
 
 /// TCP connections as the kernel saw them (`TCP_INFO`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawTcp {
+pub(crate) struct RawTcp {
     pub connects: u64,
     /// The least RTT of each connection read at its close.
     pub min_rtt: Option<RawPhase>,
@@ -134,20 +134,20 @@ pub struct RawTcp {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct RawLocalPorts {
+pub(crate) struct RawLocalPorts {
     pub time_wait: Option<u64>,
     pub range: Option<[u32; 2]>,
 }
 
 /// The timeline's buckets (to the last non-empty one), `width_s` seconds each.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawTimeline {
+pub(crate) struct RawTimeline {
     pub width_s: u64,
     pub buckets: Vec<RawBucket>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct RawBucket {
+pub(crate) struct RawBucket {
     pub requests: u64,
     pub ok: u64,
     /// Answered with a status that is not ok.
@@ -173,8 +173,8 @@ macro_rules! counters {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
         #[serde(default)]
-        pub struct $name {
-            $($(#[$doc])* pub $field: u64,)*
+        pub(crate) struct $name {
+            $($(#[$doc])* pub(crate) $field: u64,)*
         }
 
         impl std::ops::AddAssign<&$name> for $name {
@@ -261,7 +261,7 @@ counters! {
 
 /// Every counter of a recorder; see `Recorder` for their meaning.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RawRecorder {
+pub(crate) struct RawRecorder {
     /// By phase name (`PHASE_NAMES`), phases with samples only.
     pub phases_new: BTreeMap<String, RawPhase>,
     pub phases_reused: BTreeMap<String, RawPhase>,

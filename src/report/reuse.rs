@@ -17,7 +17,7 @@ use crate::report::fixes::{fix, Setting};
 /// (a client that asked to close explains the server's close), then the answer's, then
 /// who closed first and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// HTTP/1.0 requests with `Connection: close`: nginx's default towards an upstream.
     ClientHttp10Close,
     /// `Connection: close` on requests that carry a proxy's headers.
@@ -61,11 +61,11 @@ pub enum Ended {
 
 /// The code of "not reused", where what was seen does not say why (and audit's count of
 /// a client that made each request on a connection of its own).
-pub const NOT_REUSED: &str = "not_reused";
+pub(crate) const NOT_REUSED: &str = "not_reused";
 
 /// What is known beside the counts, which the words of a cause use.
 #[derive(Debug, Clone, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// The client asked for keep-alive in HTTP/1.0 (`Connection: keep-alive`).
     pub asked_http10_keep_alive: bool,
     /// Requests per connection, on average, over the connections the server closed at its
@@ -114,7 +114,8 @@ const NGINX_UPSTREAM_FIX: &str = "If the client is nginx (its default is `proxy_
 
 impl Ended {
     /// Every cause, in the order of preference.
-    pub const ALL: [Ended; 18] = [
+    #[cfg(test)]
+    const ALL: [Ended; 18] = [
         Ended::ClientHttp10Close,
         Ended::ProxyCloseHeader,
         Ended::ClientCloseHeader,
@@ -136,7 +137,7 @@ impl Ended {
     ];
 
     /// The finding's code, the same in every command that sees the cause.
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Ended::ClientHttp10Close => "not_reused_client_http10_close",
             Ended::ProxyCloseHeader => "not_reused_proxy_close_header",
@@ -161,7 +162,7 @@ impl Ended {
 
     /// The server refused keep-alive outright (HTTP/1.0, `Connection: close`, no length):
     /// a connection per request is all the server allows.
-    pub fn refuses_keep_alive(self) -> bool {
+    pub(crate) fn refuses_keep_alive(self) -> bool {
         matches!(
             self,
             Ended::ServerHttp10 | Ended::ServerCloseHeader | Ended::ServerCloseDelimited
@@ -169,7 +170,7 @@ impl Ended {
     }
 
     /// What ended the connections, as a clause after "because".
-    pub fn why(self, f: &Facts) -> String {
+    pub(crate) fn why(self, f: &Facts) -> String {
         match self {
             Ended::ClientHttp10Close => "the client sent HTTP/1.0 requests with `Connection: close` (what nginx sends to an upstream by default)".into(),
             Ended::ProxyCloseHeader => "a proxy in front sent `Connection: close`, closing its upstream connections (the requests carry a proxy's headers: Via, Forwarded, X-Forwarded-For or X-Real-IP)".into(),
@@ -211,7 +212,7 @@ impl Ended {
     /// What else is known that tells this cause from another, as sentences: the gaps
     /// between requests against the server's announced idle timeout, what a proxy cannot
     /// see inside a tunnel.
-    pub fn detail(self, f: &Facts) -> Option<String> {
+    pub(crate) fn detail(self, f: &Facts) -> Option<String> {
         match self {
             Ended::ServerIdle if !f.idle_on_the_wire => f.rate.map(|rate| idle_detail(f, rate)),
             Ended::ServerSilent => f.stale_retries.map(|retries| format!(
@@ -230,7 +231,7 @@ impl Ended {
     /// What to change, on the side that ended the connections; `None` where nothing is
     /// to be changed (the tool's own policy, errors said elsewhere) or where who must act
     /// is not known.
-    pub fn fix(self, f: &Facts) -> Option<String> {
+    pub(crate) fn fix(self, f: &Facts) -> Option<String> {
         let client = |e: ClientEnds| match &f.program {
             Some(p) => e.fix_for(p),
             None => e.fix().to_string(),
@@ -308,7 +309,7 @@ fn idle_detail(f: &Facts, rate: f64) -> String {
 
 /// One cause seen: how many of the population it ended, and the figures that say so.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub(crate) struct Found {
     pub ended: Ended,
     pub n: u64,
     pub evidence: Vec<Evidence>,
@@ -318,7 +319,7 @@ pub struct Found {
 /// "connections", or "responses" where each response is its connection's), and how many
 /// ended which way.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub of: u64,
     pub unit: &'static str,
     pub facts: Facts,
@@ -327,7 +328,7 @@ pub struct Seen {
 
 /// The cause chosen, or every cause seen where none ended most of them, or none.
 #[derive(Debug, Clone)]
-pub enum Judged {
+pub(crate) enum Judged {
     /// One cause ended most of the connections.
     One(Found),
     /// Several causes, none of them most: each said with its count, largest first.
@@ -337,7 +338,7 @@ pub enum Judged {
 }
 
 impl Seen {
-    pub fn new(of: u64, unit: &'static str, facts: Facts) -> Seen {
+    pub(crate) fn new(of: u64, unit: &'static str, facts: Facts) -> Seen {
         Seen {
             of,
             unit,
@@ -347,7 +348,7 @@ impl Seen {
     }
 
     /// `n` of the population ended as `ended`, which `evidence` shows; nothing when 0.
-    pub fn add(&mut self, ended: Ended, n: u64, evidence: Vec<Evidence>) {
+    pub(crate) fn add(&mut self, ended: Ended, n: u64, evidence: Vec<Evidence>) {
         if n > 0 {
             self.found.push(Found { ended, n, evidence });
         }
@@ -355,7 +356,7 @@ impl Seen {
 
     /// The cause that ended more than half of the population, the first in the order of
     /// preference where several did; else every cause seen, largest first.
-    pub fn judge(&self) -> Judged {
+    pub(crate) fn judge(&self) -> Judged {
         let mut found = self.found.clone();
         found.sort_by_key(|f| f.ended);
         if let Some(most) = found.iter().find(|f| f.n * 2 > self.of) {
@@ -381,7 +382,7 @@ impl Seen {
 
 impl Judged {
     /// The code: the cause's, `not_reused_mixed` for several, `not_reused` for none.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Judged::One(f) => f.ended.code(),
             Judged::Several(_) => "not_reused_mixed",
@@ -390,7 +391,7 @@ impl Judged {
     }
 
     /// The evidence of the causes said.
-    pub fn evidence(&self) -> Vec<Evidence> {
+    pub(crate) fn evidence(&self) -> Vec<Evidence> {
         match self {
             Judged::One(f) => f.evidence.clone(),
             Judged::Several(all) => all.iter().flat_map(|f| f.evidence.clone()).collect(),
@@ -401,7 +402,7 @@ impl Judged {
     /// The headline's clause after "not reused": ", because the client sent
     /// `Connection: close`, on 3 of 3 connections", or each cause with its
     /// count where none ended most, or what is not known.
-    pub fn because(&self, seen: &Seen) -> String {
+    pub(crate) fn because(&self, seen: &Seen) -> String {
         let n_of = |f: &Found| format!("{} of {} {}", f.n, seen.of, seen.unit);
         match self {
             Judged::One(f) => format!(", because {}, on {}", f.ended.why(&seen.facts), n_of(f)),
@@ -418,7 +419,7 @@ impl Judged {
 
     /// The finding in full: "Connections were not reused: <why> on every connection.
     /// <detail> <fix>."
-    pub fn sentence(&self, seen: &Seen) -> String {
+    pub(crate) fn sentence(&self, seen: &Seen) -> String {
         let f = &seen.facts;
         match self {
             Judged::One(one) => {
@@ -464,7 +465,7 @@ impl Judged {
 /// Whether a population that the client meant to reuse was not: two requests or more,
 /// and no connection carried a second (a client observed from outside, whose intent is
 /// not known, as audit and watch see it; trace's steps).
-pub fn none_reused(requests: u64, connections: u64) -> bool {
+pub(crate) fn none_reused(requests: u64, connections: u64) -> bool {
     requests > 1 && connections >= requests
 }
 

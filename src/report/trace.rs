@@ -8,7 +8,7 @@ use crate::record::ServerSettings;
 
 /// What the TLS handshake negotiated.
 #[derive(Debug, Clone, Serialize)]
-pub struct TlsInfo {
+pub(crate) struct TlsInfo {
     pub version: String,
     /// Empty over QUIC: quinn does not expose the suite its TLS session agreed on.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -31,7 +31,7 @@ pub struct TlsInfo {
 
 /// quinn's figures for the connection so far.
 #[derive(Debug, Clone, Serialize)]
-pub struct QuicInfo {
+pub(crate) struct QuicInfo {
     pub remote: String,
     /// quinn's smoothed round-trip estimate.
     pub rtt_ms: f64,
@@ -44,7 +44,7 @@ pub struct QuicInfo {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TraceStep {
+pub(crate) struct TraceStep {
     pub index: u64,
     /// The request went out on a connection opened for an earlier one.
     pub reused: bool,
@@ -114,7 +114,7 @@ pub struct TraceStep {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TraceReport {
+pub(crate) struct TraceReport {
     pub schema_version: u32,
     pub tool: &'static str,
     pub version: &'static str,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::audit::{GapStats, RpcStats, TlsCounts};
 
 #[derive(Debug, Clone, Serialize, Default)]
-pub struct Spread {
+pub(crate) struct Spread {
     /// How many: the connections that ended (0: none did, and the figures are 0).
     pub count: u64,
     pub min: f64,
@@ -20,7 +20,7 @@ pub struct Spread {
 
 /// The figures of a set of connections (one server endpoint's, or all).
 #[derive(Debug, Clone, Serialize)]
-pub struct EndpointSummary {
+pub(crate) struct EndpointSummary {
     /// The server's address and port, or "all".
     pub endpoint: String,
     pub connections: u64,
@@ -71,7 +71,7 @@ pub struct EndpointSummary {
 /// Watching an endpoint: one client program's connections (a population of its own,
 /// judged on its own).
 #[derive(Debug, Clone, Serialize)]
-pub struct ProgramSummary {
+pub(crate) struct ProgramSummary {
     /// The client program's name (the kernel's name of the process that connected), or
     /// `unknown`: a client on another machine, or one gone before it was looked up.
     pub program: String,
@@ -83,7 +83,7 @@ pub struct ProgramSummary {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CaptureReport {
+pub(crate) struct CaptureReport {
     /// Packets the capture's filter passed (TCP), and of them those the kernel dropped
     /// for want of buffer room: connections or requests in them were not seen.
     pub packets: u64,
@@ -104,7 +104,7 @@ pub struct CaptureReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Watched {
+pub(crate) struct Watched {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,7 +117,7 @@ pub struct Watched {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct WatchReport {
+pub(crate) struct WatchReport {
     pub schema_version: u32,
     pub tool: &'static str,
     pub version: &'static str,

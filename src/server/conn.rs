@@ -433,7 +433,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin + SocketOptions + Send + 'stati
 
 /// What the connection loop asks of whatever stream it serves over: its socket's
 /// options.
-pub(crate) trait SocketOptions {
+trait SocketOptions {
     /// Setting TCP_NODELAY.
     fn set_nodelay(&self);
     /// The writes that follow are the connection's last (`ServerStream::last_writes`).

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::stream::ServerStream;
 
 /// A server TLS stream over a socket; reads give the early data first.
-pub struct EarlyTls {
+pub(super) struct EarlyTls {
     io: ServerStream,
     conn: ServerConnection,
     /// Early-data bytes read by the application so far.
@@ -54,7 +54,7 @@ fn tls_err(e: rustls::Error) -> io::Error {
 impl EarlyTls {
     /// Start the handshake and take it as far as it goes without the client's
     /// Finished: done, or waiting with early data accepted (to be read now).
-    pub async fn accept(
+    pub(super) async fn accept(
         io: ServerStream,
         config: Arc<rustls::ServerConfig>,
         stats: Arc<super::ServerStats>,
@@ -83,11 +83,11 @@ impl EarlyTls {
         }
     }
 
-    pub fn session(&self) -> &ServerConnection {
+    pub(super) fn session(&self) -> &ServerConnection {
         &self.conn
     }
 
-    pub fn socket_mut(&mut self) -> &mut ServerStream {
+    pub(super) fn socket_mut(&mut self) -> &mut ServerStream {
         &mut self.io
     }
 

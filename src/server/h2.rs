@@ -145,14 +145,14 @@ fn send_empty(respond: &mut SendResponse<Bytes>, status: u16) -> Result<(), h2::
 
 /// A stream with bytes already read from it put back in front (the HTTP/1 reader had
 /// read the start of a prior-knowledge preface).
-pub struct Rewind<S> {
+pub(super) struct Rewind<S> {
     prefix: Vec<u8>,
     pos: usize,
     inner: S,
 }
 
 impl<S> Rewind<S> {
-    pub fn new(prefix: Vec<u8>, inner: S) -> Rewind<S> {
+    pub(super) fn new(prefix: Vec<u8>, inner: S) -> Rewind<S> {
         Rewind {
             prefix,
             pos: 0,

@@ -8,7 +8,7 @@ mod h2;
 mod h3;
 pub(crate) mod routes;
 mod stream;
-pub mod tls;
+pub(crate) mod tls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::io::unix::AsyncFd;
 
-pub use crate::report::server::StatsSnapshot;
+pub(crate) use crate::report::server::StatsSnapshot;
 
 /// The server's reuse policy, responses and limits.
 #[derive(Debug, Clone)]
@@ -126,24 +126,16 @@ impl ServerStats {
     }
 
     /// CPU time used so far by each of the server's threads.
-    pub fn thread_times(&self) -> Vec<Duration> {
+    pub(crate) fn thread_times(&self) -> Vec<Duration> {
         self.threads
             .lock()
             .map(|l| l.iter().map(|c| c.elapsed()).collect())
             .unwrap_or_default()
     }
-
-    /// CPU time used so far by the server's threads.
-    pub fn cpu_time(&self) -> Duration {
-        self.threads
-            .lock()
-            .map(|l| l.iter().map(|c| c.elapsed()).sum())
-            .unwrap_or_default()
-    }
 }
 
 impl ServerStats {
-    pub fn snapshot(&self) -> StatsSnapshot {
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             connections_accepted: self.connections_accepted.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
@@ -237,7 +229,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// The `Alt-Svc` value for a response over TLS (`tls`), if HTTP/3 is served.
-    pub fn alt_svc(&self, tls: bool) -> Option<&str> {
+    pub(crate) fn alt_svc(&self, tls: bool) -> Option<&str> {
         self.alt_svc.get().filter(|_| tls).map(String::as_str)
     }
 }

@@ -51,13 +51,13 @@ pub(crate) struct Answer {
 
 impl Answer {
     /// Whether a body follows the head (not for HEAD, 204 or 304).
-    pub fn has_body(&self, method: &http::Method) -> bool {
+    pub(crate) fn has_body(&self, method: &http::Method) -> bool {
         *method != http::Method::HEAD && self.status != 204 && self.status != 304
     }
 
     /// The response head for HTTP/2 and HTTP/3 (`alt_svc`: the HTTP/3 advertisement);
     /// None if it cannot be built.
-    pub fn head(&self, alt_svc: Option<&str>) -> Option<http::Response<()>> {
+    pub(crate) fn head(&self, alt_svc: Option<&str>) -> Option<http::Response<()>> {
         let mut head = http::Response::builder().status(self.status).header(
             "content-type",
             if self.stats_body.is_some() {

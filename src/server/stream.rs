@@ -16,7 +16,7 @@ use std::task::{ready, Context, Poll};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 
-pub struct ServerStream {
+pub(crate) struct ServerStream {
     /// None only while the registration is being replaced.
     io: Option<AsyncFd<std::net::TcpStream>>,
     /// Registered for writes too (after a write that would block).
@@ -34,7 +34,7 @@ fn register(
 
 impl ServerStream {
     /// `s` must be nonblocking.
-    pub fn new(s: std::net::TcpStream) -> io::Result<ServerStream> {
+    pub(crate) fn new(s: std::net::TcpStream) -> io::Result<ServerStream> {
         Ok(ServerStream {
             io: Some(register(s, Interest::READABLE)?),
             writes: false,
@@ -46,7 +46,7 @@ impl ServerStream {
         self.io.as_ref().expect("registered")
     }
 
-    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+    pub(crate) fn set_nodelay(&self, on: bool) -> io::Result<()> {
         self.fd().get_ref().set_nodelay(on)
     }
 
@@ -54,22 +54,22 @@ impl ServerStream {
     /// so the kernel holds a tail shorter than a segment until the close, and the
     /// response's end and the FIN leave in one segment instead of two (one packet less
     /// for both sides to process, on a connection per request).
-    pub fn last_writes(&mut self) {
+    pub(crate) fn last_writes(&mut self) {
         self.last = true;
     }
 
     /// Read what the socket has; `WouldBlock` when it has nothing.
-    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+    pub(crate) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.fd().get_ref().read(buf)
     }
 
     /// Write what the socket takes; `WouldBlock` when it is full.
-    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+    pub(crate) fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
         send(self.fd().get_ref(), buf, self.last)
     }
 
     /// Ready when the socket may have something to read (then try it again).
-    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(crate) fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let mut guard = ready!(self.fd().poll_read_ready(cx))?;
         guard.clear_ready();
         Poll::Ready(Ok(()))
@@ -77,7 +77,7 @@ impl ServerStream {
 
     /// Ready when the socket may take more (then try it again). The first call asks
     /// the reactor for writes.
-    pub fn poll_write_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(crate) fn poll_write_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.watch_writes()?;
         let mut guard = ready!(self.fd().poll_write_ready(cx))?;
         guard.clear_ready();

@@ -7,7 +7,7 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::ServerConfig;
 
-pub struct Certs {
+pub(crate) struct Certs {
     pub ca_pem: String,
     pub ca_der: CertificateDer<'static>,
     pub server_config: Arc<ServerConfig>,
@@ -22,7 +22,7 @@ pub struct Certs {
 /// answer it as 0.5-RTT data.
 /// `chain_bytes`: the leaf carries extra names until leaf and CA are about that many
 /// bytes (a long chain or a large key, as far as the first flight goes).
-pub fn generate(
+pub(crate) fn generate(
     h2: bool,
     early_data: bool,
     also: Option<std::net::IpAddr>,

@@ -9,7 +9,7 @@ use crate::stats::Recorder;
 
 /// One thing that happened to a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnEvent {
+pub(crate) enum ConnEvent {
     /// How a new connection's host name was resolved.
     Dns(Resolution),
     /// A connection was established (TCP accepted, or a QUIC handshake completed) to the
@@ -57,7 +57,7 @@ pub enum ConnEvent {
 
 /// quinn's figures for a QUIC connection's path at its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct QuicPath {
+pub(crate) struct QuicPath {
     pub rtt_ns: u64,
     pub packets_sent: u64,
     pub packets_lost: u64,
@@ -69,7 +69,7 @@ pub struct QuicPath {
 /// and the largest: boxing it would allocate once per request, so it travels by value.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
-pub enum Note {
+pub(crate) enum Note {
     /// An attempt's record.
     Request(RequestRecord),
     /// A request in flight when the run's deadline came.
@@ -80,7 +80,7 @@ pub enum Note {
 
 impl Recorder {
     /// Count one connection event.
-    pub fn apply(&mut self, e: ConnEvent) {
+    pub(crate) fn apply(&mut self, e: ConnEvent) {
         match e {
             ConnEvent::Dns(how) => self.dns(how),
             ConnEvent::Opened { origin } => self.connection_opened(origin),
@@ -124,7 +124,7 @@ impl Recorder {
 
     /// Count what a worker handed over.
     #[inline]
-    pub fn take(&mut self, n: &Note) {
+    pub(crate) fn take(&mut self, n: &Note) {
         match n {
             Note::Request(r) => self.record(r),
             Note::Aborted => self.aborted(),

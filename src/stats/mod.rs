@@ -1,12 +1,12 @@
 //! Recording and summarising: per-thread `Recorder`s (histograms and counters, merged
 //! with `+=`), and the pure `summary` that turns a merged recorder into report numbers.
 
-pub mod diagnose;
-pub mod event;
-pub mod paired;
-pub mod raw;
-pub mod recorder;
-pub mod summary;
-pub mod timeline;
+pub(crate) mod diagnose;
+pub(crate) mod event;
+pub(crate) mod paired;
+pub(crate) mod raw;
+pub(crate) mod recorder;
+pub(crate) mod summary;
+pub(crate) mod timeline;
 
-pub use recorder::{PhaseStat, Recorder};
+pub(crate) use recorder::Recorder;

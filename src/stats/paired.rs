@@ -5,7 +5,7 @@
 
 /// The estimate and its interval for one paired sample of differences.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// Median of the Walsh averages (d_i + d_j) / 2, i <= j.
     pub center: f64,
     /// The confidence interval, when there are enough pairs for the confidence asked
@@ -15,7 +15,7 @@ pub struct Estimate {
 
 /// Hodges-Lehmann estimate and Wilcoxon signed-rank interval of `d` (non-finite values
 /// are left out) at `confidence` (e.g. 0.95). `None` when `d` is empty.
-pub fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<Estimate> {
+pub(crate) fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<Estimate> {
     let d: Vec<f64> = d.iter().copied().filter(|x| x.is_finite()).collect();
     let n = d.len();
     if n == 0 {
@@ -43,7 +43,7 @@ pub fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<Estimate> {
 /// statistic W+ for n pairs (exact for n <= 60, normal approximation beyond); the interval
 /// is then the (k+1)-th smallest and largest Walsh averages. `None` when even k = 0 has a
 /// larger tail probability (too few pairs).
-pub fn critical_value(n: usize, tail: f64) -> Option<usize> {
+fn critical_value(n: usize, tail: f64) -> Option<usize> {
     if n == 0 {
         return None;
     }

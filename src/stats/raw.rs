@@ -14,13 +14,13 @@ use super::timeline::{Bucket, Timeline};
 use crate::cpu::CpuTime;
 use crate::net::local_ports::LocalPorts;
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, PHASE_NAMES};
-pub use crate::report::raw::{
+pub(crate) use crate::report::raw::{
     RawBucket, RawLocalPorts, RawPhase, RawQuic, RawRecorder, RawScenario, RawSpan, RawTcp,
     RawTimeline, ScenarioShape,
 };
 
 impl RawScenario {
-    pub fn new(shape: ScenarioShape, rec: &Recorder, wall: Duration, cpu: CpuTime) -> Self {
+    pub(crate) fn new(shape: ScenarioShape, rec: &Recorder, wall: Duration, cpu: CpuTime) -> Self {
         RawScenario {
             shape,
             wall_ns: wall.as_nanos() as u64,
@@ -29,21 +29,10 @@ impl RawScenario {
             recorder: RawRecorder::from(rec),
         }
     }
-
-    pub fn wall(&self) -> Duration {
-        Duration::from_nanos(self.wall_ns)
-    }
-
-    pub fn cpu(&self) -> CpuTime {
-        CpuTime {
-            user: Duration::from_nanos(self.cpu_user_ns),
-            sys: Duration::from_nanos(self.cpu_sys_ns),
-        }
-    }
 }
 
 /// A histogram in HdrHistogram's V2 form, base64.
-pub fn encode_histogram<T: Counter>(h: &Histogram<T>) -> String {
+pub(crate) fn encode_histogram<T: Counter>(h: &Histogram<T>) -> String {
     let mut buf = Vec::new();
     V2Serializer::new()
         .serialize(h, &mut buf)
@@ -51,7 +40,7 @@ pub fn encode_histogram<T: Counter>(h: &Histogram<T>) -> String {
     base64::engine::general_purpose::STANDARD.encode(buf)
 }
 
-pub fn decode_histogram<T: Counter>(s: &str) -> Result<Histogram<T>, String> {
+fn decode_histogram<T: Counter>(s: &str) -> Result<Histogram<T>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s)
         .map_err(|e| format!("not base64: {e}"))?;

@@ -34,16 +34,16 @@ fn extra_round_trips(ns: u64, rtt_ns: u64, needed: u64) -> u64 {
     ((ns + rtt_ns / 2) / rtt_ns).saturating_sub(needed)
 }
 /// The upper bounds of the requests-per-connection buckets.
-pub const RPC_BOUNDS: [u64; 12] = [1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 10000];
+pub(crate) const RPC_BOUNDS: [u64; 12] = [1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 10000];
 /// Status codes are 100..=999; they index a fixed table.
 const STATUS_SLOTS: usize = 1000;
 /// GOAWAY error codes 0..=13 are named by RFC 9113; the last slot counts the others.
-pub const GOAWAY_SLOTS: usize = 15;
+pub(crate) const GOAWAY_SLOTS: usize = 15;
 
 /// One phase's distribution: an HDR histogram plus exact count, sum, sum of squares,
 /// min and max (for the ab-style mean and standard deviation).
 #[derive(Clone)]
-pub struct PhaseStat {
+pub(crate) struct PhaseStat {
     pub hist: Histogram<u64>,
     pub count: u64,
     pub sum_ns: u128,
@@ -71,7 +71,7 @@ impl PhaseStat {
     }
 
     #[inline]
-    pub fn record(&mut self, ns: u64) {
+    pub(crate) fn record(&mut self, ns: u64) {
         let v = ns.clamp(1, MAX_NS);
         // Cannot fail: the value is within the bounds.
         let _ = self.hist.record(v);
@@ -95,7 +95,7 @@ impl AddAssign<&PhaseStat> for PhaseStat {
 }
 
 /// Per-phase stats for one connection kind (new or reused), indexed like `PHASE_NAMES`.
-pub type PhaseSet = Vec<PhaseStat>;
+type PhaseSet = Vec<PhaseStat>;
 
 fn phase_set() -> PhaseSet {
     (0..PHASE_NAMES.len()).map(|_| PhaseStat::new()).collect()
@@ -103,7 +103,7 @@ fn phase_set() -> PhaseSet {
 
 /// Everything counted during a run, by one thread; merged with `+=`.
 #[derive(Clone)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     pub phases_new: PhaseSet,
     pub phases_reused: PhaseSet,
     /// The counters that add up (declared once, in `report::raw::Counts`).
@@ -169,7 +169,7 @@ pub struct Recorder {
 
 /// Exact count, sum, min and max of durations (ns).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Span {
+pub(crate) struct Span {
     pub count: u64,
     pub sum_ns: u128,
     pub min_ns: u64,
@@ -177,7 +177,7 @@ pub struct Span {
 }
 
 impl Span {
-    pub fn add(&mut self, ns: u64) {
+    pub(crate) fn add(&mut self, ns: u64) {
         self.min_ns = if self.count == 0 {
             ns
         } else {
@@ -188,7 +188,7 @@ impl Span {
         self.sum_ns += u128::from(ns);
     }
 
-    pub fn mean_ns(&self) -> f64 {
+    pub(crate) fn mean_ns(&self) -> f64 {
         if self.count == 0 {
             0.0
         } else {
@@ -217,7 +217,7 @@ impl AddAssign<&Span> for Span {
 /// have sent its SYN again, and at the close of each HTTP/1.x connection (HTTP/2's
 /// sockets are its connection task's).
 #[derive(Clone)]
-pub struct TcpStats {
+pub(crate) struct TcpStats {
     /// Connects (each checked for a SYN sent again).
     pub connects: u64,
     /// Connects whose SYN was sent again, the SYNs sent again, and those connects' time.
@@ -267,7 +267,7 @@ impl AddAssign<&TcpStats> for TcpStats {
 /// HTTP/3 connections as quinn saw them: handshake times, the path's RTT estimate and
 /// loss at each connection's end.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct QuicStats {
+pub(crate) struct QuicStats {
     /// First Initial sent to handshake complete, per connection that completed one.
     pub handshake: Span,
     /// 0-RTT requests: how long before the handshake completed the request had left.
@@ -304,7 +304,7 @@ impl Default for Recorder {
 }
 
 impl Recorder {
-    pub fn new() -> Recorder {
+    pub(crate) fn new() -> Recorder {
         Recorder {
             phases_new: phase_set(),
             phases_reused: phase_set(),
@@ -339,7 +339,7 @@ impl Recorder {
 
     /// Requests answered with a status that is not ok (neither 2xx nor 3xx, nor one
     /// `ok_status` accepts).
-    pub fn error_status(&self) -> u64 {
+    pub(crate) fn error_status(&self) -> u64 {
         self.status
             .iter()
             .enumerate()
@@ -349,14 +349,14 @@ impl Recorder {
     }
 
     /// Requests answered with a status that is ok.
-    pub fn ok(&self) -> u64 {
+    pub(crate) fn ok(&self) -> u64 {
         self.counts.answered - self.error_status()
     }
 
     /// Count one attempt. Phases are kept for successful attempts only, so failures
     /// (timeouts in particular) do not distort the distributions.
     #[inline]
-    pub fn record(&mut self, r: &RequestRecord) {
+    pub(crate) fn record(&mut self, r: &RequestRecord) {
         self.counts.attempted += 1;
         self.counts.bytes_received += r.bytes_received;
         self.counts.body_bytes += r.body_bytes;
@@ -427,12 +427,12 @@ impl Recorder {
     }
 
     /// A request in flight when the run's deadline came.
-    pub fn aborted(&mut self) {
+    pub(crate) fn aborted(&mut self) {
         self.counts.aborted_at_deadline += 1;
     }
 
     /// How a new connection's host name was resolved.
-    pub fn dns(&mut self, how: Resolution) {
+    pub(crate) fn dns(&mut self, how: Resolution) {
         match how {
             Resolution::Lookup => self.counts.dns_lookups += 1,
             Resolution::CacheHit => self.counts.dns_cache_hits += 1,
@@ -441,25 +441,25 @@ impl Recorder {
     }
 
     /// A connection went from the `--local-addr` address of this index.
-    pub fn connection_source(&mut self, index: u32) {
+    pub(crate) fn connection_source(&mut self, index: u32) {
         count_at(&mut self.opened_by_source, index);
     }
 
     /// The client asked to close a connection, and the server of origin `origin` kept
     /// it open.
-    pub fn server_ignored_close(&mut self, origin: u32) {
+    pub(crate) fn server_ignored_close(&mut self, origin: u32) {
         self.counts.server_ignored_close += 1;
         count_at(&mut self.ignored_close_by_origin, origin);
     }
 
     /// A TCP connection was established (the server accepted it).
-    pub fn connection_opened(&mut self, origin: u32) {
+    pub(crate) fn connection_opened(&mut self, origin: u32) {
         self.counts.connections_opened += 1;
         count_at(&mut self.opened_by_origin, origin);
         self.timeline.connection_opened();
     }
 
-    pub fn tls_handshake(&mut self, h: TlsHandshake) {
+    pub(crate) fn tls_handshake(&mut self, h: TlsHandshake) {
         self.timeline.tls_handshake(h.kind);
         match h.kind {
             HandshakeKind::Full => self.counts.tls_full += 1,
@@ -492,7 +492,7 @@ impl Recorder {
 
     /// TLS handshakes by key-exchange group name (the first `record::KX_COUNTED` of
     /// `record::KX_GROUPS`, then "other"), the groups seen only.
-    pub fn key_exchange(&self) -> std::collections::BTreeMap<String, u64> {
+    pub(crate) fn key_exchange(&self) -> std::collections::BTreeMap<String, u64> {
         let c = &self.counts;
         let counts = [
             c.kx_x25519mlkem768,
@@ -512,7 +512,7 @@ impl Recorder {
     }
 
     /// A request went in TLS early data; the server accepted it or not.
-    pub fn early_data(&mut self, accepted: bool) {
+    pub(crate) fn early_data(&mut self, accepted: bool) {
         self.counts.early_attempted += 1;
         if accepted {
             self.counts.early_accepted += 1;
@@ -523,7 +523,7 @@ impl Recorder {
 
     /// A connect that took `connect_ns`, and the kernel's view after it when it was read
     /// (a connect too quick to have sent its SYN again is not).
-    pub fn tcp_connected(&mut self, v: Option<TcpView>, connect_ns: u64) {
+    pub(crate) fn tcp_connected(&mut self, v: Option<TcpView>, connect_ns: u64) {
         let t = &mut self.tcp;
         t.connects += 1;
         if let Some(v) = v.filter(|v| v.total_retrans > 0) {
@@ -537,17 +537,17 @@ impl Recorder {
     /// `spread_ns`, after a connect of `connect_ns` (on a link of 5 ms or more, a round
     /// trip): the round trips in it are the flight waiting for the client's ACKs (a
     /// server's CPU before it, a slow signature, does not count).
-    pub fn tls_flight(&mut self, spread_ns: u64, connect_ns: u64) {
+    pub(crate) fn tls_flight(&mut self, spread_ns: u64, connect_ns: u64) {
         self.counts.tls_flight_waits += extra_round_trips(spread_ns, connect_ns, 0);
     }
 
     /// A QUIC handshake that took `ns` at quinn's RTT estimate `rtt_ns` (it needs one).
-    pub fn quic_timed(&mut self, ns: u64, rtt_ns: u64) {
+    pub(crate) fn quic_timed(&mut self, ns: u64, rtt_ns: u64) {
         self.counts.quic_flight_waits += extra_round_trips(ns, rtt_ns, 1);
     }
 
     /// The kernel's view of a connection as it closes.
-    pub fn tcp_closed(&mut self, v: TcpView) {
+    pub(crate) fn tcp_closed(&mut self, v: TcpView) {
         let t = &mut self.tcp;
         t.closed += 1;
         t.rtt_at_close.add(u64::from(v.rtt_us) * 1000);
@@ -561,7 +561,7 @@ impl Recorder {
     }
 
     /// A connection ended after carrying `requests` responses.
-    pub fn connection_closed(&mut self, reason: CloseReason, requests: u64) {
+    pub(crate) fn connection_closed(&mut self, reason: CloseReason, requests: u64) {
         self.timeline.connection_closed(reason);
         self.close_reasons[reason.index()] += 1;
         self.counts.connections_closed += 1;
@@ -580,7 +580,7 @@ impl Recorder {
 
     /// An HTTP/2 connection ended: the most streams it carried at once, and the code of
     /// the GOAWAY that ended it, if one did.
-    pub fn h2_connection_ended(&mut self, peak_streams: u64, goaway_code: Option<u32>) {
+    pub(crate) fn h2_connection_ended(&mut self, peak_streams: u64, goaway_code: Option<u32>) {
         self.peak_streams_max = self.peak_streams_max.max(peak_streams);
         self.counts.peak_streams_sum += peak_streams;
         if let Some(code) = goaway_code {
@@ -588,7 +588,7 @@ impl Recorder {
         }
     }
 
-    pub fn errors_total(&self) -> u64 {
+    pub(crate) fn errors_total(&self) -> u64 {
         self.errors.iter().sum()
     }
 }
@@ -596,7 +596,7 @@ impl Recorder {
 impl Recorder {
     /// Add `o`, a later run of the same scenario (compare's next round), its timeline
     /// laid after this one's first `offset`.
-    pub fn add_after(&mut self, o: &Recorder, offset: std::time::Duration) {
+    pub(crate) fn add_after(&mut self, o: &Recorder, offset: std::time::Duration) {
         let mine = std::mem::take(&mut self.timeline);
         *self += o;
         self.timeline = mine;

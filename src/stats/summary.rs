@@ -23,7 +23,7 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / NS_PER_MS
 }
 
-pub fn phase_summary(p: &PhaseStat) -> PhaseSummary {
+fn phase_summary(p: &PhaseStat) -> PhaseSummary {
     if p.count == 0 {
         return PhaseSummary::default();
     }
@@ -188,7 +188,7 @@ const TOTAL: usize = crate::record::PHASE_NAMES.len() - 1;
 
 /// The report of a scenario with its lossless form (`raw`), for `--json` readers and
 /// `merge`.
-pub fn summarize_with_raw(
+pub(crate) fn summarize_with_raw(
     sc: &ScenarioShape,
     rec: &Recorder,
     wall: Duration,
@@ -199,7 +199,7 @@ pub fn summarize_with_raw(
     rep
 }
 
-pub fn summarize(
+pub(crate) fn summarize(
     sc: &ScenarioShape,
     rec: &Recorder,
     wall: Duration,
@@ -436,7 +436,7 @@ fn latency_report(rec: &Recorder) -> LatencyReport {
 }
 
 /// The timeline's buckets as reported; the last one ends with the run.
-pub fn timeline(t: &crate::stats::timeline::Timeline, wall_s: f64) -> Vec<TimelineBucket> {
+pub(crate) fn timeline(t: &crate::stats::timeline::Timeline, wall_s: f64) -> Vec<TimelineBucket> {
     let width = t.width_s() as f64;
     t.trimmed()
         .iter()

@@ -17,14 +17,14 @@ use hdrhistogram::Histogram;
 use crate::record::{CloseReason, ErrorKind, HandshakeKind};
 
 /// The most buckets a timeline keeps (one hour of 1 s buckets).
-pub const MAX_BUCKETS: usize = 3600;
+const MAX_BUCKETS: usize = 3600;
 /// Latency histograms per bucket: µs from 1 µs to an hour, 1 significant figure
 /// (values within ~6 %), so that a bucket costs ~2 KiB and an hour of them a few MiB.
 const MAX_US: u64 = 3_600_000_000;
 
 /// One bucket's counts.
 #[derive(Clone, Default)]
-pub struct Bucket {
+pub(crate) struct Bucket {
     pub requests: u64,
     /// Answered with a status counted as ok (`record::status::is_ok`).
     pub ok: u64,
@@ -42,11 +42,11 @@ pub struct Bucket {
 }
 
 impl Bucket {
-    pub fn errors_total(&self) -> u64 {
+    pub(crate) fn errors_total(&self) -> u64 {
         self.errors.iter().map(|&n| u64::from(n)).sum()
     }
 
-    pub fn closed_total(&self) -> u64 {
+    pub(crate) fn closed_total(&self) -> u64 {
         self.closed.iter().map(|&n| u64::from(n)).sum()
     }
 
@@ -88,7 +88,7 @@ impl AddAssign<&Bucket> for Bucket {
 
 /// The buckets of one run (or one thread's share of it).
 #[derive(Clone)]
-pub struct Timeline {
+pub(crate) struct Timeline {
     /// The run's start (none: not started; events are then dropped).
     start: Option<Instant>,
     /// Bucket width in seconds: 1, doubling whenever the buckets would exceed the cap.
@@ -111,12 +111,12 @@ impl Default for Timeline {
 
 impl Timeline {
     /// Start the clock at the run's start.
-    pub fn begin(&mut self, start: Instant) {
+    pub(crate) fn begin(&mut self, start: Instant) {
         self.start = Some(start);
     }
 
     /// A timeline of finished buckets (`merge`: an agent's, read from its report).
-    pub fn from_buckets(width_s: u64, buckets: Vec<Bucket>) -> Timeline {
+    pub(crate) fn from_buckets(width_s: u64, buckets: Vec<Bucket>) -> Timeline {
         Timeline {
             start: None,
             width_s,
@@ -125,11 +125,12 @@ impl Timeline {
         }
     }
 
-    pub fn width_s(&self) -> u64 {
+    pub(crate) fn width_s(&self) -> u64 {
         self.width_s
     }
 
-    pub fn buckets(&self) -> &[Bucket] {
+    #[cfg(test)]
+    pub(crate) fn buckets(&self) -> &[Bucket] {
         &self.buckets
     }
 
@@ -168,7 +169,7 @@ impl Timeline {
 
     /// A request that ended at `end`, in its bucket (the clock is not read again).
     #[inline]
-    pub fn request_at(&mut self, end: Instant, how: Ended) {
+    pub(crate) fn request_at(&mut self, end: Instant, how: Ended) {
         let Some(start) = self.start else {
             return;
         };
@@ -178,35 +179,35 @@ impl Timeline {
 
     /// A request seen now, whose ending is not this timeline's to judge (audit's).
     #[inline]
-    pub fn request(&mut self) {
+    pub(crate) fn request(&mut self) {
         if let Some(b) = self.now() {
             record_request(b, Ended::Seen);
         }
     }
 
     #[inline]
-    pub fn connection_opened(&mut self) {
+    pub(crate) fn connection_opened(&mut self) {
         if let Some(b) = self.now() {
             b.new_connections += 1;
         }
     }
 
     #[inline]
-    pub fn connection_closed(&mut self, reason: CloseReason) {
+    pub(crate) fn connection_closed(&mut self, reason: CloseReason) {
         if let Some(b) = self.now() {
             b.closed[reason.index()] = b.closed[reason.index()].saturating_add(1);
         }
     }
 
     /// A connection ended (audit: its ending is kept elsewhere).
-    pub fn connection_ended(&mut self) {
+    pub(crate) fn connection_ended(&mut self) {
         if let Some(b) = self.now() {
             b.ended += 1;
         }
     }
 
     #[inline]
-    pub fn tls_handshake(&mut self, kind: HandshakeKind) {
+    pub(crate) fn tls_handshake(&mut self, kind: HandshakeKind) {
         if let Some(b) = self.now() {
             match kind {
                 HandshakeKind::Full => b.tls_full += 1,
@@ -217,7 +218,7 @@ impl Timeline {
 
     /// Put `o`'s buckets after this timeline's first `offset` (compare: a strategy's
     /// rounds laid end to end).
-    pub fn append(&mut self, o: &Timeline, offset: Duration) {
+    pub(crate) fn append(&mut self, o: &Timeline, offset: Duration) {
         let base = offset.as_nanos() as u64;
         let width_ns = o.width_s * 1_000_000_000;
         for (i, b) in o.buckets.iter().enumerate() {
@@ -233,7 +234,7 @@ impl Timeline {
     }
 
     /// Drop trailing empty buckets.
-    pub fn trimmed(&self) -> &[Bucket] {
+    pub(crate) fn trimmed(&self) -> &[Bucket] {
         let n = self
             .buckets
             .iter()
@@ -254,7 +255,7 @@ impl Timeline {
 
 /// How a request in a bucket ended.
 #[derive(Debug, Clone, Copy)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// A response came: its latency, and whether its status counts as ok.
     Answered { latency_ns: Option<u64>, ok: bool },
     /// No response: the failure's category.

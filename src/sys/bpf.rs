@@ -45,7 +45,7 @@ fn owned(r: i64) -> OwnedFd {
 }
 
 /// A BPF map, with the sizes of its keys and values.
-pub struct Map {
+pub(crate) struct Map {
     fd: OwnedFd,
     key_len: usize,
     value_len: usize,
@@ -53,7 +53,7 @@ pub struct Map {
 
 impl Map {
     /// `BPF_MAP_CREATE` of `kind` (BPF_MAP_TYPE_*), `entries` long, with `flags`.
-    pub fn create(
+    pub(crate) fn create(
         kind: u32,
         key_len: usize,
         value_len: usize,
@@ -77,7 +77,7 @@ impl Map {
     }
 
     /// Its descriptor, for a program's instructions that load it.
-    pub fn raw_fd(&self) -> RawFd {
+    pub(crate) fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
@@ -97,19 +97,19 @@ impl Map {
     }
 
     /// The key after `key` (the first with `None`) into `next`.
-    pub fn next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> io::Result<()> {
+    pub(crate) fn next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> io::Result<()> {
         assert!(key.is_none_or(|k| k.len() == self.key_len) && next.len() == self.key_len);
         self.elem(MAP_GET_NEXT_KEY, key, next)
     }
 
     /// The value of `key` into `value`.
-    pub fn lookup(&self, key: &[u8], value: &mut [u8]) -> io::Result<()> {
+    pub(crate) fn lookup(&self, key: &[u8], value: &mut [u8]) -> io::Result<()> {
         assert!(key.len() == self.key_len && value.len() == self.value_len);
         self.elem(MAP_LOOKUP_ELEM, Some(key), value)
     }
 
     /// The value of `key` into `value`, and the entry deleted.
-    pub fn take(&self, key: &[u8], value: &mut [u8]) -> io::Result<()> {
+    pub(crate) fn take(&self, key: &[u8], value: &mut [u8]) -> io::Result<()> {
         assert!(key.len() == self.key_len && value.len() == self.value_len);
         self.elem(MAP_LOOKUP_AND_DELETE_ELEM, Some(key), value)
     }
@@ -117,13 +117,13 @@ impl Map {
 
 /// `BPF_PROG_LOAD` of `insns` (8 bytes each) as a program of `kind`, licensed "GPL",
 /// named `name` (at most 15 bytes); a refusal carries the verifier's log.
-pub fn load_program(kind: u32, insns: &[[u8; 8]], name: &CStr) -> io::Result<OwnedFd> {
+pub(crate) fn load_program(kind: u32, insns: &[[u8; 8]], name: &CStr) -> io::Result<OwnedFd> {
     load_program_for(kind, 0, insns, name)
 }
 
 /// [`load_program`] for a program that says at load where it will be attached
 /// (`expected_attach_type`: a cgroup's connect hook, say).
-pub fn load_program_for(
+pub(crate) fn load_program_for(
     kind: u32,
     attach_type: u32,
     insns: &[[u8; 8]],
@@ -156,7 +156,7 @@ pub fn load_program_for(
 
 /// `BPF_LINK_CREATE`: attach `prog` to `target` (a cgroup's directory, say) as
 /// `attach_type`; detached when the link's descriptor closes.
-pub fn link(prog: &OwnedFd, target: &OwnedFd, attach_type: u32) -> io::Result<OwnedFd> {
+pub(crate) fn link(prog: &OwnedFd, target: &OwnedFd, attach_type: u32) -> io::Result<OwnedFd> {
     let mut a = [0u8; ATTR];
     put(&mut a, 0, &(prog.as_raw_fd() as u32).to_ne_bytes());
     put(&mut a, 4, &(target.as_raw_fd() as u32).to_ne_bytes());

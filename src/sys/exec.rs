@@ -12,7 +12,11 @@ use std::process::Command;
 /// `die_with_parent` is killed (SIGKILL) when the thread that started it ends. `ns`
 /// must stay open until `cmd` is spawned (closed, the child fails to start with
 /// EBADF).
-pub fn enter_network_namespace(cmd: &mut Command, ns: BorrowedFd<'_>, die_with_parent: bool) {
+pub(crate) fn enter_network_namespace(
+    cmd: &mut Command,
+    ns: BorrowedFd<'_>,
+    die_with_parent: bool,
+) {
     let fd = ns.as_raw_fd();
     // SAFETY: the hook makes two system calls, prctl and setns, both async-signal-safe,
     // touches no lock and allocates nothing; an fd closed by then is an error, not
@@ -32,7 +36,7 @@ pub fn enter_network_namespace(cmd: &mut Command, ns: BorrowedFd<'_>, die_with_p
 
 /// The child of `cmd` writes "0\n" to `procs` (a cgroup's `cgroup.procs`: it joins the
 /// cgroup) before it runs.
-pub fn join_cgroup(cmd: &mut Command, procs: CString) {
+pub(crate) fn join_cgroup(cmd: &mut Command, procs: CString) {
     // SAFETY: the hook makes three system calls, open, write and close, all
     // async-signal-safe, on a path and a buffer made before the fork; it touches no lock
     // and allocates nothing (the error is built from errno alone).

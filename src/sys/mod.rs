@@ -5,12 +5,12 @@
 //! block with its `SAFETY:` reason. No `unsafe` outside this module
 //! (`tests/architecture.rs`). It imports nothing of the crate.
 
-pub mod bpf;
-pub mod exec;
-pub mod netif;
-pub mod ns;
-pub mod process;
-pub mod socket;
+pub(crate) mod bpf;
+pub(crate) mod exec;
+pub(crate) mod netif;
+pub(crate) mod ns;
+pub(crate) mod process;
+pub(crate) mod socket;
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -21,7 +21,7 @@ use tokio::io::Interest;
 /// Register `inner` with tokio's reactor. `T` owns its descriptor (it converts into an
 /// [`OwnedFd`]: a `TcpListener`, a `TcpStream`, an `OwnedFd`), so the descriptor stays
 /// open and the same while the `AsyncFd` holds it.
-pub fn async_fd<T>(inner: T, interest: Interest) -> io::Result<AsyncFd<T>>
+pub(crate) fn async_fd<T>(inner: T, interest: Interest) -> io::Result<AsyncFd<T>>
 where
     T: AsRawFd,
     OwnedFd: From<T>,

@@ -54,7 +54,7 @@ fn ioctl(fd: impl AsFd, op: libc::c_ulong, req: &mut libc::ifreq, what: &str) ->
 }
 
 /// Bring `dev` up (IFF_UP | IFF_RUNNING, its other flags kept).
-pub fn set_up(sock: impl AsFd, dev: &str) -> io::Result<()> {
+pub(crate) fn set_up(sock: impl AsFd, dev: &str) -> io::Result<()> {
     let mut req = ifreq(dev);
     ioctl(
         sock.as_fd(),
@@ -70,7 +70,7 @@ pub fn set_up(sock: impl AsFd, dev: &str) -> io::Result<()> {
 
 /// Give `dev` the address `local` with the point-to-point peer `peer` (a /32: a host
 /// route to the peer) and the MTU `mtu`.
-pub fn set_point_to_point(
+pub(crate) fn set_point_to_point(
     sock: impl AsFd,
     dev: &str,
     local: Ipv4Addr,
@@ -90,7 +90,7 @@ pub fn set_point_to_point(
 }
 
 /// The length of `dev`'s transmit queue, in packets.
-pub fn set_tx_queue_len(sock: impl AsFd, dev: &str, packets: u32) -> io::Result<()> {
+pub(crate) fn set_tx_queue_len(sock: impl AsFd, dev: &str, packets: u32) -> io::Result<()> {
     let mut req = ifreq(dev);
     // SIOCSIFTXQLEN reads the length from the union's int member.
     req.ifr_ifru.ifru_ifindex = packets as libc::c_int;
@@ -104,7 +104,7 @@ pub fn set_tx_queue_len(sock: impl AsFd, dev: &str, packets: u32) -> io::Result<
 
 /// Make the TUN device `dev` (IP packets, no packet-information header) in the calling
 /// thread's network namespace, through `tun`: /dev/net/tun opened.
-pub fn make_tun(tun: &OwnedFd, dev: &str) -> io::Result<()> {
+pub(crate) fn make_tun(tun: &OwnedFd, dev: &str) -> io::Result<()> {
     let mut req = ifreq(dev);
     req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
     ioctl(

@@ -13,7 +13,7 @@ fn unshare(flags: UnshareFlags, what: &str) -> io::Result<()> {
 }
 
 /// Move the calling thread into a new network namespace.
-pub fn unshare_network() -> io::Result<()> {
+pub(crate) fn unshare_network() -> io::Result<()> {
     unshare(
         UnshareFlags::NEWNET,
         "creating a network namespace (unshare CLONE_NEWNET)",
@@ -21,7 +21,7 @@ pub fn unshare_network() -> io::Result<()> {
 }
 
 /// Move the calling process (a single thread yet) into a new user namespace.
-pub fn unshare_user() -> io::Result<()> {
+pub(crate) fn unshare_user() -> io::Result<()> {
     unshare(
         UnshareFlags::NEWUSER,
         "creating a user namespace (unshare CLONE_NEWUSER)",

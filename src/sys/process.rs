@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// The calling thread's user and system CPU time so far (getrusage), or `None` when
 /// the call fails.
-pub fn thread_rusage() -> Option<(Duration, Duration)> {
+pub(crate) fn thread_rusage() -> Option<(Duration, Duration)> {
     // SAFETY: rusage is plain old data, for which all zeroes is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes one rusage into the struct we own, and nothing else.
@@ -19,11 +19,11 @@ pub fn thread_rusage() -> Option<(Duration, Duration)> {
 
 /// A thread's CPU clock, readable from any thread while that thread lives.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuClock(libc::clockid_t);
+pub(crate) struct CpuClock(libc::clockid_t);
 
 impl CpuClock {
     /// The calling thread's.
-    pub fn current() -> Option<CpuClock> {
+    pub(crate) fn current() -> Option<CpuClock> {
         let mut id: libc::clockid_t = 0;
         // SAFETY: pthread_self names the calling thread, which is alive; the call writes
         // `id` only.
@@ -33,7 +33,7 @@ impl CpuClock {
 
     /// The CPU time (user + system) the thread has used so far, to the nanosecond; zero
     /// when the clock cannot be read (the thread has ended).
-    pub fn elapsed(&self) -> Duration {
+    pub(crate) fn elapsed(&self) -> Duration {
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -49,7 +49,7 @@ impl CpuClock {
 
 /// Run the calling thread under SCHED_FIFO at `priority` (where allowed: root, or a
 /// user namespace's root).
-pub fn realtime_fifo(priority: i32) -> io::Result<()> {
+pub(crate) fn realtime_fifo(priority: i32) -> io::Result<()> {
     let param = libc::sched_param {
         sched_priority: priority,
     };
@@ -65,7 +65,7 @@ pub fn realtime_fifo(priority: i32) -> io::Result<()> {
 /// open (PM QoS: a CPU wake-up latency of 0 µs written to /dev/cpu_dma_latency, as
 /// cyclictest does). In a virtual machine an idle CPU halts, and waking it (for a timer
 /// or a packet) takes 50 µs to a millisecond; held, the idle loop polls instead. Root.
-pub fn hold_cpus_awake() -> io::Result<std::fs::File> {
+pub(crate) fn hold_cpus_awake() -> io::Result<std::fs::File> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .write(true)

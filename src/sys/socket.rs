@@ -47,17 +47,17 @@ fn get_plain<T>(fd: impl AsFd, level: libc::c_int, name: libc::c_int, out: &mut 
 }
 
 /// `IP_BIND_ADDRESS_NO_PORT`: bind the address now, pick the port at connect time.
-pub fn set_bind_address_no_port(fd: impl AsFd) -> io::Result<()> {
+pub(crate) fn set_bind_address_no_port(fd: impl AsFd) -> io::Result<()> {
     set_int(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)
 }
 
 /// `SO_RCVBUFFORCE`: a receive buffer of `bytes`, past `rmem_max` (root only).
-pub fn set_recv_buffer_force(fd: impl AsFd, bytes: libc::c_int) -> io::Result<()> {
+pub(crate) fn set_recv_buffer_force(fd: impl AsFd, bytes: libc::c_int) -> io::Result<()> {
     set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes)
 }
 
 /// `TCP_INFO` of a TCP socket; fields a kernel too old to know them stay zero.
-pub fn tcp_info(fd: impl AsFd) -> Option<libc::tcp_info> {
+pub(crate) fn tcp_info(fd: impl AsFd) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain old data, for which all zeroes is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     get_plain(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info).then_some(info)
@@ -65,7 +65,7 @@ pub fn tcp_info(fd: impl AsFd) -> Option<libc::tcp_info> {
 
 /// `PACKET_STATISTICS` of an AF_PACKET socket: packets received and dropped since the
 /// last reading (the kernel resets them on each).
-pub fn packet_statistics(fd: impl AsFd) -> Option<(u32, u32)> {
+pub(crate) fn packet_statistics(fd: impl AsFd) -> Option<(u32, u32)> {
     // SAFETY: tpacket_stats is plain old data, for which all zeroes is a valid value.
     let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
     get_plain(fd, libc::SOL_PACKET, libc::PACKET_STATISTICS, &mut st)
@@ -74,7 +74,7 @@ pub fn packet_statistics(fd: impl AsFd) -> Option<(u32, u32)> {
 
 /// The address an AF_PACKET socket binds to for every protocol (`ETH_P_ALL`) on every
 /// interface (index 0).
-pub fn packet_any() -> io::Result<SockAddr> {
+pub(crate) fn packet_any() -> io::Result<SockAddr> {
     // SAFETY: sockaddr_ll is plain old data, for which all zeroes is a valid value.
     let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     sll.sll_family = libc::AF_PACKET as u16;
@@ -98,13 +98,16 @@ pub fn packet_any() -> io::Result<SockAddr> {
 }
 
 /// `SO_TIMESTAMPNS`: the kernel stamps each packet received with its arrival time.
-pub fn set_timestamps(fd: impl AsFd) -> io::Result<()> {
+pub(crate) fn set_timestamps(fd: impl AsFd) -> io::Result<()> {
     set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
 }
 
 /// Read one datagram into `buf`: its length, and the kernel's stamp of its arrival
 /// (`SCM_TIMESTAMPNS`, on the realtime clock) when the socket asked for stamps.
-pub fn recv_stamped(fd: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Option<SystemTime>)> {
+pub(crate) fn recv_stamped(
+    fd: impl AsFd,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<SystemTime>)> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),

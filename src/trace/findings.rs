@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 /// trace followed by what was measured, or what was measured alone. No headline
 /// without an answered request. `failed`: the trace ended in a failure before its
 /// count (then a short trace is the failure's doing, not the count's).
-pub fn judge(
+pub(crate) fn judge(
     strategy: Strategy,
     steps: &[TraceStep],
     examples: &BTreeMap<String, String>,
@@ -348,7 +348,7 @@ fn silent_close(steps: &[TraceStep]) -> Option<Finding> {
 
 /// What setting up a step's connection took: DNS, TCP connect, TLS and the HTTP/2
 /// preface, or the QUIC handshake and HTTP/3's set-up (0 on a reused connection).
-pub fn setup_ms(s: &TraceStep) -> f64 {
+pub(crate) fn setup_ms(s: &TraceStep) -> f64 {
     [
         s.dns_ms,
         s.connect_ms,

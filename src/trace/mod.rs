@@ -4,18 +4,18 @@
 
 use std::time::{Duration, Instant};
 
-pub mod findings;
+pub(crate) mod findings;
 
 use crate::fmt::ms as fmt_ms;
 use crate::plan::Scenario;
 use crate::probe::any::{Answer, Probe, Setup};
-pub use crate::report::trace::{TraceReport, TraceStep};
+pub(crate) use crate::report::trace::{TraceReport, TraceStep};
 
 /// How long to watch an idle connection after the last response for the server's close.
 const WATCH_AFTER: Duration = Duration::from_millis(200);
 
 impl TraceReport {
-    pub fn new(
+    pub(crate) fn new(
         sc: &Scenario,
         steps: Vec<TraceStep>,
         error: Option<String>,
@@ -105,7 +105,7 @@ fn ms(d: Duration) -> f64 {
 /// when the server ends it; `h3-close`, `h3-resumed`, `h3-0rtt`: each on a new
 /// connection). The connection's setup is on the step that opened it. HTTP/2 and
 /// HTTP/3 run in a `LocalSet`.
-pub async fn execute(sc: &Scenario, count: u64) -> TraceReport {
+pub(crate) async fn execute(sc: &Scenario, count: u64) -> TraceReport {
     let target = &sc.targets[0];
     let proxy = sc.origins[0].proxy.as_ref().map(|p| p.display());
     // One origin: a probe's connections go to its hop.

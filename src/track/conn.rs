@@ -11,7 +11,7 @@ use crate::proto::h1::chunked::ChunkedDecoder;
 use crate::proto::h2::wire::Frames;
 
 /// A TCP segment as captured.
-pub struct Segment<'a> {
+pub(crate) struct Segment<'a> {
     pub src: SocketAddr,
     pub dst: SocketAddr,
     pub seq: u32,
@@ -25,7 +25,7 @@ pub struct Segment<'a> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Side {
+pub(crate) enum Side {
     Client,
     Server,
 }
@@ -33,7 +33,7 @@ pub enum Side {
 /// What a connection carried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub(crate) enum Kind {
     #[default]
     Unknown,
     Http,
@@ -44,7 +44,7 @@ pub enum Kind {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct TlsInfo {
+pub(crate) struct TlsInfo {
     pub sni: Option<String>,
     /// The version the server selected: "1.3", "1.2", ...
     pub version: Option<String>,
@@ -63,7 +63,7 @@ pub struct TlsInfo {
 /// How a connection ended, as far as the watch saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Ending {
+pub(crate) enum Ending {
     ClientFin,
     ServerFin,
     ClientReset,
@@ -78,7 +78,7 @@ pub enum Ending {
 
 /// How long a connection must have been quiet for the server's FIN to be its idle
 /// close ([`Ending::ServerIdle`]) rather than its answer to the last exchange.
-pub const IDLE_CLOSE: Duration = Duration::from_secs(1);
+pub(super) const IDLE_CLOSE: Duration = Duration::from_secs(1);
 
 /// One direction's stream.
 #[derive(Default)]
@@ -109,7 +109,7 @@ pub(super) struct Dir {
 /// bytes; with post-quantum key shares a couple of KiB).
 pub(super) const HEAD_MAX: usize = 16 * 1024;
 
-pub struct Conn {
+pub(crate) struct Conn {
     pub client: SocketAddr,
     pub server: SocketAddr,
     /// No SYN was seen: it began before the watch.
@@ -169,7 +169,7 @@ pub struct Conn {
 /// ClientHello to the handshake's last Finished (TLS 1.3: the client's; TLS 1.2: the
 /// later of the two sides' ChangeCipherSpec, each followed by its Finished).
 #[derive(Debug, Default)]
-pub struct Setup {
+pub(crate) struct Setup {
     pub tcp: Option<Duration>,
     pub tls: Option<Duration>,
     pub(super) server_syn: bool,
@@ -181,7 +181,7 @@ pub struct Setup {
 /// What the live metrics (`watch --metrics`) have counted of a connection: its label
 /// once known, and how far each of its figures was counted.
 #[derive(Debug, Default)]
-pub struct Metered {
+pub(crate) struct Metered {
     /// The client program's name (or `unknown`), once known.
     pub label: Option<std::sync::Arc<str>>,
     pub opened: bool,
@@ -198,7 +198,7 @@ pub struct Metered {
 /// How a client's request asked for its connection to end after the response (read from
 /// its cleartext head).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientClose {
+pub(crate) enum ClientClose {
     /// `HTTP/1.0` without `Connection: keep-alive`.
     Http10,
     /// `Connection: close`.
@@ -206,7 +206,7 @@ pub enum ClientClose {
 }
 
 impl ClientClose {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ClientClose::Http10 => "http10_without_keep_alive",
             ClientClose::Header => "connection_close",
@@ -275,7 +275,7 @@ impl Conn {
         }
     }
 
-    pub fn bytes(&self) -> (u64, u64) {
+    pub(crate) fn bytes(&self) -> (u64, u64) {
         (self.c2s.bytes, self.s2c.bytes)
     }
 }

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use crate::proto::h2::PREFACE_START;
 use cleartext::{h2, http};
-pub use conn::{Conn, Ending, Kind, Segment, Side};
+pub(crate) use conn::{Conn, Ending, Kind, Segment, Side};
 use conn::{Dir, HEAD_MAX, IDLE_CLOSE};
 use tls::tls;
 
@@ -22,10 +22,10 @@ mod conn;
 mod tls;
 
 /// Where a new connection's client is when no SYN was seen: the side on a listening port.
-pub type IsListening<'a> = &'a dyn Fn(&SocketAddr) -> bool;
+type IsListening<'a> = &'a dyn Fn(&SocketAddr) -> bool;
 
 #[derive(Default)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     live: HashMap<(SocketAddr, SocketAddr), Conn>,
     /// Connections open now: from the first packet seen until the first FIN or RST
     /// (after that neither side sends requests on it), and the most at once.
@@ -39,7 +39,7 @@ pub struct Tracker {
 impl Tracker {
     /// Feed one segment; `listening` tells which side of an already open connection is
     /// the server. Returns the connection if the segment ended it.
-    pub fn segment(&mut self, s: &Segment, listening: IsListening) -> Option<Conn> {
+    pub(crate) fn segment(&mut self, s: &Segment, listening: IsListening) -> Option<Conn> {
         self.segments += 1;
         let fwd = (s.src, s.dst);
         let rev = (s.dst, s.src);
@@ -106,13 +106,13 @@ impl Tracker {
     }
 
     /// The live connection the last segment was of (none when it ended the connection).
-    pub fn touched(&mut self) -> Option<&mut Conn> {
+    pub(crate) fn touched(&mut self) -> Option<&mut Conn> {
         let key = self.last.take()?;
         self.live.get_mut(&key)
     }
 
     /// The watch ended: the connections still open, reported as such.
-    pub fn finish(&mut self) -> Vec<Conn> {
+    pub(crate) fn finish(&mut self) -> Vec<Conn> {
         self.live
             .drain()
             .map(|(_, mut c)| {
@@ -129,12 +129,12 @@ impl Conn {
     /// A connection read from a relay's two byte streams rather than from packets (no
     /// sequence numbers; the relay's connect was its handshake): `client` is the side
     /// that asked for it.
-    pub fn relayed(client: SocketAddr, server: SocketAddr, at: Instant) -> Conn {
+    pub(crate) fn relayed(client: SocketAddr, server: SocketAddr, at: Instant) -> Conn {
         Conn::new(client, server, false, at)
     }
 
     /// Bytes relayed from `side`, in order, as they came at `at`.
-    pub fn relayed_bytes(&mut self, side: Side, data: &[u8], at: Instant) {
+    pub(crate) fn relayed_bytes(&mut self, side: Side, data: &[u8], at: Instant) {
         if !data.is_empty() {
             data_in(self, side, data, at);
         }

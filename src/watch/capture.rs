@@ -45,7 +45,7 @@ fn tcp_filter(lo_ifindex: u32, snaplen: u32) -> Vec<SockFilter> {
     ]
 }
 
-pub struct Capture {
+pub(super) struct Capture {
     sock: Socket,
     buf: Vec<u8>,
     /// PACKET_STATISTICS resets on each read: the sums so far.
@@ -54,14 +54,14 @@ pub struct Capture {
 }
 
 /// Whether an error means the process lacks the privilege (CAP_NET_RAW / CAP_NET_ADMIN).
-pub fn is_permission(e: &io::Error) -> bool {
+pub(super) fn is_permission(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
 }
 
 impl Capture {
     /// `buffer`: the socket's receive buffer in bytes (the kernel holds packets there
     /// until they are read).
-    pub fn open(buffer: u64) -> io::Result<Capture> {
+    pub(super) fn open(buffer: u64) -> io::Result<Capture> {
         // Protocol 0 receives nothing until bind: no packet gets in before the filter.
         let sock = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(0)))?;
         let lo = rustix::net::netdevice::name_to_index(&sock, "lo").unwrap_or(0);
@@ -86,7 +86,7 @@ impl Capture {
 
     /// The next packet's TCP segment (None after the read timeout, or for a packet that
     /// is not a parsable TCP segment).
-    pub fn next(&mut self, f: &mut dyn FnMut(&Segment)) -> io::Result<bool> {
+    pub(super) fn next(&mut self, f: &mut dyn FnMut(&Segment)) -> io::Result<bool> {
         let (n, stamp) = match crate::sys::socket::recv_stamped(&self.sock, &mut self.buf) {
             Ok(r) => r,
             Err(e)
@@ -142,7 +142,7 @@ impl Capture {
 
     /// Add the kernel's counts since the last read (packets it passed the filter, and of
     /// them those dropped for want of buffer room).
-    pub fn read_stats(&mut self) {
+    pub(super) fn read_stats(&mut self) {
         if let Some((packets, drops)) = crate::sys::socket::packet_statistics(&self.sock) {
             self.packets += u64::from(packets);
             self.drops += u64::from(drops);

@@ -138,7 +138,7 @@ fn cgroup_of(root: &Path, pid: &str) -> io::Result<PathBuf> {
 }
 
 /// The pids in a cgroup and its descendants.
-pub fn procs(dir: &Path) -> Vec<i32> {
+pub(super) fn procs(dir: &Path) -> Vec<i32> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -175,7 +175,7 @@ fn addr(family: u32, ip4: &[u8], ip6: &[u8], port: u16) -> SocketAddr {
 }
 
 /// The kernel's record of one cgroup's connections.
-pub struct Recorder {
+pub(super) struct Recorder {
     keys: Map,
     lost: Map,
     _prog: OwnedFd,
@@ -215,7 +215,7 @@ impl Recorder {
     /// A new cgroup for a command the watch starts, below the watch's own cgroup (so that
     /// the limits on the watch hold for it), with the recorder attached. The command joins
     /// it with [`Recorder::join_in_child`] before it runs.
-    pub fn for_command() -> io::Result<Recorder> {
+    pub(super) fn for_command() -> io::Result<Recorder> {
         let root = cgroup2_root()?;
         let dir = cgroup_of(&root, "self")?.join(format!("handshake-watch-{}", std::process::id()));
         match std::fs::create_dir(&dir) {
@@ -230,7 +230,7 @@ impl Recorder {
 
     /// The cgroup of a running process, when nothing but that process's tree is in it
     /// (else its record would hold other programs' connections too).
-    pub fn for_process(pid: i32, tree: &[i32]) -> io::Result<Recorder> {
+    pub(super) fn for_process(pid: i32, tree: &[i32]) -> io::Result<Recorder> {
         let root = cgroup2_root()?;
         let dir = cgroup_of(&root, &pid.to_string())?;
         let tree: HashSet<i32> = tree.iter().copied().collect();
@@ -248,7 +248,7 @@ impl Recorder {
     }
 
     /// The child of `cmd` joins the cgroup between fork and exec.
-    pub fn join_at_exec(&self, cmd: &mut std::process::Command) -> io::Result<()> {
+    pub(super) fn join_at_exec(&self, cmd: &mut std::process::Command) -> io::Result<()> {
         let procs = CString::new(
             self.dir
                 .join("cgroup.procs")
@@ -262,7 +262,7 @@ impl Recorder {
 
     /// Take every connection recorded since the last drain, as (local, remote) of the
     /// program's socket.
-    pub fn drain(&self, out: &mut Vec<(SocketAddr, SocketAddr)>) {
+    pub(super) fn drain(&self, out: &mut Vec<(SocketAddr, SocketAddr)>) {
         let mut key = [0u8; KEY_LEN];
         let mut value = [0u8; 8];
         // Each key is deleted as it is read, so the first key is always the next one.
@@ -275,7 +275,7 @@ impl Recorder {
     }
 
     /// Connections not recorded because the record was full (not drained in time).
-    pub fn lost(&self) -> u64 {
+    pub(super) fn lost(&self) -> u64 {
         let mut v = [0u8; 8];
         let key = 0u32.to_ne_bytes();
         match self.lost.lookup(&key, &mut v) {

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
 };
-pub use netlink_packet_sock_diag::inet::StateFlags;
+pub(super) use netlink_packet_sock_diag::inet::StateFlags;
 use netlink_packet_sock_diag::{
     constants::{AF_INET, AF_INET6, IPPROTO_TCP},
     inet::{ExtensionFlags, InetRequest, SocketId},
@@ -16,10 +16,10 @@ use netlink_packet_sock_diag::{
 };
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket as NlSocket, SocketAddr as NlAddr};
 
-pub const TCP_ESTABLISHED: u8 = 1;
+pub(super) const TCP_ESTABLISHED: u8 = 1;
 
 #[derive(Debug, Clone, Copy)]
-pub struct SockEntry {
+pub(super) struct SockEntry {
     pub local: SocketAddr,
     pub remote: SocketAddr,
     pub state: u8,
@@ -33,7 +33,7 @@ fn invalid(e: impl std::fmt::Display) -> io::Error {
 /// Every TCP socket of this network namespace in `states`, IPv4 and IPv6, handed to
 /// `f` one by one (after many short connections there are tens of thousands in
 /// TIME_WAIT: none is kept here).
-pub fn each(states: StateFlags, mut f: impl FnMut(SockEntry)) -> io::Result<()> {
+pub(super) fn each(states: StateFlags, mut f: impl FnMut(SockEntry)) -> io::Result<()> {
     for family in [AF_INET, AF_INET6] {
         each_of_family(family, states.clone(), &mut f)?;
     }
@@ -42,7 +42,7 @@ pub fn each(states: StateFlags, mut f: impl FnMut(SockEntry)) -> io::Result<()> 
 
 /// The sockets that own a file (all but TIME_WAIT and half-open ones, which have no
 /// inode).
-pub fn with_owner() -> StateFlags {
+pub(super) fn with_owner() -> StateFlags {
     StateFlags::all() - StateFlags::TIME_WAIT - StateFlags::SYN_RECV
 }
 
@@ -119,7 +119,7 @@ fn send_request(
 }
 
 /// A netlink socket for sock_diag requests (`lookup` keeps one open between lookups).
-pub fn lookup_socket() -> io::Result<NlSocket> {
+pub(super) fn lookup_socket() -> io::Result<NlSocket> {
     let mut sock = NlSocket::new(NETLINK_SOCK_DIAG)?;
     sock.bind_auto()?;
     sock.connect(&NlAddr::new(0, 0))?;
@@ -127,7 +127,11 @@ pub fn lookup_socket() -> io::Result<NlSocket> {
 }
 
 /// The inode of the socket with these endpoints (0: none, or no owner any more).
-pub fn lookup(sock: &mut NlSocket, local: SocketAddr, remote: SocketAddr) -> io::Result<u32> {
+pub(super) fn lookup(
+    sock: &mut NlSocket,
+    local: SocketAddr,
+    remote: SocketAddr,
+) -> io::Result<u32> {
     let family = if local.is_ipv4() { AF_INET } else { AF_INET6 };
     let mut socket_id = if family == AF_INET {
         SocketId::new_v4()
@@ -150,7 +154,7 @@ pub fn lookup(sock: &mut NlSocket, local: SocketAddr, remote: SocketAddr) -> io:
 }
 
 /// The local endpoints that listen (a connection to one of them is served here).
-pub fn listening() -> io::Result<HashSet<SocketAddr>> {
+pub(super) fn listening() -> io::Result<HashSet<SocketAddr>> {
     let mut out = HashSet::new();
     each(StateFlags::LISTEN, |e| {
         out.insert(e.local);
@@ -159,7 +163,7 @@ pub fn listening() -> io::Result<HashSet<SocketAddr>> {
 }
 
 /// Whether a process runs: it exists and is not a zombie (ended, not yet reaped).
-pub fn alive(pid: i32) -> bool {
+pub(super) fn alive(pid: i32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };
@@ -169,7 +173,7 @@ pub fn alive(pid: i32) -> bool {
 }
 
 /// The socket inodes a process holds open.
-pub fn socket_inodes(pid: i32) -> Vec<u32> {
+pub(super) fn socket_inodes(pid: i32) -> Vec<u32> {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return Vec::new();
     };

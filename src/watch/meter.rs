@@ -40,7 +40,7 @@ struct State {
 }
 
 /// The live figures of a watch.
-pub struct Meter {
+pub(crate) struct Meter {
     state: Mutex<State>,
     max_series: usize,
     other: Arc<str>,
@@ -58,7 +58,7 @@ fn closed_by(e: Ending) -> Option<&'static str> {
 }
 
 impl Meter {
-    pub fn new(max_series: usize) -> Arc<Meter> {
+    pub(crate) fn new(max_series: usize) -> Arc<Meter> {
         Arc::new(Meter {
             state: Mutex::new(State::default()),
             max_series: max_series.max(1),
@@ -68,7 +68,7 @@ impl Meter {
 
     /// Count what is new on `c` since the last time, under `label` (the client
     /// program's name) if it has none yet.
-    pub fn update(&self, c: &mut Conn, label: Arc<str>) {
+    pub(crate) fn update(&self, c: &mut Conn, label: Arc<str>) {
         let label = c.metered.label.get_or_insert(label).clone();
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let st = &mut *st;
@@ -308,4 +308,4 @@ fn histograms(st: &State) -> Vec<Family> {
 
 /// The client programs' names of connections, looked up from their SYNs (endpoint
 /// mode), each taken once it is used.
-pub type Names = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), (Arc<str>, Instant)>>>;
+pub(crate) type Names = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), (Arc<str>, Instant)>>>;

@@ -10,14 +10,14 @@
 mod capture;
 mod cgroup;
 mod diag;
-pub mod meter;
+pub(crate) mod meter;
 mod naming;
 mod owners;
 mod summary;
 
 /// Which program owns the client side of a local connection (the audit names its
 /// clients by it too).
-pub use owners::Programs;
+pub(crate) use owners::Programs;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -60,7 +60,7 @@ impl Filter {
 }
 
 /// What to watch, and for how long (from `watch`'s arguments).
-pub struct Options {
+pub(crate) struct Options {
     /// A command to start and watch (empty: none).
     pub command: Vec<String>,
     pub pid: Option<i32>,
@@ -488,7 +488,7 @@ impl TimeWait {
 
 /// Watches until the command or process ends, the duration passes or Ctrl-C, and
 /// reports what the watched connections did (the report's `verdict` included).
-pub fn run(o: &Options) -> anyhow::Result<WatchReport> {
+pub(crate) fn run(o: &Options) -> anyhow::Result<WatchReport> {
     let cap = open_capture(o.buffer)?;
     let listening = diag::listening().context("reading the TCP sockets (sock_diag)")?;
     crate::interrupt::install();

@@ -125,7 +125,7 @@ fn key(family: i32, local: SocketAddr, remote: SocketAddr) -> [u8; KEY_LEN] {
 }
 
 /// The record, attached; the connections read from it so far, with their cookies.
-pub struct Namer {
+pub(super) struct Namer {
     conns: Map,
     owners: Map,
     _progs: Vec<OwnedFd>,
@@ -135,7 +135,7 @@ pub struct Namer {
 impl Namer {
     /// Load and attach both programs (root: CAP_BPF and CAP_NET_ADMIN, or
     /// CAP_SYS_ADMIN); an error says why it cannot (then names come from /proc).
-    pub fn attach() -> io::Result<Namer> {
+    pub(super) fn attach() -> io::Result<Namer> {
         let conns = Map::create(BPF_MAP_TYPE_LRU_HASH, KEY_LEN, 8, ENTRIES, 0)?;
         let owners = Map::create(BPF_MAP_TYPE_LRU_HASH, 8, OWNER_LEN, ENTRIES, 0)?;
         let root = OwnedFd::from(std::fs::File::open(cgroup2_root()?)?);
@@ -169,7 +169,7 @@ impl Namer {
     /// The name of the program that opened the connection from `client` to `server`
     /// on this machine, if it was recorded (taken: each connection is named once). Two
     /// or three lookups by key, whatever the number of connections recorded.
-    pub fn name(&mut self, client: SocketAddr, server: SocketAddr) -> Option<Arc<str>> {
+    pub(super) fn name(&mut self, client: SocketAddr, server: SocketAddr) -> Option<Arc<str>> {
         let mut cookie = [0u8; 8];
         let families: &[i32] = match client {
             // An IPv4 connection from an IPv4 socket, or from a dual-stack IPv6 one.

@@ -14,11 +14,11 @@ use crate::track::Conn;
 
 /// (local, remote) endpoint pairs of the watched program's sockets, with when they were
 /// last seen.
-pub type Owned = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), Instant>>>;
+pub(super) type Owned = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), Instant>>>;
 
 /// Look at the watched process tree's sockets now; returns how many of its TCP
 /// connections are established.
-pub fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -> u64 {
+pub(super) fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -> u64 {
     let mut inodes: HashSet<u32> = HashSet::new();
     // In its own cgroup, the program's processes are the cgroup's (also those that left
     // the tree, as a daemon does); else the tree of children.
@@ -57,7 +57,7 @@ pub fn poll_owners(root: i32, cgroup: Option<&std::path::Path>, owned: &Owned) -
 /// The owner of the socket with these endpoints, if it is in the tree: asked as soon
 /// as its SYN is seen, while the socket is surely still open. `tree` is refreshed when
 /// the inode is not found in it (a new child process).
-pub fn resolve(
+pub(super) fn resolve(
     sock: &mut netlink_sys::Socket,
     root: i32,
     tree: &mut Vec<i32>,
@@ -89,7 +89,7 @@ pub fn resolve(
 }
 
 /// Whether the connection between `a` and `b` is known to be the watched program's.
-pub fn owned_has(owned: &Owned, a: SocketAddr, b: SocketAddr) -> bool {
+pub(super) fn owned_has(owned: &Owned, a: SocketAddr, b: SocketAddr) -> bool {
     let g = owned.lock().expect("owner map");
     g.contains_key(&(a, b)) || g.contains_key(&(b, a))
 }
@@ -97,7 +97,7 @@ pub fn owned_has(owned: &Owned, a: SocketAddr, b: SocketAddr) -> bool {
 /// Whether the connection is the watched program's; its entry is taken (each connection
 /// is accounted once, and its endpoints may be used again by a later one). With the
 /// kernel's record, what it recorded since is drained first.
-pub fn take_owned(owned: &Owned, rec: Option<&cgroup::Recorder>, c: &Conn) -> bool {
+pub(super) fn take_owned(owned: &Owned, rec: Option<&cgroup::Recorder>, c: &Conn) -> bool {
     let take = || {
         let mut g = owned.lock().expect("owner map");
         g.remove(&(c.client, c.server))
@@ -115,7 +115,7 @@ pub fn take_owned(owned: &Owned, rec: Option<&cgroup::Recorder>, c: &Conn) -> bo
 /// into the owner map. The map's lock is held from before the record is read until its entries are in: a
 /// drain by another thread is never seen half done (taken from the kernel, not yet in
 /// the map).
-pub fn drain(rec: &cgroup::Recorder, owned: &Owned) {
+pub(super) fn drain(rec: &cgroup::Recorder, owned: &Owned) {
     let mut g = owned.lock().expect("owner map");
     let mut got = Vec::new();
     rec.drain(&mut got);
@@ -128,7 +128,7 @@ pub fn drain(rec: &cgroup::Recorder, owned: &Owned) {
 /// Looks up the owner of each SYN's socket at once (a thread of its own, so that a
 /// short connection is looked up while it is surely open). Ends when the capture drops
 /// its sender.
-pub fn spawn_resolver(
+pub(super) fn spawn_resolver(
     root: i32,
     syns: mpsc::Receiver<(SocketAddr, SocketAddr)>,
     owned: Owned,
@@ -152,7 +152,7 @@ pub fn spawn_resolver(
 
 /// Every socket of the tree every 10 ms (for connections it accepts, and those open
 /// before the watch), until `stop`; returns the peak of its established connections.
-pub fn spawn_poller(
+pub(super) fn spawn_poller(
     root: i32,
     stop: Arc<AtomicBool>,
     owned: Owned,
@@ -180,7 +180,7 @@ pub fn spawn_poller(
 /// when the inode is not in it), its name from /proc/PID/comm; `unknown` when the
 /// socket is not this machine's or was gone first. Ends when the capture drops its
 /// sender.
-pub fn spawn_namer(
+pub(super) fn spawn_namer(
     syns: mpsc::Receiver<(SocketAddr, SocketAddr)>,
     names: super::meter::Names,
 ) -> JoinHandle<()> {
@@ -211,14 +211,14 @@ pub fn spawn_namer(
 /// (the latest owners first, then the processes not read before, then all), and its
 /// name. Asked while the client's socket is open (at its SYN, or as its connection is
 /// accepted).
-pub struct Programs {
+pub(crate) struct Programs {
     sock: netlink_sys::Socket,
     table: Table,
 }
 
 impl Programs {
     /// Every process read now: a lookup then reads only those started since.
-    pub fn new() -> std::io::Result<Programs> {
+    pub(crate) fn new() -> std::io::Result<Programs> {
         let sock = diag::lookup_socket()?;
         let mut table = Table::default();
         table.read(false);
@@ -227,7 +227,7 @@ impl Programs {
 
     /// The name (`/proc/PID/comm`) of the program whose socket connects `client` to
     /// `server`, if it is found.
-    pub fn name(&mut self, client: SocketAddr, server: SocketAddr) -> Option<Arc<str>> {
+    pub(crate) fn name(&mut self, client: SocketAddr, server: SocketAddr) -> Option<Arc<str>> {
         program_of(&mut self.sock, &mut self.table, client, server)
     }
 }

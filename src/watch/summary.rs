@@ -38,7 +38,7 @@ fn kind_name(k: Kind) -> &'static str {
 /// The figures of a set of connections, added as each one ends (memory does not grow
 /// with their number).
 #[derive(Debug, Clone, Default)]
-pub struct Acc {
+pub(super) struct Acc {
     connections: u64,
     already_open: u64,
     requests: u64,
@@ -65,7 +65,7 @@ pub struct Acc {
 }
 
 impl Acc {
-    pub fn add(&mut self, c: &Conn) {
+    pub(super) fn add(&mut self, c: &Conn) {
         self.connections += 1;
         self.already_open += u64::from(c.already_open);
         // A request counts when an answer to it began; the others were sent on a
@@ -119,7 +119,11 @@ impl Acc {
     }
 
     /// The summary, with the TIME_WAIT sockets counted at the end.
-    pub fn summary(&self, endpoint: String, time_wait: BTreeMap<String, u64>) -> EndpointSummary {
+    pub(super) fn summary(
+        &self,
+        endpoint: String,
+        time_wait: BTreeMap<String, u64>,
+    ) -> EndpointSummary {
         EndpointSummary {
             endpoint,
             connections: self.connections,
@@ -273,7 +277,7 @@ fn named(programs: &[ProgramSummary]) -> usize {
 
 /// The headline: over every connection watched; with several client programs, each
 /// program's own verdict after the total.
-pub fn headline(t: &EndpointSummary, programs: &[ProgramSummary]) -> Finding {
+pub(super) fn headline(t: &EndpointSummary, programs: &[ProgramSummary]) -> Finding {
     if named(programs) < 2 {
         return judge(t, "total");
     }
@@ -385,7 +389,7 @@ fn reused(t: &EndpointSummary, over_s: &str, at: &str) -> Finding {
 }
 
 /// The findings per endpoint: reuse or none, TLS handshakes, who closes, drops.
-pub fn verdict(r: &WatchReport) -> Vec<Finding> {
+pub(super) fn verdict(r: &WatchReport) -> Vec<Finding> {
     let mut v = capture(r);
     if r.total.connections == 0 {
         v.push(over(

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use handshake::server::{self, RunningServer, ServerConfig};
+pub use handshake::api::server::{self, RunningServer, ServerConfig};
 
 pub mod apache;
 pub mod proxies;
@@ -792,7 +792,7 @@ pub fn go_build(dir: &std::path::Path, name: &str, src: &str) -> String {
 /// Leave out of `c`'s environment every variable that names a forward proxy (as curl
 /// reads them), so that the test's own environment does not decide the path.
 pub fn without_proxy_env(c: &mut Command) -> &mut Command {
-    for v in handshake::net::proxy::VARS {
+    for v in handshake::api::proxy::VARS {
         c.env_remove(v);
     }
     c

@@ -37,7 +37,12 @@ pub(super) struct Lookups {
 impl Lookups {
     /// Look up `host` for whoever asks, on `rt`, waking the loop by `waker` with each
     /// answer.
-    pub fn start(rt: Runtime, dns: Arc<Dns>, host: String, waker: mio::Waker) -> io::Result<Self> {
+    pub(super) fn start(
+        rt: Runtime,
+        dns: Arc<Dns>,
+        host: String,
+        waker: mio::Waker,
+    ) -> io::Result<Self> {
         let (ask, mut asked) = unbounded_channel::<(usize, usize)>();
         let (answer, answers) = channel();
         let waker = Arc::new(waker);
@@ -74,7 +79,7 @@ impl Lookups {
     }
 
     /// Worker `worker`'s connection `gen` needs the name's addresses.
-    pub fn ask(&self, worker: usize, gen: usize) {
+    pub(super) fn ask(&self, worker: usize, gen: usize) {
         if let Some(ask) = &self.ask {
             // The thread runs until the loop drops this: it cannot be gone before.
             let _ = ask.send((worker, gen));
@@ -82,14 +87,14 @@ impl Lookups {
     }
 
     /// The answers that came.
-    pub fn answers(&self) -> TryIter<'_, Looked> {
+    pub(super) fn answers(&self) -> TryIter<'_, Looked> {
         self.answers.try_iter()
     }
 }
 
 impl Lookups {
     /// No more to ask: the thread ends (lookups under way are dropped); its CPU time.
-    pub fn finish(mut self) -> CpuTime {
+    pub(super) fn finish(mut self) -> CpuTime {
         self.end()
     }
 

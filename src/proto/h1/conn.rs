@@ -9,7 +9,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::net::{classify_io_failure, Stream, Transport};
-pub use crate::proto::h1::reading::ReadFail;
+pub(crate) use crate::proto::h1::reading::ReadFail;
 use crate::proto::h1::reading::Reading;
 use crate::proto::h1::{ResponseHead, MAX_HEAD_BYTES};
 use crate::proto::pace::{Pace, ReadLimits};
@@ -102,7 +102,9 @@ impl WaitReadable for Stream {
 }
 
 /// Generic over its stream so the response reader can be fuzzed over in-memory input;
-/// the engine always uses [`Stream`].
+/// the engine always uses [`Stream`] (the fuzz targets name their own, so the default
+/// stays the crate's).
+#[allow(private_interfaces)]
 pub struct Conn<S = Stream> {
     pub stream: S,
     /// Empty between responses when the stream can wait for bytes without it (`lends`).
@@ -173,28 +175,28 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
     }
 
     /// The stream, for another protocol to take over (nothing must be buffered).
-    pub fn into_stream(self) -> S {
+    pub(crate) fn into_stream(self) -> S {
         give_buf(self.buf);
         self.stream
     }
 
     /// The connection ends: its read buffer goes to the thread's spares.
-    pub fn recycle(self) {
+    pub(crate) fn recycle(self) {
         give_buf(self.buf);
     }
 
     /// Write the request (and flush it, which TLS needs to send its last record).
-    pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes).await?;
         self.stream.flush().await
     }
 
     /// Write without flushing (with TLS early data: into the first flight).
-    pub async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes).await
     }
 
-    pub async fn flush(&mut self) -> io::Result<()> {
+    pub(crate) async fn flush(&mut self) -> io::Result<()> {
         self.stream.flush().await
     }
 
@@ -316,7 +318,7 @@ impl<S: AsyncRead + AsyncWrite + WaitReadable + Unpin> Conn<S> {
 
     /// After a response that ends the connection from the server's side, wait for its
     /// EOF so the server closes first (TIME_WAIT stays on the server, as with curl and ab).
-    pub async fn await_server_close(&mut self) -> bool {
+    pub(crate) async fn await_server_close(&mut self) -> bool {
         if self.buf.is_empty() {
             self.buf = take_buf();
         }

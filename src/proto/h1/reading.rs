@@ -33,7 +33,7 @@ enum Part {
 }
 
 /// A response being read.
-pub struct Reading {
+pub(crate) struct Reading {
     head_request: bool,
     /// Keep a copy of the final head (`trace`, `doctor`).
     keep_head: bool,
@@ -55,7 +55,7 @@ pub struct Reading {
 }
 
 impl Reading {
-    pub fn new(head_request: bool, keep_head: bool, follow: bool) -> Reading {
+    pub(crate) fn new(head_request: bool, keep_head: bool, follow: bool) -> Reading {
         Reading {
             head_request,
             keep_head,
@@ -71,14 +71,14 @@ impl Reading {
     }
 
     /// The head is read: what follows is body.
-    pub fn in_body(&self) -> bool {
+    pub(crate) fn in_body(&self) -> bool {
         !matches!(self.part, Part::Head)
     }
 
     /// Take what belongs to the response from `buf` (bytes not yet taken, in order):
     /// how many bytes it took, and whether the response is complete (then the rest of
     /// `buf`, if any, came after it).
-    pub fn advance(&mut self, buf: &[u8]) -> Result<(usize, bool), ReadFail> {
+    pub(crate) fn advance(&mut self, buf: &[u8]) -> Result<(usize, bool), ReadFail> {
         let mut used = 0;
         if matches!(self.part, Part::Head) {
             loop {
@@ -178,7 +178,7 @@ impl Reading {
 
     /// The stream ended (`any_byte`: some byte of the response had come): Ok when that
     /// ends the response (a close-delimited body), else why it is incomplete.
-    pub fn at_eof(&self, any_byte: bool) -> Result<(), ReadFail> {
+    pub(crate) fn at_eof(&self, any_byte: bool) -> Result<(), ReadFail> {
         let (kind, detail) = match self.part {
             Part::UntilClose => return Ok(()),
             Part::Head if any_byte => (ErrorKind::ClosedBeforeResponse, ErrorDetail::EofInHead),
@@ -191,12 +191,12 @@ impl Reading {
 
     /// The final head, once `advance` said the response is complete (or `at_eof` that
     /// the stream's end completes it).
-    pub fn into_head(self) -> Option<ResponseHead> {
+    pub(crate) fn into_head(self) -> Option<ResponseHead> {
         self.head
     }
 
     /// A read error's detail: a reset in the head or in the body.
-    pub fn reset_detail(&self) -> ErrorDetail {
+    pub(crate) fn reset_detail(&self) -> ErrorDetail {
         if self.in_body() {
             ErrorDetail::ResetInBody
         } else {

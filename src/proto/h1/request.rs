@@ -4,14 +4,14 @@ use super::response::Framing;
 
 /// The HTTP version written on the request line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HttpVersion {
+pub(crate) enum HttpVersion {
     Http10,
     Http11,
 }
 
 /// The `Connection` header a strategy sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectionHeader {
+pub(crate) enum ConnectionHeader {
     /// No header: the version's default (1.1 persistent, 1.0 not).
     Default,
     Close,
@@ -20,7 +20,7 @@ pub enum ConnectionHeader {
 
 /// What every request of one URL looks like, before version and connection header.
 #[derive(Debug, Clone)]
-pub struct RequestTemplate {
+pub(crate) struct RequestTemplate {
     pub method: String,
     /// Path and query as written on the request line (origin form).
     pub target: String,
@@ -36,23 +36,23 @@ pub struct RequestTemplate {
 impl RequestTemplate {
     /// Whether the method is idempotent (RFC 9110 9.2.2): such a request may be retried
     /// on a new connection when a reused one turns out to be stale.
-    pub fn is_idempotent(&self) -> bool {
+    pub(crate) fn is_idempotent(&self) -> bool {
         RequestTemplate::method_is_idempotent(&self.method)
     }
 
-    pub fn method_is_idempotent(method: &str) -> bool {
+    pub(crate) fn method_is_idempotent(method: &str) -> bool {
         matches!(
             method,
             "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"
         )
     }
 
-    pub fn is_head(&self) -> bool {
+    pub(crate) fn is_head(&self) -> bool {
         self.method == "HEAD"
     }
 
     /// The exact bytes to write.
-    pub fn build(&self, version: HttpVersion, connection: ConnectionHeader) -> Vec<u8> {
+    pub(crate) fn build(&self, version: HttpVersion, connection: ConnectionHeader) -> Vec<u8> {
         let mut out = Vec::with_capacity(128 + self.body.as_ref().map_or(0, |b| b.len()));
         let version = match version {
             HttpVersion::Http10 => "HTTP/1.0",
@@ -104,7 +104,7 @@ impl RequestTemplate {
 /// How a request's body ends (RFC 9112 §6.3), read leniently as a watcher must: chunked
 /// when that is the final transfer coding, else by Content-Length; a request with
 /// neither, or with another coding, has none that can be followed.
-pub fn request_framing(headers: &[httparse::Header]) -> Framing {
+pub(crate) fn request_framing(headers: &[httparse::Header]) -> Framing {
     let mut len = None;
     let mut coding: Option<&[u8]> = None;
     for h in headers {

@@ -3,9 +3,9 @@
 use crate::record::{ErrorDetail, ErrorKind, Failure, KeepAliveHeader};
 
 /// Most response headers accepted.
-pub const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;
 /// Largest response head accepted.
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// How the body of a response is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,7 @@ impl ResponseHead {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HeadError {
+pub(crate) enum HeadError {
     /// Not HTTP, or a violation of the message syntax.
     Protocol(ErrorDetail, String),
     /// Too many headers or a head too long.
@@ -56,7 +56,7 @@ pub enum HeadError {
 
 impl HeadError {
     /// The error category and sub-reason of this head error.
-    pub fn failure(&self) -> Failure {
+    pub(crate) fn failure(&self) -> Failure {
         match self {
             HeadError::Protocol(d, _) => Failure::new(ErrorKind::Protocol, *d),
             HeadError::TooLarge(d, _) => Failure::new(ErrorKind::TooLarge, *d),
@@ -64,7 +64,7 @@ impl HeadError {
     }
 
     /// What was wrong, in words.
-    pub fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         match self {
             HeadError::Protocol(_, m) | HeadError::TooLarge(_, m) => m,
         }
@@ -73,12 +73,12 @@ impl HeadError {
 
 /// The server's first bytes as a TLS record (content type 20-23, version 3.x): a TLS
 /// port answering a plain-text request.
-pub fn looks_like_tls(buf: &[u8]) -> bool {
+fn looks_like_tls(buf: &[u8]) -> bool {
     matches!(buf, [20..=23, 3, 0..=4, ..])
 }
 
 /// Whether a comma-separated header value (e.g. `Connection`) contains `token`.
-pub fn has_token(value: &[u8], token: &str) -> bool {
+pub(crate) fn has_token(value: &[u8], token: &str) -> bool {
     value
         .split(|b| *b == b',')
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
@@ -99,7 +99,10 @@ fn digits(v: &[u8]) -> Option<u64> {
 // One pass over a response head deciding its framing and persistence (RFC 9112 §6.3,
 // §9.3): the header checks are one table of rules, each with its own error.
 #[allow(clippy::too_many_lines)]
-pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>, HeadError> {
+pub(crate) fn parse_head(
+    buf: &[u8],
+    head_request: bool,
+) -> Result<Option<ResponseHead>, HeadError> {
     let mut headers =
         [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut []);
@@ -269,7 +272,7 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<ResponseHead>
 }
 
 /// A `Retry-After` value in delta-seconds (`120`); `None` for an HTTP-date or garbage.
-pub fn retry_after_seconds(value: &[u8]) -> Option<u32> {
+pub(crate) fn retry_after_seconds(value: &[u8]) -> Option<u32> {
     let v = value.trim_ascii();
     if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
         return None;

@@ -12,13 +12,13 @@ const HEAD_MAX: usize = 16 * 1024;
 /// Why a proxy did not open a tunnel: its status (none when it answered no HTTP) and what
 /// it said, for the error's example.
 #[derive(Debug, Clone)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub failure: Failure,
     pub message: String,
 }
 
 /// The failure a proxy's answer `status` to `CONNECT` makes.
-pub fn refusal_of(status: u16) -> Failure {
+fn refusal_of(status: u16) -> Failure {
     let detail = match status {
         407 => ErrorDetail::ProxyAuthRequired,
         403 => ErrorDetail::ProxyForbidden,
@@ -31,7 +31,7 @@ pub fn refusal_of(status: u16) -> Failure {
 /// Open a tunnel to `authority` (host:port) through the proxy on `s`: `CONNECT`, then the
 /// proxy's answer head. A 2xx opens it; anything else is the proxy's refusal, with its
 /// status line.
-pub async fn connect_tunnel<S: AsyncRead + AsyncWrite + Unpin>(
+pub(crate) async fn connect_tunnel<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     authority: &str,
     authorization: Option<&Secret>,

@@ -41,14 +41,14 @@ pub fn client() -> h2::client::Builder {
 
 /// Over TLS, HTTP/2 is spoken only when the server chose `h2` by ALPN: whether it did
 /// not (`alpn`: the protocol it chose, if any).
-pub fn alpn_refused(tls: bool, alpn: Option<&[u8]>) -> bool {
+pub(crate) fn alpn_refused(tls: bool, alpn: Option<&[u8]>) -> bool {
     tls && alpn != Some(b"h2".as_slice())
 }
 
 /// The client's preface sent: the connection to drive, and what its incoming frames
 /// show (`seen`, and `settings_came` notified when the server's first SETTINGS has
 /// come).
-pub struct Handshaken<T> {
+pub(crate) struct Handshaken<T> {
     pub send: SendRequest<Bytes>,
     pub connection: Connection<Watched<T>, Bytes>,
     pub seen: Rc<RefCell<Seen>>,
@@ -58,7 +58,7 @@ pub struct Handshaken<T> {
 }
 
 /// Start HTTP/2 on `io` with [`client`]: the preface and the client's SETTINGS.
-pub async fn handshake<T>(io: T) -> Result<Handshaken<T>, h2::Error>
+pub(crate) async fn handshake<T>(io: T) -> Result<Handshaken<T>, h2::Error>
 where
     T: AsyncRead + AsyncWrite + Unpin,
 {
@@ -78,7 +78,7 @@ where
 
 /// How the wait for the server's SETTINGS ended.
 #[derive(Debug, Clone, Copy)]
-pub enum SettingsWait {
+pub(crate) enum SettingsWait {
     /// They came, at this instant.
     Came(Instant, ServerSettings),
     /// The connection ended first ([`no_settings`] says what the server sent instead).
@@ -90,7 +90,7 @@ pub enum SettingsWait {
 /// Wait until the server's SETTINGS come, the connection ends (`ended`, asked again
 /// each time `settings_came` is notified: the task driving the connection notifies it
 /// when the connection ends), or `deadline` passes.
-pub async fn await_settings(
+pub(crate) async fn await_settings(
     seen: &RefCell<Seen>,
     settings_came: &Notify,
     ended: impl Fn() -> bool,
@@ -119,7 +119,7 @@ pub async fn await_settings(
 /// What the server sent instead of its SETTINGS, on a connection that ended without
 /// them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoSettings {
+pub(crate) enum NoSettings {
     /// An HTTP/1 response to the preface: its status line.
     Http1(String),
     /// Bytes that were not HTTP/2.
@@ -130,7 +130,7 @@ pub enum NoSettings {
 
 impl NoSettings {
     /// The sentence a report gives for it.
-    pub fn says(&self) -> String {
+    pub(crate) fn says(&self) -> String {
         match self {
             NoSettings::Http1(line) => format!(
                 "the server answered the HTTP/2 preface with `{line}`: it speaks HTTP/1 only on this port"
@@ -147,7 +147,7 @@ impl NoSettings {
 }
 
 /// What came instead of the server's SETTINGS.
-pub fn no_settings(seen: &Seen) -> NoSettings {
+pub(crate) fn no_settings(seen: &Seen) -> NoSettings {
     match &seen.http1_status_line {
         Some(line) => NoSettings::Http1(line.clone()),
         None if seen.bytes > 0 => NoSettings::NotHttp2,
@@ -156,7 +156,7 @@ pub fn no_settings(seen: &Seen) -> NoSettings {
 }
 
 /// One stream's request, and the limits on its exchange.
-pub struct StreamRequest<'a> {
+pub(crate) struct StreamRequest<'a> {
     pub head: &'a http::Request<()>,
     pub body: Option<&'a [u8]>,
     /// Everything by then: a stream slot, the response head, the body's end.
@@ -171,7 +171,7 @@ pub struct StreamRequest<'a> {
 
 /// A response read to its end.
 #[derive(Debug, Clone)]
-pub struct Answered {
+pub(crate) struct Answered {
     pub stream_id: u32,
     pub status: u16,
     pub retry_after_s: Option<u32>,
@@ -185,7 +185,7 @@ pub struct Answered {
 
 /// Where a stream's exchange stopped, and why.
 #[derive(Debug)]
-pub enum Stopped {
+pub(crate) enum Stopped {
     /// The request's deadline passed at this stage.
     Deadline(Stage),
     /// A read limit failed it: no head within `wait`, or a body below the minimum speed.
@@ -199,7 +199,7 @@ pub enum Stopped {
 /// slot and the send from `t_send` (`phases.send`, set once sent), the head (`wait`)
 /// and the body (`receive`), set at the end. `got_body` counts the body's bytes as they
 /// come.
-pub async fn exchange(
+pub(crate) async fn exchange(
     send: SendRequest<Bytes>,
     req: StreamRequest<'_>,
     mut sleep: Pin<&mut Sleep>,

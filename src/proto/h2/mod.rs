@@ -3,8 +3,8 @@
 //! request head built once per target, how a stream's failure is classified, and what
 //! the server's frames said about the connection (`wire`).
 
-pub mod client;
-pub mod wire;
+pub(crate) mod client;
+pub(crate) mod wire;
 
 use crate::net::classify_io_failure;
 use crate::proto::h1::RequestTemplate;
@@ -13,7 +13,7 @@ use wire::GoAway;
 
 /// The client preface's first line: how a prior-knowledge (h2c) connection is told
 /// from HTTP/1 by a server.
-pub const PREFACE_START: &[u8] = b"PRI * HTTP/2.0\r\n";
+pub(crate) const PREFACE_START: &[u8] = b"PRI * HTTP/2.0\r\n";
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2): connection-specific ones. `Host` becomes
 /// the `:authority` pseudo-header.
@@ -28,7 +28,7 @@ const NOT_IN_H2: [&str; 6] = [
 
 /// The request head sent on every stream for this target (cloned per request: `h2`
 /// takes it by value).
-pub fn request_head(t: &RequestTemplate, tls: bool) -> Result<http::Request<()>, String> {
+pub(crate) fn request_head(t: &RequestTemplate, tls: bool) -> Result<http::Request<()>, String> {
     let scheme = if tls { "https" } else { "http" };
     let uri = format!("{scheme}://{}{}", t.host, t.target);
     let mut b = http::Request::builder()
@@ -51,7 +51,7 @@ pub fn request_head(t: &RequestTemplate, tls: bool) -> Result<http::Request<()>,
 
 /// How a stream failed, from the `h2` crate's error.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamFailure {
+pub(crate) struct StreamFailure {
     pub failure: Failure,
     /// The server did not process the request (REFUSED_STREAM, or the stream was above
     /// a GOAWAY's last stream id): it may go again on another connection.
@@ -61,7 +61,7 @@ pub struct StreamFailure {
 /// Classify a stream's error. `goaway`: the GOAWAY the server sent on this connection,
 /// if any; `stream`: the stream's id, if it was opened; `in_body`: the response head
 /// had arrived.
-pub fn classify(
+pub(crate) fn classify(
     e: &h2::Error,
     goaway: Option<GoAway>,
     stream: Option<u32>,

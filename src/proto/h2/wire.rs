@@ -14,7 +14,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
-pub use crate::record::ServerSettings;
+pub(crate) use crate::record::ServerSettings;
 
 const FRAME_HEADER: usize = 9;
 const TYPE_RST_STREAM: u8 = 0x3;
@@ -43,14 +43,14 @@ impl ServerSettings {
 
 /// A GOAWAY the server sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GoAway {
+pub(crate) struct GoAway {
     pub last_stream_id: u32,
     pub error_code: u32,
 }
 
 /// What has been seen on one connection so far.
 #[derive(Debug, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// When the server's first SETTINGS frame (not an ACK) was complete.
     pub settings_at: Option<Instant>,
     pub settings: ServerSettings,
@@ -66,7 +66,7 @@ pub struct Seen {
 
 /// A frame's 9-byte header (RFC 9113 §4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FrameHead {
+pub(crate) struct FrameHead {
     pub len: usize,
     pub kind: u8,
     pub flags: u8,
@@ -75,7 +75,7 @@ pub struct FrameHead {
 
 /// What [`Frames::feed`] found in the bytes given: a frame's header, a piece of its
 /// payload, the frame's end.
-pub enum FrameEvent<'a> {
+pub(crate) enum FrameEvent<'a> {
     Head(FrameHead),
     Payload(&'a [u8]),
     End,
@@ -84,7 +84,7 @@ pub enum FrameEvent<'a> {
 /// Reads a sequence of HTTP/2 frames as its bytes arrive, in pieces of any size: frame
 /// headers split over reads are put together; payloads are handed on, not kept.
 #[derive(Debug, Default)]
-pub struct Frames {
+pub(crate) struct Frames {
     header: [u8; FRAME_HEADER],
     header_len: usize,
     /// Payload bytes of the current frame still to come.
@@ -92,7 +92,7 @@ pub struct Frames {
 }
 
 impl Frames {
-    pub fn feed<'a>(&mut self, mut bytes: &'a [u8], mut on: impl FnMut(FrameEvent<'a>)) {
+    pub(crate) fn feed<'a>(&mut self, mut bytes: &'a [u8], mut on: impl FnMut(FrameEvent<'a>)) {
         while !bytes.is_empty() {
             if self.header_len < FRAME_HEADER {
                 let take = (FRAME_HEADER - self.header_len).min(bytes.len());
@@ -189,7 +189,7 @@ fn end_frame(kind: u8, flags: u8, payload: &[u8], seen: &mut Seen) {
 }
 
 /// A stream whose incoming bytes are watched; what was seen is shared with the pool.
-pub struct Watched<S> {
+pub(crate) struct Watched<S> {
     inner: S,
     parser: Parser,
     pub seen: Rc<RefCell<Seen>>,
@@ -198,7 +198,7 @@ pub struct Watched<S> {
 }
 
 impl<S> Watched<S> {
-    pub fn new(inner: S) -> Watched<S> {
+    pub(crate) fn new(inner: S) -> Watched<S> {
         Watched {
             inner,
             parser: Parser::default(),
@@ -273,7 +273,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 }
 
 /// The name of an HTTP/2 error code (RFC 9113 section 7), for reports.
-pub fn error_code_name(code: u32) -> &'static str {
+pub(crate) fn error_code_name(code: u32) -> &'static str {
     match code {
         0x0 => "no_error",
         0x1 => "protocol_error",

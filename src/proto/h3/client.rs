@@ -21,17 +21,17 @@ use crate::record::notes::{PendingExample, Taken};
 use crate::record::{ns, ErrorDetail, ErrorKind, Failure, Phases, Stage};
 
 /// The request side of an HTTP/3 connection.
-pub type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+pub(crate) type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// A thread's QUIC endpoints (one UDP socket per address family, made on first use)
 /// and the transport settings of its connections.
-pub struct Endpoints {
+pub(crate) struct Endpoints {
     sockets: RefCell<[Option<quinn::Endpoint>; 2]>,
     pub transport: Arc<quinn::TransportConfig>,
 }
 
 impl Endpoints {
-    pub fn new() -> Rc<Endpoints> {
+    pub(crate) fn new() -> Rc<Endpoints> {
         let mut t = quinn::TransportConfig::default();
         // Windows large enough that a response is never held up by the client's flow
         // control across a long round trip.
@@ -44,7 +44,7 @@ impl Endpoints {
     }
 
     /// Wait (briefly) for the connections' closes to go out before the runtime ends.
-    pub async fn close_all(&self) {
+    pub(crate) async fn close_all(&self) {
         let sockets: Vec<quinn::Endpoint> =
             self.sockets.borrow().iter().flatten().cloned().collect();
         for e in sockets {
@@ -52,7 +52,11 @@ impl Endpoints {
         }
     }
 
-    pub fn get(&self, remote: SocketAddr, local: &[IpAddr]) -> std::io::Result<quinn::Endpoint> {
+    pub(crate) fn get(
+        &self,
+        remote: SocketAddr,
+        local: &[IpAddr],
+    ) -> std::io::Result<quinn::Endpoint> {
         let i = usize::from(remote.is_ipv6());
         if let Some(e) = &self.sockets.borrow()[i] {
             return Ok(e.clone());
@@ -73,7 +77,7 @@ impl Endpoints {
 }
 
 /// One QUIC connection carrying HTTP/3.
-pub struct Live {
+pub(crate) struct Live {
     pub conn: quinn::Connection,
     pub send: SendRequest,
     /// The task polling h3's connection (its control streams).
@@ -83,7 +87,7 @@ pub struct Live {
 impl Live {
     /// Start HTTP/3 on `conn` (its control stream and SETTINGS; with 0-RTT, in early
     /// data).
-    pub async fn start(conn: quinn::Connection) -> Result<Live, Failure> {
+    pub(crate) async fn start(conn: quinn::Connection) -> Result<Live, Failure> {
         let (mut driver, send) =
             match h3::client::new(h3_quinn::Connection::new(conn.clone())).await {
                 Ok(x) => x,
@@ -102,20 +106,20 @@ impl Live {
     }
 
     /// Close a connection whose handshake never completed (nothing is counted).
-    pub fn abandon(&self) {
+    pub(crate) fn abandon(&self) {
         self.conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
         self.driver.abort();
     }
 
     /// Close it (H3_NO_ERROR): the request's work is done.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
         self.driver.abort();
     }
 }
 
 /// A response read to its end.
-pub struct Got {
+pub(crate) struct Got {
     pub stream_id: u64,
     pub status: u16,
     pub retry_after_s: Option<u32>,
@@ -129,7 +133,7 @@ pub struct Got {
 }
 
 /// Where a request's exchange stopped, and why.
-pub struct Broke {
+pub(crate) struct Broke {
     pub error: h3::error::StreamError,
     pub stage: Stage,
 }
@@ -137,7 +141,7 @@ pub struct Broke {
 /// Send the request on a new stream and read the response to its end, timing send,
 /// wait and receive. `now`: a clock reading taken just before, where the send starts
 /// (read here when `None`); `taken`: the statuses whose example the worker has.
-pub async fn exchange(
+pub(crate) async fn exchange(
     send: &mut SendRequest,
     (head, body): (&http::Request<()>, Option<&[u8]>),
     phases: &mut Phases,
@@ -221,7 +225,7 @@ pub async fn exchange(
 /// (it comes with the handshake's end). Returns the exchange's result, unless the server
 /// rejected the early data before it ended, and the verdict with when it came, if it
 /// came first.
-pub async fn race_verdict<R>(
+pub(crate) async fn race_verdict<R>(
     ex: impl std::future::Future<Output = R>,
     accepted: &mut Pin<&mut quinn::ZeroRttAccepted>,
 ) -> (Option<R>, Option<(bool, Instant)>) {

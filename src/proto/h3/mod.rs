@@ -2,14 +2,14 @@
 //! QUIC connection's end or an HTTP/3 stream's failure is classified, and the close
 //! codes HTTP/3 uses.
 
-pub mod client;
+pub(crate) mod client;
 
 use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure};
 
 /// H3_NO_ERROR (RFC 9114 8.1): a graceful close.
-pub const H3_NO_ERROR: u32 = 0x100;
+pub(crate) const H3_NO_ERROR: u32 = 0x100;
 /// H3_REQUEST_REJECTED: the server did not process the request; it may go again.
-pub const H3_REQUEST_REJECTED: u64 = 0x10b;
+const H3_REQUEST_REJECTED: u64 = 0x10b;
 
 /// TLS alerts carried as QUIC CRYPTO_ERROR codes (0x100 + alert, RFC 9001 4.8).
 const CRYPTO_BASE: u64 = 0x100;
@@ -17,7 +17,7 @@ const ALERT_NO_APPLICATION_PROTOCOL: u64 = 120;
 
 /// How a QUIC connection's end fails the request under way (`in_body`: its response
 /// head had arrived).
-pub fn classify_connection(e: &quinn::ConnectionError, in_body: bool) -> Failure {
+pub(crate) fn classify_connection(e: &quinn::ConnectionError, in_body: bool) -> Failure {
     connection_failure(e, in_body).said(e)
 }
 
@@ -82,7 +82,7 @@ fn local_transport(code: u64, reason: &str) -> Failure {
 
 /// How a request's stream failed. `closed`: the QUIC connection's end, when it has
 /// ended (it then says why better than the stream does).
-pub fn classify_stream(
+pub(crate) fn classify_stream(
     e: &h3::error::StreamError,
     closed: Option<&quinn::ConnectionError>,
     in_body: bool,
@@ -109,13 +109,13 @@ pub fn classify_stream(
 }
 
 /// Whether the server refused the request unprocessed (it may go again elsewhere).
-pub fn refused(e: &h3::error::StreamError) -> bool {
+pub(crate) fn refused(e: &h3::error::StreamError) -> bool {
     matches!(e, h3::error::StreamError::RemoteTerminate { code, .. } if code.value() == H3_REQUEST_REJECTED)
         || matches!(e, h3::error::StreamError::RemoteClosing { .. })
 }
 
 /// Why a QUIC connection found ended (between requests) ended.
-pub fn close_reason(e: &quinn::ConnectionError) -> CloseReason {
+pub(crate) fn close_reason(e: &quinn::ConnectionError) -> CloseReason {
     match e {
         quinn::ConnectionError::ApplicationClosed(a) if u64::from(a.error_code) == 0x100 => {
             CloseReason::ServerGoaway

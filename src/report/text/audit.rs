@@ -130,7 +130,7 @@ fn client_block(out: &mut String, s: &ClientSummary, title: &str) {
 }
 
 /// The audit as text, its headline first, fitted to `width`.
-pub fn render(r: &AuditReport, width: usize) -> String {
+pub(crate) fn render(r: &AuditReport, width: usize) -> String {
     let mut out = String::new();
     if let Some(i) = &r.interrupted {
         let _ = writeln!(out, "{}", i.text);

@@ -24,7 +24,7 @@ fn count(s: &Spread) -> String {
 
 /// The headline, the comparison table (its least important columns left out when they do
 /// not fit), a bar chart of time per request, and with `verbose` the explanations.
-pub fn render_comparison(c: &Comparison, layout: &Layout) -> String {
+pub(crate) fn render_comparison(c: &Comparison, layout: &Layout) -> String {
     let mut out = String::new();
     for h in &c.headline {
         let _ = writeln!(out, "{}", h.text);

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use crate::report::doctor::DoctorReport;
 
 /// The policy line, what the server does and the verdict, fitted to `width`.
-pub fn render(d: &DoctorReport, width: usize) -> String {
+pub(crate) fn render(d: &DoctorReport, width: usize) -> String {
     let mut out = String::new();
     if let Some(i) = &d.interrupted {
         let _ = writeln!(out, "{}\n", i.text);

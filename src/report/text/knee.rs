@@ -8,7 +8,7 @@ use super::table::{Column, Table};
 use crate::fmt::ms as fmt_ms;
 use crate::report::knee::{ConcurrencySweep, KneePoint};
 
-pub fn render(sw: &ConcurrencySweep, width: usize) -> String {
+pub(super) fn render(sw: &ConcurrencySweep, width: usize) -> String {
     let mut out = String::new();
     let rounds = sw.steps.first().map_or(0, |s| s.comparison.rounds);
     let _ = writeln!(

@@ -6,14 +6,14 @@ use std::fmt::Write as _;
 /// How a text report is laid out: the width its lines fit in, and whether the long
 /// explanations go in (they are always in the JSON and the HTML).
 #[derive(Debug, Clone, Copy)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub width: usize,
     pub verbose: bool,
 }
 
 impl Layout {
     /// The width of `COLUMNS`, the terminal on stdout, or 80 (see [`crate::fmt::width`]).
-    pub fn of_terminal(verbose: bool) -> Layout {
+    pub(crate) fn of_terminal(verbose: bool) -> Layout {
         Layout {
             width: crate::fmt::width(),
             verbose,

@@ -4,9 +4,9 @@
 //! `table` (columns that leave by importance) and `sparkline`. Here: the layout, and
 //! which report a `Report` is, with the lines every one ends with.
 
-pub mod audit;
+pub(crate) mod audit;
 mod compare;
-pub mod doctor;
+pub(crate) mod doctor;
 mod knee;
 mod lines;
 mod merge;
@@ -15,15 +15,14 @@ pub(crate) use scenario::outage_lines;
 mod sparkline;
 mod sweep;
 mod table;
-pub mod trace;
-pub mod watch;
+pub(crate) mod trace;
+pub(crate) mod watch;
 
-pub use compare::render_comparison;
-pub use lines::Layout;
+pub(crate) use compare::render_comparison;
+pub(crate) use lines::Layout;
 use lines::{link_line, server_line};
-pub use scenario::render_scenario;
-pub use sparkline::{sparklines, Series};
-pub use sweep::render_sweep;
+pub(crate) use scenario::render_scenario;
+pub(crate) use sweep::render_sweep;
 
 use std::fmt::Write as _;
 
@@ -31,7 +30,7 @@ use super::Report;
 use merge::render_agents;
 
 /// The report as text, fitted to `layout`'s width.
-pub fn render(report: &Report, layout: &Layout) -> String {
+pub(crate) fn render(report: &Report, layout: &Layout) -> String {
     crate::fmt::fit(&render_unfitted(report, layout), layout.width)
 }
 

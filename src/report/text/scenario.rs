@@ -195,7 +195,7 @@ fn summary(out: &mut String, s: &ScenarioReport) {
     );
 }
 
-pub fn render_scenario(s: &ScenarioReport, width: usize) -> String {
+pub(crate) fn render_scenario(s: &ScenarioReport, width: usize) -> String {
     let mut out = String::new();
     if let Some(h) = &s.headline {
         let _ = writeln!(out, "{}\n", h.text);

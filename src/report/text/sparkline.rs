@@ -7,7 +7,7 @@ use crate::fmt::ms as fmt_ms;
 
 /// One line of a timeline: a value per bucket. `per_second`: counts, drawn as their rate
 /// over the bucket; otherwise the highest value of a group of buckets is drawn.
-pub struct Series<'a> {
+pub(crate) struct Series<'a> {
     pub name: &'a str,
     pub unit: &'a str,
     pub values: Vec<f64>,
@@ -16,7 +16,7 @@ pub struct Series<'a> {
 
 impl<'a> Series<'a> {
     /// A count per bucket, drawn as a rate ("requests/s").
-    pub fn rate<B>(name: &'a str, buckets: &[B], count: impl Fn(&B) -> u64) -> Series<'a> {
+    pub(crate) fn rate<B>(name: &'a str, buckets: &[B], count: impl Fn(&B) -> u64) -> Series<'a> {
         Series {
             name,
             unit: "",
@@ -32,7 +32,7 @@ impl<'a> Series<'a> {
 /// A last bucket shorter than half the one before (the run ended just past a boundary)
 /// is drawn with that one: a few events over a sliver of a second are no rate (one
 /// request in 0.6 ms would read 1700/s in a run at 500/s).
-pub fn sparklines(out: &mut String, widths: &[f64], series: &[Series], width: usize) {
+pub(crate) fn sparklines(out: &mut String, widths: &[f64], series: &[Series], width: usize) {
     let (widths, series) = fold_sliver(widths, series);
     if widths.len() < 3 {
         return;

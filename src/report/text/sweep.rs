@@ -10,7 +10,7 @@ use crate::report::comparison::RttSweep;
 
 /// `compare --rtt A,B,...`: each point's comparison, then time per request against RTT
 /// per strategy as a table and a chart.
-pub fn render_sweep(sw: &RttSweep, layout: &Layout) -> String {
+pub(crate) fn render_sweep(sw: &RttSweep, layout: &Layout) -> String {
     let mut out = String::new();
     for p in &sw.points {
         let _ = writeln!(

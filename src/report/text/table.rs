@@ -5,14 +5,14 @@ use std::fmt::Write;
 
 /// One column: its heading, how it aligns, and how long it stays when room is short
 /// (0 stays always; higher numbers go first).
-pub struct Column {
+pub(super) struct Column {
     pub head: &'static str,
     pub left: bool,
     pub drop_order: u8,
 }
 
 impl Column {
-    pub fn left(head: &'static str) -> Column {
+    pub(super) fn left(head: &'static str) -> Column {
         Column {
             head,
             left: true,
@@ -20,7 +20,7 @@ impl Column {
         }
     }
 
-    pub fn right(head: &'static str, drop_order: u8) -> Column {
+    pub(super) fn right(head: &'static str, drop_order: u8) -> Column {
         Column {
             head,
             left: false,
@@ -29,7 +29,7 @@ impl Column {
     }
 }
 
-pub struct Table {
+pub(super) struct Table {
     pub columns: Vec<Column>,
     pub rows: Vec<Vec<String>>,
 }
@@ -39,14 +39,14 @@ const INDENT: usize = 2;
 const GAP: usize = 2;
 
 impl Table {
-    pub fn new(columns: Vec<Column>) -> Table {
+    pub(super) fn new(columns: Vec<Column>) -> Table {
         Table {
             columns,
             rows: Vec::new(),
         }
     }
 
-    pub fn push(&mut self, row: Vec<String>) {
+    pub(super) fn push(&mut self, row: Vec<String>) {
         debug_assert_eq!(row.len(), self.columns.len());
         self.rows.push(row);
     }
@@ -62,7 +62,7 @@ impl Table {
 
     /// The columns kept at `width`: every column while they fit, else the ones with the
     /// highest drop order leave first (the last in the table first among equals).
-    pub fn kept(&self, width: usize) -> Vec<usize> {
+    pub(super) fn kept(&self, width: usize) -> Vec<usize> {
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|i| self.column_width(i))
             .collect();
@@ -86,7 +86,7 @@ impl Table {
     }
 
     /// The table at `width` (see [`Table::kept`]), a line per row under the headings.
-    pub fn render(&self, out: &mut String, width: usize) {
+    pub(super) fn render(&self, out: &mut String, width: usize) {
         let kept = self.kept(width);
         let widths: Vec<usize> = kept.iter().map(|&i| self.column_width(i)).collect();
         let heads: Vec<&str> = kept.iter().map(|&i| self.columns[i].head).collect();

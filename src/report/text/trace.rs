@@ -7,7 +7,7 @@ use crate::fmt::ms as fmt_ms;
 use crate::report::trace::{TraceReport, TraceStep};
 
 /// The headline, then each request's waterfall and details, as text fitted to `width`.
-pub fn render(t: &TraceReport, width: usize) -> String {
+pub(crate) fn render(t: &TraceReport, width: usize) -> String {
     let mut out = String::new();
     if let Some(h) = &t.headline {
         let _ = writeln!(out, "{}\n", h.text);

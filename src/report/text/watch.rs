@@ -86,7 +86,7 @@ fn endpoint_block(out: &mut String, e: &EndpointSummary) {
 }
 
 /// The headline, what was watched, the figures and the verdict, fitted to `width`.
-pub fn render(r: &WatchReport, width: usize) -> String {
+pub(crate) fn render(r: &WatchReport, width: usize) -> String {
     let mut out = String::new();
     if let Some(i) = &r.interrupted {
         let _ = writeln!(out, "{}", i.text);

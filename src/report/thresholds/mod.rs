@@ -41,7 +41,7 @@ impl Op {
 
 /// Which report the expressions are checked on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subject {
+pub(crate) enum Subject {
     Bench,
     Compare,
     Audit,
@@ -49,7 +49,7 @@ pub enum Subject {
 
 /// One parsed `--fail-if`.
 #[derive(Debug, Clone)]
-pub struct Threshold {
+pub(crate) struct Threshold {
     text: String,
     /// `compare`: the scenarios it applies to (a row's name or a strategy).
     scope: Option<String>,
@@ -65,7 +65,7 @@ pub struct Threshold {
 
 /// One expression checked on one scenario (or the audit).
 #[derive(Debug, Clone, Serialize)]
-pub struct ThresholdResult {
+pub(crate) struct ThresholdResult {
     /// The expression as given.
     pub expr: String,
     /// The scenario it was checked on (absent for audit).
@@ -85,7 +85,7 @@ fn usage(text: &str, why: impl std::fmt::Display) -> anyhow::Error {
 
 /// Parse every `--fail-if` for `subject`; a malformed one is a usage error naming what
 /// could not be read.
-pub fn parse_all(exprs: &[String], subject: Subject) -> anyhow::Result<Vec<Threshold>> {
+pub(crate) fn parse_all(exprs: &[String], subject: Subject) -> anyhow::Result<Vec<Threshold>> {
     exprs.iter().map(|e| parse(e, subject)).collect()
 }
 
@@ -324,7 +324,7 @@ fn check(
 
 /// `--fail-if` checked against a report.
 #[derive(Default)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// Some threshold failed.
     pub failed: bool,
     /// What failed, said for stderr.
@@ -334,7 +334,10 @@ pub struct Checked {
 }
 
 /// Check `thresholds` against `report`, a report of one subject.
-pub fn check_report<T: Serialize>(thresholds: &[Threshold], report: &T) -> anyhow::Result<Checked> {
+pub(crate) fn check_report<T: Serialize>(
+    thresholds: &[Threshold],
+    report: &T,
+) -> anyhow::Result<Checked> {
     if thresholds.is_empty() {
         return Ok(Checked::default());
     }
@@ -344,7 +347,10 @@ pub fn check_report<T: Serialize>(thresholds: &[Threshold], report: &T) -> anyho
 
 /// Check `thresholds` against each scenario of a bench or compare report, each with its
 /// comparison row, if any, as `comparison`.
-pub fn check_scenarios(thresholds: &[Threshold], rep: &super::Report) -> anyhow::Result<Checked> {
+pub(crate) fn check_scenarios(
+    thresholds: &[Threshold],
+    rep: &super::Report,
+) -> anyhow::Result<Checked> {
     if thresholds.is_empty() {
         return Ok(Checked::default());
     }

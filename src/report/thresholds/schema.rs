@@ -36,7 +36,7 @@ fn map_takes(node: &Value, key: &str) -> bool {
 /// Follow `path` from a scenario (`comparison.` from a compare row): whether its last
 /// step is a key of a map (absent: 0). `Err` names the first step that cannot be, a
 /// usage error before the run.
-pub fn lookup(path: &str) -> Result<bool, String> {
+pub(super) fn lookup(path: &str) -> Result<bool, String> {
     let root = root();
     let defs = &root["$defs"];
     let (mut node, rest) = match path.strip_prefix("comparison.") {

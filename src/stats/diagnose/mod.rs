@@ -15,11 +15,11 @@ use crate::report::cause::{NoEarlyData, NoResumption};
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
 use crate::report::{KernelReport, ScenarioReport};
 use reuse::reuse_findings;
-pub use status::{mostly_errors, reason_phrase, successes};
+pub(crate) use status::mostly_errors;
 use status::{redirect_finding, status_finding};
 
 /// Every finding of a scenario, in the order of causes.
-pub fn diagnose(sc: &ScenarioShape, rec: &Recorder, rep: &ScenarioReport) -> Vec<Finding> {
+pub(crate) fn diagnose(sc: &ScenarioShape, rec: &Recorder, rep: &ScenarioReport) -> Vec<Finding> {
     let mut out = error_findings(rec, rep);
     if let Some(f) = rep.connections.kernel.as_ref().and_then(syn_finding) {
         out.push(f);
@@ -349,7 +349,7 @@ fn ports_exhausted_sentence(n: u64, ports: Option<crate::net::local_ports::Local
 /// mean named; or, when a finding explains the run, that finding first. `None` when no
 /// request was answered, or (`-L`) none but the redirects followed, hops on the way (the
 /// line that says the run measured nothing stands instead).
-pub fn headline(rep: &ScenarioReport, findings: &[Finding]) -> Option<Finding> {
+pub(crate) fn headline(rep: &ScenarioReport, findings: &[Finding]) -> Option<Finding> {
     if rep.requests.final_answers() == 0 {
         return None;
     }

@@ -6,7 +6,7 @@ use crate::stats::recorder::Recorder;
 
 /// Responses whose status is ok (2xx, 3xx, or one `--ok-status` accepts), the redirects
 /// `-L` followed left out (a hop on the way, not an answer).
-pub fn successes(rec: &Recorder) -> u64 {
+fn successes(rec: &Recorder) -> u64 {
     rec.ok() - rec.counts.redirects
 }
 
@@ -141,7 +141,7 @@ pub(super) fn redirect_finding(rec: &Recorder) -> Option<Finding> {
 /// were 404 (Not Found), 3 were 4xx or 5xx in all", with the counts it stands on
 /// (`at`: the figures' place in the report, `total` or `endpoints[ADDR]`). `None` when
 /// at most half were errors.
-pub fn mostly_errors(
+pub(crate) fn mostly_errors(
     codes: &std::collections::BTreeMap<String, u64>,
     responses: u64,
     at: &str,
@@ -177,7 +177,7 @@ pub fn mostly_errors(
     ))
 }
 
-pub fn reason_phrase(code: u16) -> Option<&'static str> {
+fn reason_phrase(code: u16) -> Option<&'static str> {
     Some(match code {
         301 => "Moved Permanently",
         302 => "Found",
