@@ -15,6 +15,7 @@ use std::io::Read as _;
 use serde_json::Value;
 
 use crate::parse::UsageError;
+use crate::record::Phase;
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::{AgentReport, Report, RunInfo};
 use crate::stats::raw::{RawScenario, ScenarioShape};
@@ -149,8 +150,8 @@ fn agent(
         wall_ns = wall_ns.max(raw.wall_ns);
         cpu_ns += u128::from(raw.cpu_user_ns) + u128::from(raw.cpu_sys_ns);
     }
-    let mut latency = rec.phases_new[crate::record::PHASE_NAMES.len() - 1].clone();
-    latency += &rec.phases_reused[crate::record::PHASE_NAMES.len() - 1];
+    let mut latency = rec.phases_new[Phase::Total].clone();
+    latency += &rec.phases_reused[Phase::Total];
     Ok(AgentReport {
         host: run.map_or("unknown".into(), |r| r.host.clone()),
         started_at: run.map_or(String::new(), |r| r.started_at.clone()),

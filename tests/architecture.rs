@@ -1009,3 +1009,96 @@ fn the_compiler_keeps_unsafe_in_sys_and_the_crate_private() {
         "lib.rs makes public only the binary's entry and the api"
     );
 }
+
+/// The phases' names, read from their one definition (`src/record/phase.rs`: each
+/// `Phase::X => "name",` of `name()`).
+fn phase_names(src: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(src.join("record/phase.rs")).unwrap();
+    let body = &text[text.find("fn name(self)").expect("Phase::name")..];
+    let body = &body[..body.find("\n    }\n").unwrap()];
+    body.lines()
+        .filter_map(|l| l.split_once("=> \""))
+        .map(|(_, rest)| rest.trim_end_matches("\",").to_string())
+        .collect()
+}
+
+/// The files under `src` (Rust and the page's scripts) other than the phases' own that
+/// spell three or more phase names as string literals: a list of phases written out.
+fn phase_lists(src: &Path) -> Vec<String> {
+    let names = phase_names(src);
+    let mut out = Vec::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let ext = p.extension().and_then(|e| e.to_str());
+            if !matches!(ext, Some("rs" | "js")) || p.ends_with("record/phase.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let spelled: BTreeSet<&String> = names
+                .iter()
+                .filter(|n| text.contains(&format!("\"{n}\"")))
+                .collect();
+            if spelled.len() >= 3 {
+                let rel = p.strip_prefix(src).unwrap().display().to_string();
+                out.push(format!("{rel}: {spelled:?}"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// One spelling of the setup phases (issue 58, item 1): `enum Phase` in
+/// `src/record/phase.rs` names them, and every table, sum and label is a use of it.
+#[test]
+fn phase_lists_are_written_once() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert_eq!(phase_names(&src).len(), 12, "{:?}", phase_names(&src));
+    let found = phase_lists(&src);
+    assert!(
+        found.is_empty(),
+        "phase names spelled outside src/record/phase.rs (use Phase): {found:?}"
+    );
+}
+
+/// The check sees a list of phases in Rust and in a script, and not two names that
+/// happen to be words of another concept.
+#[test]
+fn the_check_catches_a_phase_list_written_out() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-phase-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("record")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/record/phase.rs"),
+        src.join("record/phase.rs"),
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("a.rs"),
+        "const SETUP: [&str; 3] = [\"dns\", \"connect\", \"tls\"];\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("b.js"),
+        "const P = [\"send\", \"wait\", \"receive\"];\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("c.rs"),
+        "const K: [&str; 2] = [\"tls\", \"total\"];\n",
+    )
+    .unwrap();
+    let found = phase_lists(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].starts_with("a.rs") && found[1].starts_with("b.js"),
+        "{found:?}"
+    );
+}

@@ -21,6 +21,7 @@ use crate::metrics::run::Board;
 use crate::plan::{Choice, Scenario};
 use crate::procs::{ServerCpu, Shares};
 use crate::progress::Steps;
+use crate::record::Phase;
 pub(crate) use crate::report::comparison::{
     Comparison, ComparisonRow, GroupRtt, RoundTrips, RttPoint, RttSweep, Spread,
 };
@@ -106,17 +107,7 @@ fn figures(
 ) -> RunFigures {
     let ok = rep.requests.answered.max(1) as f64;
     let new = &rep.phases_ms.new;
-    let setup = if new.requests > 0 {
-        new.dns.mean * new.dns.count as f64 / new.requests as f64
-            + new.connect.mean
-            + new.proxy_connect.mean
-            + new.tunnel.mean
-            + new.tls.mean
-            + new.h2_setup.mean
-            + new.quic_handshake.mean
-    } else {
-        0.0
-    };
+    let setup = new.setup_mean_ms();
     RunFigures {
         time_per_request_ms: sc.concurrency as f64 * rep.duration_s * 1000.0 / ok,
         wall_s: rep.duration_s,
@@ -365,7 +356,8 @@ fn play_one(arm: &Arm, server: &ServerSide, board: Option<&Arc<Board>>) -> anyho
     );
     Ok(Piece {
         figures: figures(&arm.scenario, &rep, shares, accepted),
-        connect_min: (rep.phases_ms.new.connect.count > 0).then_some(rep.phases_ms.new.connect.min),
+        connect_min: (rep.phases_ms.new[Phase::Connect].count > 0)
+            .then_some(rep.phases_ms.new[Phase::Connect].min),
         result,
     })
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::fmt::ms as fmt_ms;
 use crate::plan::build::{self, RequestConfig};
 use crate::plan::Strategy;
-use crate::record::{ErrorDetail, ErrorKind, PHASE_NAMES};
+use crate::record::{ErrorDetail, ErrorKind, Phase};
 use crate::report::cause::NoResumption;
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::stats::recorder::Recorder;
@@ -41,8 +41,7 @@ fn alt_svc_h3_port(value: &str) -> Option<u16> {
 
 /// The median of a run's `quic_handshake` phase over its new connections.
 fn handshake_median_ms(r: &Recorder) -> Option<f64> {
-    let i = PHASE_NAMES.iter().position(|p| *p == "quic_handshake")?;
-    let p = &r.phases_new[i];
+    let p = &r.phases_new[Phase::QuicHandshake];
     (p.count > 0).then(|| p.hist.value_at_quantile(0.5) as f64 / 1e6)
 }
 

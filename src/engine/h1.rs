@@ -17,7 +17,7 @@ use crate::proto::h1::conn::{Conn, ReadFail, Response};
 use crate::proto::h1::{Framing, ResponseHead};
 use crate::proto::pace::ReadLimits;
 use crate::record::notes::Taken;
-use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phases, Stage};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phase, Phases};
 use crate::stats::event::ConnEvent;
 use crate::timer::within;
 
@@ -157,7 +157,7 @@ impl H1 {
         };
         let fail = match sent {
             None => Some((
-                Fail::timed_out(Stage::Send, self.run_deadline),
+                Fail::timed_out(Phase::Send, self.run_deadline),
                 CloseReason::Error,
             )),
             Some(Err(e)) => Some(send_failed(&e, reused)),
@@ -169,7 +169,7 @@ impl H1 {
         }
         let t_sent = Instant::now();
         if early_since.is_none() {
-            phases.send = Some(ns(t_send, t_sent));
+            phases[Phase::Send] = Some(ns(t_send, t_sent));
         }
 
         let conn = self.conns[slot].as_mut().expect("connection present");
@@ -191,9 +191,9 @@ impl H1 {
                 let receiving = self.conns[slot].as_ref().is_some_and(|c| c.receiving);
                 let f = Fail::timed_out(
                     if receiving {
-                        Stage::Receive
+                        Phase::Receive
                     } else {
-                        Stage::Wait
+                        Phase::Wait
                     },
                     self.run_deadline,
                 );
@@ -207,8 +207,8 @@ impl H1 {
             }
             Some(Ok(r)) => r,
         };
-        phases.wait = Some(ns(t_sent, resp.first_byte));
-        phases.receive = Some(ns(resp.first_byte, resp.end));
+        phases[Phase::Wait] = Some(ns(t_sent, resp.first_byte));
+        phases[Phase::Receive] = Some(ns(resp.first_byte, resp.end));
 
         let mut conn = self.conns[slot].take().expect("connection present");
         conn.requests += 1;
@@ -279,7 +279,7 @@ impl H1 {
         let t_write = Instant::now();
         let wrote = match within(self.sleep.as_mut(), self.deadline, conn.write(bytes)).await {
             Some(Ok(())) => {
-                phases.send = Some(ns(t_write, Instant::now()));
+                phases[Phase::Send] = Some(ns(t_write, Instant::now()));
                 let conn = self.conns[slot].as_mut().expect("connection present");
                 within(self.sleep.as_mut(), self.deadline, conn.flush()).await
             }
@@ -287,7 +287,7 @@ impl H1 {
         };
         let f = match wrote {
             Some(Ok(())) => {
-                phases.tls = Some(ns(connected_at, Instant::now()));
+                phases[Phase::Tls] = Some(ns(connected_at, Instant::now()));
                 let conn = self.conns[slot].as_mut().expect("connection present");
                 let wire = conn.stream.take_wire();
                 if let Some(session) = conn.stream.tls_session() {
@@ -298,7 +298,7 @@ impl H1 {
                 }
                 return Ok(());
             }
-            None => Fail::timed_out(Stage::Tls, self.run_deadline),
+            None => Fail::timed_out(Phase::Tls, self.run_deadline),
             Some(Err(e)) => Fail::new(classify_tls_error(&e)),
         };
         self.drop_conn(slot, CloseReason::Error, &f);

@@ -29,7 +29,7 @@ use crate::proto::h2::client::{
 use crate::proto::h2::wire::{Seen, Watched};
 use crate::proto::h2::{classify, StreamFailure};
 use crate::record::notes::Taken;
-use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, Phases, Stage};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Failure, Phase, Phases};
 use crate::stats::event::ConnEvent;
 use crate::timer::within;
 
@@ -410,7 +410,7 @@ impl H2 {
                     )
                     .await;
                     if woke.is_none() {
-                        let mut f = Fail::timed_out(Stage::Wait, self.run_deadline);
+                        let mut f = Fail::timed_out(Phase::Wait, self.run_deadline);
                         f.failure.detail = Some(ErrorDetail::NoFreeStream);
                         return Err(f);
                     }
@@ -485,7 +485,7 @@ impl H2 {
         let by = connect_deadline(self.deadline, sc.limits.connect);
         let started = match within(self.sleep.as_mut(), by, handshake(opened.stream)).await {
             None => {
-                let f = Fail::timed_out(Stage::H2Setup, self.run_deadline);
+                let f = Fail::timed_out(Phase::H2Setup, self.run_deadline);
                 closed_early(&self.notes);
                 return Err(f);
             }
@@ -524,7 +524,7 @@ impl H2 {
         let came = await_settings(&seen, &settings_came, ended, self.sleep.as_mut(), by).await;
         let (settings_at, settings) = match came {
             SettingsWait::TimedOut => {
-                let f = Fail::timed_out(Stage::H2Setup, self.run_deadline);
+                let f = Fail::timed_out(Phase::H2Setup, self.run_deadline);
                 let reason = if f.at_deadline {
                     CloseReason::EndOfRun
                 } else {
@@ -545,7 +545,7 @@ impl H2 {
             ));
             return Err(Fail::new(failure));
         }
-        phases.h2_setup = Some(ns(t, settings_at));
+        phases[Phase::H2Setup] = Some(ns(t, settings_at));
         self.notes.conn(ConnEvent::ServerSettings(settings));
         if settings.max_concurrent_streams == Some(0) {
             self.pool.end(&conn, CloseReason::Error);

@@ -26,7 +26,7 @@ use crate::proto::h3::client::{exchange, race_verdict, Broke, Endpoints, Got, Li
 use crate::proto::h3::{classify_connection, classify_stream, close_reason, refused, H3_NO_ERROR};
 use crate::record::notes::Taken;
 use crate::record::{
-    CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Phases, Stage, TlsHandshake,
+    CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Phase, Phases, TlsHandshake,
 };
 use crate::stats::event::{ConnEvent, QuicPath};
 use crate::timer::within;
@@ -183,7 +183,7 @@ impl H3 {
         }
     }
 
-    fn timed_out(&self, stage: Stage) -> Fail {
+    fn timed_out(&self, stage: Phase) -> Fail {
         Fail::timed_out(stage, self.run_deadline)
     }
 
@@ -238,12 +238,12 @@ impl H3 {
             connecting
         };
         let conn = match within(self.sleep.as_mut(), by, connecting).await {
-            None => return Err(self.timed_out(Stage::QuicHandshake)),
+            None => return Err(self.timed_out(Phase::QuicHandshake)),
             Some(Err(e)) => return Err(Fail::new(classify_connection(&e, false))),
             Some(Ok(c)) => c,
         };
         let done = Instant::now();
-        phases.quic_handshake = Some(ns(started, done));
+        phases[Phase::QuicHandshake] = Some(ns(started, done));
         self.handshake_done(sc.origin(target).index, &full, (started, done), conn.rtt());
         Ok((conn, full, started, None))
     }
@@ -276,7 +276,7 @@ impl H3 {
     }
 
     /// A failed exchange on `conn`: classified, a timeout named by its stage.
-    fn broke(&self, b: Option<Broke>, stage: Stage, conn: &quinn::Connection, got: u64) -> Fail {
+    fn broke(&self, b: Option<Broke>, stage: Phase, conn: &quinn::Connection, got: u64) -> Fail {
         match b {
             None => self.timed_out(stage),
             Some(b) => {
@@ -284,7 +284,7 @@ impl H3 {
                 let mut f = Fail::new(classify_stream(
                     &b.error,
                     closed.as_ref(),
-                    got > 0 || b.stage == Stage::Receive,
+                    got > 0 || b.stage == Phase::Receive,
                 ));
                 f.retry = closed.is_none() && refused(&b.error);
                 f
@@ -304,7 +304,7 @@ impl H3 {
             .connect(sc, target, early, phases)
             .await
             .map_err(|f| f.at(sc.origin(target).hop.as_ref()))?;
-        let stage = Cell::new(Stage::QuicHandshake);
+        let stage = Cell::new(Phase::QuicHandshake);
         let got_body = Cell::new(0);
         let Some(accepted) = accepted else {
             // The handshake is done: the request goes in 1-RTT.
@@ -316,12 +316,12 @@ impl H3 {
         let deadline = self.deadline;
         let mut live = match within(self.sleep.as_mut(), deadline, Live::start(conn.clone())).await
         {
-            None => return Err(self.timed_out(Stage::QuicHandshake)),
+            None => return Err(self.timed_out(Phase::QuicHandshake)),
             Some(Err(f)) => return Err(Fail::new(f)),
             Some(Ok(l)) => l,
         };
         let left = Instant::now();
-        phases.quic_handshake = Some(ns(started, left));
+        phases[Phase::QuicHandshake] = Some(ns(started, left));
         let mut accepted = std::pin::pin!(accepted);
         let ex = exchange(
             &mut live.send,
@@ -352,7 +352,7 @@ impl H3 {
         };
         let Some((taken, done)) = verdict else {
             live.abandon();
-            return Err(self.timed_out(Stage::QuicHandshake));
+            return Err(self.timed_out(Phase::QuicHandshake));
         };
         if !taken {
             if let Some(e) = conn.close_reason() {
@@ -379,10 +379,10 @@ impl H3 {
         // Rejected: the request goes again now that the handshake is done, on a new
         // HTTP/3 session over the same connection (the first one's streams are gone).
         live.driver.abort();
-        phases.quic_handshake = Some(ns(started, done));
-        phases.send = None;
-        phases.wait = None;
-        phases.receive = None;
+        phases[Phase::QuicHandshake] = Some(ns(started, done));
+        phases[Phase::Send] = None;
+        phases[Phase::Wait] = None;
+        phases[Phase::Receive] = None;
         self.on_new(sc, target, conn, &full, phases, &stage, &got_body)
             .await
     }
@@ -396,7 +396,7 @@ impl H3 {
         conn: quinn::Connection,
         seen: &Arc<Seen>,
         phases: &mut Phases,
-        stage: &Cell<Stage>,
+        stage: &Cell<Phase>,
         got_body: &Cell<u64>,
     ) -> Result<Got, Fail> {
         let deadline = self.deadline;
@@ -405,7 +405,7 @@ impl H3 {
             None => {
                 conn.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
                 quic_ended(&conn, &self.notes);
-                let f = self.timed_out(Stage::Send);
+                let f = self.timed_out(Phase::Send);
                 closed(&self.notes, reason_of(&f), 0);
                 return Err(f);
             }
@@ -532,7 +532,7 @@ impl H3 {
                         .await
                         .is_none()
                     {
-                        return (false, Err(self.timed_out(Stage::QuicHandshake)));
+                        return (false, Err(self.timed_out(Phase::QuicHandshake)));
                     }
                 }
                 Slot::Empty => {
@@ -565,7 +565,7 @@ impl H3 {
         {
             conn.draining.set(true);
         }
-        let stage = Cell::new(Stage::Send);
+        let stage = Cell::new(Phase::Send);
         let got_body = Cell::new(0);
         let mut send = conn.live.send.clone();
         let out = within(

@@ -16,7 +16,7 @@ use super::worker::{ns, Dns, Fail};
 use crate::net::dns::{self, DnsSettings, Resolution};
 use crate::net::tap::Tapped;
 use crate::net::{self, classify_connect_error, classify_tls_error, Origin, Stream, Transport};
-use crate::record::{CloseReason, HandshakeKind, Phases, Stage, TlsHandshake, Wire};
+use crate::record::{CloseReason, HandshakeKind, Phase, Phases, TlsHandshake, Wire};
 use crate::stats::event::ConnEvent;
 use crate::timer::within;
 
@@ -151,11 +151,11 @@ impl<T: Tally> Opener<T> {
         // Boxed, as the other steps only some connections take (a proxy, TLS): opening
         // a plain connection to a fixed address carries none of their state.
         let Some((answer, how)) = within(sleep.as_mut(), by, Box::pin(lookup)).await else {
-            return Err(Fail::timed_out(Stage::Dns, self.run_deadline));
+            return Err(Fail::timed_out(Phase::Dns, self.run_deadline));
         };
         self.tally.note(ConnEvent::Dns(how));
         if how != Resolution::CacheHit {
-            phases.dns = Some(ns(t, Instant::now()));
+            phases[Phase::Dns] = Some(ns(t, Instant::now()));
         }
         match answer {
             Ok(ips) => Ok(Cow::Owned(dns::with_port(&ips, origin.dial_port))),
@@ -200,15 +200,15 @@ impl<T: Tally> Opener<T> {
         self.next_local = self.next_local.wrapping_add(1);
         let connecting = connect(origin, addrs, self.next_local);
         let (transport, source) = match within(sleep.as_mut(), by, connecting).await {
-            None => return Err(Fail::timed_out(Stage::Connect, self.run_deadline)),
+            None => return Err(Fail::timed_out(Phase::Connect, self.run_deadline)),
             Some(Err(e)) => return Err(Fail::new(classify_connect_error(&e))),
             Some(Ok(s)) => s,
         };
         let t_connected = Instant::now();
         if origin.proxy.is_some() {
-            phases.proxy_connect = Some(ns(t, t_connected));
+            phases[Phase::ProxyConnect] = Some(ns(t, t_connected));
         } else {
-            phases.connect = Some(ns(t, t_connected));
+            phases[Phase::Connect] = Some(ns(t, t_connected));
         }
         self.tally.note(ConnEvent::Opened {
             origin: origin.index,
@@ -256,7 +256,7 @@ impl<T: Tally> Opener<T> {
         .await;
         let mut tls = match res {
             None => {
-                let f = Fail::timed_out(Stage::Tls, self.run_deadline);
+                let f = Fail::timed_out(Phase::Tls, self.run_deadline);
                 return Err(self.closed_unopened(f));
             }
             Some(Err(e)) => return Err(self.closed_unopened(Fail::new(classify_tls_error(&e)))),
@@ -272,7 +272,7 @@ impl<T: Tally> Opener<T> {
                 wire: None,
             });
         }
-        phases.tls = Some(ns(t_ready, Instant::now()));
+        phases[Phase::Tls] = Some(ns(t_ready, Instant::now()));
         let wire = tls.get_mut().0.take_wire();
         let session = tls.get_ref().1;
         let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
@@ -313,7 +313,7 @@ impl<T: Tally> Opener<T> {
         if at > asked {
             let turn = tokio::time::sleep_until(at.into());
             if within(sleep, by, turn).await.is_none() {
-                return Err(Fail::timed_out(Stage::Connect, self.run_deadline));
+                return Err(Fail::timed_out(Phase::Connect, self.run_deadline));
             }
             super::worker::add_blocked(phases, asked);
         }
@@ -369,7 +369,7 @@ impl<T: Tally> Opener<T> {
                 )
                 .await;
                 let tls = match hs {
-                    None => return Err(Fail::timed_out(Stage::Connect, self.run_deadline)),
+                    None => return Err(Fail::timed_out(Phase::Connect, self.run_deadline)),
                     Some(Err(e)) => {
                         let f = classify_tls_error(&e)
                             .said(format_args!("TLS to the proxy {}: {e}", p.display()));
@@ -377,7 +377,7 @@ impl<T: Tally> Opener<T> {
                     }
                     Some(Ok(s)) => s,
                 };
-                phases.proxy_connect = Some(ns(t, Instant::now()));
+                phases[Phase::ProxyConnect] = Some(ns(t, Instant::now()));
                 Transport::ProxyTls(Box::new(tls))
             }
             (_, other) => other,
@@ -393,14 +393,14 @@ impl<T: Tally> Opener<T> {
             p.authorization.as_ref(),
         );
         match within(sleep.as_mut(), by, asked).await {
-            None => return Err(Fail::timed_out(Stage::Tunnel, self.run_deadline)),
+            None => return Err(Fail::timed_out(Phase::Tunnel, self.run_deadline)),
             Some(Err(refusal)) => {
                 return Err(Fail::new(refusal.failure.said(refusal.message)));
             }
             Some(Ok(())) => {}
         }
         let ready = Instant::now();
-        phases.tunnel = Some(ns(at, ready));
+        phases[Phase::Tunnel] = Some(ns(at, ready));
         self.tally.note(ConnEvent::Tunnel);
         Ok((transport, ready))
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::collect::Notes;
 use crate::net::dns::{DnsCache, Resolution, Resolver};
 use crate::plan::{LoadShape, Scenario, Target};
-use crate::record::{ErrorDetail, ErrorKind, Failure, Outcome, Phases, RequestRecord, Stage};
+use crate::record::{ErrorDetail, ErrorKind, Failure, Outcome, Phase, Phases, RequestRecord};
 use crate::timer::Pacer;
 
 /// Open loop: a send that starts this much later than intended counts as late.
@@ -89,15 +89,13 @@ pub(super) async fn request<D: Driver>(
     let may_retry = D::RETRY == Retry::Refused || target.template.is_idempotent();
     let mut retried = false;
     loop {
-        let mut phases = Phases {
-            blocked: blocked.map(|b| b.as_nanos() as u64),
-            ..Phases::default()
-        };
+        let mut phases = Phases::default();
+        phases[Phase::Blocked] = blocked.map(|b| b.as_nanos() as u64);
         let t = driver.try_once(sc, target, &mut phases).await;
         let mut location = None;
         let (outcome, (bytes_received, body_bytes), end) = match t.result {
             Ok(a) => {
-                phases.total = Some(ns(t0, a.end));
+                phases[Phase::Total] = Some(ns(t0, a.end));
                 let ok = Outcome::Ok {
                     status: a.status,
                     retry_after_s: a.retry_after_s,
@@ -203,7 +201,7 @@ impl Fail {
     }
 
     /// A timeout at `stage`, or the run's deadline if it has come.
-    pub(crate) fn timed_out(stage: Stage, run_deadline: Option<Instant>) -> Fail {
+    pub(crate) fn timed_out(stage: Phase, run_deadline: Option<Instant>) -> Fail {
         Fail {
             failure: ErrorKind::timeout_at(stage).into(),
             retry: false,
@@ -216,7 +214,7 @@ impl Fail {
 /// the clock's reading, which ends it.
 pub(super) fn add_blocked(phases: &mut Phases, since: Instant) -> Instant {
     let now = Instant::now();
-    phases.blocked = Some(phases.blocked.unwrap_or(0) + ns(since, now));
+    phases[Phase::Blocked] = Some(phases[Phase::Blocked].unwrap_or(0) + ns(since, now));
     now
 }
 

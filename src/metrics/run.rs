@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use super::{buckets, merged, with_labels, Family, Kind, Label, Series, Value};
 use crate::engine::Live;
 use crate::plan::Scenario;
-use crate::record::{CloseReason, ErrorKind, PHASE_NAMES};
+use crate::record::{CloseReason, ErrorKind, Phase};
 use crate::stats::recorder::{PhaseStat, RPC_BOUNDS};
 use crate::stats::Recorder;
 
@@ -309,11 +309,10 @@ fn seconds_of(stats: &[&PhaseStat]) -> Value {
 }
 
 fn durations(r: &Recorder) -> Family {
-    let total = PHASE_NAMES.len() - 1;
     Family {
         series: vec![Series {
             labels: Vec::new(),
-            value: seconds_of(&[&r.phases_new[total], &r.phases_reused[total]]),
+            value: seconds_of(&[&r.phases_new[Phase::Total], &r.phases_reused[Phase::Total]]),
         }],
         ..Family::new(
             "handshake_request_duration_seconds",
@@ -330,13 +329,13 @@ fn phases(r: &Recorder) -> Family {
         Kind::Histogram,
     );
     for (connection, set) in [("new", &r.phases_new), ("reused", &r.phases_reused)] {
-        for (phase, stat) in PHASE_NAMES.iter().zip(set.iter()) {
+        for (phase, stat) in set.iter() {
             if stat.count == 0 {
                 continue;
             }
             f.series.push(Series {
                 labels: vec![
-                    ("phase", (*phase).to_string()),
+                    ("phase", phase.name().to_string()),
                     ("connection", connection.to_string()),
                 ],
                 value: seconds_of(&[stat]),

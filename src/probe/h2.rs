@@ -25,7 +25,7 @@ use crate::proto::h2::client::{
 use crate::proto::h2::wire::{error_code_name, GoAway, Seen, ServerSettings};
 use crate::proto::h2::{classify, StreamFailure};
 use crate::record::notes::Taken;
-use crate::record::{ErrorKind, Phases, Stage};
+use crate::record::{ErrorKind, Phase, Phases};
 
 /// An open HTTP/2 connection and what opening it cost.
 pub(crate) struct H2Probe {
@@ -194,8 +194,8 @@ impl H2Probe {
         let mut phases = Phases::default();
         let answered = exchange(self.send.clone(), req, sleep, t0, &mut phases, &mut 0).await;
         let a = answered.map_err(|stopped| match stopped {
-            Stopped::Deadline(Stage::Send) => err(ErrorKind::TimeoutSend, "no stream slot in time"),
-            Stopped::Deadline(Stage::Receive) => {
+            Stopped::Deadline(Phase::Send) => err(ErrorKind::TimeoutSend, "no stream slot in time"),
+            Stopped::Deadline(Phase::Receive) => {
                 err(ErrorKind::TimeoutReceive, "the body did not end in time")
             }
             Stopped::Deadline(_) => err(ErrorKind::TimeoutWait, "no response head in time"),
@@ -219,9 +219,9 @@ impl H2Probe {
         Ok(H2Exchange {
             stream_id: a.stream_id,
             status: a.status,
-            send: d(phases.send),
-            wait: d(phases.wait),
-            receive: d(phases.receive),
+            send: d(phases[Phase::Send]),
+            wait: d(phases[Phase::Wait]),
+            receive: d(phases[Phase::Receive]),
             body_bytes: a.body_bytes,
             said: a.said,
         })

@@ -17,7 +17,7 @@ use crate::plan::Target;
 use crate::proto::h3::client::{exchange, race_verdict, Endpoints, Live};
 use crate::proto::h3::{classify_connection, classify_stream, H3_NO_ERROR};
 use crate::record::notes::Taken;
-use crate::record::{ErrorKind, Failure, Phases, Stage};
+use crate::record::{ErrorKind, Failure, Phase, Phases};
 pub(crate) use crate::report::trace::QuicInfo;
 
 /// An open QUIC connection with HTTP/3 on it.
@@ -215,7 +215,7 @@ impl H3Probe {
         let left = self.started.elapsed();
         let by = tokio::time::Instant::now() + timeout;
         let mut phases = Phases::default();
-        let (stage, got) = (Cell::new(Stage::Send), Cell::new(0));
+        let (stage, got) = (Cell::new(Phase::Send), Cell::new(0));
         let mut accepted = std::pin::pin!(accepted);
         let ex = exchange(
             &mut self.live.send,
@@ -268,7 +268,7 @@ impl H3Probe {
         early: Option<(Duration, bool)>,
     ) -> Result<H3Exchange, ProbeError> {
         let mut phases = Phases::default();
-        let (stage, got) = (Cell::new(Stage::Send), Cell::new(0));
+        let (stage, got) = (Cell::new(Phase::Send), Cell::new(0));
         let r = tokio::time::timeout(
             timeout,
             exchange(
@@ -299,16 +299,16 @@ impl H3Probe {
             Ok(g) => Ok(H3Exchange {
                 stream_id: g.stream_id,
                 status: g.status,
-                send: d(phases.send),
-                wait: d(phases.wait),
-                receive: d(phases.receive),
+                send: d(phases[Phase::Send]),
+                wait: d(phases[Phase::Wait]),
+                receive: d(phases[Phase::Receive]),
                 body_bytes: g.body_bytes,
                 early,
                 said: g.said,
             }),
             Err(b) => {
                 let closed = self.conn.close_reason();
-                let in_body = got > 0 || b.stage == Stage::Receive;
+                let in_body = got > 0 || b.stage == Phase::Receive;
                 let f = classify_stream(&b.error, closed.as_ref(), in_body);
                 Err(failure(
                     f,
@@ -323,10 +323,10 @@ impl H3Probe {
         }
     }
 
-    fn timed_out(&self, stage: Stage, timeout: Duration) -> ProbeError {
+    fn timed_out(&self, stage: Phase, timeout: Duration) -> ProbeError {
         let kind = match stage {
-            Stage::Send => ErrorKind::TimeoutSend,
-            Stage::Receive => ErrorKind::TimeoutReceive,
+            Phase::Send => ErrorKind::TimeoutSend,
+            Phase::Receive => ErrorKind::TimeoutReceive,
             _ => ErrorKind::TimeoutWait,
         };
         err(
@@ -362,10 +362,10 @@ impl H3Probe {
     }
 }
 
-fn stage_name(s: Stage) -> &'static str {
+fn stage_name(s: Phase) -> &'static str {
     match s {
-        Stage::Send => "sending",
-        Stage::Receive => "reading the body",
+        Phase::Send => "sending",
+        Phase::Receive => "reading the body",
         _ => "waiting for the response",
     }
 }

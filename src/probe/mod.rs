@@ -19,7 +19,7 @@ use crate::net::dns::DnsSettings;
 use crate::net::{classify_io_error, Origin, Stream};
 use crate::proto::h1::conn::Conn;
 use crate::record::notes::Taken;
-use crate::record::{ErrorKind, Failure, Phases};
+use crate::record::{ErrorKind, Failure, Phase, Phases};
 
 impl TlsInfo {
     /// What a finished handshake agreed on, and what it put on the wire where the stream's
@@ -138,7 +138,10 @@ pub(crate) async fn resolve(
         .resolve(origin, by, sleep, &mut phases)
         .await
         .map_err(|f| opening_failed(f.failure))?;
-    Ok((addrs.into_owned(), time(phases.dns).map(|d| d + made)))
+    Ok((
+        addrs.into_owned(),
+        time(phases[Phase::Dns]).map(|d| d + made),
+    ))
 }
 
 /// Open a connection to `origin` (TLS when `tls` is given): the engine's opening (dns,
@@ -165,11 +168,11 @@ pub(crate) async fn open(
     conn.keep_head = true;
     Ok(Opened {
         conn,
-        dns: time(phases.dns).map(|d| d + made),
-        connect: time(phases.connect.or(phases.proxy_connect)).unwrap_or_default(),
-        proxied: phases.proxy_connect.is_some(),
-        tunnel: time(phases.tunnel),
-        tls: time(phases.tls),
+        dns: time(phases[Phase::Dns]).map(|d| d + made),
+        connect: time(phases[Phase::Connect].or(phases[Phase::ProxyConnect])).unwrap_or_default(),
+        proxied: phases[Phase::ProxyConnect].is_some(),
+        tunnel: time(phases[Phase::Tunnel]),
+        tls: time(phases[Phase::Tls]),
         tls_info,
         early: o.early,
     })

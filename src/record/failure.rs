@@ -5,21 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::notes;
-
-/// Where an attempt was when something went wrong; used to name timeouts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
-    Dns,
-    Connect,
-    /// The proxy's answer to `CONNECT`.
-    Tunnel,
-    Tls,
-    H2Setup,
-    QuicHandshake,
-    Send,
-    Wait,
-    Receive,
-}
+use super::phase::Phase;
 
 /// The error category of a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -82,9 +68,10 @@ impl ErrorKind {
 
     pub(crate) fn name(self) -> &'static str {
         match self {
-            ErrorKind::Dns => "dns",
-            ErrorKind::Connect => "connect",
-            ErrorKind::Tls => "tls",
+            // A failure in these phases is named by its phase.
+            ErrorKind::Dns => Phase::Dns.name(),
+            ErrorKind::Connect => Phase::Connect.name(),
+            ErrorKind::Tls => Phase::Tls.name(),
             ErrorKind::TimeoutDns => "timeout_dns",
             ErrorKind::TimeoutConnect => "timeout_connect",
             ErrorKind::TimeoutTls => "timeout_tls",
@@ -110,18 +97,20 @@ impl ErrorKind {
         ErrorKind::ALL.iter().position(|k| *k == self).unwrap_or(0)
     }
 
-    /// The timeout category for an attempt cut off while at `stage`.
-    pub(crate) fn timeout_at(stage: Stage) -> ErrorKind {
-        match stage {
-            Stage::Dns => ErrorKind::TimeoutDns,
-            Stage::Connect => ErrorKind::TimeoutConnect,
-            Stage::Tunnel => ErrorKind::TimeoutTunnel,
-            Stage::Tls => ErrorKind::TimeoutTls,
-            Stage::H2Setup => ErrorKind::TimeoutH2Setup,
-            Stage::QuicHandshake => ErrorKind::QuicTimeout,
-            Stage::Send => ErrorKind::TimeoutSend,
-            Stage::Wait => ErrorKind::TimeoutWait,
-            Stage::Receive => ErrorKind::TimeoutReceive,
+    /// The timeout category for an attempt cut off while in `phase`.
+    pub(crate) fn timeout_at(phase: Phase) -> ErrorKind {
+        match phase {
+            Phase::Dns => ErrorKind::TimeoutDns,
+            Phase::Connect | Phase::ProxyConnect => ErrorKind::TimeoutConnect,
+            Phase::Tunnel => ErrorKind::TimeoutTunnel,
+            Phase::Tls => ErrorKind::TimeoutTls,
+            Phase::H2Setup => ErrorKind::TimeoutH2Setup,
+            Phase::QuicHandshake => ErrorKind::QuicTimeout,
+            Phase::Send => ErrorKind::TimeoutSend,
+            // No attempt is cut off while blocked (its clock starts after), nor after
+            // its end: both are named as the wait for the answer.
+            Phase::Wait | Phase::Blocked | Phase::Total => ErrorKind::TimeoutWait,
+            Phase::Receive => ErrorKind::TimeoutReceive,
         }
     }
 }

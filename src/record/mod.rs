@@ -5,10 +5,12 @@ mod failure;
 mod keep_alive;
 pub(crate) mod notes;
 pub(crate) mod outage;
+mod phase;
 pub(crate) mod status;
 
-pub(crate) use failure::{describe, ErrorDetail, ErrorKind, Failure, Hop, Stage, Via};
+pub(crate) use failure::{describe, ErrorDetail, ErrorKind, Failure, Hop, Via};
 pub(crate) use keep_alive::KeepAliveHeader;
+pub(crate) use phase::{Phase, PhaseMap};
 
 use std::time::Instant;
 
@@ -21,72 +23,7 @@ pub(crate) fn ns(from: Instant, to: Instant) -> u64 {
 }
 
 /// The phases of one attempt, in nanoseconds. `None` means the phase did not happen.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Phases {
-    pub blocked: Option<u64>,
-    pub dns: Option<u64>,
-    pub connect: Option<u64>,
-    /// Through a forward proxy: TCP to the proxy (and TLS to an https:// proxy), in
-    /// place of `connect`.
-    pub proxy_connect: Option<u64>,
-    /// Through a forward proxy to an https:// origin: the `CONNECT` round trip.
-    pub tunnel: Option<u64>,
-    pub tls: Option<u64>,
-    /// HTTP/2: the client's preface sent to the server's SETTINGS received.
-    pub h2_setup: Option<u64>,
-    /// HTTP/3: the QUIC handshake, the first Initial sent to the handshake complete.
-    pub quic_handshake: Option<u64>,
-    pub send: Option<u64>,
-    pub wait: Option<u64>,
-    pub receive: Option<u64>,
-    pub total: Option<u64>,
-}
-
-/// Index of each phase in per-phase tables, in report order.
-pub(crate) const PHASE_NAMES: [&str; 12] = [
-    "blocked",
-    "dns",
-    "connect",
-    "proxy_connect",
-    "tunnel",
-    "tls",
-    "h2_setup",
-    "quic_handshake",
-    "send",
-    "wait",
-    "receive",
-    "total",
-];
-
-/// The phases that set up a new connection (between `blocked` and `send`).
-pub(crate) const SETUP_PHASES: [&str; 7] = [
-    "dns",
-    "connect",
-    "proxy_connect",
-    "tunnel",
-    "tls",
-    "h2_setup",
-    "quic_handshake",
-];
-
-impl Phases {
-    pub(crate) fn as_array(&self) -> [Option<u64>; 12] {
-        [
-            self.blocked,
-            self.dns,
-            self.connect,
-            self.proxy_connect,
-            self.tunnel,
-            self.tls,
-            self.h2_setup,
-            self.quic_handshake,
-            self.send,
-            self.wait,
-            self.receive,
-            self.total,
-        ]
-    }
-}
+pub(crate) type Phases = PhaseMap<Option<u64>>;
 
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -33,7 +33,7 @@ struct Entry<'a> {
     /// one; in an open loop, where the rate sets the pace, the mean latency.
     time_ms: f64,
     /// Mean per-request time of each phase, ms.
-    phases: [(&'static str, f64); 10],
+    phases: Vec<(&'static str, f64)>,
     /// `[percentile, ms]` pairs.
     percentiles: &'a [[f64; 2]],
     ok: u64,
@@ -73,6 +73,8 @@ struct Data<'a> {
     headline: Vec<String>,
     /// What the bars of time per request show.
     time_label: &'static str,
+    /// The parts of a request's time, in report order (the page draws and lists them).
+    phases: Vec<&'static str>,
     /// With `--rtt`: the link as set and measured (one line per RTT of a sweep).
     links: Vec<String>,
     entries: Vec<Entry<'a>>,
@@ -218,6 +220,7 @@ fn data(report: &Report) -> Data<'_> {
         generated_by: format!("{} {}", report.tool, report.version),
         run: report.run.as_ref(),
         headline,
+        phases: crate::record::Phase::parts().map(|p| p.name()).collect(),
         time_label: if !comparisons.is_empty() {
             "Time per request (ms): the median over the rounds of concurrency × wall time ÷ ok requests"
         } else if open_loop {

@@ -23,6 +23,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::record::{Phase, PhaseMap};
+
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Serialize)]
@@ -595,77 +597,63 @@ pub(crate) struct PhasesReport {
     pub mean_per_request: PhaseMeans,
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
-pub(crate) struct PhaseMeans {
-    pub blocked: f64,
-    pub dns: f64,
-    pub connect: f64,
-    /// Through a forward proxy (0 otherwise).
-    pub proxy_connect: f64,
-    pub tunnel: f64,
-    pub tls: f64,
-    pub h2_setup: f64,
-    pub quic_handshake: f64,
-    pub send: f64,
-    pub wait: f64,
-    pub receive: f64,
-}
+/// Where a mean successful request's time goes: each phase's total over all ok requests
+/// (new and reused) divided by their number, in ms; every phase but `total`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PhaseMeans(pub PhaseMap<f64>);
 
 impl PhaseMeans {
-    /// (name, ms) in phase order, without `blocked`.
-    pub(crate) fn parts(&self) -> [(&'static str, f64); 10] {
-        [
-            ("dns", self.dns),
-            ("connect", self.connect),
-            ("proxy_connect", self.proxy_connect),
-            ("tunnel", self.tunnel),
-            ("tls", self.tls),
-            ("h2_setup", self.h2_setup),
-            ("quic_handshake", self.quic_handshake),
-            ("send", self.send),
-            ("wait", self.wait),
-            ("receive", self.receive),
-        ]
+    /// (name, ms) in phase order, without `blocked` (the page's bars).
+    pub(crate) fn parts(&self) -> Vec<(&'static str, f64)> {
+        Phase::parts()
+            .filter(|p| *p != Phase::Blocked)
+            .map(|p| (p.name(), self.0[p]))
+            .collect()
     }
 }
 
-/// One summary per phase, in the order of docs/timing.md ("Phases of one attempt").
+impl Serialize for PhaseMeans {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for p in Phase::parts() {
+            m.serialize_entry(p.name(), &self.0[p])?;
+        }
+        m.end()
+    }
+}
+
+/// One summary per phase, in the order of docs/timing.md ("Phases of one attempt"),
+/// after the number of requests they cover.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct PhaseGroup {
     pub requests: u64,
-    pub blocked: PhaseSummary,
-    pub dns: PhaseSummary,
-    pub connect: PhaseSummary,
-    /// Through a forward proxy (count 0 otherwise): TCP (and TLS) to the proxy, and the
-    /// `CONNECT` round trip.
-    pub proxy_connect: PhaseSummary,
-    pub tunnel: PhaseSummary,
-    pub tls: PhaseSummary,
-    pub h2_setup: PhaseSummary,
-    pub quic_handshake: PhaseSummary,
-    pub send: PhaseSummary,
-    pub wait: PhaseSummary,
-    pub receive: PhaseSummary,
-    pub total: PhaseSummary,
+    #[serde(flatten)]
+    pub phases: PhaseMap<PhaseSummary>,
 }
 
 impl PhaseGroup {
-    pub(crate) fn get(&self, name: &str) -> Option<&PhaseSummary> {
-        Some(match name {
-            "blocked" => &self.blocked,
-            "dns" => &self.dns,
-            "connect" => &self.connect,
-            "proxy_connect" => &self.proxy_connect,
-            "tunnel" => &self.tunnel,
-            "tls" => &self.tls,
-            "h2_setup" => &self.h2_setup,
-            "quic_handshake" => &self.quic_handshake,
-            "send" => &self.send,
-            "wait" => &self.wait,
-            "receive" => &self.receive,
-            "total" => &self.total,
-            _ => return None,
-        })
+    /// What setting up a connection took a mean request of the group, in ms: each setup
+    /// phase's time summed over the requests that had it, over all the group's requests
+    /// (a lookup that 2 of 200 waited for counts 2/200). 0 for a group of none.
+    pub(crate) fn setup_mean_ms(&self) -> f64 {
+        if self.requests == 0 {
+            return 0.0;
+        }
+        let sum: f64 = self
+            .phases
+            .of(&Phase::SETUP)
+            .map(|p| p.mean * p.count as f64)
+            .sum();
+        sum / self.requests as f64
+    }
+}
+
+impl std::ops::Index<Phase> for PhaseGroup {
+    type Output = PhaseSummary;
+
+    fn index(&self, p: Phase) -> &PhaseSummary {
+        &self.phases[p]
     }
 }
 

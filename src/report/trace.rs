@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::link::LinkReport;
-use crate::record::ServerSettings;
+use crate::record::{Phase, ServerSettings};
 
 /// What the TLS handshake negotiated.
 #[derive(Debug, Clone, Serialize)]
@@ -111,6 +111,33 @@ pub(crate) struct TraceStep {
     /// What a 3xx to 5xx response said, for the report's `status_examples`.
     #[serde(skip)]
     pub said: Option<Box<str>>,
+}
+
+impl TraceStep {
+    /// The step's time in `phase`, in ms (`None`: the phase did not happen).
+    pub(crate) fn phase_ms(&self, phase: Phase) -> Option<f64> {
+        match phase {
+            Phase::Blocked => None,
+            Phase::Dns => self.dns_ms,
+            Phase::Connect => self.connect_ms,
+            Phase::ProxyConnect => self.proxy_connect_ms,
+            Phase::Tunnel => self.tunnel_ms,
+            Phase::Tls => self.tls_ms,
+            Phase::H2Setup => self.h2_setup_ms,
+            Phase::QuicHandshake => self.quic_handshake_ms,
+            Phase::Send => Some(self.send_ms),
+            Phase::Wait => Some(self.wait_ms),
+            Phase::Receive => Some(self.receive_ms),
+            Phase::Total => Some(self.total_ms),
+        }
+    }
+
+    /// What setting up its connection took, in ms: the setup phases (0 on a reused
+    /// connection). HTTP/3's control stream, opened after the handshake without a
+    /// round trip, is not one of them.
+    pub(crate) fn setup_ms(&self) -> f64 {
+        Phase::SETUP.iter().filter_map(|p| self.phase_ms(*p)).sum()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

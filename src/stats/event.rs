@@ -140,7 +140,7 @@ mod tests {
     use super::{ConnEvent, Note, QuicPath};
     use crate::net::dns::Resolution;
     use crate::record::{
-        CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Outcome, Phases,
+        CloseReason, ErrorDetail, ErrorKind, Failure, HandshakeKind, Outcome, Phase, Phases,
         RequestRecord, ServerSettings, TlsHandshake,
     };
     use crate::stats::Recorder;
@@ -148,11 +148,12 @@ mod tests {
     fn request(reused: bool, ok: bool, total_ms: u64, at: Instant) -> Note {
         Note::Request(RequestRecord {
             reused,
-            phases: Phases {
-                connect: (!reused).then_some(1_000_000),
-                wait: Some(total_ms * 500_000),
-                total: Some(total_ms * 1_000_000),
-                ..Phases::default()
+            phases: {
+                let mut p = Phases::default();
+                p[Phase::Connect] = (!reused).then_some(1_000_000);
+                p[Phase::Wait] = Some(total_ms * 500_000);
+                p[Phase::Total] = Some(total_ms * 1_000_000);
+                p
             },
             outcome: if ok {
                 Outcome::Ok {
@@ -268,10 +269,7 @@ mod tests {
         assert_eq!((rec.peak_streams_max, rec.goaway_codes[0]), (4, 1));
         assert_eq!((rec.quic.connections, rec.quic.packets_lost), (1, 1));
         // Phases of successful requests only, split by new and reused connections.
-        let total = crate::record::PHASE_NAMES
-            .iter()
-            .position(|p| *p == "total")
-            .unwrap();
+        let total = Phase::Total;
         assert_eq!(rec.phases_new[total].count, 3);
         assert_eq!(rec.phases_reused[total].count, 2);
         assert_eq!(rec.phases_new[total].max_ns, 5_000_000);
@@ -296,7 +294,7 @@ mod tests {
                 (&a.phases_new, &whole.phases_new),
                 (&a.phases_reused, &whole.phases_reused),
             ] {
-                for (p, q) in x.iter().zip(y.iter()) {
+                for ((_, p), (_, q)) in x.iter().zip(y.iter()) {
                     assert_eq!(
                         (
                             p.count,

@@ -9,11 +9,13 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::{Counter, Histogram};
 
-use super::recorder::{PhaseStat, QuicStats, Recorder, Span, TcpStats, GOAWAY_SLOTS, MAX_NS};
+use super::recorder::{
+    PhaseSet, PhaseStat, QuicStats, Recorder, Span, TcpStats, GOAWAY_SLOTS, MAX_NS,
+};
 use super::timeline::{Bucket, Timeline};
 use crate::cpu::CpuTime;
 use crate::net::local_ports::LocalPorts;
-use crate::record::{CloseReason, ErrorDetail, ErrorKind, PHASE_NAMES};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phase};
 pub(crate) use crate::report::raw::{
     RawBucket, RawLocalPorts, RawPhase, RawQuic, RawRecorder, RawScenario, RawSpan, RawTcp,
     RawTimeline, ScenarioShape,
@@ -56,11 +58,10 @@ fn nonzero<'a>(pairs: impl Iterator<Item = (&'a str, u64)>) -> BTreeMap<String, 
         .collect()
 }
 
-fn phases(set: &[PhaseStat]) -> BTreeMap<String, RawPhase> {
+fn phases(set: &PhaseSet) -> BTreeMap<String, RawPhase> {
     set.iter()
-        .zip(PHASE_NAMES)
-        .filter(|(p, _)| p.count > 0)
-        .map(|(p, name)| (name.to_string(), raw_phase(p)))
+        .filter(|(_, p)| p.count > 0)
+        .map(|(phase, p)| (phase.name().to_string(), raw_phase(p)))
         .collect()
 }
 
@@ -234,13 +235,10 @@ fn numeric_index(name: &str, slots: usize) -> Option<usize> {
     name.parse::<usize>().ok().filter(|i| *i < slots)
 }
 
-fn phase_set(map: &BTreeMap<String, RawPhase>, set: &mut [PhaseStat]) -> Result<(), String> {
+fn phase_set(map: &BTreeMap<String, RawPhase>, set: &mut PhaseSet) -> Result<(), String> {
     for (name, p) in map {
-        let i = PHASE_NAMES
-            .iter()
-            .position(|n| n == name)
-            .ok_or_else(|| format!("unknown phase {name:?}"))?;
-        phase_back(p, &mut set[i]).map_err(|e| format!("phase {name}: {e}"))?;
+        let phase = Phase::from_name(name).ok_or_else(|| format!("unknown phase {name:?}"))?;
+        phase_back(p, &mut set[phase]).map_err(|e| format!("phase {name}: {e}"))?;
     }
     Ok(())
 }
@@ -477,14 +475,12 @@ mod tests {
 
     fn feed(rec: &mut Recorder, ns: &[u64], reused_every: usize) {
         for (i, &v) in ns.iter().enumerate() {
-            let mut phases = crate::record::Phases {
-                total: Some(v),
-                wait: Some(v / 2),
-                ..Default::default()
-            };
+            let mut phases = crate::record::Phases::default();
+            phases[Phase::Total] = Some(v);
+            phases[Phase::Wait] = Some(v / 2);
             let reused = i % reused_every != 0;
             if !reused {
-                phases.connect = Some(v / 10);
+                phases[Phase::Connect] = Some(v / 10);
                 rec.connection_opened(0);
             }
             let outcome = if i % 97 == 0 {
@@ -535,11 +531,11 @@ mod tests {
             }
         }
         let merged = merged.unwrap();
-        for (a, b) in one
+        for ((_, a), (_, b)) in one
             .phases_new
             .iter()
-            .zip(&merged.phases_new)
-            .chain(one.phases_reused.iter().zip(&merged.phases_reused))
+            .zip(merged.phases_new.iter())
+            .chain(one.phases_reused.iter().zip(merged.phases_reused.iter()))
         {
             assert_eq!(a.count, b.count);
             assert_eq!(
@@ -555,7 +551,9 @@ mod tests {
                 );
             }
         }
-        assert!(one.phases_new[9].count > 1000 && one.phases_reused[9].count > 1000);
+        assert!(
+            one.phases_new[Phase::Wait].count > 1000 && one.phases_reused[Phase::Wait].count > 1000
+        );
         assert_eq!(
             (
                 one.counts.attempted,

@@ -14,8 +14,8 @@ use crate::report::raw::Counts;
 use crate::stats::timeline::{Ended, Timeline};
 
 use crate::record::{
-    CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, RequestRecord, TlsHandshake,
-    KX_COUNTED, KX_GROUPS, PHASE_NAMES,
+    CloseReason, ErrorDetail, ErrorKind, HandshakeKind, Outcome, Phase, PhaseMap, RequestRecord,
+    TlsHandshake, KX_COUNTED, KX_GROUPS,
 };
 
 /// Longest duration a histogram holds (longer values are clamped): one hour.
@@ -94,11 +94,11 @@ impl AddAssign<&PhaseStat> for PhaseStat {
     }
 }
 
-/// Per-phase stats for one connection kind (new or reused), indexed like `PHASE_NAMES`.
-type PhaseSet = Vec<PhaseStat>;
+/// Per-phase stats for one connection kind (new or reused).
+pub(crate) type PhaseSet = PhaseMap<PhaseStat>;
 
 fn phase_set() -> PhaseSet {
-    (0..PHASE_NAMES.len()).map(|_| PhaseStat::new()).collect()
+    PhaseMap::from_fn(|_| PhaseStat::new())
 }
 
 /// Everything counted during a run, by one thread; merged with `+=`.
@@ -384,7 +384,7 @@ impl Recorder {
                 self.timeline.request_at(
                     r.end,
                     Ended::Answered {
-                        latency_ns: r.phases.total,
+                        latency_ns: r.phases[Phase::Total],
                         ok: status::is_ok(status, &self.ok_status),
                     },
                 );
@@ -403,8 +403,8 @@ impl Recorder {
                 } else {
                     &mut self.phases_new
                 };
-                for (stat, v) in set.iter_mut().zip(r.phases.as_array()) {
-                    if let Some(ns) = v {
+                for (p, stat) in set.iter_mut() {
+                    if let Some(ns) = r.phases[p] {
                         stat.record(ns);
                     }
                 }
@@ -621,11 +621,11 @@ impl AddAssign<&Recorder> for Recorder {
             &mut self.ignored_close_by_origin,
             &o.ignored_close_by_origin,
         );
-        for (a, b) in self.phases_new.iter_mut().zip(&o.phases_new) {
-            *a += b;
+        for (p, a) in self.phases_new.iter_mut() {
+            *a += &o.phases_new[p];
         }
-        for (a, b) in self.phases_reused.iter_mut().zip(&o.phases_reused) {
-            *a += b;
+        for (p, a) in self.phases_reused.iter_mut() {
+            *a += &o.phases_reused[p];
         }
         self.counts += &o.counts;
         for (a, b) in self.error_details.iter_mut().zip(o.error_details.iter()) {

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::raw::{RawScenario, ScenarioShape};
-use super::recorder::{PhaseStat, Recorder};
+use super::recorder::{PhaseSet, PhaseStat, Recorder};
 use crate::cpu::CpuTime;
 use crate::plan::Strategy;
 use crate::proto::h2::wire::error_code_name;
-use crate::record::{CloseReason, ErrorDetail, ErrorKind};
+use crate::record::{CloseReason, ErrorDetail, ErrorKind, Phase, PhaseMap};
 use crate::report::{
     ConnectionsReport, CpuReport, DnsReport, EarlyDataReport, H2Report, KernelReport,
     LatencyReport, LoadReport, LocalPortsReport, PeakReport, PhaseGroup, PhaseMeans, PhaseSummary,
@@ -42,47 +42,22 @@ fn phase_summary(p: &PhaseStat) -> PhaseSummary {
     }
 }
 
-fn group(set: &[PhaseStat], requests: u64) -> PhaseGroup {
-    let s = |i: usize| phase_summary(&set[i]);
+fn group(set: &PhaseSet, requests: u64) -> PhaseGroup {
     PhaseGroup {
         requests,
-        blocked: s(0),
-        dns: s(1),
-        connect: s(2),
-        proxy_connect: s(3),
-        tunnel: s(4),
-        tls: s(5),
-        h2_setup: s(6),
-        quic_handshake: s(7),
-        send: s(8),
-        wait: s(9),
-        receive: s(10),
-        total: s(11),
+        phases: PhaseMap::from_fn(|p| phase_summary(&set[p])),
     }
 }
 
 /// Each phase's sum over all ok requests divided by their number, in ms.
 fn phase_means(rec: &Recorder) -> PhaseMeans {
-    let mean = |i: usize| {
-        if rec.counts.answered == 0 {
+    PhaseMeans(PhaseMap::from_fn(|p| {
+        if rec.counts.answered == 0 || p == Phase::Total {
             return 0.0;
         }
-        let sum = rec.phases_new[i].sum_ns + rec.phases_reused[i].sum_ns;
+        let sum = rec.phases_new[p].sum_ns + rec.phases_reused[p].sum_ns;
         sum as f64 / rec.counts.answered as f64 / NS_PER_MS
-    };
-    PhaseMeans {
-        blocked: mean(0),
-        dns: mean(1),
-        connect: mean(2),
-        proxy_connect: mean(3),
-        tunnel: mean(4),
-        tls: mean(5),
-        h2_setup: mean(6),
-        quic_handshake: mean(7),
-        send: mean(8),
-        wait: mean(9),
-        receive: mean(10),
-    }
+    }))
 }
 
 /// Percentiles of a latency histogram, for distribution charts.
@@ -182,9 +157,6 @@ fn quic_report(sc: &ScenarioShape, rec: &Recorder) -> QuicReport {
         handshake_extra_round_trips: rec.counts.quic_flight_waits,
     }
 }
-
-/// Index of `total` in the phase sets.
-const TOTAL: usize = crate::record::PHASE_NAMES.len() - 1;
 
 /// The report of a scenario with its lossless form (`raw`), for `--json` readers and
 /// `merge`.
@@ -415,8 +387,8 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
 
 /// The latency of every ok request, new connection or reused.
 fn latency_report(rec: &Recorder) -> LatencyReport {
-    let mut latency = rec.phases_new[TOTAL].clone();
-    latency += &rec.phases_reused[TOTAL];
+    let mut latency = rec.phases_new[Phase::Total].clone();
+    latency += &rec.phases_reused[Phase::Total];
     let lat = phase_summary(&latency);
     let percentiles = distribution(&latency);
     let p999 = if latency.count > 0 {

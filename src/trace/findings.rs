@@ -4,6 +4,7 @@
 //! text and the JSON say the same thing.
 
 use crate::fmt::{ms as fmt_ms, plural, plural_s};
+use crate::record::Phase;
 use crate::report::cause::{NoEarlyData, NoResumption, ServerEnds};
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
 use crate::report::reuse::{none_reused, Ended, Facts, Seen};
@@ -346,22 +347,10 @@ fn silent_close(steps: &[TraceStep]) -> Option<Finding> {
     )
 }
 
-/// What setting up a step's connection took: DNS, TCP connect, TLS and the HTTP/2
-/// preface, or the QUIC handshake and HTTP/3's set-up (0 on a reused connection).
-pub(crate) fn setup_ms(s: &TraceStep) -> f64 {
-    [
-        s.dns_ms,
-        s.connect_ms,
-        s.proxy_connect_ms,
-        s.tunnel_ms,
-        s.tls_ms,
-        s.h2_setup_ms,
-        s.quic_handshake_ms,
-        s.h3_setup_ms,
-    ]
-    .iter()
-    .flatten()
-    .sum()
+/// The setup phases as a sum: "dns + connect + ...".
+fn setup_sum() -> String {
+    let names: Vec<&str> = Phase::SETUP.iter().map(|p| p.name()).collect();
+    names.join(" + ")
 }
 
 /// "2 requests over 1 connection: the first took 1.28 ms, 0.879 ms of it (69 %) setting
@@ -371,7 +360,7 @@ fn measured(steps: &[TraceStep]) -> Option<Finding> {
     let first = steps.first()?;
     let n = steps.len() as u64;
     let new = steps.iter().filter(|s| !s.reused).count() as u64;
-    let setup = setup_ms(first);
+    let setup = first.setup_ms();
     let share = if first.total_ms > 0.0 {
         setup / first.total_ms * 100.0
     } else {
@@ -391,7 +380,7 @@ fn measured(steps: &[TraceStep]) -> Option<Finding> {
             "the first request",
         ))
         .with(Evidence::figure(
-            "steps[0] setup (dns + connect + proxy_connect + tunnel + tls + h2_setup + quic_handshake + h3_setup)",
+            &format!("steps[0] setup ({})", setup_sum()),
             setup,
             Some("ms"),
             "the first request",

@@ -7,6 +7,7 @@ pub(super) mod kx;
 
 use super::{ComparisonRow, RoundTrips};
 use crate::fmt::ms as fmt_ms;
+use crate::record::Phase;
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::ScenarioReport;
 
@@ -554,14 +555,14 @@ fn paid(rs: &ScenarioReport, bs: &ScenarioReport, rtt: Option<f64>) -> Paid {
     );
     if let Some(o) = how_often(d_tcp) {
         paid.parts.push(if !quic {
-            cost(rtt, "TCP connect", new.connect.mean, 1.0)
+            cost(rtt, "TCP connect", new[Phase::Connect].mean, 1.0)
         } else {
             let kind = if d_full >= d_res { "full" } else { "resumed" };
             let what = format!("QUIC handshake with a {kind} TLS 1.3 inside");
             if early > 0 {
                 format!("{what}, {in_0rtt}")
             } else {
-                cost(rtt, &what, new.quic_handshake.mean, 1.0)
+                cost(rtt, &what, new[Phase::QuicHandshake].mean, 1.0)
             }
         });
         // The row's own rate, not its excess over the best's (close opens one for every
@@ -573,13 +574,14 @@ fn paid(rs: &ScenarioReport, bs: &ScenarioReport, rtt: Option<f64>) -> Paid {
     } else if d_full >= 0.005 && d_full >= d_res {
         let what = format!("full {version} handshake");
         let round_trips = if tls13 { 1.0 } else { 2.0 };
-        paid.parts.push(cost(rtt, &what, new.tls.mean, round_trips));
+        paid.parts
+            .push(cost(rtt, &what, new[Phase::Tls].mean, round_trips));
     } else if d_res >= 0.005 && early > 0 {
         paid.parts
             .push(format!("resumed {version} handshake, {in_0rtt}"));
     } else if d_res >= 0.005 {
         let what = format!("resumed {version} handshake");
-        paid.parts.push(cost(rtt, &what, new.tls.mean, 1.0));
+        paid.parts.push(cost(rtt, &what, new[Phase::Tls].mean, 1.0));
         if rtt.is_some() {
             paid.note = if tls13 {
                 " A resumed TLS 1.3 handshake still takes its round trip: resumption saves CPU, not round trips (only 0-RTT does)."

@@ -12,7 +12,7 @@ use crate::engine::worker::{ns, Fail};
 use crate::net::{classify_connect_error, classify_io_failure, kernel};
 use crate::proto::h1::conn::give_buf;
 use crate::proto::h1::reading::{ReadFail, Reading};
-use crate::record::{CloseReason, Outcome, RequestRecord};
+use crate::record::{CloseReason, Outcome, Phase, RequestRecord};
 use crate::stats::event::{ConnEvent, Note};
 
 impl Loop<'_> {
@@ -69,7 +69,7 @@ impl Loop<'_> {
         let w = &mut self.workers[i];
         let conn = w.conn.as_ref().expect("a connecting worker has its socket");
         let connect_ns = ns(since, now);
-        w.phases.connect = Some(connect_ns);
+        w.phases[Phase::Connect] = Some(connect_ns);
         // As `open`: a connect slow enough to have sent its SYN again has the kernel's
         // view read.
         let view = (connect_ns >= SYN_CHECK_NS)
@@ -132,7 +132,7 @@ impl Loop<'_> {
             }
         }
         w.t_sent = Instant::now();
-        w.phases.send = Some(ns(w.t_send, w.t_sent));
+        w.phases[Phase::Send] = Some(ns(w.t_send, w.t_sent));
         let head_request = target.template.is_head();
         let mut reading = Reading::new(head_request, false, false);
         reading.taken = self.taken;
@@ -212,9 +212,9 @@ impl Loop<'_> {
         give_buf(std::mem::take(&mut conn.buf));
         conn.requests += 1;
         let first_byte = w.first_byte.unwrap_or(end);
-        w.phases.wait = Some(ns(w.t_sent, first_byte));
-        w.phases.receive = Some(ns(first_byte, end));
-        w.phases.total = Some(ns(w.t0, end));
+        w.phases[Phase::Wait] = Some(ns(w.t_sent, first_byte));
+        w.phases[Phase::Receive] = Some(ns(first_byte, end));
+        w.phases[Phase::Total] = Some(ns(w.t0, end));
         let body_bytes = reading.body_bytes;
         let mut reading = reading;
         let said = reading.said.take();

@@ -37,7 +37,7 @@ use crate::plan::{LoadShape, Scenario};
 use crate::proto::h1::conn::{give_buf, make_room, take_buf};
 use crate::proto::h1::reading::Reading;
 use crate::record::notes::Taken;
-use crate::record::{CloseReason, Phases, Stage};
+use crate::record::{CloseReason, Phase, Phases};
 use crate::stats::event::{ConnEvent, Note};
 
 /// Whether `sc` is a run this loop carries (see the module's notes). The environment's
@@ -403,7 +403,8 @@ impl Loop<'_> {
             self.pacing.pop_front();
             let w = &mut self.workers[i];
             if let (State::Pacing { asked }, true) = (&w.state, w.paced == seq) {
-                w.phases.blocked = Some(w.phases.blocked.unwrap_or(0) + ns(*asked, now));
+                w.phases[Phase::Blocked] =
+                    Some(w.phases[Phase::Blocked].unwrap_or(0) + ns(*asked, now));
                 self.connect(i, now);
             }
         }
@@ -454,7 +455,7 @@ impl Loop<'_> {
             }
             let now = Instant::now();
             if a.how != Resolution::CacheHit {
-                w.phases.dns = Some(ns(since, now));
+                w.phases[Phase::Dns] = Some(ns(since, now));
             }
             self.note(ConnEvent::Dns(a.how));
             match a.result {
@@ -534,11 +535,11 @@ impl Loop<'_> {
     fn expired(&mut self, i: usize) {
         let run_deadline = self.run_deadline;
         let stage = match &self.workers[i].state {
-            State::Resolving { .. } => Stage::Dns,
-            State::Connecting { .. } | State::Pacing { .. } => Stage::Connect,
-            State::Sending { .. } => Stage::Send,
-            State::Reading(_) if self.workers[i].first_byte.is_some() => Stage::Receive,
-            State::Reading(_) => Stage::Wait,
+            State::Resolving { .. } => Phase::Dns,
+            State::Connecting { .. } | State::Pacing { .. } => Phase::Connect,
+            State::Sending { .. } => Phase::Send,
+            State::Reading(_) if self.workers[i].first_byte.is_some() => Phase::Receive,
+            State::Reading(_) => Phase::Wait,
             State::Closing => {
                 self.end_closing(i);
                 return;
@@ -549,7 +550,7 @@ impl Loop<'_> {
             }
             State::Idle | State::Done => return,
         };
-        let reason = (stage != Stage::Connect).then_some(CloseReason::Error);
+        let reason = (stage != Phase::Connect).then_some(CloseReason::Error);
         self.fail(i, Fail::timed_out(stage, run_deadline), reason);
     }
 }

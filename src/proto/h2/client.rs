@@ -20,7 +20,7 @@ use tokio::time::Sleep;
 use super::wire::{Seen, ServerSettings, Watched};
 use crate::proto::pace::{MinSpeed, Pace, ReadLimits};
 use crate::record::notes::{PendingExample, Taken};
-use crate::record::{ns, ErrorKind, Failure, Phases, Stage};
+use crate::record::{ns, ErrorKind, Failure, Phase, Phases};
 use crate::timer::within;
 
 /// Flow-control windows the client offers: large, so that a response is never held up
@@ -187,7 +187,7 @@ pub(crate) struct Answered {
 #[derive(Debug)]
 pub(crate) enum Stopped {
     /// The request's deadline passed at this stage.
-    Deadline(Stage),
+    Deadline(Phase),
     /// A read limit failed it: no head within `wait`, or a body below the minimum speed.
     Limit(Failure),
     /// h2 failed the stream: its error, the stream's id once it was opened, and whether
@@ -196,7 +196,7 @@ pub(crate) enum Stopped {
 }
 
 /// Send `req` on a new stream of `send` and read the response to its end: a stream
-/// slot and the send from `t_send` (`phases.send`, set once sent), the head (`wait`)
+/// slot and the send from `t_send` (`phases[Phase::Send]`, set once sent), the head (`wait`)
 /// and the body (`receive`), set at the end. `got_body` counts the body's bytes as they
 /// come.
 pub(crate) async fn exchange(
@@ -208,7 +208,7 @@ pub(crate) async fn exchange(
     got_body: &mut u64,
 ) -> Result<Answered, Stopped> {
     let mut send = match within(sleep.as_mut(), req.deadline, send.ready()).await {
-        None => return Err(Stopped::Deadline(Stage::Send)),
+        None => return Err(Stopped::Deadline(Phase::Send)),
         Some(r) => r.map_err(|e| Stopped::Stream(e, None, false))?,
     };
     let (response, mut stream) = send
@@ -221,7 +221,7 @@ pub(crate) async fn exchange(
     }
     let id = response.stream_id().as_u32();
     let t_sent = Instant::now();
-    phases.send = Some(ns(t_send, t_sent));
+    phases[Phase::Send] = Some(ns(t_send, t_sent));
 
     let first_by = req.wait.map(|w| t_sent + w);
     let wait_until = first_by.map_or(req.deadline, |f| f.min(req.deadline));
@@ -229,7 +229,7 @@ pub(crate) async fn exchange(
         None if Instant::now() < req.deadline => {
             return Err(Stopped::Limit(ErrorKind::TimeoutWait.into()))
         }
-        None => return Err(Stopped::Deadline(Stage::Wait)),
+        None => return Err(Stopped::Deadline(Phase::Wait)),
         Some(r) => r.map_err(|e| Stopped::Stream(e, Some(id), false))?,
     };
     let first_byte = Instant::now();
@@ -261,7 +261,7 @@ pub(crate) async fn exchange(
             None => {
                 let now = Instant::now();
                 if now >= req.deadline {
-                    return Err(Stopped::Deadline(Stage::Receive));
+                    return Err(Stopped::Deadline(Phase::Receive));
                 }
                 if let Some(p) = pace.as_mut() {
                     p.expired(now).map_err(Stopped::Limit)?;
@@ -287,8 +287,8 @@ pub(crate) async fn exchange(
         said = Some(e.body(&[]));
     }
     let end = Instant::now();
-    phases.wait = Some(ns(t_sent, first_byte));
-    phases.receive = Some(ns(first_byte, end));
+    phases[Phase::Wait] = Some(ns(t_sent, first_byte));
+    phases[Phase::Receive] = Some(ns(first_byte, end));
     Ok(Answered {
         stream_id: id,
         status,

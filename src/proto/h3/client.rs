@@ -18,7 +18,7 @@ use tokio::task::AbortHandle;
 
 use super::{classify_connection, H3_NO_ERROR};
 use crate::record::notes::{PendingExample, Taken};
-use crate::record::{ns, ErrorDetail, ErrorKind, Failure, Phases, Stage};
+use crate::record::{ns, ErrorDetail, ErrorKind, Failure, Phase, Phases};
 
 /// The request side of an HTTP/3 connection.
 pub(crate) type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
@@ -135,7 +135,7 @@ pub(crate) struct Got {
 /// Where a request's exchange stopped, and why.
 pub(crate) struct Broke {
     pub error: h3::error::StreamError,
-    pub stage: Stage,
+    pub stage: Phase,
 }
 
 /// Send the request on a new stream and read the response to its end, timing send,
@@ -145,34 +145,34 @@ pub(crate) async fn exchange(
     send: &mut SendRequest,
     (head, body): (&http::Request<()>, Option<&[u8]>),
     phases: &mut Phases,
-    (stage, got_body): (&Cell<Stage>, &Cell<u64>),
+    (stage, got_body): (&Cell<Phase>, &Cell<u64>),
     now: Option<Instant>,
     taken: Taken,
 ) -> Result<Got, Broke> {
     let broke = |error, stage| Broke { error, stage };
-    stage.set(Stage::Send);
+    stage.set(Phase::Send);
     let t_send = now.unwrap_or_else(Instant::now);
     let mut stream = send
         .send_request(head.clone())
         .await
-        .map_err(|e| broke(e, Stage::Send))?;
+        .map_err(|e| broke(e, Phase::Send))?;
     if let Some(body) = body {
         stream
             .send_data(Bytes::copy_from_slice(body))
             .await
-            .map_err(|e| broke(e, Stage::Send))?;
+            .map_err(|e| broke(e, Phase::Send))?;
     }
-    stream.finish().await.map_err(|e| broke(e, Stage::Send))?;
+    stream.finish().await.map_err(|e| broke(e, Phase::Send))?;
     let t_sent = Instant::now();
-    phases.send = Some(ns(t_send, t_sent));
-    stage.set(Stage::Wait);
+    phases[Phase::Send] = Some(ns(t_send, t_sent));
+    stage.set(Phase::Wait);
     let resp = stream
         .recv_response()
         .await
-        .map_err(|e| broke(e, Stage::Wait))?;
+        .map_err(|e| broke(e, Phase::Wait))?;
     let t_head = Instant::now();
-    phases.wait = Some(ns(t_sent, t_head));
-    stage.set(Stage::Receive);
+    phases[Phase::Wait] = Some(ns(t_sent, t_head));
+    stage.set(Phase::Receive);
     // The head as decoded (QPACK hides the bytes on the wire): status line and fields.
     let head_bytes = 3 + resp
         .headers()
@@ -193,7 +193,7 @@ pub(crate) async fn exchange(
     while let Some(chunk) = stream
         .recv_data()
         .await
-        .map_err(|e| broke(e, Stage::Receive))?
+        .map_err(|e| broke(e, Phase::Receive))?
     {
         if let Some(e) = example.take() {
             said = Some(e.body(chunk.chunk()));
@@ -205,7 +205,7 @@ pub(crate) async fn exchange(
         said = Some(e.body(&[]));
     }
     let end = Instant::now();
-    phases.receive = Some(ns(t_head, end));
+    phases[Phase::Receive] = Some(ns(t_head, end));
     Ok(Got {
         stream_id: stream.id().into_inner(),
         status: resp.status().as_u16(),

@@ -1,5 +1,7 @@
-  const COLORS = { blocked: "#bbb", dns: "#8e6bbf", connect: "#e07b39", proxy_connect: "#a0522d", tunnel: "#8b4513", tls: "#d64545", h2_setup: "#b8860b", quic_handshake: "#c0392b", send: "#6aa84f", wait: "#3d85c6", receive: "#45b5aa" };
-  const PHASES = ["blocked", "dns", "connect", "proxy_connect", "tunnel", "tls", "h2_setup", "quic_handshake", "send", "wait", "receive"];
+  // The phases come with the data (src/record/phase.rs); each gets the palette's next color.
+  const PHASES = data.phases;
+  const PALETTE = ["#bbb", "#8e6bbf", "#e07b39", "#a0522d", "#8b4513", "#d64545", "#b8860b", "#c0392b", "#6aa84f", "#3d85c6", "#45b5aa"];
+  const COLORS = Object.fromEntries(PHASES.map((p, i) => [p, PALETTE[i % PALETTE.length]]));
   const entries = data.entries;
   const label = 190, width = 760, row = 26;
 

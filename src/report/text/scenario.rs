@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::lines::bytes;
 use super::sparkline::{sparklines, Series};
 use crate::fmt::{ms as fmt_ms, plural};
+use crate::record::Phase;
 use crate::report::{PhaseGroup, PhaseSummary, ScenarioReport, TimelineBucket};
 
 /// One phase's row; `w`: the width of the names' column.
@@ -40,8 +41,16 @@ fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked:
         let _ = writeln!(out, "  (none)");
         return;
     }
-    let w = if g.quic_handshake.count + g.proxy_connect.count > 0 {
-        14
+    // Every phase after `blocked` (and it with `with_blocked`), in report order; a phase
+    // only some paths have, where a request had it.
+    let shown: Vec<Phase> = Phase::ALL
+        .into_iter()
+        .filter(|p| *p != Phase::Blocked || with_blocked)
+        .filter(|p| !p.only_on_some_paths() || g[*p].count > 0)
+        .collect();
+    // Names past 8 characters widen the first column to the longest name.
+    let w = if shown.iter().any(|p| p.name().len() > 8) {
+        Phase::ALL.iter().map(|p| p.name().len()).max().unwrap_or(8)
     } else {
         8
     };
@@ -50,19 +59,8 @@ fn connection_times(out: &mut String, title: &str, g: &PhaseGroup, with_blocked:
         "  {:<w$} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "", "min", "mean", "[+/-sd]", "median", "max"
     );
-    if with_blocked {
-        row(out, "blocked", &g.blocked, w);
-    }
-    // Every phase after `blocked`, in report order.
-    for name in crate::record::PHASE_NAMES[1..].iter().copied() {
-        if let Some(p) = g.get(name).filter(|p| {
-            !matches!(
-                name,
-                "h2_setup" | "quic_handshake" | "proxy_connect" | "tunnel"
-            ) || p.count > 0
-        }) {
-            row(out, name, p, w);
-        }
+    for p in shown {
+        row(out, p.name(), &g[p], w);
     }
 }
 
@@ -377,7 +375,7 @@ fn connections_block(out: &mut String, s: &ScenarioReport) {
     );
     tls_lines(out, &c.tls_handshakes);
     if let Some(k) = &c.kernel {
-        kernel_lines(out, k, &s.phases_ms.new.connect);
+        kernel_lines(out, k, &s.phases_ms.new[Phase::Connect]);
     }
     let ed = &c.early_data;
     if ed.attempted > 0 {

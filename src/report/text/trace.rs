@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::fmt::ms as fmt_ms;
+use crate::record::Phase;
 use crate::report::trace::{TraceReport, TraceStep};
 
 /// The headline, then each request's waterfall and details, as text fitted to `width`.
@@ -68,36 +69,31 @@ pub(crate) fn render(t: &TraceReport, width: usize) -> String {
 fn waterfall(out: &mut String, s: &TraceStep, width: usize) {
     // Each phase with where its bar starts (None: where the one before it ended).
     // With 0-RTT the request leaves during the QUIC handshake: its bars overlap.
-    let mut phases: Vec<(&str, Option<f64>, Option<f64>)> = vec![("dns", s.dns_ms, None)];
-    if s.quic.is_some() {
-        let from = s.dns_ms.unwrap_or(0.0);
-        phases.push(("quic_hs", s.quic_handshake_ms, None));
-        if let Some(left) = s.request_left_ms {
-            phases.push(("send", Some(s.send_ms), Some(from + left)));
-        } else {
+    let quic = s.quic.is_some();
+    let proxied = s.proxy_connect_ms.is_some();
+    let mut phases: Vec<(&str, Option<f64>, Option<f64>)> = Vec::new();
+    for p in Phase::parts().filter(|p| *p != Phase::Blocked) {
+        let shown = match p {
+            Phase::Connect => !quic && !proxied,
+            Phase::ProxyConnect => !quic && proxied,
+            Phase::Tunnel => !quic && s.tunnel_ms.is_some(),
+            Phase::Tls => !quic,
+            Phase::H2Setup => !quic && s.stream_id.is_some(),
+            Phase::QuicHandshake => quic,
+            _ => true,
+        };
+        if !shown {
+            continue;
+        }
+        let left = s.request_left_ms.filter(|_| p == Phase::Send);
+        let from = left.map(|left| s.dns_ms.unwrap_or(0.0) + left);
+        phases.push((p.label(), s.phase_ms(p), from));
+        // HTTP/3's control stream and SETTINGS, after the handshake (not a phase of an
+        // attempt: no round trip), unless the request left in 0-RTT before it.
+        if p == Phase::QuicHandshake && s.request_left_ms.is_none() {
             phases.push(("h3_setup", s.h3_setup_ms, None));
-            phases.push(("send", Some(s.send_ms), None));
         }
-    } else {
-        match s.proxy_connect_ms {
-            Some(p) => {
-                phases.push(("proxy", Some(p), None));
-                if s.tunnel_ms.is_some() {
-                    phases.push(("tunnel", s.tunnel_ms, None));
-                }
-            }
-            None => phases.push(("connect", s.connect_ms, None)),
-        }
-        phases.push(("tls", s.tls_ms, None));
-        if s.stream_id.is_some() {
-            phases.push(("h2_setup", s.h2_setup_ms, None));
-        }
-        phases.push(("send", Some(s.send_ms), None));
     }
-    phases.extend([
-        ("wait", Some(s.wait_ms), None),
-        ("receive", Some(s.receive_ms), None),
-    ]);
     // "  name     12.345 ms |" before the bars.
     let width = width.saturating_sub(24).clamp(10, 50) as f64;
     let scale = if s.total_ms > 0.0 {

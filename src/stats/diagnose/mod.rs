@@ -10,7 +10,7 @@ mod status;
 use super::raw::ScenarioShape;
 use super::recorder::Recorder;
 use crate::fmt::{ms as fmt_ms, plural};
-use crate::record::{ErrorDetail, ErrorKind};
+use crate::record::{ErrorDetail, ErrorKind, Phase};
 use crate::report::cause::{NoEarlyData, NoResumption};
 use crate::report::finding::{ordered, Cause, Evidence, Finding};
 use crate::report::{KernelReport, ScenarioReport};
@@ -442,15 +442,8 @@ fn measured(rep: &ScenarioReport) -> Finding {
     let new = &rep.phases_ms.new;
     let mut setup = String::new();
     if new.requests > 0 {
-        // Each setup phase's time summed over the requests that had it, over all the
-        // requests on new connections: a lookup that 2 of 200 waited for counts 2/200.
-        let sum: f64 = crate::record::SETUP_PHASES
-            .iter()
-            .filter_map(|n| new.get(n))
-            .map(|p| p.mean * p.count as f64)
-            .sum();
-        let mean = sum / new.requests as f64;
-        let dns = &new.dns;
+        let mean = new.setup_mean_ms();
+        let dns = &new[Phase::Dns];
         let dns_part = if dns.count > 0 && dns.count < new.requests {
             format!(
                 ", {} of which waited {} ms for DNS",
