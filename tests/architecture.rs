@@ -1102,3 +1102,211 @@ fn the_check_catches_a_phase_list_written_out() {
         "{found:?}"
     );
 }
+
+/// ARCHITECTURE.md's code map: for each line of the list (from the ground floor up), the
+/// rooms it names (`src/x/` or `src/x.rs`) and its text on one line.
+fn floors(map: &str) -> Vec<(BTreeSet<String>, String)> {
+    let start = map.find("## Code map").expect("a code map");
+    let end = map[start..]
+        .find("\n## Invariants")
+        .map_or(map.len(), |e| start + e);
+    let mut out = Vec::new();
+    for bullet in map[start..end].split("\n- ").skip(1) {
+        let text = bullet.split_whitespace().collect::<Vec<_>>().join(" ");
+        let rooms = text
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter_map(|t| t.strip_prefix("src/"))
+            .map(|t| t.trim_end_matches('/').trim_end_matches(".rs").to_string())
+            .filter(|t| !t.contains('/'))
+            .collect();
+        out.push((rooms, text));
+    }
+    out
+}
+
+/// Where the code map is false: an arrow that runs up the list, a room on two lines, or
+/// a line's claim of what it imports ("imports nothing of the crate", "beyond each other
+/// and `sys`", "imports only the vocabulary") that its imports break.
+fn map_violations(root: &Path) -> Vec<String> {
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let floors = floors(&map);
+    let mut floor_of: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, (rooms, _)) in floors.iter().enumerate() {
+        for r in rooms {
+            if let Some(j) = floor_of.insert(r.clone(), i) {
+                if j != i {
+                    out.push(format!("{r} is on two lines of the map"));
+                }
+            }
+        }
+    }
+    let vocabulary = floors
+        .iter()
+        .find(|(_, t)| t.contains("the vocabulary ("))
+        .map(|(r, _)| r.clone())
+        .unwrap_or_default();
+    let src = root.join("src");
+    let known = modules(&src);
+    let room = |m: &str| m.split("::").next().unwrap_or("").to_string();
+    for (m, p) in &known {
+        let from = room(m);
+        let Some(&at) = floor_of.get(&from) else {
+            continue; // lib.rs and main.rs, and a room off the map (its own test)
+        };
+        let (rooms, text) = &floors[at];
+        let allowed: Option<BTreeSet<String>> = if text.contains("imports nothing of the crate.") {
+            Some(BTreeSet::new())
+        } else if text.contains("nothing of the crate beyond each other and `sys`") {
+            Some(rooms.iter().cloned().chain(["sys".to_string()]).collect())
+        } else if text.contains("imports only the vocabulary") {
+            Some(vocabulary.clone())
+        } else {
+            None
+        };
+        for to in arrows(m, &std::fs::read_to_string(p).unwrap(), &known) {
+            let to = room(&to);
+            if to == from {
+                continue;
+            }
+            match floor_of.get(&to) {
+                Some(&there) if there > at => out.push(format!("{m} -> {to}: runs up the map")),
+                _ => {}
+            }
+            if allowed.as_ref().is_some_and(|a| !a.contains(&to)) {
+                out.push(format!(
+                    "{m} -> {to}: the map says {from} does not import it"
+                ));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// ARCHITECTURE.md stays true (issue 58, item 6): its list's order and its claims of
+/// what each room imports are held to the imports.
+#[test]
+fn the_map_is_true() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = map_violations(root);
+    assert!(
+        found.is_empty(),
+        "ARCHITECTURE.md's code map is false: {found:?}"
+    );
+}
+
+/// The check sees an arrow up the list and a claim an import breaks, on a scratch map.
+#[test]
+fn the_check_catches_a_false_map() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-map-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        dir.join("ARCHITECTURE.md"),
+        "## Code map\n\n- `src/a.rs`: the ground. It imports nothing of the crate.\n\
+         - `src/b.rs`, `src/c.rs`: the vocabulary (words). They import nothing of the crate\n  \
+         beyond each other and `sys`.\n- `src/d.rs`: above. It imports only the vocabulary.\n\
+         \n## Invariants\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\nmod d;\n").unwrap();
+    std::fs::write(src.join("a.rs"), "fn f() { crate::b::g() }\n").unwrap();
+    std::fs::write(src.join("b.rs"), "pub fn g() { crate::c::h() }\n").unwrap();
+    std::fs::write(src.join("c.rs"), "pub fn h() {}\n").unwrap();
+    std::fs::write(
+        src.join("d.rs"),
+        "fn k() { crate::a::f(); crate::b::g() }\n",
+    )
+    .unwrap();
+    let found = map_violations(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        found,
+        [
+            "a -> b: runs up the map",
+            "a -> b: the map says a does not import it",
+            "d -> a: the map says d does not import it",
+        ]
+    );
+}
+
+/// What may print below `report/` and `cmd/` (ARCHITECTURE.md, "Invariants"): progress
+/// lines through `progress` itself, the lab's note that an interrupt is stopping its
+/// processes, and the note of a proxy taken from the environment.
+const PRINTERS: [&str; 3] = ["progress.rs", "lab/mod.rs", "net/proxy.rs"];
+
+/// The files under `src` outside `report/` and `cmd/` that print: a `progress::note`,
+/// or stdout or stderr locked for writing.
+fn printers(src: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in modules(src).values() {
+        let rel = p.strip_prefix(src).unwrap();
+        if rel.starts_with("report") || rel.starts_with("cmd") {
+            continue;
+        }
+        let code = code(&std::fs::read_to_string(p).unwrap());
+        let prints = ["progress::note(", "stdout().lock()", "stderr().lock()"]
+            .iter()
+            .any(|w| code.contains(w))
+            || (rel.ends_with("progress.rs") && code.contains("fn note("));
+        if prints {
+            out.push(rel.display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn nothing_prints_below_the_commands_but_progress() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = printers(&src);
+    found.retain(|f| !PRINTERS.contains(&f.as_str()));
+    assert!(
+        found.is_empty(),
+        "printing below report/ and cmd/ (hand the lines to the command): {found:?}"
+    );
+    // The exceptions are said where a newcomer reads the rule.
+    let map =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    for p in PRINTERS {
+        assert!(map.contains(&format!("`{p}`")), "ARCHITECTURE.md names {p}");
+    }
+}
+
+/// The check sees a note and a locked stdout, and not a terminal's width read.
+#[test]
+fn the_check_catches_a_print_below_the_commands() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-print-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("cmd")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\nmod cmd;\n").unwrap();
+    std::fs::write(
+        src.join("a.rs"),
+        "fn f() { crate::progress::note(\"x\") }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("b.rs"),
+        "fn f() { let _ = writeln!(std::io::stdout().lock(), \"x\"); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("c.rs"),
+        "fn w() { let _ = std::io::stdout().is_terminal(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("cmd/mod.rs"),
+        "fn f() { crate::progress::note(\"x\") }\n",
+    )
+    .unwrap();
+    let found = printers(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found, ["a.rs", "b.rs"]);
+}

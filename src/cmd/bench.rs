@@ -50,7 +50,11 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         .segment
         .map(|s| vec![("segment", format!("{}/{}", s.index, s.count))]);
     let board = crate::metrics::run::Board::new(segment.unwrap_or_default());
-    let publisher = crate::metrics::publish::Publisher::start(&plan.metrics, board.clone())?;
+    let publisher = crate::metrics::publish::Publisher::start(
+        &plan.metrics,
+        board.clone(),
+        &crate::progress::note,
+    )?;
     let live = publisher.as_ref().map(|_| board.live(&sc));
     let run = || engine::run_live(sc.clone(), progress, live);
     let result = on_client(embedded.as_ref(), run)??;
@@ -79,7 +83,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let code = emit_checked(&mut rep, &a.output, &plan.thresholds, false)?;
     let code = code.max(super::no_success(&rep, &plan.accepted));
     if let Some(p) = publisher {
-        p.finish();
+        p.finish(&crate::progress::note);
     }
     Ok(super::exit_status(code))
 }

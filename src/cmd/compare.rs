@@ -11,7 +11,11 @@ pub(crate) fn run(a: CompareArgs) -> anyhow::Result<i32> {
     crate::interrupt::install();
     let mut plan = crate::config::compare::compare_plan(&a)?;
     let board = crate::metrics::run::Board::new(Vec::new());
-    let publisher = crate::metrics::publish::Publisher::start(&plan.metrics, board.clone())?;
+    let publisher = crate::metrics::publish::Publisher::start(
+        &plan.metrics,
+        board.clone(),
+        &crate::progress::note,
+    )?;
     plan.board = publisher.as_ref().map(|_| board);
     let done = plan.run()?;
     let mut rep = Report::new(done.scenarios);
@@ -28,7 +32,7 @@ pub(crate) fn run(a: CompareArgs) -> anyhow::Result<i32> {
     // A row in which no request succeeded at all fails the run.
     let code = code.max(super::no_success(&rep, &plan.accepted));
     if let Some(p) = publisher {
-        p.finish();
+        p.finish(&crate::progress::note);
     }
     Ok(super::exit_status(code))
 }

@@ -38,7 +38,9 @@ pub(crate) fn run(a: WatchArgs) -> anyhow::Result<i32> {
         .wanted()
         .then(|| watch::meter::Meter::new(metrics.max_series));
     let publisher = match &meter {
-        Some(m) => crate::metrics::publish::Publisher::start(&metrics, m.clone())?,
+        Some(m) => {
+            crate::metrics::publish::Publisher::start(&metrics, m.clone(), &crate::progress::note)?
+        }
         None => None,
     };
     let rep = watch::run(&Options {
@@ -62,7 +64,7 @@ pub(crate) fn run(a: WatchArgs) -> anyhow::Result<i32> {
         crate::progress::note(&l);
     }
     if let Some(p) = publisher {
-        p.finish();
+        p.finish(&crate::progress::note);
     }
     // Ctrl-C first; then the command's failure; then the thresholds'.
     Ok(match rep.exit_status {

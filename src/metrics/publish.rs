@@ -33,11 +33,12 @@ pub(crate) struct Publisher {
 }
 
 impl Publisher {
-    /// Start what the plan asks for (nothing: `None`); the endpoint's address is said on
-    /// stderr.
+    /// Start what the plan asks for (nothing: `None`); the endpoint's address is said
+    /// through `say` (the command's stderr: nothing below the commands prints).
     pub(crate) fn start(
         plan: &MetricsPlan,
         source: Arc<dyn Source>,
+        say: &dyn Fn(&str),
     ) -> anyhow::Result<Option<Publisher>> {
         if !plan.wanted() {
             return Ok(None);
@@ -47,7 +48,7 @@ impl Publisher {
             .map(|a| Endpoint::start(a, source.clone()))
             .transpose()?;
         if let Some(e) = &endpoint {
-            crate::progress::note(&format!(
+            say(&format!(
                 "handshake: metrics at http://{}/metrics",
                 e.addr()
             ));
@@ -64,18 +65,18 @@ impl Publisher {
         }))
     }
 
-    /// After the report: push the last values, say what failed, and serve until one more
-    /// scrape (at most the linger).
-    pub(crate) fn finish(self) {
+    /// After the report: push the last values, say what failed (through `say`), and
+    /// serve until one more scrape (at most the linger).
+    pub(crate) fn finish(self, say: &dyn Fn(&str)) {
         if let Some(p) = self.pusher {
             let url = p.url.clone();
             if let Some(line) = p.finish().line(&url) {
-                crate::progress::note(&line);
+                say(&line);
             }
         }
         if let Some(e) = self.endpoint {
             if !self.linger.is_zero() {
-                crate::progress::note(&format!(
+                say(&format!(
                     "handshake: serving the last values at http://{}/metrics until the next scrape (at most {:?}; Ctrl-C to leave now)",
                     e.addr(),
                     self.linger
