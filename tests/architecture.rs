@@ -1310,3 +1310,48 @@ fn the_check_catches_a_print_below_the_commands() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs", "b.rs"]);
 }
+
+/// The files under `rooms` whose code (outside tests) reads the environment.
+fn environment_readers(src: &Path, rooms: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (m, p) in modules(src) {
+        let room = m.split("::").next().unwrap_or("");
+        if !rooms.contains(&room) {
+            continue;
+        }
+        let code = code(&std::fs::read_to_string(&p).unwrap());
+        if code.contains("env::var") {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// Arguments are resolved once (issue 58, item 3): the engine, the plans it runs and the
+/// protocols read no environment; `config` reads it into the plan (`HANDSHAKE_H1_TASKS`).
+#[test]
+fn the_engine_reads_no_environment() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = environment_readers(&src, &["engine", "plan", "proto", "stats", "probe"]);
+    assert!(
+        found.is_empty(),
+        "read the environment in config: {found:?}"
+    );
+}
+
+#[test]
+fn the_check_catches_the_engine_reading_the_environment() {
+    let dir = std::env::temp_dir().join(format!("handshake-arch-env-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("engine")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod config;\nmod engine;\n").unwrap();
+    std::fs::write(
+        src.join("engine/mod.rs"),
+        "fn f() -> bool { std::env::var_os(\"X\").is_some() }\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("config.rs"), "fn f() { std::env::var(\"X\"); }\n").unwrap();
+    let found = environment_readers(&src, &["engine"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found, ["engine"]);
+}

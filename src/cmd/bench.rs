@@ -12,29 +12,24 @@ use crate::report::{Report, RunInfo};
 use crate::stats::summary;
 
 pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
-    let plan = config::bench::bench_plan(&a)?;
+    let plan = config::bench::bench_plan(a)?;
     // Without a URL, start the embedded server (in-process, or across the lab's link) and
     // trust its CA.
     let embedded = plan
         .path
         .as_ref()
         .map(|_| {
-            let steps = crate::progress::Steps::on_terminal(
-                "bench",
-                !a.output.no_progress && !a.output.json,
-            );
+            let steps = crate::progress::Steps::on_terminal("bench", plan.progress);
             let early = plan.strategy.early_data();
-            Embedded::with_early_data(plan.link, early, a.link.chain_bytes(), &steps)
+            Embedded::with_early_data(plan.link, early, plan.chain_bytes, &steps)
         })
         .transpose()?;
     let sc = Arc::new(plan.scenario(embedded.as_ref())?);
-    // Progress on a terminal's stderr only, and never beside JSON output.
-    let progress = !a.output.no_progress && !a.output.json;
     if let Some((at, wait)) = plan.start_at {
         if wait.is_zero() {
             // With --json the report says it (run.started_at after run.scheduled_at):
             // standard error may be mixed into the JSON stream (`kubectl logs`).
-            if !a.output.json {
+            if !plan.output.json {
                 let late = (time::OffsetDateTime::now_utc() - at).as_seconds_f64();
                 crate::progress::note(&format!(
                     "handshake: --start-at passed {late:.3} s ago; starting now"
@@ -56,7 +51,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         &crate::progress::note,
     )?;
     let live = publisher.as_ref().map(|_| board.live(&sc));
-    let run = || engine::run_live(sc.clone(), progress, live);
+    let run = || engine::run_live(sc.clone(), plan.progress, live);
     let result = on_client(embedded.as_ref(), run)??;
     // The board holds a copy of the run's counts for the metrics endpoint only when
     // there is one (a recorder's histograms are about 1 MiB at the end of a run).
@@ -70,7 +65,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         result.cpu,
     )]);
     rep.run = Some(RunInfo {
-        scheduled_at: a.start_at.clone(),
+        scheduled_at: plan.scheduled_at.clone(),
         segment: plan.segment,
         ..crate::host::run_info("bench", started_at)
     });
@@ -80,7 +75,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         rep.link = link;
     }
     rep.interrupted = super::interrupted("the run", &rep);
-    let code = emit_checked(&mut rep, &a.output, &plan.thresholds, false)?;
+    let code = emit_checked(&mut rep, &plan.output, &plan.thresholds, false)?;
     let code = code.max(super::no_success(&rep, &plan.accepted));
     if let Some(p) = publisher {
         p.finish(&crate::progress::note);

@@ -72,14 +72,17 @@ fn default_strategies(tls: bool, o: &Offers) -> Vec<Strategy> {
     v
 }
 
-/// Why no UDP reaches the target: a Unix socket, or a forward proxy (TCP's).
-fn no_udp(req: &RequestConfig) -> Option<String> {
+/// Why no UDP reaches the target: a Unix socket, or a forward proxy (TCP's); a proxy
+/// setting that cannot be read is a usage error naming it.
+fn no_udp(req: &RequestConfig) -> Result<Option<String>, UsageError> {
     if req.unix_socket.is_some() {
-        return Some("--unix-socket carries a byte stream".to_string());
+        return Ok(Some("--unix-socket carries a byte stream".to_string()));
     }
-    let (_, u) = req.urls.first()?;
-    let (_, p) = req.proxy.which(u.tls, &u.host).ok()??;
-    Some(format!("the proxy {} forwards TCP", p.display()))
+    let Some((_, u)) = req.urls.first() else {
+        return Ok(None);
+    };
+    let proxy = req.proxy.which(u.tls, &u.host).map_err(UsageError)?;
+    Ok(proxy.map(|(_, p)| format!("the proxy {} forwards TCP", p.display())))
 }
 
 /// The strategies of the default set left out for a target, each with why: those its
@@ -193,6 +196,7 @@ fn probe_run(
         load: LoadShape::Closed,
         timeout: std::time::Duration::from_secs(2),
         limits: load.limits,
+        task_per_worker: false,
     };
     let sc = build::scenario("probe", strategy, None, req, &probe_load).map_err(|e| e.0)?;
     crate::engine::run(Arc::new(sc), false).map_err(|e| format!("{e:#}"))
@@ -344,7 +348,7 @@ impl Rows<'_> {
                 let left = if self.embedded {
                     Vec::new()
                 } else {
-                    left_out(tls, &offers, self.h2c, url, no_udp(req).as_deref())
+                    left_out(tls, &offers, self.h2c, url, no_udp(req)?.as_deref())
                 };
                 let all = default_strategies(tls, &offers)
                     .into_iter()
@@ -384,7 +388,7 @@ impl Rows<'_> {
         let url = req.urls.first().map_or("", |(raw, _)| raw.as_str());
         let say = |what: &str| self.steps.say(&format!("probing {url}: {what}"));
         // Not over a Unix socket or through a proxy: QUIC is UDP's.
-        let h3 = if no_udp(req).is_none() {
+        let h3 = if no_udp(req)?.is_none() {
             say("does it answer HTTP/3 (QUIC, UDP)? up to 2 s");
             offers_h3(req, load)
         } else {

@@ -11,9 +11,8 @@ use crate::plan::{Scenario, Strategy};
 use crate::report::thresholds::{self, Threshold};
 use crate::report::Segment;
 
-/// A bench run, resolved.
-pub(crate) struct BenchPlan<'a> {
-    a: &'a BenchArgs,
+/// A bench run, resolved: the arguments are read here once, and nothing after reads them.
+pub(crate) struct BenchPlan {
     pub strategy: Strategy,
     pub thresholds: Vec<Threshold>,
     /// The statuses `--ok-status` counts as successes.
@@ -34,10 +33,26 @@ pub(crate) struct BenchPlan<'a> {
     connections: usize,
     /// `--metrics` and `--remote-write`.
     pub metrics: crate::metrics::publish::MetricsPlan,
+    /// The embedded server's HTTPS listener (`--embedded-tls`, or the strategy's TLS).
+    pub embedded_tls: bool,
+    /// `--cert-chain-bytes`: the embedded server's padded chain.
+    pub chain_bytes: Option<usize>,
+    /// `--start-at` as given, for the report.
+    pub scheduled_at: Option<String>,
+    /// `--requests-per-connection`.
+    requests_per_connection: Option<u64>,
+    /// `-t` was given (then the machine is not shared with a server on loopback).
+    threads_given: bool,
+    /// `--urls-from-file` without `-n` or `-d`: each URL once.
+    each_url_once: bool,
+    /// Progress lines on a terminal's stderr (not with `--no-progress` or `--json`).
+    pub progress: bool,
+    /// How the report is written (`--json`, `--html`, `--fail-if`, ...).
+    pub output: crate::cli::OutputArgs,
 }
 
 /// The plan of `handshake bench` with these arguments.
-pub(crate) fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
+pub(crate) fn bench_plan(a: BenchArgs) -> anyhow::Result<BenchPlan> {
     let strategy = if a.disable_keepalive {
         Strategy::Close
     } else {
@@ -62,7 +77,14 @@ pub(crate) fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
     let connections = super::connections(a.connections, strategy)?;
     let metrics = super::metrics::metrics_plan(&a.metrics, 0)?;
     let plan = BenchPlan {
-        a,
+        embedded_tls: a.embedded_tls || strategy.needs_tls(),
+        chain_bytes: a.link.chain_bytes(),
+        scheduled_at: a.start_at.clone(),
+        requests_per_connection: a.requests_per_connection,
+        threads_given: a.load.threads.is_some(),
+        each_url_once: super::each_url_once(&a.load, &a.request),
+        progress: !a.output.no_progress && !a.output.json,
+        output: a.output,
         strategy,
         thresholds,
         accepted,
@@ -80,27 +102,21 @@ pub(crate) fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan<'_>> {
     Ok(plan)
 }
 
-impl BenchPlan<'_> {
-    /// The embedded server's listener this run asks for: HTTPS when `--embedded-tls` or
-    /// the strategy needs TLS.
-    pub(crate) fn embedded_tls(&self) -> bool {
-        self.a.embedded_tls || self.strategy.needs_tls()
-    }
-
+impl BenchPlan {
     /// The runnable scenario, against `embedded` when the run is against it (its URL,
     /// trusting its CA).
     pub(crate) fn scenario(&self, embedded: Option<&Embedded>) -> Result<Scenario, UsageError> {
         let req = match (embedded, &self.path) {
             (Some(e), Some(p)) => self
                 .request
-                .aimed_at(&e.url(self.embedded_tls(), p), e.srv.ca_der.clone())?,
+                .aimed_at(&e.url(self.embedded_tls, p), e.srv.ca_der.clone())?,
             _ => self.request.clone(),
         };
         let load = self.load_for(&req)?;
         let sc = super::scenario(
             self.strategy.name(),
             self.strategy,
-            self.a.requests_per_connection,
+            self.requests_per_connection,
             &req,
             &load,
         )?;
@@ -115,10 +131,9 @@ impl BenchPlan<'_> {
     /// shared with a server on loopback, this agent's segment, no more workers than
     /// requests.
     fn load_for(&self, req: &RequestConfig) -> Result<LoadConfig, UsageError> {
-        let a = self.a;
         let mut load = self.load.clone();
-        super::urls_once(&mut load, &a.load, &a.request, req);
-        super::share_the_machine(&mut load, &a.load, self.strategy, req);
+        super::urls_once(&mut load, self.each_url_once, req);
+        super::share_the_machine(&mut load, self.threads_given, self.strategy, req);
         if let Some(seg) = self.segment {
             super::apply_segment(&mut load, seg)?;
         }

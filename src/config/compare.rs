@@ -59,7 +59,7 @@ pub(crate) fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
     };
     // A round sends each URL of --urls-from-file once (unless -n or -d says).
     for load in &mut loads {
-        super::urls_once(load, &a.load, &a.request, &request);
+        super::urls_once(load, super::each_url_once(&a.load, &a.request), &request);
     }
     Ok(Plan {
         chosen,

@@ -72,11 +72,11 @@ pub(crate) fn load_config(a: &LoadArgs, defaults: LoadDefaults) -> Result<LoadCo
 /// per connection spreads over them.
 pub(crate) fn share_the_machine(
     load: &mut LoadConfig,
-    a: &LoadArgs,
+    threads_given: bool,
     strategy: Strategy,
     req: &RequestConfig,
 ) {
-    if a.threads.is_some() || !strategy.persistent() {
+    if threads_given || !strategy.persistent() {
         return;
     }
     let local = |u: &crate::plan::build::ParsedUrl| {
@@ -166,6 +166,7 @@ pub(crate) fn load_config_at(
         timeout,
         limits,
         redirects: redirects(a)?,
+        task_per_worker: std::env::var_os("HANDSHAKE_H1_TASKS").is_some(),
     })
 }
 
@@ -513,15 +514,15 @@ pub(crate) fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, Usag
 
 /// `--urls-from-file` without `-n` or `-d`: each URL once (520 URLs are 520 requests);
 /// with `-n` the list is cycled until it is reached.
-pub(crate) fn urls_once(
-    load: &mut LoadConfig,
-    a: &LoadArgs,
-    request: &RequestArgs,
-    req: &RequestConfig,
-) {
-    if request.urls_from_file.is_some() && a.requests.is_none() && a.duration.is_none() {
+pub(crate) fn urls_once(load: &mut LoadConfig, each_url_once: bool, req: &RequestConfig) {
+    if each_url_once {
         load.stop.requests = Some(req.urls.len() as u64);
     }
+}
+
+/// Whether a run sends each URL of `--urls-from-file` once: no `-n` or `-d` says otherwise.
+pub(crate) fn each_url_once(a: &LoadArgs, request: &RequestArgs) -> bool {
+    request.urls_from_file.is_some() && a.requests.is_none() && a.duration.is_none()
 }
 
 #[cfg(test)]

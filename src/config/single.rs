@@ -70,6 +70,7 @@ impl SinglePlan {
     ) -> Result<Scenario, UsageError> {
         let load = LoadConfig {
             redirects: None,
+            task_per_worker: false,
             concurrency: 1,
             threads: 1,
             load: LoadShape::Closed,

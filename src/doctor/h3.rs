@@ -103,6 +103,7 @@ pub(crate) fn probe(
     let mut run = |strategy: Strategy, n: u64, wait: Duration| -> Result<Recorder, String> {
         let load = build::LoadConfig {
             redirects: None,
+            task_per_worker: false,
             concurrency: 1,
             threads: 1,
             load: crate::plan::LoadShape::Closed,

@@ -36,6 +36,7 @@ fn scenario(url: &str, strategy: Strategy, n: u64) -> Scenario {
     };
     let load = LoadConfig {
         redirects: None,
+        task_per_worker: false,
         concurrency: 1,
         threads: 1,
         load: LoadShape::Closed,

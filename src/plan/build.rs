@@ -158,6 +158,9 @@ pub(crate) struct LoadConfig {
     pub limits: PhaseLimits,
     /// `-L`: follow redirects, at most this many in a row (`--max-redirs`).
     pub redirects: Option<u32>,
+    /// HTTP/1 over plain TCP with a task per worker instead of the readiness loop (the
+    /// environment's `HANDSHAKE_H1_TASKS`, read once by `config`: to compare the two).
+    pub task_per_worker: bool,
 }
 
 /// `--connections N`: HTTP/2 connections per origin, shared by the workers.
@@ -224,6 +227,7 @@ pub(crate) fn scenario(
         dns: req.dns.clone(),
         redirects,
         ok_status: Vec::new(),
+        task_per_worker: load.task_per_worker,
     })
 }
 

@@ -176,6 +176,8 @@ pub(crate) struct Scenario {
     pub redirects: Option<Arc<Redirects>>,
     /// `--ok-status`: the statuses counted as ok beside 2xx and 3xx.
     pub ok_status: Vec<(u16, u16)>,
+    /// HTTP/1 over plain TCP the task way, not the readiness loop (`LoadConfig`).
+    pub task_per_worker: bool,
 }
 
 impl Scenario {
@@ -304,6 +306,7 @@ mod tests {
                 dns: Default::default(),
                 redirects: None,
                 ok_status: Vec::new(),
+                task_per_worker: false,
             };
             let sum: u64 = (0..c).map(|w| s.worker_quota(w).unwrap()).sum();
             assert_eq!(sum, n);

@@ -40,8 +40,8 @@ use crate::record::notes::Taken;
 use crate::record::{CloseReason, Phase, Phases};
 use crate::stats::event::{ConnEvent, Note};
 
-/// Whether `sc` is a run this loop carries (see the module's notes). The environment's
-/// `HANDSHAKE_H1_TASKS` sends every run the task way (to compare the two).
+/// Whether `sc` is a run this loop carries (see the module's notes); a plan may ask for
+/// the task way (`task_per_worker`, to compare the two).
 pub(super) fn eligible(sc: &Scenario) -> bool {
     let plain = |o: &crate::net::Origin| {
         !o.tls
@@ -49,7 +49,7 @@ pub(super) fn eligible(sc: &Scenario) -> bool {
             && o.unix.is_none()
             && o.fixed_addrs.as_ref().is_none_or(|a| !a.is_empty())
     };
-    std::env::var_os("HANDSHAKE_H1_TASKS").is_none()
+    !sc.task_per_worker
         && !sc.strategy.multiplexed()
         && !sc.strategy.quic()
         && matches!(sc.load, LoadShape::Closed)
