@@ -31,6 +31,16 @@ fn bad_input_exits_2_and_names_it() {
         "-c/--concurrency",
     );
     usage_error(&["bench", "ftp://127.0.0.1/"], "http:// or https://");
+    // One reader of host:port for URLs, proxies and CONNECT (net::authority).
+    usage_error(
+        &["bench", "http://127.0.0.1:abc/"],
+        "invalid URL \"http://127.0.0.1:abc/\": \"abc\" is not a port",
+    );
+    usage_error(&["bench", "http://[::1/"], "an IPv6 address without its ]");
+    usage_error(
+        &["bench", "http://127.0.0.1:1/", "-x", "http://[::1:8080"],
+        "an IPv6 address without its ]",
+    );
     usage_error(
         &["bench", "http://127.0.0.1:1/", "-H", "Connection: close"],
         "--strategy",

@@ -20,20 +20,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// `host:port` as a `CONNECT` or an absolute-form URL names it (an IPv6 address in
 /// brackets; `default` when the port is absent).
 pub(super) fn host_port(s: &str, default: Option<u16>) -> Option<(String, u16)> {
-    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest.split_once(']')?;
-        (h, after.strip_prefix(':'))
-    } else {
-        match s.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (s, None),
-        }
-    };
-    let port = match port {
-        Some(p) => p.parse().ok().filter(|p| *p > 0)?,
-        None => default?,
-    };
-    (!host.is_empty()).then(|| (host.to_string(), port))
+    let (host, port) = crate::net::authority::split(s).ok()?;
+    Some((host, port.or(default)?))
 }
 
 /// A request target in absolute form (`http://host[:port]/path?query`): its origin's
@@ -70,10 +58,15 @@ pub(super) async fn tunnel<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> Ending {
     // The audit's own answer, said to be the audit's and why (and counted as such).
     let refuse = |status: u16, why: String| super::answer::own_answer(log, idx, status, &why).0;
-    let origin = match host_port(target, None).map(|(h, p)| mode.origin(&h, p)) {
-        Some(Ok(o)) => o,
-        _ => {
-            let why = format!("CONNECT {target:?}: expected host:port");
+    let origin = match crate::net::authority::split(target) {
+        Ok((h, Some(p))) => mode.origin(&h, p).map_err(|e| format!("{e:#}")),
+        Ok((_, None)) => Err("no port".to_string()),
+        Err(why) => Err(why),
+    };
+    let origin = match origin {
+        Ok(o) => o,
+        Err(why) => {
+            let why = format!("CONNECT {target:?}: expected host:port ({why})");
             let _ = client.write_all(&refuse(400, why)).await;
             return Ending::Garbage;
         }

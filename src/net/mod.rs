@@ -1,6 +1,7 @@
 //! Networking: name resolution, TCP (or Unix socket) connect and TLS, each timed by the caller at its
 //! boundaries, and the byte stream the HTTP/1 layer reads and writes.
 
+pub(crate) mod authority;
 pub(crate) mod descriptors;
 pub(crate) mod dial;
 pub(crate) mod dns;

@@ -91,7 +91,7 @@ pub(crate) fn parse(url: &str) -> Result<Proxy, String> {
         Some((u, h)) => (Some(u), h),
         None => (None, rest),
     };
-    let (host, port) = split_host_port(hostport)?;
+    let (host, port) = super::authority::split(hostport)?;
     let authorization = userinfo.map(|u| {
         let (user, pass) = u.split_once(':').unwrap_or((u, ""));
         let plain = format!("{}:{}", percent_decode(user), percent_decode(pass));
@@ -110,34 +110,6 @@ pub(crate) fn parse(url: &str) -> Result<Proxy, String> {
         authorization,
         tls_config: None,
     })
-}
-
-fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
-    let bad_port = |p: &str| format!("{p:?} is not a port");
-    let (host, port) = if let Some(v6) = s.strip_prefix('[') {
-        let (h, after) = v6.split_once(']').ok_or("an IPv6 address without its ]")?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(p.parse::<u16>().map_err(|_| bad_port(p))?),
-            None if after.is_empty() => None,
-            None => return Err(format!("unexpected {after:?} after the address")),
-        };
-        (h.to_string(), port)
-    } else {
-        match s.rsplit_once(':') {
-            Some((h, p)) => (
-                h.to_string(),
-                Some(p.parse::<u16>().map_err(|_| bad_port(p))?),
-            ),
-            None => (s.to_string(), None),
-        }
-    };
-    if host.is_empty() {
-        return Err("no host".to_string());
-    }
-    if port == Some(0) {
-        return Err("port 0".to_string());
-    }
-    Ok((host.to_ascii_lowercase(), port))
 }
 
 fn percent_decode(s: &str) -> String {

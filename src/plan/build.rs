@@ -48,39 +48,14 @@ pub(crate) fn parse_url(s: &str) -> Result<ParsedUrl, UsageError> {
     if authority.is_empty() {
         return bad("no host");
     }
-    let default_port = if tls { 443 } else { 80 };
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let Some(end) = v6.find(']') else {
-            return bad("unclosed [");
-        };
-        let host = &v6[..end];
-        if host.parse::<std::net::Ipv6Addr>().is_err() {
-            return bad("invalid IPv6 address");
-        }
-        let port = match &v6[end + 1..] {
-            "" => default_port,
-            p => match p.strip_prefix(':').and_then(|p| p.parse::<u16>().ok()) {
-                Some(p) => p,
-                None => return bad("invalid port"),
-            },
-        };
-        (host.to_string(), port)
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => match p.parse::<u16>() {
-                Ok(p) => (h.to_string(), p),
-                Err(_) => return bad("invalid port"),
-            },
-            None => (authority.to_string(), default_port),
-        }
+    let (host, port) = match crate::net::authority::split(authority) {
+        Ok(hp) => hp,
+        Err(why) => return bad(&why),
     };
-    if host.is_empty() {
-        return bad("no host");
-    }
     Ok(ParsedUrl {
         tls,
-        host: host.to_ascii_lowercase(),
-        port,
+        host,
+        port: port.unwrap_or(if tls { 443 } else { 80 }),
         target,
         authority: authority.to_string(),
     })
