@@ -4,6 +4,7 @@
 //! (`encode`), `endpoint` serves them at `/metrics`, `remote` pushes them as
 //! Prometheus remote write 1.0. The names and their meaning: docs/metrics.md.
 
+pub(crate) mod defs;
 pub(crate) mod endpoint;
 pub(crate) mod publish;
 pub(crate) mod remote;

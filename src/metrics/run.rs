@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use super::{buckets, merged, with_labels, Family, Kind, Label, Series, Value};
+use super::{buckets, defs, merged, with_labels, Family, Kind, Label, Series, Value};
 use crate::engine::Live;
 use crate::plan::Scenario;
 use crate::record::{CloseReason, ErrorKind, Phase};
@@ -134,6 +134,13 @@ fn labels_of(sc: &Scenario) -> Vec<Label> {
     ]
 }
 
+/// A family both bench and watch export, with one number.
+fn shared(def: &defs::Def, v: u64) -> Family {
+    let mut f = def.family();
+    f.number(Vec::new(), v as f64);
+    f
+}
+
 fn counter(name: &'static str, help: &'static str, v: u64) -> Family {
     let mut f = Family::new(name, help, Kind::Counter);
     f.number(Vec::new(), v as f64);
@@ -144,41 +151,21 @@ fn counter(name: &'static str, help: &'static str, v: u64) -> Family {
 pub(crate) fn families(r: &Recorder) -> Vec<Family> {
     let c = &r.counts;
     let mut out = vec![
-        counter(
-            "handshake_connections_opened",
-            "Connections opened.",
-            c.connections_opened,
-        ),
+        shared(&defs::CONNECTIONS_OPENED, c.connections_opened),
         closed(r),
-        counter(
-            "handshake_requests",
-            "Requests answered (a response came, whatever its status).",
-            c.answered,
-        ),
+        shared(&defs::REQUESTS, c.answered),
         counter(
             "handshake_requests_ok",
             "Requests answered with a status counted as ok (2xx, 3xx, or one --ok-status accepts).",
             r.ok(),
         ),
-        counter(
-            "handshake_requests_reused",
-            "Requests answered on a connection that had carried one before.",
-            c.reused_requests,
-        ),
+        shared(&defs::REQUESTS_REUSED, c.reused_requests),
     ];
-    let mut tls = Family::new(
-        "handshake_tls_handshakes",
-        "TLS handshakes completed, by kind (full or resumed).",
-        Kind::Counter,
-    );
+    let mut tls = defs::TLS_HANDSHAKES.family();
     tls.number(vec![("kind", "full".into())], c.tls_full as f64);
     tls.number(vec![("kind", "resumed".into())], c.tls_resumed as f64);
     out.push(tls);
-    let mut open = Family::new(
-        "handshake_open_connections",
-        "Connections open now.",
-        Kind::Gauge,
-    );
+    let mut open = defs::OPEN_CONNECTIONS.family();
     open.number(
         Vec::new(),
         c.connections_opened.saturating_sub(c.connections_closed) as f64,
@@ -198,11 +185,7 @@ pub(crate) fn families(r: &Recorder) -> Vec<Family> {
                     .collect(),
             },
         }],
-        ..Family::new(
-            "handshake_requests_per_connection",
-            "Requests each closed connection carried.",
-            Kind::Histogram,
-        )
+        ..defs::REQUESTS_PER_CONNECTION.family()
     });
     out.extend([errors(r), responses(r), durations(r), phases(r)]);
     out.extend(outages(r));
@@ -241,11 +224,7 @@ fn outages(r: &Recorder) -> [Family; 3] {
 }
 
 fn closed(r: &Recorder) -> Family {
-    let mut f = Family::new(
-        "handshake_connections_closed",
-        "Connections closed, by who closed them and why.",
-        Kind::Counter,
-    );
+    let mut f = defs::CONNECTIONS_CLOSED.family();
     for reason in CloseReason::ALL {
         f.number(
             vec![("closed_by", reason.name().to_string())],
@@ -323,11 +302,7 @@ fn durations(r: &Recorder) -> Family {
 }
 
 fn phases(r: &Recorder) -> Family {
-    let mut f = Family::new(
-        "handshake_phase_seconds",
-        "Each phase of a successful request, on a new or a reused connection (docs/timing.md).",
-        Kind::Histogram,
-    );
+    let mut f = defs::PHASE_SECONDS.family();
     for (connection, set) in [("new", &r.phases_new), ("reused", &r.phases_reused)] {
         for (phase, stat) in set.iter() {
             if stat.count == 0 {

@@ -9,7 +9,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::metrics::defs::{self, Def};
 use crate::metrics::{Family, Fixed, Kind as MetricKind, Series, Source, LIFETIME_BOUNDS};
+use crate::record::Phase;
 use crate::track::{Conn, Ending, Kind};
 
 /// One label set's figures.
@@ -169,6 +171,15 @@ fn per_set(
     f
 }
 
+/// `per_set` of a family bench exports too (`metrics::defs`).
+fn per_def(
+    st: &State,
+    def: &Def,
+    each: impl Fn(&Counts, &mut dyn FnMut(Vec<crate::metrics::Label>, crate::metrics::Value)),
+) -> Family {
+    per_set(st, def.name, def.help, def.kind, each)
+}
+
 fn num(v: u64) -> crate::metrics::Value {
     crate::metrics::Value::Number(v as f64)
 }
@@ -179,14 +190,12 @@ impl Source for Meter {
         let st = &*st;
         let counter = MetricKind::Counter;
         let mut out = vec![
-            per_set(st, "handshake_connections_opened", "Connections opened.", counter, |n, s| {
+            per_def(st, &defs::CONNECTIONS_OPENED, |n, s| {
                 s(Vec::new(), num(n.opened));
             }),
-            per_set(
+            per_def(
                 st,
-                "handshake_connections_closed",
-                "Connections closed, by who closed them first (FIN or RST; idle: the server's FIN after 1 s or more without an exchange).",
-                counter,
+                &defs::CONNECTIONS_CLOSED,
                 |n, s| {
                     for by in ["client_fin", "client_rst", "server_fin", "server_rst", "idle"] {
                         s(
@@ -196,25 +205,19 @@ impl Source for Meter {
                     }
                 },
             ),
-            per_set(
+            per_def(
                 st,
-                "handshake_requests",
-                "Requests answered (on TLS, estimated from the records' turns).",
-                counter,
+                &defs::REQUESTS,
                 |n, s| s(Vec::new(), num(n.requests)),
             ),
-            per_set(
+            per_def(
                 st,
-                "handshake_requests_reused",
-                "Requests answered on a connection that had carried one before.",
-                counter,
+                &defs::REQUESTS_REUSED,
                 |n, s| s(Vec::new(), num(n.reused)),
             ),
-            per_set(
+            per_def(
                 st,
-                "handshake_tls_handshakes",
-                "TLS handshakes, by kind (full or resumed) and version, read from the hellos.",
-                counter,
+                &defs::TLS_HANDSHAKES,
                 |n, s| {
                     for kind in ["full", "resumed"] {
                         if !n.tls.keys().any(|(k, _)| *k == kind) {
@@ -246,11 +249,9 @@ impl Source for Meter {
                     }
                 },
             ),
-            per_set(
+            per_def(
                 st,
-                "handshake_open_connections",
-                "Connections open now.",
-                MetricKind::Gauge,
+                &defs::OPEN_CONNECTIONS,
                 |n, s| s(Vec::new(), num(n.open)),
             ),
         ];
@@ -271,13 +272,9 @@ fn histograms(st: &State) -> Vec<Family> {
     let hist = MetricKind::Histogram;
     let rpc_bounds = crate::metrics::requests_bounds();
     vec![
-        per_set(
-            st,
-            "handshake_requests_per_connection",
-            "Requests each closed connection carried.",
-            hist,
-            |n, s| s(Vec::new(), n.rpc.value(&rpc_bounds)),
-        ),
+        per_def(st, &defs::REQUESTS_PER_CONNECTION, |n, s| {
+            s(Vec::new(), n.rpc.value(&rpc_bounds))
+        }),
         per_set(
             st,
             "handshake_connection_lifetime_seconds",
@@ -292,17 +289,17 @@ fn histograms(st: &State) -> Vec<Family> {
             hist,
             |n, s| s(Vec::new(), n.gaps.value(&crate::metrics::SECONDS_BOUNDS)),
         ),
-        per_set(
-            st,
-            "handshake_phase_seconds",
-            "Handshakes on the wire: tcp_connect from the SYN to the client's ACK of the SYN-ACK, tls_handshake from the ClientHello to the last Finished.",
-            hist,
-            |n, s| {
-                let b = &crate::metrics::SECONDS_BOUNDS;
-                s(vec![("phase", "tcp_connect".into())], n.tcp.value(b));
-                s(vec![("phase", "tls_handshake".into())], n.tls_setup.value(b));
-            },
-        ),
+        per_def(st, &defs::PHASE_SECONDS, |n, s| {
+            let b = &crate::metrics::SECONDS_BOUNDS;
+            s(
+                vec![("phase", Phase::Connect.name().into())],
+                n.tcp.value(b),
+            );
+            s(
+                vec![("phase", Phase::Tls.name().into())],
+                n.tls_setup.value(b),
+            );
+        }),
     ]
 }
 
