@@ -7,6 +7,34 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+/// A scratch tree for a check's own test: a folder of its own (two tests never share
+/// one), removed when dropped, also when the test fails.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("handshake-arch-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Module path ("cmd::audit::server") of each file under `src`.
 fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
     let mut out = BTreeMap::new();
@@ -319,7 +347,7 @@ fn no_import_circles() {
 /// by `use crate::`, the other by `super::` in its code; and none once that arrow goes.
 #[test]
 fn the_check_catches_a_circle() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("a")).unwrap();
     std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
@@ -338,7 +366,6 @@ fn the_check_catches_a_circle() {
     )
     .unwrap();
     let after = circles_of(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(
         found.into_iter().collect::<Vec<_>>(),
         ["src/a/mod.rs <> src/b.rs"]
@@ -411,7 +438,7 @@ fn one_connection_is_stepped_through_proto_not_the_engines_drivers() {
 /// The check sees such an arrow, by `use` and by a path in code, and not in a comment.
 #[test]
 fn the_check_catches_a_probe_reaching_into_a_driver() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-drv-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("engine")).unwrap();
     std::fs::create_dir_all(src.join("probe")).unwrap();
@@ -438,7 +465,6 @@ fn the_check_catches_a_probe_reaching_into_a_driver() {
     let in_code = arrows_into(&src, &STEPPERS, &DRIVERS);
     std::fs::write(src.join("probe/h3.rs"), "// crate::engine::h3::Endpoints\n").unwrap();
     let in_comment = arrows_into(&src, &STEPPERS, &DRIVERS);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(by_use, ["probe::h3 -> engine::h3"]);
     assert_eq!(in_code, ["probe::h3 -> engine::h3"]);
     assert!(in_comment.is_empty(), "{in_comment:?}");
@@ -503,7 +529,7 @@ fn no_unsafe_outside_sys() {
 /// and not under `src/sys/`.
 #[test]
 fn the_check_catches_unsafe_outside_sys() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-unsafe-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("sys")).unwrap();
     std::fs::write(
@@ -524,7 +550,6 @@ fn the_check_catches_unsafe_outside_sys() {
     .unwrap();
     std::fs::write(src.join("sys/mod.rs"), "pub fn f() { unsafe { g() } }\n").unwrap();
     let found = unsafe_outside_sys(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs", "b.rs"]);
 }
 
@@ -553,14 +578,13 @@ fn no_file_over_700_lines() {
 /// The check counts a file's lines: 701 fail, 700 pass.
 #[test]
 fn the_check_catches_a_long_file() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-long-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
     std::fs::write(src.join("a.rs"), "// line\n".repeat(701)).unwrap();
     std::fs::write(src.join("b.rs"), "// line\n".repeat(700)).unwrap();
     let found = longer_than(&src, 700);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs: 701"]);
 }
 
@@ -616,7 +640,7 @@ fn one_writer_per_recorder() {
 /// a comment, and not elsewhere a recorder is owned.
 #[test]
 fn the_check_catches_a_shared_recorder() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-rec-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("engine")).unwrap();
     std::fs::write(
@@ -637,7 +661,6 @@ fn the_check_catches_a_shared_recorder() {
     std::fs::write(src.join("engine/mod.rs"), "mod h2;\n").unwrap();
     std::fs::write(src.join("engine/h2.rs"), "fn f(r: &mut Recorder) {}\n").unwrap();
     let found = recorder_writers(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(
         found,
         [
@@ -691,7 +714,7 @@ fn what_was_said_does_not_travel_through_thread_locals() {
 /// The check sees a `thread_local!` in code, not in a comment or a string.
 #[test]
 fn the_check_catches_a_thread_local() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-tls-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
@@ -706,7 +729,6 @@ fn the_check_catches_a_thread_local() {
     )
     .unwrap();
     let found = thread_locals(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs"]);
 }
 
@@ -746,7 +768,7 @@ fn reuse_is_decided_in_one_place() {
 /// The check sees a cause's code in code, not in a comment.
 #[test]
 fn the_check_catches_a_cause_decided_elsewhere() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-reuse-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("report")).unwrap();
     std::fs::write(
@@ -763,7 +785,6 @@ fn the_check_catches_a_cause_decided_elsewhere() {
     std::fs::write(src.join("a.rs"), "const C: &str = \"not_reused_y\";\n").unwrap();
     std::fs::write(src.join("b.rs"), "// \"not_reused_z\" is said elsewhere\n").unwrap();
     let found = reuse_deciders(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs"]);
 }
 
@@ -806,7 +827,7 @@ fn no_print_that_panics() {
 /// The check sees a `println!` or `eprintln!` in code, not in a comment or a string.
 #[test]
 fn the_check_catches_a_print_that_panics() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-print-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\npub mod c;\n").unwrap();
@@ -819,7 +840,6 @@ fn the_check_catches_a_print_that_panics() {
     )
     .unwrap();
     let found = panicking_prints(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs", "b.rs", "main.rs"]);
 }
 
@@ -940,7 +960,7 @@ fn no_crate_item_used_only_in_its_own_file() {
 /// a name in another file's comment does not count).
 #[test]
 fn the_check_catches_a_crate_item_used_only_at_home() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-pub-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
@@ -957,7 +977,6 @@ fn the_check_catches_a_crate_item_used_only_at_home() {
     )
     .unwrap();
     let found = crate_items_used_only_at_home(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs: ALONE", "a.rs: Hidden", "a.rs: lonely"]);
 }
 
@@ -1071,7 +1090,7 @@ fn phase_lists_are_written_once() {
 /// happen to be words of another concept.
 #[test]
 fn the_check_catches_a_phase_list_written_out() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-phase-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("record")).unwrap();
     std::fs::copy(
@@ -1095,7 +1114,6 @@ fn the_check_catches_a_phase_list_written_out() {
     )
     .unwrap();
     let found = phase_lists(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(
         found[0].starts_with("a.rs") && found[1].starts_with("b.js"),
@@ -1202,7 +1220,7 @@ fn the_map_is_true() {
 /// The check sees an arrow up the list and a claim an import breaks, on a scratch map.
 #[test]
 fn the_check_catches_a_false_map() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-map-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(
@@ -1223,7 +1241,6 @@ fn the_check_catches_a_false_map() {
     )
     .unwrap();
     let found = map_violations(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(
         found,
         [
@@ -1282,7 +1299,7 @@ fn nothing_prints_below_the_commands_but_progress() {
 /// The check sees a note and a locked stdout, and not a terminal's width read.
 #[test]
 fn the_check_catches_a_print_below_the_commands() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-print-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("cmd")).unwrap();
     std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\nmod cmd;\n").unwrap();
@@ -1307,7 +1324,6 @@ fn the_check_catches_a_print_below_the_commands() {
     )
     .unwrap();
     let found = printers(&src);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["a.rs", "b.rs"]);
 }
 
@@ -1341,7 +1357,7 @@ fn the_engine_reads_no_environment() {
 
 #[test]
 fn the_check_catches_the_engine_reading_the_environment() {
-    let dir = std::env::temp_dir().join(format!("handshake-arch-env-{}", std::process::id()));
+    let dir = Scratch::new();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("engine")).unwrap();
     std::fs::write(src.join("lib.rs"), "mod config;\nmod engine;\n").unwrap();
@@ -1352,6 +1368,5 @@ fn the_check_catches_the_engine_reading_the_environment() {
     .unwrap();
     std::fs::write(src.join("config.rs"), "fn f() { std::env::var(\"X\"); }\n").unwrap();
     let found = environment_readers(&src, &["engine"]);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found, ["engine"]);
 }
