@@ -35,6 +35,17 @@ impl Drop for Scratch {
     }
 }
 
+/// This crate's `src`.
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// A check over the crate found nothing; else the findings, after `why`.
+fn none(found: impl IntoIterator<Item = impl std::fmt::Debug>, why: &str) {
+    let found: Vec<_> = found.into_iter().collect();
+    assert!(found.is_empty(), "{why}: {found:#?}");
+}
+
 /// Module path ("cmd::audit::server") of each file under `src`.
 fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
     let mut out = BTreeMap::new();
@@ -335,11 +346,10 @@ fn circles_of(src: &Path) -> BTreeSet<String> {
 
 #[test]
 fn no_import_circles() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = circles_of(&src);
-    assert!(
-        found.is_empty(),
-        "import circles (make the arrows run one way; ARCHITECTURE.md): {found:#?}"
+    let src = src_dir();
+    none(
+        circles_of(&src),
+        "import circles (make the arrows run one way; ARCHITECTURE.md)",
     );
 }
 
@@ -427,11 +437,10 @@ const DRIVERS: [&str; 2] = ["engine::h2", "engine::h3"];
 
 #[test]
 fn one_connection_is_stepped_through_proto_not_the_engines_drivers() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = arrows_into(&src, &STEPPERS, &DRIVERS);
-    assert!(
-        found.is_empty(),
-        "reach proto::h2::client or proto::h3::client instead: {found:?}"
+    let src = src_dir();
+    none(
+        arrows_into(&src, &STEPPERS, &DRIVERS),
+        "reach proto::h2::client or proto::h3::client instead",
     );
 }
 
@@ -494,11 +503,10 @@ fn unsafe_outside_sys(src: &Path) -> Vec<String> {
 /// where each block says why it is sound.
 #[test]
 fn no_unsafe_outside_sys() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = unsafe_outside_sys(&src);
-    assert!(
-        found.is_empty(),
-        "unsafe outside src/sys/ (use rustix, or a safe function in src/sys/): {found:?}"
+    let src = src_dir();
+    none(
+        unsafe_outside_sys(&src),
+        "unsafe outside src/sys/ (use rustix, or a safe function in src/sys/)",
     );
     // Each unsafe block in src/sys/ says why it is sound.
     for e in std::fs::read_dir(src.join("sys")).unwrap() {
@@ -570,9 +578,8 @@ fn longer_than(src: &Path, max: usize) -> Vec<String> {
 /// included.
 #[test]
 fn no_file_over_700_lines() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = longer_than(&src, 700);
-    assert!(found.is_empty(), "split along the file's seams: {found:?}");
+    let src = src_dir();
+    none(longer_than(&src, 700), "split along the file's seams");
 }
 
 /// The check counts a file's lines: 701 fail, 700 pass.
@@ -628,11 +635,10 @@ fn recorder_writers(src: &Path) -> Vec<String> {
 /// its recorder; the drivers hand it their connections' events and never hold it.
 #[test]
 fn one_writer_per_recorder() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = recorder_writers(&src);
-    assert!(
-        found.is_empty(),
-        "hand the collector a ConnEvent (engine/collect.rs) instead: {found:?}"
+    let src = src_dir();
+    none(
+        recorder_writers(&src),
+        "hand the collector a ConnEvent (engine/collect.rs) instead",
     );
 }
 
@@ -675,10 +681,9 @@ fn the_check_catches_a_shared_recorder() {
 #[test]
 fn no_command_file_over_150_lines() {
     let cmd = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd");
-    let found = longer_than(&cmd, 150);
-    assert!(
-        found.is_empty(),
-        "resolve the arguments in config/ and run the work in its own room: {found:?}"
+    none(
+        longer_than(&cmd, 150),
+        "resolve the arguments in config/ and run the work in its own room",
     );
 }
 
@@ -703,7 +708,7 @@ fn thread_locals(src: &Path) -> Vec<String> {
 /// read buffers.
 #[test]
 fn what_was_said_does_not_travel_through_thread_locals() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = src_dir();
     assert_eq!(
         thread_locals(&src),
         ["proto/h1/conn.rs"],
@@ -757,11 +762,10 @@ fn reuse_deciders(src: &Path) -> Vec<String> {
 /// other file names a cause of its own.
 #[test]
 fn reuse_is_decided_in_one_place() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = reuse_deciders(&src);
-    assert!(
-        found.is_empty(),
-        "a reuse cause decided outside report/reuse.rs: {found:?}"
+    let src = src_dir();
+    none(
+        reuse_deciders(&src),
+        "a reuse cause decided outside report/reuse.rs",
     );
 }
 
@@ -816,7 +820,7 @@ fn panicking_prints(src: &Path) -> Vec<String> {
 /// `progress::note` (a line lost, the run going on).
 #[test]
 fn no_print_that_panics() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = src_dir();
     assert!(
         panicking_prints(&src).is_empty(),
         "println!/eprintln! in {:?}: use cmd::print_out or progress::note",
@@ -947,11 +951,10 @@ fn interfaces(text: &str) -> Vec<String> {
 /// compiler's to see.
 #[test]
 fn no_crate_item_used_only_in_its_own_file() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = crate_items_used_only_at_home(&src);
-    assert!(
-        found.is_empty(),
-        "crate-visible but used only in their own file (make them private): {found:?}"
+    let src = src_dir();
+    none(
+        crate_items_used_only_at_home(&src),
+        "crate-visible but used only in their own file (make them private)",
     );
 }
 
@@ -1077,12 +1080,11 @@ fn phase_lists(src: &Path) -> Vec<String> {
 /// `src/record/phase.rs` names them, and every table, sum and label is a use of it.
 #[test]
 fn phase_lists_are_written_once() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = src_dir();
     assert_eq!(phase_names(&src).len(), 12, "{:?}", phase_names(&src));
-    let found = phase_lists(&src);
-    assert!(
-        found.is_empty(),
-        "phase names spelled outside src/record/phase.rs (use Phase): {found:?}"
+    none(
+        phase_lists(&src),
+        "phase names spelled outside src/record/phase.rs (use Phase)",
     );
 }
 
@@ -1210,11 +1212,7 @@ fn map_violations(root: &Path) -> Vec<String> {
 #[test]
 fn the_map_is_true() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = map_violations(root);
-    assert!(
-        found.is_empty(),
-        "ARCHITECTURE.md's code map is false: {found:?}"
-    );
+    none(map_violations(root), "ARCHITECTURE.md's code map is false");
 }
 
 /// The check sees an arrow up the list and a claim an import breaks, on a scratch map.
@@ -1280,7 +1278,7 @@ fn printers(src: &Path) -> Vec<String> {
 
 #[test]
 fn nothing_prints_below_the_commands_but_progress() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = src_dir();
     let mut found = printers(&src);
     found.retain(|f| !PRINTERS.contains(&f.as_str()));
     assert!(
@@ -1347,11 +1345,10 @@ fn environment_readers(src: &Path, rooms: &[&str]) -> Vec<String> {
 /// protocols read no environment; `config` reads it into the plan (`HANDSHAKE_H1_TASKS`).
 #[test]
 fn the_engine_reads_no_environment() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = environment_readers(&src, &["engine", "plan", "proto", "stats", "probe"]);
-    assert!(
-        found.is_empty(),
-        "read the environment in config: {found:?}"
+    let src = src_dir();
+    none(
+        environment_readers(&src, &["engine", "plan", "proto", "stats", "probe"]),
+        "read the environment in config",
     );
 }
 
