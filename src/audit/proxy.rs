@@ -7,7 +7,6 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 use super::answer::{RequestLine, Upstream, HOP_BY_HOP};
-use crate::net::Stream;
 use crate::proto::h1::ChunkedDecoder;
 use crate::server::routes::{reason, ConnHeader};
 
@@ -105,11 +104,22 @@ pub(super) async fn forward_proxied(
         .map_err(|e| (502, format!("forwarding to {origin}: {e:#}")))
 }
 
-/// Read one upstream response: (head bytes, body data, connection reusable).
-pub(super) async fn read_upstream(
-    s: &mut Stream,
+/// The most of an upstream's body the audit holds: it relays a response whole, so a
+/// larger one is refused (a 502 that says so) rather than held without bound.
+const MAX_RELAYED_BODY: usize = 64 * 1024 * 1024;
+
+/// Read one upstream response: (head bytes, body data, connection reusable). The head
+/// is bounded by `parse_head` (64 KiB), the body by [`MAX_RELAYED_BODY`].
+pub(super) async fn read_upstream<S: tokio::io::AsyncRead + Unpin>(
+    s: &mut S,
     head_request: bool,
 ) -> anyhow::Result<(Vec<u8>, Vec<u8>, bool)> {
+    let too_large = || {
+        anyhow::anyhow!(
+            "the upstream's response body is over {} MiB (the audit relays a body whole)",
+            MAX_RELAYED_BODY / (1024 * 1024)
+        )
+    };
     let mut buf = Vec::with_capacity(16 * 1024);
     let mut chunk = vec![0u8; 16 * 1024];
     let head = loop {
@@ -130,6 +140,9 @@ pub(super) async fn read_upstream(
     let body = match head.framing {
         crate::proto::h1::Framing::None => Vec::new(),
         crate::proto::h1::Framing::Length(n) => {
+            if n > MAX_RELAYED_BODY as u64 {
+                return Err(too_large());
+            }
             while (buf.len() as u64) < n {
                 let r = s.read(&mut chunk).await?;
                 anyhow::ensure!(r > 0, "the upstream closed inside the body");
@@ -148,6 +161,9 @@ pub(super) async fn read_upstream(
                 if fed.done {
                     break data;
                 }
+                if data.len() > MAX_RELAYED_BODY {
+                    return Err(too_large());
+                }
                 let r = s.read(&mut chunk).await?;
                 anyhow::ensure!(r > 0, "the upstream closed inside the body");
                 buf.extend_from_slice(&chunk[..r]);
@@ -160,6 +176,9 @@ pub(super) async fn read_upstream(
                     break;
                 }
                 buf.extend_from_slice(&chunk[..r]);
+                if buf.len() > MAX_RELAYED_BODY {
+                    return Err(too_large());
+                }
             }
             std::mem::take(&mut buf)
         }
@@ -206,4 +225,40 @@ pub(super) fn rewrite_head(
     }
     out.extend_from_slice(b"\r\n");
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_upstream, MAX_RELAYED_BODY};
+
+    fn read(bytes: &[u8]) -> anyhow::Result<(Vec<u8>, Vec<u8>, bool)> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(read_upstream(&mut &bytes[..], false))
+    }
+
+    #[test]
+    fn a_response_is_read_and_an_endless_one_refused() {
+        let (head, body, reusable) =
+            read(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
+        assert!(head.starts_with(b"HTTP/1.1 200 OK"));
+        assert_eq!((body.as_slice(), reusable), (&b"ok"[..], true));
+        // A length past the bound is refused before any of it is read.
+        let huge = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+            MAX_RELAYED_BODY + 1
+        );
+        let e = read(huge.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("over 64 MiB"), "{e}");
+        // A body until close past the bound is refused once it passes it.
+        let mut close = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+        close.resize(close.len() + MAX_RELAYED_BODY + 2, b'x');
+        let e = read(&close).unwrap_err().to_string();
+        assert!(e.contains("over 64 MiB"), "{e}");
+        // A head without its end stops at parse_head's bound.
+        let mut endless = b"HTTP/1.1 200 OK\r\n".to_vec();
+        endless.resize(200 * 1024, b'a');
+        assert!(read(&endless).is_err());
+    }
 }
