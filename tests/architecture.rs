@@ -21,6 +21,13 @@ impl Scratch {
     }
 }
 
+/// A file of a scratch tree, with the folders it needs.
+fn put(path: impl AsRef<Path>, text: impl AsRef<[u8]>) {
+    let path = path.as_ref();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
 impl std::ops::Deref for Scratch {
     type Target = Path;
 
@@ -359,22 +366,19 @@ fn no_import_circles() {
 fn the_check_catches_a_circle() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(src.join("a")).unwrap();
-    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
-    std::fs::write(
+    put(src.join("lib.rs"), "pub mod a;\npub mod b;\n");
+    put(
         src.join("a/mod.rs"),
         "pub mod inner;\nuse crate::b::B;\npub struct A;\n",
-    )
-    .unwrap();
-    std::fs::write(src.join("a/inner.rs"), "pub fn f() {}\n").unwrap();
+    );
+    put(src.join("a/inner.rs"), "pub fn f() {}\n");
     let b_with_arrow = "pub struct B;\npub fn g() -> super::a::A { super::a::A }\n";
-    std::fs::write(src.join("b.rs"), b_with_arrow).unwrap();
+    put(src.join("b.rs"), b_with_arrow);
     let found = circles_of(&src);
-    std::fs::write(
+    put(
         src.join("b.rs"),
         "pub struct B;\n// super::a::A in a comment\n",
-    )
-    .unwrap();
+    );
     let after = circles_of(&src);
     assert_eq!(
         found.into_iter().collect::<Vec<_>>(),
@@ -449,30 +453,25 @@ fn one_connection_is_stepped_through_proto_not_the_engines_drivers() {
 fn the_check_catches_a_probe_reaching_into_a_driver() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(src.join("engine")).unwrap();
-    std::fs::create_dir_all(src.join("probe")).unwrap();
-    std::fs::write(src.join("lib.rs"), "pub mod engine;\npub mod probe;\n").unwrap();
-    std::fs::write(src.join("engine/mod.rs"), "pub mod h3;\npub mod open;\n").unwrap();
-    std::fs::write(src.join("engine/h3.rs"), "pub struct Endpoints;\n").unwrap();
-    std::fs::write(src.join("engine/open.rs"), "pub struct Opener;\n").unwrap();
-    std::fs::write(
+    put(src.join("lib.rs"), "pub mod engine;\npub mod probe;\n");
+    put(src.join("engine/mod.rs"), "pub mod h3;\npub mod open;\n");
+    put(src.join("engine/h3.rs"), "pub struct Endpoints;\n");
+    put(src.join("engine/open.rs"), "pub struct Opener;\n");
+    put(
         src.join("probe/mod.rs"),
         "pub mod h3;\nuse crate::engine::open::Opener;\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("probe/h3.rs"),
         "use crate::engine::h3::Endpoints;\n",
-    )
-    .unwrap();
+    );
     let by_use = arrows_into(&src, &STEPPERS, &DRIVERS);
-    std::fs::write(
+    put(
         src.join("probe/h3.rs"),
         "// crate::engine::h3 in a comment\nfn f() { let _ = crate::engine::h3::Endpoints; }\n",
-    )
-    .unwrap();
+    );
     let in_code = arrows_into(&src, &STEPPERS, &DRIVERS);
-    std::fs::write(src.join("probe/h3.rs"), "// crate::engine::h3::Endpoints\n").unwrap();
+    put(src.join("probe/h3.rs"), "// crate::engine::h3::Endpoints\n");
     let in_comment = arrows_into(&src, &STEPPERS, &DRIVERS);
     assert_eq!(by_use, ["probe::h3 -> engine::h3"]);
     assert_eq!(in_code, ["probe::h3 -> engine::h3"]);
@@ -539,24 +538,20 @@ fn no_unsafe_outside_sys() {
 fn the_check_catches_unsafe_outside_sys() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(src.join("sys")).unwrap();
-    std::fs::write(
+    put(
         src.join("lib.rs"),
         "pub mod a;\npub mod b;\npub mod c;\npub mod sys;\n",
-    )
-    .unwrap();
-    std::fs::write(src.join("a.rs"), "fn f() { unsafe { g() } }\n").unwrap();
-    std::fs::write(
+    );
+    put(src.join("a.rs"), "fn f() { unsafe { g() } }\n");
+    put(
         src.join("b.rs"),
         "fn f() {}\n#[cfg(test)]\nmod tests {\n    fn g() { unsafe { h() } }\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("c.rs"),
         "// unsafe here\nconst S: &str = \"unsafe\";\n",
-    )
-    .unwrap();
-    std::fs::write(src.join("sys/mod.rs"), "pub fn f() { unsafe { g() } }\n").unwrap();
+    );
+    put(src.join("sys/mod.rs"), "pub fn f() { unsafe { g() } }\n");
     let found = unsafe_outside_sys(&src);
     assert_eq!(found, ["a.rs", "b.rs"]);
 }
@@ -587,10 +582,9 @@ fn no_file_over_700_lines() {
 fn the_check_catches_a_long_file() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
-    std::fs::write(src.join("a.rs"), "// line\n".repeat(701)).unwrap();
-    std::fs::write(src.join("b.rs"), "// line\n".repeat(700)).unwrap();
+    put(src.join("lib.rs"), "pub mod a;\npub mod b;\n");
+    put(src.join("a.rs"), "// line\n".repeat(701));
+    put(src.join("b.rs"), "// line\n".repeat(700));
     let found = longer_than(&src, 700);
     assert_eq!(found, ["a.rs: 701"]);
 }
@@ -648,24 +642,20 @@ fn one_writer_per_recorder() {
 fn the_check_catches_a_shared_recorder() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(src.join("engine")).unwrap();
-    std::fs::write(
+    put(
         src.join("lib.rs"),
         "pub mod a;\npub mod b;\npub mod engine;\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("a.rs"),
         "struct S { r: Rc<RefCell< crate::stats::Recorder >> }\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("b.rs"),
         "// Rc<RefCell<Recorder>>\nstruct T { r: Recorder, m: Mutex<u8> }\n",
-    )
-    .unwrap();
-    std::fs::write(src.join("engine/mod.rs"), "mod h2;\n").unwrap();
-    std::fs::write(src.join("engine/h2.rs"), "fn f(r: &mut Recorder) {}\n").unwrap();
+    );
+    put(src.join("engine/mod.rs"), "mod h2;\n");
+    put(src.join("engine/h2.rs"), "fn f(r: &mut Recorder) {}\n");
     let found = recorder_writers(&src);
     assert_eq!(
         found,
@@ -721,18 +711,15 @@ fn what_was_said_does_not_travel_through_thread_locals() {
 fn the_check_catches_a_thread_local() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
-    std::fs::write(
+    put(src.join("lib.rs"), "pub mod a;\npub mod b;\n");
+    put(
         src.join("a.rs"),
         "thread_local! { static M: u8 = const { 0 }; }\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("b.rs"),
         "// thread_local! here\nconst S: &str = \"thread_local!\";\n",
-    )
-    .unwrap();
+    );
     let found = thread_locals(&src);
     assert_eq!(found, ["a.rs"]);
 }
@@ -774,20 +761,17 @@ fn reuse_is_decided_in_one_place() {
 fn the_check_catches_a_cause_decided_elsewhere() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(src.join("report")).unwrap();
-    std::fs::write(
+    put(
         src.join("lib.rs"),
         "pub mod a;\npub mod b;\npub mod report;\n",
-    )
-    .unwrap();
-    std::fs::write(src.join("report.rs"), "pub mod reuse;\n").unwrap();
-    std::fs::write(
+    );
+    put(src.join("report.rs"), "pub mod reuse;\n");
+    put(
         src.join("report/reuse.rs"),
         "const C: &str = \"not_reused_x\";\n",
-    )
-    .unwrap();
-    std::fs::write(src.join("a.rs"), "const C: &str = \"not_reused_y\";\n").unwrap();
-    std::fs::write(src.join("b.rs"), "// \"not_reused_z\" is said elsewhere\n").unwrap();
+    );
+    put(src.join("a.rs"), "const C: &str = \"not_reused_y\";\n");
+    put(src.join("b.rs"), "// \"not_reused_z\" is said elsewhere\n");
     let found = reuse_deciders(&src);
     assert_eq!(found, ["a.rs"]);
 }
@@ -833,16 +817,14 @@ fn no_print_that_panics() {
 fn the_check_catches_a_print_that_panics() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\npub mod c;\n").unwrap();
-    std::fs::write(src.join("main.rs"), "fn main() { eprintln!(\"x\"); }\n").unwrap();
-    std::fs::write(src.join("a.rs"), "fn f() { eprintln!(\"x\"); }\n").unwrap();
-    std::fs::write(src.join("b.rs"), "fn f() { println!(\"x\"); }\n").unwrap();
-    std::fs::write(
+    put(src.join("lib.rs"), "pub mod a;\npub mod b;\npub mod c;\n");
+    put(src.join("main.rs"), "fn main() { eprintln!(\"x\"); }\n");
+    put(src.join("a.rs"), "fn f() { eprintln!(\"x\"); }\n");
+    put(src.join("b.rs"), "fn f() { println!(\"x\"); }\n");
+    put(
         src.join("c.rs"),
         "// println!(\"x\")\nconst S: &str = \"eprintln!(\";\n",
-    )
-    .unwrap();
+    );
     let found = panicking_prints(&src);
     assert_eq!(found, ["a.rs", "b.rs", "main.rs"]);
 }
@@ -965,20 +947,17 @@ fn no_crate_item_used_only_in_its_own_file() {
 fn the_check_catches_a_crate_item_used_only_at_home() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
-    std::fs::write(
+    put(src.join("lib.rs"), "mod a;\nmod b;\n");
+    put(
         src.join("a.rs"),
         "pub(crate) fn lonely() {}\npub(crate) const ALONE: u8 = 1;\n\
          pub(crate) struct Hidden;\npub(crate) struct Carried;\n\
          pub(crate) fn make(\n    n: u8,\n) -> Carried {\n    Carried\n}\npub(crate) fn shared() {}\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("b.rs"),
         "// lonely\nfn f() { crate::a::shared(); crate::a::make(); }\n",
-    )
-    .unwrap();
+    );
     let found = crate_items_used_only_at_home(&src);
     assert_eq!(found, ["a.rs: ALONE", "a.rs: Hidden", "a.rs: lonely"]);
 }
@@ -1094,27 +1073,20 @@ fn phase_lists_are_written_once() {
 fn the_check_catches_a_phase_list_written_out() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(src.join("record")).unwrap();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/record/phase.rs"),
-        src.join("record/phase.rs"),
-    )
-    .unwrap();
-    std::fs::write(
+    let phases = std::fs::read_to_string(src_dir().join("record/phase.rs")).unwrap();
+    put(src.join("record/phase.rs"), phases);
+    put(
         src.join("a.rs"),
         "const SETUP: [&str; 3] = [\"dns\", \"connect\", \"tls\"];\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("b.js"),
         "const P = [\"send\", \"wait\", \"receive\"];\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("c.rs"),
         "const K: [&str; 2] = [\"tls\", \"total\"];\n",
-    )
-    .unwrap();
+    );
     let found = phase_lists(&src);
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(
@@ -1220,24 +1192,21 @@ fn the_map_is_true() {
 fn the_check_catches_a_false_map() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(
+    put(
         dir.join("ARCHITECTURE.md"),
         "## Code map\n\n- `src/a.rs`: the ground. It imports nothing of the crate.\n\
          - `src/b.rs`, `src/c.rs`: the vocabulary (words). They import nothing of the crate\n  \
          beyond each other and `sys`.\n- `src/d.rs`: above. It imports only the vocabulary.\n\
          \n## Invariants\n",
-    )
-    .unwrap();
-    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\nmod d;\n").unwrap();
-    std::fs::write(src.join("a.rs"), "fn f() { crate::b::g() }\n").unwrap();
-    std::fs::write(src.join("b.rs"), "pub fn g() { crate::c::h() }\n").unwrap();
-    std::fs::write(src.join("c.rs"), "pub fn h() {}\n").unwrap();
-    std::fs::write(
+    );
+    put(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\nmod d;\n");
+    put(src.join("a.rs"), "fn f() { crate::b::g() }\n");
+    put(src.join("b.rs"), "pub fn g() { crate::c::h() }\n");
+    put(src.join("c.rs"), "pub fn h() {}\n");
+    put(
         src.join("d.rs"),
         "fn k() { crate::a::f(); crate::b::g() }\n",
-    )
-    .unwrap();
+    );
     let found = map_violations(&dir);
     assert_eq!(
         found,
@@ -1299,28 +1268,23 @@ fn nothing_prints_below_the_commands_but_progress() {
 fn the_check_catches_a_print_below_the_commands() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(src.join("cmd")).unwrap();
-    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\nmod cmd;\n").unwrap();
-    std::fs::write(
+    put(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\nmod cmd;\n");
+    put(
         src.join("a.rs"),
         "fn f() { crate::progress::note(\"x\") }\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("b.rs"),
         "fn f() { let _ = writeln!(std::io::stdout().lock(), \"x\"); }\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("c.rs"),
         "fn w() { let _ = std::io::stdout().is_terminal(); }\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         src.join("cmd/mod.rs"),
         "fn f() { crate::progress::note(\"x\") }\n",
-    )
-    .unwrap();
+    );
     let found = printers(&src);
     assert_eq!(found, ["a.rs", "b.rs"]);
 }
@@ -1356,14 +1320,12 @@ fn the_engine_reads_no_environment() {
 fn the_check_catches_the_engine_reading_the_environment() {
     let dir = Scratch::new();
     let src = dir.join("src");
-    std::fs::create_dir_all(src.join("engine")).unwrap();
-    std::fs::write(src.join("lib.rs"), "mod config;\nmod engine;\n").unwrap();
-    std::fs::write(
+    put(src.join("lib.rs"), "mod config;\nmod engine;\n");
+    put(
         src.join("engine/mod.rs"),
         "fn f() -> bool { std::env::var_os(\"X\").is_some() }\n",
-    )
-    .unwrap();
-    std::fs::write(src.join("config.rs"), "fn f() { std::env::var(\"X\"); }\n").unwrap();
+    );
+    put(src.join("config.rs"), "fn f() { std::env::var(\"X\"); }\n");
     let found = environment_readers(&src, &["engine"]);
     assert_eq!(found, ["engine"]);
 }

@@ -19,7 +19,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         .path
         .as_ref()
         .map(|_| {
-            let steps = crate::progress::Steps::on_terminal("bench", plan.progress);
+            let steps = crate::progress::Steps::on_terminal("bench", plan.progress());
             let early = plan.strategy.early_data();
             Embedded::with_early_data(plan.link, early, plan.chain_bytes, &steps)
         })
@@ -51,7 +51,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         &crate::progress::note,
     )?;
     let live = publisher.as_ref().map(|_| board.live(&sc));
-    let run = || engine::run_live(sc.clone(), plan.progress, live);
+    let run = || engine::run_live(sc.clone(), plan.progress(), live);
     let result = on_client(embedded.as_ref(), run)??;
     // The board holds a copy of the run's counts for the metrics endpoint only when
     // there is one (a recorder's histograms are about 1 MiB at the end of a run).

@@ -45,8 +45,6 @@ pub(crate) struct BenchPlan {
     threads_given: bool,
     /// `--urls-from-file` without `-n` or `-d`: each URL once.
     each_url_once: bool,
-    /// Progress lines on a terminal's stderr (not with `--no-progress` or `--json`).
-    pub progress: bool,
     /// How the report is written (`--json`, `--html`, `--fail-if`, ...).
     pub output: crate::cli::OutputArgs,
 }
@@ -83,7 +81,6 @@ pub(crate) fn bench_plan(a: BenchArgs) -> anyhow::Result<BenchPlan> {
         requests_per_connection: a.requests_per_connection,
         threads_given: a.load.threads.is_some(),
         each_url_once: super::each_url_once(&a.load, &a.request),
-        progress: !a.output.no_progress && !a.output.json,
         output: a.output,
         strategy,
         thresholds,
@@ -103,6 +100,12 @@ pub(crate) fn bench_plan(a: BenchArgs) -> anyhow::Result<BenchPlan> {
 }
 
 impl BenchPlan {
+    /// Progress lines on a terminal's stderr (not with `--no-progress`, nor beside
+    /// `--json`).
+    pub(crate) fn progress(&self) -> bool {
+        !self.output.no_progress && !self.output.json
+    }
+
     /// The runnable scenario, against `embedded` when the run is against it (its URL,
     /// trusting its CA).
     pub(crate) fn scenario(&self, embedded: Option<&Embedded>) -> Result<Scenario, UsageError> {

@@ -134,7 +134,8 @@ fn labels_of(sc: &Scenario) -> Vec<Label> {
     ]
 }
 
-/// A family both bench and watch export, with one number.
+/// A family of one number without labels (its definition shared with watch's, or
+/// bench's own).
 fn shared(def: &defs::Def, v: u64) -> Family {
     let mut f = def.family();
     f.number(Vec::new(), v as f64);
@@ -142,9 +143,14 @@ fn shared(def: &defs::Def, v: u64) -> Family {
 }
 
 fn counter(name: &'static str, help: &'static str, v: u64) -> Family {
-    let mut f = Family::new(name, help, Kind::Counter);
-    f.number(Vec::new(), v as f64);
-    f
+    shared(
+        &defs::Def {
+            name,
+            kind: Kind::Counter,
+            help,
+        },
+        v,
+    )
 }
 
 /// The families of one recorder, without labels.

@@ -51,18 +51,14 @@ impl Phase {
         Phase::Total,
     ];
 
-    /// The phases that set up a new connection (between `blocked` and `send`); a
+    /// The phases that set up a new connection: those between `blocked` and `send`; a
     /// request on a reused connection has none of them. What every command calls
     /// "setup" is their sum.
-    pub(crate) const SETUP: [Phase; 7] = [
-        Phase::Dns,
-        Phase::Connect,
-        Phase::ProxyConnect,
-        Phase::Tunnel,
-        Phase::Tls,
-        Phase::H2Setup,
-        Phase::QuicHandshake,
-    ];
+    pub(crate) const SETUP: &'static [Phase] = Phase::ALL
+        .split_at(Phase::Send.index())
+        .0
+        .split_at(Phase::Dns.index())
+        .1;
 
     /// The parts an attempt's time is made of: every phase but `total`, their sum.
     pub(crate) fn parts() -> impl Iterator<Item = Phase> {

@@ -642,7 +642,7 @@ impl PhaseGroup {
         }
         let sum: f64 = self
             .phases
-            .of(&Phase::SETUP)
+            .of(Phase::SETUP)
             .map(|p| p.mean * p.count as f64)
             .sum();
         sum / self.requests as f64
