@@ -220,6 +220,10 @@ struct Ends {
 
 struct Window {
     start: Instant,
+    /// When the failure that opened it was seen: a connect begun before then may have
+    /// been answered before the hop went (its handshake done by the kernel, the
+    /// connection still in the listener's queue), so it does not end the window.
+    opened: Instant,
     last_failed: Instant,
     end: Option<Instant>,
     refused: u64,
@@ -383,6 +387,7 @@ impl Gate {
             };
             s.open = Some(Window {
                 start,
+                opened: at,
                 last_failed: at,
                 end: None,
                 refused: 0,
@@ -402,8 +407,10 @@ impl Gate {
         w.count(how);
     }
 
-    /// A connect to the hop succeeded at `at`: the gate opens, its window ends.
-    pub(crate) fn reached(&self, at: Instant) {
+    /// A connect to the hop, begun at `began`, succeeded at `at`: the gate opens, its
+    /// window ends. One begun before the window opened proves nothing of the hop's return
+    /// (the kernel may have answered it before the listener went) and leaves it open.
+    pub(crate) fn reached(&self, (began, at): (Instant, Instant)) {
         if !self.reached_once.load(Ordering::Relaxed) {
             self.reached_once.store(true, Ordering::Relaxed);
         }
@@ -411,6 +418,9 @@ impl Gate {
             return;
         }
         let mut s = self.lock();
+        if s.open.as_ref().is_some_and(|w| began < w.opened) {
+            return;
+        }
         if let Some(mut w) = s.open.take() {
             w.end = Some(at.max(w.last_failed));
             s.closed.push(w);
@@ -452,7 +462,7 @@ mod tests {
         let g = gates(10);
         let gate = g.of(0).unwrap();
         let t0 = Instant::now();
-        gate.reached(t0);
+        gate.reached((t0, t0));
         assert_eq!(gate.turn(t0), Ok(()));
         gate.failed_in_flight(t0);
         gate.unreachable(
@@ -473,7 +483,7 @@ mod tests {
             at = n;
             assert_eq!(gate.turn(at), Ok(()));
         }
-        gate.reached(at + Duration::from_millis(3));
+        gate.reached((at, at + Duration::from_millis(3)));
         assert_eq!(gate.turn(at + Duration::from_millis(4)), Ok(()));
         let o = g.outages(
             (t0, std::time::SystemTime::now()),
@@ -486,6 +496,26 @@ mod tests {
         assert_eq!(o[0].connects_refused, 21);
         let end = o[0].end_s.unwrap();
         assert!((end - (at - t0 + Duration::from_millis(3)).as_secs_f64()).abs() < 1e-9);
+    }
+
+    /// A crash seen by a refused connect while another connect, begun before it, is
+    /// still being read: that one's success (the kernel answered it before the listener
+    /// went) does not end the window; a connect begun after the refusal does.
+    #[test]
+    fn a_connect_begun_before_the_window_does_not_end_it() {
+        let g = gates(10);
+        let gate = g.of(0).unwrap();
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        gate.reached((t0, t0));
+        gate.unreachable((ms(10), ms(10)), Unreachable::Refused);
+        gate.reached((ms(9), ms(11)));
+        gate.unreachable((ms(12), ms(12)), Unreachable::Refused);
+        gate.reached((ms(500), ms(501)));
+        let o = g.outages((t0, std::time::SystemTime::now()), ms(1000));
+        assert_eq!(o.len(), 1, "{o:?}");
+        assert_eq!(o[0].connects_refused, 2);
+        assert!((o[0].end_s.unwrap() - 0.501).abs() < 1e-9);
     }
 
     #[test]

@@ -237,7 +237,7 @@ impl<T: Tally> Opener<T> {
                     .map_err(|f| self.closed_unopened(f))?
             }
         };
-        self.reached(origin, t_connected);
+        self.reached(origin, (t, t_connected));
         let (Some(cfg), true) = (tls, origin.tls) else {
             return Ok(Opened {
                 stream: Stream::Plain(transport),
@@ -320,14 +320,15 @@ impl<T: Tally> Opener<T> {
         Ok(())
     }
 
-    /// The hop answered at `at` (through the proxy, when there is one): its gate opens.
-    fn reached(&self, origin: &Origin, at: Instant) {
+    /// The hop answered a connect begun at `began` at `at` (through the proxy, when there
+    /// is one): its gate opens.
+    fn reached(&self, origin: &Origin, (began, at): (Instant, Instant)) {
         if let Some(g) = self
             .gates
             .as_ref()
             .and_then(|g| g.of(origin.index as usize))
         {
-            g.reached(at);
+            g.reached((began, at));
         }
     }
 

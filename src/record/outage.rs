@@ -1,7 +1,8 @@
 //! A window in which a run's target (or its proxy, or its resolver) could not be reached:
 //! from the first sign (a request in flight that failed just before, or a connect that
-//! failed) to the first connect that succeeded after, with the tries between. Kept by the
-//! engine's gate, one per origin, and added up across threads and segments by overlap.
+//! failed) to the first connect begun after it that succeeded, with the tries between.
+//! Kept by the engine's gate, one per origin, and added up across threads and segments by
+//! overlap.
 
 use serde::{Deserialize, Serialize};
 
@@ -62,8 +63,8 @@ pub(crate) struct Outage {
     /// Seconds from the run's start to the first sign: the first request in flight that
     /// failed just before (within 100 ms of) the first failed connect, else that connect.
     pub start_s: f64,
-    /// Seconds from the run's start to the first connect that succeeded after it; absent
-    /// when the run ended first.
+    /// Seconds from the run's start to the first connect begun after it opened that
+    /// succeeded; absent when the run ended first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_s: Option<f64>,
     /// The last connect that failed before the end: the hop came back between it and

@@ -64,7 +64,7 @@ impl Loop<'_> {
         }
         let now = Instant::now();
         if let Some(g) = self.gate {
-            g.reached(now);
+            g.reached((since, now));
         }
         let w = &mut self.workers[i];
         let conn = w.conn.as_ref().expect("a connecting worker has its socket");
