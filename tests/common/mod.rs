@@ -21,6 +21,17 @@ pub use apache::Apache;
 #[allow(unused_imports)] // Not every test binary starts a proxy.
 pub use proxies::{shared_dir, squid, squid_with, tinyproxy, wait_listening, ProxyServer};
 
+/// The lock of the tests that must not share the machine: those that read times or CPU
+/// (one test's load is another's noise), capture packets, or stop a server whose port
+/// another test's server could take meanwhile. One lock for every binary's modules, so
+/// a test that held its own file's lock when each file was a binary holds it still.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_handshake")
 }

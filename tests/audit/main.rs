@@ -1,0 +1,8 @@
+//! `handshake audit`: see tests/README.md.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod clients;
+mod http2;
+mod proxy_mode;

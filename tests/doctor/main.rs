@@ -1,0 +1,6 @@
+//! `handshake doctor`: see tests/README.md.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod policies;

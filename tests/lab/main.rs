@@ -1,0 +1,6 @@
+//! `handshake lab`: see tests/README.md.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod link;

@@ -1,0 +1,6 @@
+//! `handshake watch`: see tests/README.md.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod clients;
