@@ -60,7 +60,7 @@ pub mod api {
         use crate::audit::server::RunningAudit;
 
         /// An audit on a loopback port that answers with `server`'s responses and
-        /// limits (tests/server.rs holds it and the embedded server to the same counts).
+        /// limits (tests/serve/limits.rs holds it and the embedded server to the same counts).
         pub struct Audit(RunningAudit);
 
         impl Audit {

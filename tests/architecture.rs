@@ -1329,3 +1329,151 @@ fn the_check_catches_the_engine_reading_the_environment() {
     let found = environment_readers(&src, &["engine"]);
     assert_eq!(found, ["engine"]);
 }
+
+/// The most test binaries: each links the whole crate again (tests/README.md).
+const MOST_TEST_BINARIES: usize = 12;
+
+/// What is false of the tests folder under `tests`: more binaries than
+/// `MOST_TEST_BINARIES`; a binary or a module its `main.rs` declares that the index
+/// (`README.md`'s table, a row per binary with its modules) leaves out; a `.rs` file no
+/// binary declares (a test that never runs); a lock of a module's own (`serial()` in
+/// `common` is the one).
+fn test_index_violations(tests: &Path) -> Vec<String> {
+    let index = std::fs::read_to_string(tests.join("README.md")).unwrap_or_default();
+    let row = |name: &str| {
+        index
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}`")))
+            .map(str::to_owned)
+    };
+    let mut found = Vec::new();
+    let mut binaries = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(tests)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let main = path.join("main.rs");
+        if path.extension().is_some_and(|e| e == "rs") {
+            binaries += 1;
+            if row(&name).is_none() {
+                found.push(format!("{name}: not in the index"));
+            }
+        } else if main.is_file() {
+            binaries += 1;
+            let Some(row) = row(&name) else {
+                found.push(format!("{name}: not in the index"));
+                continue;
+            };
+            let text = std::fs::read_to_string(&main).unwrap();
+            // Each module and the file it is read from (`#[path]` or its name).
+            let mut declared = BTreeSet::new();
+            let mut at = None;
+            for l in text.lines() {
+                if let Some(p) = l.strip_prefix("#[path = \"") {
+                    at = p.strip_suffix("\"]").map(str::to_owned);
+                } else if let Some(m) = l.strip_prefix("mod ").and_then(|m| m.strip_suffix(';')) {
+                    declared.insert(at.take().unwrap_or(format!("{m}.rs")));
+                    if m != "common" && !row.contains(&format!("`{m}`")) {
+                        found.push(format!("{name}::{m}: not in the index"));
+                    }
+                }
+            }
+            for f in std::fs::read_dir(&path).unwrap() {
+                let f = f.unwrap().file_name().to_string_lossy().into_owned();
+                if f.ends_with(".rs") && f != "main.rs" && !declared.contains(&f) {
+                    found.push(format!("{name}/{f}: no binary declares it"));
+                }
+            }
+        } else if name != "common" && path.is_dir() && has_rust(&path) {
+            found.push(format!("{name}/: Rust files without a main.rs"));
+        }
+    }
+    if binaries > MOST_TEST_BINARIES {
+        found.push(format!(
+            "{binaries} test binaries, more than {MOST_TEST_BINARIES}"
+        ));
+    }
+    for f in rust_files(tests) {
+        let text = without_comments_and_strings(&std::fs::read_to_string(&f).unwrap());
+        let rel = f.strip_prefix(tests).unwrap().display().to_string();
+        if !rel.starts_with("common/") && text.contains("Mutex<()>") {
+            found.push(format!(
+                "{rel}: a lock of its own (common::serial is the one)"
+            ));
+        }
+    }
+    found
+}
+
+/// Whether `dir` holds a `.rs` file.
+fn has_rust(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "rs"))
+}
+
+/// The `.rs` files under `dir`, at any depth (`node_modules` left out).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() && !p.ends_with("node_modules") {
+            out.extend(rust_files(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_tests_folder_is_as_its_index_says() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    none(
+        test_index_violations(&tests),
+        "tests/README.md and the test binaries disagree",
+    );
+}
+
+/// The check sees a binary and a module the index leaves out, a file no binary
+/// declares, a lock of a module's own, and one binary too many, on a scratch folder.
+#[test]
+fn the_check_catches_a_test_the_index_does_not_know() {
+    let dir = Scratch::new();
+    let mut table = String::from("| Binary | What | Modules |\n|---|---|---|\n");
+    for k in 0..MOST_TEST_BINARIES {
+        put(dir.join(format!("t{k}.rs")), "#[test]\nfn t() {}\n");
+        table.push_str(&format!("| `t{k}` | one | - |\n"));
+    }
+    table.push_str("| `bench` | bench | `h2` |\n");
+    put(dir.join("README.md"), table);
+    put(
+        dir.join("bench/main.rs"),
+        "#[path = \"../common/mod.rs\"]\nmod common;\n\nmod h2;\nmod h3;\n",
+    );
+    put(
+        dir.join("bench/h2.rs"),
+        "static L: std::sync::Mutex<()> = todo!();\n",
+    );
+    put(dir.join("bench/h3.rs"), "");
+    put(
+        dir.join("bench/forgotten.rs"),
+        "#[test]\nfn never_runs() {}\n",
+    );
+    put(dir.join("common/mod.rs"), "pub fn serial() {}\n");
+    put(dir.join("watch/main.rs"), "");
+    assert_eq!(
+        test_index_violations(&dir),
+        [
+            "bench::h3: not in the index",
+            "bench/forgotten.rs: no binary declares it",
+            "watch: not in the index",
+            "14 test binaries, more than 12",
+            "bench/h2.rs: a lock of its own (common::serial is the one)",
+        ]
+    );
+}

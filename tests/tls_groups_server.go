@@ -1,5 +1,5 @@
 // A TLS server that is not handshake's own (Go's crypto/tls, net/http) and counts what
-// it sees of each connection's handshake, the ground truth for tests/tls_groups.rs:
+// it sees of each connection's handshake, the ground truth for tests/bench/tls_groups.rs:
 //
 //   - the key-exchange group of each connection (ConnectionState().CurveID, Go 1.25+),
 //   - the ClientHellos read off the connection's first bytes (two on a connection

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 /// Run `handshake audit [opts] -- command...`; returns (exit code, report).
 fn audit(opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
-    json_command("audit", opts, command)
+    let (code, v, _) = crate::common::audit(opts, &[], command);
+    (code, v)
 }
 
 /// Requests seen = requests answered; the per-client figures add up to the total.

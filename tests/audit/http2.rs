@@ -16,19 +16,12 @@ fn audit(opts: &[&str], command: &[&str]) -> (Option<i32>, Value) {
 /// The same, with what the client printed (audit sends the client's standard output
 /// to its standard error; its own lines there start with "handshake audit").
 fn audit_full(opts: &[&str], command: &[&str]) -> (Option<i32>, String, Value) {
-    let mut args = vec!["audit", "--json"];
-    args.extend_from_slice(opts);
-    args.push("--");
-    args.extend_from_slice(command);
-    let out = run(&args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("audit {command:?}: {e}\n{err}"));
+    let (code, v, err) = crate::common::audit(opts, &[], command);
     let client: Vec<&str> = err
         .lines()
         .filter(|l| !l.starts_with("handshake audit"))
         .collect();
-    (out.status.code(), client.join("\n"), v)
+    (code, client.join("\n"), v)
 }
 
 /// The client's output and the report; the client must succeed.

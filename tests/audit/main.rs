@@ -4,5 +4,6 @@
 mod common;
 
 mod clients;
+mod first_hour;
 mod http2;
 mod proxy_mode;

@@ -5,7 +5,6 @@
 //! truth for the tunnels, requests and connections the audit reports.
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
 use crate::common::*;
 use serde_json::Value;
@@ -49,17 +48,7 @@ fn lines(n: &Nginx) -> usize {
 /// (the test's own proxy variables removed: audit sets its own); (exit code, report,
 /// stderr).
 fn audit(opts: &[&str], env: &[(&str, &str)], command: &[&str]) -> (Option<i32>, Value, String) {
-    let mut c = Command::new(bin());
-    without_proxy_env(c.args(["audit", "--json", "--proxy-mode"]).args(opts));
-    c.arg("--").args(command);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    let v: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("audit {command:?}: {err}"));
-    (out.status.code(), v, err)
+    crate::common::audit(&[&["--proxy-mode"], opts].concat(), env, command)
 }
 
 /// The proxy's figures; requests seen are answered, one ending per connection.

@@ -81,7 +81,7 @@ fn early_data_to_nginx_on_loopback_is_resumed_and_answered() {
     // nginx's "1" marks a request it processed before the client's Finished. On
     // loopback the Finished is only tens of µs behind, so nginx often gets to an accepted
     // early request after it: its count is a floor here (never above what was
-    // accepted). Across the lab's link it is exact (tests/lab.rs,
+    // accepted). Across the lab's link it is exact (tests/lab/link.rs,
     // nginx_takes_early_data_across_the_link).
     assert!(
         early <= u(&ed["accepted"]),

@@ -112,13 +112,9 @@ fn the_wrong_scheme_and_an_untrusted_certificate_get_their_hints() {
 }
 
 /// Compare's JSON report and exit status.
-fn compare_json(args: &[&str]) -> (std::process::Output, Value) {
-    let mut all = vec!["compare", "--json", "--no-progress"];
-    all.extend_from_slice(args);
-    let out = run(&all);
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{all:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
-    check_exit(&all, &out, &v);
+fn compare_checked(args: &[&str]) -> (std::process::Output, Value) {
+    let (out, v) = compare_ran(args);
+    check_exit(&[&["compare"], args].concat(), &out, &v);
     (out, v)
 }
 
@@ -126,7 +122,7 @@ fn compare_json(args: &[&str]) -> (std::process::Output, Value) {
 fn compare_never_ranks_a_row_without_successful_requests() {
     // Nothing listening: every row failed, none is best, exit 1.
     let url = format!("http://127.0.0.1:{}/", free_port());
-    let (out, v) = compare_json(&[&url, "-n", "10", "--rounds", "2"]);
+    let (out, v) = compare_checked(&[&url, "-n", "10", "--rounds", "2"]);
     assert_eq!(out.status.code(), Some(1));
     let rows = v["comparison"]["rows"].as_array().unwrap();
     assert!(!rows.is_empty());
@@ -159,7 +155,7 @@ fn compare_never_ranks_a_row_without_successful_requests() {
         }
     });
     let url = format!("http://{addr}/");
-    let (out, v) = compare_json(&[
+    let (out, v) = compare_checked(&[
         &url,
         "-n",
         "20",

@@ -1,4 +1,4 @@
-//! Bad and surprising servers beyond the hostile table (tests/hostile.rs): the stale
+//! Bad and surprising servers beyond the hostile table (tests/bench/hostile.rs): the stale
 //! keep-alive race, servers that ignore `Connection: close`, refused connects. Each case
 //! checks the error category, the accounting invariant, and the connection count
 //! against the server's own count.

@@ -2,7 +2,7 @@
 //! link check and merge draw one line in place on stderr (what runs, `k/n`, the time so
 //! far) that fits the terminal and is cleared before the report; `--no-progress` draws
 //! nothing. Off a terminal, lab and merge say nothing on stderr (doctor and compare write
-//! a line per step: tests/compare.rs, tests/doctor.rs).
+//! a line per step: tests/compare/strategies.rs, tests/doctor/policies.rs).
 
 use std::process::Command;
 

@@ -44,12 +44,6 @@ fn headline(text: &str) -> Vec<String> {
     out
 }
 
-/// One test at a time: each measures, and compare's rounds are noisy beside another.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }

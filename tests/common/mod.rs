@@ -15,6 +15,7 @@ use serde_json::Value;
 pub use handshake::api::server::{self, RunningServer, ServerConfig};
 
 pub mod apache;
+pub mod first_hour;
 pub mod proxies;
 #[allow(unused_imports)] // Not every test binary starts Apache.
 pub use apache::Apache;
@@ -123,15 +124,24 @@ pub fn scenario(report: &Value) -> &Value {
 
 /// Run `handshake compare ... --json` and return the parsed report; the run must succeed.
 pub fn compare_json(args: &[&str]) -> Value {
-    let mut all = vec!["compare", "--json", "--no-progress"];
-    all.extend_from_slice(args);
-    let out = run(&all);
+    let (out, v) = compare_ran(args);
     assert!(
         out.status.success(),
         "compare {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("JSON report")
+    v
+}
+
+/// `handshake compare --json --no-progress ARGS`, whatever its exit: how it ended and
+/// its report.
+pub fn compare_ran(args: &[&str]) -> (Output, Value) {
+    let mut all = vec!["compare", "--json", "--no-progress"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{all:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out, v)
 }
 
 /// `handshake args…` with `COLUMNS=width`, which must exit 0.
@@ -861,6 +871,26 @@ pub fn json_command(sub: &str, opts: &[&str], command: &[&str]) -> (Option<i32>,
         )
     });
     (out.status.code(), v)
+}
+
+/// `handshake audit --json [opts] -- command...` with `env` added to the command's
+/// environment and the test's own proxy variables removed: the exit code, the report,
+/// and standard error (audit sends the client's standard output there; its own lines
+/// start with "handshake audit"). The one runner of the audit's tests.
+pub fn audit(
+    opts: &[&str],
+    env: &[(&str, &str)],
+    command: &[&str],
+) -> (Option<i32>, Value, String) {
+    let mut c = Command::new(bin());
+    without_proxy_env(c.args(["audit", "--json"]).args(opts));
+    c.arg("--").args(command);
+    c.envs(env.iter().copied());
+    let out = c.output().expect("handshake runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("audit {opts:?} -- {command:?}: {e}\n{err}"));
+    (out.status.code(), v, err)
 }
 
 /// The sockets in TIME_WAIT on 127.0.0.1:`port`'s side (`side` "src") or towards it

@@ -4,12 +4,6 @@
 use crate::common::*;
 use serde_json::Value;
 
-/// One test at a time: each measures CPU shares, which another test's load would change.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// nginx with `workers` workers compressing an 8000-byte page at gzip level 9 for each
 /// request (work a real server does per request, so that the server, not the client, is
 /// the first to need a whole core).

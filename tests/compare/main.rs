@@ -3,5 +3,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod first_hour;
 mod knee;
 mod strategies;

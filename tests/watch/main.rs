@@ -4,3 +4,4 @@
 mod common;
 
 mod clients;
+mod first_hour;
