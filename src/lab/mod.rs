@@ -11,6 +11,7 @@ pub(crate) mod delay;
 pub(crate) mod netem;
 pub(crate) mod netns;
 mod reference;
+mod route;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
@@ -154,11 +155,13 @@ impl Lab {
             Emulator::DelayLine => Err("--emulator delay-line".to_string()),
             Emulator::Auto | Emulator::Netem => netem::available(&client.netns),
         };
-        let (line, netem_unavailable) = match netem {
+        // Whether the link's routes carry the lab's congestion control (else each side
+        // has its namespace's default).
+        let (line, netem_unavailable, routed_cc) = match netem {
             Ok(()) => {
-                netem::setup(&client.netns, &server.netns, &spec.shape())
+                let routed = netem::setup(&client.netns, &server.netns, &spec.shape())
                     .map_err(|e| anyhow::anyhow!("setting up netem: {e}"))?;
-                (None, None)
+                (None, None, routed)
             }
             Err(why) if spec.emulator == Emulator::Netem => {
                 return Err(UsageError(format!(
@@ -173,12 +176,17 @@ impl Lab {
                         _ => anyhow::anyhow!("adding the lab's TUN device {dev}: {e}"),
                     })
                 };
-                let c = tun(&client.netns, "hs-lab-c", CLIENT_ADDR, SERVER_ADDR)?;
-                let s = tun(&server.netns, "hs-lab-s", SERVER_ADDR, CLIENT_ADDR)?;
+                let (c, c_cc) = tun(&client.netns, "hs-lab-c", CLIENT_ADDR, SERVER_ADDR)?;
+                let (s, s_cc) = tun(&server.netns, "hs-lab-s", SERVER_ADDR, CLIENT_ADDR)?;
                 let line = delay::DelayLine::start(c, s, spec.shape())?;
                 let why = (spec.emulator == Emulator::Auto).then_some(why);
-                (Some(line), why)
+                (Some(line), why, c_cc && s_cc)
             }
+        };
+        let congestion_control = if routed_cc {
+            netns::CONGESTION_CONTROL.to_string()
+        } else {
+            server.congestion_control
         };
         children();
         let awake = crate::sys::process::hold_cpus_awake().ok();
@@ -191,7 +199,7 @@ impl Lab {
             before: Vec::new(),
             prober: None,
             during: Vec::new(),
-            congestion_control: server.congestion_control,
+            congestion_control,
             awake,
             steal_at_start_ms: steal_ms(),
         })

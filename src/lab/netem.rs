@@ -61,7 +61,7 @@ fn netem_args(shape: &Shape) -> Vec<String> {
 
 /// Join `client` and `server` by a veth pair (10.200.0.1/30 and 10.200.0.2/30) with
 /// netem on both ends.
-pub(crate) fn setup(client: &OwnedFd, server: &OwnedFd, shape: &Shape) -> Result<(), String> {
+pub(crate) fn setup(client: &OwnedFd, server: &OwnedFd, shape: &Shape) -> Result<bool, String> {
     // The peer end goes straight into the server's namespace, named by our descriptor
     // (the `ip` process does not inherit it, but can open it through /proc).
     let server_ns = format!("/proc/{}/fd/{}", std::process::id(), server.as_raw_fd());
@@ -74,17 +74,30 @@ pub(crate) fn setup(client: &OwnedFd, server: &OwnedFd, shape: &Shape) -> Result
         ],
     )?;
     let netem = netem_args(shape);
-    for (ns, dev, addr) in [
-        (client, CLIENT_DEV, format!("{}/30", super::CLIENT_ADDR)),
-        (server, SERVER_DEV, format!("{}/30", super::SERVER_ADDR)),
+    let mut routed = true;
+    for (ns, dev, local, peer) in [
+        (client, CLIENT_DEV, super::CLIENT_ADDR, super::SERVER_ADDR),
+        (server, SERVER_DEV, super::SERVER_ADDR, super::CLIENT_ADDR),
     ] {
-        run_in(ns, "ip", &["addr", "add", &addr, "dev", dev])?;
+        run_in(
+            ns,
+            "ip",
+            &["addr", "add", &format!("{local}/30"), "dev", dev],
+        )?;
         run_in(ns, "ip", &["link", "set", dev, "up"])?;
+        // The host route to the peer carries the lab's congestion control (see
+        // `route`); without it, the namespace's default.
+        let (peer, local) = (format!("{peer}/32"), local.to_string());
+        let cc = super::netns::CONGESTION_CONTROL;
+        let route = [
+            "route", "replace", &peer, "dev", dev, "src", &local, "congctl", cc,
+        ];
+        routed &= run_in(ns, "ip", &route).is_ok();
         let mut args = vec!["qdisc", "add", "dev", dev, "root", "netem"];
         args.extend(netem.iter().map(String::as_str));
         run_in(ns, "tc", &args)?;
     }
-    Ok(())
+    Ok(routed)
 }
 
 #[cfg(test)]

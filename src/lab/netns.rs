@@ -28,11 +28,12 @@ pub(crate) struct Side {
 /// The TCP congestion control both sides use: the kernel's default, whatever this
 /// machine's own is (a distant server is not this machine; BBR, say, paces a first
 /// flight above the initial window over milliseconds, which no round trip explains).
-const CONGESTION_CONTROL: &str = "cubic";
+pub(super) const CONGESTION_CONTROL: &str = "cubic";
 
 /// Create a network namespace with loopback up, TCP congestion control
-/// [`CONGESTION_CONTROL`] (else what the kernel has) and no IPv6 (whose router
-/// solicitations would only cross the link as noise).
+/// [`CONGESTION_CONTROL`] where the machine allows a namespace to make it its default
+/// (else what the kernel has: the link's routes carry it then, `add_tun`) and no IPv6
+/// (whose router solicitations would only cross the link as noise).
 pub(crate) fn create_side() -> io::Result<Side> {
     std::thread::Builder::new()
         .name("handshake-lab-netns".into())
@@ -67,16 +68,17 @@ fn inet_socket() -> io::Result<OwnedFd> {
 }
 
 /// Add a TUN device `dev` to the namespace `ns`, holding `local` with the point-to-point
-/// peer `peer` (a host route to it) and the given MTU; return it, non-blocking (IP
-/// packets, no packet-information header).
+/// peer `peer` (a host route to it, carrying [`CONGESTION_CONTROL`]) and the given MTU;
+/// return it, non-blocking (IP packets, no packet-information header), and whether the
+/// route took the congestion control (a kernel before 4.0 has no such route metric).
 pub(crate) fn add_tun(
     ns: &OwnedFd,
     dev: &str,
     local: Ipv4Addr,
     peer: Ipv4Addr,
     mtu: u32,
-) -> io::Result<OwnedFd> {
-    run_in(ns, || -> io::Result<OwnedFd> {
+) -> io::Result<(OwnedFd, bool)> {
+    run_in(ns, || -> io::Result<(OwnedFd, bool)> {
         let sock = inet_socket()?;
         // The device is made in the namespace of the thread that opens /dev/net/tun.
         let tun = open_tun(dev)?;
@@ -85,7 +87,8 @@ pub(crate) fn add_tun(
         // effort: a user namespace may not set it; the default is 500 packets).
         let _ = sys::netif::set_tx_queue_len(&sock, dev, 4096);
         sys::netif::set_up(&sock, dev)?;
-        Ok(tun)
+        let cc = super::route::peer_route_with(dev, local, peer, CONGESTION_CONTROL).is_ok();
+        Ok((tun, cc))
     })?
 }
 
