@@ -73,13 +73,18 @@ pub(super) struct Collector {
     rx: UnboundedReceiver<Option<Note>>,
     /// The progress line's totals for this thread, when one is shown.
     progress: Option<(Arc<Vec<Progress>>, usize)>,
-    /// The metrics' hand-off, with this thread's number, and when it was last given a
-    /// copy.
-    live: Option<(super::Live, usize)>,
+    /// The metrics' hand-off, with this thread's number; when `rec` was last handed
+    /// over (it then holds only what came since), and the progress line's figures of
+    /// what was handed over before.
+    hand: Option<(super::handoff::Hand, usize)>,
     handed: Instant,
+    handed_so_far: [u64; 3],
+    /// What an empty recorder of this thread is given: the run's start, `--ok-status`.
+    start: Instant,
+    ok_status: Vec<(u16, u16)>,
 }
 
-/// How often a thread hands the metrics a copy of its recorder.
+/// How often a thread hands the metrics what its recorder took since the last time.
 const HAND_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Collector {
@@ -88,21 +93,30 @@ impl Collector {
         start: Instant,
         ok_status: &[(u16, u16)],
         progress: Option<(Arc<Vec<Progress>>, usize)>,
-        live: Option<(super::Live, usize)>,
+        hand: Option<(super::handoff::Hand, usize)>,
     ) -> (Collector, Notes) {
         let (tx, rx) = unbounded_channel();
-        let mut rec = Recorder::new();
-        rec.timeline.begin(start);
-        rec.ok_status = ok_status.to_vec();
         let c = Collector {
-            rec,
+            rec: empty(start, ok_status),
             last_end: start,
             rx,
             progress,
-            live,
+            hand,
             handed: start,
+            handed_so_far: [0; 3],
+            start,
+            ok_status: ok_status.to_vec(),
         };
         (c, Notes(tx))
+    }
+
+    /// The thread's whole recorder: with the metrics' hand-off, its pieces added up by
+    /// the hand-off's thread.
+    pub(super) fn into_recorder(self) -> Recorder {
+        match self.hand {
+            Some((hand, t)) => hand.last(t, self.rec),
+            None => self.rec,
+        }
     }
 
     /// Take what comes until every holder of the queue is gone, or until the stop (an
@@ -138,9 +152,6 @@ impl Collector {
             self.rec.counts.aborted_at_deadline += n;
             self.show();
         }
-        if let Some((live, t)) = &self.live {
-            live(*t, &self.rec);
-        }
         self
     }
 
@@ -153,26 +164,45 @@ impl Collector {
         self.rec.take(n);
     }
 
-    /// The thread's totals for the progress line, and now and then a copy for the
-    /// metrics.
+    /// The thread's totals for the progress line, and now and then what came since the
+    /// last time for the metrics.
     pub(super) fn show(&mut self) {
-        if let Some((live, t)) = &self.live {
+        if let Some((c, t)) = &self.progress {
+            let p = &c[*t];
+            let [requests, connections, errors] = self.progressed();
+            p.requests.store(requests, Ordering::Relaxed);
+            p.new_connections.store(connections, Ordering::Relaxed);
+            p.errors.store(errors, Ordering::Relaxed);
+        }
+        if let Some((hand, t)) = &self.hand {
             if self.handed.elapsed() >= HAND_EVERY {
-                live(*t, &self.rec);
+                self.handed_so_far = self.progressed();
+                let piece = std::mem::replace(&mut self.rec, empty(self.start, &self.ok_status));
+                hand.part(*t, piece);
                 self.handed = Instant::now();
             }
         }
-        if let Some((c, t)) = &self.progress {
-            let p = &c[*t];
-            // Against -n: a chain of redirects (-L) is one of them.
-            let c = &self.rec.counts;
-            p.requests
-                .store(c.attempted - c.redirects, Ordering::Relaxed);
-            p.new_connections
-                .store(self.rec.counts.connections_opened, Ordering::Relaxed);
-            p.errors.store(self.rec.errors_total(), Ordering::Relaxed);
-        }
     }
+
+    /// The progress line's figures of the thread so far: requests (against -n: a
+    /// chain of redirects, -L, is one of them), new connections, errors.
+    fn progressed(&self) -> [u64; 3] {
+        let c = &self.rec.counts;
+        let [requests, connections, errors] = self.handed_so_far;
+        [
+            requests + c.attempted - c.redirects,
+            connections + c.connections_opened,
+            errors + self.rec.errors_total(),
+        ]
+    }
+}
+
+/// An empty recorder of a thread whose run started at `start`.
+fn empty(start: Instant, ok_status: &[(u16, u16)]) -> Recorder {
+    let mut rec = Recorder::new();
+    rec.timeline.begin(start);
+    rec.ok_status = ok_status.to_vec();
+    rec
 }
 
 /// A queue and its far end, for a test that reads what was handed over, in order.

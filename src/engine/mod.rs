@@ -11,6 +11,7 @@ mod h1;
 mod h1loop;
 mod h2;
 pub(crate) mod h3;
+mod handoff;
 pub(crate) mod open;
 #[cfg(test)]
 mod tests;
@@ -31,7 +32,8 @@ use crate::plan::{Scenario, Strategy};
 use crate::record::ErrorDetail;
 use crate::stats::Recorder;
 
-/// A client thread's hand-off of a copy of its recorder, with the thread's number.
+/// What the metrics are given while a run runs: a client thread's number and its
+/// recorder so far (called on the hand-off's thread, `handoff`).
 pub(crate) type Live = Arc<dyn Fn(usize, &Recorder) + Send + Sync>;
 
 /// What a run of one scenario produced.
@@ -55,8 +57,8 @@ pub(crate) fn run(sc: Arc<Scenario>, show_progress: bool) -> anyhow::Result<RunR
     run_live(sc, show_progress, None)
 }
 
-/// `run`, with each client thread handing `live` a copy of its recorder now and then
-/// while it runs (the metrics' live values).
+/// `run`, with `live` given each client thread's recorder so far now and then while it
+/// runs (the metrics' live values), on a thread of its own (`handoff`).
 pub(crate) fn run_live(
     sc: Arc<Scenario>,
     show_progress: bool,
@@ -77,6 +79,10 @@ pub(crate) fn run_live(
     let needs_dns = sc.origins.iter().any(|o| o.fixed_addrs.is_none());
     let dns_cache = (!sc.dns.no_cache).then(|| Arc::new(DnsCache::new()));
     let gates = Arc::new(gate::Gates::of_scenario(&sc));
+    let adder = live
+        .map(handoff::Adder::start)
+        .transpose()
+        .context("starting the metrics' thread")?;
     // Each thread sets up its runtime and resolver, says it is ready, and waits for the
     // common start time: the run's clock starts when every thread can send.
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
@@ -88,7 +94,7 @@ pub(crate) fn run_live(
             t,
             threads,
             counters: show_progress.then(|| counters.clone()),
-            live: live.clone(),
+            hand: adder.as_ref().map(handoff::Adder::hand),
             dns_cache: dns_cache.clone(),
             needs_dns,
             gates: gates.clone(),
@@ -125,6 +131,9 @@ pub(crate) fn run_live(
         let _ = tx.send(Some(start));
     }
     let gathered = gather(handles, start);
+    if let Some(a) = adder {
+        a.stop();
+    }
     done.store(true, Ordering::Relaxed);
     if let Some(p) = progress {
         let _ = p.join();
@@ -207,7 +216,8 @@ struct ThreadPlan {
     t: usize,
     threads: usize,
     counters: Option<Arc<Vec<collect::Progress>>>,
-    live: Option<Live>,
+    /// The metrics' hand-off, when they are exported.
+    hand: Option<handoff::Hand>,
     dns_cache: Option<Arc<DnsCache>>,
     needs_dns: bool,
     /// The run's gates: where each origin could not be reached, and the waits between
@@ -246,7 +256,7 @@ fn client_thread(
         start,
         &p.sc.ok_status,
         p.counters.clone().map(|c| (c, p.t)),
-        p.live.clone().map(|l| (l, p.t)),
+        p.hand.clone().map(|h| (h, p.t)),
     );
     if h1loop::eligible(&p.sc) {
         // HTTP/1 over plain TCP: one readiness loop carries the thread's workers.
@@ -264,8 +274,8 @@ fn client_thread(
         let cpu = cpu::thread() - cpu_start + lookups_cpu;
         let collector = collector.finish(given_up);
         return Ok(ThreadOut {
-            recorder: collector.rec,
             last_end: collector.last_end,
+            recorder: collector.into_recorder(),
             cpu,
         });
     }
@@ -313,8 +323,8 @@ fn client_thread(
     drop(guard);
     drop(rt);
     Ok(ThreadOut {
-        recorder: collector.rec,
         last_end: collector.last_end,
+        recorder: collector.into_recorder(),
         cpu,
     })
 }
