@@ -9,6 +9,7 @@ min-max: a median inside the pairs' spread is no difference.
 
 Usage: python3 bench/before_after.py A_BINARY B_BINARY [--pairs 5] [--requests 200000]
        [--close-requests 20000] [--mux-requests 100000] [--conns 50] [--threads 1]
+       [--bench-args "--metrics 127.0.0.1:0 --metrics-linger 0s"]
        python3 bench/before_after.py A_BINARY B_BINARY --serve [--pairs 5] [--seconds 3]
 Needs: nginx; with --serve, wrk (each build's `serve --threads 1` driven by wrk -t1, its
 CPU per request served, keep-alive and a new connection per request).
@@ -39,6 +40,9 @@ def main():
                     help="requests of each h2 and h3 run (0: no h2 and h3 rows)")
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--bench-args", default="",
+                    help="more arguments for every bench run, as one string (say, "
+                         "'--metrics 127.0.0.1:0 --metrics-linger 0s': the live metrics' cost)")
     ap.add_argument("--serve", action="store_true", help="compare the builds' servers instead")
     ap.add_argument("--seconds", type=int, default=3, help="with --serve: each wrk run's length")
     args = ap.parse_args()
@@ -57,12 +61,14 @@ def main():
         wait_port(port)
         url = f"http://127.0.0.1:{port}/"
         print(f"A = {args.a}\nB = {args.b}\nnginx 1 worker, -c {args.conns} -t {args.threads}, "
-              f"{args.pairs} interleaved pairs; CPU (user+sys) per request, us")
+              f"{args.pairs} interleaved pairs; CPU (user+sys) per request, us"
+              + (f"; bench {args.bench_args}" if args.bench_args else ""))
         for mode, keepalive, n in (("keep-alive", True, args.requests),
                                    ("close", False, args.close_requests)):
             def measure(who, keepalive=keepalive, n=n):
                 binary = args.a if who == "A" else args.b
-                done, _, cpu = handshake_bench(binary, url, args.conns, n, keepalive, args.threads)
+                done, _, cpu = handshake_bench(binary, url, args.conns, n, keepalive, args.threads,
+                                               args.bench_args.split())
                 return cpu * 1e6 / done
             in_pairs(mode, args.pairs, measure)
     finally:
@@ -93,7 +99,7 @@ def multiplexed(args):
                 binary = args.a if who == "A" else args.b
                 cmd = [binary, "bench", url, "-c", str(args.conns), "-n", str(args.mux_requests),
                        "--json", "--no-progress", "--strategy", strategy, "--cacert", cacert,
-                       "-t", str(args.threads)]
+                       "-t", str(args.threads), *args.bench_args.split()]
                 out, cpu = run_measured(cmd)
                 s = json.loads(out)["scenarios"][0]
                 return cpu * 1e6 / s["requests"]["attempted"]

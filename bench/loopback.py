@@ -160,9 +160,9 @@ def run_measured_split(cmd, timeout=300):
     return out.stdout, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
 
 
-def handshake_bench(binary, url, conns, n, keepalive, threads):
+def handshake_bench(binary, url, conns, n, keepalive, threads, extra=()):
     cmd = [binary, "bench", url, "-c", str(conns), "-n", str(n), "--json", "--no-progress",
-           "--strategy", "keepalive" if keepalive else "close", "-t", str(threads)]
+           "--strategy", "keepalive" if keepalive else "close", "-t", str(threads), *extra]
     out, cpu = run_measured(cmd)
     s = json.loads(out)["scenarios"][0]
     return s["requests"]["attempted"], s["throughput"]["requests_per_s"], cpu
