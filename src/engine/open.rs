@@ -45,6 +45,32 @@ impl Tally for Notes {
 /// retransmission timeout is 1 s); 100 ms leaves room for a lowered one.
 pub(super) const SYN_CHECK_NS: u64 = 100_000_000;
 
+/// The events of a connection just opened to the origin of index `origin`, in order:
+/// that it opened; from which `--local-addr` (`source`, when given); and over TCP
+/// (`tcp`: the socket and the connect's time), the connect, with the kernel's view of
+/// the socket when the connect was slow enough to have sent its SYN again (a quicker
+/// one is not read: a system call saved per connection). Both ways of running HTTP/1
+/// (a task per worker, the readiness loop) hand these.
+pub(super) fn opened_events(
+    origin: u32,
+    source: Option<usize>,
+    tcp: Option<(&impl std::os::fd::AsFd, u64)>,
+    mut note: impl FnMut(ConnEvent),
+) {
+    note(ConnEvent::Opened { origin });
+    if let Some(index) = source {
+        note(ConnEvent::Source {
+            index: index as u32,
+        });
+    }
+    if let Some((sock, connect_ns)) = tcp {
+        let view = (connect_ns >= SYN_CHECK_NS)
+            .then(|| net::kernel::tcp_view(sock))
+            .flatten();
+        note(ConnEvent::TcpConnected { view, connect_ns });
+    }
+}
+
 /// Counted nowhere.
 pub(crate) struct Untallied;
 
@@ -210,25 +236,12 @@ impl<T: Tally> Opener<T> {
         } else {
             phases[Phase::Connect] = Some(ns(t, t_connected));
         }
-        self.tally.note(ConnEvent::Opened {
-            origin: origin.index,
-        });
-        if let Some(index) = source {
-            self.tally.note(ConnEvent::Source {
-                index: index as u32,
-            });
-        }
         let connect_ns = ns(t, t_connected);
-        if let (true, Some(tcp)) = (T::COUNTED, transport.tcp()) {
-            // A SYN sent again waited the kernel's retransmission timeout (1 s at
-            // first): a quicker connect is not read (a system call saved per
-            // connection).
-            let view = (connect_ns >= SYN_CHECK_NS)
-                .then(|| net::kernel::tcp_view(tcp))
-                .flatten();
-            self.tally
-                .note(ConnEvent::TcpConnected { view, connect_ns });
-        }
+        let tcp = transport.tcp().filter(|_| T::COUNTED);
+        let tally = &mut self.tally;
+        opened_events(origin.index, source, tcp.map(|s| (s, connect_ns)), |e| {
+            tally.note(e);
+        });
         let (transport, t_ready) = match &origin.proxy {
             None => (transport, t_connected),
             Some(p) => {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::{Conn, Loop, State};
 use crate::engine::h1::{ending, fin_here, read_failed, send_failed, CLOSE_GRACE};
-use crate::engine::open::SYN_CHECK_NS;
+use crate::engine::open::opened_events;
 use crate::engine::worker::{ns, Fail};
 use crate::net::{classify_connect_error, classify_io_failure, kernel};
 use crate::proto::h1::conn::give_buf;
@@ -70,20 +70,13 @@ impl Loop<'_> {
         let conn = w.conn.as_ref().expect("a connecting worker has its socket");
         let connect_ns = ns(since, now);
         w.phases[Phase::Connect] = Some(connect_ns);
-        // As `open`: a connect slow enough to have sent its SYN again has the kernel's
-        // view read.
-        let view = (connect_ns >= SYN_CHECK_NS)
-            .then(|| kernel::tcp_view(&conn.sock))
-            .flatten();
-        self.note(ConnEvent::Opened {
-            origin: self.sc.origins[0].index,
-        });
-        if let Some(index) = source {
-            self.note(ConnEvent::Source {
-                index: index as u32,
-            });
-        }
-        self.note(ConnEvent::TcpConnected { view, connect_ns });
+        let col = &mut *self.col;
+        opened_events(
+            self.sc.origins[0].index,
+            source,
+            Some((&conn.sock, connect_ns)),
+            |e| col.take(&Note::Conn(e)),
+        );
         self.send(i, now);
     }
 
