@@ -1219,9 +1219,9 @@ fn the_check_catches_a_false_map() {
 }
 
 /// What may print below `report/` and `cmd/` (ARCHITECTURE.md, "Invariants"): progress
-/// lines through `progress` itself, the lab's note that an interrupt is stopping its
-/// processes, and the note of a proxy taken from the environment.
-const PRINTERS: [&str; 3] = ["progress.rs", "lab/mod.rs", "net/proxy.rs"];
+/// lines through `progress` itself, and the lab's note that an interrupt is stopping its
+/// processes.
+const PRINTERS: [&str; 2] = ["progress.rs", "lab/mod.rs"];
 
 /// The files under `src` outside `report/` and `cmd/` that print: a `progress::note`,
 /// or stdout or stderr locked for writing.

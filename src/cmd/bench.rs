@@ -25,6 +25,8 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         })
         .transpose()?;
     let sc = Arc::new(plan.scenario(embedded.as_ref())?);
+    let mut said = Vec::new();
+    super::say_new(sc.proxy_notes(), &mut said);
     if let Some((at, wait)) = plan.start_at {
         if wait.is_zero() {
             // With --json the report says it (run.started_at after run.scheduled_at):
@@ -53,6 +55,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let live = publisher.as_ref().map(|_| board.live(&sc));
     let run = || engine::run_live(sc.clone(), plan.progress(), live);
     let result = on_client(embedded.as_ref(), run)??;
+    super::say_new(sc.proxy_notes(), &mut said);
     // The board holds a copy of the run's counts for the metrics endpoint only when
     // there is one (a recorder's histograms are about 1 MiB at the end of a run).
     if publisher.is_some() {

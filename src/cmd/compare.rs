@@ -10,6 +10,7 @@ pub(crate) fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let started_at = crate::host::now_rfc3339();
     crate::interrupt::install();
     let mut plan = crate::config::compare::compare_plan(&a)?;
+    super::say_new(plan.request.proxy_notes(), &mut Vec::new());
     let board = crate::metrics::run::Board::new(Vec::new());
     let publisher = crate::metrics::publish::Publisher::start(
         &plan.metrics,

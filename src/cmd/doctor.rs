@@ -24,6 +24,7 @@ pub(crate) fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     // the port the server's Alt-Svc names).
     let req = plan.request(embedded.as_ref(), a.embedded_tls)?;
     let sc = plan.scenario(&req, Strategy::KeepAlive, 1)?;
+    super::say_new(sc.proxy_notes(), &mut Vec::new());
     // The HTTP/2 probes: over TLS when the server offers h2; over cleartext with --h2c.
     let tls = req.urls.first().is_some_and(|(_, u)| u.tls);
     let h2_sc = (tls || a.h2c)

@@ -87,6 +87,18 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 /// it is killed, by its PID.
 ///
 /// [`ChildGrace`]: crate::interrupt::ChildGrace
+/// Say each of `notes` not said yet: what the choice of a proxy had to tell the user,
+/// once however many scenarios share the origin (and again for none a redirect found
+/// after the run began).
+pub(crate) fn say_new(notes: Vec<String>, said: &mut Vec<String>) {
+    for n in notes {
+        if !said.contains(&n) {
+            crate::progress::note(&n);
+            said.push(n);
+        }
+    }
+}
+
 pub(crate) fn wait_interruptible(
     child: &mut std::process::Child,
 ) -> std::io::Result<std::process::ExitStatus> {

@@ -25,12 +25,15 @@ pub(crate) fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let embedded = super::embedded_for(&plan, strategy.early_data(), &steps)?;
     let req = plan.request(embedded.as_ref(), a.embedded_tls || strategy.needs_tls())?;
     let sc = plan.scenario(&req, strategy, a.count)?;
+    let mut said = Vec::new();
+    super::say_new(sc.proxy_notes(), &mut said);
     let run = || -> anyhow::Result<TraceReport> {
         let rt = current_thread_runtime()?;
         let local = tokio::task::LocalSet::new();
         Ok(rt.block_on(local.run_until(trace::execute(&sc, a.count))))
     };
     let mut t = on_client(embedded.as_ref(), run)??;
+    super::say_new(sc.proxy_notes(), &mut said);
     if let Some(e) = embedded {
         t.link = e.finish().1;
     }

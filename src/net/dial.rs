@@ -32,6 +32,9 @@ pub(crate) struct Origin {
     /// (`dial_host`, `dial_port` are its), and to an https:// origin through a `CONNECT`
     /// tunnel.
     pub proxy: Option<std::sync::Arc<super::proxy::Proxy>>,
+    /// What the choice of its proxy has to tell the user (one the environment names is
+    /// used; an upper-case `HTTP_PROXY` is not read), said once by the command.
+    pub proxy_note: Option<String>,
     /// Its place in its scenario's origins (those a redirect found after the others):
     /// what its connections are counted under.
     pub index: u32,
@@ -56,6 +59,7 @@ impl Origin {
             dial_port: port,
             unix: None,
             proxy: None,
+            proxy_note: None,
             index: 0,
             hop: None,
         };

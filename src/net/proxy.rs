@@ -254,18 +254,6 @@ impl ProxyChoice {
     }
 }
 
-/// Say `line` on stderr once per run (a comparison builds many scenarios for one URL).
-fn say_once(line: &str) {
-    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let mut said = SAID
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !said.iter().any(|s| s == line) {
-        crate::progress::note(line);
-        said.push(line.to_string());
-    }
-}
-
 /// The variables the proxy choice reads.
 pub const VARS: [&str; 8] = [
     "http_proxy",
@@ -301,19 +289,8 @@ impl ProxySettings {
     /// variable whose value was wrong.
     pub(crate) fn pick(&self, https: bool, host: &str) -> Result<Option<Proxy>, String> {
         let Some((from, mut p)) = self.which(https, host)? else {
-            if !https && self.choice.explicit.is_none() && self.var("HTTP_PROXY").is_some() {
-                say_once(
-                    "handshake: HTTP_PROXY is set but not read: as in curl, only the lower-case http_proxy is (a web request's Proxy header can set the upper-case one in CGI)",
-                );
-            }
             return Ok(None);
         };
-        if from != "--proxy" {
-            say_once(&format!(
-                "handshake: through the proxy {} (from {from}; --noproxy HOST or --proxy \"\" to go direct)",
-                p.display()
-            ));
-        }
         if p.tls {
             let cfg = crate::net::tls::client_config(&self.tls, true)
                 .map_err(|e| format!("{from}: TLS to the proxy: {e:#}"))?;
@@ -322,8 +299,26 @@ impl ProxySettings {
         Ok(Some(p))
     }
 
+    /// What the choice of a proxy for a URL of `host` (https or not) has to tell the
+    /// user, which the command says once: that a proxy the environment names is used,
+    /// or that an upper-case `HTTP_PROXY` is not read.
+    pub(crate) fn note_for(&self, https: bool, host: &str) -> Option<String> {
+        match self.which(https, host) {
+            Ok(Some((from, p))) if from != "--proxy" => Some(format!(
+                "handshake: through the proxy {} (from {from}; --noproxy HOST or --proxy \"\" to go direct)",
+                p.display()
+            )),
+            Ok(None)
+                if !https && self.choice.explicit.is_none() && self.var("HTTP_PROXY").is_some() =>
+            {
+                Some("handshake: HTTP_PROXY is set but not read: as in curl, only the lower-case http_proxy is (a web request's Proxy header can set the upper-case one in CGI)".to_string())
+            }
+            _ => None,
+        }
+    }
+
     /// Which proxy a URL of `host` goes through, and where it was named, without what
-    /// using it takes (its TLS configuration, the note on stderr): for a plan's questions.
+    /// using it takes (its TLS configuration): for a plan's questions.
     pub(crate) fn which(&self, https: bool, host: &str) -> Result<Option<(String, Proxy)>, String> {
         let Some((from, url)) = self.choice.for_url(|k| self.var(k), https, host) else {
             return Ok(None);

@@ -120,6 +120,23 @@ impl RequestConfig {
         r.tls.extra_roots.insert(0, root);
         Ok(r)
     }
+
+    /// What the choice of a proxy for its URLs has to tell the user (as each origin
+    /// built from them says, `Origin::proxy_note`), each once; none through a Unix socket.
+    pub(crate) fn proxy_notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = Vec::new();
+        if self.unix_socket.is_some() {
+            return notes;
+        }
+        for (_, u) in &self.urls {
+            if let Some(n) = self.proxy.note_for(u.tls, &u.host) {
+                if !notes.contains(&n) {
+                    notes.push(n);
+                }
+            }
+        }
+        notes
+    }
 }
 
 /// The load side of a run.
@@ -295,6 +312,7 @@ pub(super) fn origin_of(
         if let Some(p) = req.proxy.pick(u.tls, &u.host).map_err(UsageError)? {
             o.via_proxy(p);
         }
+        o.proxy_note = req.proxy.note_for(u.tls, &u.host);
     }
     if let Some((_, _, ip)) = req
         .resolve

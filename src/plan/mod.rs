@@ -181,6 +181,25 @@ pub(crate) struct Scenario {
 }
 
 impl Scenario {
+    /// What the choice of its origins' proxies has to tell the user: its own origins',
+    /// then those its redirects found so far, each once.
+    pub(crate) fn proxy_notes(&self) -> Vec<String> {
+        let found = self.redirects.as_ref().map_or_else(Vec::new, |r| {
+            r.found
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        });
+        let mut notes: Vec<String> = Vec::new();
+        let all = self.origins.iter().chain(found.iter().map(|o| &**o));
+        for n in all.filter_map(|o| o.proxy_note.clone()) {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+        notes
+    }
+
     /// The origin `target` goes to: one of the scenario's, or one a redirect led to.
     #[inline]
     pub(crate) fn origin<'a>(&'a self, target: &'a Target) -> &'a Origin {
