@@ -596,7 +596,7 @@ impl H2 {
         .await;
         match answered {
             Ok(a) => Ok(a),
-            Err(Stopped::Deadline(stage)) => Err(Fail::timed_out(stage, self.run_deadline)),
+            Err(Stopped::Deadline(phase)) => Err(Fail::timed_out(phase, self.run_deadline)),
             Err(Stopped::Limit(f)) => Err(Fail::new(f)),
             Err(Stopped::Stream(e, id, in_body)) => {
                 let sf = conn.classify(&e, id, in_body);

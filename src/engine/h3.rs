@@ -183,8 +183,8 @@ impl H3 {
         }
     }
 
-    fn timed_out(&self, stage: Phase) -> Fail {
-        Fail::timed_out(stage, self.run_deadline)
+    fn timed_out(&self, phase: Phase) -> Fail {
+        Fail::timed_out(phase, self.run_deadline)
     }
 
     /// dns, then a new QUIC connection. With `early`, and a session that allows it,
@@ -275,16 +275,16 @@ impl H3 {
         });
     }
 
-    /// A failed exchange on `conn`: classified, a timeout named by its stage.
-    fn broke(&self, b: Option<Broke>, stage: Phase, conn: &quinn::Connection, got: u64) -> Fail {
+    /// A failed exchange on `conn`: classified, a timeout named by its phase.
+    fn broke(&self, b: Option<Broke>, phase: Phase, conn: &quinn::Connection, got: u64) -> Fail {
         match b {
-            None => self.timed_out(stage),
+            None => self.timed_out(phase),
             Some(b) => {
                 let closed = conn.close_reason();
                 let mut f = Fail::new(classify_stream(
                     &b.error,
                     closed.as_ref(),
-                    got > 0 || b.stage == Phase::Receive,
+                    got > 0 || b.phase == Phase::Receive,
                 ));
                 f.retry = closed.is_none() && refused(&b.error);
                 f
@@ -304,12 +304,12 @@ impl H3 {
             .connect(sc, target, early, phases)
             .await
             .map_err(|f| f.at(sc.origin(target).hop.as_ref()))?;
-        let stage = Cell::new(Phase::QuicHandshake);
+        let phase = Cell::new(Phase::QuicHandshake);
         let got_body = Cell::new(0);
         let Some(accepted) = accepted else {
             // The handshake is done: the request goes in 1-RTT.
             return self
-                .on_new(sc, target, conn, &full, phases, &stage, &got_body)
+                .on_new(sc, target, conn, &full, phases, &phase, &got_body)
                 .await;
         };
         // 0-RTT: HTTP/3's SETTINGS and the request go before the handshake completes.
@@ -327,7 +327,7 @@ impl H3 {
             &mut live.send,
             target.stream_request(),
             phases,
-            (&stage, &got_body),
+            (&phase, &got_body),
             Some(left),
             self.taken,
         );
@@ -341,7 +341,7 @@ impl H3 {
         let Some((result, verdict)) = raced else {
             // Cut before the handshake was known to complete: never counted open.
             live.abandon();
-            return Err(self.timed_out(stage.get()));
+            return Err(self.timed_out(phase.get()));
         };
         // The server's verdict on the early data comes with the handshake's end.
         let verdict = match verdict {
@@ -370,7 +370,7 @@ impl H3 {
             });
             let res = match result {
                 Some(Ok(g)) => Ok(g),
-                Some(Err(b)) => Err(self.broke(Some(b), stage.get(), &conn, got_body.get())),
+                Some(Err(b)) => Err(self.broke(Some(b), phase.get(), &conn, got_body.get())),
                 None => unreachable!("an accepted 0-RTT exchange has a result"),
             };
             self.retire(sc, live, &full, &res);
@@ -383,7 +383,7 @@ impl H3 {
         phases[Phase::Send] = None;
         phases[Phase::Wait] = None;
         phases[Phase::Receive] = None;
-        self.on_new(sc, target, conn, &full, phases, &stage, &got_body)
+        self.on_new(sc, target, conn, &full, phases, &phase, &got_body)
             .await
     }
 
@@ -396,7 +396,7 @@ impl H3 {
         conn: quinn::Connection,
         seen: &Arc<Seen>,
         phases: &mut Phases,
-        stage: &Cell<Phase>,
+        phase: &Cell<Phase>,
         got_body: &Cell<u64>,
     ) -> Result<Got, Fail> {
         let deadline = self.deadline;
@@ -423,7 +423,7 @@ impl H3 {
                 &mut live.send,
                 target.stream_request(),
                 phases,
-                (stage, got_body),
+                (phase, got_body),
                 None,
                 self.taken,
             ),
@@ -431,8 +431,8 @@ impl H3 {
         .await;
         let res = match out {
             Some(Ok(g)) => Ok(g),
-            Some(Err(b)) => Err(self.broke(Some(b), stage.get(), &conn, got_body.get())),
-            None => Err(self.broke(None, stage.get(), &conn, got_body.get())),
+            Some(Err(b)) => Err(self.broke(Some(b), phase.get(), &conn, got_body.get())),
+            None => Err(self.broke(None, phase.get(), &conn, got_body.get())),
         };
         self.retire(sc, live, seen, &res);
         res
@@ -565,7 +565,7 @@ impl H3 {
         {
             conn.draining.set(true);
         }
-        let stage = Cell::new(Phase::Send);
+        let phase = Cell::new(Phase::Send);
         let got_body = Cell::new(0);
         let mut send = conn.live.send.clone();
         let out = within(
@@ -575,7 +575,7 @@ impl H3 {
                 &mut send,
                 target.stream_request(),
                 phases,
-                (&stage, &got_body),
+                (&phase, &got_body),
                 t_ready,
                 self.taken,
             ),
@@ -588,9 +588,9 @@ impl H3 {
                 if matches!(b.error, h3::error::StreamError::RemoteClosing { .. }) {
                     conn.draining.set(true);
                 }
-                Err(self.broke(Some(b), stage.get(), &conn.live.conn, got_body.get()))
+                Err(self.broke(Some(b), phase.get(), &conn.live.conn, got_body.get()))
             }
-            None => Err(self.broke(None, stage.get(), &conn.live.conn, got_body.get())),
+            None => Err(self.broke(None, phase.get(), &conn.live.conn, got_body.get())),
         };
         if res.is_err() {
             conn.requests.set(conn.requests.get() - 1);

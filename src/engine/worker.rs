@@ -200,10 +200,10 @@ impl Fail {
         self
     }
 
-    /// A timeout at `stage`, or the run's deadline if it has come.
-    pub(crate) fn timed_out(stage: Phase, run_deadline: Option<Instant>) -> Fail {
+    /// A timeout at `phase`, or the run's deadline if it has come.
+    pub(crate) fn timed_out(phase: Phase, run_deadline: Option<Instant>) -> Fail {
         Fail {
-            failure: ErrorKind::timeout_at(stage).into(),
+            failure: ErrorKind::timeout_at(phase).into(),
             retry: false,
             at_deadline: run_deadline.is_some_and(|d| Instant::now() >= d),
         }

@@ -215,19 +215,19 @@ impl H3Probe {
         let left = self.started.elapsed();
         let by = tokio::time::Instant::now() + timeout;
         let mut phases = Phases::default();
-        let (stage, got) = (Cell::new(Phase::Send), Cell::new(0));
+        let (phase, got) = (Cell::new(Phase::Send), Cell::new(0));
         let mut accepted = std::pin::pin!(accepted);
         let ex = exchange(
             &mut self.live.send,
             target.stream_request(),
             &mut phases,
-            (&stage, &got),
+            (&phase, &got),
             None,
             Taken::default(),
         );
         let raced = tokio::time::timeout_at(by, race_verdict(ex, &mut accepted)).await;
         let Ok((outcome, verdict)) = raced else {
-            return Err(self.timed_out(stage.get(), timeout));
+            return Err(self.timed_out(phase.get(), timeout));
         };
         let verdict = match verdict {
             Some(v) => v,
@@ -268,21 +268,21 @@ impl H3Probe {
         early: Option<(Duration, bool)>,
     ) -> Result<H3Exchange, ProbeError> {
         let mut phases = Phases::default();
-        let (stage, got) = (Cell::new(Phase::Send), Cell::new(0));
+        let (phase, got) = (Cell::new(Phase::Send), Cell::new(0));
         let r = tokio::time::timeout(
             timeout,
             exchange(
                 &mut self.live.send,
                 target.stream_request(),
                 &mut phases,
-                (&stage, &got),
+                (&phase, &got),
                 None,
                 Taken::default(),
             ),
         )
         .await;
         match r {
-            Err(_) => Err(self.timed_out(stage.get(), timeout)),
+            Err(_) => Err(self.timed_out(phase.get(), timeout)),
             Ok(r) => self.done(r, phases, got.get(), early),
         }
     }
@@ -308,13 +308,13 @@ impl H3Probe {
             }),
             Err(b) => {
                 let closed = self.conn.close_reason();
-                let in_body = got > 0 || b.stage == Phase::Receive;
+                let in_body = got > 0 || b.phase == Phase::Receive;
                 let f = classify_stream(&b.error, closed.as_ref(), in_body);
                 Err(failure(
                     f,
                     &format!(
                         "the request's stream failed ({}): {}",
-                        stage_name(b.stage),
+                        phase_words(b.phase),
                         b.error
                     ),
                     Some(&self.conn),
@@ -323,8 +323,8 @@ impl H3Probe {
         }
     }
 
-    fn timed_out(&self, stage: Phase, timeout: Duration) -> ProbeError {
-        let kind = match stage {
+    fn timed_out(&self, phase: Phase, timeout: Duration) -> ProbeError {
+        let kind = match phase {
             Phase::Send => ErrorKind::TimeoutSend,
             Phase::Receive => ErrorKind::TimeoutReceive,
             _ => ErrorKind::TimeoutWait,
@@ -333,7 +333,7 @@ impl H3Probe {
             kind,
             format!(
                 "no complete response within {timeout:?} ({})",
-                stage_name(stage)
+                phase_words(phase)
             ),
         )
     }
@@ -362,7 +362,7 @@ impl H3Probe {
     }
 }
 
-fn stage_name(s: Phase) -> &'static str {
+fn phase_words(s: Phase) -> &'static str {
     match s {
         Phase::Send => "sending",
         Phase::Receive => "reading the body",

@@ -534,7 +534,7 @@ impl Loop<'_> {
     /// Worker `i`'s wait ran out.
     fn expired(&mut self, i: usize) {
         let run_deadline = self.run_deadline;
-        let stage = match &self.workers[i].state {
+        let phase = match &self.workers[i].state {
             State::Resolving { .. } => Phase::Dns,
             State::Connecting { .. } | State::Pacing { .. } => Phase::Connect,
             State::Sending { .. } => Phase::Send,
@@ -550,7 +550,7 @@ impl Loop<'_> {
             }
             State::Idle | State::Done => return,
         };
-        let reason = (stage != Phase::Connect).then_some(CloseReason::Error);
-        self.fail(i, Fail::timed_out(stage, run_deadline), reason);
+        let reason = (phase != Phase::Connect).then_some(CloseReason::Error);
+        self.fail(i, Fail::timed_out(phase, run_deadline), reason);
     }
 }

@@ -186,7 +186,7 @@ pub(crate) struct Answered {
 /// Where a stream's exchange stopped, and why.
 #[derive(Debug)]
 pub(crate) enum Stopped {
-    /// The request's deadline passed at this stage.
+    /// The request's deadline passed at this phase.
     Deadline(Phase),
     /// A read limit failed it: no head within `wait`, or a body below the minimum speed.
     Limit(Failure),

@@ -135,7 +135,7 @@ pub(crate) struct Got {
 /// Where a request's exchange stopped, and why.
 pub(crate) struct Broke {
     pub error: h3::error::StreamError,
-    pub stage: Phase,
+    pub phase: Phase,
 }
 
 /// Send the request on a new stream and read the response to its end, timing send,
@@ -145,12 +145,12 @@ pub(crate) async fn exchange(
     send: &mut SendRequest,
     (head, body): (&http::Request<()>, Option<&[u8]>),
     phases: &mut Phases,
-    (stage, got_body): (&Cell<Phase>, &Cell<u64>),
+    (phase, got_body): (&Cell<Phase>, &Cell<u64>),
     now: Option<Instant>,
     taken: Taken,
 ) -> Result<Got, Broke> {
-    let broke = |error, stage| Broke { error, stage };
-    stage.set(Phase::Send);
+    let broke = |error, phase| Broke { error, phase };
+    phase.set(Phase::Send);
     let t_send = now.unwrap_or_else(Instant::now);
     let mut stream = send
         .send_request(head.clone())
@@ -165,14 +165,14 @@ pub(crate) async fn exchange(
     stream.finish().await.map_err(|e| broke(e, Phase::Send))?;
     let t_sent = Instant::now();
     phases[Phase::Send] = Some(ns(t_send, t_sent));
-    stage.set(Phase::Wait);
+    phase.set(Phase::Wait);
     let resp = stream
         .recv_response()
         .await
         .map_err(|e| broke(e, Phase::Wait))?;
     let t_head = Instant::now();
     phases[Phase::Wait] = Some(ns(t_sent, t_head));
-    stage.set(Phase::Receive);
+    phase.set(Phase::Receive);
     // The head as decoded (QPACK hides the bytes on the wire): status line and fields.
     let head_bytes = 3 + resp
         .headers()
