@@ -94,7 +94,8 @@ impl Hand {
     }
 
     /// Thread `t`'s last piece; its whole recorder back. Should the adding thread be
-    /// gone (it panicked), the last piece alone, which the report then says less of.
+    /// gone (it panicked), what it held is lost: the last piece alone when it could not
+    /// be handed over, else an empty recorder; the report then counts less than ran.
     pub(crate) fn last(&self, t: usize, piece: Recorder) -> Recorder {
         let (back, total) = mpsc::sync_channel(1);
         match self.tx.send(Piece::Last(t, Box::new(piece), back)) {
