@@ -85,14 +85,12 @@ pub(crate) fn setup(client: &OwnedFd, server: &OwnedFd, shape: &Shape) -> Result
             &["addr", "add", &format!("{local}/30"), "dev", dev],
         )?;
         run_in(ns, "ip", &["link", "set", dev, "up"])?;
-        // The host route to the peer carries the lab's congestion control (see
-        // `route`); without it, the namespace's default.
-        let (peer, local) = (format!("{peer}/32"), local.to_string());
+        // The host route to the peer carries the lab's congestion control, as the TUN
+        // link's does (`route`); without it, the namespace's default.
         let cc = super::netns::CONGESTION_CONTROL;
-        let route = [
-            "route", "replace", &peer, "dev", dev, "src", &local, "congctl", cc,
-        ];
-        routed &= run_in(ns, "ip", &route).is_ok();
+        let route =
+            super::netns::run_in(ns, || super::route::peer_route_with(dev, local, peer, cc));
+        routed &= matches!(route, Ok(Ok(())));
         let mut args = vec!["qdisc", "add", "dev", dev, "root", "netem"];
         args.extend(netem.iter().map(String::as_str));
         run_in(ns, "tc", &args)?;

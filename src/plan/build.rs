@@ -122,20 +122,17 @@ impl RequestConfig {
     }
 
     /// What the choice of a proxy for its URLs has to tell the user (as each origin
-    /// built from them says, `Origin::proxy_note`), each once; none through a Unix socket.
+    /// built from them says, `Origin::proxy_note`; the command says each line once);
+    /// none through a Unix socket.
     pub(crate) fn proxy_notes(&self) -> Vec<String> {
-        let mut notes: Vec<String> = Vec::new();
         if self.unix_socket.is_some() {
-            return notes;
+            return Vec::new();
         }
-        for (_, u) in &self.urls {
-            if let Some(n) = self.proxy.note_for(u.tls, &u.host) {
-                if !notes.contains(&n) {
-                    notes.push(n);
-                }
-            }
-        }
-        notes
+        let notes = self
+            .urls
+            .iter()
+            .map(|(_, u)| self.proxy.note_for(u.tls, &u.host));
+        notes.flatten().collect()
     }
 }
 

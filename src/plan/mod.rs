@@ -182,7 +182,7 @@ pub(crate) struct Scenario {
 
 impl Scenario {
     /// What the choice of its origins' proxies has to tell the user: its own origins',
-    /// then those its redirects found so far, each once.
+    /// then those its redirects found so far (the command says each line once).
     pub(crate) fn proxy_notes(&self) -> Vec<String> {
         let found = self.redirects.as_ref().map_or_else(Vec::new, |r| {
             r.found
@@ -190,14 +190,8 @@ impl Scenario {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone()
         });
-        let mut notes: Vec<String> = Vec::new();
         let all = self.origins.iter().chain(found.iter().map(|o| &**o));
-        for n in all.filter_map(|o| o.proxy_note.clone()) {
-            if !notes.contains(&n) {
-                notes.push(n);
-            }
-        }
-        notes
+        all.filter_map(|o| o.proxy_note.clone()).collect()
     }
 
     /// The origin `target` goes to: one of the scenario's, or one a redirect led to.
