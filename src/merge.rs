@@ -394,9 +394,10 @@ pub(crate) fn merge(
     for (a, f) in agents.iter_mut().zip(flags) {
         a.flags = f;
     }
-    let mut rep = Report::new(scenarios);
-    rep.agents = Some(agents);
-    Ok(rep)
+    Ok(Report::new(
+        crate::report::Kind::Merged { agents },
+        scenarios,
+    ))
 }
 
 /// Refuse runs of different workloads, and segments run twice.

@@ -61,12 +61,15 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
     if publisher.is_some() {
         board.keep(&sc, &result.recorder);
     }
-    let mut rep = Report::new(vec![summary::summarize_with_raw(
-        &sc.shape(),
-        &result.recorder,
-        result.wall,
-        result.cpu,
-    )]);
+    let mut rep = Report::new(
+        crate::report::Kind::Bench {},
+        vec![summary::summarize_with_raw(
+            &sc.shape(),
+            &result.recorder,
+            result.wall,
+            result.cpu,
+        )],
+    );
     rep.run = Some(RunInfo {
         scheduled_at: plan.scheduled_at.clone(),
         segment: plan.segment,

@@ -19,15 +19,10 @@ pub(crate) fn run(a: CompareArgs) -> anyhow::Result<i32> {
     )?;
     plan.board = publisher.as_ref().map(|_| board);
     let done = plan.run()?;
-    let mut rep = Report::new(done.scenarios);
+    let mut rep = Report::new(done.kind, done.scenarios);
     rep.run = Some(crate::host::run_info("compare", started_at));
-    if let Some((comparison, server, link)) = done.single {
-        rep.comparison = comparison;
-        rep.server = server;
-        rep.link = link;
-    }
-    rep.concurrency_sweep = done.knee;
-    rep.rtt_sweep = done.rtt_sweep;
+    rep.server = done.server;
+    rep.link = done.link;
     rep.interrupted = super::interrupted("the rounds that ran whole", &rep);
     let code = emit_checked(&mut rep, &a.output, &plan.thresholds, a.verbose)?;
     // A row in which no request succeeded at all fails the run.

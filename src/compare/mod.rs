@@ -109,7 +109,7 @@ fn figures(
     let new = &rep.phases_ms.new;
     let setup = new.setup_mean_ms();
     RunFigures {
-        time_per_request_ms: sc.concurrency as f64 * rep.duration_s * 1000.0 / ok,
+        time_per_request_ms: rep.time_per_request_ms(),
         wall_s: rep.duration_s,
         requests_per_s: rep.throughput.requests_per_s,
         mean_ms: rep.latency_ms.mean,

@@ -11,19 +11,17 @@ use crate::plan::Choice;
 use crate::report::link::LinkReport;
 use crate::report::server::StatsSnapshot;
 use crate::report::thresholds::Threshold;
+use crate::report::Kind;
 
 /// What the rounds gave, for the report.
 pub(crate) struct Done {
     pub scenarios: Vec<crate::report::ScenarioReport>,
-    /// One comparison (none after a concurrency sweep), with the embedded server's
-    /// counts and the link's report.
-    pub single: Option<(
-        Option<compare::Comparison>,
-        Option<StatsSnapshot>,
-        Option<LinkReport>,
-    )>,
-    pub knee: Option<crate::report::knee::ConcurrencySweep>,
-    pub rtt_sweep: Option<compare::RttSweep>,
+    /// One comparison, a concurrency sweep or an RTT sweep.
+    pub kind: Kind,
+    /// Across one link (or none): the embedded server's counts and the link's report (a
+    /// sweep's are in each of its points).
+    pub server: Option<StatsSnapshot>,
+    pub link: Option<LinkReport>,
 }
 
 /// A comparison, every flag read and checked before any traffic.
@@ -72,38 +70,48 @@ impl Plan {
             plan: self,
             steps: crate::progress::Steps::new("compare", self.progress),
         };
-        let mut done = Done {
-            scenarios: Vec::new(),
-            single: None,
-            knee: None,
-            rtt_sweep: None,
-        };
+        let mut scenarios = Vec::new();
+        let mut single = None;
         let mut points = Vec::new();
         let mut names = Vec::new();
         for &spec in &self.links {
             let (result, server, link) = at.at(spec, &mut names)?;
-            done.scenarios.extend(result.scenarios);
-            match (result.judged, self.sweep(), link) {
-                (Judged::Knee(k), _, link) => {
-                    done.knee = Some(k);
-                    done.single = Some((None, server, link));
+            scenarios.extend(result.scenarios);
+            match (result.judged, link) {
+                (Judged::One(comparison), Some(link)) if self.sweep() => {
+                    points.push(compare::RttPoint {
+                        rtt_set_ms: link.rtt_set_ms,
+                        link,
+                        server,
+                        comparison,
+                    })
                 }
-                (Judged::One(comparison), true, Some(link)) => points.push(compare::RttPoint {
-                    rtt_set_ms: link.rtt_set_ms,
-                    link,
-                    server,
-                    comparison,
-                }),
-                (Judged::One(comparison), _, link) => {
-                    done.single = Some((Some(comparison), server, link));
+                (Judged::One(comparison), link) => {
+                    single = Some((Kind::Comparison { comparison }, server, link));
+                }
+                (Judged::Knee(concurrency_sweep), link) => {
+                    single = Some((Kind::ConcurrencySweep { concurrency_sweep }, server, link));
                 }
             }
         }
         at.steps.finish();
-        if self.sweep() {
-            done.rtt_sweep = Some(compare::RttSweep::new(points, &names));
-        }
-        Ok(done)
+        let (kind, server, link) = match single {
+            _ if self.sweep() => (
+                Kind::RttSweep {
+                    rtt_sweep: compare::RttSweep::new(points, &names),
+                },
+                None,
+                None,
+            ),
+            Some(one) => one,
+            None => anyhow::bail!("the comparison ran across no link"),
+        };
+        Ok(Done {
+            scenarios,
+            kind,
+            server,
+            link,
+        })
     }
 }
 

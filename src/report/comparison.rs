@@ -49,7 +49,7 @@ pub(crate) struct ComparisonRow {
     pub group: String,
     pub strategy: String,
     pub url: String,
-    /// Time per request seen by one worker: concurrency × wall time / ok requests.
+    /// Time per request seen by one worker: concurrency × wall time / answered requests (any status).
     pub time_per_request_ms: Spread,
     pub wall_s: Spread,
     pub requests_per_s: Spread,

@@ -20,7 +20,8 @@ use serde::Serialize;
 use super::comparison::ComparisonRow;
 use super::thresholds::ThresholdResult;
 use super::{
-    AgentReport, ConnectionsReport, PhaseGroup, Report, RequestsReport, RunInfo, TimelineBucket,
+    AgentReport, ConnectionsReport, Kind, PhaseGroup, Report, RequestsReport, RunInfo,
+    TimelineBucket,
 };
 use crate::report::audit::AuditReport;
 
@@ -101,10 +102,13 @@ fn verdict<'a>(
     report: &'a Report,
     comparisons: &[&'a super::comparison::Comparison],
 ) -> Vec<&'a str> {
-    report
-        .concurrency_sweep
+    let knees = match &report.kind {
+        Kind::ConcurrencySweep { concurrency_sweep } => concurrency_sweep.series.as_slice(),
+        _ => &[],
+    };
+    knees
         .iter()
-        .flat_map(|k| k.series.iter().map(|s| s.verdict.text.as_str()))
+        .map(|s| s.verdict.text.as_str())
         .chain(
             comparisons
                 .iter()
@@ -142,7 +146,7 @@ fn entry<'a>(s: &'a super::ScenarioReport, row: Option<&'a ComparisonRow>) -> En
     let own = if s.load.rate.is_some() {
         s.latency_ms.mean
     } else if s.requests.answered > 0 {
-        s.concurrency as f64 * s.duration_s * 1000.0 / s.requests.answered as f64
+        s.time_per_request_ms()
     } else {
         0.0
     };
@@ -179,13 +183,11 @@ fn data(report: &Report) -> Data<'_> {
             entry(s, row)
         })
         .collect();
-    let title = match (&report.comparison, &report.rtt_sweep) {
-        _ if report.concurrency_sweep.is_some() => {
-            "handshake compare across concurrency".to_string()
-        }
-        (_, Some(_)) => "handshake compare across round-trip times".to_string(),
-        (Some(_), None) => "handshake compare".to_string(),
-        (None, None) => format!(
+    let title = match &report.kind {
+        Kind::ConcurrencySweep { .. } => "handshake compare across concurrency".to_string(),
+        Kind::RttSweep { .. } => "handshake compare across round-trip times".to_string(),
+        Kind::Comparison { .. } => "handshake compare".to_string(),
+        Kind::Bench {} | Kind::Merged { .. } => format!(
             "handshake bench {}",
             report
                 .scenarios
@@ -194,18 +196,23 @@ fn data(report: &Report) -> Data<'_> {
                 .unwrap_or("")
         ),
     };
+    let (rtt_sweep, knee, agents) = match &report.kind {
+        Kind::RttSweep { rtt_sweep } => (Some(rtt_sweep), None, None),
+        Kind::ConcurrencySweep { concurrency_sweep } => (None, Some(concurrency_sweep), None),
+        Kind::Merged { agents } => (None, None, Some(agents)),
+        Kind::Bench {} | Kind::Comparison { .. } => (None, None, None),
+    };
     let links = report
         .link
         .iter()
         .chain(
-            report
-                .rtt_sweep
+            rtt_sweep
                 .iter()
                 .flat_map(|sw| sw.points.iter().map(|p| &p.link)),
         )
         .map(|l| l.describe())
         .collect();
-    let sweep = report.rtt_sweep.as_ref().map(|sw| Sweep {
+    let sweep = rtt_sweep.map(|sw| Sweep {
         rtts_ms: sw.points.iter().map(|p| p.rtt_set_ms).collect(),
         series: sw
             .series
@@ -222,16 +229,16 @@ fn data(report: &Report) -> Data<'_> {
         headline,
         phases: crate::record::Phase::parts().map(|p| p.name()).collect(),
         time_label: if !comparisons.is_empty() {
-            "Time per request (ms): the median over the rounds of concurrency × wall time ÷ ok requests"
+            "Time per request (ms): the median over the rounds of concurrency × wall time ÷ answered requests"
         } else if open_loop {
             "Mean latency (ms): in an open loop the rate sets the pace, so each request's own time is shown"
         } else {
-            "Time per request (ms): concurrency × wall time ÷ ok requests"
+            "Time per request (ms): concurrency × wall time ÷ answered requests"
         },
         links,
         entries,
         sweep,
-        knee: report.concurrency_sweep.as_ref(),
+        knee,
         confidence: comparisons.first().map(|c| Confidence {
             confidence: c.confidence,
             noise_threshold: c.noise_threshold,
@@ -239,7 +246,7 @@ fn data(report: &Report) -> Data<'_> {
         }),
         verdict: verdict(report, &comparisons),
         thresholds: report.thresholds.as_deref(),
-        agents: report.agents.as_ref().map(|all| {
+        agents: agents.map(|all| {
             all.iter()
                 .map(|a| (a, a.flags.iter().map(|f| f.text.clone()).collect()))
                 .collect()

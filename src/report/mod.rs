@@ -36,30 +36,41 @@ pub(crate) struct Report {
     /// Counts of the embedded server, when the run started it (ground truth).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<server::StatsSnapshot>,
-    /// `compare`: the strategies side by side.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<comparison::Comparison>,
+    /// Which report this is, with what only that kind has.
+    #[serde(flatten)]
+    pub kind: Kind,
     /// With `--rtt`: the emulated link the run crossed, as set and as measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<link::LinkReport>,
-    /// `compare --rtt A,B,...`: the comparison at each round-trip time.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rtt_sweep: Option<comparison::RttSweep>,
-    /// `compare -c 1,10,50,...`: the comparison at each concurrency and the knee.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub concurrency_sweep: Option<knee::ConcurrencySweep>,
     /// `--fail-if`: each expression checked on each scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Vec<thresholds::ThresholdResult>>,
     /// Who ran it, when, on which host, and which share of the workload.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<RunInfo>,
-    /// `merge`: the agents whose runs make up this report, one row each.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub agents: Option<Vec<AgentReport>>,
     /// Ctrl-C cut the run short: what the report covers (exit status 130).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<finding::Finding>,
+}
+
+/// Which report a [`Report`] is. In the JSON each kind's own part is a key of the report
+/// itself (`comparison`, `rtt_sweep`, `concurrency_sweep`, `agents`), as it always was;
+/// bench's report has none of them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Kind {
+    /// `bench`: its scenarios.
+    Bench {},
+    /// `merge`: the agents' runs merged, one row per agent.
+    Merged { agents: Vec<AgentReport> },
+    /// `compare`: the strategies side by side.
+    Comparison { comparison: comparison::Comparison },
+    /// `compare --rtt A,B,...`: the comparison at each round-trip time.
+    RttSweep { rtt_sweep: comparison::RttSweep },
+    /// `compare -c 1,10,50,...`: the comparison at each concurrency and the knee.
+    ConcurrencySweep {
+        concurrency_sweep: knee::ConcurrencySweep,
+    },
 }
 
 /// A run's identity.
@@ -143,19 +154,18 @@ pub(crate) struct AgentReport {
 impl Report {
     /// The comparisons: compare's one, or one per RTT of a sweep.
     pub(crate) fn comparisons(&self) -> Vec<&comparison::Comparison> {
-        self.comparison
-            .iter()
-            .chain(
-                self.rtt_sweep
-                    .iter()
-                    .flat_map(|sw| sw.points.iter().map(|p| &p.comparison)),
-            )
-            .chain(
-                self.concurrency_sweep
-                    .iter()
-                    .flat_map(|sw| sw.steps.iter().map(|p| &p.comparison)),
-            )
-            .collect()
+        match &self.kind {
+            Kind::Bench {} | Kind::Merged { .. } => Vec::new(),
+            Kind::Comparison { comparison } => vec![comparison],
+            Kind::RttSweep { rtt_sweep } => {
+                rtt_sweep.points.iter().map(|p| &p.comparison).collect()
+            }
+            Kind::ConcurrencySweep { concurrency_sweep } => concurrency_sweep
+                .steps
+                .iter()
+                .map(|p| &p.comparison)
+                .collect(),
+        }
     }
 
     /// The URLs of the report's scenarios, each once, in order.
@@ -169,20 +179,17 @@ impl Report {
         urls
     }
 
-    pub(crate) fn new(scenarios: Vec<ScenarioReport>) -> Report {
+    pub(crate) fn new(kind: Kind, scenarios: Vec<ScenarioReport>) -> Report {
         Report {
             schema_version: SCHEMA_VERSION,
             tool: "handshake",
             version: env!("CARGO_PKG_VERSION"),
             scenarios,
             server: None,
-            comparison: None,
+            kind,
             link: None,
-            rtt_sweep: None,
-            concurrency_sweep: None,
             thresholds: None,
             run: None,
-            agents: None,
             interrupted: None,
         }
     }
@@ -227,6 +234,15 @@ pub(crate) struct ScenarioReport {
     /// V2, base64), from which `merge` rebuilds it exactly.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<raw::RawScenario>,
+}
+
+impl ScenarioReport {
+    /// Time per request (compare's figure): concurrency × wall time ÷ answered requests,
+    /// in ms, so it counts what each request waited for, setup included. With nothing
+    /// answered, the whole wall time of every worker (the row ranks last).
+    pub(crate) fn time_per_request_ms(&self) -> f64 {
+        self.concurrency as f64 * self.duration_s * 1000.0 / self.requests.answered.max(1) as f64
+    }
 }
 
 /// The windows in which a hop could not be reached: how many, the longest, all of them

@@ -2,7 +2,7 @@
 //! each run of merge and compare), `compare`, the RTT `sweep`, the concurrency sweep
 //! (`knee`), merge's agents (`merge`), `trace`, `doctor`, `audit`, `watch`; the shared
 //! `table` (columns that leave by importance) and `sparkline`. Here: the layout, and
-//! which report a `Report` is, with the lines every one ends with.
+//! each kind of report with the lines every one ends with.
 
 pub(crate) mod audit;
 mod compare;
@@ -26,7 +26,7 @@ pub(crate) use sweep::render_sweep;
 
 use std::fmt::Write as _;
 
-use super::Report;
+use super::{Kind, Report};
 use merge::render_agents;
 
 /// The report as text, fitted to `layout`'s width.
@@ -42,29 +42,25 @@ fn render_unfitted(report: &Report, layout: &Layout) -> String {
     if let Some(l) = &report.link {
         let _ = writeln!(out, "Link: {}\n", l.describe());
     }
-    if let Some(sw) = &report.rtt_sweep {
-        out.push_str(&render_sweep(sw, layout));
-        return out;
-    }
-    if let Some(sw) = &report.concurrency_sweep {
-        out.push_str(&knee::render(sw, layout.width));
-        server_line(&mut out, report.server.as_ref());
-        link_line(&mut out, report.link.as_ref());
-        return out;
-    }
-    if let Some(c) = &report.comparison {
-        out.push_str(&render_comparison(c, layout));
-        server_line(&mut out, report.server.as_ref());
-        link_line(&mut out, report.link.as_ref());
-        return out;
-    }
-    for (i, s) in report.scenarios.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
+    match &report.kind {
+        Kind::RttSweep { rtt_sweep } => {
+            out.push_str(&render_sweep(rtt_sweep, layout));
+            return out;
         }
-        out.push_str(&render_scenario(s, layout.width));
+        Kind::ConcurrencySweep { concurrency_sweep } => {
+            out.push_str(&knee::render(concurrency_sweep, layout.width));
+        }
+        Kind::Comparison { comparison } => out.push_str(&render_comparison(comparison, layout)),
+        Kind::Bench {} | Kind::Merged { .. } => {
+            for (i, s) in report.scenarios.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&render_scenario(s, layout.width));
+            }
+        }
     }
-    if let Some(agents) = &report.agents {
+    if let Kind::Merged { agents } = &report.kind {
         render_agents(&mut out, agents);
     }
     server_line(&mut out, report.server.as_ref());
