@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 use super::answer::{RequestLine, Upstream, HOP_BY_HOP};
-use crate::proto::h1::ChunkedDecoder;
+use crate::proto::h1::reading::{ReadFail, Reading};
 use crate::server::routes::{reason, ConnHeader};
 
 /// Forward to the upstream over a pooled connection; returns the response to write.
@@ -108,84 +108,59 @@ pub(super) async fn forward_proxied(
 /// larger one is refused (a 502 that says so) rather than held without bound.
 const MAX_RELAYED_BODY: usize = 64 * 1024 * 1024;
 
-/// Read one upstream response: (head bytes, body data, connection reusable). The head
-/// is bounded by `parse_head` (64 KiB), the body by [`MAX_RELAYED_BODY`].
+/// Read one upstream response: (head bytes, body data, connection reusable), by the
+/// reader every HTTP/1 response goes through ([`Reading`], keeping the body). The head is
+/// bounded by `parse_head` (64 KiB), the body by [`MAX_RELAYED_BODY`].
 pub(super) async fn read_upstream<S: tokio::io::AsyncRead + Unpin>(
     s: &mut S,
     head_request: bool,
 ) -> anyhow::Result<(Vec<u8>, Vec<u8>, bool)> {
-    let too_large = || {
-        anyhow::anyhow!(
-            "the upstream's response body is over {} MiB (the audit relays a body whole)",
-            MAX_RELAYED_BODY / (1024 * 1024)
-        )
-    };
+    let failed = |f: ReadFail| anyhow::anyhow!("{}", f.failure.text());
+    let mut reading = Reading::new(head_request, true, false).keeping_body();
     let mut buf = Vec::with_capacity(16 * 1024);
     let mut chunk = vec![0u8; 16 * 1024];
-    let head = loop {
-        if let Some(h) = crate::proto::h1::parse_head(&buf, head_request)
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?
+    let mut any_byte = false;
+    loop {
+        let (used, done) = reading.advance(&buf).map_err(failed)?;
+        buf.drain(..used);
+        if let Some(crate::proto::h1::Framing::Length(n)) = reading.final_head().map(|h| h.framing)
         {
-            if h.is_informational() {
-                buf.drain(..h.head_len);
-                continue;
-            }
-            break h;
+            // Refused before any of it is read.
+            anyhow::ensure!(n <= MAX_RELAYED_BODY as u64, too_large());
+        }
+        if reading
+            .kept_body
+            .as_ref()
+            .is_some_and(|b| b.len() > MAX_RELAYED_BODY)
+        {
+            return Err(too_large());
+        }
+        if done {
+            break;
         }
         let n = s.read(&mut chunk).await?;
-        anyhow::ensure!(n > 0, "the upstream closed before a response");
+        if n == 0 {
+            reading.at_eof(any_byte).map_err(failed)?;
+            break;
+        }
+        any_byte = true;
         buf.extend_from_slice(&chunk[..n]);
-    };
-    let head_bytes: Vec<u8> = buf.drain(..head.head_len).collect();
-    let body = match head.framing {
-        crate::proto::h1::Framing::None => Vec::new(),
-        crate::proto::h1::Framing::Length(n) => {
-            if n > MAX_RELAYED_BODY as u64 {
-                return Err(too_large());
-            }
-            while (buf.len() as u64) < n {
-                let r = s.read(&mut chunk).await?;
-                anyhow::ensure!(r > 0, "the upstream closed inside the body");
-                buf.extend_from_slice(&chunk[..r]);
-            }
-            buf.drain(..n as usize).collect()
-        }
-        crate::proto::h1::Framing::Chunked => {
-            let mut dec = ChunkedDecoder::new();
-            let mut data = Vec::new();
-            loop {
-                let fed = dec
-                    .feed_data(&buf, &mut data)
-                    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                buf.drain(..fed.consumed);
-                if fed.done {
-                    break data;
-                }
-                if data.len() > MAX_RELAYED_BODY {
-                    return Err(too_large());
-                }
-                let r = s.read(&mut chunk).await?;
-                anyhow::ensure!(r > 0, "the upstream closed inside the body");
-                buf.extend_from_slice(&chunk[..r]);
-            }
-        }
-        crate::proto::h1::Framing::UntilClose => {
-            loop {
-                let r = s.read(&mut chunk).await?;
-                if r == 0 {
-                    break;
-                }
-                buf.extend_from_slice(&chunk[..r]);
-                if buf.len() > MAX_RELAYED_BODY {
-                    return Err(too_large());
-                }
-            }
-            std::mem::take(&mut buf)
-        }
-    };
+    }
+    let head_bytes = reading.kept_head.take().unwrap_or_default();
+    let body = reading.kept_body.take().unwrap_or_default();
+    let head = reading
+        .into_head()
+        .ok_or_else(|| anyhow::anyhow!("the upstream closed before a response"))?;
     let persistent =
         head.persistent && head.framing != crate::proto::h1::Framing::UntilClose && buf.is_empty();
     Ok((head_bytes, body, persistent))
+}
+
+fn too_large() -> anyhow::Error {
+    anyhow::anyhow!(
+        "the upstream's response body is over {} MiB (the audit relays a body whole)",
+        MAX_RELAYED_BODY / (1024 * 1024)
+    )
 }
 
 /// The upstream's head for the client: hop-by-hop headers dropped, our framing and
@@ -244,6 +219,22 @@ mod tests {
             read(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
         assert!(head.starts_with(b"HTTP/1.1 200 OK"));
         assert_eq!((body.as_slice(), reusable), (&b"ok"[..], true));
+        // A 1xx is skipped; a chunked body is relayed decoded; a body until close leaves
+        // the connection spent; bytes after the response leave it unsure.
+        let (head, body, reusable) = read(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n3\r\n!!!\r\n0\r\n\r\n",
+        )
+        .unwrap();
+        assert!(head.starts_with(b"HTTP/1.1 200 OK"), "{head:?}");
+        assert_eq!((body.as_slice(), reusable), (&b"ok!!!"[..], true));
+        let (_, body, reusable) =
+            read(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close").unwrap();
+        assert_eq!((body.as_slice(), reusable), (&b"until close"[..], false));
+        let (_, _, reusable) = read(b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1").unwrap();
+        assert!(!reusable);
+        // A body cut short is an error that says so.
+        let e = read(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nok").unwrap_err();
+        assert!(e.to_string().contains("Content-Length"), "{e}");
         // A length past the bound is refused before any of it is read.
         let huge = format!(
             "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",

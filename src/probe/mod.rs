@@ -96,11 +96,7 @@ fn err(kind: ErrorKind, message: impl Into<String>) -> ProbeError {
 
 /// A failed opening step, as the engine's opener said it.
 fn opening_failed(f: Failure) -> ProbeError {
-    let message = f
-        .message
-        .as_deref()
-        .unwrap_or_else(|| crate::record::describe(&f))
-        .to_string();
+    let message = f.text().to_string();
     let message = match f.detail {
         Some(d) => format!("{message} ({})", d.name()),
         None => message,

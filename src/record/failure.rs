@@ -444,6 +444,11 @@ impl Failure {
         self
     }
 
+    /// What it says: the failing layer's message, else what its kind means.
+    pub(crate) fn text(&self) -> &str {
+        self.message.as_deref().unwrap_or_else(|| describe(self))
+    }
+
     /// The name its example message is kept under: the detail's, else the category's.
     pub(crate) fn key(&self) -> &'static str {
         self.detail.map_or(self.kind.name(), ErrorDetail::name)
@@ -452,7 +457,7 @@ impl Failure {
 
 /// What a failure of this kind means, in plain words: the example kept when no error
 /// message came with it (a timeout, a parse error without one).
-pub(crate) fn describe(f: &Failure) -> &'static str {
+fn describe(f: &Failure) -> &'static str {
     match f.detail {
         Some(ErrorDetail::NoFreeStream) => {
             return "every connection's streams were busy until the timeout"

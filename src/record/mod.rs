@@ -8,7 +8,7 @@ pub(crate) mod outage;
 mod phase;
 pub(crate) mod status;
 
-pub(crate) use failure::{describe, ErrorDetail, ErrorKind, Failure, Hop, Via};
+pub(crate) use failure::{ErrorDetail, ErrorKind, Failure, Hop, Via};
 pub(crate) use keep_alive::KeepAliveHeader;
 pub(crate) use phase::{Phase, PhaseMap};
 

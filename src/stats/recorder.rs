@@ -416,7 +416,7 @@ impl Recorder {
                     self.error_details[d.index()] += 1;
                 }
                 if !self.error_examples.contains_key(f.key()) {
-                    let m = f.message.as_deref().unwrap_or(crate::record::describe(f));
+                    let m = f.text();
                     self.error_examples.insert(f.key(), m.to_string());
                     if let Some(hop) = &f.hop {
                         self.error_hops.insert(f.key(), (**hop).clone());

@@ -1,7 +1,8 @@
 //! One response read from its bytes as they arrive, without I/O: the head (1xx skipped),
-//! then the body by its framing, counting body bytes without keeping them. The async
-//! connection (`conn`) and the engine's readiness loop feed it alike, so a response is
-//! read the same way whichever way its bytes came.
+//! then the body by its framing, counting body bytes without keeping them (or keeping
+//! them, for audit's proxy, which relays them). The async connection (`conn`), the
+//! engine's readiness loop and the audit proxy feed it alike, so a response is read the
+//! same way whichever way its bytes came and wherever they go.
 
 use crate::proto::h1::{parse_head, ChunkError, ChunkedDecoder, Framing, ResponseHead};
 use crate::record::notes::{status_example, Taken};
@@ -45,6 +46,8 @@ pub(crate) struct Reading {
     pub body_bytes: u64,
     /// The final head's bytes, when kept.
     pub kept_head: Option<Vec<u8>>,
+    /// The body's data (a chunked body's decoded), when kept ([`Reading::keeping_body`]).
+    pub kept_body: Option<Vec<u8>>,
     /// A redirect's `Location`, when followed.
     pub location: Option<Box<str>>,
     /// The statuses whose example the reader's worker has (set by the worker; none by
@@ -64,10 +67,22 @@ impl Reading {
             head: None,
             body_bytes: 0,
             kept_head: None,
+            kept_body: None,
             location: None,
             taken: Taken::default(),
             said: None,
         }
+    }
+
+    /// Keep the body's data too (in `kept_body`), for a reader that hands it on.
+    pub(crate) fn keeping_body(mut self) -> Reading {
+        self.kept_body = Some(Vec::new());
+        self
+    }
+
+    /// The final head, once it is read.
+    pub(crate) fn final_head(&self) -> Option<&ResponseHead> {
+        self.head.as_ref()
     }
 
     /// The head is read: what follows is body.
@@ -112,10 +127,17 @@ impl Reading {
                 let take = (rest.len() as u64).min(*remaining);
                 *remaining -= take;
                 self.body_bytes += take;
+                if let Some(kept) = &mut self.kept_body {
+                    kept.extend_from_slice(&rest[..take as usize]);
+                }
                 Ok((used + take as usize, *remaining == 0))
             }
             Part::Chunked(dec) => {
-                let fed = dec.feed(rest).map_err(|e| match e {
+                let fed = match &mut self.kept_body {
+                    Some(kept) => dec.feed_data(rest, kept),
+                    None => dec.feed(rest),
+                };
+                let fed = fed.map_err(|e| match e {
                     ChunkError::Invalid(_) => {
                         ReadFail::new(ErrorKind::Protocol, ErrorDetail::BadChunk, true)
                     }
@@ -128,6 +150,9 @@ impl Reading {
             }
             Part::UntilClose => {
                 self.body_bytes += rest.len() as u64;
+                if let Some(kept) = &mut self.kept_body {
+                    kept.extend_from_slice(rest);
+                }
                 Ok((buf.len(), false))
             }
         }
