@@ -81,8 +81,8 @@ fn no_udp(req: &RequestConfig) -> Result<Option<String>, UsageError> {
     let Some((_, u)) = req.urls.first() else {
         return Ok(None);
     };
-    let proxy = req.proxy.which(u.tls, &u.host).map_err(UsageError)?;
-    Ok(proxy.map(|(_, p)| format!("the proxy {} forwards TCP", p.display())))
+    let proxy = req.proxy.pick(u.tls, &u.host).map_err(UsageError)?;
+    Ok(proxy.map(|n| format!("the proxy {} forwards TCP", n.proxy.display())))
 }
 
 /// The strategies of the default set left out for a target, each with why: those its
@@ -472,11 +472,18 @@ impl Rows<'_> {
         let (Some(choice), Some((_, u))) = (first, req.urls.first()) else {
             return Ok(None);
         };
-        if req.unix_socket.is_some() || req.proxy.which(u.tls, &u.host).ok().flatten().is_none() {
+        // Only a row through a proxy has a direct twin.
+        if req.unix_socket.is_some()
+            || req
+                .proxy
+                .pick(u.tls, &u.host)
+                .map_err(UsageError)?
+                .is_none()
+        {
             return Ok(None);
         }
         let mut req = req.clone();
-        req.proxy.choice.explicit = Some(String::new());
+        req.proxy = crate::net::proxy::ProxySettings::none();
         if let Some((_, groups)) = &choice.groups {
             req.tls.groups = Some(groups.clone());
         }

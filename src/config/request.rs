@@ -330,15 +330,10 @@ pub(crate) fn request_config(
     })
 }
 
-/// `-x`/`--proxy` (checked here, so a malformed one is a usage error before anything
-/// runs), `--noproxy`, `--proxy-cacert`, `--proxy-insecure`, and the environment's proxy
+/// `-x`/`--proxy` (read here, so a malformed one is a usage error before anything runs),
+/// `--noproxy`, `--proxy-cacert`, `--proxy-insecure`, and the environment's proxy
 /// variables.
 fn proxy_settings(a: &RequestArgs) -> Result<crate::net::proxy::ProxySettings, UsageError> {
-    use crate::net::proxy;
-    if let Some(url) = a.proxy.as_deref().filter(|u| !u.is_empty()) {
-        proxy::parse(url)
-            .map_err(|e| UsageError(format!("-x/--proxy {:?}: {e}", proxy::redact(url))))?;
-    }
     let mut roots = Vec::new();
     if let Some(path) = &a.proxy_cacert {
         roots =
@@ -350,11 +345,8 @@ fn proxy_settings(a: &RequestArgs) -> Result<crate::net::proxy::ProxySettings, U
         extra_roots: roots,
         ..TlsOptions::default()
     };
-    let choice = proxy::ProxyChoice {
-        explicit: a.proxy.clone(),
-        noproxy: a.noproxy.clone(),
-    };
-    Ok(proxy::ProxySettings::new(choice, tls))
+    crate::net::proxy::ProxySettings::new(a.proxy.as_deref(), a.noproxy.as_deref(), &tls)
+        .map_err(UsageError)
 }
 
 /// `--dns-servers` entry: `ADDR`, `ADDR:PORT` or `[V6]:PORT` (port 53 by default).

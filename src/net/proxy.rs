@@ -197,22 +197,10 @@ fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
     }
 }
 
-/// Where a proxy for a run comes from: `-x`/`--proxy` (an empty value: none, even from
-/// the environment), else the environment; `--noproxy` (else `no_proxy`/`NO_PROXY`)
-/// names the hosts that go direct.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ProxyChoice {
-    pub explicit: Option<String>,
-    pub noproxy: Option<String>,
-}
-
 /// The proxy variables a run reads, as curl reads them: `http_proxy` in lower case only
 /// (an upper-case `HTTP_PROXY` can be set by a CGI request's `Proxy:` header), the others
 /// in either case, lower case first.
-pub(crate) fn from_env(
-    var: impl Fn(&str) -> Option<String>,
-    https: bool,
-) -> Option<(String, String)> {
+fn from_env(var: impl Fn(&str) -> Option<String>, https: bool) -> Option<(String, String)> {
     let either = |name: &str| {
         let lower = name.to_ascii_lowercase();
         var(&lower)
@@ -228,32 +216,6 @@ pub(crate) fn from_env(
         .filter(|(_, v)| !v.is_empty())
 }
 
-impl ProxyChoice {
-    /// The proxy URL for a URL of `host` (https or not), and where it came from (the
-    /// flag or the variable's name), or none.
-    pub(crate) fn for_url(
-        &self,
-        var: impl Fn(&str) -> Option<String>,
-        https: bool,
-        host: &str,
-    ) -> Option<(String, String)> {
-        let chosen = match &self.explicit {
-            Some(p) if p.is_empty() => return None,
-            Some(p) => Some(("--proxy".to_string(), p.clone())),
-            None => from_env(&var, https),
-        }?;
-        let noproxy = self
-            .noproxy
-            .clone()
-            .or_else(|| var("no_proxy"))
-            .or_else(|| var("NO_PROXY"));
-        if noproxy.is_some_and(|n| NoProxy::parse(&n).matches(host)) {
-            return None;
-        }
-        Some(chosen)
-    }
-}
-
 /// The variables the proxy choice reads.
 pub const VARS: [&str; 8] = [
     "http_proxy",
@@ -266,78 +228,126 @@ pub const VARS: [&str; 8] = [
     "HTTP_PROXY",
 ];
 
-/// A run's proxy settings: the flags, the proxy variables as the run found them, and
-/// how to trust an https:// proxy (`--proxy-cacert`, `--proxy-insecure`).
+/// A proxy a run may go through, and where it was named (`--proxy`, or the variable).
+#[derive(Debug, Clone)]
+pub(crate) struct Named {
+    pub from: String,
+    pub proxy: Proxy,
+}
+
+/// A run's proxy settings, each read and parsed once, when the plan is built: the proxy
+/// for http:// URLs and the one for https:// URLs (`-x`/`--proxy`, an empty value meaning
+/// none even from the environment; else the environment), the hosts that go direct
+/// (`--noproxy`, else `no_proxy`/`NO_PROXY`: a list of host names, each matching itself
+/// and its subdomains, addresses, CIDR ranges, or `*`), and the TLS to an https://
+/// proxy (`--proxy-cacert`, `--proxy-insecure`), configured once and shared.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ProxySettings {
-    pub choice: ProxyChoice,
-    pub env: Vec<(String, String)>,
-    pub tls: crate::net::tls::TlsOptions,
+    /// For an http:// URL; a variable's value that cannot be used is kept as its error,
+    /// said when a URL would go through it.
+    http: Option<Result<Named, String>>,
+    /// For an https:// URL.
+    https: Option<Result<Named, String>>,
+    direct: NoProxy,
+    /// An upper-case `HTTP_PROXY` is set, and nothing else names an http:// proxy.
+    unread_http_proxy: bool,
 }
 
 impl ProxySettings {
-    /// From the flags and this process's environment.
-    pub(crate) fn new(choice: ProxyChoice, tls: crate::net::tls::TlsOptions) -> ProxySettings {
-        let env = VARS
+    /// From the flags (`-x`/`--proxy`, `--noproxy`) and this process's environment; an
+    /// error names the flag whose value was wrong.
+    pub(crate) fn new(
+        explicit: Option<&str>,
+        noproxy: Option<&str>,
+        tls: &crate::net::tls::TlsOptions,
+    ) -> Result<ProxySettings, String> {
+        let env: Vec<(String, String)> = VARS
             .iter()
             .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
             .collect();
-        ProxySettings { choice, env, tls }
+        ProxySettings::from_parts(explicit, noproxy, &env, tls)
     }
 
-    /// The proxy for a URL of `host` (https or not), or none; an error names the flag or
-    /// variable whose value was wrong.
-    pub(crate) fn pick(&self, https: bool, host: &str) -> Result<Option<Proxy>, String> {
-        let Some((from, mut p)) = self.which(https, host)? else {
-            return Ok(None);
+    /// From the flags and the variables `env` (name, value).
+    fn from_parts(
+        explicit: Option<&str>,
+        noproxy: Option<&str>,
+        env: &[(String, String)],
+        tls: &crate::net::tls::TlsOptions,
+    ) -> Result<ProxySettings, String> {
+        let var = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let named = |from: String, url: &str| -> Result<Named, String> {
+            let mut p = parse(url).map_err(|e| format!("{from} {:?}: {e}", redact(url)))?;
+            if p.tls {
+                let cfg = crate::net::tls::client_config(tls, true)
+                    .map_err(|e| format!("{from}: TLS to the proxy: {e:#}"))?;
+                p.tls_config = Some(cfg);
+            }
+            Ok(Named { from, proxy: p })
         };
-        if p.tls {
-            let cfg = crate::net::tls::client_config(&self.tls, true)
-                .map_err(|e| format!("{from}: TLS to the proxy: {e:#}"))?;
-            p.tls_config = Some(cfg);
+        let (http, https) = match explicit {
+            Some("") => (None, None),
+            Some(url) => {
+                let one = named("-x/--proxy".to_string(), url)?;
+                (Some(Ok(one.clone())), Some(Ok(one)))
+            }
+            None => {
+                let for_scheme =
+                    |https: bool| from_env(var, https).map(|(from, url)| named(from, &url));
+                (for_scheme(false), for_scheme(true))
+            }
+        };
+        let direct = noproxy
+            .map(str::to_string)
+            .or_else(|| var("no_proxy"))
+            .or_else(|| var("NO_PROXY"))
+            .map_or_else(NoProxy::default, |n| NoProxy::parse(&n));
+        Ok(ProxySettings {
+            unread_http_proxy: explicit.is_none() && http.is_none() && var("HTTP_PROXY").is_some(),
+            http,
+            https,
+            direct,
+        })
+    }
+
+    /// Settings that send every URL direct (`--proxy ""`).
+    pub(crate) fn none() -> ProxySettings {
+        ProxySettings::default()
+    }
+
+    /// The proxy for a URL of `host` (https or not), with where it was named, or none;
+    /// an error names the variable whose value was wrong.
+    pub(crate) fn pick(&self, https: bool, host: &str) -> Result<Option<&Named>, String> {
+        let set = if https { &self.https } else { &self.http };
+        match set {
+            Some(_) if self.direct.matches(host) => Ok(None),
+            Some(Ok(n)) => Ok(Some(n)),
+            Some(Err(e)) => Err(e.clone()),
+            None => Ok(None),
         }
-        Ok(Some(p))
     }
 
     /// What the choice of a proxy for a URL of `host` (https or not) has to tell the
     /// user, which the command says once: that a proxy the environment names is used,
     /// or that an upper-case `HTTP_PROXY` is not read.
     pub(crate) fn note_for(&self, https: bool, host: &str) -> Option<String> {
-        match self.which(https, host) {
-            Ok(Some((from, p))) if from != "--proxy" => Some(format!(
-                "handshake: through the proxy {} (from {from}; --noproxy HOST or --proxy \"\" to go direct)",
-                p.display()
+        match self.pick(https, host) {
+            Ok(Some(n)) if n.from != "-x/--proxy" => Some(format!(
+                "handshake: through the proxy {} (from {}; --noproxy HOST or --proxy \"\" to go direct)",
+                n.proxy.display(),
+                n.from
             )),
-            Ok(None)
-                if !https && self.choice.explicit.is_none() && self.var("HTTP_PROXY").is_some() =>
-            {
+            Ok(None) if !https && self.unread_http_proxy => {
                 Some("handshake: HTTP_PROXY is set but not read: as in curl, only the lower-case http_proxy is (a web request's Proxy header can set the upper-case one in CGI)".to_string())
             }
             _ => None,
         }
     }
-
-    /// Which proxy a URL of `host` goes through, and where it was named, without what
-    /// using it takes (its TLS configuration): for a plan's questions.
-    pub(crate) fn which(&self, https: bool, host: &str) -> Result<Option<(String, Proxy)>, String> {
-        let Some((from, url)) = self.choice.for_url(|k| self.var(k), https, host) else {
-            return Ok(None);
-        };
-        let p = parse(&url).map_err(|e| format!("{from} {:?}: {e}", redact(&url)))?;
-        Ok(Some((from, p)))
-    }
-
-    fn var(&self, k: &str) -> Option<String> {
-        self.env
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, NoProxy, ProxyChoice};
+    use super::{parse, NoProxy, ProxySettings};
 
     #[test]
     fn proxy_urls_as_curl_reads_them() {
@@ -385,43 +395,59 @@ mod tests {
 
     #[test]
     fn the_environment_as_curl_reads_it() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| (*v).to_string())
-            }
+        let tls = crate::net::tls::TlsOptions::default();
+        let with = |explicit: Option<&str>, noproxy: Option<&str>, env: &[(&str, &str)]| {
+            let env: Vec<(String, String)> = env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            ProxySettings::from_parts(explicit, noproxy, &env, &tls).unwrap()
         };
-        let none = ProxyChoice::default();
-        // Upper-case HTTP_PROXY is not read; HTTPS_PROXY is.
-        assert_eq!(
-            none.for_url(env(&[("HTTP_PROXY", "h:1")]), false, "a"),
-            None
-        );
-        let got = none
-            .for_url(env(&[("HTTPS_PROXY", "h:1")]), true, "a")
-            .unwrap();
-        assert_eq!(got, ("HTTPS_PROXY".to_string(), "h:1".to_string()));
-        let got = none
-            .for_url(env(&[("http_proxy", "h:2")]), false, "a")
-            .unwrap();
-        assert_eq!(got.1, "h:2");
+        let via = |s: &ProxySettings, https: bool, host: &str| {
+            s.pick(https, host)
+                .unwrap()
+                .map(|n| (n.from.clone(), n.proxy.display()))
+        };
+        let named = |from: &str, url: &str| Some((from.to_string(), url.to_string()));
+        // Upper-case HTTP_PROXY is not read (and the note says so); HTTPS_PROXY is.
+        let upper = with(None, None, &[("HTTP_PROXY", "h:1")]);
+        assert_eq!(via(&upper, false, "a"), None);
+        assert!(upper.note_for(false, "a").unwrap().contains("not read"));
+        let s = with(None, None, &[("HTTPS_PROXY", "h:1")]);
+        assert_eq!(via(&s, true, "a"), named("HTTPS_PROXY", "http://h:1"));
+        let s = with(None, None, &[("http_proxy", "h:2")]);
+        assert_eq!(via(&s, false, "a"), named("http_proxy", "http://h:2"));
+        assert!(s
+            .note_for(false, "a")
+            .unwrap()
+            .contains("(from http_proxy;"));
         // ALL_PROXY when the scheme's own is unset; NO_PROXY sends a match direct.
-        let e = env(&[("ALL_PROXY", "h:3"), ("NO_PROXY", "a")]);
-        assert_eq!(none.for_url(e, true, "a"), None);
-        assert_eq!(none.for_url(e, true, "b").unwrap().1, "h:3");
-        // --noproxy wins over NO_PROXY; --proxy "" means none at all.
-        let flags = ProxyChoice {
-            explicit: None,
-            noproxy: Some("b".to_string()),
-        };
-        assert_eq!(flags.for_url(e, true, "b"), None);
-        assert_eq!(flags.for_url(e, true, "a").unwrap().1, "h:3");
-        let off = ProxyChoice {
-            explicit: Some(String::new()),
-            noproxy: None,
-        };
-        assert_eq!(off.for_url(e, true, "b"), None);
+        let e = [("ALL_PROXY", "h:3"), ("NO_PROXY", "a")];
+        let s = with(None, None, &e);
+        assert_eq!(via(&s, true, "a"), None);
+        assert_eq!(via(&s, true, "b"), named("ALL_PROXY", "http://h:3"));
+        // --noproxy wins over NO_PROXY; --proxy "" means none at all; --proxy wins over
+        // the environment and is not a note (the user named it).
+        let s = with(None, Some("b"), &e);
+        assert_eq!(via(&s, true, "b"), None);
+        assert_eq!(via(&s, true, "a"), named("ALL_PROXY", "http://h:3"));
+        assert_eq!(via(&with(Some(""), None, &e), true, "b"), None);
+        let s = with(Some("https://p:8443"), None, &e);
+        assert_eq!(via(&s, false, "b"), named("-x/--proxy", "https://p:8443"));
+        assert!(s
+            .pick(false, "b")
+            .unwrap()
+            .unwrap()
+            .proxy
+            .tls_config
+            .is_some());
+        assert_eq!(s.note_for(false, "b"), None);
+        // A malformed flag is refused at once, naming it; a malformed variable only when
+        // a URL would go through it.
+        let bad = ProxySettings::from_parts(Some("socks5://p:1"), None, &[], &tls).unwrap_err();
+        assert!(bad.starts_with("-x/--proxy"), "{bad}");
+        let s = with(None, None, &[("https_proxy", "http://h:x")]);
+        assert_eq!(via(&s, false, "a"), None);
+        assert!(s.pick(true, "a").unwrap_err().starts_with("https_proxy"));
     }
 }

@@ -306,8 +306,8 @@ pub(super) fn origin_of(
     // A proxy (not with a Unix socket, which is where every connection goes, as in
     // curl): connections go to it; `--resolve` then applies to its name.
     if req.unix_socket.is_none() {
-        if let Some(p) = req.proxy.pick(u.tls, &u.host).map_err(UsageError)? {
-            o.via_proxy(p);
+        if let Some(n) = req.proxy.pick(u.tls, &u.host).map_err(UsageError)? {
+            o.via_proxy(n.proxy.clone());
         }
         o.proxy_note = req.proxy.note_for(u.tls, &u.host);
     }
