@@ -16,7 +16,7 @@ pub(crate) fn run(a: AuditArgs) -> anyhow::Result<i32> {
     crate::interrupt::install();
     let proxy_mode = plan.config.proxy.is_some();
     let running = start(plan.config)?;
-    if let Some(path) = &a.cacert_out {
+    if let Some(path) = &plan.cacert_out {
         std::fs::write(path, &running.ca_pem)
             .with_context(|| format!("--cacert-out {}", path.display()))?;
     }
@@ -29,7 +29,7 @@ pub(crate) fn run(a: AuditArgs) -> anyhow::Result<i32> {
     }
     let started_at = crate::host::now_rfc3339();
     let started = std::time::Instant::now();
-    let (command, status) = run_client(&a.command, plan.duration, &running.url, proxy)?;
+    let (command, status) = run_client(&plan.command, plan.duration, &running.url, proxy)?;
     let mut report = running.finish(command, status);
     report.interrupted = super::output::ended_by_interrupt("the client's connections", started);
     report.run = Some(crate::report::RunInfo {
@@ -40,15 +40,15 @@ pub(crate) fn run(a: AuditArgs) -> anyhow::Result<i32> {
         failed,
         lines,
         results,
-    } = thresholds::check_report(&plan.thresholds, &report)?;
+    } = thresholds::check_report(&plan.output.thresholds, &report)?;
     report.thresholds = results;
-    let out = if a.json {
+    let out = if plan.output.json {
         serde_json::to_string_pretty(&report).expect("audit report serializes")
     } else {
         render(&report, crate::fmt::width())
     };
     let mut unwritten = super::print_out(&out);
-    if let Some(path) = &a.html {
+    if let Some(path) = &plan.output.html {
         let page = crate::report::html::render_audit(&report);
         unwritten = unwritten.max(super::output::write_file("--html", path, &page));
     }

@@ -19,7 +19,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         .path
         .as_ref()
         .map(|_| {
-            let steps = crate::progress::Steps::on_terminal("bench", plan.progress());
+            let steps = crate::progress::Steps::on_terminal("bench", plan.progress);
             let early = plan.strategy.early_data();
             Embedded::with_early_data(plan.link, early, plan.chain_bytes, &steps)
         })
@@ -53,7 +53,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         &crate::progress::note,
     )?;
     let live = publisher.as_ref().map(|_| board.live(&sc));
-    let run = || engine::run_live(sc.clone(), plan.progress(), live);
+    let run = || engine::run_live(sc.clone(), plan.progress, live);
     let result = on_client(embedded.as_ref(), run)??;
     super::say_new(sc.proxy_notes(), &mut said);
     // The board holds a copy of the run's counts for the metrics endpoint only when
@@ -81,8 +81,8 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         rep.link = link;
     }
     rep.interrupted = super::interrupted("the run", &rep);
-    let code = emit_checked(&mut rep, &plan.output, &plan.thresholds, false)?;
-    let code = code.max(super::no_success(&rep, &plan.accepted));
+    let code = emit_checked(&mut rep, &plan.output)?;
+    let code = code.max(super::no_success(&rep, &plan.output.accepted));
     if let Some(p) = publisher {
         p.finish(&crate::progress::note);
     }

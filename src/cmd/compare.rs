@@ -24,9 +24,9 @@ pub(crate) fn run(a: CompareArgs) -> anyhow::Result<i32> {
     rep.server = done.server;
     rep.link = done.link;
     rep.interrupted = super::interrupted("the rounds that ran whole", &rep);
-    let code = emit_checked(&mut rep, &a.output, &plan.thresholds, a.verbose)?;
+    let code = emit_checked(&mut rep, &plan.output)?;
     // A row in which no request succeeded at all fails the run.
-    let code = code.max(super::no_success(&rep, &plan.accepted));
+    let code = code.max(super::no_success(&rep, &plan.output.accepted));
     if let Some(p) = publisher {
         p.finish(&crate::progress::note);
     }

@@ -2,8 +2,7 @@
 //! report.
 
 use crate::cli::DoctorArgs;
-use crate::config::single::single_plan;
-use crate::config::{parse_positive_duration, UsageError};
+use crate::config::single::doctor_plan;
 use crate::doctor::{execute, DoctorReport};
 use crate::embedded::on_client;
 use crate::plan::Strategy;
@@ -12,23 +11,19 @@ use crate::report::text;
 use crate::runtime_thread::current_thread_runtime;
 
 pub(crate) fn run(a: DoctorArgs) -> anyhow::Result<i32> {
-    if a.max_requests == 0 {
-        return Err(UsageError("--max-requests must be at least 1".into()).into());
-    }
-    let max_idle = parse_positive_duration("--max-idle", &a.max_idle)?;
-    let plan = single_plan(a.url.as_deref(), &a.link, &a.request, &a.timeout)?;
+    let plan = doctor_plan(&a)?;
     crate::interrupt::install();
-    let steps = Steps::new("doctor", !a.no_progress);
-    let embedded = super::embedded_for(&plan, false, &steps)?;
+    let steps = Steps::new("doctor", plan.progress);
+    let embedded = super::embedded_for(&plan.target, false, &steps)?;
     // What each probe sends: the user's request flags, at the URL (HTTP/3's probes at
     // the port the server's Alt-Svc names).
-    let req = plan.request(embedded.as_ref(), a.embedded_tls)?;
-    let sc = plan.scenario(&req, Strategy::KeepAlive, 1)?;
+    let req = plan.target.request(embedded.as_ref(), plan.embedded_tls)?;
+    let sc = plan.target.scenario(&req, Strategy::KeepAlive, 1)?;
     super::say_new(sc.proxy_notes(), &mut Vec::new());
     // The HTTP/2 probes: over TLS when the server offers h2; over cleartext with --h2c.
     let tls = req.urls.first().is_some_and(|(_, u)| u.tls);
-    let h2_sc = (tls || a.h2c)
-        .then(|| plan.scenario(&req, Strategy::H2, 1))
+    let h2_sc = (tls || plan.h2c)
+        .then(|| plan.target.scenario(&req, Strategy::H2, 1))
         .transpose()?;
     let run = || -> anyhow::Result<DoctorReport> {
         let local = tokio::task::LocalSet::new();
@@ -36,8 +31,8 @@ pub(crate) fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             &sc,
             h2_sc.as_ref(),
             &req,
-            a.max_requests,
-            max_idle,
+            plan.max_requests,
+            plan.max_idle,
             &steps,
         )))
     };
@@ -56,7 +51,7 @@ pub(crate) fn run(a: DoctorArgs) -> anyhow::Result<i32> {
         d.link = e.finish().1;
     }
     d.interrupted = crate::interrupt::by().map(crate::report::finding::probes_interrupted);
-    let out = if a.json {
+    let out = if plan.json {
         serde_json::to_string_pretty(&d).expect("doctor report serializes")
     } else {
         text::doctor::render(&d, crate::fmt::width())

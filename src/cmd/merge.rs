@@ -9,8 +9,7 @@ use crate::progress::Steps;
 use crate::report::thresholds;
 
 pub(crate) fn run(a: MergeArgs) -> anyhow::Result<i32> {
-    let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
-    let accepted = crate::config::target::ok_statuses(a.output.ok_status.as_deref())?;
+    let output = crate::config::output(&a.output, thresholds::Subject::Bench, false)?;
     // Reading and merging many large reports takes a while: a bar on a terminal.
     let steps = Steps::on_terminal("merge", !a.output.no_progress);
     steps.set_total(a.files.len() as u64, true);
@@ -28,11 +27,11 @@ pub(crate) fn run(a: MergeArgs) -> anyhow::Result<i32> {
     let mut rep = merge(
         inputs,
         a.allow_mismatch,
-        a.output.ok_status.is_some().then_some(accepted.as_slice()),
+        (!output.accepted.is_empty()).then_some(output.accepted.as_slice()),
     )?;
     steps.finish();
     rep.run = Some(crate::host::run_info("merge", started_at));
-    let code = emit_checked(&mut rep, &a.output, &thresholds, false)?;
+    let code = emit_checked(&mut rep, &output)?;
     // The merged run is judged as one run is: nothing measured, or no success, fails.
-    Ok(code.max(super::no_success(&rep, &accepted)))
+    Ok(code.max(super::no_success(&rep, &output.accepted)))
 }

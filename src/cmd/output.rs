@@ -4,25 +4,19 @@
 
 use std::io::Write;
 
-use crate::cli::OutputArgs;
-use crate::report::{self, Report};
+use crate::report::{self, Output, Report};
 
 /// Check `--fail-if` on the report's scenarios (each with its comparison row, if any),
 /// print the report, then a line per failed threshold on stderr: the exit status (1
 /// when one failed).
-pub(crate) fn emit_checked(
-    rep: &mut Report,
-    output: &OutputArgs,
-    thresholds: &[report::thresholds::Threshold],
-    verbose: bool,
-) -> anyhow::Result<i32> {
-    let checked = report::thresholds::check_scenarios(thresholds, rep)?;
+pub(crate) fn emit_checked(rep: &mut Report, output: &Output) -> anyhow::Result<i32> {
+    let checked = report::thresholds::check_scenarios(&output.thresholds, rep)?;
     rep.thresholds = checked.results;
     let urls = rep.urls();
     if let Some(run) = rep.run.as_mut() {
         run.urls = urls;
     }
-    let unwritten = emit(rep, output, verbose);
+    let unwritten = emit(rep, output);
     for l in checked.lines {
         crate::progress::note(&l);
     }
@@ -111,11 +105,11 @@ pub(crate) fn write_file(flag: &str, path: &std::path::Path, content: &str) -> i
 /// Print the report (JSON, or text fitted to the terminal, with the explanations when
 /// `verbose`) and write the HTML file if asked: 0, or 1 when either could not be
 /// written.
-fn emit(rep: &Report, output: &OutputArgs, verbose: bool) -> i32 {
+fn emit(rep: &Report, output: &Output) -> i32 {
     let out = if output.json {
         report::to_json(rep)
     } else {
-        report::text::render(rep, &report::text::Layout::of_terminal(verbose))
+        report::text::render(rep, &report::text::Layout::of_terminal(output.verbose))
     };
     let printed = print_out(&out);
     let written = output.html.as_ref().map_or(0, |path| {

@@ -1,49 +1,37 @@
 //! `handshake trace`: its arguments to a trace (`crate::trace`), and its report.
 
 use crate::cli::TraceArgs;
-use crate::config::single::single_plan;
-use crate::config::{self, UsageError};
+use crate::config;
 use crate::embedded::on_client;
 use crate::report::text;
 use crate::runtime_thread::current_thread_runtime;
 use crate::trace::{self, TraceReport};
 
 pub(crate) fn run(a: TraceArgs) -> anyhow::Result<i32> {
-    if a.count == 0 || a.count > 100_000 {
-        return Err(UsageError("--count must be between 1 and 100000".into()).into());
-    }
-    let accepted = config::target::ok_statuses(a.ok_status.as_deref())?;
-    let strategy = if a.http2 {
-        crate::plan::Strategy::H2
-    } else if a.http3 {
-        crate::plan::Strategy::H3
-    } else {
-        config::parse_strategy("--strategy", &a.strategy)?
-    };
-    let plan = single_plan(a.url.as_deref(), &a.link, &a.request, &a.timeout)?;
+    let plan = config::single::trace_plan(&a)?;
     let steps = crate::progress::Steps::on_terminal("trace", true);
-    let embedded = super::embedded_for(&plan, strategy.early_data(), &steps)?;
-    let req = plan.request(embedded.as_ref(), a.embedded_tls || strategy.needs_tls())?;
-    let sc = plan.scenario(&req, strategy, a.count)?;
+    let embedded = super::embedded_for(&plan.target, plan.strategy.early_data(), &steps)?;
+    let req = plan.target.request(embedded.as_ref(), plan.embedded_tls)?;
+    let sc = plan.target.scenario(&req, plan.strategy, plan.count)?;
     let mut said = Vec::new();
     super::say_new(sc.proxy_notes(), &mut said);
     let run = || -> anyhow::Result<TraceReport> {
         let rt = current_thread_runtime()?;
         let local = tokio::task::LocalSet::new();
-        Ok(rt.block_on(local.run_until(trace::execute(&sc, a.count))))
+        Ok(rt.block_on(local.run_until(trace::execute(&sc, plan.count))))
     };
     let mut t = on_client(embedded.as_ref(), run)??;
     super::say_new(sc.proxy_notes(), &mut said);
     if let Some(e) = embedded {
         t.link = e.finish().1;
     }
-    let out = if a.json {
+    let out = if plan.json {
         serde_json::to_string_pretty(&t).expect("trace serializes")
     } else {
         text::trace::render(&t, crate::fmt::width())
     };
     let unwritten = super::print_out(&out);
-    let failed = no_success(&t, &accepted);
+    let failed = no_success(&t, &plan.accepted);
     if let Some(line) = &failed {
         crate::progress::note(&format!("handshake: {line}"));
     }

@@ -10,7 +10,6 @@ use crate::plan::build::{LoadConfig, RequestConfig};
 use crate::plan::Choice;
 use crate::report::link::LinkReport;
 use crate::report::server::StatsSnapshot;
-use crate::report::thresholds::Threshold;
 use crate::report::Kind;
 
 /// What the rounds gave, for the report.
@@ -40,9 +39,8 @@ pub(crate) struct Plan {
     pub links: Vec<Option<LinkSpec>>,
     pub rounds: usize,
     pub noise_threshold: f64,
-    pub thresholds: Vec<Threshold>,
-    /// The statuses `--ok-status` counts as successes.
-    pub accepted: Vec<(u16, u16)>,
+    /// How the report is written and judged.
+    pub output: crate::report::Output,
     pub h2c: bool,
     pub requests_per_connection: Option<u64>,
     /// HTTP/2 connections per origin (`--connections`).
@@ -158,7 +156,7 @@ impl At<'_> {
             h2c: p.h2c,
             requests_per_connection: p.requests_per_connection,
             multiplexed_connections: p.multiplexed_connections,
-            ok_status: &p.accepted,
+            ok_status: &p.output.accepted,
             load,
             prefix,
             steps: &self.steps,

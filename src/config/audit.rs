@@ -5,7 +5,7 @@
 use crate::audit::{AuditConfig, ProxyMode, Upstream};
 use crate::cli::AuditArgs;
 use crate::parse::{parse_addr, parse_duration, parse_positive_duration, UsageError};
-use crate::report::thresholds::{self, Threshold};
+use crate::report::thresholds;
 use crate::server::ServerConfig;
 
 /// An audit, resolved.
@@ -13,7 +13,12 @@ pub(crate) struct AuditPlan {
     pub config: AuditConfig,
     /// `--duration`: how long to watch without a command (else until Ctrl-C).
     pub duration: Option<std::time::Duration>,
-    pub thresholds: Vec<Threshold>,
+    /// The client command run against it (none: wait).
+    pub command: Vec<String>,
+    /// `--cacert-out`: where the audit's CA is written for the client.
+    pub cacert_out: Option<std::path::PathBuf>,
+    /// How the report is written and judged (`--json`, `--html`, `--fail-if`).
+    pub output: crate::report::Output,
 }
 
 /// The plan of `handshake audit` with these arguments.
@@ -45,7 +50,14 @@ pub(crate) fn audit_plan(a: &AuditArgs) -> anyhow::Result<AuditPlan> {
     Ok(AuditPlan {
         config,
         duration,
-        thresholds,
+        command: a.command.clone(),
+        cacert_out: a.cacert_out.clone(),
+        output: crate::report::Output {
+            json: a.json,
+            html: a.html.clone(),
+            thresholds,
+            ..Default::default()
+        },
     })
 }
 

@@ -8,15 +8,12 @@ use crate::lab::LinkSpec;
 use crate::parse::UsageError;
 use crate::plan::build::{LoadConfig, RequestConfig};
 use crate::plan::{Scenario, Strategy};
-use crate::report::thresholds::{self, Threshold};
+use crate::report::thresholds::Subject;
 use crate::report::Segment;
 
 /// A bench run, resolved: the arguments are read here once, and nothing after reads them.
 pub(crate) struct BenchPlan {
     pub strategy: Strategy,
-    pub thresholds: Vec<Threshold>,
-    /// The statuses `--ok-status` counts as successes.
-    pub accepted: Vec<(u16, u16)>,
     /// `--segment I/N`: this agent's share of the load.
     pub segment: Option<Segment>,
     /// `--start-at`: when, and how long from now.
@@ -45,8 +42,11 @@ pub(crate) struct BenchPlan {
     threads_given: bool,
     /// `--urls-from-file` without `-n` or `-d`: each URL once.
     each_url_once: bool,
-    /// How the report is written (`--json`, `--html`, `--fail-if`, ...).
-    pub output: crate::cli::OutputArgs,
+    /// How the report is written and judged.
+    pub output: crate::report::Output,
+    /// Progress lines on a terminal's stderr (not with `--no-progress`, nor beside
+    /// `--json`).
+    pub progress: bool,
 }
 
 /// The plan of `handshake bench` with these arguments.
@@ -56,8 +56,7 @@ pub(crate) fn bench_plan(a: BenchArgs) -> anyhow::Result<BenchPlan> {
     } else {
         super::parse_strategy("--strategy", &a.strategy)?
     };
-    let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Bench)?;
-    let accepted = super::target::ok_statuses(a.output.ok_status.as_deref())?;
+    let output = super::output(&a.output, Subject::Bench, false)?;
     let load = super::load_config(&a.load, super::BENCH_DEFAULTS)?;
     let segment = super::parse_segment(a.segment.as_deref(), a.segments)?;
     let start_at = a
@@ -81,10 +80,9 @@ pub(crate) fn bench_plan(a: BenchArgs) -> anyhow::Result<BenchPlan> {
         requests_per_connection: a.requests_per_connection,
         threads_given: a.load.threads.is_some(),
         each_url_once: super::each_url_once(&a.load, &a.request),
-        output: a.output,
+        progress: !a.output.no_progress && !a.output.json,
+        output,
         strategy,
-        thresholds,
-        accepted,
         segment,
         start_at,
         link,
@@ -100,12 +98,6 @@ pub(crate) fn bench_plan(a: BenchArgs) -> anyhow::Result<BenchPlan> {
 }
 
 impl BenchPlan {
-    /// Progress lines on a terminal's stderr (not with `--no-progress`, nor beside
-    /// `--json`).
-    pub(crate) fn progress(&self) -> bool {
-        !self.output.no_progress && !self.output.json
-    }
-
     /// The runnable scenario, against `embedded` when the run is against it (its URL,
     /// trusting its CA).
     pub(crate) fn scenario(&self, embedded: Option<&Embedded>) -> Result<Scenario, UsageError> {
@@ -125,7 +117,7 @@ impl BenchPlan {
         )?;
         Ok(Scenario {
             connections: self.connections,
-            ok_status: self.accepted.clone(),
+            ok_status: self.output.accepted.clone(),
             ..sc
         })
     }

@@ -7,7 +7,7 @@ use crate::lab::LinkSpec;
 use crate::parse::{parse_percent, UsageError};
 use crate::plan::build::LoadConfig;
 use crate::plan::Strategy;
-use crate::report::thresholds;
+use crate::report::thresholds::Subject;
 
 /// The plan of `handshake compare` with these arguments.
 pub(crate) fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
@@ -26,8 +26,7 @@ pub(crate) fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
         )?;
     }
     let noise_threshold = parse_percent("--noise-threshold", &a.noise_threshold)?;
-    let thresholds = thresholds::parse_all(&a.output.fail_if, thresholds::Subject::Compare)?;
-    let accepted = super::target::ok_statuses(a.output.ok_status.as_deref())?;
+    let output = super::output(&a.output, Subject::Compare, a.verbose)?;
     let path = super::target::embedded_path(
         a.url.as_deref(),
         &a.link,
@@ -70,8 +69,7 @@ pub(crate) fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
         links,
         rounds,
         noise_threshold,
-        thresholds,
-        accepted,
+        output,
         h2c: a.h2c,
         requests_per_connection: a.requests_per_connection,
         multiplexed_connections: super::connections(a.connections, Strategy::H2)?,

@@ -8,6 +8,7 @@ pub(crate) mod metrics;
 mod request;
 pub(crate) mod single;
 pub(crate) mod target;
+pub(crate) mod watch;
 
 pub(crate) use request::request_config;
 use std::net::IpAddr;
@@ -20,10 +21,25 @@ use crate::plan::{Choice, LoadShape, MinSpeed, PhaseLimits, StopWhen, Strategy};
 
 use crate::parse::usage;
 pub(crate) use crate::parse::{
-    parse_bandwidth, parse_bytes, parse_duration, parse_percent, parse_positive_duration,
-    UsageError,
+    parse_bandwidth, parse_duration, parse_percent, parse_positive_duration, UsageError,
 };
 pub(crate) use crate::plan::build::{connections, parse_url, scenario, LoadConfig, RequestConfig};
+
+/// How the report of `subject` (bench's, merge's or compare's) is written and judged:
+/// `--fail-if` and `--ok-status` read before the run, so a mistake in them costs no run.
+pub(crate) fn output(
+    a: &crate::cli::OutputArgs,
+    subject: crate::report::thresholds::Subject,
+    verbose: bool,
+) -> anyhow::Result<crate::report::Output> {
+    Ok(crate::report::Output {
+        json: a.json,
+        html: a.html.clone(),
+        verbose,
+        thresholds: crate::report::thresholds::parse_all(&a.fail_if, subject)?,
+        accepted: target::ok_statuses(a.ok_status.as_deref())?,
+    })
+}
 
 /// Defaults of a command's load: requests when neither `-n` nor `-d` is given, and `-c`.
 #[derive(Debug, Clone, Copy)]

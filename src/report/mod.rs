@@ -13,6 +13,7 @@ pub(crate) mod knee;
 pub(crate) mod link;
 pub(crate) mod raw;
 pub(crate) mod reuse;
+mod run;
 pub(crate) mod server;
 pub(crate) mod text;
 pub(crate) mod thresholds;
@@ -21,9 +22,10 @@ pub(crate) mod watch;
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::record::{Phase, PhaseMap};
+pub(crate) use run::{AgentReport, Machine, RunInfo, Segment};
 
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
@@ -53,6 +55,19 @@ pub(crate) struct Report {
     pub interrupted: Option<finding::Finding>,
 }
 
+/// How a report is written and judged: `--json`, `--html`, compare's `-v`, `--fail-if`
+/// and `--ok-status`, resolved before the run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Output {
+    pub json: bool,
+    pub html: Option<std::path::PathBuf>,
+    /// compare's `-v`: why each row costs what it costs.
+    pub verbose: bool,
+    pub thresholds: Vec<thresholds::Threshold>,
+    /// The statuses `--ok-status` counts as successes beside 2xx and 3xx (none without it).
+    pub accepted: Vec<(u16, u16)>,
+}
+
 /// Which report a [`Report`] is. In the JSON each kind's own part is a key of the report
 /// itself (`comparison`, `rtt_sweep`, `concurrency_sweep`, `agents`), as it always was;
 /// bench's report has none of them.
@@ -71,84 +86,6 @@ pub(crate) enum Kind {
     ConcurrencySweep {
         concurrency_sweep: knee::ConcurrencySweep,
     },
-}
-
-/// A run's identity.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub(crate) struct RunInfo {
-    /// `bench` or `compare`.
-    pub command: String,
-    /// When the load started, RFC 3339 in UTC.
-    pub started_at: String,
-    /// `--start-at` as given: the time the load was to start (a late agent's
-    /// `started_at` is later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scheduled_at: Option<String>,
-    pub host: String,
-    /// `--segment I/N` (or `--segments N`): this run's share of a larger workload.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub segment: Option<Segment>,
-    /// The command line as given, the program's name first.
-    #[serde(default)]
-    pub command_line: Vec<String>,
-    /// The URLs measured, each once, in the report's order.
-    #[serde(default)]
-    pub urls: Vec<String>,
-    /// The machine it ran on.
-    #[serde(default)]
-    pub machine: Machine,
-}
-
-/// The machine a run ran on: its CPUs (those the process may use) and its kernel.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub(crate) struct Machine {
-    pub cpus: usize,
-    /// `uname -sr`: "Linux 6.8.0-1021-gcp".
-    pub kernel: String,
-}
-
-/// Share `index` (1-based) of `count` equal shares of a workload.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub(crate) struct Segment {
-    pub index: u64,
-    pub count: u64,
-}
-
-impl Segment {
-    /// Whether the two cover a common part of the workload: [(i-1)/n, i/n) intervals.
-    pub(crate) fn overlaps(self, o: Segment) -> bool {
-        // a.lo < b.hi && b.lo < a.hi, cross-multiplied.
-        (self.index - 1) * o.count < o.index * self.count
-            && (o.index - 1) * self.count < self.index * o.count
-    }
-}
-
-impl std::fmt::Display for Segment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-/// One agent of a merged report: its identity and its own figures over its scenarios.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub(crate) struct AgentReport {
-    pub host: String,
-    pub started_at: String,
-    /// Absent: the agent ran the whole workload.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub segment: Option<Segment>,
-    pub wall_s: f64,
-    pub requests: u64,
-    pub ok: u64,
-    pub errors: u64,
-    pub connections: u64,
-    pub p99_ms: f64,
-    pub client_cpu_us_per_request: f64,
-    /// What sets this agent apart from the others (`agent_errors`, `agent_p99_outlier`,
-    /// `agent_cpu_outlier`), each with its figure and the agents' median: judged again
-    /// whenever agents are merged.
-    #[serde(skip_deserializing, skip_serializing_if = "Vec::is_empty")]
-    pub flags: Vec<finding::Finding>,
 }
 
 impl Report {
