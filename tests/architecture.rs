@@ -1399,13 +1399,48 @@ fn test_index_violations(tests: &Path) -> Vec<String> {
     for f in rust_files(tests) {
         let text = without_comments_and_strings(&std::fs::read_to_string(&f).unwrap());
         let rel = f.strip_prefix(tests).unwrap().display().to_string();
-        if !rel.starts_with("common/") && text.contains("Mutex<()>") {
+        if rel.starts_with("common/") || !rel.contains('/') {
+            continue;
+        }
+        if text.contains("Mutex<()>") || text.contains("RwLock<()>") {
             found.push(format!(
-                "{rel}: a lock of its own (common::serial is the one)"
+                "{rel}: a lock of its own (common::serial and common::shared are the one)"
+            ));
+        }
+        for name in tests_without_the_machine(&text) {
+            found.push(format!(
+                "{rel}::{name}: takes neither serial() nor shared() first"
             ));
         }
     }
     found
+}
+
+/// The tests in `text` whose first line takes neither the machine alone
+/// (`serial()`, or a helper named for it) nor a share of it (`shared()`): a test that only
+/// runs a command is still load for one that times, so every test takes one.
+fn tests_without_the_machine(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("#[test]") {
+        rest = &rest[i + "#[test]".len()..];
+        let (Some(f), Some(open)) = (rest.find("fn "), rest.find('{')) else {
+            break;
+        };
+        let name: String = rest[f + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let first: String = rest[open + 1..]
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default()
+            .to_string();
+        if !first.contains("serial") && !first.contains("shared()") {
+            out.push(name);
+        }
+    }
+    out
 }
 
 /// Whether `dir` holds a `.rs` file.
@@ -1440,7 +1475,8 @@ fn the_tests_folder_is_as_its_index_says() {
 }
 
 /// The check sees a binary and a module the index leaves out, a file no binary
-/// declares, a lock of a module's own, and one binary too many, on a scratch folder.
+/// declares, a lock of a module's own, a test that takes no share of the machine, and
+/// one binary too many, on a scratch folder.
 #[test]
 fn the_check_catches_a_test_the_index_does_not_know() {
     let dir = Scratch::new();
@@ -1459,10 +1495,13 @@ fn the_check_catches_a_test_the_index_does_not_know() {
         dir.join("bench/h2.rs"),
         "static L: std::sync::Mutex<()> = todo!();\n",
     );
-    put(dir.join("bench/h3.rs"), "");
+    put(
+        dir.join("bench/h3.rs"),
+        "#[test]\nfn alone() {\n    let _m = serial();\n}\n\n#[test]\nfn side_by_side() -> Result<(), String> {\n    let _m = shared();\n    Ok(())\n}\n\n#[test]\nfn loose() {\n    run();\n    let _m = serial();\n}\n",
+    );
     put(
         dir.join("bench/forgotten.rs"),
-        "#[test]\nfn never_runs() {}\n",
+        "#[test]\nfn never_runs() {\n    let _m = shared();\n}\n",
     );
     put(dir.join("common/mod.rs"), "pub fn serial() {}\n");
     put(dir.join("watch/main.rs"), "");
@@ -1473,7 +1512,8 @@ fn the_check_catches_a_test_the_index_does_not_know() {
             "bench/forgotten.rs: no binary declares it",
             "watch: not in the index",
             "14 test binaries, more than 12",
-            "bench/h2.rs: a lock of its own (common::serial is the one)",
+            "bench/h2.rs: a lock of its own (common::serial and common::shared are the one)",
+            "bench/h3.rs::loose: takes neither serial() nor shared() first",
         ]
     );
 }

@@ -86,11 +86,13 @@ pub(super) async fn forward_proxied(
     body: &[u8],
     conn: ConnHeader,
 ) -> Result<((Vec<u8>, u64, u64), String), (u16, String)> {
-    let Some((host, port, path)) = super::relay::absolute(&info.target) else {
-        return Err((400, format!(
+    let (host, port, path) = match super::relay::absolute(&info.target) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Err((400, format!(
             "a forward proxy takes requests in absolute form (GET http://host/path) and CONNECT; got {} {}",
             info.method, info.target
-        )));
+        ))),
+        Err(why) => return Err((400, format!("{} {}: {why}", info.method, info.target))),
     };
     let up = mode
         .upstream(&host, port)

@@ -17,32 +17,28 @@ use crate::track::{Conn, Kind, Side};
 /// How long a tunnel's connect to its origin may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `host:port` as a `CONNECT` or an absolute-form URL names it (an IPv6 address in
-/// brackets; `default` when the port is absent).
-pub(super) fn host_port(s: &str, default: Option<u16>) -> Option<(String, u16)> {
-    let (host, port) = crate::net::authority::split(s).ok()?;
-    Some((host, port.or(default)?))
-}
-
 /// A request target in absolute form (`http://host[:port]/path?query`): its origin's
-/// host and port, and the target in origin form (`/path?query`).
-pub(super) fn absolute(target: &str) -> Option<(String, u16, String)> {
-    let rest = target.strip_prefix("http://").or_else(|| {
+/// host and port (80 when absent), and the target in origin form (`/path?query`); none
+/// for a target in another form; an error says what is wrong with its host and port.
+pub(super) fn absolute(target: &str) -> Result<Option<(String, u16, String)>, String> {
+    let Some(rest) = target.strip_prefix("http://").or_else(|| {
         target
             .get(..7)
             .filter(|s| s.eq_ignore_ascii_case("http://"))
             .map(|_| &target[7..])
-    })?;
+    }) else {
+        return Ok(None);
+    };
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
     let authority = authority.rsplit('@').next().unwrap_or(authority);
-    let (host, port) = host_port(authority, Some(80))?;
+    let (host, port) = crate::net::authority::split(authority)?;
     let path = match path {
         "" => "/".to_string(),
         p if p.starts_with('?') => format!("/{p}"),
         p => p.to_string(),
     };
-    Some((host, port, path))
+    Ok(Some((host, port.unwrap_or(80), path)))
 }
 
 /// Answer a `CONNECT` to `target` and relay the tunnel until both sides have closed;
@@ -236,24 +232,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn targets_in_absolute_form_and_connect_authorities() {
+    fn targets_in_absolute_form() {
         assert_eq!(
             absolute("http://localhost:8080/a?b"),
-            Some(("localhost".into(), 8080, "/a?b".into()))
+            Ok(Some(("localhost".into(), 8080, "/a?b".into())))
         );
         assert_eq!(
             absolute("HTTP://u:p@[::1]?q"),
-            Some(("::1".into(), 80, "/?q".into()))
+            Ok(Some(("::1".into(), 80, "/?q".into())))
         );
-        assert_eq!(absolute("/a"), None);
-        assert_eq!(absolute("https://x/"), None);
-        assert_eq!(host_port("[::1]:443", None), Some(("::1".into(), 443)));
-        assert_eq!(
-            host_port("origin.test:8443", None),
-            Some(("origin.test".into(), 8443))
-        );
-        assert_eq!(host_port("origin.test", None), None);
-        assert_eq!(host_port("x:0", None), None);
-        assert_eq!(host_port(":443", None), None);
+        assert_eq!(absolute("/a"), Ok(None));
+        assert_eq!(absolute("https://x/"), Ok(None));
+        // A host and port that cannot be used: said, not taken for another form.
+        for bad in ["http://x:0/", "http://:443/", "http://x:port/"] {
+            assert!(absolute(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -30,6 +30,7 @@ fn check(v: &Value) {
 
 #[test]
 fn curl_reuses_one_connection_for_several_urls_in_one_process() {
+    let _machine = shared();
     let (code, v) = audit(
         &[],
         &[
@@ -60,6 +61,7 @@ fn curl_reuses_one_connection_for_several_urls_in_one_process() {
 
 #[test]
 fn curl_with_connection_close_opens_one_connection_per_request() {
+    let _machine = shared();
     let (_, v) = audit(
         &[],
         &[
@@ -97,6 +99,7 @@ fn curl_with_connection_close_opens_one_connection_per_request() {
 /// empty), with how to see it; with `Connection: close` it also says that.
 #[test]
 fn a_single_request_gets_a_verdict() {
+    let _machine = shared();
     for close in [false, true] {
         let mut cmd = vec!["curl", "-sf", "-o", "/dev/null", "{url}"];
         if close {
@@ -122,6 +125,7 @@ fn a_single_request_gets_a_verdict() {
 
 #[test]
 fn audit_exits_with_the_commands_status() {
+    let _machine = shared();
     let (code, v) = audit(
         &[],
         &[
@@ -137,6 +141,7 @@ fn audit_exits_with_the_commands_status() {
 
 #[test]
 fn python_urllib_and_http_client() {
+    let _machine = shared();
     let script = "import sys, urllib.request\nfor i in range(4):\n    urllib.request.urlopen(sys.argv[1] + 'x').read()\n";
     let (code, v) = audit(&[], &["python3", "-c", script, "{url}"]);
     assert_eq!(code, Some(0));
@@ -157,6 +162,7 @@ fn python_urllib_and_http_client() {
 
 #[test]
 fn node_default_agent_and_agent_false() {
+    let _machine = shared();
     assert!(have("node"), "node is needed for this test");
     let script = |agent: &str| {
         format!(
@@ -200,6 +206,7 @@ fn go_client(read_body: bool) -> String {
 
 #[test]
 fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
+    let _machine = shared();
     let tmp = Dir::new("go");
     let dir = tmp.0.clone();
     // Built first so the audit measures the client, not the compiler.
@@ -254,6 +261,7 @@ fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
 
 #[test]
 fn misbehaving_clients_are_reported_without_crashing_the_audit() {
+    let _machine = shared();
     let script = "import socket, sys, time, urllib.parse\n\
 u = urllib.parse.urlparse(sys.argv[1]); a = (u.hostname, u.port)\n\
 s = socket.create_connection(a); s.sendall(b'\\x16\\x03\\x01 not http\\r\\n\\r\\n'); s.recv(100); s.close()\n\
@@ -290,6 +298,7 @@ s = socket.create_connection(a); s.sendall(b'GET /bytes/20000000 HTTP/1.1\\r\\nH
 
 #[test]
 fn forwarding_to_an_upstream_over_persistent_connections() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let up = srv.http_url().unwrap();
     let (_, v) = audit(
@@ -323,6 +332,7 @@ fn forwarding_to_an_upstream_over_persistent_connections() {
 
 #[test]
 fn nginx_as_a_proxy_without_and_with_upstream_keepalive() {
+    let _machine = shared();
     // nginx's default (HTTP/1.0 and `Connection: close` upstream), upstream keep-alive
     // set up in full, and HTTP/1.1 with X-Forwarded-For but `Connection: close` kept.
     for variant in ["default", "keepalive", "http11-close"] {
@@ -408,6 +418,7 @@ fn nginx_as_a_proxy_without_and_with_upstream_keepalive() {
 
 #[test]
 fn tls_audit_shows_whether_the_client_resumes_sessions() {
+    let _machine = shared();
     let dir = std::env::temp_dir().join(format!("handshake-audit-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ca = dir.join("ca.pem");
@@ -453,6 +464,7 @@ fn tls_audit_shows_whether_the_client_resumes_sessions() {
 /// HTTP, not a disconnect in the middle of a request.
 #[test]
 fn node_https_without_keepalive_closes_after_each_answer() {
+    let _machine = shared();
     assert!(have("node"), "node is needed for this test");
     let dir = std::env::temp_dir().join(format!("handshake-audit-node-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -493,6 +505,7 @@ fn node_https_without_keepalive_closes_after_each_answer() {
 
 #[test]
 fn chunked_bodies_are_forwarded_both_ways() {
+    let _machine = shared();
     // The upstream checks the forwarded request (chunked by the client, re-framed with a
     // Content-Length by the audit) and answers with a chunked body.
     let (addr, accepted) = script_server(|mut st, _| {
@@ -544,6 +557,7 @@ fn chunked_bodies_are_forwarded_both_ways() {
 /// second they ran; the buckets add up to the totals.
 #[test]
 fn timeline_puts_each_connection_in_its_second() {
+    let _machine = shared();
     let (code, v) = audit(
         &[],
         &[
@@ -575,6 +589,7 @@ fn timeline_puts_each_connection_in_its_second() {
 /// timeline.
 #[test]
 fn audit_html_report_draws_the_reports_numbers_in_chromium() {
+    let _machine = shared();
     let tmp = Dir::new("audit-html");
     let dir = tmp.0.clone();
     let ca = dir.join("ca.pem");
@@ -645,6 +660,7 @@ fn audit_html_report_draws_the_reports_numbers_in_chromium() {
 /// verdict is each program's, with its own fix, and the headline blends nothing.
 #[test]
 fn each_client_program_is_named_and_judged_on_its_own() {
+    let _machine = shared();
     assert!(have("node"), "node is needed for this test");
     let py = "import http.client, sys, urllib.parse\n\
               u = urllib.parse.urlsplit(sys.argv[1])\n\

@@ -32,6 +32,7 @@ fn curl_loop(url: &str, pid_file: &std::path::Path) -> Vec<String> {
 // interrupted, exit 130; its requests are those nginx logged.
 #[test]
 fn ctrl_c_keeps_what_audit_and_watch_saw() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -88,6 +89,7 @@ fn ctrl_c_keeps_what_audit_and_watch_saw() {
 // instead of a mean of 1.7 per connection; nginx behind audit answered all ten.
 #[test]
 fn audit_does_not_hide_one_shot_connections_behind_a_mean() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -131,6 +133,7 @@ fn audit_does_not_hide_one_shot_connections_behind_a_mean() {
 // client's connection whatever the status); the second says nothing of statuses.
 #[test]
 fn audit_says_when_most_answers_were_errors() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 404; } location /ok { return 200 \"hi\\n\";") else {
         return;
     };

@@ -44,6 +44,7 @@ fn check(v: &Value) {
 
 #[test]
 fn curl_http2_several_urls_share_one_connection_in_turn_and_in_parallel() {
+    let _machine = shared();
     let dir = Dir::new("audit-h2-curl");
     let ca = dir.path("ca.pem");
     // %{num_connects}: connections curl itself opened for each transfer.
@@ -109,6 +110,7 @@ fn curl_http2_several_urls_share_one_connection_in_turn_and_in_parallel() {
 
 #[test]
 fn go_default_https_client_uses_one_http2_connection() {
+    let _machine = shared();
     let dir = Dir::new("audit-h2-go");
     // One request, then twenty from twenty goroutines; httptrace says which took a new
     // connection. (Twenty at once with no connection yet would make Go dial several and
@@ -180,6 +182,7 @@ func main() {
 
 #[test]
 fn node_http2_one_session_and_a_session_per_request() {
+    let _machine = shared();
     assert!(have("node"), "node is needed for this test");
     let dir = Dir::new("audit-h2-node");
     let ca = dir.path("ca.pem");
@@ -226,6 +229,7 @@ function get() {{
 
 #[test]
 fn h2c_prior_knowledge_client_and_forwarding_to_an_http1_upstream() {
+    let _machine = shared();
     let upstream = start(ServerConfig::default());
     let up = upstream.http_url().unwrap();
     let before = upstream.snapshot();

@@ -84,6 +84,7 @@ fn tls_origin() -> (Nginx, String, String, String) {
 
 #[test]
 fn curl_through_the_proxy_one_tunnel_two_exchanges() {
+    let _machine = shared();
     let (n, ca, a, b) = tls_origin();
     // Two URLs of one origin in one curl: one tunnel, two exchanges (HTTP/1.1 inside:
     // one turn each; HTTP/2 below).
@@ -166,6 +167,7 @@ fn curl_through_the_proxy_one_tunnel_two_exchanges() {
 
 #[test]
 fn curl_asking_to_close_inside_tls_opens_a_tunnel_per_request_and_resumes_its_session() {
+    let _machine = shared();
     let (n, ca, a, b) = tls_origin();
     // `Connection: close` inside TLS: each tunnel carries one exchange; curl's second
     // handshake resumes its first session.
@@ -225,6 +227,7 @@ fn curl_asking_to_close_inside_tls_opens_a_tunnel_per_request_and_resumes_its_se
 
 #[test]
 fn plain_requests_go_in_absolute_form_and_are_forwarded_each_counted() {
+    let _machine = shared();
     let n = origin();
     let plain = format!("http://localhost:{}/", n.ports[0]);
     let from = lines(&n);
@@ -256,6 +259,7 @@ fn plain_requests_go_in_absolute_form_and_are_forwarded_each_counted() {
 
 #[test]
 fn python_requests_without_a_session_opens_a_tunnel_per_request_and_with_one_reuses_it() {
+    let _machine = shared();
     let n = origin();
     let ca = n.dir.join("ca.pem").display().to_string();
     let url = format!("https://localhost:{}/x", n.ports[1]);
@@ -291,6 +295,7 @@ fn python_requests_without_a_session_opens_a_tunnel_per_request_and_with_one_reu
 
 #[test]
 fn go_proxy_from_environment_and_node_fetch_with_undicis_proxy_agent() {
+    let _machine = shared();
     let n = origin();
     let ca = n.dir.join("ca.pem").display().to_string();
     let port = n.ports[1];
@@ -346,6 +351,7 @@ fn go_proxy_from_environment_and_node_fetch_with_undicis_proxy_agent() {
 
 #[test]
 fn a_dead_origin_a_request_not_meant_for_a_proxy_and_bad_flags() {
+    let _machine = shared();
     // A CONNECT to a port nobody listens on: the client gets 502 and fails; the tunnel is
     // counted and ends as the origin's.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

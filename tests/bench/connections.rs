@@ -40,6 +40,7 @@ fn bench_against(srv: &RunningServer, url: &str, extra: &[&str]) -> serde_json::
 
 #[test]
 fn keepalive_uses_one_connection_per_worker() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let s = bench_against(&srv, &http(&srv), &["-n", "1000", "-c", "4"]);
     assert_eq!(u(&s["connections"]["opened"]), 4);
@@ -64,6 +65,7 @@ fn keepalive_uses_one_connection_per_worker() {
 
 #[test]
 fn close_opens_a_connection_per_request_and_lets_the_server_close() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let s = bench_against(
         &srv,
@@ -80,6 +82,7 @@ fn close_opens_a_connection_per_request_and_lets_the_server_close() {
 
 #[test]
 fn disable_keepalive_alias_means_close() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let s = bench_against(
         &srv,
@@ -93,6 +96,7 @@ fn disable_keepalive_alias_means_close() {
 
 #[test]
 fn http10_without_keepalive_opens_a_connection_per_request() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let s = bench_against(
         &srv,
@@ -106,6 +110,7 @@ fn http10_without_keepalive_opens_a_connection_per_request() {
 
 #[test]
 fn http10_keepalive_is_reused_when_the_server_honours_it() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         http10: true,
         ..ServerConfig::default()
@@ -122,6 +127,7 @@ fn http10_keepalive_is_reused_when_the_server_honours_it() {
 
 #[test]
 fn http10_keepalive_on_a_server_that_ignores_it() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         http10: true,
         keepalive: false,
@@ -144,6 +150,7 @@ fn http10_keepalive_on_a_server_that_ignores_it() {
 
 #[test]
 fn requests_per_connection_reconnects_every_n() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let s = bench_against(
         &srv,
@@ -159,6 +166,7 @@ fn requests_per_connection_reconnects_every_n() {
 
 #[test]
 fn server_max_requests_per_connection_is_named() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         max_requests_per_connection: Some(50),
         ..ServerConfig::default()
@@ -175,6 +183,7 @@ fn server_max_requests_per_connection_is_named() {
 
 #[test]
 fn server_keepalive_off_is_diagnosed_in_one_sentence() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         keepalive: false,
         ..ServerConfig::default()
@@ -195,6 +204,7 @@ fn server_keepalive_off_is_diagnosed_in_one_sentence() {
 
 #[test]
 fn n_not_divisible_by_c_sends_exactly_n() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let s = bench_against(&srv, &http(&srv), &["-n", "1001", "-c", "4"]);
     assert_eq!(u(&s["requests"]["attempted"]), 1001);
@@ -236,6 +246,7 @@ mod tempfile_path {
 
 #[test]
 fn tls_close_does_a_full_handshake_per_connection() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let ca = cacert(&srv);
     let s = bench_against(
@@ -267,6 +278,7 @@ fn tls_close_does_a_full_handshake_per_connection() {
 
 #[test]
 fn tls_close_resumed_resumes_sessions() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let ca = cacert(&srv);
     let s = bench_against(
@@ -298,6 +310,7 @@ fn tls_close_resumed_resumes_sessions() {
 
 #[test]
 fn tls_keepalive_reuses_and_unknown_ca_fails_as_tls_error() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let ca = cacert(&srv);
     let s = bench_against(
@@ -319,6 +332,7 @@ fn tls_keepalive_reuses_and_unknown_ca_fails_as_tls_error() {
 
 #[test]
 fn urls_from_file_keeps_one_connection_per_host_and_port() {
+    let _machine = shared();
     let a = start(ServerConfig::default());
     let b = start(ServerConfig::default());
     let list = tempfile_path::TempPath::new("urls.txt");
@@ -351,6 +365,7 @@ fn urls_from_file_keeps_one_connection_per_host_and_port() {
 /// is requested once (by bench, and by each round of compare).
 #[test]
 fn urls_from_file_without_n_requests_each_url_once() {
+    let _machine = shared();
     let a = start(ServerConfig::default());
     let b = start(ServerConfig::default());
     let list = tempfile_path::TempPath::new("urls-once.txt");
@@ -393,6 +408,7 @@ fn urls_from_file_without_n_requests_each_url_once() {
 
 #[test]
 fn resolve_skips_dns_and_a_name_is_resolved_once_per_run_or_per_connection() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let port = srv.http_addr.unwrap().port();
     let url = format!("http://handshake.invalid:{port}/");
@@ -434,6 +450,7 @@ fn resolve_skips_dns_and_a_name_is_resolved_once_per_run_or_per_connection() {
 
 #[test]
 fn open_loop_paces_and_records_blocked_time() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let t = std::time::Instant::now();
     let s = bench_against(&srv, &http(&srv), &["-n", "50", "-c", "2", "--rate", "200"]);
@@ -452,6 +469,7 @@ fn open_loop_paces_and_records_blocked_time() {
 
 #[test]
 fn duration_run_counts_every_attempt() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         delay: Duration::from_millis(20),
         ..ServerConfig::default()
@@ -477,6 +495,7 @@ fn duration_run_counts_every_attempt() {
 
 #[test]
 fn head_post_and_status_paths() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         body_size: 1000,
         ..ServerConfig::default()
@@ -535,6 +554,7 @@ fn head_post_and_status_paths() {
 
 #[test]
 fn large_default_bodies_and_delays_are_served_whole() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         body_size: 100_000,
         ..ServerConfig::default()
@@ -555,6 +575,7 @@ fn large_default_bodies_and_delays_are_served_whole() {
 
 #[test]
 fn tls_verifies_the_certificate_name_sent_by_sni() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let ca = cacert(&srv);
     let port = srv.https_addr.unwrap().port();
@@ -604,6 +625,7 @@ fn tls_verifies_the_certificate_name_sent_by_sni() {
 /// connections the report counts, at most one per worker.
 #[test]
 fn an_open_loop_of_many_workers_fits_a_1024_descriptor_limit() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         delay: Duration::from_millis(100),
         ..ServerConfig::default()
@@ -644,6 +666,7 @@ fn an_open_loop_of_many_workers_fits_a_1024_descriptor_limit() {
 /// carries 80 a second, and the rest of the schedule waits (counted late, in `blocked`).
 #[test]
 fn an_open_loop_hires_the_workers_its_rate_needs() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         delay: Duration::from_millis(50),
         ..ServerConfig::default()
@@ -690,6 +713,7 @@ fn an_open_loop_hires_the_workers_its_rate_needs() {
 /// the connections each run opened are the server's count either way.
 #[test]
 fn threads_default_to_half_the_cores_for_a_persistent_strategy_on_this_machine() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let cpus = std::thread::available_parallelism().unwrap().get() as u64;
     let url = http(&srv);
@@ -711,6 +735,7 @@ fn threads_default_to_half_the_cores_for_a_persistent_strategy_on_this_machine()
 
 #[test]
 fn responses_that_close_the_connection_arrive_whole() {
+    let _machine = shared();
     // The server's last writes on a connection go out with MSG_MORE, so the end of the
     // response leaves with the FIN; a body larger than the socket's send buffer makes
     // its writes block and the connection ask the reactor for writes. Over both, every

@@ -147,6 +147,7 @@ fn dns(s: &serde_json::Value) -> (u64, u64, u64) {
 // the server's own log of queries): read top to bottom as one story.
 #[allow(clippy::too_many_lines)]
 fn cache_on_is_one_lookup_per_host_and_off_is_one_per_new_connection() {
+    let _machine = shared();
     let Some(ns) = Dnsmasq::start(300) else {
         return;
     };
@@ -285,6 +286,7 @@ fn cache_on_is_one_lookup_per_host_and_off_is_one_per_new_connection() {
 
 #[test]
 fn an_answer_is_kept_for_its_ttl_and_no_longer() {
+    let _machine = shared();
     let Some(ns) = Dnsmasq::start(1) else {
         return;
     };
@@ -324,6 +326,7 @@ fn an_answer_is_kept_for_its_ttl_and_no_longer() {
 /// once, as the server does; no connect error.
 #[test]
 fn a_refused_address_is_passed_for_the_next_both_ways() {
+    let _machine = shared();
     let Some(ns) = Dnsmasq::start(300) else {
         return;
     };

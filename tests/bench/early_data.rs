@@ -116,6 +116,7 @@ fn without_early_data_on_the_server_none_is_attempted() {
 
 #[test]
 fn close_0rtt_needs_https_and_an_idempotent_method() {
+    let _machine = shared();
     for (args, says) in [
         (vec!["http://127.0.0.1:9/", "-s", "close-0rtt"], "https"),
         (

@@ -25,6 +25,7 @@ fn results(v: &Value) -> &Vec<Value> {
 
 #[test]
 fn bench_fails_when_connections_are_not_reused() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let (code, v, err) = checked(&[
@@ -106,6 +107,7 @@ fn bench_fails_when_connections_are_not_reused() {
 
 #[test]
 fn bench_fails_when_every_request_fails() {
+    let _machine = shared();
     // A port nothing listens on: every request is an error. The run measured nothing, so
     // it has failed (exit 1) with or without --fail-if; the thresholds are still checked.
     let port = {
@@ -136,6 +138,7 @@ fn bench_fails_when_every_request_fails() {
 
 #[test]
 fn compare_checks_every_strategy_or_the_ones_named() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let base = [
@@ -209,6 +212,7 @@ fn compare_checks_every_strategy_or_the_ones_named() {
 
 #[test]
 fn audit_fails_when_a_client_stops_reusing_connections() {
+    let _machine = shared();
     if !have("curl") {
         panic!("curl is needed (Debian package curl; .ci/run installs it)");
     }
@@ -280,6 +284,7 @@ fn audit_fails_when_a_client_stops_reusing_connections() {
 
 #[test]
 fn malformed_expressions_are_usage_errors_before_the_run() {
+    let _machine = shared();
     for (cmd, expr, says) in [
         ("bench", "p99", "no comparison"),
         ("bench", "p99>fast", "cannot read the value 'fast'"),

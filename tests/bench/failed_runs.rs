@@ -26,6 +26,7 @@ fn bench_text(args: &[&str]) -> (Option<i32>, String, String) {
 
 #[test]
 fn bench_with_no_successful_request_exits_1_and_says_why() {
+    let _machine = shared();
     let url = format!("http://127.0.0.1:{}/", free_port());
     let (code, out, err) = bench_text(&[&url, "-n", "10"]);
     assert_eq!(code, Some(1), "{out}\n{err}");
@@ -57,6 +58,7 @@ fn bench_with_no_successful_request_exits_1_and_says_why() {
 
 #[test]
 fn the_wrong_scheme_and_an_untrusted_certificate_get_their_hints() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let http = srv.http_url().unwrap();
     let https = srv.https_url().unwrap();
@@ -120,6 +122,7 @@ fn compare_checked(args: &[&str]) -> (std::process::Output, Value) {
 
 #[test]
 fn compare_never_ranks_a_row_without_successful_requests() {
+    let _machine = shared();
     // Nothing listening: every row failed, none is best, exit 1.
     let url = format!("http://127.0.0.1:{}/", free_port());
     let (out, v) = compare_checked(&[&url, "-n", "10", "--rounds", "2"]);
@@ -195,6 +198,7 @@ fn compare_never_ranks_a_row_without_successful_requests() {
 
 #[test]
 fn statuses_are_counted_by_class_and_explained_first() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = format!("{}status/401", srv.http_url().unwrap());
     let r = bench_json(&[&url, "-m", "POST", "-n", "20", "-c", "2"]);
@@ -255,6 +259,7 @@ fn statuses_are_counted_by_class_and_explained_first() {
 
 #[test]
 fn units_are_explicit_before_any_traffic() {
+    let _machine = shared();
     let (addr, accepted) = script_server(|_s, _| {});
     let url = format!("http://{addr}/");
     for (args, says) in [
@@ -290,6 +295,7 @@ fn units_are_explicit_before_any_traffic() {
 
 #[test]
 fn a_body_ended_by_the_close_is_its_own_close_reason() {
+    let _machine = shared();
     // HTTP/1.1, no Content-Length, not chunked, no Connection header: the body runs to
     // the close. Not `server_close_header`: no such header was sent.
     let (addr, accepted) = script_server(|mut s, _| {
@@ -317,6 +323,7 @@ fn a_body_ended_by_the_close_is_its_own_close_reason() {
 
 #[test]
 fn exit_statuses_are_documented_in_one_place() {
+    let _machine = shared();
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     assert!(
@@ -416,6 +423,7 @@ fn metric(exposition: &str, name: &str) -> Option<f64> {
 /// the first request 503, with nginx's own log as the truth.
 #[test]
 fn ok_means_an_ok_status_everywhere_and_error_statuses_are_counted_apart() {
+    let _machine = shared();
     let Some(n) = nginx_limited() else { return };
     let url = n.url();
     let r = bench_json(&[&url, "-n", "50", "-c", "2"]);

@@ -9,13 +9,6 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use serde_json::Value;
 
-/// The tests that stop and start a server run one at a time: a port a killed server
-/// freed could be handed to another test's server meanwhile, and a loaded machine would
-/// stretch the times they check.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    serial()
-}
-
 /// Start `cmd` with its output piped, send it `signal` (`-TERM`, `-INT`) after `after`,
 /// and again `again` later if given; then its exit status, stdout and stderr, and how
 /// long after the first signal it ended.
@@ -86,7 +79,9 @@ fn logged_within(log: &str, low: u64, high: u64) {
 /// segment's agent stopped so leaves a report `merge` reads.
 #[test]
 fn sigterm_keeps_what_bench_measured_and_merge_reads_the_segment() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
@@ -143,7 +138,9 @@ fn sigterm_keeps_what_bench_measured_and_merge_reads_the_segment() {
 /// printed, every time.
 #[test]
 fn timeout_s_int_signals_twice_and_the_report_is_still_printed() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((n, _log)) = Nginx::logging("$connection", "") else {
         return;
     };
@@ -197,7 +194,9 @@ fn silent_server() -> (
 /// second of grace), and the report is still printed, with them given up.
 #[test]
 fn a_second_signal_gives_up_what_is_in_flight_and_still_prints() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let (url, stop, held) = silent_server();
     let mut cmd = Command::new(bin());
     cmd.args(["bench", &url, "-d", "30s", "-c", "3", "--timeout", "60s"])
@@ -225,6 +224,7 @@ fn a_second_signal_gives_up_what_is_in_flight_and_still_prints() {
 /// `serve` stopped by SIGTERM prints its own counts, and exits 143.
 #[test]
 fn serve_stopped_by_sigterm_prints_its_counts() {
+    let _machine = shared();
     let mut child = Command::new(bin())
         .args(["serve", "--listen", "127.0.0.1:0", "--no-tls"])
         .stdout(Stdio::piped())
@@ -258,6 +258,7 @@ fn serve_stopped_by_sigterm_prints_its_counts() {
 /// is printed, exit 1; standard output on a full disk likewise names it.
 #[test]
 fn a_report_that_cannot_be_written_is_an_error_naming_the_file() {
+    let _machine = shared();
     let s = start(handshake::api::server::ServerConfig::default());
     let url = s.http_url().unwrap();
     for file in ["/dev/full", "/nonexistent-handshake-dir/report.html"] {
@@ -296,6 +297,7 @@ fn a_report_that_cannot_be_written_is_an_error_naming_the_file() {
 /// first) ends the output quietly: no panic (exit 101), the run's own status.
 #[test]
 fn a_reader_that_stops_early_ends_the_output_quietly() {
+    let _machine = shared();
     let s = start(handshake::api::server::ServerConfig::default());
     let url = s.http_url().unwrap();
     let out = Command::new("bash")
@@ -319,6 +321,7 @@ fn a_reader_that_stops_early_ends_the_output_quietly() {
 /// marked as interrupted by SIGTERM, exit 143; its requests are those nginx logged.
 #[test]
 fn audit_stopped_by_sigterm_keeps_what_it_saw() {
+    let _machine = shared();
     let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
@@ -389,7 +392,9 @@ fn apart_ms(a: std::time::SystemTime, b: std::time::SystemTime) -> f64 {
 /// loop turn), the run's ok requests those nginx logged, and `--fail-if` on it.
 #[test]
 fn nginx_killed_and_started_again_is_one_outage_window() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((mut n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
@@ -471,7 +476,9 @@ fn nginx_killed_and_started_again_is_one_outage_window() {
 /// the report calls ok.
 #[test]
 fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
@@ -523,7 +530,9 @@ fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
 /// attempt accounted for: the errors are the requests the window lost.
 #[test]
 fn nginx_killed_mid_answer_is_a_hard_stop() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some(mut n) = Nginx::start_servers(
         "log_format fields '$connection $connection_requests $status';",
         1,
@@ -648,7 +657,9 @@ fn one_window_accounted_for(
 /// The crash over HTTPS (HTTP/1.1 keep-alive through TLS) and over h2.
 #[test]
 fn nginx_killed_under_https_and_h2_is_one_window() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some(mut n) = nginx_https() else {
         return;
     };
@@ -673,7 +684,9 @@ fn nginx_killed_under_https_and_h2_is_one_window() {
 /// it at its next connect.
 #[test]
 fn nginx_killed_under_close_is_one_window() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((mut n, _log)) = Nginx::logging("$connection", "") else {
         return;
     };
@@ -687,7 +700,9 @@ fn nginx_killed_under_close_is_one_window() {
 /// its bounds the test's own times; what squid logged is what the report counts.
 #[test]
 fn the_proxy_killed_and_started_again_is_its_window() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((n, log)) = Nginx::logging("$connection", "") else {
         return;
     };
@@ -738,7 +753,9 @@ fn the_proxy_killed_and_started_again_is_its_window() {
 /// the JSON).
 #[test]
 fn the_html_report_shows_the_window_and_says_it() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((mut n, _log)) = Nginx::logging("$connection", "") else {
         return;
     };
@@ -763,7 +780,9 @@ fn the_html_report_shows_the_window_and_says_it() {
 /// behind it answered every request counted ok.
 #[test]
 fn haproxy_reloaded_with_sf_is_a_graceful_restart() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((n, log)) = Nginx::logging("$connection $connection_requests $status", "") else {
         return;
     };
@@ -881,7 +900,9 @@ impl Drop for Resolver {
 /// times), its cost in lookups that failed, and nothing else lost.
 #[test]
 fn the_resolver_stopped_and_started_again_is_one_window() {
-    let _one = one_at_a_time();
+    // One at a time: a port a killed server freed could be handed to another test's
+    // server meanwhile, and a loaded machine would stretch the times checked.
+    let _one = serial();
     let Some((n, _log)) = Nginx::logging("$connection", "") else {
         return;
     };
@@ -941,6 +962,7 @@ fn the_resolver_stopped_and_started_again_is_one_window() {
 /// refused, and a sentence that claims no earlier answer.
 #[test]
 fn a_port_never_reached_fails_fast_and_its_window_claims_no_answer() {
+    let _machine = shared();
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");
     let t = Instant::now();

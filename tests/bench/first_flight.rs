@@ -10,7 +10,7 @@ use crate::common::*;
 use serde_json::Value;
 
 /// Root, and one lab at a time (its timings are read).
-fn lab() -> Option<std::sync::MutexGuard<'static, ()>> {
+fn lab_serial() -> Option<Alone> {
     root().then(serial)
 }
 
@@ -41,7 +41,7 @@ fn loopback_tls(chain: Option<&str>) -> f64 {
 
 #[test]
 fn a_chain_above_the_initial_window_costs_a_tcp_handshake_one_round_trip() {
-    let Some(_serial) = lab() else { return };
+    let Some(_serial) = lab_serial() else { return };
     let run = |chain: Option<&str>| {
         let mut args = vec![
             "--rtt",
@@ -187,7 +187,7 @@ fn assert_round_trips(row: &Value, counted: f64, link: f64) {
 
 #[test]
 fn a_chain_above_the_anti_amplification_limit_makes_h3_close_take_two_round_trips() {
-    let Some(_serial) = lab() else { return };
+    let Some(_serial) = lab_serial() else { return };
     let compare = |chain: Option<&str>| {
         let mut args = vec![
             "--rtt",
@@ -279,6 +279,7 @@ fn a_chain_above_the_anti_amplification_limit_makes_h3_close_take_two_round_trip
 
 #[test]
 fn cert_chain_bytes_needs_the_embedded_server() {
+    let _machine = shared();
     let out = run(&["bench", "http://127.0.0.1:1/", "--cert-chain-bytes", "9000"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -294,6 +295,7 @@ fn cert_chain_bytes_needs_the_embedded_server() {
 /// anti-amplification limit, with what a shorter chain or an ECDSA key would do.
 #[test]
 fn doctor_warns_of_a_first_flight_above_the_initial_window_and_the_quic_limit() {
+    let _machine = shared();
     let doctor = |args: &[&str]| -> Value {
         let mut all = vec!["--embedded-tls"];
         all.extend_from_slice(args);

@@ -50,6 +50,7 @@ fn no_debug_text(what: &str, text: &str) {
 // (the mean over the two nginx closed), not 83 (the open one averaged in).
 #[test]
 fn the_server_s_request_limit_is_the_mean_over_the_connections_it_closed() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("keepalive_requests 100;", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -85,6 +86,7 @@ fn the_server_s_request_limit_is_the_mean_over_the_connections_it_closed() {
 // said about keep-alive, and the run fails (exit 1) unless --ok-status takes 4xx.
 #[test]
 fn plain_http_to_a_tls_port_is_said_in_the_server_s_words_and_fails() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_tls(|d| write_certs(d, &["localhost"]), "") else {
         return;
     };
@@ -139,6 +141,7 @@ fn plain_http_to_a_tls_port_is_said_in_the_server_s_words_and_fails() {
 // trace, doctor and compare.
 #[test]
 fn a_self_signed_certificate_names_cacert_first() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_tls(
         |d| {
             let st = Command::new("openssl")
@@ -230,6 +233,7 @@ fn zero_rtt_run(n: &Nginx) -> (i32, Value, String) {
 // headline says 0-RTT never happened, with nginx's own count (no request came early).
 #[test]
 fn zero_rtt_never_accepted_is_said_in_the_headline() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_tls(
         |d| write_certs(d, &["localhost"]),
         "ssl_session_cache shared:S:1m; ssl_session_tickets on;",
@@ -316,6 +320,7 @@ fn zero_rtt_never_accepted_is_said_in_the_headline() {
 // figures are said to be those of full handshakes.
 #[test]
 fn resumption_never_granted_is_said_by_bench_and_trace() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_tls(
         |d| write_certs(d, &["localhost"]),
         "ssl_session_tickets off; ssl_session_cache off;",
@@ -465,6 +470,7 @@ fn zero_rtt_trace(n: &Nginx, count: &str) -> (i32, Value, String) {
 // waited.
 #[test]
 fn setup_is_a_mean_over_the_new_connections_and_names_those_that_waited_for_dns() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -515,6 +521,7 @@ fn setup_is_a_mean_over_the_new_connections_and_names_those_that_waited_for_dns(
 // most -n connections.
 #[test]
 fn workers_never_exceed_the_requests() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -535,6 +542,7 @@ fn workers_never_exceed_the_requests() {
 // are nginx's.
 #[test]
 fn ctrl_c_keeps_what_bench_measured() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -575,6 +583,7 @@ fn ctrl_c_keeps_what_bench_measured() {
 // the report counts are those the server accepted.
 #[test]
 fn ctrl_c_gives_up_what_is_still_in_flight_after_its_grace() {
+    let _machine = crate::common::shared();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     listener.set_nonblocking(true).unwrap();
@@ -629,6 +638,7 @@ fn ctrl_c_gives_up_what_is_still_in_flight_after_its_grace() {
 // HTTP_PROXY is not read (curl's rule), and that is said.
 #[test]
 fn a_proxy_in_the_environment_is_said_to_be_used() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -701,6 +711,7 @@ fn a_proxy_in_the_environment_is_said_to_be_used() {
 // (exit 1), and doctor --h2c neither prints SETTINGS it never got nor says "no problem".
 #[test]
 fn h2c_against_an_http1_server_is_said_to_be_refused() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -765,6 +776,7 @@ fn listen_overflows() -> u64 {
 // bounds the report's; when there were some, the diagnosis names the backlog (not TLS).
 #[test]
 fn listen_queue_overflows_are_named_from_the_kernel_s_count() {
+    let _machine = crate::common::shared();
     let Some(n) = Nginx::start_servers(LOG_FORMAT, 1, |ports, d| {
         format!(
             "server {{ listen 127.0.0.1:{} backlog=4; access_log {}/access.log gt; location / {{ return 200 \"hi\\n\"; }} }}",
@@ -828,6 +840,7 @@ fn listen_queue_overflows_are_named_from_the_kernel_s_count() {
 // 404s fails (exit 1); nginx logged each request, over HTTP/2.
 #[test]
 fn http2_statuses_are_quoted_as_http1_ones_are() {
+    let _machine = crate::common::shared();
     let Some(n) = Nginx::start_servers(LOG_FORMAT, 1, |ports, d| {
         write_certs(d, &["localhost"]);
         format!(
@@ -892,6 +905,7 @@ fn http2_statuses_are_quoted_as_http1_ones_are() {
 // says the run measured the redirect, where it points, and that it is not followed.
 #[test]
 fn a_redirect_is_said_to_be_what_was_measured() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 301 https://localhost:8443$request_uri;") else {
         return;
     };
@@ -959,6 +973,7 @@ fn a_redirect_is_said_to_be_what_was_measured() {
 // headline names the status with its cause, nginx's log has the same statuses.
 #[test]
 fn error_statuses_name_their_cause_and_fail_the_run() {
+    let _machine = crate::common::shared();
     let Some(n) = Nginx::start_servers(LOG_FORMAT, 2, |ports, d| {
         format!(
             "server {{ listen 127.0.0.1:{}; access_log {d}/access.log gt; location / {{ return 404; }} location /busy {{ return 503; }} }}\n\
@@ -1038,6 +1053,7 @@ fn error_statuses_name_their_cause_and_fail_the_run() {
 // nginx's directive.
 #[test]
 fn keep_alive_off_is_named_by_bench_trace_compare_and_doctor() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("keepalive_timeout 0;", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -1147,6 +1163,7 @@ fn keep_alive_off_is_named_by_bench_trace_compare_and_doctor() {
 // connections are the report's.
 #[test]
 fn an_idle_timeout_shorter_than_the_gaps_is_named() {
+    let _machine = crate::common::shared();
     announced_idle_timeout_against_the_gaps();
     let Some(n) = nginx_http("keepalive_timeout 1s;", "return 200 \"hi\\n\";") else {
         return;
@@ -1221,6 +1238,7 @@ fn an_idle_timeout_shorter_than_the_gaps_is_named() {
 // connection each.
 #[test]
 fn an_http10_only_server_is_named() {
+    let _machine = crate::common::shared();
     let dir = common::Dir::new("first-hour-http10");
     std::fs::write(dir.0.join("index.html"), "hi\n").unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -1317,6 +1335,7 @@ fn an_http10_only_server_is_named() {
 // one line saying what to do, and nothing reached the server.
 #[test]
 fn unreachable_targets_say_what_to_do() {
+    let _machine = crate::common::shared();
     let (code, _, err) = bench(&["http://nosuch.invalid/", "-n", "2"]);
     assert_eq!(code, 1, "{err}");
     assert!(

@@ -72,6 +72,7 @@ fn counts(s: &Value) -> Vec<(String, u64)> {
 
 #[test]
 fn the_loop_and_the_tasks_count_what_nginx_logged() {
+    let _machine = shared();
     let Some((nginx, log)) = nginx() else {
         return;
     };
@@ -113,6 +114,7 @@ fn the_loop_and_the_tasks_count_what_nginx_logged() {
 /// it for every other connection; with it off, a lookup per connection.
 #[test]
 fn a_name_is_looked_up_beside_the_loop_as_the_tasks_do() {
+    let _machine = shared();
     let Some((nginx, log)) = nginx() else {
         return;
     };

@@ -469,6 +469,7 @@ fn check(case: &Case) -> Result<String, String> {
 
 #[test]
 fn hostile_servers() {
+    let _machine = shared();
     let cases = cases();
     assert!(cases.len() >= 50, "{} cases", cases.len());
     let cases = Arc::new(cases);
@@ -586,6 +587,7 @@ type TlsCase = (
 
 #[test]
 fn tls_failures_have_their_own_sub_reasons() {
+    let _machine = shared();
     let ca = new_ca("hostile test CA");
     let other = new_ca("a CA nobody trusts");
     let dir = std::env::temp_dir().join(format!("handshake-hostile-{}", std::process::id()));
@@ -684,6 +686,7 @@ fn tls_failures_have_their_own_sub_reasons() {
 
 #[test]
 fn connect_timeout_bounds_a_stalled_tls_handshake() {
+    let _machine = shared();
     // A TCP server that accepts and never answers the ClientHello.
     let (addr, accepted) = script_server(|mut st, _| {
         let mut b = [0u8; 512];

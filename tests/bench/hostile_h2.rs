@@ -217,6 +217,7 @@ fn check(name: &str, s: &Value, accepted: u64, case_ok: u64, error: Option<(&str
 
 #[test]
 fn hostile_h2_servers_are_counted_never_hang() {
+    let _machine = shared();
     let cases = [
         (
             Behaviour::ResetEveryStream,
@@ -321,6 +322,7 @@ fn hostile_h2_servers_are_counted_never_hang() {
 /// Raw bytes: what `h2` would not send.
 #[test]
 fn malformed_frames_and_http1_answers_are_protocol_errors() {
+    let _machine = shared();
     // SETTINGS (empty), then DATA on stream 0: a connection error.
     let settings = [0u8, 0, 0, 4, 0, 0, 0, 0, 0];
     let data_on_zero = [0u8, 0, 4, 0, 0, 0, 0, 0, 0, b'a', b'b', b'c', b'd'];

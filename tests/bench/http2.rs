@@ -255,6 +255,7 @@ fn a_server_without_h2_is_an_alpn_error_not_a_hang() {
 
 #[test]
 fn connections_flag_needs_a_multiplexed_strategy() {
+    let _machine = shared();
     let out = run(&[
         "bench",
         "http://127.0.0.1:9/",
@@ -501,6 +502,7 @@ fn client_settings(args: impl Fn(&str) -> Vec<String>) -> Vec<(u16, u32)> {
 /// 16 MiB stream window). Before, the probes kept h2's 64 KiB default window.
 #[test]
 fn bench_and_trace_open_the_same_http2_connection() {
+    let _machine = shared();
     let bench = client_settings(|u| {
         [
             "bench",

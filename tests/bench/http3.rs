@@ -274,6 +274,7 @@ fn bad_quic_servers_are_counted_not_hung() {
 
 #[test]
 fn usage_errors() {
+    let _machine = shared();
     for (args, says) in [
         (vec!["bench", "http://127.0.0.1:1/", "-s", "h3"], "https://"),
         (
@@ -880,6 +881,7 @@ fn trace_http3_shows_what_aioquic_counts() {
 /// `--strategy` or on http:// is a usage error.
 #[test]
 fn trace_http3_text_and_usage() {
+    let _machine = shared();
     // Wide enough that no sentence is folded.
     let out = std::process::Command::new(bin())
         .args(["trace", "-s", "h3-0rtt", "--count", "2"])

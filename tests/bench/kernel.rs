@@ -62,6 +62,7 @@ fn syns(capture: &str) -> BTreeMap<(u16, u32), (u64, bool)> {
 
 #[test]
 fn connects_whose_syn_was_lost_equal_the_syns_a_capture_saw_twice() {
+    let _machine = shared();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED: the lab needs root to create network namespaces");
@@ -147,6 +148,7 @@ fn connects_whose_syn_was_lost_equal_the_syns_a_capture_saw_twice() {
 
 #[test]
 fn on_loopback_no_syn_is_sent_again_and_the_kernel_s_rtt_is_tiny() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let v = bench_json(&[&url, "-s", "close", "-n", "50", "-c", "2"]);
@@ -180,6 +182,7 @@ fn on_loopback_no_syn_is_sent_again_and_the_kernel_s_rtt_is_tiny() {
 /// closes after its response) and the embedded server (whose FIN rides the response).
 #[test]
 fn a_new_connection_per_request_leaves_time_wait_on_the_server() {
+    let _machine = shared();
     let Some(nginx) = Nginx::start("", "return 200 \"Hello\\n\";") else {
         return;
     };

@@ -309,6 +309,7 @@ fn check_run(prom: &Prometheus, strategy: &str, s: &Value, nginx: (u64, u64, u64
 /// and both equal nginx's count; while the run went, Prometheus saw the counters rise.
 #[test]
 fn bench_metrics_scraped_by_prometheus_equal_the_report_and_nginx() {
+    let _machine = crate::common::shared();
     let n = nginx();
     let port = free_port();
     let prom = Prometheus::start("bench", &[port], false);
@@ -376,6 +377,7 @@ fn bench_metrics_scraped_by_prometheus_equal_the_report_and_nginx() {
 /// scrape in OpenMetrics ends with `# EOF`; only GET /metrics is served.
 #[test]
 fn promtool_accepts_the_exposition() {
+    let _machine = crate::common::shared();
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut child = Command::new(bin())
@@ -452,6 +454,7 @@ fn bench_out(args: &[&str]) -> (i32, Value, String) {
 /// merge`'s totals of their reports, and nginx's count.
 #[test]
 fn segments_pushed_by_remote_write_sum_to_merge_totals() {
+    let _machine = crate::common::shared();
     let n = nginx();
     let prom = Prometheus::start("remote", &[], true);
     let url = format!("http://127.0.0.1:{}/", n.ports[0]);
@@ -573,6 +576,7 @@ fn receiver(status: Option<u16>) -> u16 {
 /// failed and how many samples were dropped.
 #[test]
 fn a_failing_receiver_never_changes_the_run() {
+    let _machine = crate::common::shared();
     let n = nginx();
     let url = format!("http://127.0.0.1:{}/", n.ports[0]);
     let closed = free_port();
@@ -654,6 +658,7 @@ fn run_client(args: &[&str]) {
 /// own report.
 #[test]
 fn watch_metrics_per_program_equal_nginx() {
+    let _machine = crate::common::shared();
     if !common::root("watch") {
         return;
     }
@@ -810,6 +815,7 @@ fn stop_child_keep(child: &mut Child) {
 /// curl` with reuse: the program's connections and requests scraped equal nginx's.
 #[test]
 fn watch_metrics_of_a_command_equal_nginx() {
+    let _machine = crate::common::shared();
     if !common::root("watch") {
         return;
     }
@@ -892,6 +898,7 @@ fn unit_capabilities() -> Vec<String> {
 /// bench beside it.
 #[test]
 fn the_service_unit_and_the_dashboard_work() {
+    let _machine = crate::common::shared();
     if !common::root("watch") {
         return;
     }
@@ -1016,6 +1023,7 @@ fn check_dashboard(prom: &Prometheus) {
 /// next one's connections add to program="other", and the folded counter says how many.
 #[test]
 fn label_sets_past_the_bound_fold_into_other() {
+    let _machine = crate::common::shared();
     if !common::root("watch") {
         return;
     }
@@ -1135,6 +1143,7 @@ fn nginx_keepalive_2s() -> Nginx {
 /// measured itself.
 #[test]
 fn watch_sees_idle_closes_and_handshake_durations() {
+    let _machine = crate::common::shared();
     if !common::root("watch") {
         return;
     }

@@ -47,6 +47,7 @@ fn log_of_a_test(n: &Nginx) -> (u64, u64) {
 /// connections equals the report's. trace and doctor go the same way.
 #[test]
 fn connect_to_measures_a_named_host_on_another_address() {
+    let _machine = shared();
     let n = nginx_a_test();
     let ca = n.dir.join("ca.pem");
     let ca = ca.to_str().unwrap();
@@ -126,6 +127,7 @@ fn connect_to_measures_a_named_host_on_another_address() {
 /// A malformed `--connect-to` is a usage error naming the flag and what is wrong.
 #[test]
 fn a_malformed_connect_to_is_a_usage_error() {
+    let _machine = shared();
     for (rule, says) in [
         ("a.test:443:127.0.0.1", "expected HOST1:PORT1:HOST2:PORT2"),
         (
@@ -179,6 +181,7 @@ fn requests_and_connections(n: &Nginx) -> (u64, u64) {
 /// way.
 #[test]
 fn unix_socket_runs_equal_nginx_counts() {
+    let _machine = shared();
     let n = nginx_unix();
     let plain = n.dir.join("plain.sock");
     let tls = n.dir.join("tls.sock");
@@ -261,6 +264,7 @@ fn unix_socket_runs_equal_nginx_counts() {
 /// fails (exit 1), each attempt a connect error.
 #[test]
 fn unix_socket_errors_say_what_is_wrong() {
+    let _machine = shared();
     let d = Dir::new("unix");
     let dir = &d.0;
     let file = dir.join("file");
@@ -303,6 +307,7 @@ fn unix_socket_errors_say_what_is_wrong() {
 /// capture cannot see; the report says so plainly instead of blaming the client.
 #[test]
 fn watch_says_it_sees_tcp_only() {
+    let _machine = shared();
     if !root("watch") {
         return;
     }
@@ -351,6 +356,7 @@ impl Drop for Stopping {
 /// server's own count at its end equals theirs, and it removes its socket files.
 #[test]
 fn serve_listens_on_unix_sockets() {
+    let _machine = shared();
     let d = Dir::new("serve-unix");
     let dir = &d.0;
     let (plain, tls, ca) = (
@@ -440,6 +446,7 @@ fn serve_listens_on_unix_sockets() {
 /// claimed from the socket's connects.
 #[test]
 fn compare_over_a_unix_socket_says_why_http3_is_left_out() {
+    let _machine = shared();
     let n = nginx_unix();
     let (tls, ca) = (n.dir.join("tls.sock"), n.dir.join("ca.pem"));
     let before = requests_and_connections(&n);
@@ -523,6 +530,7 @@ fn hop_of(v: &Value, key: &str) -> (String, String, String) {
 /// log has each redirect).
 #[test]
 fn a_failure_names_the_hop_it_met_not_the_urls_host() {
+    let _machine = shared();
     let dead = free_port();
     // --connect-to: the URL's name is never dialed.
     let url = format!("http://a.test:{dead}/");
@@ -629,6 +637,7 @@ fn timed_out(url: &str, extra: &[&str], key: &str) -> String {
 /// A server that never speaks TLS, or stops mid-body, is said so at its address.
 #[test]
 fn a_stalled_hop_is_named_with_the_timeout() {
+    let _machine = shared();
     let silent = |mut c: std::net::TcpStream, _| {
         let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
         while read_head(&mut c).is_some() {}

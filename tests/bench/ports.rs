@@ -205,6 +205,7 @@ fn close_run_in(ns: &str, url: &str, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn port_exhaustion_is_explained_and_local_addrs_avoid_it() {
+    let _machine = shared();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED port_exhaustion: needs root to create network namespaces");

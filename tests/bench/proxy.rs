@@ -127,6 +127,7 @@ fn squid_clients(lines: &[String], method: &str) -> (usize, BTreeSet<String>) {
 /// close; the report's connections, tunnels and requests equal squid's and nginx's.
 #[test]
 fn bench_through_squid_counts_what_squid_and_nginx_count() {
+    let _machine = shared();
     let n = nginx_behind();
     let sq = squid();
     let proxy = format!("http://127.0.0.1:{}", sq.port);
@@ -206,6 +207,7 @@ fn bench_through_squid_counts_what_squid_and_nginx_count() {
 /// direct, and squid sees nothing; HTTP/2 goes through the tunnel (nginx logs HTTP/2.0).
 #[test]
 fn the_environment_names_the_proxy_and_no_proxy_goes_direct() {
+    let _machine = shared();
     let n = nginx_behind();
     let sq = squid();
     let proxy = format!("http://127.0.0.1:{}", sq.port);
@@ -277,6 +279,7 @@ fn the_environment_names_the_proxy_and_no_proxy_goes_direct() {
 /// log holds them) and nginx counts the requests. The password is printed nowhere.
 #[test]
 fn a_proxy_that_wants_credentials_is_refused_then_passed() {
+    let _machine = shared();
     let n = nginx_behind();
     let tp = tinyproxy(true);
     let ca = n.dir.join("ca.pem");
@@ -343,6 +346,7 @@ fn a_proxy_that_wants_credentials_is_refused_then_passed() {
 /// `Request` lines and nginx's log.
 #[test]
 fn tinyproxy_ends_each_connection_and_the_report_says_so() {
+    let _machine = shared();
     let n = nginx_behind();
     let tp = tinyproxy(true);
     let plain = format!("http://127.0.0.1:{}/", n.ports[0]);
@@ -403,6 +407,7 @@ fn tinyproxy_ends_each_connection_and_the_report_says_so() {
 /// connect, the tunnel), in JSON and text.
 #[test]
 fn trace_shows_the_proxy_and_the_tunnel() {
+    let _machine = shared();
     let n = nginx_behind();
     let sq = squid();
     let proxy = format!("http://127.0.0.1:{}", sq.port);
@@ -439,6 +444,7 @@ fn trace_shows_the_proxy_and_the_tunnel() {
 /// why, never echoing credentials.
 #[test]
 fn what_a_proxy_cannot_carry_is_a_usage_error() {
+    let _machine = shared();
     for (args, says) in [
         (
             vec!["https://localhost:1/", "-x", "socks5://127.0.0.1:1"],
@@ -492,6 +498,7 @@ fn what_a_proxy_cannot_carry_is_a_usage_error() {
 /// proxy forwards TCP.
 #[test]
 fn compare_through_a_proxy_has_a_direct_row_beside() {
+    let _machine = shared();
     let n = nginx_behind();
     let sq = squid();
     let proxy = format!("http://127.0.0.1:{}", sq.port);
@@ -574,6 +581,7 @@ fn compare_through_a_proxy_has_a_direct_row_beside() {
 /// (nginx keeps connections: reused), and no HTTP/3 probe goes around the proxy.
 #[test]
 fn doctor_reads_the_origin_through_the_tunnel() {
+    let _machine = shared();
     let n = nginx_behind();
     let sq = squid();
     let proxy = format!("http://127.0.0.1:{}", sq.port);
@@ -620,6 +628,7 @@ fn doctor_reads_the_origin_through_the_tunnel() {
 /// Server header (passed on by the proxy).
 #[test]
 fn doctor_through_a_proxy_to_http_reads_the_proxys_keep_alive() {
+    let _machine = shared();
     let n = nginx_behind();
     let tp = tinyproxy(false);
     let proxy = format!("http://127.0.0.1:{}", tp.port);
@@ -662,6 +671,7 @@ fn doctor_through_a_proxy_to_http_reads_the_proxys_keep_alive() {
 /// proxy's status line. The CONNECT itself names the origin and carries the credentials.
 #[test]
 fn a_hostile_proxy_is_counted_never_a_crash() {
+    let _machine = shared();
     let saw = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = saw.clone();
     let (addr, accepted) = script_server(move |mut s, n| {
@@ -740,6 +750,7 @@ fn a_hostile_proxy_is_counted_never_a_crash() {
 /// example naming the proxy.
 #[test]
 fn an_https_proxy_carries_the_origins_tls_inside_its_own() {
+    let _machine = shared();
     let n = nginx_behind();
     let (sq, https) = squid_with(Some(()));
     let (port, proxy_ca) = https.unwrap();
@@ -814,6 +825,7 @@ fn an_https_proxy_carries_the_origins_tls_inside_its_own() {
 /// to the origin ("nothing accepts connections at localhost:..."); nginx saw nothing.
 #[test]
 fn a_proxy_that_is_down_is_named_and_the_origin_is_not_blamed() {
+    let _machine = shared();
     let n = nginx_behind();
     let ca = n.dir.join("ca.pem");
     let origin = format!("localhost:{}", n.ports[1]);

@@ -66,6 +66,7 @@ fn requests(v: &Value) -> &Value {
 
 #[test]
 fn a_chain_across_two_origins_is_followed_hop_by_hop_on_kept_connections() {
+    let _machine = shared();
     let n = chains();
     let url = format!("http://127.0.0.1:{}/a", n.ports[0]);
     let from = lines(&n);
@@ -145,6 +146,7 @@ fn a_chain_across_two_origins_is_followed_hop_by_hop_on_kept_connections() {
 
 #[test]
 fn a_loop_and_a_chain_past_max_redirs_are_redirect_errors() {
+    let _machine = shared();
     let n = chains();
     let a = n.ports[0];
     // /loop1 -> /loop2 -> /loop1: the second answer would lead back; it is the error.
@@ -198,6 +200,7 @@ fn a_loop_and_a_chain_past_max_redirs_are_redirect_errors() {
 
 #[test]
 fn redirect_flags_misused_are_usage_errors() {
+    let _machine = shared();
     for (args, says) in [
         (
             vec!["bench", "http://127.0.0.1:1/", "--max-redirs", "3"],
@@ -217,6 +220,7 @@ fn redirect_flags_misused_are_usage_errors() {
 
 #[test]
 fn compare_says_how_many_requests_were_redirects() {
+    let _machine = shared();
     let n = chains();
     let url = format!("http://127.0.0.1:{}/a", n.ports[0]);
     let args = [
@@ -262,6 +266,7 @@ fn compare_says_how_many_requests_were_redirects() {
 /// connection to each origin (one thread), as nginx counts them.
 #[test]
 fn http2_follows_a_redirect_to_another_origin_on_a_connection_of_its_own() {
+    let _machine = shared();
     let n = Nginx::start_servers(
         "log_format hop '$server_port $connection $request $status';",
         2,

@@ -39,6 +39,7 @@ fn err(s: &serde_json::Value, kind: &str) -> u64 {
 
 #[test]
 fn stale_idle_connections_are_retried_once_and_counted() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         idle_timeout: Duration::from_millis(100),
         ..ServerConfig::default()
@@ -71,6 +72,7 @@ fn stale_idle_connections_are_retried_once_and_counted() {
 
 #[test]
 fn non_idempotent_requests_are_not_retried_on_stale_connections() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         idle_timeout: Duration::from_millis(100),
         ..ServerConfig::default()
@@ -94,6 +96,7 @@ fn non_idempotent_requests_are_not_retried_on_stale_connections() {
 
 #[test]
 fn chunked_1xx_and_close_delimited_bodies_succeed() {
+    let _machine = shared();
     // Keep-alive server that answers with 100 Continue, then a chunked response.
     let s = against_script(&["-n", "5", "-c", "1"], |mut st, _| {
         while read_head(&mut st).is_some() {
@@ -121,6 +124,7 @@ fn chunked_1xx_and_close_delimited_bodies_succeed() {
 
 #[test]
 fn a_server_that_ignores_connection_close_is_reported() {
+    let _machine = shared();
     let s = against_script(
         &["-n", "4", "-c", "1", "--strategy", "close"],
         |mut st, _| {
@@ -144,6 +148,7 @@ fn a_server_that_ignores_connection_close_is_reported() {
 
 #[test]
 fn connection_refused_is_a_connect_error() {
+    let _machine = shared();
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     drop(l);
@@ -179,6 +184,7 @@ fn race_server(rst: bool, partial: bool) -> impl Fn(TcpStream, u64) + Send + Syn
 
 #[test]
 fn the_stale_connection_race_is_retried_once_and_named() {
+    let _machine = shared();
     for rst in [false, true] {
         let s = against_script(&["-n", "10", "-c", "1"], race_server(rst, false));
         assert_eq!(u(&s["requests"]["ok"]), 10, "rst={rst}: {s}");
@@ -200,6 +206,7 @@ fn the_stale_connection_race_is_retried_once_and_named() {
 
 #[test]
 fn the_race_is_not_retried_for_post_or_after_a_response_byte() {
+    let _machine = shared();
     // POST is not idempotent: the requests that met a closed connection fail.
     let s = against_script(
         &["-n", "10", "-c", "1", "-m", "POST", "--body", "x"],

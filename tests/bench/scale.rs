@@ -29,6 +29,7 @@ fn connections_by_address(log: &str) -> BTreeMap<String, u64> {
 /// the report's count from each equals nginx's count of connections from it.
 #[test]
 fn source_addresses_are_counted_as_the_server_saw_them() {
+    let _machine = shared();
     let Some((nginx, log)) = nginx_logging_sources() else {
         return;
     };
@@ -83,6 +84,7 @@ fn source_addresses_are_counted_as_the_server_saw_them() {
 /// Bad `--local-addr` values: exit 2 naming what was wrong.
 #[test]
 fn bad_source_addresses_are_usage_errors() {
+    let _machine = shared();
     for (arg, says) in [
         ("127.0.0.9-127.0.0.4", "ends before it starts"),
         ("127.0.0.1-127.0.10.4", "at most 1024"),
@@ -110,6 +112,7 @@ fn bad_source_addresses_are_usage_errors() {
 /// completes, every connection counted by the server.
 #[test]
 fn the_open_file_limit_is_raised_or_named() {
+    let _machine = shared();
     if !root("the open-file limit test (it drops root to show the error)") {
         return;
     }
@@ -179,6 +182,7 @@ fn first_and_last(log: &str, from: usize) -> (f64, f64, usize) {
 /// Unpaced, the same connections come at once. Bad values are usage errors.
 #[test]
 fn connects_are_paced_at_the_rate_asked() {
+    let _machine = shared();
     let Some((nginx, log)) = Nginx::logging("$msec $connection", "") else {
         return;
     };

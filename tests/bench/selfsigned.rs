@@ -139,6 +139,7 @@ fn tempdir(tag: &str) -> PathBuf {
 
 #[test]
 fn openssl_self_signed_certificate_is_trusted_as_given_against_a_python_server() {
+    let _machine = shared();
     let dir = tempdir("selfsigned");
     let (cert, key) = openssl_self_signed(&dir, "server");
     let text = Command::new("openssl")

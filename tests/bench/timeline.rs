@@ -11,6 +11,7 @@ use handshake::api::server::ServerConfig;
 
 #[test]
 fn new_connections_fall_in_the_seconds_after_each_idle_close() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         idle_timeout: Duration::from_secs(1),
         ..ServerConfig::default()
@@ -49,6 +50,7 @@ fn new_connections_fall_in_the_seconds_after_each_idle_close() {
 /// The last bucket ends with the run; a run of 2.5 s has buckets at 0, 1 and 2 s.
 #[test]
 fn buckets_cover_the_run() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let r = bench_json(&[&url, "--rate", "20", "-d", "2.5s", "-c", "2"]);
@@ -77,6 +79,7 @@ fn buckets_cover_the_run() {
 /// as a fifth second at one request per fraction of a millisecond (thousands per second).
 #[test]
 fn a_last_sliver_of_a_second_is_no_rate_of_its_own() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let out = run(&[

@@ -146,6 +146,7 @@ fn new_mean(before: &Value, after: &Value, key: &str) -> f64 {
 
 #[test]
 fn the_default_offers_post_quantum_first_and_go_takes_it() {
+    let _machine = shared();
     // Without session tickets, the server's first flight ends with its Finished: what it
     // wrote before the client's Finished came is what the client read.
     let srv = GoServer::start("default", &["-no-tickets"]);
@@ -187,6 +188,7 @@ fn the_default_offers_post_quantum_first_and_go_takes_it() {
 
 #[test]
 fn tls_groups_chooses_what_is_offered() {
+    let _machine = shared();
     let srv = GoServer::start("chosen", &[]);
     let (tls, retries) = groups_agree(&srv, &["-s", "close", "--tls-groups", "x25519"]);
     assert_eq!(u(&tls["key_exchange"]["x25519"]), 20, "{tls}");
@@ -206,6 +208,7 @@ fn tls_groups_chooses_what_is_offered() {
 
 #[test]
 fn a_server_that_takes_none_of_the_offered_shares_retries_and_the_groups_still_agree() {
+    let _machine = shared();
     // Go takes P-256 only: the default's shares (X25519MLKEM768 and x25519) do not do,
     // so it answers each new connection's ClientHello with a HelloRetryRequest.
     let srv = GoServer::start("retry", &["-curves", "P256"]);
@@ -236,6 +239,7 @@ fn a_server_that_takes_none_of_the_offered_shares_retries_and_the_groups_still_a
 
 #[test]
 fn an_unknown_group_is_a_usage_error() {
+    let _machine = shared();
     let out = run(&[
         "bench",
         "https://127.0.0.1:1/",
@@ -252,6 +256,7 @@ fn an_unknown_group_is_a_usage_error() {
 
 #[test]
 fn across_a_40ms_link_a_hello_retry_request_costs_one_round_trip() {
+    let _machine = shared();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED: the lab needs root to create network namespaces");
@@ -392,6 +397,7 @@ fn kx_sentence(v: &Value, name: &str) -> String {
 
 #[test]
 fn compare_sets_a_post_quantum_offer_against_x25519_and_the_groups_are_go_s() {
+    let _machine = shared();
     let srv = GoServer::start("compare", &["-no-tickets"]);
     let url = srv.url();
     let before = srv.counts();
@@ -459,6 +465,7 @@ fn compare_sets_a_post_quantum_offer_against_x25519_and_the_groups_are_go_s() {
 
 #[test]
 fn a_key_exchange_needs_tls_and_a_known_group() {
+    let _machine = shared();
     for (args, needle) in [
         (
             vec![
@@ -522,6 +529,7 @@ fn nginx_groups(ng: &Nginx) -> std::collections::BTreeMap<String, u64> {
 
 #[test]
 fn against_nginx_without_ml_kem_the_post_quantum_offer_falls_back_to_x25519() {
+    let _machine = shared();
     let Some(ng) = nginx_tls() else { return };
     let url = format!("https://127.0.0.1:{}/", ng.port);
     let ca = ng.dir.join("ca.pem");
@@ -606,6 +614,7 @@ fn said(v: &Value, key: &str, start: &str) -> String {
 
 #[test]
 fn doctor_finds_the_groups_go_accepts_and_what_it_prefers() {
+    let _machine = shared();
     let srv = GoServer::start("doctor", &[]);
     let before = srv.counts();
     let (kx, v) = doctor_kx(&srv.url(), &srv.ca);
@@ -671,6 +680,7 @@ fn doctor_finds_the_groups_go_accepts_and_what_it_prefers() {
 
 #[test]
 fn doctor_says_what_a_p256_only_server_costs_the_browsers_offer() {
+    let _machine = shared();
     let srv = GoServer::start("doctor-p256", &["-curves", "P256"]);
     let before = srv.counts();
     let (kx, v) = doctor_kx(&srv.url(), &srv.ca);
@@ -702,6 +712,7 @@ fn doctor_says_what_a_p256_only_server_costs_the_browsers_offer() {
 
 #[test]
 fn doctor_against_nginx_without_ml_kem_says_what_the_fallback_costs() {
+    let _machine = shared();
     // nginx logs each failed handshake: the groups it refused.
     let Some(ng) = nginx_tls() else { return };
     let url = format!("https://127.0.0.1:{}/", ng.port);

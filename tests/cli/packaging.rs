@@ -37,6 +37,7 @@ fn bash_complete(script: &std::path::Path, words: &[&str]) -> Vec<String> {
 
 #[test]
 fn bash_completes_commands_and_flags_from_the_script() {
+    let _machine = shared();
     let out = run(&["completions", "bash"]);
     assert_eq!(out.status.code(), Some(0));
     let script = TempFile::new("handshake.bash", &out.stdout);
@@ -69,6 +70,7 @@ fn bash_completes_commands_and_flags_from_the_script() {
 
 #[test]
 fn man_pages_render() {
+    let _machine = shared();
     let out = run(&["man"]);
     assert_eq!(out.status.code(), Some(0));
     let page = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -136,6 +138,7 @@ fn man_pages_render() {
 /// every write fails with EPIPE.
 #[test]
 fn output_into_a_closed_pipe_exits_quietly() {
+    let _machine = shared();
     use std::os::fd::FromRawFd;
     for args in [vec!["man"], vec!["completions", "bash"]] {
         let mut fds = [0; 2];
@@ -165,6 +168,7 @@ fn output_into_a_closed_pipe_exits_quietly() {
 /// panic, and its own exit status (0: the client ran and reused its connection).
 #[test]
 fn a_report_into_a_closed_pipe_is_no_panic() {
+    let _machine = shared();
     use std::os::fd::FromRawFd;
     let mut fds = [0; 2];
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
@@ -197,6 +201,7 @@ fn a_report_into_a_closed_pipe_is_no_panic() {
 /// and each lists every option its `--help` names.
 #[test]
 fn docs_commands_pages_are_generated_and_current() {
+    let _machine = shared();
     let docs = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands"));
     let guard = Dir(std::env::temp_dir().join(format!("handshake-docs-{}", std::process::id())));
     let copy = &guard.0;

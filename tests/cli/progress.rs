@@ -71,6 +71,7 @@ fn bar_frames<'a>(tty: &'a str, name: &str, cleared: bool) -> Vec<&'a str> {
 
 #[test]
 fn compare_draws_its_runs_as_k_of_n_and_clears_the_bar() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let args = [
@@ -104,6 +105,7 @@ fn compare_draws_its_runs_as_k_of_n_and_clears_the_bar() {
 
 #[test]
 fn no_progress_draws_nothing_on_a_terminal() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let (tty, stdout) = on_terminal(&[
@@ -123,6 +125,7 @@ fn no_progress_draws_nothing_on_a_terminal() {
 
 #[test]
 fn doctor_draws_its_probes_as_k_of_n() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let (tty, stdout) = on_terminal(&[
@@ -149,6 +152,7 @@ fn doctor_draws_its_probes_as_k_of_n() {
 
 #[test]
 fn the_labs_link_check_is_drawn_then_cleared_before_its_lines() {
+    let _machine = shared();
     let (tty, _) = on_terminal(&["lab", "--rtt", "5ms", "--", "true"]);
     let bar = bar_frames(&tty, "lab", false);
     assert!(
@@ -175,6 +179,7 @@ fn the_labs_link_check_is_drawn_then_cleared_before_its_lines() {
 
 #[test]
 fn merge_draws_the_files_it_reads_on_a_terminal_only() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let files: Vec<TempFile> = (0..3)

@@ -20,6 +20,7 @@ fn usage_error(args: &[&str], expect: &str) {
 
 #[test]
 fn bad_input_exits_2_and_names_it() {
+    let _machine = shared();
     usage_error(
         &["bench", "http://127.0.0.1:1/", "--strategy", "turbo"],
         "known strategies: close, close-resumed, close-0rtt, http10, http10-keepalive, keepalive, h2",
@@ -72,6 +73,7 @@ fn bad_input_exits_2_and_names_it() {
 
 #[test]
 fn json_report_matches_its_schema() {
+    let _machine = shared();
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -123,6 +125,7 @@ fn json_report_matches_its_schema() {
 
 #[test]
 fn text_report_has_summary_tables_and_connections() {
+    let _machine = shared();
     let out = run(&["bench", "-n", "500", "-c", "5", "--no-progress"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
@@ -143,6 +146,7 @@ fn text_report_has_summary_tables_and_connections() {
 
 #[test]
 fn serve_runs_as_a_process_with_its_policy_and_stats() {
+    let _machine = shared();
     let dir = std::env::temp_dir().join(format!("handshake-serve-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ca = dir.join("ca.pem");
@@ -230,6 +234,7 @@ fn unsafe_kill(pid: u32) {
 
 #[test]
 fn local_addr_must_be_an_address_of_this_machine() {
+    let _machine = shared();
     for (value, words) in [
         ("nonsense", "not an IP address"),
         ("192.0.2.77", "not an address of this machine"),
@@ -253,6 +258,7 @@ fn local_addr_must_be_an_address_of_this_machine() {
 /// --json, never when stderr is not a terminal.
 #[test]
 fn progress_line_only_on_a_terminal_and_never_with_json() {
+    let _machine = shared();
     let srv = start(handshake::api::server::ServerConfig::default());
     let url = srv.http_url().unwrap();
     let in_pty = |args: &str| {
@@ -351,6 +357,7 @@ fn request_sent_fed(args: &[&str], stdin: &[u8]) -> String {
 /// server's own record of the bytes is compared.
 #[test]
 fn flags_of_curl_hey_and_ab_send_the_same_request_as_the_long_forms() {
+    let _machine = shared();
     let file = TempFile::new("body.json", br#"{"u":1}"#);
     let long = request_sent(&[
         "--method",
@@ -429,6 +436,7 @@ fn flags_of_curl_hey_and_ab_send_the_same_request_as_the_long_forms() {
 /// the flag to use, and exit 2.
 #[test]
 fn flags_from_other_tools_name_the_right_flag() {
+    let _machine = shared();
     usage_error(
         &["bench", "http://127.0.0.1:1/", "-d", r#"{"a":1}"#],
         "to send a request body, use --data",
@@ -465,6 +473,7 @@ fn flags_from_other_tools_name_the_right_flag() {
 /// `--help` lists every strategy with its line; `-h` stays short.
 #[test]
 fn help_lists_every_strategy() {
+    let _machine = shared();
     for cmd in ["bench", "trace", "compare"] {
         // At 80 columns, no strategy's line is wrapped.
         let out = Command::new(bin())
@@ -493,6 +502,7 @@ fn help_lists_every_strategy() {
 /// stdout is not a terminal.
 #[test]
 fn help_fits_the_width() {
+    let _machine = shared();
     for cmd in [
         "bench", "compare", "trace", "doctor", "audit", "serve", "lab", "merge", "watch",
     ] {

@@ -281,11 +281,11 @@ fn compare_fits_and_opens_with_what_the_cheapest_saves() {
 /// fit, its chart) and the lab's own lines on stderr fit 80 and 120 columns.
 #[test]
 fn the_rtt_sweep_and_the_lab_fit() {
+    let _s = serial();
     if !root() {
         eprintln!("SKIPPED: needs root to create network namespaces");
         return;
     }
-    let _s = serial();
     for w in [80, 120] {
         let text = fits(
             w,
@@ -322,11 +322,11 @@ fn the_rtt_sweep_and_the_lab_fit() {
 /// watch's text fits, and its headline is the JSON's.
 #[test]
 fn watch_fits() {
+    let _s = serial();
     if !root() {
         eprintln!("SKIPPED: watch needs root");
         return;
     }
-    let _s = serial();
     let srv = start(ServerConfig::default());
     let url = srv.http_url().unwrap();
     let script = format!("curl -s -o /dev/null {url}a; curl -s -o /dev/null {url}b");

@@ -22,14 +22,28 @@ pub use apache::Apache;
 #[allow(unused_imports)] // Not every test binary starts a proxy.
 pub use proxies::{shared_dir, squid, squid_with, tinyproxy, wait_listening, ProxyServer};
 
-/// The lock of the tests that must not share the machine: those that read times or CPU
-/// (one test's load is another's noise), capture packets, or stop a server whose port
-/// another test's server could take meanwhile. One lock for every binary's modules, so
-/// a test that held its own file's lock when each file was a binary holds it still.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL
-        .lock()
+/// The machine, shared by the tests that may run side by side and held alone by those
+/// that must not share it: those that read times or CPU (one test's load is another's
+/// noise), capture packets, or stop a server whose port another test's server could take
+/// meanwhile. Every test takes one or the other first (`tests/architecture.rs` checks):
+/// a test that only runs a command is still load for one that times.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The machine held alone, for as long as the guard lives.
+pub type Alone = std::sync::RwLockWriteGuard<'static, ()>;
+
+/// Hold the machine alone (no other test runs meanwhile).
+pub fn serial() -> Alone {
+    MACHINE
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Share the machine with the other tests that share it (none that holds it alone runs
+/// meanwhile).
+pub fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    MACHINE
+        .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

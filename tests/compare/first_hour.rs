@@ -15,6 +15,7 @@ use std::time::Duration;
 // out; exit 130.
 #[test]
 fn ctrl_c_keeps_the_rounds_compare_completed() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };
@@ -62,6 +63,7 @@ fn ctrl_c_keeps_the_rounds_compare_completed() {
 // failure, and never that it does not (nor recommends the directive that is on).
 #[test]
 fn compare_says_not_known_where_its_probes_failed() {
+    let _machine = crate::common::shared();
     let Some(n) = Nginx::start_servers(LOG_FORMAT, 1, |ports, d| {
         write_certs_valid(d, &["127.0.0.1"], Some((2020, 2021)));
         format!(
@@ -113,6 +115,7 @@ fn compare_says_not_known_where_its_probes_failed() {
 // that found out are said in the progress lines; the rows it ran are nginx's requests.
 #[test]
 fn compare_names_the_strategies_it_left_out_and_why() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_tls(
         |d| write_certs(d, &["localhost"]),
         "ssl_session_cache shared:S:1m;",

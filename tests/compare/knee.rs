@@ -285,6 +285,7 @@ fn the_embedded_sweep_counts_what_the_server_counted_and_draws_it() {
 
 #[test]
 fn sweep_flags_are_checked() {
+    let _machine = shared();
     let cases: [(&[&str], &str); 5] = [
         (
             &["bench", "-c", "1,10"],

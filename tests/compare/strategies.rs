@@ -418,6 +418,7 @@ fn aa_and_same_cost_pairs_are_not_significant_and_close_always_is() {
 
 #[test]
 fn unknown_strategy_exits_2_and_names_the_known_ones() {
+    let _machine = shared();
     let out = run(&[
         "compare",
         "http://127.0.0.1:1/",

@@ -48,6 +48,7 @@ fn interrupt_once_logged(cmd: Command, n: &Nginx, lines: usize) -> (Option<i32>,
 // measuring is missing, not claimed.
 #[test]
 fn ctrl_c_keeps_the_probes_doctor_finished() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("keepalive_timeout 60s;", "return 200 \"hi\\n\";") else {
         return;
     };

@@ -32,6 +32,7 @@ fn assert_idle(v: &Value, secs: f64) {
 
 #[test]
 fn doctor_finds_keepalive_off() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         keepalive: false,
         ..ServerConfig::default()
@@ -51,6 +52,7 @@ fn doctor_finds_keepalive_off() {
 
 #[test]
 fn doctor_finds_idle_timeout_and_max_requests() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         idle_timeout: Duration::from_secs(2),
         max_requests_per_connection: Some(50),
@@ -79,6 +81,7 @@ fn doctor_finds_idle_timeout_and_max_requests() {
 /// 2 s"), never that the header "matches".
 #[test]
 fn a_claim_beyond_the_probe_is_a_bound_not_a_match() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         idle_timeout: Duration::from_secs(60),
         ..ServerConfig::default()
@@ -111,6 +114,7 @@ fn a_claim_beyond_the_probe_is_a_bound_not_a_match() {
 
 #[test]
 fn doctor_on_an_http10_server() {
+    let _machine = shared();
     // Honours Connection: keep-alive on HTTP/1.0 ...
     let srv = start(ServerConfig {
         http10: true,
@@ -139,6 +143,7 @@ fn doctor_on_an_http10_server() {
 
 #[test]
 fn doctor_on_a_healthy_tls_server_finds_no_problem() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     // Removed when the test ends, also when it fails.
     let dir = Dir::new("doctor");
@@ -182,6 +187,7 @@ fn doctor_on_a_healthy_tls_server_finds_no_problem() {
 
 #[test]
 fn doctor_on_nginx_with_a_3s_timeout_and_100_requests() {
+    let _machine = shared();
     let Some(ng) = Nginx::start(
         "keepalive_timeout 3s; keepalive_requests 100;",
         "return 200 \"ok\\n\";",
@@ -223,6 +229,7 @@ fn doctor_on_nginx_with_a_3s_timeout_and_100_requests() {
 
 #[test]
 fn doctor_on_nginx_with_keepalive_off() {
+    let _machine = shared();
     let Some(ng) = Nginx::start("keepalive_timeout 0;", "return 200 \"ok\\n\";") else {
         return;
     };
@@ -242,6 +249,7 @@ fn doctor_on_nginx_with_keepalive_off() {
 /// (the most requests on one connection).
 #[test]
 fn doctor_names_apaches_own_settings() {
+    let _machine = shared();
     let Some(ap) = Apache::start("KeepAlive On\nMaxKeepAliveRequests 5\nKeepAliveTimeout 2") else {
         return;
     };
@@ -274,6 +282,7 @@ fn doctor_names_apaches_own_settings() {
 /// (The server's idle timeout is 60 s: the 16 s idle probe runs to its limit.)
 #[test]
 fn doctor_says_what_it_probes_and_for_how_long() {
+    let _machine = shared();
     let srv = start(ServerConfig {
         idle_timeout: Duration::from_secs(60),
         ..ServerConfig::default()

@@ -15,7 +15,7 @@ use crate::common::*;
 use serde_json::Value;
 
 /// A lab test may run: root, and no other timing test at the same time (the guard).
-fn lab_test(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+fn lab_serial(test: &str) -> Option<Alone> {
     root(test).then(serial)
 }
 
@@ -170,7 +170,7 @@ fn assert_ground_truth(rep: &Value) {
 
 #[test]
 fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
-    let Some(_g) = lab_test("round trips") else {
+    let Some(_g) = lab_serial("round trips") else {
         return;
     };
     // A full handshake is its round trips plus its own CPU (a post-quantum key share,
@@ -283,7 +283,7 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
 /// came in early data.
 #[test]
 fn early_data_takes_two_round_trips_where_resumption_takes_three() {
-    let Some(_g) = lab_test("early data") else {
+    let Some(_g) = lab_serial("early data") else {
         return;
     };
     let rtt = 40.0;
@@ -319,7 +319,7 @@ fn early_data_takes_two_round_trips_where_resumption_takes_three() {
 /// QUIC connections and their handshakes.
 #[test]
 fn quic_takes_two_round_trips_and_0rtt_one() {
-    let Some(_g) = lab_test("quic") else {
+    let Some(_g) = lab_serial("quic") else {
         return;
     };
     let near = |what: &str, got: f64, expected: f64| {
@@ -379,7 +379,7 @@ fn quic_takes_two_round_trips_and_0rtt_one() {
 /// took in early data; they equal the report's accepted ones, and each takes 2 RTT.
 #[test]
 fn nginx_takes_early_data_across_the_link() {
-    let Some(_g) = lab_test("nginx early data") else {
+    let Some(_g) = lab_serial("nginx early data") else {
         return;
     };
     let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
@@ -493,7 +493,7 @@ fn lab_summary(stderr: &str) -> Value {
 
 #[test]
 fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection() {
-    let Some(_g) = lab_test("curl across the link") else {
+    let Some(_g) = lab_serial("curl across the link") else {
         return;
     };
     // Five curl processes, one after another, each with its own connection.
@@ -590,7 +590,7 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
 
 #[test]
 fn an_independent_server_with_server_cmd() {
-    let Some(_g) = lab_test("server-cmd") else {
+    let Some(_g) = lab_serial("server-cmd") else {
         return;
     };
     // Python's http.server (HTTP/1.0: a connection per request) on the server side; its
@@ -626,7 +626,7 @@ fn an_independent_server_with_server_cmd() {
 
 #[test]
 fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
-    let Some(_g) = lab_test("compare --rtt") else {
+    let Some(_g) = lab_serial("compare --rtt") else {
         return;
     };
     let rep = compare_json(&[
@@ -693,7 +693,7 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
 /// 90.4 ms for 2).
 #[test]
 fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
-    let Some(_g) = lab_test("compare --rtt with h3") else {
+    let Some(_g) = lab_serial("compare --rtt with h3") else {
         return;
     };
     let rep = compare_json(&[
@@ -798,7 +798,7 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
 /// keep-alive's one per worker).
 #[test]
 fn compare_over_a_link_explains_each_row_from_its_own_connections() {
-    let Some(_g) = lab_test("compare --rtt sentences") else {
+    let Some(_g) = lab_serial("compare --rtt sentences") else {
         return;
     };
     let rep = compare_json(&[
@@ -846,7 +846,7 @@ fn compare_over_a_link_explains_each_row_from_its_own_connections() {
 
 #[test]
 fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
-    let Some(_g) = lab_test("compare sweep") else {
+    let Some(_g) = lab_serial("compare sweep") else {
         return;
     };
     let sweep = |extra: &[&'static str]| -> Vec<&'static str> {
@@ -918,7 +918,7 @@ fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
 
 #[test]
 fn trace_across_the_link() {
-    let Some(_g) = lab_test("trace --rtt") else {
+    let Some(_g) = lab_serial("trace --rtt") else {
         return;
     };
     let out = run(&["trace", "--rtt", "30ms", "--count", "5", "--json"]);
@@ -955,7 +955,7 @@ fn trace_across_the_link() {
 
 #[test]
 fn doctor_across_the_link() {
-    let Some(_g) = lab_test("doctor --rtt") else {
+    let Some(_g) = lab_serial("doctor --rtt") else {
         return;
     };
     let out = run(&[
@@ -1022,7 +1022,7 @@ fn doctor_across_the_link() {
 
 #[test]
 fn loss_shows_retransmission_timeouts_in_connect_and_loses_no_request() {
-    let Some(_g) = lab_test("loss") else { return };
+    let Some(_g) = lab_serial("loss") else { return };
     let rep = bench_json(&[
         "--rtt",
         "10ms",
@@ -1065,7 +1065,7 @@ fn loss_shows_retransmission_timeouts_in_connect_and_loses_no_request() {
 
 #[test]
 fn a_megabyte_over_8_mbit_takes_a_second_to_receive() {
-    let Some(_g) = lab_test("bandwidth") else {
+    let Some(_g) = lab_serial("bandwidth") else {
         return;
     };
     let rep = bench_json(&[
@@ -1138,7 +1138,7 @@ fn gone(pid: u32) -> bool {
 // device and file left): read top to bottom as one story.
 #[allow(clippy::too_many_lines)]
 fn nothing_is_left_after_sigint_or_a_failed_start() {
-    let Some(_g) = lab_test("cleanup") else {
+    let Some(_g) = lab_serial("cleanup") else {
         return;
     };
     let mut child = Command::new(bin())
@@ -1254,7 +1254,9 @@ fn nothing_is_left_after_sigint_or_a_failed_start() {
 
 #[test]
 fn netem_is_used_where_the_kernel_has_it_and_refused_clearly_where_not() {
-    let Some(_g) = lab_test("netem") else { return };
+    let Some(_g) = lab_serial("netem") else {
+        return;
+    };
     let out = run(&[
         "bench",
         "--rtt",
@@ -1303,6 +1305,7 @@ fn netem_is_used_where_the_kernel_has_it_and_refused_clearly_where_not() {
 
 #[test]
 fn link_flags_are_checked() {
+    let _machine = shared();
     for (args, needle) in [
         (
             vec!["bench", "http://127.0.0.1:1/", "--rtt", "40ms"],
@@ -1352,12 +1355,12 @@ fn as_nobody(prefix: &[&str], args: &[&str]) -> std::process::Output {
 
 #[test]
 fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
+    let _g = serial();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--help").output().is_err() {
         eprintln!("SKIPPED unprivileged lab: needs root (to drop to nobody) and setpriv");
         return;
     }
-    let _g = serial();
     // A copy of the binary that nobody may run (the build tree may be private).
     let dir =
         TempDir(std::env::temp_dir().join(format!("handshake-unpriv-{}", std::process::id())));
@@ -1512,7 +1515,7 @@ const HOG: &str = "import sys, time\nend = time.monotonic() + float(sys.argv[1])
 /// figures are seen to include those local waits.
 #[test]
 fn the_link_holds_beside_busy_loops_and_says_when_the_machine_held_up_the_run() {
-    let Some(_g) = lab_test("busy machine") else {
+    let Some(_g) = lab_serial("busy machine") else {
         return;
     };
     let rtt = 40.0;
@@ -1602,7 +1605,7 @@ fn bench_on_core_0(extra: &[&str]) -> std::process::Child {
 /// how much.
 #[test]
 fn a_hog_started_during_a_run_is_seen_in_the_handshake_it_slowed() {
-    let Some(_g) = lab_test("hog during a run") else {
+    let Some(_g) = lab_serial("hog during a run") else {
         return;
     };
     let run = bench_on_core_0(&["-n", "70", "--json"]);

@@ -35,6 +35,7 @@ fn load_job() -> Yaml {
 
 #[test]
 fn job_is_indexed_and_its_segments_equal_its_completions() {
+    let _machine = crate::common::shared();
     let doc = load_job();
     assert_eq!(doc["apiVersion"].as_str(), Some("batch/v1"));
     assert_eq!(doc["kind"].as_str(), Some("Job"));
@@ -98,6 +99,7 @@ fn job_is_indexed_and_its_segments_equal_its_completions() {
 
 #[test]
 fn dockerfile_builds_locked_and_runs_handshake() {
+    let _machine = crate::common::shared();
     let dockerfile = read("Dockerfile");
     // Instructions only: comments and blank lines dropped, continuations kept as lines.
     let lines: Vec<&str> = dockerfile
@@ -154,6 +156,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
 
 #[test]
 fn kubectl_parses_the_manifests() {
+    let _machine = crate::common::shared();
     let Some(kubectl) = on_path("kubectl") else {
         eprintln!("skipping: kubectl is not on PATH");
         return;

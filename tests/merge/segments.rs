@@ -124,6 +124,7 @@ fn agents(
 /// merge(merge(a,b),c) = merge(a,merge(b,c)); the HTML of the merge holds every figure.
 #[test]
 fn three_segments_add_up_to_nginxs_counts_in_any_order() {
+    let _machine = shared();
     let _cleanup = Cleanup("segments");
     let Some(nginx) = Nginx::start(
         "keepalive_requests 1000;",
@@ -231,6 +232,7 @@ fn three_segments_add_up_to_nginxs_counts_in_any_order() {
 /// agents started together at the time given.
 #[test]
 fn indexed_job_agents_piped_to_merge_match_the_server() {
+    let _machine = shared();
     let _cleanup = Cleanup("job");
     let srv = start(handshake::api::server::ServerConfig::default());
     let url = srv.http_url().unwrap();
@@ -310,6 +312,7 @@ fn indexed_job_agents_piped_to_merge_match_the_server() {
 /// merges anyway. Bad segment options are usage errors.
 #[test]
 fn mismatches_and_bad_input_are_refused() {
+    let _machine = shared();
     let _cleanup = Cleanup("refused");
     let srv = start(handshake::api::server::ServerConfig::default());
     let url = srv.http_url().unwrap();

@@ -336,6 +336,7 @@ pub(super) fn both() -> Vec<Predicate> {
 /// the table.
 #[test]
 fn every_compare_claim_holds_over_generated_situations() {
+    let _machine = crate::common::shared();
     let full = std::env::var("HANDSHAKE_ORACLE").is_ok_and(|v| v == "full");
     let persistent: Vec<Situation> = situations()
         .into_iter()
@@ -364,6 +365,7 @@ fn every_compare_claim_holds_over_generated_situations() {
 /// that demands the wrong truth.
 #[test]
 fn the_compare_oracle_fails_on_a_missing_or_wrong_predicate() {
+    let _machine = crate::common::shared();
     let s = CLOSING;
     let r = run(&s, Cmd::Compare);
     fails_without_or_wrong(

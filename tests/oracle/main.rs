@@ -1670,6 +1670,7 @@ fn picked(chosen: Vec<Situation>) -> Vec<Situation> {
 
 #[test]
 fn every_claim_holds_over_generated_situations() {
+    let _machine = shared();
     let all = situations();
     let full = std::env::var("HANDSHAKE_ORACLE").is_ok_and(|v| v == "full");
     let chosen = picked(if full {
@@ -1780,6 +1781,7 @@ const CLOSING: Situation = Situation {
 /// the wrong truth, each make a true run's judgement fail.
 #[test]
 fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
+    let _machine = shared();
     let s = CLOSING;
     let r = run(&s, Cmd::Bench);
     fails_without_or_wrong(
@@ -1794,6 +1796,7 @@ fn a_code_without_a_predicate_or_a_wrong_predicate_fails() {
 /// it lists: the page of preconditions cannot drift from the predicates.
 #[test]
 fn the_page_of_preconditions_lists_the_same_codes() {
+    let _machine = shared();
     let page =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/findings.md")).unwrap();
     // bench, trace and doctor's table, then audit's (after its heading), watch's and
@@ -1841,6 +1844,7 @@ fn the_page_of_preconditions_lists_the_same_codes() {
 /// codes x verdict is printed.
 #[test]
 fn every_audit_claim_holds_over_generated_clients() {
+    let _machine = shared();
     let go = Dir::new("oracle-go");
     clients::go_clients(&go.0);
     let go = go.0.to_str().unwrap();
@@ -1906,6 +1910,7 @@ fn judge_clients(
 /// demands the wrong truth, a true run's judgement fails.
 #[test]
 fn the_audit_oracle_fails_on_a_missing_or_wrong_predicate() {
+    let _machine = shared();
     let s = clients::ClientSituation {
         client: clients::Client::CurlUrls,
         status: 200,
@@ -1962,6 +1967,7 @@ fn can_fail(
 /// `HANDSHAKE_ORACLE=full` runs every client against both.
 #[test]
 fn every_watch_claim_holds_over_generated_clients() {
+    let _machine = shared();
     let Some(n) = watched::server() else {
         return;
     };

@@ -56,6 +56,7 @@ fn assert_ending(r: &Value, e: &str, n: u64) {
 
 #[test]
 fn binds_loopback_by_default() {
+    let _machine = shared();
     let srv = server::start(ServerConfig::default()).unwrap();
     assert!(srv.http_addr.unwrap().ip().is_loopback());
     srv.stop();
@@ -64,6 +65,7 @@ fn binds_loopback_by_default() {
 
 #[test]
 fn oversized_head_gets_431_and_oversized_body_413() {
+    let _machine = shared();
     let cfg = ServerConfig {
         max_header_bytes: 1024,
         max_body_bytes: 100,
@@ -107,6 +109,7 @@ fn oversized_head_gets_431_and_oversized_body_413() {
 
 #[test]
 fn slow_headers_are_cut_off_by_the_header_timeout() {
+    let _machine = shared();
     let cfg = ServerConfig {
         header_timeout: Duration::from_millis(300),
         ..ServerConfig::default()
@@ -140,6 +143,7 @@ fn slow_headers_are_cut_off_by_the_header_timeout() {
 
 #[test]
 fn idle_connections_are_closed_after_the_idle_timeout() {
+    let _machine = shared();
     let cfg = ServerConfig {
         idle_timeout: Duration::from_millis(200),
         ..ServerConfig::default()
@@ -169,6 +173,7 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
 
 #[test]
 fn connections_over_the_limit_get_503() {
+    let _machine = shared();
     let cfg = ServerConfig {
         max_connections: 2,
         ..ServerConfig::default()
@@ -203,6 +208,7 @@ fn connections_over_the_limit_get_503() {
 
 #[test]
 fn tls12_full_and_resumed_handshakes() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let url = srv.https_url().unwrap();
     let r = bench_json(&[
@@ -250,6 +256,7 @@ fn tls12_full_and_resumed_handshakes() {
 
 #[test]
 fn hundreds_of_simultaneous_connects_are_not_dropped() {
+    let _machine = shared();
     // With a 128-entry accept queue some of 300 simultaneous SYNs are dropped and only
     // retried after a second; the server's queue must hold them.
     let srv = start(ServerConfig::default());
@@ -269,6 +276,7 @@ fn hundreds_of_simultaneous_connects_are_not_dropped() {
 
 #[test]
 fn a_response_that_closes_the_connection_leaves_with_the_fin() {
+    let _machine = shared();
     // The server's last writes go out with MSG_MORE: the response's end and the FIN
     // leave in one segment, so the client's kernel processes one packet instead of
     // two. Checked on a capture of every segment with a FIN the server sent.

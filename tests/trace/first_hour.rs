@@ -19,6 +19,7 @@ use std::time::Duration;
 // goes on to keep-alive.
 #[test]
 fn plain_http_to_a_tls_port_through_trace_doctor_and_compare() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_tls(|d| write_certs(d, &["localhost"]), "") else {
         return;
     };
@@ -164,6 +165,7 @@ fn compare_ranks_no_row_of_errors(url: &str, n: &Nginx) {
 // (the lookup counted once), not the 50 ms of the one that waited.
 #[test]
 fn slow_dns_through_trace_and_compare() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_http("", "return 200 \"hi\\n\";") else {
         return;
     };

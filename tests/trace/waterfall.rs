@@ -33,6 +33,7 @@ fn phase_sum(s: &Value) -> f64 {
 
 #[test]
 fn trace_shows_setup_only_on_new_connections_and_phases_add_up() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     // Removed when the test ends, also when it fails.
     let dir = Dir::new("trace");
@@ -110,6 +111,7 @@ fn trace_shows_setup_only_on_new_connections_and_phases_add_up() {
 
 #[test]
 fn trace_text_draws_a_waterfall() {
+    let _machine = shared();
     let srv = start(ServerConfig::default());
     let out = run(&["trace", &srv.http_url().unwrap(), "--count", "2"]);
     assert!(out.status.success());

@@ -19,6 +19,7 @@ use std::time::Duration;
 // server closed them"; the backend's own log counts the requests and connections.
 #[test]
 fn watch_names_the_client_s_request_as_the_cause_of_no_reuse() {
+    let _machine = crate::common::shared();
     let Some(n) = Nginx::start_servers(LOG_FORMAT, 2, |ports, d| {
         format!(
             "server {{ listen 127.0.0.1:{}; access_log {d}/access.log gt; location / {{ return 200 \"hi\\n\"; }} }}\n\
@@ -101,6 +102,7 @@ fn watch_names_the_client_s_request_as_the_cause_of_no_reuse() {
 // count of 400s), not "the server closed them".
 #[test]
 fn watch_says_when_most_answers_were_errors() {
+    let _machine = crate::common::shared();
     let Some(n) = nginx_tls(|d| write_certs(d, &["localhost"]), "") else {
         return;
     };
