@@ -156,6 +156,16 @@ pub(crate) struct RequestArgs {
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
 
+    /// Present this client certificate (PEM: the certificate, then its chain) when a
+    /// server asks for one (mutual TLS), like curl; with its key in the same file unless
+    /// --key is given
+    #[arg(long, value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+
+    /// The client certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1; not encrypted)
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+
     /// Use ADDR for HOST:PORT instead of resolving it, like curl (repeatable)
     #[arg(long, value_name = "HOST:PORT:ADDR")]
     pub resolve: Vec<String>,

@@ -285,6 +285,12 @@ pub(crate) fn request_config(
     if let Some(path) = &a.cacert {
         roots.extend(tls::load_pem_certs(path).map_err(|e| UsageError(format!("{e:#}")))?);
     }
+    let identity = a
+        .cert
+        .as_deref()
+        .map(|c| crate::net::client_auth::load(c, a.key.as_deref()).map(std::sync::Arc::new))
+        .transpose()
+        .map_err(UsageError)?;
     let resolve = a
         .resolve
         .iter()
@@ -319,6 +325,10 @@ pub(crate) fn request_config(
             only_extra_roots: only_extra,
             versions,
             groups,
+            client_auth: crate::net::client_auth::ClientAuth {
+                identity,
+                ..Default::default()
+            },
             ..TlsOptions::default()
         },
         resolve,

@@ -2,6 +2,7 @@
 //! boundaries, and the byte stream the HTTP/1 layer reads and writes.
 
 pub(crate) mod authority;
+pub(crate) mod client_auth;
 pub(crate) mod descriptors;
 pub(crate) mod dial;
 pub(crate) mod dns;

@@ -35,6 +35,9 @@ pub(crate) struct TlsOptions {
     /// provider's default, as browsers offer them (X25519MLKEM768, x25519, secp256r1,
     /// secp384r1).
     pub groups: Option<Vec<&'static dyn SupportedKxGroup>>,
+    /// The client certificate presented when a server asks (`--cert`, `--key`), and the
+    /// count of what servers asked.
+    pub client_auth: crate::net::client_auth::ClientAuth,
 }
 
 impl Default for TlsOptions {
@@ -47,6 +50,7 @@ impl Default for TlsOptions {
             alpn: vec![b"http/1.1".to_vec()],
             early_data: false,
             groups: None,
+            client_auth: Default::default(),
         }
     }
 }
@@ -165,7 +169,7 @@ pub(crate) fn client_config(
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
-            .with_no_client_auth()
+            .with_client_cert_resolver(Arc::new(opts.client_auth.clone()))
     } else {
         let webpki = WebPkiServerVerifier::builder_with_provider(
             Arc::new(root_store(opts)?),
@@ -180,7 +184,7 @@ pub(crate) fn client_config(
                 given: opts.extra_roots.clone(),
                 verified: std::sync::Mutex::new(Vec::new()),
             }))
-            .with_no_client_auth()
+            .with_client_cert_resolver(Arc::new(opts.client_auth.clone()))
     };
     config.alpn_protocols = opts.alpn.clone();
     config.enable_early_data = opts.early_data;

@@ -190,7 +190,9 @@ pub(crate) fn scenario(
         targets.push(target(strategy, req, raw, u, (origin, &origins[origin]))?);
     }
     // Following redirects, an http:// URL may lead to an https:// one.
-    let (tls, quic_tls) = client_tls(strategy, req, load.redirects.is_some())?;
+    // Each scenario counts what its servers ask of the client's certificate apart.
+    let client_auth = req.tls.client_auth.counted_apart();
+    let (tls, quic_tls) = client_tls(strategy, req, load.redirects.is_some(), &client_auth)?;
     let redirects = load.redirects.map(|max| {
         Arc::new(super::Redirects {
             max,
@@ -217,6 +219,7 @@ pub(crate) fn scenario(
         redirects,
         ok_status: Vec::new(),
         task_per_worker: load.task_per_worker,
+        client_auth,
     })
 }
 
@@ -383,6 +386,7 @@ fn client_tls(
     strategy: Strategy,
     req: &RequestConfig,
     following: bool,
+    client_auth: &crate::net::client_auth::ClientAuth,
 ) -> Result<ClientTls, UsageError> {
     // HTTP/2 over TLS is agreed by ALPN; the server must choose h2.
     let tls_options = if strategy == Strategy::H2 {
@@ -409,6 +413,10 @@ fn client_tls(
             early_data: strategy.early_data(),
             ..req.tls.clone()
         }
+    };
+    let tls_options = tls::TlsOptions {
+        client_auth: client_auth.clone(),
+        ..tls_options
     };
     let setup = |e: anyhow::Error| UsageError(format!("TLS setup: {e:#}"));
     if !following && !req.urls.iter().any(|(_, u)| u.tls) {

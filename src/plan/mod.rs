@@ -178,6 +178,9 @@ pub(crate) struct Scenario {
     pub ok_status: Vec<(u16, u16)>,
     /// HTTP/1 over plain TCP the task way, not the readiness loop (`LoadConfig`).
     pub task_per_worker: bool,
+    /// Mutual TLS: the client certificate (`--cert`), and what this scenario's servers
+    /// asked of one.
+    pub client_auth: crate::net::client_auth::ClientAuth,
 }
 
 impl Scenario {
@@ -201,6 +204,20 @@ impl Scenario {
             Some(o) => o,
             None => &self.origins[target.origin],
         }
+    }
+
+    /// What the servers asked of a client certificate, and what was presented: none when
+    /// no server asked and no `--cert` was given.
+    fn client_certificate(&self) -> Option<crate::report::raw::ClientCertificate> {
+        let asked = self.client_auth.asked.counts();
+        let id = self.client_auth.identity.as_deref();
+        (asked.requested > 0 || id.is_some()).then(|| crate::report::raw::ClientCertificate {
+            requested: asked.requested,
+            presented: asked.presented,
+            acceptable_cas: asked.cas,
+            subject: id.map(|i| i.subject.clone()),
+            key_type: id.map(|i| i.key_type.clone()),
+        })
     }
 
     /// What the summary needs of the plan.
@@ -243,6 +260,7 @@ impl Scenario {
                 .map(|o| o.local_addrs.iter().map(ToString::to_string).collect())
                 .unwrap_or_default(),
             connect_rate: self.limits.connect_rate,
+            client_certificate: self.client_certificate(),
             ok_status: self.ok_status.clone(),
         }
     }
@@ -318,6 +336,7 @@ mod tests {
                 quic_tls: None,
                 dns: Default::default(),
                 redirects: None,
+                client_auth: Default::default(),
                 ok_status: Vec::new(),
                 task_per_worker: false,
             };

@@ -513,6 +513,10 @@ pub(crate) struct TlsHandshakes {
     /// its last, in the connect's time (a round trip; rounded, where it is 5 ms or more),
     /// above the initial congestion window (~10 segments).
     pub first_flight_extra_round_trips: u64,
+    /// Mutual TLS: the servers' requests for a client certificate and the client's
+    /// answers (absent when no server asked and no `--cert` was given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_certificate: Option<raw::ClientCertificate>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -54,6 +54,30 @@ pub(crate) struct ScenarioShape {
     /// `--ok-status`: the statuses counted as ok beside 2xx and 3xx (inclusive ranges).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ok_status: Vec<(u16, u16)>,
+    /// Mutual TLS: what the servers asked of a client certificate, and what was presented
+    /// (absent when no server asked and no `--cert` was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_certificate: Option<ClientCertificate>,
+}
+
+/// Mutual TLS over a scenario's handshakes: the servers' CertificateRequests and the
+/// client's answers. A resumed TLS 1.3 handshake carries the first one's authentication
+/// and is asked nothing.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub(crate) struct ClientCertificate {
+    /// Handshakes in which the server asked for a client certificate.
+    pub requested: u64,
+    /// Of those, the handshakes in which the client presented one (and signed for it).
+    pub presented: u64,
+    /// The CAs the server named in its CertificateRequest, as subjects (none: any CA).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptable_cas: Vec<String>,
+    /// `--cert`: its subject.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// `--cert`: its key's type and size ("ECDSA P-256", "RSA 2048").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_type: Option<String>,
 }
 
 /// A scenario's figures, losslessly (made and read back by `stats::raw`).

@@ -338,6 +338,7 @@ fn connections_report(sc: &ScenarioShape, rec: &Recorder) -> ConnectionsReport {
                 rec.counts.tls_wire_full,
             ),
             first_flight_extra_round_trips: rec.counts.tls_flight_waits,
+            client_certificate: sc.client_certificate.clone(),
         },
         close_reasons,
         requests_per_connection: RpcReport {

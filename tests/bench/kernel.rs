@@ -62,7 +62,7 @@ fn syns(capture: &str) -> BTreeMap<(u16, u32), (u64, bool)> {
 
 #[test]
 fn connects_whose_syn_was_lost_equal_the_syns_a_capture_saw_twice() {
-    let _machine = shared();
+    let _serial = serial();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED: the lab needs root to create network namespaces");

@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod client_certs;
 mod connections;
 mod dns;
 mod early_data;

@@ -152,7 +152,7 @@ fn doctor_draws_its_probes_as_k_of_n() {
 
 #[test]
 fn the_labs_link_check_is_drawn_then_cleared_before_its_lines() {
-    let _machine = shared();
+    let _serial = serial();
     let (tty, _) = on_terminal(&["lab", "--rtt", "5ms", "--", "true"]);
     let bar = bar_frames(&tty, "lab", false);
     assert!(

@@ -17,7 +17,7 @@ use std::time::Duration;
 // its own report and exits 130.
 #[test]
 fn ctrl_c_in_the_lab_keeps_the_run() {
-    let _machine = crate::common::shared();
+    let _serial = crate::common::serial();
     if !common::root("the lab") {
         return;
     }

@@ -468,6 +468,13 @@ fn tls_lines(out: &mut String, th: &crate::report::TlsHandshakes) {
             ),
         }
     );
+    if let Some(cc) = &th.client_certificate {
+        let _ = writeln!(
+            out,
+            "  Client certificate    {}",
+            client_certificate_line(cc)
+        );
+    }
     if let (Some(hello), Some(flight)) = (th.client_hello_bytes, th.server_flight_bytes) {
         let _ = writeln!(
             out,
@@ -482,6 +489,30 @@ fn tls_lines(out: &mut String, th: &crate::report::TlsHandshakes) {
                 ),
             }
         );
+    }
+}
+
+/// Mutual TLS in a line: how many handshakes the server asked for a certificate in, how
+/// many the client answered with one (its subject and key), and the CAs it named.
+fn client_certificate_line(cc: &crate::report::raw::ClientCertificate) -> String {
+    let given = match (&cc.subject, &cc.key_type) {
+        (Some(s), Some(k)) => format!(" ({s}, {k})"),
+        _ => String::new(),
+    };
+    let asked = match (cc.requested, cc.presented) {
+        (0, _) => "no server asked for one; --cert was not sent".to_string(),
+        (r, 0) => format!(
+            "the server asked in {}, and none was sent (give one with --cert FILE --key FILE)",
+            crate::fmt::plural_s(r, "handshake")
+        ),
+        (r, p) => format!(
+            "asked in {}, presented in {p}{given}",
+            crate::fmt::plural_s(r, "full handshake")
+        ),
+    };
+    match cc.acceptable_cas.as_slice() {
+        [] => asked,
+        cas => format!("{asked}; CAs it accepts: {}", cas.join("; ")),
     }
 }
 

@@ -1,0 +1,276 @@
+//! Mutual TLS: bench presents `--cert`/`--key` to nginx with `ssl_verify_client on`, over
+//! HTTP/1.1 and HTTP/2, and its counts (requests, connections, full and resumed
+//! handshakes, certificates asked for and presented) equal nginx's log; without a
+//! certificate the report says the server asked for one and none was sent.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common::*;
+
+/// A client CA (written as `client_ca.pem`) and a client certificate it signed, with an
+/// ECDSA P-256 key (`client.pem`, `client.key`), in `dir`.
+fn write_client_certs(dir: &Path, subject: &str) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "handshake client CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+    leaf.distinguished_name.push(DnType::CommonName, subject);
+    let leaf = leaf.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("client_ca.pem"), ca_cert.pem()).unwrap();
+    std::fs::write(dir.join("client.pem"), leaf.pem()).unwrap();
+    std::fs::write(dir.join("client.key"), key.serialize_pem()).unwrap();
+}
+
+/// nginx requiring a client certificate its client CA signed (HTTP/2 beside HTTP/1.1 by
+/// ALPN), logging per request: its connection, whether the session was resumed, the
+/// verification and the certificate's subject, the status.
+fn nginx_mtls() -> Option<(Nginx, String)> {
+    let nginx = Nginx::start_servers(
+        "log_format mtls '$connection $ssl_session_reused $ssl_client_verify \"$ssl_client_s_dn\" $status';",
+        1,
+        |ports, d| {
+            write_certs(d, &["localhost"]);
+            write_client_certs(d, "bench client");
+            format!(
+                "server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; \
+                 ssl_certificate_key {d}/key.pem; ssl_protocols TLSv1.2 TLSv1.3; \
+                 ssl_client_certificate {d}/client_ca.pem; ssl_verify_client on; \
+                 ssl_session_tickets on; access_log {d}/access.log mtls; \
+                 location / {{ return 200 \"ok\\n\"; }} }}",
+                ports[0],
+                d = d.display()
+            )
+        },
+    )?;
+    let log = nginx.dir.join("access.log").display().to_string();
+    Some((nginx, log))
+}
+
+/// What nginx logged: requests, and per connection its first request's `$ssl_session_reused`,
+/// each request's verification and subject, and the statuses.
+struct Logged {
+    requests: u64,
+    /// Connection → whether its handshake resumed a session.
+    connections: BTreeMap<String, bool>,
+    verified: u64,
+    subjects: Vec<String>,
+    statuses: BTreeMap<String, u64>,
+}
+
+fn logged(log: &str) -> Logged {
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut l = Logged {
+        requests: 0,
+        connections: BTreeMap::new(),
+        verified: 0,
+        subjects: Vec::new(),
+        statuses: BTreeMap::new(),
+    };
+    for line in text.lines() {
+        let (head, rest) = line.split_once(" \"").unwrap();
+        let (subject, status) = rest.rsplit_once("\" ").unwrap();
+        let f: Vec<&str> = head.split(' ').collect();
+        l.requests += 1;
+        l.connections.entry(f[0].to_string()).or_insert(f[1] == "r");
+        l.verified += u64::from(f[2] == "SUCCESS");
+        if !l.subjects.contains(&subject.to_string()) {
+            l.subjects.push(subject.to_string());
+        }
+        *l.statuses.entry(status.to_string()).or_default() += 1;
+    }
+    std::fs::write(log, "").unwrap();
+    l
+}
+
+#[test]
+fn bench_presents_its_certificate_and_counts_what_nginx_counts() {
+    let _machine = shared();
+    let Some((n, log)) = nginx_mtls() else { return };
+    let d = n.dir.clone();
+    let url = format!("https://localhost:{}/", n.port);
+    let resolve = format!("localhost:{}:127.0.0.1", n.port);
+    let (ca, cert, key) = (
+        d.join("ca.pem").display().to_string(),
+        d.join("client.pem").display().to_string(),
+        d.join("client.key").display().to_string(),
+    );
+    for strategy in ["keepalive", "close-resumed", "h2"] {
+        let v = bench_json(&[
+            &url,
+            "--resolve",
+            &resolve,
+            "--cacert",
+            &ca,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "-n",
+            "12",
+            "-c",
+            "2",
+            "--strategy",
+            strategy,
+        ]);
+        assert_eq!(
+            schema_violations("report.schema.json", &v),
+            Vec::<String>::new()
+        );
+        let s = &v["scenarios"][0];
+        let got = logged(&log);
+        let c = &s["connections"];
+        let th = &c["tls_handshakes"];
+        let cc = &th["client_certificate"];
+        let full = got.connections.values().filter(|r| !**r).count() as u64;
+        let resumed = got.connections.values().filter(|r| **r).count() as u64;
+        let says = format!(
+            "{strategy}: {cc} {th}; nginx {} connections",
+            got.connections.len()
+        );
+        assert_eq!(u(&s["requests"]["ok"]), 12, "{says}");
+        assert_eq!(got.requests, 12, "{says}");
+        assert_eq!(got.statuses.get("200"), Some(&12), "{says}");
+        assert_eq!(got.verified, 12, "every request verified: {says}");
+        assert_eq!(got.subjects, ["CN=bench client"], "{says}");
+        assert_eq!(u(&c["opened"]), got.connections.len() as u64, "{says}");
+        assert_eq!(u(&th["full"]), full, "{says}");
+        assert_eq!(u(&th["resumed"]), resumed, "{says}");
+        // Asked in each full handshake, answered in each; a resumed one is asked nothing.
+        assert_eq!(u(&cc["requested"]), full, "{says}");
+        assert_eq!(u(&cc["presented"]), full, "{says}");
+        assert_eq!(cc["subject"], "CN=bench client", "{says}");
+        assert_eq!(cc["key_type"], "ECDSA P-256", "{says}");
+        assert_eq!(cc["acceptable_cas"][0], "CN=handshake client CA", "{says}");
+        if strategy == "close-resumed" {
+            assert!(resumed >= 10, "the sessions resumed: {says}");
+        }
+    }
+    // The text says it in a line.
+    let out = run(&[
+        "bench",
+        &url,
+        "--resolve",
+        &resolve,
+        "--cacert",
+        &ca,
+        "--cert",
+        &cert,
+        "--key",
+        &key,
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--no-progress",
+    ]);
+    // The text's lines as one (it wraps them at the width).
+    let text = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("Client certificate asked in 1 full handshake, presented in 1 (CN=bench client, ECDSA P-256); CAs it accepts: CN=handshake client CA"),
+        "{text}"
+    );
+    let _ = logged(&log);
+}
+
+#[test]
+fn without_a_certificate_the_report_says_the_server_asked_for_one() {
+    let _machine = shared();
+    let Some((n, log)) = nginx_mtls() else { return };
+    let url = format!("https://localhost:{}/", n.port);
+    let resolve = format!("localhost:{}:127.0.0.1", n.port);
+    let ca = n.dir.join("ca.pem").display().to_string();
+    let (code, v, _) = crate::common::first_hour::bench(&[
+        &url,
+        "--resolve",
+        &resolve,
+        "--cacert",
+        &ca,
+        "-n",
+        "5",
+        "-c",
+        "1",
+    ]);
+    let got = logged(&log);
+    // nginx answers each request 400 ("No required SSL certificate was sent").
+    assert_eq!(
+        got.statuses.get("400"),
+        Some(&5),
+        "{}",
+        v["scenarios"][0]["requests"]
+    );
+    assert_eq!(code, 1, "no request succeeded");
+    let s = &v["scenarios"][0];
+    let th = &s["connections"]["tls_handshakes"];
+    let cc = &th["client_certificate"];
+    assert_eq!(u(&cc["requested"]), u(&th["full"]), "{th}");
+    assert!(u(&cc["requested"]) >= 1, "{th}");
+    assert_eq!(u(&cc["presented"]), 0, "{th}");
+    assert!(cc.get("subject").is_none(), "{cc}");
+    let out = run(&[
+        "bench",
+        &url,
+        "--resolve",
+        &resolve,
+        "--cacert",
+        &ca,
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--no-progress",
+    ]);
+    // The text's lines as one (it wraps them at the width).
+    let text = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("the server asked in 1 handshake, and none was sent (give one with --cert FILE --key FILE)"),
+        "{text}"
+    );
+    let _ = logged(&log);
+}
+
+#[test]
+fn a_certificate_that_cannot_be_used_is_a_usage_error_naming_its_file() {
+    let _machine = shared();
+    let dir = std::env::temp_dir().join(format!("handshake-mtls-usage-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_client_certs(&dir, "c");
+    let cert = dir.join("client.pem").display().to_string();
+    let other = dir.join("client_ca.pem").display().to_string();
+    let missing = dir.join("missing.pem").display().to_string();
+    for (args, says) in [
+        (vec!["--cert", missing.as_str()], "cannot read it"),
+        (
+            vec!["--cert", cert.as_str()],
+            "no private key in it: give the key with --key",
+        ),
+        (
+            vec!["--cert", cert.as_str(), "--key", other.as_str()],
+            "no private key in it",
+        ),
+    ] {
+        let mut all = vec!["bench", "https://127.0.0.1:9/", "-n", "1"];
+        all.extend(args.iter());
+        let out = run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // --key without --cert is refused by the parser.
+    let out = run(&["bench", "https://127.0.0.1:9/", "--key", &cert]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
