@@ -68,16 +68,21 @@ pub(crate) fn load(cert: &Path, key: Option<&Path>) -> Result<ClientIdentity, St
     })?;
     let signing = rustls::crypto::aws_lc_rs::sign::any_supported_type(&private)
         .map_err(|e| format!("{flag} {}: the key cannot sign ({e})", key_path.display()))?;
-    let (subject, key_type) =
+    let (subject, key_type, spki) =
         describe(&chain[0]).map_err(|e| format!("--cert {}: {e}", cert.display()))?;
-    let certified = CertifiedKey::new(chain, signing);
-    certified.keys_match().map_err(|_| {
-        format!(
-            "--key {} does not match the certificate in --cert {}: its public key is another's",
+    // The key's public half against the certificate's (read here, not by WebPKI, which
+    // refuses what a server may still take: an X.509 v1 certificate, say).
+    if signing
+        .public_key()
+        .is_some_and(|k| k.as_ref() != spki.as_slice())
+    {
+        return Err(format!(
+            "{flag} {} does not match the certificate in --cert {}: its public key is another's",
             key_path.display(),
             cert.display()
-        )
-    })?;
+        ));
+    }
+    let certified = CertifiedKey::new(chain, signing);
     Ok(ClientIdentity {
         certified: Arc::new(certified),
         subject,
@@ -85,8 +90,9 @@ pub(crate) fn load(cert: &Path, key: Option<&Path>) -> Result<ClientIdentity, St
     })
 }
 
-/// A certificate's subject and its key's type.
-fn describe(der: &CertificateDer<'_>) -> Result<(String, String), String> {
+/// A certificate's subject, its key's type, and its public key (the DER
+/// SubjectPublicKeyInfo).
+fn describe(der: &CertificateDer<'_>) -> Result<(String, String, Vec<u8>), String> {
     use x509_parser::prelude::{FromDer, X509Certificate};
     use x509_parser::public_key::PublicKey;
     let (_, c) = X509Certificate::from_der(der.as_ref())
@@ -103,7 +109,7 @@ fn describe(der: &CertificateDer<'_>) -> Result<(String, String), String> {
         _ if spki.algorithm.algorithm.to_id_string() == "1.3.101.112" => "Ed25519".to_string(),
         _ => format!("key {}", spki.algorithm.algorithm.to_id_string()),
     };
-    Ok((c.subject().to_string(), key_type))
+    Ok((c.subject().to_string(), key_type, spki.raw.to_vec()))
 }
 
 /// What the servers asked of the client's certificate over a scenario's handshakes.

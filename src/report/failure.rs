@@ -197,6 +197,14 @@ pub(crate) fn hint(url: &str, route: Route<'_>, key: &str, example: &str) -> Opt
         "cert_unknown_issuer" => format!(
             "give the CA that signed the server's certificate with --cacert FILE (for a self-signed certificate, the certificate itself; `openssl s_client -connect {at} -showcerts </dev/null` prints what the server sends); or, second best, skip verification with --insecure"
         ),
+        // Alerts from a server that asks for a client certificate: one it requires and
+        // was not sent (TLS 1.3 says so after the client's Finished), or one it refused.
+        "tls" | "alert_received" if example.contains("CertificateRequired") => format!(
+            "the server at {at} requires a client certificate and ended the connection without one (a certificate_required alert): give one with --cert FILE --key FILE"
+        ),
+        "tls" | "alert_received" if example.contains("UnknownCA") || example.contains("BadCertificate") => format!(
+            "the server at {at} refused the client certificate sent (--cert): it does not trust the CA that signed it, or finds it invalid (its own log says which)"
+        ),
         "cert_wrong_name" => format!(
             "the certificate does not name {}: use a name it covers (with --resolve NAME:PORT:ADDR to reach this address by it), or skip verification with --insecure",
             host(at)

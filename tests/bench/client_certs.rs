@@ -217,6 +217,13 @@ fn without_a_certificate_the_report_says_the_server_asked_for_one() {
     assert!(u(&cc["requested"]) >= 1, "{th}");
     assert_eq!(u(&cc["presented"]), 0, "{th}");
     assert!(cc.get("subject").is_none(), "{cc}");
+    // Said first, naming the flags, not the method or the headers.
+    let headline = s["headline"]["text"].as_str().unwrap();
+    assert!(
+        headline.contains("the server asked for a client certificate in the TLS handshake and none was sent, and it answered after the handshake: give one with --cert FILE --key FILE (it names the CAs it accepts: CN=handshake client CA)"),
+        "{headline}"
+    );
+    assert!(!headline.contains("-H headers"), "{headline}");
     let out = run(&[
         "bench",
         &url,
@@ -237,6 +244,10 @@ fn without_a_certificate_the_report_says_the_server_asked_for_one() {
         .join(" ");
     assert!(
         text.contains("the server asked in 1 handshake, and none was sent (give one with --cert FILE --key FILE)"),
+        "{text}"
+    );
+    assert!(
+        text.starts_with("Most responses were errors: 2 of 2 were 400 (Bad Request), 2 were 4xx or 5xx in all, none 2xx or 3xx: the server asked for a client certificate"),
         "{text}"
     );
     let _ = logged(&log);
@@ -273,4 +284,116 @@ fn a_certificate_that_cannot_be_used_is_a_usage_error_naming_its_file() {
     let out = run(&["bench", "https://127.0.0.1:9/", "--key", &cert]);
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// OpenSSL's own server (`openssl s_server -Verify 1 -verify_return_error`, another TLS
+/// stack than nginx's use of it: it ends a handshake without a certificate with TLS
+/// 1.3's certificate_required alert), and an RSA 2048 client certificate made by
+/// `openssl` (X.509 v1, as `openssl x509 -req` makes one without extensions).
+struct SServer {
+    child: std::process::Child,
+    port: u16,
+    dir: Dir,
+}
+
+impl SServer {
+    fn start() -> SServer {
+        let dir = Dir::new("mtls-s-server");
+        let sh = |script: &str| {
+            let ok = std::process::Command::new("sh")
+                .args(["-c", script])
+                .current_dir(&dir.0)
+                .output()
+                .unwrap();
+            assert!(ok.status.success(), "{script}: {ok:?}");
+        };
+        sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -subj '/CN=s_server CA' -days 2");
+        sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key -out srv.csr -subj /CN=localhost \
+            && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > ext \
+            && openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext");
+        sh("openssl req -newkey rsa:2048 -nodes -keyout cli.key -out cli.csr -subj '/CN=rsa client' \
+            && openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cli.pem -days 2");
+        let port = free_port();
+        let log = dir.0.join("s_server.log");
+        let child = std::process::Command::new("openssl")
+            .args([
+                "s_server",
+                "-Verify",
+                "1",
+                "-verify_return_error",
+                "-CAfile",
+                "ca.pem",
+            ])
+            .args(["-cert", "srv.pem", "-key", "srv.key", "-www", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .current_dir(&dir.0)
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(port, "openssl s_server", &log);
+        SServer { child, port, dir }
+    }
+}
+
+impl Drop for SServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir.0);
+    }
+}
+
+#[test]
+fn openssl_s_server_takes_an_rsa_certificate_and_its_alert_names_the_flags() {
+    let _machine = shared();
+    let s = SServer::start();
+    let url = format!("https://127.0.0.1:{}/", s.port);
+    let ca = s.dir.path("ca.pem");
+    let (cert, key) = (s.dir.path("cli.pem"), s.dir.path("cli.key"));
+    // -www answers each request and closes: every request a connection, the later ones
+    // resumed (TLS 1.3 tickets carry the authentication: not asked again).
+    let v = bench_json(&[
+        &url, "--cacert", &ca, "--cert", &cert, "--key", &key, "-n", "4", "-c", "1",
+    ]);
+    let s0 = &v["scenarios"][0];
+    let c = &s0["connections"];
+    let th = &c["tls_handshakes"];
+    let cc = &th["client_certificate"];
+    assert_eq!(u(&s0["requests"]["ok"]), 4, "{s0}");
+    assert_eq!(u(&th["full"]) + u(&th["resumed"]), u(&c["opened"]), "{th}");
+    assert!(u(&th["resumed"]) >= 1, "{th}");
+    assert_eq!(u(&cc["requested"]), u(&th["full"]), "{th}");
+    assert_eq!(u(&cc["presented"]), u(&th["full"]), "{th}");
+    assert_eq!(cc["key_type"], "RSA 2048", "{cc}");
+    assert_eq!(cc["subject"], "CN=rsa client", "{cc}");
+    assert_eq!(cc["acceptable_cas"][0], "CN=s_server CA", "{cc}");
+    // Without one: the handshake's end is an alert, and the run's failure names the flags.
+    let out = run(&[
+        "bench",
+        &url,
+        "--cacert",
+        &ca,
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--json",
+        "--no-progress",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("received fatal alert: CertificateRequired. Hint: the server at 127.0.0.1:")
+            && err.contains("requires a client certificate and ended the connection without one (a certificate_required alert): give one with --cert FILE --key FILE"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let th = &v["scenarios"][0]["connections"]["tls_handshakes"];
+    assert_eq!(u(&th["client_certificate"]["presented"]), 0, "{th}");
+    assert_eq!(
+        u(&th["client_certificate"]["requested"]),
+        u(&th["full"]),
+        "{th}"
+    );
 }

@@ -24,7 +24,8 @@ pub(crate) fn diagnose(sc: &ScenarioShape, rec: &Recorder, rep: &ScenarioReport)
     if let Some(f) = rep.connections.kernel.as_ref().and_then(syn_finding) {
         out.push(f);
     }
-    out.extend(status_finding(rec, &rep.url));
+    let client_cert = rep.connections.tls_handshakes.client_certificate.as_ref();
+    out.extend(status_finding(rec, &rep.url, client_cert));
     out.extend(redirect_finding(rec));
     out.extend(protocol_findings(sc, rec));
     out.extend(reuse_findings(sc, rec));

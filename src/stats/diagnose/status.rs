@@ -2,6 +2,7 @@
 //! most responses were errors (said first, with the server's own words), redirects.
 
 use crate::report::finding::{Cause, Evidence, Finding};
+use crate::report::raw::ClientCertificate;
 use crate::stats::recorder::Recorder;
 
 /// Responses whose status is ok (2xx, 3xx, or one `--ok-status` accepts), the redirects
@@ -26,7 +27,11 @@ fn leading_error_status(rec: &Recorder) -> Option<(u16, u64)> {
 /// When most responses were 4xx or 5xx: which status, what the server said, and its
 /// likely cause (offered before any protocol or reuse finding: a run answered with errors
 /// measured the server's error path).
-pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
+pub(super) fn status_finding(
+    rec: &Recorder,
+    url: &str,
+    client_cert: Option<&ClientCertificate>,
+) -> Option<Finding> {
     let ok = answered(rec);
     // 4xx and 5xx are HTTP's errors whatever the user counts as ok; those it counts are
     // said to be.
@@ -42,7 +47,11 @@ pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
         _ => String::new(),
     };
     let plain_to_tls = said.is_some_and(|m| m.contains("HTTPS port"));
+    let certificate = (code == 400)
+        .then(|| certificate_cause(client_cert))
+        .flatten();
     let cause = match code {
+        _ if certificate.is_some() => certificate.clone().unwrap_or_default(),
         _ if plain_to_tls && url.starts_with("http://") => {
             "the port speaks TLS: use https:// (with --cacert FILE for a private CA)".to_string()
         }
@@ -97,8 +106,44 @@ pub(super) fn status_finding(rec: &Recorder, url: &str) -> Option<Finding> {
             ok,
             "responses",
         ))
-        .with(Evidence::count("requests.ok", success, ok, "responses")),
+        .with(Evidence::count("requests.ok", success, ok, "responses"))
+        .with_all(certificate.and(client_cert).into_iter().flat_map(|cc| {
+            let asked = "connections.tls_handshakes.client_certificate";
+            [
+                Evidence::count(
+                    &format!("{asked}.requested"),
+                    cc.requested,
+                    cc.requested,
+                    "full TLS handshakes",
+                ),
+                Evidence::count(
+                    &format!("{asked}.presented"),
+                    cc.presented,
+                    cc.requested,
+                    "full TLS handshakes",
+                ),
+            ]
+        })),
     )
+}
+
+/// A 400 from a server that asked for a client certificate: none was sent (give one),
+/// or the one sent was refused (nginx answers both after the handshake, with 400).
+fn certificate_cause(cc: Option<&ClientCertificate>) -> Option<String> {
+    let cc = cc.filter(|cc| cc.requested > 0)?;
+    let cas = match cc.acceptable_cas.as_slice() {
+        [] => String::new(),
+        cas => format!(" (it names the CAs it accepts: {})", cas.join("; ")),
+    };
+    Some(if cc.presented == 0 {
+        format!(
+            "the server asked for a client certificate in the TLS handshake and none was sent, and it answered after the handshake: give one with --cert FILE --key FILE{cas}"
+        )
+    } else {
+        format!(
+            "the server asked for a client certificate and refused the one sent (--cert): check that a CA it accepts signed it and that it is valid{cas}"
+        )
+    })
 }
 
 /// When most responses were redirects not followed (no `-L`, or a 3xx that `-L` does not
