@@ -310,6 +310,10 @@ pub(crate) struct LabArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// No progress on stderr (the link's check, on a terminal a line redrawn in place)
+    #[arg(long)]
+    pub no_progress: bool,
+
     /// The command to run on the client side; {url}, {https_url} and {cacert} in its
     /// arguments (and $HANDSHAKE_URL, $HANDSHAKE_HTTPS_URL, $HANDSHAKE_CACERT) are filled
     /// in; {{url}} stays {url} (for a command that fills it itself, like handshake audit)
@@ -371,6 +375,11 @@ pub(crate) struct AuditArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// No progress on stderr: not the line that says where the audit listens (the report
+    /// names its URL)
+    #[arg(long)]
+    pub no_progress: bool,
+
     /// Also write the report as one self-contained HTML file (charts and tables, works
     /// offline)
     #[arg(long, value_name = "FILE")]
@@ -429,6 +438,11 @@ pub(crate) struct TraceArgs {
     /// Print the trace as JSON
     #[arg(long)]
     pub json: bool,
+
+    /// No progress on stderr (on a terminal a line redrawn in place while the embedded
+    /// server or the lab's link starts)
+    #[arg(long)]
+    pub no_progress: bool,
 
     /// Count these statuses as successes too: classes or codes, comma-separated ('4xx',
     /// '404,410'). Without it a trace in which no response was 2xx or 3xx exits 1, as

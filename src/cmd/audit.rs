@@ -22,6 +22,7 @@ pub(crate) fn run(a: AuditArgs) -> anyhow::Result<i32> {
     }
     let proxy = proxy_mode.then(|| running.url.trim_end_matches('/').to_string());
     match &proxy {
+        _ if !plan.progress => {}
         Some(p) => crate::progress::note(&format!(
             "handshake audit: a forward proxy on {p} (the command's HTTP_PROXY and HTTPS_PROXY)"
         )),

@@ -24,7 +24,7 @@ pub(crate) fn run(a: LabArgs) -> anyhow::Result<i32> {
     let _dir_guard = crate::lab::TempDir::create(&dir)?;
     let cacert = dir.join("ca.pem");
     let (srv, url, https_url) = server_side(&a, &mut l, &cacert)?;
-    let steps = crate::progress::Steps::on_terminal("lab", true);
+    let steps = crate::progress::Steps::on_terminal("lab", !a.no_progress);
     l.measure(&steps)?;
     steps.finish();
     say(&l.report().describe());

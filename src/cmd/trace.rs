@@ -9,7 +9,7 @@ use crate::trace::{self, TraceReport};
 
 pub(crate) fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let plan = config::single::trace_plan(&a)?;
-    let steps = crate::progress::Steps::on_terminal("trace", true);
+    let steps = crate::progress::Steps::on_terminal("trace", plan.progress);
     let embedded = super::embedded_for(&plan.target, plan.strategy.early_data(), &steps)?;
     let req = plan.target.request(embedded.as_ref(), plan.embedded_tls)?;
     let sc = plan.target.scenario(&req, plan.strategy, plan.count)?;

@@ -13,6 +13,8 @@ pub(crate) struct AuditPlan {
     pub config: AuditConfig,
     /// `--duration`: how long to watch without a command (else until Ctrl-C).
     pub duration: Option<std::time::Duration>,
+    /// Say where the audit listens on stderr (not with `--no-progress`).
+    pub progress: bool,
     /// The client command run against it (none: wait).
     pub command: Vec<String>,
     /// `--cacert-out`: where the audit's CA is written for the client.
@@ -50,6 +52,7 @@ pub(crate) fn audit_plan(a: &AuditArgs) -> anyhow::Result<AuditPlan> {
     Ok(AuditPlan {
         config,
         duration,
+        progress: !a.no_progress,
         command: a.command.clone(),
         cacert_out: a.cacert_out.clone(),
         output: crate::report::Output {

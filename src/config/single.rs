@@ -22,6 +22,7 @@ pub(crate) struct TracePlan {
     /// The statuses `--ok-status` counts as successes.
     pub accepted: Vec<(u16, u16)>,
     pub json: bool,
+    pub progress: bool,
 }
 
 /// The plan of `handshake trace` with these arguments.
@@ -44,6 +45,7 @@ pub(crate) fn trace_plan(a: &TraceArgs) -> Result<TracePlan, UsageError> {
         embedded_tls: a.embedded_tls || strategy.needs_tls(),
         accepted,
         json: a.json,
+        progress: !a.no_progress,
     })
 }
 

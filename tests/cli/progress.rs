@@ -217,3 +217,35 @@ fn merge_draws_the_files_it_reads_on_a_terminal_only() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `--no-progress` is taken by every command that draws progress or says where it is
+/// (bench, compare, trace, doctor, lab, merge, audit), and keeps the terminal clear: the
+/// lab's link check and trace's start draw nothing with it.
+#[test]
+fn no_progress_is_taken_by_every_command_that_has_progress() {
+    let _serial = serial();
+    for cmd in [
+        "bench", "compare", "trace", "doctor", "lab", "merge", "audit",
+    ] {
+        let help = String::from_utf8_lossy(&run(&[cmd, "--help"]).stdout).into_owned();
+        assert!(help.contains("--no-progress"), "{cmd}: {help}");
+    }
+    let (tty, _) = on_terminal(&["lab", "--rtt", "5ms", "--no-progress", "--", "true"]);
+    assert!(!tty.contains("checking the link"), "{tty:?}");
+    assert!(tty.contains("handshake lab: "), "{tty:?}");
+    let (tty, stdout) = on_terminal(&["trace", "--no-progress", "--count", "2"]);
+    assert!(!tty.contains("trace ["), "{tty:?}");
+    let (drawn, _) = on_terminal(&["trace", "--count", "2"]);
+    assert!(
+        drawn.contains("trace ["),
+        "without it the bar is drawn: {drawn:?}"
+    );
+    assert!(stdout.contains("Request 2 of 2"), "{stdout}");
+    // audit's line saying where it listens goes too (its report names the URL).
+    let out = run(&["audit", "--no-progress", "--json", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("listening on"), "{err}");
+    let out = run(&["audit", "--json", "--", "true"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("handshake audit: listening on"));
+}

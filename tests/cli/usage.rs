@@ -528,3 +528,23 @@ fn help_fits_the_width() {
         }
     }
 }
+
+/// Every command that opens TLS to an origin takes the same TLS flags, spelled the same
+/// (curl's): --cacert, -k/--insecure, --cert, --key, --tls-version, --tls-groups.
+#[test]
+fn the_tls_flags_are_the_same_in_every_command_that_opens_tls() {
+    let _machine = shared();
+    for cmd in ["bench", "compare", "trace", "doctor"] {
+        let help = String::from_utf8_lossy(&run(&[cmd, "--help"]).stdout).into_owned();
+        for flag in [
+            "--cacert <FILE>",
+            "-k, --insecure",
+            "--cert <FILE>",
+            "--key <FILE>",
+            "--tls-version <VERSION>",
+            "--tls-groups <GROUP[,GROUP...]>",
+        ] {
+            assert!(help.contains(flag), "{cmd} lacks {flag}: {help}");
+        }
+    }
+}
