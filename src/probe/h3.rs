@@ -179,6 +179,7 @@ impl H3Probe {
             hello_retry_request: None,
             client_hello_bytes: None,
             server_flight_bytes: None,
+            client_certificate: None,
         }
     }
 

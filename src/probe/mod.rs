@@ -46,6 +46,7 @@ impl TlsInfo {
             hello_retry_request: wire.map(|w| w.client_hellos > 1),
             client_hello_bytes: wire.map(|w| w.client_hello_bytes),
             server_flight_bytes: wire.map(|w| w.server_flight_bytes).filter(|b| *b > 0),
+            client_certificate: None,
         }
     }
 }

@@ -27,6 +27,20 @@ pub(crate) struct TlsInfo {
     pub client_hello_bytes: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_flight_bytes: Option<u64>,
+    /// Mutual TLS: the server asked for a client certificate in this handshake (absent:
+    /// it did not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_certificate: Option<StepClientCertificate>,
+}
+
+/// A handshake in which the server asked for a client certificate.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct StepClientCertificate {
+    /// The client presented one (`--cert`).
+    pub presented: bool,
+    /// The CAs the server named (none: any).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub acceptable_cas: Vec<String>,
 }
 
 /// quinn's figures for the connection so far.

@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 pub(crate) mod findings;
 
 use crate::fmt::ms as fmt_ms;
+use crate::net::client_auth::AskedCounts;
 use crate::plan::Scenario;
 use crate::probe::any::{Answer, Probe, Setup};
+use crate::report::trace::TlsInfo;
 pub(crate) use crate::report::trace::{TraceReport, TraceStep};
 
 /// How long to watch an idle connection after the last response for the server's close.
@@ -66,15 +68,48 @@ impl TraceReport {
 /// common mistake.
 fn failed(
     index: u64,
-    url: &str,
-    route: crate::report::failure::Route<'_>,
+    sc: &Scenario,
+    proxy: Option<&str>,
     e: &crate::probe::ProbeError,
+    before: &AskedCounts,
 ) -> String {
+    // One origin: a probe's connections go to its hop.
+    let route = crate::report::failure::Route {
+        proxy,
+        hop: sc.origins[0].hop.as_deref(),
+    };
     let mut line = format!("request {index}: {e}");
-    if let Some(h) = crate::report::failure::hint(url, route, e.key, &e.message) {
+    // A server that requires a client certificate ends the connection after the
+    // handshake, with an alert or without a word: that it asked says more than how it
+    // ended.
+    let hint = if no_certificate(sc, before) {
+        Some("the server asked for a client certificate in the handshake and none was sent, and a server that requires one ends the connection: give one with --cert FILE --key FILE".to_string())
+    } else {
+        crate::report::failure::hint(&sc.targets[0].url, route, e.key, &e.message)
+    };
+    if let Some(h) = hint {
         line.push_str(&format!(". Hint: {h}"));
     }
     line
+}
+
+/// Since `before`, the server asked for a client certificate and none was sent.
+fn no_certificate(sc: &Scenario, before: &AskedCounts) -> bool {
+    let now = sc.client_auth.asked.counts();
+    now.requested > before.requested && now.presented == before.presented
+}
+
+/// A step's TLS with what the server asked of a client certificate since `before` (one
+/// connection opens at a time: the count's growth is this connection's).
+fn with_client_certificate(mut t: TlsInfo, sc: &Scenario, before: &AskedCounts) -> TlsInfo {
+    let now = sc.client_auth.asked.counts();
+    if now.requested > before.requested {
+        t.client_certificate = Some(crate::report::trace::StepClientCertificate {
+            presented: now.presented > before.presented,
+            acceptable_cas: now.cas,
+        });
+    }
+    t
 }
 
 /// The server had closed the connection after `prev`'s response without a word: the
@@ -108,11 +143,7 @@ fn ms(d: Duration) -> f64 {
 pub(crate) async fn execute(sc: &Scenario, count: u64) -> TraceReport {
     let target = &sc.targets[0];
     let proxy = sc.origins[0].proxy.as_ref().map(|p| p.display());
-    // One origin: a probe's connections go to its hop.
-    let route = |proxy| crate::report::failure::Route {
-        proxy,
-        hop: sc.origins[0].hop.as_deref(),
-    };
+    let fail = |index, e: &_, before: &_| failed(index, sc, proxy.as_deref(), e, before);
     let endpoints = crate::proto::h3::client::Endpoints::new();
     let mut steps: Vec<TraceStep> = Vec::new();
     let mut error = None;
@@ -126,6 +157,7 @@ pub(crate) async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             index += 1;
         }
         let start = Instant::now();
+        let asked_before = sc.client_auth.asked.counts();
         conn = conn.filter(Probe::usable);
         let reused = conn.is_some();
         if conn.is_none() {
@@ -137,7 +169,7 @@ pub(crate) async fn execute(sc: &Scenario, count: u64) -> TraceReport {
                     conn = Some(c);
                 }
                 Err(e) => {
-                    error = Some(failed(index, &target.url, route(proxy.as_deref()), &e));
+                    error = Some(fail(index, &e, &asked_before));
                     break;
                 }
             }
@@ -156,7 +188,7 @@ pub(crate) async fn execute(sc: &Scenario, count: u64) -> TraceReport {
                 continue;
             }
             Err(e) => {
-                error = Some(failed(index, &target.url, route(proxy.as_deref()), &e));
+                error = Some(fail(index, &e, &asked_before));
                 break;
             }
         };
@@ -184,7 +216,9 @@ pub(crate) async fn execute(sc: &Scenario, count: u64) -> TraceReport {
             wait_ms: ms(answer.wait),
             receive_ms: ms(answer.receive),
             total_ms: ms(total),
-            tls: setup.tls_info,
+            tls: setup
+                .tls_info
+                .map(|t| with_client_certificate(t, sc, &asked_before)),
             status: answer.status,
             http_version: answer.version.to_string(),
             connection_header: answer.header("connection").map(String::from),

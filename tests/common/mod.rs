@@ -16,6 +16,7 @@ pub use handshake::api::server::{self, RunningServer, ServerConfig};
 
 pub mod apache;
 pub mod first_hour;
+pub mod mtls;
 pub mod proxies;
 #[allow(unused_imports)] // Not every test binary starts Apache.
 pub use apache::Apache;

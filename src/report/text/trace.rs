@@ -174,6 +174,21 @@ fn details(out: &mut String, s: &TraceStep) {
                 None => "",
             }
         );
+        if let Some(cc) = &tls.client_certificate {
+            let _ = writeln!(
+                out,
+                "  Client cert the server asked for one in this handshake{}: {}",
+                match cc.acceptable_cas.as_slice() {
+                    [] => String::new(),
+                    cas => format!(" (CAs it accepts: {})", cas.join("; ")),
+                },
+                if cc.presented {
+                    "presented (--cert), and signed for"
+                } else {
+                    "none sent (give one with --cert FILE --key FILE)"
+                }
+            );
+        }
     }
     if let (Some(left), Some(hs)) = (s.request_left_ms, s.quic_handshake_ms) {
         let _ = writeln!(
