@@ -91,6 +91,14 @@ fn logged(log: &str) -> Logged {
     l
 }
 
+/// The text's lines as one (it wraps them at the width).
+fn one_line(text: &[u8]) -> String {
+    String::from_utf8_lossy(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[test]
 fn bench_presents_its_certificate_and_counts_what_nginx_counts() {
     let _machine = shared();
@@ -172,11 +180,7 @@ fn bench_presents_its_certificate_and_counts_what_nginx_counts() {
         "1",
         "--no-progress",
     ]);
-    // The text's lines as one (it wraps them at the width).
-    let text = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let text = one_line(&out.stdout);
     assert!(
         text.contains("Client certificate asked in 1 full handshake, presented in 1 (CN=bench client, ECDSA P-256); CAs it accepts: CN=handshake client CA"),
         "{text}"
@@ -238,11 +242,7 @@ fn without_a_certificate_the_report_says_the_server_asked_for_one() {
         "1",
         "--no-progress",
     ]);
-    // The text's lines as one (it wraps them at the width).
-    let text = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let text = one_line(&out.stdout);
     assert!(
         text.contains("the server asked in 1 handshake, and none was sent (give one with --cert FILE --key FILE)"),
         "{text}"
