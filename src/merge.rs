@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::parse::UsageError;
 use crate::record::Phase;
 use crate::report::finding::{Cause, Evidence, Finding};
+use crate::report::raw::ClientCertificate;
 use crate::report::{AgentReport, Report, RunInfo};
 use crate::stats::raw::{RawScenario, ScenarioShape};
 use crate::stats::summary;
@@ -283,6 +284,25 @@ fn add_shape(a: &mut ScenarioShape, b: &ScenarioShape) {
         (Some(x), Some(y)) => Some(round6(x + y)),
         _ => None,
     };
+    add_client_certificates(&mut a.client_certificate, b.client_certificate.as_ref());
+}
+
+/// Mutual TLS across agents: the handshakes asked and answered, added; the CAs, the
+/// subject and the key type are the first agent's that has them.
+fn add_client_certificates(a: &mut Option<ClientCertificate>, b: Option<&ClientCertificate>) {
+    match (a.as_mut(), b) {
+        (Some(x), Some(y)) => {
+            x.requested += y.requested;
+            x.presented += y.presented;
+            if x.acceptable_cas.is_empty() {
+                x.acceptable_cas.clone_from(&y.acceptable_cas);
+            }
+            x.subject = x.subject.take().or_else(|| y.subject.clone());
+            x.key_type = x.key_type.take().or_else(|| y.key_type.clone());
+        }
+        (None, Some(y)) => *a = Some(y.clone()),
+        (_, None) => {}
+    }
 }
 
 /// `rec`'s connections by origin renumbered from its agent's `names` to the merged
@@ -469,6 +489,34 @@ fn check(inputs: &[Input]) -> Result<(), UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two agents' client certificates add up: asked and presented are sums, the
+    /// certificate's names are kept; an agent whose server asked nothing adds nothing.
+    #[test]
+    fn client_certificates_are_added_across_agents() {
+        let one = ClientCertificate {
+            requested: 3,
+            presented: 3,
+            acceptable_cas: vec!["CN=ca".into()],
+            subject: Some("CN=c".into()),
+            key_type: Some("ECDSA P-256".into()),
+        };
+        let mut sum = None;
+        add_client_certificates(&mut sum, Some(&one));
+        add_client_certificates(&mut sum, None);
+        add_client_certificates(
+            &mut sum,
+            Some(&ClientCertificate {
+                requested: 2,
+                presented: 0,
+                ..Default::default()
+            }),
+        );
+        let sum = sum.unwrap();
+        assert_eq!((sum.requested, sum.presented), (5, 3));
+        assert_eq!(sum.subject.as_deref(), Some("CN=c"));
+        assert_eq!(sum.acceptable_cas, ["CN=ca"]);
+    }
     /// Connections by origin follow the origin's name from one agent's numbering to the
     /// merged one; a name the merge has not seen is added after the others.
     #[test]
