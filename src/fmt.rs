@@ -146,6 +146,15 @@ fn terminal_columns() -> Option<usize> {
     (ws.ws_col > 0).then_some(usize::from(ws.ws_col))
 }
 
+/// `s` with its first letter capitalised: a clause made the start of a sentence.
+pub(crate) fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

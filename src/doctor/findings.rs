@@ -13,6 +13,7 @@ use crate::report::doctor::MaxRequests;
 use crate::report::doctor::PersistProbe;
 use crate::report::doctor::ServerKind;
 use crate::report::doctor::TlsFindings;
+use crate::report::doctor::{ClientCertPolicy, WithoutCertificate};
 use crate::report::finding::Cause;
 use crate::report::finding::Evidence;
 use crate::report::finding::Finding;
@@ -242,8 +243,14 @@ pub(super) fn judge(r: &DoctorReport) -> (Vec<Finding>, Vec<Finding>) {
             .as_ref()
             .map(|m| format!(" ({m})"))
             .unwrap_or_default();
+        let fix = match r.client_certificate.as_ref().filter(|_| st == 400) {
+            Some(c) => c.asked.cause_of_a_400().unwrap_or_default(),
+            None => {
+                "fix the request first (the URL's scheme and port, its path, -H headers)".into()
+            }
+        };
         problems.push(Finding::new("error_status", Cause::Status, format!(
-            "The server answered the probes' request with {st}{said}: what it does with the connection after an error says nothing of its keep-alive for requests it serves, so none is claimed. Fix the request first (the URL's scheme and port, its path, -H headers), then run doctor again."
+            "The server answered the probes' request with {st}{said}: what it does with the connection after an error says nothing of its keep-alive for requests it serves, so none is claimed. {}, then run doctor again.", crate::fmt::capitalised(&fix)
         )).with(Evidence::figure("http11.status", f64::from(st), None, "the probes' first response")).explaining(true));
     } else {
         if let (Some(http10), Some(http10_keep_alive)) = (&r.http10, &r.http10_keep_alive) {
@@ -260,6 +267,9 @@ pub(super) fn judge(r: &DoctorReport) -> (Vec<Finding>, Vec<Finding>) {
     }
     if let Some(t) = &r.tls {
         judge_tls(t, server, &mut findings, &mut problems);
+    }
+    if let Some(c) = &r.client_certificate {
+        findings.push(client_certificate(c));
     }
     if let Some(h) = &r.h2 {
         judge_h2(h, server, &mut findings, &mut problems);
@@ -510,6 +520,41 @@ pub(super) fn judge_idle(
             ));
         }
     }
+}
+
+/// What the server asked of a client certificate, what the probes answered, and how it
+/// answered a connection without one.
+fn client_certificate(c: &ClientCertPolicy) -> Finding {
+    let a = &c.asked;
+    let cas = match a.acceptable_cas.as_slice() {
+        [] => " and named no CA (any CA's may do)".to_string(),
+        cas => format!(" and named the CAs it accepts: {}", cas.join("; ")),
+    };
+    let presented = match (a.presented, &a.subject, &a.key_type) {
+        (0, ..) => "none was presented (no --cert)".to_string(),
+        (p, Some(s), Some(k)) if p == a.requested => {
+            format!("--cert was presented in each ({s}, {k})")
+        }
+        (p, ..) => format!("--cert was presented in {p}"),
+    };
+    let without = match &c.without_certificate {
+        WithoutCertificate::Refused { error } => format!(
+            "the connection failed ({error}): the server requires one and refuses in the handshake"
+        ),
+        WithoutCertificate::ErrorStatus { status } => format!(
+            "the handshake completed and the request was answered {status}: the server requires one and says so after the handshake"
+        ),
+        WithoutCertificate::Served { status } => format!(
+            "the request was served ({status}): the certificate is optional"
+        ),
+    };
+    Finding::new(
+        "client_certificate",
+        Cause::Measured,
+        format!("Client certificate: the server asked for one in the probes' full handshakes ({}){cas}; {presented}. On a connection without one, {without}.", a.requested),
+    )
+    .with(Evidence::count("client_certificate.requested", a.requested, a.requested, "the probes' full TLS handshakes"))
+    .with(Evidence::count("client_certificate.presented", a.presented, a.requested, "the probes' full TLS handshakes"))
 }
 
 pub(super) fn judge_tls(

@@ -53,6 +53,22 @@ impl Unreachable {
     }
 }
 
+impl Unreachable {
+    /// `sc`'s first request failed with `why` (`key`). A server that requires a client
+    /// certificate may end the connection without an alert: where it asked for one and
+    /// none was sent, that is the hint, not how the connection ended.
+    fn first_request(sc: &Scenario, why: &str, key: Option<&str>) -> Unreachable {
+        let url = &sc.targets[0].url;
+        match sc.client_certificate() {
+            Some(c) if c.presented < c.requested => Unreachable(format!(
+                "the first request to {url} failed: {why}. Hint: {}",
+                crate::report::failure::NO_CLIENT_CERTIFICATE
+            )),
+            _ => Unreachable::new(url, &sc.origins[0], why, key),
+        }
+    }
+}
+
 impl std::fmt::Display for Unreachable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -87,7 +103,7 @@ pub(crate) async fn execute(
         if o.tls && o.proxy.is_none() && o.unix.is_none() && http11.tcp_unreachable {
             return h3_only(sc, http11, req, steps);
         }
-        return Err(Unreachable::new(&t.url, o, e, http11.error_key).into());
+        return Err(Unreachable::first_request(sc, e, http11.error_key).into());
     }
     let req10 = t
         .template
@@ -116,6 +132,7 @@ pub(crate) async fn execute(
         (None, None)
     };
     let tls = tls_part(sc, req, steps).await?;
+    let client_certificate = probes::client_certificate(sc, req).await;
 
     // HTTP/2 where the server offers it (or --h2c asked for it on http://).
     let speaks_h2 = tls.as_ref().is_none_or(|t| t.offers_h2);
@@ -153,26 +170,18 @@ pub(crate) async fn execute(
         .and_then(|e| e.header("server"))
         .map(str::to_string);
     let mut report = DoctorReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: "handshake",
-        version: env!("CARGO_PKG_VERSION"),
-        url: t.url.clone(),
-        link: None,
         proxy: sc.origins[0].proxy.as_ref().map(|p| p.display()),
         server_kind: ServerKind::recognise(server_header.as_deref()),
         server: server_header,
-        http11,
         http10: Some(http10),
         http10_keep_alive: Some(http10_keep_alive),
         max_requests,
         idle_timeout: idle,
         tls,
+        client_certificate,
         h2,
         h3,
-        policy: Finding::new("policy", Cause::Measured, String::new()),
-        findings: Vec::new(),
-        problems: Vec::new(),
-        interrupted: None,
+        ..DoctorReport::probed(&t.url, http11)
     };
     (report.findings, report.problems) = judge(&report);
     report.policy = policy(&report);
@@ -212,26 +221,10 @@ fn h3_only(
     let mut problems = Vec::new();
     h3::judge(&h3, None, &mut findings, &mut problems);
     let mut report = DoctorReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: "handshake",
-        version: env!("CARGO_PKG_VERSION"),
-        url: url.clone(),
-        server: None,
-        server_kind: None,
-        link: None,
-        proxy: None,
-        http11: tcp,
-        http10: None,
-        http10_keep_alive: None,
-        max_requests: None,
-        idle_timeout: None,
-        tls: None,
-        h2: None,
         h3: Some(h3),
-        policy: Finding::new("policy", Cause::Measured, String::new()),
         findings,
         problems,
-        interrupted: None,
+        ..DoctorReport::probed(url, tcp)
     };
     report.policy = policy(&report);
     Ok(report)

@@ -70,6 +70,13 @@ pub(crate) fn policy(r: &DoctorReport) -> Finding {
         parts.push(format!("{} with {resumption}", t.version));
         evidence.push(probe("tls.resumption", yes(t.resumption)));
     }
+    if let Some(c) = &r.client_certificate {
+        parts.push(c.said());
+        evidence.push(probe(
+            "client_certificate.requested",
+            c.asked.requested as f64,
+        ));
+    }
     if let Some(h) = &r.h2 {
         parts.push(match h.settings.max_concurrent_streams {
             _ if h.error.is_some() => "no HTTP/2 (asked for, not spoken)".to_string(),

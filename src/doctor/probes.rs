@@ -21,6 +21,7 @@ use crate::report::doctor::IdleTimeout;
 use crate::report::doctor::MaxRequests;
 use crate::report::doctor::PersistProbe;
 use crate::report::doctor::TlsFindings;
+use crate::report::doctor::{ClientCertPolicy, WithoutCertificate};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -533,4 +534,43 @@ pub(super) async fn tls_part(
 pub(super) fn advanced<T>(steps: &Steps, found: T) -> T {
     steps.advance();
     found
+}
+
+/// What the server asked of a client certificate in the probes' handshakes so far, and
+/// (when it asked) how it answers one connection that sends none. None without TLS,
+/// when the server asked nothing, or after Ctrl-C.
+pub(super) async fn client_certificate(
+    sc: &Scenario,
+    req: &RequestConfig,
+) -> Option<ClientCertPolicy> {
+    if !sc.origins[0].tls || crate::interrupt::requested() {
+        return None;
+    }
+    let asked = sc.client_certificate().filter(|c| c.requested > 0)?;
+    let without = crate::net::client_auth::ClientAuth::default();
+    let opts = tls::TlsOptions {
+        alpn: vec![b"http/1.1".to_vec()],
+        client_auth: without,
+        ..req.tls.clone()
+    };
+    let refused = |e: String| WithoutCertificate::Refused { error: e };
+    let without_certificate = match tls::client_config(&opts, false) {
+        Err(e) => refused(format!("{e:#}")),
+        Ok(cfg) => {
+            let t = &sc.targets[0];
+            let answer = async {
+                let mut o = probe::open(&sc.origins[0], Some(&cfg), sc.timeout, &sc.dns).await?;
+                probe::exchange(&mut o.conn, &t.request, t.template.is_head(), sc.timeout).await
+            };
+            match answer.await {
+                Err(e) => refused(e.to_string()),
+                Ok(x) if x.status >= 400 => WithoutCertificate::ErrorStatus { status: x.status },
+                Ok(x) => WithoutCertificate::Served { status: x.status },
+            }
+        }
+    };
+    Some(ClientCertPolicy {
+        asked,
+        without_certificate,
+    })
 }

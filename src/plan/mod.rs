@@ -208,7 +208,7 @@ impl Scenario {
 
     /// What the servers asked of a client certificate, and what was presented: none when
     /// no server asked and no `--cert` was given.
-    fn client_certificate(&self) -> Option<crate::report::raw::ClientCertificate> {
+    pub(crate) fn client_certificate(&self) -> Option<crate::report::raw::ClientCertificate> {
         let asked = self.client_auth.asked.counts();
         let id = self.client_auth.identity.as_deref();
         (asked.requested > 0 || id.is_some()).then(|| crate::report::raw::ClientCertificate {

@@ -179,6 +179,10 @@ pub(crate) struct DoctorReport {
     pub max_requests: Option<MaxRequests>,
     pub idle_timeout: Option<IdleTimeout>,
     pub tls: Option<TlsFindings>,
+    /// Over TLS, when the server asked for a client certificate: what it asked, what the
+    /// probes presented, and how it answers a connection without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_certificate: Option<ClientCertPolicy>,
     /// Present when the server speaks HTTP/2 (ALPN h2, or `--h2c`).
     pub h2: Option<H2Findings>,
     /// https:// URLs: whether the server offers HTTP/3, resumes QUIC sessions and takes
@@ -195,6 +199,81 @@ pub(crate) struct DoctorReport {
     /// Ctrl-C cut the probes short: the report holds those that ended (exit status 130).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<super::finding::Finding>,
+}
+
+impl DoctorReport {
+    /// The report of `url` with its first probe, `http11`, and nothing else probed yet.
+    pub(crate) fn probed(url: &str, http11: PersistProbe) -> DoctorReport {
+        DoctorReport {
+            schema_version: super::SCHEMA_VERSION,
+            tool: "handshake",
+            version: env!("CARGO_PKG_VERSION"),
+            url: url.to_string(),
+            server: None,
+            server_kind: None,
+            link: None,
+            proxy: None,
+            http11,
+            http10: None,
+            http10_keep_alive: None,
+            max_requests: None,
+            idle_timeout: None,
+            tls: None,
+            client_certificate: None,
+            h2: None,
+            h3: None,
+            policy: super::finding::Finding::new(
+                "policy",
+                super::finding::Cause::Measured,
+                String::new(),
+            ),
+            findings: Vec::new(),
+            problems: Vec::new(),
+            interrupted: None,
+        }
+    }
+}
+
+/// A server that asks for a client certificate (a CertificateRequest in its handshake).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ClientCertPolicy {
+    /// The probes' handshakes: how many were asked, how many presented `--cert`, and the
+    /// CAs the server named.
+    #[serde(flatten)]
+    pub asked: super::raw::ClientCertificate,
+    /// One connection without a certificate: how the server answered it (required in
+    /// the handshake, required by an HTTP error after it, or optional).
+    pub without_certificate: WithoutCertificate,
+}
+
+/// How a server that asked for a client certificate answered a connection that sent none.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "snake_case", tag = "answer")]
+pub(crate) enum WithoutCertificate {
+    /// The connection failed: an alert, or the server ended it after the handshake.
+    Refused { error: String },
+    /// The handshake completed and the request was answered with an error status.
+    ErrorStatus { status: u16 },
+    /// The request was served: the certificate is optional.
+    Served { status: u16 },
+}
+
+impl ClientCertPolicy {
+    /// The policy's part: "client certificate required (the handshake refused without
+    /// one)", "… required (400 without one)", or "client certificate optional".
+    pub(crate) fn said(&self) -> String {
+        match &self.without_certificate {
+            WithoutCertificate::Refused { .. } => {
+                "client certificate required (refused in the handshake without one)".into()
+            }
+            WithoutCertificate::ErrorStatus { status } => {
+                format!("client certificate required ({status} without one)")
+            }
+            WithoutCertificate::Served { .. } => {
+                "client certificate asked for, optional (served without one)".into()
+            }
+        }
+    }
 }
 
 /// TLS 1.3 early data on a resumed connection (over TCP, or QUIC's 0-RTT).

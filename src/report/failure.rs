@@ -165,6 +165,10 @@ fn hop_hint(hop: &Hop, key: &str) -> Option<String> {
     })
 }
 
+/// The hint where a server asked for a client certificate in the handshake, none was
+/// sent, and the connection then failed (with an alert, or without a word).
+pub(crate) const NO_CLIENT_CERTIFICATE: &str = "the server asked for a client certificate in the handshake and none was sent, and a server that requires one ends the connection: give one with --cert FILE --key FILE";
+
 /// What to do about the error `key` (with its `example`) against `url`, reached by
 /// `route` (through a forward proxy, or to another hop than the URL's host and port),
 /// for the common mistakes; `None` where there is nothing better to say than the

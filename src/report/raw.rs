@@ -80,6 +80,30 @@ pub(crate) struct ClientCertificate {
     pub key_type: Option<String>,
 }
 
+impl ClientCertificate {
+    /// A 400 from a server that asked for a client certificate: none was sent (give
+    /// one), or the one sent was refused (nginx answers both after the handshake, with
+    /// 400). None when the server asked nothing.
+    pub(crate) fn cause_of_a_400(&self) -> Option<String> {
+        if self.requested == 0 {
+            return None;
+        }
+        let cas = match self.acceptable_cas.as_slice() {
+            [] => String::new(),
+            cas => format!(" (it names the CAs it accepts: {})", cas.join("; ")),
+        };
+        Some(if self.presented == 0 {
+            format!(
+                "the server asked for a client certificate in the TLS handshake and none was sent, and it answered after the handshake: give one with --cert FILE --key FILE{cas}"
+            )
+        } else {
+            format!(
+                "the server asked for a client certificate and refused the one sent (--cert): check that a CA it accepts signed it and that it is valid{cas}"
+            )
+        })
+    }
+}
+
 /// A scenario's figures, losslessly (made and read back by `stats::raw`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub(crate) struct RawScenario {

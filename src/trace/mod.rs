@@ -83,7 +83,7 @@ fn failed(
     // handshake, with an alert or without a word: that it asked says more than how it
     // ended.
     let hint = if no_certificate(sc, before) {
-        Some("the server asked for a client certificate in the handshake and none was sent, and a server that requires one ends the connection: give one with --cert FILE --key FILE".to_string())
+        Some(crate::report::failure::NO_CLIENT_CERTIFICATE.to_string())
     } else {
         crate::report::failure::hint(&sc.targets[0].url, route, e.key, &e.message)
     };

@@ -3,93 +3,8 @@
 //! handshakes, certificates asked for and presented) equal nginx's log; without a
 //! certificate the report says the server asked for one and none was sent.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use crate::common::mtls::SServer;
+use crate::common::mtls::{logged, nginx_mtls, write_client_certs, SServer};
 use crate::common::*;
-
-/// A client CA (written as `client_ca.pem`) and a client certificate it signed, with an
-/// ECDSA P-256 key (`client.pem`, `client.key`), in `dir`.
-fn write_client_certs(dir: &Path, subject: &str) {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "handshake client CA");
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
-    leaf.distinguished_name.push(DnType::CommonName, subject);
-    let leaf = leaf.signed_by(&key, &issuer).unwrap();
-    std::fs::write(dir.join("client_ca.pem"), ca_cert.pem()).unwrap();
-    std::fs::write(dir.join("client.pem"), leaf.pem()).unwrap();
-    std::fs::write(dir.join("client.key"), key.serialize_pem()).unwrap();
-}
-
-/// nginx requiring a client certificate its client CA signed (HTTP/2 beside HTTP/1.1 by
-/// ALPN), logging per request: its connection, whether the session was resumed, the
-/// verification and the certificate's subject, the status.
-fn nginx_mtls() -> Option<(Nginx, String)> {
-    let nginx = Nginx::start_servers(
-        "log_format mtls '$connection $ssl_session_reused $ssl_client_verify \"$ssl_client_s_dn\" $status';",
-        1,
-        |ports, d| {
-            write_certs(d, &["localhost"]);
-            write_client_certs(d, "bench client");
-            format!(
-                "server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; \
-                 ssl_certificate_key {d}/key.pem; ssl_protocols TLSv1.2 TLSv1.3; \
-                 ssl_client_certificate {d}/client_ca.pem; ssl_verify_client on; \
-                 ssl_session_tickets on; access_log {d}/access.log mtls; \
-                 location / {{ return 200 \"ok\\n\"; }} }}",
-                ports[0],
-                d = d.display()
-            )
-        },
-    )?;
-    let log = nginx.dir.join("access.log").display().to_string();
-    Some((nginx, log))
-}
-
-/// What nginx logged: requests, and per connection its first request's `$ssl_session_reused`,
-/// each request's verification and subject, and the statuses.
-struct Logged {
-    requests: u64,
-    /// Connection → whether its handshake resumed a session.
-    connections: BTreeMap<String, bool>,
-    verified: u64,
-    subjects: Vec<String>,
-    statuses: BTreeMap<String, u64>,
-}
-
-fn logged(log: &str) -> Logged {
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut l = Logged {
-        requests: 0,
-        connections: BTreeMap::new(),
-        verified: 0,
-        subjects: Vec::new(),
-        statuses: BTreeMap::new(),
-    };
-    for line in text.lines() {
-        let (head, rest) = line.split_once(" \"").unwrap();
-        let (subject, status) = rest.rsplit_once("\" ").unwrap();
-        let f: Vec<&str> = head.split(' ').collect();
-        l.requests += 1;
-        l.connections.entry(f[0].to_string()).or_insert(f[1] == "r");
-        l.verified += u64::from(f[2] == "SUCCESS");
-        if !l.subjects.contains(&subject.to_string()) {
-            l.subjects.push(subject.to_string());
-        }
-        *l.statuses.entry(status.to_string()).or_default() += 1;
-    }
-    std::fs::write(log, "").unwrap();
-    l
-}
 
 /// The text's lines as one (it wraps them at the width).
 fn one_line(text: &[u8]) -> String {
@@ -102,7 +17,9 @@ fn one_line(text: &[u8]) -> String {
 #[test]
 fn bench_presents_its_certificate_and_counts_what_nginx_counts() {
     let _machine = shared();
-    let Some((n, log)) = nginx_mtls() else { return };
+    let Some((n, log)) = nginx_mtls("on") else {
+        return;
+    };
     let d = n.dir.clone();
     let url = format!("https://localhost:{}/", n.port);
     let resolve = format!("localhost:{}:127.0.0.1", n.port);
@@ -191,7 +108,9 @@ fn bench_presents_its_certificate_and_counts_what_nginx_counts() {
 #[test]
 fn without_a_certificate_the_report_says_the_server_asked_for_one() {
     let _machine = shared();
-    let Some((n, log)) = nginx_mtls() else { return };
+    let Some((n, log)) = nginx_mtls("on") else {
+        return;
+    };
     let url = format!("https://localhost:{}/", n.port);
     let resolve = format!("localhost:{}:127.0.0.1", n.port);
     let ca = n.dir.join("ca.pem").display().to_string();

@@ -1,6 +1,10 @@
-//! Servers that ask for a client certificate (mutual TLS), for bench's and trace's tests.
+//! Servers that ask for a client certificate (mutual TLS), for bench's, trace's and
+//! doctor's tests.
 
-use super::{free_port, wait_listening, Dir};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{free_port, wait_listening, write_certs, Dir, Nginx};
 
 /// OpenSSL's own server (`openssl s_server -Verify 1 -verify_return_error`, another TLS
 /// stack than nginx's use of it: it ends a handshake without a certificate with TLS
@@ -58,4 +62,87 @@ impl Drop for SServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir.0);
     }
+}
+
+/// A client CA (written as `client_ca.pem`) and a client certificate it signed, with an
+/// ECDSA P-256 key (`client.pem`, `client.key`), in `dir`.
+pub fn write_client_certs(dir: &Path, subject: &str) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "handshake client CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+    leaf.distinguished_name.push(DnType::CommonName, subject);
+    let leaf = leaf.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("client_ca.pem"), ca_cert.pem()).unwrap();
+    std::fs::write(dir.join("client.pem"), leaf.pem()).unwrap();
+    std::fs::write(dir.join("client.key"), key.serialize_pem()).unwrap();
+}
+
+/// nginx asking for a client certificate (`ssl_verify_client` `verify`: `on` or
+/// `optional`), one its client CA signed (HTTP/2 beside HTTP/1.1 by
+/// ALPN), logging per request: its connection, whether the session was resumed, the
+/// verification and the certificate's subject, the status.
+pub fn nginx_mtls(verify: &str) -> Option<(Nginx, String)> {
+    let nginx = Nginx::start_servers(
+        "log_format mtls '$connection $ssl_session_reused $ssl_client_verify \"$ssl_client_s_dn\" $status';",
+        1,
+        |ports, d| {
+            write_certs(d, &["localhost"]);
+            write_client_certs(d, "bench client");
+            format!(
+                "server {{ listen 127.0.0.1:{} ssl http2; ssl_certificate {d}/cert.pem; \
+                 ssl_certificate_key {d}/key.pem; ssl_protocols TLSv1.2 TLSv1.3; \
+                 ssl_client_certificate {d}/client_ca.pem; ssl_verify_client {verify}; \
+                 ssl_session_tickets on; access_log {d}/access.log mtls; \
+                 location / {{ return 200 \"ok\\n\"; }} }}",
+                ports[0],
+                d = d.display()
+            )
+        },
+    )?;
+    let log = nginx.dir.join("access.log").display().to_string();
+    Some((nginx, log))
+}
+
+/// What nginx logged: requests, and per connection its first request's `$ssl_session_reused`,
+/// each request's verification and subject, and the statuses.
+pub struct Logged {
+    pub requests: u64,
+    /// Connection → whether its handshake resumed a session.
+    pub connections: BTreeMap<String, bool>,
+    pub verified: u64,
+    pub subjects: Vec<String>,
+    pub statuses: BTreeMap<String, u64>,
+}
+
+pub fn logged(log: &str) -> Logged {
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut l = Logged {
+        requests: 0,
+        connections: BTreeMap::new(),
+        verified: 0,
+        subjects: Vec::new(),
+        statuses: BTreeMap::new(),
+    };
+    for line in text.lines() {
+        let (head, rest) = line.split_once(" \"").unwrap();
+        let (subject, status) = rest.rsplit_once("\" ").unwrap();
+        let f: Vec<&str> = head.split(' ').collect();
+        l.requests += 1;
+        l.connections.entry(f[0].to_string()).or_insert(f[1] == "r");
+        l.verified += u64::from(f[2] == "SUCCESS");
+        if !l.subjects.contains(&subject.to_string()) {
+            l.subjects.push(subject.to_string());
+        }
+        *l.statuses.entry(status.to_string()).or_default() += 1;
+    }
+    std::fs::write(log, "").unwrap();
+    l
 }

@@ -48,7 +48,7 @@ pub(super) fn status_finding(
     };
     let plain_to_tls = said.is_some_and(|m| m.contains("HTTPS port"));
     let certificate = (code == 400)
-        .then(|| certificate_cause(client_cert))
+        .then(|| client_cert.and_then(ClientCertificate::cause_of_a_400))
         .flatten();
     let cause = match code {
         _ if certificate.is_some() => certificate.clone().unwrap_or_default(),
@@ -125,25 +125,6 @@ pub(super) fn status_finding(
             ]
         })),
     )
-}
-
-/// A 400 from a server that asked for a client certificate: none was sent (give one),
-/// or the one sent was refused (nginx answers both after the handshake, with 400).
-fn certificate_cause(cc: Option<&ClientCertificate>) -> Option<String> {
-    let cc = cc.filter(|cc| cc.requested > 0)?;
-    let cas = match cc.acceptable_cas.as_slice() {
-        [] => String::new(),
-        cas => format!(" (it names the CAs it accepts: {})", cas.join("; ")),
-    };
-    Some(if cc.presented == 0 {
-        format!(
-            "the server asked for a client certificate in the TLS handshake and none was sent, and it answered after the handshake: give one with --cert FILE --key FILE{cas}"
-        )
-    } else {
-        format!(
-            "the server asked for a client certificate and refused the one sent (--cert): check that a CA it accepts signed it and that it is valid{cas}"
-        )
-    })
 }
 
 /// When most responses were redirects not followed (no `-L`, or a 3xx that `-L` does not
