@@ -84,8 +84,14 @@ fn leading<'a>(
 fn no_success(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Option<Finding> {
     let l = leading(steps, examples, 400..1000)?;
     let said = l.example.map(|m| format!(": {m}")).unwrap_or_default();
+    // A 400 from a server that asked for a client certificate: whether one was sent.
+    let certificate = (steps[0].status == 400)
+        .then(|| client_certificate(steps).cause_of_a_400())
+        .flatten()
+        .map(|c| format!(": {c}"))
+        .unwrap_or_default();
     let text = format!(
-        "Every response was an error ({}{said}); the times below are the error answers'.",
+        "Every response was an error ({}{said}){certificate}; the times below are the error answers'.",
         l.said
     );
     Some(
@@ -93,6 +99,25 @@ fn no_success(steps: &[TraceStep], examples: &BTreeMap<String, String>) -> Optio
             .explaining(true)
             .with(l.evidence),
     )
+}
+
+/// What the servers asked of a client certificate over the steps' handshakes, and what
+/// was presented.
+fn client_certificate(steps: &[TraceStep]) -> crate::report::raw::ClientCertificate {
+    let asked: Vec<_> = steps
+        .iter()
+        .filter_map(|s| s.tls.as_ref()?.client_certificate.as_ref())
+        .collect();
+    crate::report::raw::ClientCertificate {
+        requested: asked.len() as u64,
+        presented: asked.iter().filter(|c| c.presented).count() as u64,
+        acceptable_cas: asked
+            .first()
+            .map(|c| c.acceptable_cas.clone())
+            .unwrap_or_default(),
+        subject: None,
+        key_type: None,
+    }
 }
 
 /// Every response a redirect: handshake does not follow them, so the times are the

@@ -30,6 +30,7 @@ mod common;
 mod compared;
 #[path = "front.rs"]
 mod front;
+mod mtls;
 #[path = "watch.rs"]
 mod watched;
 
@@ -164,13 +165,28 @@ enum Tls {
     Expired,
     WrongName,
     UnknownCa,
+    /// TLS 1.3, nginx requiring a client certificate (`ssl_verify_client on`), given
+    /// with `--cert`/`--key`.
+    ClientCert,
+    /// The same, without `--cert`: nginx answers 400 and ends each connection.
+    ClientCertMissing,
+    /// nginx asking for one optionally (`ssl_verify_client optional`), none given.
+    ClientCertOptional,
 }
 
 impl Tls {
     fn verifies(self) -> bool {
         matches!(
             self,
-            Tls::None | Tls::V13 | Tls::V12 | Tls::V13Early | Tls::NoTickets | Tls::H2
+            Tls::None
+                | Tls::V13
+                | Tls::V12
+                | Tls::V13Early
+                | Tls::NoTickets
+                | Tls::H2
+                | Tls::ClientCert
+                | Tls::ClientCertMissing
+                | Tls::ClientCertOptional
         )
     }
 }
@@ -441,6 +457,24 @@ fn tls_situations() -> Vec<Situation> {
             });
         }
     }
+    // A client certificate asked for: required and given, required and missing (nginx
+    // answers 400 and ends the connection), optional and not given.
+    for (tls, policy, status) in [
+        (Tls::ClientCert, Policy::KeepAlive, 200),
+        (Tls::ClientCertMissing, Policy::CloseHeader(1), 400),
+        (Tls::ClientCertOptional, Policy::KeepAlive, 200),
+    ] {
+        for strategy in ["keepalive", "close-resumed"] {
+            out.push(Situation {
+                server: Server::Nginx,
+                tls,
+                policy,
+                status,
+                path: Path::Direct,
+                strategy,
+            });
+        }
+    }
     // HTTP/2: nginx offering h2, over its own strategy too.
     for strategy in ["keepalive", "h2", "close-resumed"] {
         out.push(Situation {
@@ -581,9 +615,9 @@ fn nginx(s: &Situation) -> Nginx {
                 write_certs_valid(d, &[name], years);
                 let protocols = if tls == Tls::V12 { "TLSv1.2" } else { "TLSv1.2 TLSv1.3" };
                 let early = match tls {
-                    Tls::V13Early => "ssl_early_data on;",
-                    Tls::NoTickets => "ssl_session_tickets off; ssl_session_cache off;",
-                    _ => "",
+                    Tls::V13Early => "ssl_early_data on;".to_string(),
+                    Tls::NoTickets => "ssl_session_tickets off; ssl_session_cache off;".into(),
+                    _ => mtls::nginx_lines(tls, d),
                 };
                 let d = d.display();
                 (
@@ -705,6 +739,23 @@ fn server_port(s: &Situation, dead: u16, h: &mut Held) -> u16 {
     }
 }
 
+/// `--cacert` for nginx's CA (not where the client must refuse it as unknown), and
+/// `--cert`/`--key` where the situation gives a client certificate.
+fn tls_args(s: &Situation, held: &Held) -> Vec<String> {
+    let Some(n) = held.nginx.as_ref().filter(|_| s.tls != Tls::None) else {
+        return Vec::new();
+    };
+    let mut args = Vec::new();
+    if s.tls != Tls::UnknownCa {
+        args.extend([
+            "--cacert".into(),
+            n.dir.join("ca.pem").display().to_string(),
+        ]);
+    }
+    args.extend(mtls::client_args(s.tls, &n.dir));
+    args
+}
+
 fn run(s: &Situation, cmd: Cmd) -> Run {
     let dead = free_port();
     let (port, held) = start_server(s, dead);
@@ -713,11 +764,6 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
         (Tls::None, _) => format!("http://127.0.0.1:{port}/"),
         _ => format!("https://localhost:{port}/"),
     };
-    let ca = held
-        .nginx
-        .as_ref()
-        .filter(|_| !matches!(s.tls, Tls::None | Tls::UnknownCa))
-        .map(|n| n.dir.join("ca.pem").display().to_string());
     let mut args: Vec<String> = match cmd {
         Cmd::Bench => ["bench", &url, "-n", "12", "-c", "1", "--no-progress"]
             .map(String::from)
@@ -798,9 +844,7 @@ fn run(s: &Situation, cmd: Cmd) -> Run {
         }
         Path::Direct | Path::ServerDown => {}
     }
-    if let Some(ca) = ca {
-        args.extend(["--cacert".into(), ca]);
-    }
+    args.extend(tls_args(s, &held));
     let mut c = Command::new(bin());
     let out = without_proxy_env(c.args(&args)).output().unwrap();
     drop(proxy);
@@ -867,11 +911,17 @@ const PREDICATES: &[Predicate] = &[
     },
     Predicate {
         code: "no_success_status",
-        holds: |s, _| need(s.reached() && s.error_status(), "the server answered 2xx"),
+        holds: |s, t| {
+            need(s.reached() && s.error_status(), "the server answered 2xx")?;
+            mtls::status_cause(s, t)
+        },
     },
     Predicate {
         code: "mostly_error_status",
-        holds: |s, _| need(s.reached() && s.error_status(), "the server answered 2xx"),
+        holds: |s, t| {
+            need(s.reached() && s.error_status(), "the server answered 2xx")?;
+            mtls::status_cause(s, t)
+        },
     },
     Predicate {
         code: "not_reused_server_http10",
@@ -1029,7 +1079,7 @@ const PREDICATES: &[Predicate] = &[
         code: "early_data_not_offered",
         holds: |s, _| {
             need(
-                matches!(s.tls, Tls::V13 | Tls::H2),
+                matches!(s.tls, Tls::V13 | Tls::H2) || mtls::asks(s),
                 "the server allows early data, or speaks TLS 1.2",
             )
         },
@@ -1126,7 +1176,14 @@ const PREDICATES: &[Predicate] = &[
     },
     Predicate {
         code: "error_status",
-        holds: |s, _| need(s.reached() && s.error_status(), "the server answered 2xx"),
+        holds: |s, t| {
+            need(s.reached() && s.error_status(), "the server answered 2xx")?;
+            mtls::status_cause(s, t)
+        },
+    },
+    Predicate {
+        code: "client_certificate",
+        holds: mtls::finding,
     },
     Predicate {
         code: "server_says",
@@ -1409,6 +1466,7 @@ fn limit(s: &Situation) -> Option<u32> {
 /// keep-alive or a close after each response, and the limit it found.
 fn policy_says(s: &Situation, t: &str) -> Result<(), String> {
     need(s.reached(), "nothing was reached")?;
+    mtls::policy_part(s, t)?;
     if s.error_status() {
         return need(
             t.contains(&format!("answered {}", s.status)),
@@ -1588,7 +1646,8 @@ fn required(s: &Situation, cmd: Cmd, r: &Run) -> Vec<String> {
     } else {
         &[]
     };
-    for w in want.iter().chain(no_tickets) {
+    let mtls = mtls::required(s, cmd == Cmd::Doctor);
+    for w in want.iter().chain(no_tickets).chain(mtls) {
         if !codes.contains(w) {
             errs.push(format!("{w} not said (said {codes:?})"));
         }
@@ -1647,11 +1706,16 @@ fn judge(s: &Situation, cmd: Cmd, r: &Run, table: &[Predicate]) -> Vec<String> {
 }
 
 /// Every `n`th situation from a fixed start (a seeded sample that covers each dimension),
-/// and every path other than the direct one (each is quick: most reach nothing).
+/// every path other than the direct one (each is quick: most reach nothing), and each
+/// server that asks for a client certificate, kept alive.
 fn sample(all: &[Situation], n: usize, seed: usize) -> Vec<Situation> {
     all.iter()
         .enumerate()
-        .filter(|(i, s)| (i + seed) % n == 0 || s.path != Path::Direct)
+        .filter(|(i, s)| {
+            (i + seed) % n == 0
+                || s.path != Path::Direct
+                || (mtls::asks(s) && s.strategy == "keepalive")
+        })
         .map(|(_, s)| *s)
         .collect()
 }
