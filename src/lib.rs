@@ -68,6 +68,7 @@ pub mod api {
                 let cfg = AuditConfig {
                     listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
                     tls: false,
+                    client_certs: None,
                     upstream: None,
                     proxy: None,
                     server,

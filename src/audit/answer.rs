@@ -14,6 +14,9 @@ use crate::server::ServerConfig;
 pub(crate) struct AuditConfig {
     pub listen: SocketAddr,
     pub tls: bool,
+    /// `--client-ca`: ask each client for a certificate these CAs signed (required, or
+    /// optional with `--client-cert optional`).
+    pub client_certs: Option<crate::server::tls::ClientCerts>,
     pub upstream: Option<Upstream>,
     /// `--proxy-mode`: a forward proxy for the client (then `upstream` is absent).
     pub proxy: Option<ProxyMode>,

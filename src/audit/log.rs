@@ -23,6 +23,8 @@ pub(super) struct ConnLog {
     pub(super) end: Option<Ending>,
     /// With `--tls`: whether the handshake resumed a session.
     pub(super) tls_resumed: Option<bool>,
+    /// With `--client-ca`: the client's certificate in this connection's handshake.
+    pub(super) client_cert: Option<CertSeen>,
     /// Body bytes of the last response.
     pub(super) last_body: u64,
     /// A response the client cut off: (body bytes written, body bytes in all).
@@ -45,6 +47,22 @@ pub(super) struct ConnLog {
     /// reach, a request it could not forward, a limit), by status: how many, and the
     /// first one's reason.
     pub(super) own: BTreeMap<u16, (u64, String)>,
+}
+
+/// With `--client-ca`: what a connection's handshake showed of the client's certificate.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum CertSeen {
+    /// A full handshake in which the client presented a certificate that verified (its
+    /// subject and key type): it signed a CertificateVerify.
+    Presented { subject: String, key_type: String },
+    /// A resumed handshake: the session carries the first one's certificate (its
+    /// subject, when it had one), and none was sent or signed for.
+    Resumed { subject: Option<String> },
+    /// A full handshake without a certificate, served (`--client-cert optional`).
+    NotPresented,
+    /// The handshake failed on the certificate: none where one is required, or one that
+    /// did not verify (rustls's reason).
+    Refused { why: String, none_sent: bool },
 }
 
 #[derive(Default)]

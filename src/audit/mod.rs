@@ -11,6 +11,7 @@
 pub(crate) mod answer;
 mod h2;
 mod log;
+mod mtls;
 mod proxy;
 mod relay;
 mod report;

@@ -30,8 +30,14 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> C
         idle_gaps: GapStats::default(),
         endings: BTreeMap::new(),
         tls_handshakes: TlsCounts::default(),
+        client_certificates: super::mtls::counts(conns),
         cut_responses: CutResponses::default(),
-        unused_connections: conns.iter().filter(|c| c.requests == 0).count() as u64,
+        // A handshake refused on the client's certificate is said as such, not as a
+        // connection left unused.
+        unused_connections: conns
+            .iter()
+            .filter(|c| c.requests == 0 && c.end != Some(Ending::CertificateRefused))
+            .count() as u64,
         one_request_connections: conns.iter().filter(|c| c.requests == 1).count() as u64,
         h2: None,
         proxy: proxy_mode.then(|| proxied(conns)),

@@ -43,7 +43,12 @@ impl RunningAudit {
 
 pub(crate) fn start(cfg: AuditConfig) -> anyhow::Result<RunningAudit> {
     let bound = Some(cfg.listen.ip()).filter(|ip| !ip.is_unspecified());
-    let certs = crate::server::tls::generate(true, false, bound, None)?;
+    let certs = crate::server::tls::generate(&crate::server::tls::Offer {
+        h2: true,
+        also: bound,
+        client_certs: cfg.client_certs.clone(),
+        ..Default::default()
+    })?;
     let log: SharedLog = Arc::new(Mutex::new(Log::default()));
     with_log(&log, |g| {
         g.timeline.begin(std::time::Instant::now());
@@ -146,8 +151,14 @@ pub(super) async fn accept_loop(
                         Ok(Ok(s)) => {
                             let resumed = s.get_ref().1.handshake_kind()
                                 == Some(rustls::HandshakeKind::Resumed);
+                            let cert = shared
+                                .0
+                                .client_certs
+                                .as_ref()
+                                .map(|_| super::mtls::seen(s.get_ref().1, resumed));
                             with_log(&shared.1, |g| {
                                 g.conns[idx].tls_resumed = Some(resumed);
+                                g.conns[idx].client_cert = cert;
                                 g.timeline.tls_handshake(if resumed {
                                     crate::record::HandshakeKind::Resumed
                                 } else {
@@ -160,7 +171,13 @@ pub(super) async fn accept_loop(
                                 serve(s, &shared, idx, over_limit).await
                             }
                         }
-                        Ok(Err(_)) => Ending::Garbage,
+                        Ok(Err(e)) => match super::mtls::refused(&e) {
+                            Some(seen) => {
+                                with_log(&shared.1, |g| g.conns[idx].client_cert = Some(seen));
+                                Ending::CertificateRefused
+                            }
+                            None => Ending::Garbage,
+                        },
                         Err(_) => Ending::Stalled,
                     }
                 }

@@ -77,6 +77,7 @@ pub(crate) fn verdict(t: &ClientSummary, peak_open: u64) -> Vec<Finding> {
             "TLS handshakes",
         )));
     }
+    v.extend(super::mtls::findings(t));
     v.extend(through_proxy(t));
     v.extend(endings(t));
     if t.responses < t.requests {
@@ -164,19 +165,27 @@ fn answered_by_audit(t: &ClientSummary) -> Option<Finding> {
     )
 }
 
+/// "No request was seen (2 connections)", and why where every handshake was refused on
+/// the client's certificate.
+fn no_request(t: &ClientSummary) -> String {
+    let refused = count(&t.endings, &Ending::CertificateRefused);
+    let why = if refused > 0 && refused == t.connections {
+        ": the audit refused each handshake on the client's certificate (below)"
+    } else {
+        ""
+    };
+    format!(
+        "No request was seen ({}){why}.",
+        plural(t.connections, "connection")
+    )
+}
+
 /// Whether the client reused its connections, and when not, the likely cause and fix.
 fn reuse(t: &ClientSummary) -> Vec<Finding> {
     let mut v = Vec::new();
     if t.requests == 0 {
         v.push(over(
-            Finding::new(
-                "no_request",
-                Kind::Measured,
-                format!(
-                    "No request was seen ({}).",
-                    plural(t.connections, "connection")
-                ),
-            ),
+            Finding::new("no_request", Kind::Measured, no_request(t)),
             t,
         ));
     } else if none_reused(t.requests, t.connections) {
@@ -368,13 +377,7 @@ fn reuse_headline(t: &ClientSummary) -> Finding {
     );
     let f = |code, text| over(Finding::new(code, Kind::Measured, text), t);
     if t.requests == 0 {
-        f(
-            "no_request",
-            format!(
-                "No request was seen ({}).",
-                plural(t.connections, "connection")
-            ),
-        )
+        f("no_request", no_request(t))
     } else if t.requests == 1 {
         f(
             "one_request",
@@ -442,11 +445,18 @@ fn h2(t: &ClientSummary, peak_open: u64) -> Option<Finding> {
         Finding::new(
             "h2_multiplexed",
             Kind::Measured,
-            format!(
-                "HTTP/2: {} over {conns}, up to {} at once on one connection: multiplexed.",
-                plural(h.streams, "stream"),
-                h.peak_concurrent_streams
-            ),
+            if h.peak_concurrent_streams > 1 {
+                format!(
+                    "HTTP/2: {} over {conns}, up to {} at once on one connection: multiplexed.",
+                    plural(h.streams, "stream"),
+                    h.peak_concurrent_streams
+                )
+            } else {
+                format!(
+                    "HTTP/2: {} over {conns}, one at a time: the connection is reused, and the client never had two requests to send at once.",
+                    plural(h.streams, "stream")
+                )
+            },
         )
         .with(Evidence::figure(
             "total.h2.peak_concurrent_streams",

@@ -7,7 +7,7 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 mod observe;
 mod shared;
 
-pub(crate) use observe::{AuditArgs, WatchArgs};
+pub(crate) use observe::{AuditArgs, ClientCertMode, WatchArgs};
 pub(crate) use shared::{LimitArgs, LinkArgs, LoadArgs, MetricsArgs, OutputArgs, RequestArgs};
 
 /// The exit statuses of every command, shown by `--help` (and the README's "Exit status").

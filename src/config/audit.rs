@@ -37,6 +37,15 @@ pub(crate) fn audit_plan(a: &AuditArgs) -> anyhow::Result<AuditPlan> {
     let config = AuditConfig {
         listen,
         tls: a.tls,
+        client_certs: a
+            .client_ca
+            .as_deref()
+            .map(|f| {
+                let required = a.client_cert == crate::cli::ClientCertMode::Required;
+                crate::server::tls::ClientCerts::load("--client-ca", f, required)
+            })
+            .transpose()
+            .map_err(UsageError)?,
         upstream: upstream(a)?,
         proxy: a.proxy_mode.then(|| proxy_mode(a)).transpose()?,
         server: ServerConfig {

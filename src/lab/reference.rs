@@ -39,7 +39,7 @@ pub(crate) struct Reference {
 
 impl Reference {
     pub(crate) fn new() -> anyhow::Result<Reference> {
-        let certs = crate::server::tls::generate(false, false, None, None)?;
+        let certs = crate::server::tls::generate(&Default::default())?;
         let opts = TlsOptions {
             extra_roots: vec![certs.ca_der.clone()],
             only_extra_roots: true,

@@ -90,6 +90,12 @@ pub(crate) fn load(cert: &Path, key: Option<&Path>) -> Result<ClientIdentity, St
     })
 }
 
+/// A certificate's subject and its key's type ("CN=client", "ECDSA P-256"), as a server
+/// that verified it names it.
+pub(crate) fn subject_and_key(der: &CertificateDer<'_>) -> Option<(String, String)> {
+    describe(der).ok().map(|(s, k, _)| (s, k))
+}
+
 /// A certificate's subject, its key's type, and its public key (the DER
 /// SubjectPublicKeyInfo).
 fn describe(der: &CertificateDer<'_>) -> Result<(String, String, Vec<u8>), String> {

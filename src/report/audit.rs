@@ -37,6 +37,9 @@ pub(crate) enum Ending {
     /// `--proxy-mode`: the origin ended the client's `CONNECT` tunnel first (its FIN or
     /// reset, passed on to the client), or could not be reached.
     OriginClosed,
+    /// With `--client-ca`: the handshake failed on the client's certificate (none sent
+    /// where one is required, or one that did not verify); no request was read.
+    CertificateRefused,
     /// Still open when the audit ended.
     OpenAtEnd,
 }
@@ -114,6 +117,9 @@ pub(crate) struct ClientSummary {
     pub endings: BTreeMap<Ending, u64>,
     /// With `--tls`: handshakes that were full and resumed.
     pub tls_handshakes: TlsCounts,
+    /// With `--client-ca`: the client's certificates, handshake by handshake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_certificates: Option<ClientCertCounts>,
     /// Responses the client cut off: how many, and body bytes written of all of them.
     pub cut_responses: CutResponses,
     /// Connections that carried no request (opened, then closed or left unused).
@@ -189,6 +195,36 @@ pub(crate) struct CutResponses {
     pub count: u64,
     pub body_bytes_written: u64,
     pub body_bytes_total: u64,
+}
+
+/// With `--client-ca`: what the client's handshakes showed of its certificate. A full
+/// handshake asks for one; a resumed TLS 1.3 handshake carries the first one's
+/// authentication and sends none (nor signs for it).
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct ClientCertCounts {
+    /// Full handshakes in which the client presented a certificate that verified (and
+    /// signed a CertificateVerify with its key).
+    pub presented: u64,
+    /// Full handshakes without a certificate, served (`--client-cert optional`).
+    pub not_presented: u64,
+    /// Resumed handshakes: authenticated by the session, no certificate sent.
+    pub resumed: u64,
+    /// Handshakes that failed on the certificate: none sent where one is required, or
+    /// one that did not verify.
+    pub refused: u64,
+    /// Of those refused, the ones in which none was sent.
+    pub refused_none_sent: u64,
+    /// The connections by the subject of the certificate they carried (presented or
+    /// resumed), e.g. "CN=client".
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub subjects: BTreeMap<String, u64>,
+    /// The key types of the certificates presented ("ECDSA P-256", "RSA 2048").
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub key_types: BTreeMap<String, u64>,
+    /// Why certificates were refused, with how many times ("no certificate was sent",
+    /// "unknown issuer").
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub refusals: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]

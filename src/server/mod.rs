@@ -340,8 +340,14 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         .tls_listen
         .map(|a| a.ip())
         .filter(|ip| !ip.is_unspecified());
-    let certs = tls::generate(cfg.h2, cfg.early_data, bound, cfg.cert_chain_bytes)
-        .context("generating the server certificate")?;
+    let certs = tls::generate(&tls::Offer {
+        h2: cfg.h2,
+        early_data: cfg.early_data,
+        also: bound,
+        chain_bytes: cfg.cert_chain_bytes,
+        client_certs: None,
+    })
+    .context("generating the server certificate")?;
     let stats = Arc::new(ServerStats::default());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),

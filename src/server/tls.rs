@@ -16,18 +16,67 @@ pub(crate) struct Certs {
     pub quic_config: Arc<ServerConfig>,
 }
 
-/// A fresh CA and server certificate for localhost, 127.0.0.1, ::1 and `also` (the
-/// address the server is bound to, when it is not loopback); `h2`: offer HTTP/2 by
-/// ALPN; `early_data`: issue tickets that allow 16 KiB of TLS 1.3 early data, and
-/// answer it as 0.5-RTT data.
-/// `chain_bytes`: the leaf carries extra names until leaf and CA are about that many
-/// bytes (a long chain or a large key, as far as the first flight goes).
-pub(crate) fn generate(
-    h2: bool,
-    early_data: bool,
-    also: Option<std::net::IpAddr>,
-    chain_bytes: Option<usize>,
-) -> anyhow::Result<Certs> {
+/// Asking clients for a certificate (mutual TLS): the CAs that may sign one, read from a
+/// PEM file, and whether a client without one is served.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientCerts {
+    pub roots: Arc<rustls::RootCertStore>,
+    /// A client without a certificate is refused in the handshake (else served).
+    pub required: bool,
+}
+
+impl ClientCerts {
+    /// The CAs in `path` (PEM), for `flag`: an error naming the flag and the file when it
+    /// cannot be read or holds no certificate.
+    pub(crate) fn load(
+        flag: &str,
+        path: &std::path::Path,
+        required: bool,
+    ) -> Result<ClientCerts, String> {
+        let certs = crate::net::tls::load_pem_certs(path).map_err(|e| format!("{flag}: {e:#}"))?;
+        let mut roots = rustls::RootCertStore::empty();
+        let (added, _) = roots.add_parsable_certificates(certs);
+        if added == 0 {
+            return Err(format!(
+                "{flag} {}: no CA certificate in it that can verify a client's",
+                path.display()
+            ));
+        }
+        Ok(ClientCerts {
+            roots: Arc::new(roots),
+            required,
+        })
+    }
+}
+
+/// What the server's TLS offers: HTTP/2 by ALPN, early data, the names its certificate
+/// carries, its size, and whether it asks clients for a certificate.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Offer {
+    /// Offer HTTP/2 by ALPN.
+    pub h2: bool,
+    /// Issue tickets that allow 16 KiB of TLS 1.3 early data, and answer it as 0.5-RTT
+    /// data.
+    pub early_data: bool,
+    /// The address the server is bound to, when it is not loopback: named too.
+    pub also: Option<std::net::IpAddr>,
+    /// The leaf carries extra names until leaf and CA are about that many bytes (a long
+    /// chain or a large key, as far as the first flight goes).
+    pub chain_bytes: Option<usize>,
+    /// Ask each client for a certificate these CAs signed.
+    pub client_certs: Option<ClientCerts>,
+}
+
+/// A fresh CA and server certificate for localhost, 127.0.0.1, ::1 and what `offer`
+/// adds, with the server's TLS configurations.
+pub(crate) fn generate(offer: &Offer) -> anyhow::Result<Certs> {
+    let Offer {
+        h2,
+        early_data,
+        also,
+        chain_bytes,
+        ref client_certs,
+    } = *offer;
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
@@ -67,10 +116,24 @@ pub(crate) fn generate(
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
     let chain = vec![leaf.der().clone(), ca_cert.der().clone()];
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)?;
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_certs {
+        None => builder.with_no_client_auth(),
+        Some(c) => {
+            let v = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                c.roots.clone(),
+                provider,
+            );
+            let v = if c.required {
+                v
+            } else {
+                v.allow_unauthenticated()
+            };
+            builder.with_client_cert_verifier(v.build()?)
+        }
+    };
+    let mut config = builder.with_single_cert(chain, key)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()];
     if h2 {
         config.alpn_protocols.insert(0, b"h2".to_vec());

@@ -79,7 +79,13 @@ fn curl_http2_several_urls_share_one_connection_in_turn_and_in_parallel() {
     assert_eq!(u(&t["connections"]), 1);
     assert_eq!(u(&t["h2"]["streams"]), 3);
     assert_eq!(u(&t["http_versions"]["HTTP/2"]), 3);
-    assert!(verdict(&v).contains("multiplexed"), "{}", verdict(&v));
+    assert!(
+        verdict(&v).contains(
+            "HTTP/2: 3 streams over 1 HTTP/2 connection, one at a time: the connection is reused"
+        ),
+        "{}",
+        verdict(&v)
+    );
 
     // In parallel (-Z): ten transfers, one connection, several streams at once.
     let urls: Vec<String> = (0..10)

@@ -64,8 +64,8 @@ impl Drop for SServer {
     }
 }
 
-/// A client CA (written as `client_ca.pem`) and a client certificate it signed, with an
-/// ECDSA P-256 key (`client.pem`, `client.key`), in `dir`.
+/// A client CA (written as `client_ca.pem`, its key as `client_ca.key`) and a client
+/// certificate it signed, with an ECDSA P-256 key (`client.pem`, `client.key`), in `dir`.
 pub fn write_client_certs(dir: &Path, subject: &str) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
@@ -74,12 +74,14 @@ pub fn write_client_certs(dir: &Path, subject: &str) {
     ca.distinguished_name
         .push(DnType::CommonName, "handshake client CA");
     let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let ca_key_pem = ca_key.serialize_pem();
     let issuer = Issuer::new(ca, ca_key);
     let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
     let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
     leaf.distinguished_name.push(DnType::CommonName, subject);
     let leaf = leaf.signed_by(&key, &issuer).unwrap();
     std::fs::write(dir.join("client_ca.pem"), ca_cert.pem()).unwrap();
+    std::fs::write(dir.join("client_ca.key"), ca_key_pem).unwrap();
     std::fs::write(dir.join("client.pem"), leaf.pem()).unwrap();
     std::fs::write(dir.join("client.key"), key.serialize_pem()).unwrap();
 }
@@ -145,4 +147,28 @@ pub fn logged(log: &str) -> Logged {
     }
     std::fs::write(log, "").unwrap();
     l
+}
+
+/// The client CA and an ECDSA P-256 client certificate (`client.pem`, `client.key`,
+/// "CN=audit client"), an RSA 2048 one from the same CA (`rsa.pem`, `rsa.key`,
+/// "CN=rsa client"; `v1.pem` is the same as an X.509 v1 certificate, as `openssl x509
+/// -req` makes one without extensions), and one from another CA ("CN=another CA": `other/client.pem`), in `d`.
+pub fn write_client_cert_set(d: &Path) {
+    write_client_certs(d, "audit client");
+    let ok = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(
+            "printf 'basicConstraints=CA:FALSE\\nextendedKeyUsage=clientAuth\\n' > v3 \
+             && openssl req -newkey rsa:2048 -nodes -keyout rsa.key -out rsa.csr -subj '/CN=rsa client' 2>/dev/null \
+             && openssl x509 -req -in rsa.csr -CA client_ca.pem -CAkey client_ca.key -CAcreateserial -out rsa.pem -days 2 -extfile v3 2>/dev/null \
+             && openssl x509 -req -in rsa.csr -CA client_ca.pem -CAkey client_ca.key -CAcreateserial -out v1.pem -days 2 2>/dev/null \
+             && mkdir -p other && cd other \
+             && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -subj '/CN=another CA' -days 2 2>/dev/null \
+             && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout client.key -out client.csr -subj /CN=stranger 2>/dev/null \
+             && openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 -extfile ../v3 2>/dev/null",
+        )
+        .current_dir(d)
+        .status()
+        .unwrap();
+    assert!(ok.success());
 }

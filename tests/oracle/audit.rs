@@ -46,6 +46,34 @@ pub enum Client {
     RubyGet,
     /// Three requests inside one `Net::HTTP.start` block: one connection.
     RubyStart,
+    /// Mutual TLS (`--tls --client-ca`): three curl processes with `--cert`, each a full
+    /// handshake (curl keeps no session between processes).
+    CurlCertEach,
+    /// One `requests.Session` with `cert=`: one connection, one certificate.
+    PythonSessionCert,
+    /// Go with a certificate, a session cache and no keep-alive (`Connection: close`):
+    /// the first handshake full, the two after it resumed.
+    GoCertResumed,
+    /// curl with three URLs and no certificate, `--client-cert optional`: served.
+    CurlOptionalNone,
+    /// Two curl processes without a certificate where one is required: refused.
+    CurlNoCert,
+    /// curl with a certificate from another CA: refused (unknown issuer).
+    CurlStranger,
+}
+
+/// A mutual-TLS client's certificates, known from how it is called: full handshakes
+/// with one presented, resumed ones, full ones without (served), and handshakes refused
+/// because none was sent or because another CA signed it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Certs {
+    pub presented: u64,
+    pub resumed: u64,
+    pub not_presented: u64,
+    pub none_sent: u64,
+    pub bad: u64,
+    /// `--client-cert optional`.
+    pub optional: bool,
 }
 
 /// Why a client's connections carried what they did.
@@ -56,6 +84,8 @@ pub enum Ends {
     Http10,
     ClosedItself,
     One,
+    /// Every handshake refused on the client's certificate: no request.
+    Refused,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -80,7 +110,34 @@ impl ClientSituation {
             Client::GoUnread => (3, 3, Ends::ClosedItself),
             Client::RubyGet => (3, 3, Ends::ClosedItself),
             Client::RubyStart => (3, 1, Ends::Reused),
+            Client::CurlCertEach => (3, 3, Ends::ClosedItself),
+            Client::PythonSessionCert | Client::CurlOptionalNone => (3, 1, Ends::Reused),
+            Client::GoCertResumed => (3, 3, Ends::CloseHeader),
+            Client::CurlNoCert => (0, 2, Ends::Refused),
+            Client::CurlStranger => (0, 1, Ends::Refused),
         }
+    }
+
+    /// With `--client-ca`: the client's certificates.
+    pub fn certs(&self) -> Option<Certs> {
+        let c = Certs::default();
+        Some(match self.client {
+            Client::CurlCertEach => Certs { presented: 3, ..c },
+            Client::PythonSessionCert => Certs { presented: 1, ..c },
+            Client::GoCertResumed => Certs {
+                presented: 1,
+                resumed: 2,
+                ..c
+            },
+            Client::CurlOptionalNone => Certs {
+                not_presented: 1,
+                optional: true,
+                ..c
+            },
+            Client::CurlNoCert => Certs { none_sent: 2, ..c },
+            Client::CurlStranger => Certs { bad: 1, ..c },
+            _ => return None,
+        })
     }
 
     /// The members of a two-program client, with their own situations.
@@ -130,6 +187,12 @@ impl ClientSituation {
             Client::GoUnread => "{go}/unread {url}{path}".into(),
             Client::RubyGet => "ruby -e 'require \"net/http\"; 3.times { Net::HTTP.get(URI(ARGV[0])) }' {url}{path}".into(),
             Client::RubyStart => "ruby -e 'require \"net/http\"; u = URI(ARGV[0]); Net::HTTP.start(u.host, u.port) { |h| 3.times { h.get(u.path) } }' {url}{path}".into(),
+            Client::CurlCertEach => format!("for i in 1 2 3; do {curl} --cacert \"$CA\" --cert \"$CERT\" --key \"$KEY\" {{url}}{{path}}; done"),
+            Client::PythonSessionCert => "python3 -c 'import requests, sys, os\ns = requests.Session()\nfor i in range(3): s.get(sys.argv[1], cert=(os.environ[\"CERT\"], os.environ[\"KEY\"]), verify=os.environ[\"CA\"])' {url}{path}".into(),
+            Client::GoCertResumed => "{go}/mtls {url}{path}".into(),
+            Client::CurlOptionalNone => format!("{curl} --cacert \"$CA\" {{url}}{{path}} {{url}}{{path}} {{url}}{{path}}"),
+            Client::CurlNoCert => format!("{curl} --cacert \"$CA\" {{url}}{{path}}; {curl} --cacert \"$CA\" {{url}}{{path}}; true"),
+            Client::CurlStranger => format!("{curl} --cacert \"$CA\" --cert \"$D/other/client.pem\" --key \"$D/other/client.key\" {{url}}{{path}}; true"),
         }
     }
 }
@@ -156,12 +219,59 @@ pub fn situations() -> Vec<ClientSituation> {
             out.push(ClientSituation { client, status });
         }
     }
+    for client in [
+        Client::CurlCertEach,
+        Client::PythonSessionCert,
+        Client::GoCertResumed,
+        Client::CurlOptionalNone,
+        Client::CurlNoCert,
+        Client::CurlStranger,
+    ] {
+        out.push(ClientSituation {
+            client,
+            status: 200,
+        });
+    }
     out
 }
 
-/// The Go clients of [`Client::GoRead`] and [`Client::GoUnread`], built into `dir` (as
-/// `read` and `unread`) before any is run, so that a run measures the client and not the
-/// compiler.
+/// The Go client of [`Client::GoCertResumed`]: its certificate from `$CERT`/`$KEY`, the
+/// audit's CA from `$CA`, a session cache, no keep-alive; three requests.
+const GO_MTLS: &str = r#"package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"os"
+)
+
+func main() {
+	cert, err := tls.LoadX509KeyPair(os.Getenv("CERT"), os.Getenv("KEY"))
+	if err != nil {
+		os.Exit(1)
+	}
+	pool := x509.NewCertPool()
+	pem, _ := os.ReadFile(os.Getenv("CA"))
+	pool.AppendCertsFromPEM(pem)
+	config := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientSessionCache: tls.NewLRUClientSessionCache(8)}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: config}}
+	for i := 0; i < 3; i++ {
+		resp, err := c.Get(os.Args[1])
+		if err != nil {
+			os.Exit(1)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+"#;
+
+/// The Go clients of [`Client::GoRead`], [`Client::GoUnread`] and
+/// [`Client::GoCertResumed`], built into `dir` (as `read`, `unread` and `mtls`) before any
+/// is run, so that a run measures the client and not the compiler; and the client
+/// certificates of the mutual-TLS clients.
 pub fn go_clients(dir: &std::path::Path) {
     for (name, read) in [
         ("read", "io.Copy(io.Discard, resp.Body)\n\t\t"),
@@ -175,10 +285,13 @@ pub fn go_clients(dir: &std::path::Path) {
             ),
         );
     }
+    go_build(dir, "mtls", GO_MTLS);
+    crate::common::mtls::write_client_cert_set(dir);
 }
 
-/// `handshake audit --json -- sh -c COMMAND`, the Go clients in `go`: (exit code,
-/// report).
+/// `handshake audit --json -- sh -c COMMAND`, the Go clients and the client
+/// certificates in `go` (with `--tls --client-ca` for a mutual-TLS client, its
+/// certificates in `$CA`, `$CERT`, `$KEY` and `$D`): (exit code, report).
 pub fn run(s: &ClientSituation, go: &str) -> (Option<i32>, Value) {
     // The audit's own answers: `/status/N` answers N. The URL ends in a slash.
     let path = if s.status == 200 {
@@ -188,7 +301,21 @@ pub fn run(s: &ClientSituation, go: &str) -> (Option<i32>, Value) {
     };
     let command = s.command().replace("{path}", &path).replace("{go}", go);
     let mut c = Command::new(bin());
-    let out = without_proxy_env(c.args(["audit", "--json", "--", "sh", "-c", &command]))
+    c.args(["audit", "--json"]);
+    if let Some(certs) = s.certs() {
+        let d = std::path::Path::new(go);
+        let ca = d.join("audit_ca.pem").display().to_string();
+        c.args(["--tls", "--cacert-out", &ca, "--client-ca"])
+            .arg(d.join("client_ca.pem"));
+        if certs.optional {
+            c.args(["--client-cert", "optional"]);
+        }
+        c.env("CA", &ca)
+            .env("CERT", d.join("client.pem"))
+            .env("KEY", d.join("client.key"))
+            .env("D", d);
+    }
+    let out = without_proxy_env(c.args(["--", "sh", "-c", &command]))
         .output()
         .unwrap();
     (
@@ -340,7 +467,14 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
     },
     AuditPredicate {
         code: "no_request",
-        holds: never,
+        holds: |s, t| {
+            need(s.truth().0 == 0, "the client made requests")?;
+            need(
+                s.truth().2 != Ends::Refused
+                    || t.contains("the audit refused each handshake on the client's certificate"),
+                "every handshake was refused on the certificate",
+            )
+        },
     },
     AuditPredicate {
         code: "partly_reused",
@@ -388,13 +522,177 @@ pub const AUDIT_PREDICATES: &[AuditPredicate] = &[
     },
     AuditPredicate {
         code: "tls_never_resumed",
+        holds: |s, t| {
+            let c = certs_of(s)?;
+            need(
+                c.resumed == 0 && c.presented + c.not_presented > 1,
+                "a session was resumed, or one handshake was made",
+            )?;
+            need(
+                t.contains(&format!(
+                    "in all {} handshakes",
+                    c.presented + c.not_presented
+                )),
+                "the client's handshakes",
+            )
+        },
+    },
+    AuditPredicate {
+        code: "tls_resumed",
+        holds: |s, t| {
+            let c = certs_of(s)?;
+            need(c.resumed > 0, "no session was resumed")?;
+            need(
+                t.contains(&format!(
+                    "{} of {} handshakes resumed",
+                    c.resumed,
+                    c.resumed + c.presented + c.not_presented
+                )),
+                "the client's resumed handshakes",
+            )
+        },
+    },
+    AuditPredicate {
+        code: "h2_not_multiplexed",
+        holds: |s, t| {
+            let (r, c, _) = s.truth();
+            need(
+                speaks_h2(s) && r == c && r > 1,
+                "no HTTP/2, or a connection carried two requests",
+            )?;
+            need(
+                t.starts_with(&format!("{r} streams over {c} HTTP/2 connections")),
+                "the client's streams and connections",
+            )
+        },
+    },
+    AuditPredicate {
+        code: "h2_multiplexed",
+        holds: |s, t| {
+            let (r, c, _) = s.truth();
+            need(
+                speaks_h2(s) && c == 1 && r > 1,
+                "no HTTP/2, or a connection per request",
+            )?;
+            // curl sends its URLs one after another.
+            need(
+                t.starts_with(&format!(
+                    "HTTP/2: {r} streams over 1 HTTP/2 connection, one at a time"
+                )),
+                "the client's streams, one at a time",
+            )
+        },
+    },
+    AuditPredicate {
+        code: "h2_not_shared",
         holds: never,
+    },
+    AuditPredicate {
+        code: "client_cert_not_sent",
+        holds: |s, t| {
+            let c = certs_of(s)?;
+            need(c.none_sent > 0, "the client sent its certificate")?;
+            need(
+                t.starts_with(&format!("{} handshake", c.none_sent))
+                    && t.contains("curl --cert/--key"),
+                "the handshakes refused, and how to give a certificate",
+            )
+        },
+    },
+    AuditPredicate {
+        code: "client_cert_refused",
+        holds: |s, t| {
+            let c = certs_of(s)?;
+            need(c.bad > 0, "no certificate was refused")?;
+            need(
+                t.contains("unknown issuer (no CA in --client-ca signed it)"),
+                "another CA signed it",
+            )
+        },
+    },
+    AuditPredicate {
+        code: "client_cert_optional_none",
+        holds: |s, t| {
+            let c = certs_of(s)?;
+            need(
+                c.optional && c.not_presented > 0,
+                "every handshake presented one",
+            )?;
+            need(
+                t.starts_with(&format!(
+                    "{} of {} full handshakes carried no client certificate",
+                    c.not_presented,
+                    c.not_presented + c.presented
+                )),
+                "the handshakes without one",
+            )
+        },
+    },
+    AuditPredicate {
+        code: "client_cert_never_resumed",
+        holds: |s, t| {
+            let c = certs_of(s)?;
+            need(
+                c.presented > 1 && c.resumed == 0,
+                "the client resumed, or presented once",
+            )?;
+            need(
+                t.contains(&format!(
+                    "in each of its {} full handshakes and resumed none",
+                    c.presented
+                )) && t.contains(&format!("({} signatures here)", c.presented)),
+                "the client's full handshakes",
+            )
+        },
+    },
+    AuditPredicate {
+        code: "client_cert_resumed",
+        holds: |s, t| {
+            let c = certs_of(s)?;
+            need(c.resumed > 0, "the client resumed nothing")?;
+            need(
+                t.contains(&format!(
+                    "in {} full handshakes and resumed {}",
+                    c.presented, c.resumed
+                )),
+                "the client's full and resumed handshakes",
+            )
+        },
     },
     AuditPredicate {
         code: "through_proxy",
         holds: never,
     },
 ];
+
+/// What a mutual-TLS client's certificates make the audit say.
+fn cert_wants(s: &ClientSituation) -> Vec<&'static str> {
+    let Some(c) = s.certs() else {
+        return Vec::new();
+    };
+    let mut w = Vec::new();
+    w.extend((c.none_sent > 0).then_some("client_cert_not_sent"));
+    w.extend((c.bad > 0).then_some("client_cert_refused"));
+    w.extend((c.not_presented > 0).then_some("client_cert_optional_none"));
+    w.extend((c.presented > 1 && c.resumed == 0).then_some("client_cert_never_resumed"));
+    w.extend((c.presented > 0 && c.resumed > 0).then_some("client_cert_resumed"));
+    w
+}
+
+/// The client speaks HTTP/2 to the audit: curl over TLS (ALPN h2); Python's requests and
+/// Go with its own TLS configuration speak HTTP/1.1.
+fn speaks_h2(s: &ClientSituation) -> bool {
+    matches!(
+        s.client,
+        Client::CurlCertEach | Client::CurlOptionalNone | Client::CurlNoCert | Client::CurlStranger
+    )
+}
+
+/// The certificates of a mutual-TLS client, or why a sentence about them is false.
+fn certs_of(s: &ClientSituation) -> Result<Certs, String> {
+    s.certs()
+        .ok_or_else(|| "the audit asked for no client certificate".into())
+}
 
 /// The member a finding of a two-program verdict is about (audit's "curl: …", watch's
 /// "curl (from 127.0.0.1): …", after `name` comes `after_name`): its situation, or the
@@ -474,10 +772,12 @@ pub fn judge_report(
         (true, Ends::Http10) => "not_reused_client_http10",
         (true, Ends::ClosedItself) => "not_reused_client_closed_itself",
         (true, Ends::One) => "one_request",
+        (true, Ends::Refused) => "no_request",
     };
     for w in [want]
         .into_iter()
         .chain((s.status >= 400).then_some("mostly_error_status"))
+        .chain(cert_wants(s))
     {
         if !codes.contains(&w) {
             errs.push(format!("{w} not said (said {codes:?})"));

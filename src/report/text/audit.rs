@@ -127,6 +127,32 @@ fn client_block(out: &mut String, s: &ClientSummary, title: &str) {
             s.tls_handshakes.full, s.tls_handshakes.resumed
         );
     }
+    if let Some(c) = &s.client_certificates {
+        client_certificates(out, c);
+    }
+}
+
+/// With `--client-ca`: the client's certificates, handshake by handshake, and their
+/// subjects.
+fn client_certificates(out: &mut String, c: &crate::report::audit::ClientCertCounts) {
+    let subjects: Vec<String> = c
+        .subjects
+        .iter()
+        .map(|(k, n)| format!("{k} ({n})"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  Client certificates   presented {}, resumed {}, none {}, refused {}{}",
+        c.presented,
+        c.resumed,
+        c.not_presented,
+        c.refused,
+        if subjects.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", subjects.join(", "))
+        }
+    );
 }
 
 /// The audit as text, its headline first, fitted to `width`.
