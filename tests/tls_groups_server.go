@@ -5,9 +5,12 @@
 //   - the ClientHellos read off the connection's first bytes (two on a connection
 //     means the server sent a HelloRetryRequest) and the first one's size in bytes
 //     (its TLS record, header included),
-//   - the bytes it wrote before the client's Finished arrived (its first flight).
+//   - the bytes it wrote before the client's Finished arrived (its first flight),
+//   - with -client-ca FILE (RequireAndVerifyClientCert): the client certificates
+//     presented in full handshakes, by subject, and the handshakes that failed (Go's
+//     "TLS handshake error" log lines: a client without a certificate, or another CA's).
 //
-// Usage: tls_groups_server -curves X25519MLKEM768,X25519 -cert FILE [-no-tickets] [-addr A:P]
+// Usage: tls_groups_server -curves X25519MLKEM768,X25519 -cert FILE [-no-tickets] [-client-ca FILE] [-addr A:P]
 // It writes its self-signed certificate (for 127.0.0.1) to FILE, prints
 // "TLS_PORT STATS_PORT" on stdout, answers every request with "ok" on TLS_PORT, and
 // the counts as JSON at GET / on STATS_PORT (plain HTTP, so reading them is not counted).
@@ -25,6 +28,7 @@ import (
 	"encoding/pem"
 	"flag"
 	"fmt"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -106,6 +110,23 @@ type counts struct {
 	FlightBytes      []int          `json:"flight_bytes"`
 	Resumed          int            `json:"resumed"`
 	Requests         int            `json:"requests"`
+	// With -client-ca: full handshakes with a client certificate, by its subject, and
+	// the handshakes that failed.
+	ClientCertificates int            `json:"client_certificates"`
+	ClientSubjects     map[string]int `json:"client_subjects"`
+	HandshakeErrors    int            `json:"handshake_errors"`
+}
+
+// errors counts the server's "TLS handshake error" log lines.
+type errors struct{ c *counts }
+
+func (e errors) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), "TLS handshake error") {
+		e.c.mu.Lock()
+		e.c.HandshakeErrors++
+		e.c.mu.Unlock()
+	}
+	return len(p), nil
 }
 
 type key struct{}
@@ -115,6 +136,7 @@ func main() {
 	certFile := flag.String("cert", "", "where to write the certificate (PEM)")
 	noTickets := flag.Bool("no-tickets", false, "no session tickets")
 	addr := flag.String("addr", "127.0.0.1:0", "where to listen (its host is in the certificate)")
+	clientCA := flag.String("client-ca", "", "require a client certificate signed by a CA in this PEM file")
 	flag.Parse()
 
 	names := map[string]tls.CurveID{
@@ -166,15 +188,27 @@ func main() {
 	}
 	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: priv}
 
-	c := &counts{Groups: map[string]int{}}
+	c := &counts{Groups: map[string]int{}, ClientSubjects: map[string]int{}}
+	config := &tls.Config{
+		Certificates:           []tls.Certificate{cert},
+		CurvePreferences:       prefs,
+		MinVersion:             tls.VersionTLS12,
+		SessionTicketsDisabled: *noTickets,
+		NextProtos:             []string{"http/1.1"},
+	}
+	if *clientCA != "" {
+		pool := x509.NewCertPool()
+		pemCA, err := os.ReadFile(*clientCA)
+		if err != nil || !pool.AppendCertsFromPEM(pemCA) {
+			fmt.Fprintln(os.Stderr, "no CA in", *clientCA)
+			os.Exit(2)
+		}
+		config.ClientCAs = pool
+		config.ClientAuth = tls.RequireAndVerifyClientCert
+	}
 	srv := &http.Server{
-		TLSConfig: &tls.Config{
-			Certificates:           []tls.Certificate{cert},
-			CurvePreferences:       prefs,
-			MinVersion:             tls.VersionTLS12,
-			SessionTicketsDisabled: *noTickets,
-			NextProtos:             []string{"http/1.1"},
-		},
+		TLSConfig: config,
+		ErrorLog:  log.New(errors{c}, "", 0),
 		ConnContext: func(ctx context.Context, conn net.Conn) context.Context {
 			if t, ok := conn.(*tls.Conn); ok {
 				return context.WithValue(ctx, key{}, t.NetConn().(*tap))
@@ -200,6 +234,9 @@ func main() {
 				c.FlightBytes = append(c.FlightBytes, t.written)
 				if r.TLS.DidResume {
 					c.Resumed++
+				} else if len(r.TLS.PeerCertificates) > 0 {
+					c.ClientCertificates++
+					c.ClientSubjects[r.TLS.PeerCertificates[0].Subject.String()]++
 				}
 			}
 			t.mu.Unlock()

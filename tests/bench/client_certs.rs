@@ -1,7 +1,8 @@
 //! Mutual TLS: bench presents `--cert`/`--key` to nginx with `ssl_verify_client on`, over
 //! HTTP/1.1 and HTTP/2, and its counts (requests, connections, full and resumed
 //! handshakes, certificates asked for and presented) equal nginx's log; without a
-//! certificate the report says the server asked for one and none was sent.
+//! certificate the report says the server asked for one and none was sent. The same
+//! counts against Go's crypto/tls requiring one (its own log), and OpenSSL's s_server.
 
 use crate::common::mtls::{logged, nginx_mtls, write_client_certs, SServer};
 use crate::common::*;
@@ -257,5 +258,93 @@ fn openssl_s_server_takes_an_rsa_certificate_and_its_alert_names_the_flags() {
         u(&th["client_certificate"]["requested"]),
         u(&th["full"]),
         "{th}"
+    );
+}
+
+/// Go's crypto/tls requiring a client certificate (tests/tls_groups_server.go
+/// `-client-ca`, `RequireAndVerifyClientCert`): its own counts of connections, resumed
+/// handshakes, certificates presented (by subject) and requests equal bench's; without a
+/// certificate each attempt is one of Go's handshake errors, and bench's failure names
+/// the flags.
+#[test]
+fn go_crypto_tls_requiring_a_certificate_counts_what_bench_counts() {
+    let _machine = shared();
+    let d = crate::common::Dir::new("mtls-go");
+    write_client_certs(&d.0, "go client");
+    let srv = crate::tls_groups::GoServer::start("mtls", &["-client-ca", &d.path("client_ca.pem")]);
+    let url = srv.url();
+    let (cert, key) = (d.path("client.pem"), d.path("client.key"));
+    let diff = |a: &serde_json::Value, b: &serde_json::Value, k: &str| u(&b[k]) - u(&a[k]);
+    for strategy in ["keepalive", "close", "close-resumed"] {
+        let before = srv.counts();
+        let v = bench_json(&[
+            &url,
+            "--cacert",
+            &srv.ca,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "-n",
+            "12",
+            "-c",
+            "2",
+            "--strategy",
+            strategy,
+        ]);
+        let after = srv.counts();
+        let s = scenario(&v);
+        let th = &s["connections"]["tls_handshakes"];
+        let cc = &th["client_certificate"];
+        let says = format!("{strategy}: {th}; Go {after}");
+        assert_eq!(u(&s["requests"]["ok"]), 12, "{says}");
+        assert_eq!(diff(&before, &after, "requests"), 12, "{says}");
+        assert_eq!(
+            u(&s["connections"]["opened"]),
+            diff(&before, &after, "connections"),
+            "{says}"
+        );
+        assert_eq!(
+            u(&th["resumed"]),
+            diff(&before, &after, "resumed"),
+            "{says}"
+        );
+        let presented = diff(&before, &after, "client_certificates");
+        assert_eq!(u(&th["full"]), presented, "{says}");
+        assert_eq!(u(&cc["requested"]), presented, "{says}");
+        assert_eq!(u(&cc["presented"]), presented, "{says}");
+        let subjects = u(&after["client_subjects"]["CN=go client"])
+            - before["client_subjects"]["CN=go client"]
+                .as_u64()
+                .unwrap_or(0);
+        assert_eq!(subjects, presented, "{says}");
+        assert_eq!(diff(&before, &after, "handshake_errors"), 0, "{says}");
+        if strategy == "close-resumed" {
+            assert!(u(&th["resumed"]) >= 10, "{says}");
+        }
+    }
+    // Without one: Go refuses each handshake (certificate_required), and says so in its
+    // log once per attempt.
+    let before = srv.counts();
+    let out = run(&[
+        "bench",
+        &url,
+        "--cacert",
+        &srv.ca,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--no-progress",
+    ]);
+    let after = srv.counts();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(diff(&before, &after, "handshake_errors"), 3, "{after}");
+    assert_eq!(diff(&before, &after, "requests"), 0, "{after}");
+    assert!(
+        err.contains("3 of 3 attempts failed with tls: received fatal alert: CertificateRequired")
+            && err.contains("give one with --cert FILE --key FILE"),
+        "{err}"
     );
 }

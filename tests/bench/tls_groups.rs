@@ -12,16 +12,16 @@ use crate::common::*;
 use serde_json::Value;
 
 /// The Go server, built once per test into its own directory; stopped by PID on drop.
-struct GoServer {
+pub(crate) struct GoServer {
     child: Child,
-    tls_port: u16,
+    pub(crate) tls_port: u16,
     stats_port: u16,
-    ca: String,
+    pub(crate) ca: String,
     _dir: Dir,
 }
 
 impl GoServer {
-    fn start(tag: &str, args: &[&str]) -> GoServer {
+    pub(crate) fn start(tag: &str, args: &[&str]) -> GoServer {
         let dir = Dir::new(&format!("tls-groups-{tag}"));
         let src = include_str!("../tls_groups_server.go");
         let bin = go_build(&dir.0, "server", src);
@@ -53,12 +53,12 @@ impl GoServer {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("https://127.0.0.1:{}/", self.tls_port)
     }
 
     /// The server's own counts.
-    fn counts(&self) -> Value {
+    pub(crate) fn counts(&self) -> Value {
         let mut s = TcpStream::connect(("127.0.0.1", self.stats_port)).unwrap();
         s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             .unwrap();
