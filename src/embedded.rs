@@ -25,17 +25,24 @@ pub(crate) struct Embedded {
 
 impl Embedded {
     /// The embedded server with its defaults, taking TLS early data when `early_data`,
-    /// its certificate chain padded to `chain_bytes`. The lab's link check (when there is
-    /// a link) said on `steps`.
+    /// its certificate chain padded to `chain_bytes`; where the client presents a
+    /// certificate (`client_cert`: `--cert`), asking each client for one (optional, any:
+    /// its signature checked, its chain not). The lab's link check (when there is a link)
+    /// said on `steps`.
     pub(crate) fn with_early_data(
         spec: Option<LinkSpec>,
         early_data: bool,
         chain_bytes: Option<usize>,
+        client_cert: bool,
         steps: &Steps,
     ) -> anyhow::Result<Embedded> {
         let cfg = ServerConfig {
             early_data,
             cert_chain_bytes: chain_bytes,
+            client_certs: client_cert.then_some(crate::server::tls::ClientCerts {
+                roots: None,
+                required: false,
+            }),
             ..ServerConfig::default()
         };
         Embedded::start(spec, cfg, steps)

@@ -52,6 +52,7 @@ pub mod api {
     /// The embedded server and its own counts.
     pub mod server {
         pub use crate::report::server::StatsSnapshot;
+        pub use crate::server::tls::ClientCerts;
         pub use crate::server::{start, RunningServer, ServerConfig};
     }
     /// `handshake audit` answering itself, run in this process.

@@ -7,8 +7,11 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 mod observe;
 mod shared;
 
-pub(crate) use observe::{AuditArgs, ClientCertMode, WatchArgs};
-pub(crate) use shared::{LimitArgs, LinkArgs, LoadArgs, MetricsArgs, OutputArgs, RequestArgs};
+pub(crate) use observe::{AuditArgs, WatchArgs};
+pub(crate) use shared::{
+    ClientCaArgs, ClientCertMode, LimitArgs, LinkArgs, LoadArgs, MetricsArgs, OutputArgs,
+    RequestArgs,
+};
 
 /// The exit statuses of every command, shown by `--help` (and the README's "Exit status").
 pub const EXIT_STATUS: &str = "Exit status:
@@ -257,6 +260,11 @@ pub(crate) struct LabArgs {
     #[arg(long)]
     pub https: bool,
 
+    /// The embedded server asks each TLS client for a certificate (--client-ca FILE,
+    /// --client-cert MODE), as `serve` does
+    #[command(flatten)]
+    pub client_ca: ClientCaArgs,
+
     /// Body size of the embedded server's answers
     #[arg(long, default_value_t = 13)]
     pub body_size: usize,
@@ -385,7 +393,7 @@ pub(crate) struct CompareArgs {
     /// Strategies to compare, comma-separated (default: those the target offers; --help
     /// lists them); 'close@x25519' offers only those key-exchange groups. A strategy
     /// listed twice is an A/A run: the spread between its rows is the machine's noise
-    #[arg(long, value_delimiter = ',', long_help = strategy_help("Strategies to compare, comma-separated. By default: close, http10, http10-keepalive and keepalive; for https also close-resumed, and close-0rtt, h2, h3-close, h3-0rtt and h3 where the server offers them. After an @, the key-exchange groups that row's client offers, + between them, as --tls-groups takes them: 'close@x25519,close@x25519mlkem768' shows what post-quantum key exchange costs per request (its ClientHello, the server's flight, HelloRetryRequests, time and CPU). A strategy listed twice is an A/A run: the spread between its rows is the machine's noise. The strategies"))]
+    #[arg(long, value_delimiter = ',', long_help = strategy_help("Strategies to compare, comma-separated. By default: close, http10, http10-keepalive and keepalive; for https also close-resumed, and close-0rtt, h2, h3-close, h3-0rtt and h3 where the server offers them. After an @, the key-exchange groups that row's client offers, + between them, as --tls-groups takes them: 'close@x25519,close@x25519mlkem768' shows what post-quantum key exchange costs per request (its ClientHello, the server's flight, HelloRetryRequests, time and CPU). After an @, no-cert: that row presents no client certificate though --cert gives one: 'close,close@no-cert' shows what the certificate costs per full handshake (with --cert and no --strategies, close@no-cert is added where the server serves a request without one, and always against the embedded server, which then asks for one). A strategy listed twice is an A/A run: the spread between its rows is the machine's noise. The strategies"))]
     pub strategies: Option<Vec<String>>,
 
     /// Rounds: every strategy runs once per round, in a new random order each round;
@@ -544,6 +552,9 @@ pub(crate) struct ServeArgs {
     /// limit (QUIC)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=60_000))]
     pub cert_chain_bytes: Option<u32>,
+
+    #[command(flatten)]
+    pub client_ca: ClientCaArgs,
 
     /// Answer as an HTTP/1.0 server: close unless the request asks for keep-alive
     #[arg(long)]

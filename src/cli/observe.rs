@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::shared::{LimitArgs, MetricsArgs};
+use super::shared::{ClientCaArgs, LimitArgs, MetricsArgs};
 
 #[derive(Debug, Args)]
 pub(crate) struct AuditArgs {
@@ -34,16 +34,8 @@ pub(crate) struct AuditArgs {
     #[arg(long)]
     pub tls: bool,
 
-    /// With --tls: ask each client for a certificate signed by a CA in this PEM file
-    /// (mutual TLS), and report per client the certificates presented, full against
-    /// resumed handshakes, and each certificate's subject
-    #[arg(long, value_name = "FILE", requires = "tls")]
-    pub client_ca: Option<PathBuf>,
-
-    /// With --client-ca: a client without a certificate is refused in the handshake
-    /// (required) or served (optional)
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = ClientCertMode::Required, requires = "client_ca")]
-    pub client_cert: ClientCertMode,
+    #[command(flatten)]
+    pub client_ca: ClientCaArgs,
 
     /// Write the CA (PEM) that signed the HTTPS certificate, for the client to trust
     #[arg(long, value_name = "FILE")]
@@ -91,13 +83,6 @@ pub(crate) struct AuditArgs {
     /// The client to audit, with {url} standing for the audit's URL (also in $HANDSHAKE_URL)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
-}
-
-/// Whether audit's `--client-ca` requires a client certificate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ClientCertMode {
-    Required,
-    Optional,
 }
 
 #[derive(Debug, Args)]

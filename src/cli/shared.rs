@@ -261,6 +261,28 @@ pub(crate) struct OutputArgs {
 }
 
 /// What a client of the embedded server or the audit may cost it.
+/// Asking TLS clients for a certificate (mutual TLS): audit, serve and lab's server.
+#[derive(Debug, Args)]
+pub(crate) struct ClientCaArgs {
+    /// Ask each TLS client for a certificate signed by a CA in this PEM file (mutual
+    /// TLS); the report counts the certificates presented, full against resumed
+    /// handshakes, and each certificate's subject
+    #[arg(long, value_name = "FILE")]
+    pub client_ca: Option<PathBuf>,
+
+    /// With --client-ca: a client without a certificate is refused in the handshake
+    /// (required) or served (optional)
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ClientCertMode::Required, requires = "client_ca")]
+    pub client_cert: ClientCertMode,
+}
+
+/// Whether `--client-ca` requires a client certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ClientCertMode {
+    Required,
+    Optional,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct LimitArgs {
     /// Close connections idle this long between requests (e.g. 5s)

@@ -21,7 +21,8 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<i32> {
         .map(|_| {
             let steps = crate::progress::Steps::on_terminal("bench", plan.progress);
             let early = plan.strategy.early_data();
-            Embedded::with_early_data(plan.link, early, plan.chain_bytes, &steps)
+            let cert = plan.presents_a_certificate();
+            Embedded::with_early_data(plan.link, early, plan.chain_bytes, cert, &steps)
         })
         .transpose()?;
     let sc = Arc::new(plan.scenario(embedded.as_ref())?);

@@ -132,6 +132,9 @@ pub(crate) fn embedded_for(
 ) -> anyhow::Result<Option<Embedded>> {
     plan.path
         .as_ref()
-        .map(|_| Embedded::with_early_data(plan.link, early_data, plan.chain_bytes, steps))
+        .map(|_| {
+            let cert = plan.presents_a_certificate();
+            Embedded::with_early_data(plan.link, early_data, plan.chain_bytes, cert, steps)
+        })
         .transpose()
 }

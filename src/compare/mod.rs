@@ -551,7 +551,8 @@ impl Judge<'_> {
     }
 
     /// A sentence for each row of a strategy already in the group with another key
-    /// exchange (`close@x25519mlkem768` after `close@x25519`), set against that row.
+    /// exchange (`close@x25519mlkem768` after `close@x25519`), or without the client
+    /// certificate (`close@no-cert` and `close`), set against that row.
     fn key_exchanges(&self, rows: &[ComparisonRow], ranked: &[usize], said: &mut Said) {
         for (k, &i) in ranked.iter().enumerate() {
             let arm = &self.arms[i];
@@ -559,15 +560,28 @@ impl Judge<'_> {
                 let o = &self.arms[j].choice;
                 o.strategy == arm.choice.strategy && !o.same(&arm.choice)
             });
-            if let Some(j) = other {
-                said.explanations.push(explain::kx::key_exchange(
+            let Some(j) = other else { continue };
+            let (a, b) = (&self.arms[i].choice, &self.arms[j].choice);
+            // A row without the client certificate is set against the one with it.
+            let said_of = if a.no_cert || b.no_cert {
+                let (w, wo) = if a.no_cert { (j, i) } else { (i, j) };
+                explain::cert::client_certificate(
+                    &rows[w],
+                    &self.scenarios[w],
+                    &rows[wo],
+                    &self.scenarios[wo],
+                    self.noise_threshold,
+                )
+            } else {
+                explain::kx::key_exchange(
                     &rows[i],
                     &self.scenarios[i],
                     &rows[j],
                     &self.scenarios[j],
                     self.noise_threshold,
-                ));
-            }
+                )
+            };
+            said.explanations.push(said_of);
         }
     }
 

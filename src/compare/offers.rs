@@ -41,6 +41,9 @@ struct Offers {
     early_tcp: Probed,
     /// 0-RTT over QUIC.
     early_quic: Probed,
+    /// With `--cert`: a request without the certificate is served (a `close@no-cert` row
+    /// sets what the certificate costs against it).
+    without_cert: Probed,
 }
 
 /// The strategies compare runs for a URL's scheme (and h2, h3 and 0-RTT where the
@@ -155,6 +158,20 @@ fn left_out(tls: bool, o: &Offers, h2c: bool, url: &str, no_udp: Option<&str>) -
             ),
         );
     }
+    match &o.without_cert {
+        Probed::No(why) => say(
+            "close@no-cert",
+            format!(
+                "the server did not serve a request without the client certificate ({}): what the certificate costs cannot be set against a handshake without it here; against the embedded server (compare without a URL, with --cert) it can",
+                why.as_deref().unwrap_or("no answer")
+            ),
+        ),
+        Probed::Failed(why) => say(
+            "close@no-cert",
+            format!("not known whether the server serves a request without the client certificate: the probe failed ({why})"),
+        ),
+        _ => {}
+    }
     if let Some(why) = no_udp {
         say(
             "h3-close, h3-0rtt, h3",
@@ -245,6 +262,31 @@ fn accepts_early_data(strategy: Strategy, req: &RequestConfig, load: &LoadConfig
     Probed::No(Some(format!("{}{}", cause.why(), cause.fix_clause(None))))
 }
 
+/// With `--cert`: whether the server serves a request without the certificate (one
+/// request on a new connection). Served (an ok status): yes; else no, with how it
+/// answered: an error status, or the handshake's failure.
+fn serves_without_cert(req: &RequestConfig, load: &LoadConfig) -> Probed {
+    let without = Choice {
+        no_cert: true,
+        ..Choice::of(Strategy::Close)
+    }
+    .request(req);
+    let r = match probe_run(Strategy::Close, 1, &without, load) {
+        Ok(r) => r,
+        Err(e) => return Probed::Failed(e),
+    };
+    let rec = &r.recorder;
+    if rec.ok() > 0 {
+        return Probed::Yes;
+    }
+    let status = (400..600u16).find(|c| rec.status[usize::from(*c)] > 0);
+    Probed::No(Some(match (status, leading_failure(rec)) {
+        (Some(st), _) => format!("it answered {st}"),
+        (None, Some(why)) => format!("the connection failed: {why}"),
+        (None, None) => "it did not answer".to_string(),
+    }))
+}
+
 /// Whether the server of an https:// target answers HTTP/3 on UDP at its port: one
 /// request on a new QUIC connection within 2 s. No QUIC answer in time: no; a QUIC
 /// connection that failed otherwise (its certificate, say): the probe failed.
@@ -328,16 +370,22 @@ impl Rows<'_> {
             // key exchange chosen) is left out of the HTTP group (and h2 without --h2c).
             Some(c) if self.embedded => c
                 .iter()
-                .filter(|c| tls || (!c.strategy.needs_tls() && c.groups.is_none()))
+                .filter(|c| tls || (!c.strategy.needs_tls() && c.groups.is_none() && !c.no_cert))
                 .filter(|c| tls || self.h2c || c.strategy != Strategy::H2)
                 .cloned()
                 .collect(),
             Some(c) => {
+                let url = req.urls.first().map_or("", |(raw, _)| raw.as_str());
                 if let Some(kx) = c.iter().find(|c| c.groups.is_some()).filter(|_| !tls) {
                     return Err(UsageError(format!(
-                        "--strategies {}: a key exchange is chosen only over TLS, and {} is not an https:// URL",
+                        "--strategies {}: a key exchange is chosen only over TLS, and {url} is not an https:// URL",
                         kx.name(),
-                        req.urls.first().map_or("", |(raw, _)| raw.as_str())
+                    )));
+                }
+                if let Some(nc) = c.iter().find(|c| c.no_cert).filter(|_| !tls) {
+                    return Err(UsageError(format!(
+                        "--strategies {}: a client certificate is presented only over TLS, and {url} is not an https:// URL",
+                        nc.name(),
                     )));
                 }
                 c.to_vec()
@@ -350,13 +398,17 @@ impl Rows<'_> {
                 } else {
                     left_out(tls, &offers, self.h2c, url, no_udp(req)?.as_deref())
                 };
-                let all = default_strategies(tls, &offers)
+                let mut all: Vec<Choice> = default_strategies(tls, &offers)
                     .into_iter()
-                    .map(|strategy| Choice {
-                        strategy,
-                        groups: None,
-                    })
+                    .map(Choice::of)
                     .collect();
+                if offers.without_cert.yes() {
+                    let no_cert = Choice {
+                        no_cert: true,
+                        ..Choice::of(Strategy::Close)
+                    };
+                    all.insert(1, no_cert);
+                }
                 return Ok((all, left));
             }
         };
@@ -376,11 +428,14 @@ impl Rows<'_> {
         }
         if self.embedded {
             // The embedded server offers all of them (early data on for compare).
+            // With --cert it asks for one, and serves a client without.
+            let cert = req.tls.client_auth.identity.is_some();
             return Ok(Offers {
                 h2: Probed::Yes,
                 h3: Probed::Yes,
                 early_tcp: Probed::Yes,
                 early_quic: Probed::Yes,
+                without_cert: if cert { Probed::Yes } else { Probed::NotAsked },
             });
         }
         let load = self.load;
@@ -404,11 +459,18 @@ impl Rows<'_> {
         } else {
             Probed::NotAsked
         };
+        let without_cert = if req.tls.client_auth.identity.is_some() {
+            say("does it serve a request without --cert's certificate? 1 request");
+            serves_without_cert(req, load)
+        } else {
+            Probed::NotAsked
+        };
         Ok(Offers {
             h2,
             h3,
             early_tcp,
             early_quic,
+            without_cert,
         })
     }
 
@@ -437,10 +499,7 @@ impl Rows<'_> {
                 } else {
                     base
                 };
-                let mut req = req.clone();
-                if let Some((_, groups)) = &choice.groups {
-                    req.tls.groups = Some(groups.clone());
-                }
+                let req = choice.request(req);
                 let mut sc =
                     build::scenario(&name, st, self.requests_per_connection, &req, self.load)?;
                 if st.multiplexed() {
@@ -482,11 +541,8 @@ impl Rows<'_> {
         {
             return Ok(None);
         }
-        let mut req = req.clone();
+        let mut req = choice.request(req);
         req.proxy = crate::net::proxy::ProxySettings::none();
-        if let Some((_, groups)) = &choice.groups {
-            req.tls.groups = Some(groups.clone());
-        }
         let name = format!("{}{} direct", self.prefix, choice.name());
         let mut sc = build::scenario(
             &name,

@@ -182,7 +182,10 @@ impl At<'_> {
         let embedded = p
             .path
             .as_ref()
-            .map(|_| Embedded::with_early_data(spec, early, p.chain_bytes, &self.steps))
+            .map(|_| {
+                let cert = p.request.tls.client_auth.identity.is_some();
+                Embedded::with_early_data(spec, early, p.chain_bytes, cert, &self.steps)
+            })
             .transpose()?;
         let prefix = spec
             .filter(|_| p.sweep())

@@ -37,15 +37,14 @@ pub(crate) fn audit_plan(a: &AuditArgs) -> anyhow::Result<AuditPlan> {
     let config = AuditConfig {
         listen,
         tls: a.tls,
-        client_certs: a
-            .client_ca
-            .as_deref()
-            .map(|f| {
-                let required = a.client_cert == crate::cli::ClientCertMode::Required;
-                crate::server::tls::ClientCerts::load("--client-ca", f, required)
-            })
-            .transpose()
-            .map_err(UsageError)?,
+        client_certs: match &a.client_ca.client_ca {
+            Some(_) if !a.tls => {
+                return Err(
+                    UsageError("--client-ca asks TLS clients: it needs --tls".into()).into(),
+                )
+            }
+            _ => super::client_certs(&a.client_ca)?,
+        },
         upstream: upstream(a)?,
         proxy: a.proxy_mode.then(|| proxy_mode(a)).transpose()?,
         server: ServerConfig {
@@ -87,8 +86,8 @@ fn upstream(a: &AuditArgs) -> anyhow::Result<Option<Upstream>> {
             ..Default::default()
         };
         if let Some(path) = &a.upstream_cacert {
-            opts.extra_roots = crate::net::tls::load_pem_certs(path)
-                .map_err(|e| UsageError(format!("--upstream-cacert: {e:#}")))?;
+            opts.extra_roots = crate::net::tls::load_pem_certs("--upstream-cacert", path)
+                .map_err(|e| UsageError(format!("{e:#}")))?;
             opts.only_extra_roots = true;
         }
         Some(crate::net::tls::client_config(&opts, true)?)

@@ -98,6 +98,11 @@ pub(crate) fn bench_plan(a: BenchArgs) -> anyhow::Result<BenchPlan> {
 }
 
 impl BenchPlan {
+    /// `--cert` was given: the embedded server asks for a client certificate.
+    pub(crate) fn presents_a_certificate(&self) -> bool {
+        self.request.tls.client_auth.identity.is_some()
+    }
+
     /// The runnable scenario, against `embedded` when the run is against it (its URL,
     /// trusting its CA).
     pub(crate) fn scenario(&self, embedded: Option<&Embedded>) -> Result<Scenario, UsageError> {

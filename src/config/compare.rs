@@ -43,6 +43,14 @@ pub(crate) fn compare_plan(a: &CompareArgs) -> anyhow::Result<Plan> {
     check_sweeps(a, sweep.is_some(), links.len(), path.is_some())?;
     // Against the embedded server the request is aimed at it once it is up.
     let request = super::target::base_request(&a.request, a.url.as_deref(), path.as_ref())?;
+    let no_cert = chosen.iter().flatten().find(|c| c.no_cert);
+    if let (Some(c), None) = (no_cert, &request.tls.client_auth.identity) {
+        return Err(UsageError(format!(
+            "--strategies {}: a row without the client certificate is set against one with it: give the certificate with --cert FILE (and --key FILE)",
+            c.name()
+        ))
+        .into());
+    }
     // Across a link every request costs round trips: fewer, concurrent requests per round.
     let defaults = if a.link.any() {
         super::COMPARE_LAB_DEFAULTS

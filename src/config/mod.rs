@@ -431,6 +431,21 @@ pub(crate) fn parse_strategies(
     Ok(Some(chosen))
 }
 
+/// `--client-ca` and `--client-cert`: the CAs a server asks TLS clients for a certificate
+/// of, and whether one is required.
+pub(crate) fn client_certs(
+    a: &crate::cli::ClientCaArgs,
+) -> Result<Option<crate::server::tls::ClientCerts>, UsageError> {
+    a.client_ca
+        .as_deref()
+        .map(|f| {
+            let required = a.client_cert == crate::cli::ClientCertMode::Required;
+            crate::server::tls::ClientCerts::load("--client-ca", f, required)
+        })
+        .transpose()
+        .map_err(UsageError)
+}
+
 /// `close` or `close@x25519mlkem768+x25519`.
 fn parse_choice(flag: &str, s: &str) -> Result<Choice, UsageError> {
     let (name, groups) = match s.split_once('@') {
@@ -438,6 +453,12 @@ fn parse_choice(flag: &str, s: &str) -> Result<Choice, UsageError> {
         None => (s, None),
     };
     let strategy = parse_strategy(flag, name)?;
+    if groups.is_some_and(|g| g.trim().eq_ignore_ascii_case(crate::plan::NO_CERT)) {
+        return Ok(Choice {
+            no_cert: true,
+            ..Choice::of(strategy)
+        });
+    }
     let groups = groups
         .map(|g| {
             let text = g.trim().to_ascii_lowercase();
@@ -445,12 +466,15 @@ fn parse_choice(flag: &str, s: &str) -> Result<Choice, UsageError> {
                 .map(|parsed| (text, parsed))
                 .map_err(|e| {
                     UsageError(format!(
-                        "{flag} {s:?}: {e} (after the @: key-exchange groups, + between them)"
+                        "{flag} {s:?}: {e} (after the @: key-exchange groups, + between them, or no-cert)"
                     ))
                 })
         })
         .transpose()?;
-    Ok(Choice { strategy, groups })
+    Ok(Choice {
+        groups,
+        ..Choice::of(strategy)
+    })
 }
 
 impl LinkArgs {

@@ -283,7 +283,9 @@ pub(crate) fn request_config(
     let mut roots = extra_roots;
     let only_extra = a.cacert.is_some();
     if let Some(path) = &a.cacert {
-        roots.extend(tls::load_pem_certs(path).map_err(|e| UsageError(format!("{e:#}")))?);
+        roots.extend(
+            tls::load_pem_certs("--cacert", path).map_err(|e| UsageError(format!("{e:#}")))?,
+        );
     }
     let identity = a
         .cert
@@ -346,8 +348,8 @@ pub(crate) fn request_config(
 fn proxy_settings(a: &RequestArgs) -> Result<crate::net::proxy::ProxySettings, UsageError> {
     let mut roots = Vec::new();
     if let Some(path) = &a.proxy_cacert {
-        roots =
-            tls::load_pem_certs(path).map_err(|e| UsageError(format!("--proxy-cacert: {e:#}")))?;
+        roots = tls::load_pem_certs("--proxy-cacert", path)
+            .map_err(|e| UsageError(format!("{e:#}")))?;
     }
     let tls = TlsOptions {
         insecure: a.proxy_insecure,

@@ -117,6 +117,11 @@ fn single_plan(
 }
 
 impl SinglePlan {
+    /// `--cert` was given: the embedded server asks for a client certificate.
+    pub(crate) fn presents_a_certificate(&self) -> bool {
+        self.request.tls.client_auth.identity.is_some()
+    }
+
     /// The request at its target: the URL given, or `embedded`'s (HTTPS with `tls`),
     /// trusting its CA.
     pub(crate) fn request(

@@ -118,15 +118,16 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
 
 /// Read every certificate of a PEM file.
 pub(crate) fn load_pem_certs(
+    flag: &str,
     path: &std::path::Path,
 ) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .with_context(|| format!("--cacert {}: cannot read", path.display()))?
+        .with_context(|| format!("{flag} {}: cannot read", path.display()))?
         .collect::<Result<_, _>>()
-        .with_context(|| format!("--cacert {}: not a PEM certificate file", path.display()))?;
+        .with_context(|| format!("{flag} {}: not a PEM certificate file", path.display()))?;
     if certs.is_empty() {
-        anyhow::bail!("--cacert {}: no certificate found", path.display());
+        anyhow::bail!("{flag} {}: no certificate found", path.display());
     }
     Ok(certs)
 }

@@ -44,22 +44,39 @@ impl Strategy {
     }
 }
 
-/// A row `compare --strategies` asks for: a strategy, and after an `@` the key-exchange
-/// groups its client offers in place of the run's (`close@x25519`,
-/// `close@x25519mlkem768+x25519`).
+/// A row `compare --strategies` asks for: a strategy, and after an `@` either the
+/// key-exchange groups its client offers in place of the run's (`close@x25519`,
+/// `close@x25519mlkem768+x25519`) or `no-cert`, a client that presents no certificate
+/// though `--cert` gives one (`close@no-cert`: what the certificate costs).
 #[derive(Debug, Clone)]
 pub(crate) struct Choice {
     pub strategy: Strategy,
     /// The text after the `@` (lowercase, `+` between groups) and the groups it names,
     /// most preferred first.
     pub groups: Option<(String, Vec<&'static dyn rustls::crypto::SupportedKxGroup>)>,
+    /// `@no-cert`: the row presents no client certificate.
+    pub no_cert: bool,
 }
 
+/// The text after a row's `@` that leaves its client certificate out.
+pub(crate) const NO_CERT: &str = "no-cert";
+
 impl Choice {
-    /// The row's name: the strategy's, then `@` and the groups when chosen.
+    /// A row of `strategy` as the run sets it up.
+    pub(crate) fn of(strategy: Strategy) -> Choice {
+        Choice {
+            strategy,
+            groups: None,
+            no_cert: false,
+        }
+    }
+
+    /// The row's name: the strategy's, then `@` and the groups when chosen, or
+    /// `@no-cert`.
     pub(crate) fn name(&self) -> String {
         match &self.groups {
             Some((text, _)) => format!("{}@{text}", self.strategy.name()),
+            None if self.no_cert => format!("{}@{NO_CERT}", self.strategy.name()),
             None => self.strategy.name().to_string(),
         }
     }
@@ -67,6 +84,22 @@ impl Choice {
     /// The same row: the same strategy offering the same groups.
     pub(crate) fn same(&self, other: &Choice) -> bool {
         self.name() == other.name()
+    }
+
+    /// The row's request: the run's, with the groups it offers, or without the client
+    /// certificate.
+    pub(crate) fn request(
+        &self,
+        req: &crate::plan::build::RequestConfig,
+    ) -> crate::plan::build::RequestConfig {
+        let mut req = req.clone();
+        if let Some((_, groups)) = &self.groups {
+            req.tls.groups = Some(groups.clone());
+        }
+        if self.no_cert {
+            req.tls.client_auth.identity = None;
+        }
+        req
     }
 }
 

@@ -11,6 +11,8 @@ pub struct StatsSnapshot {
     pub open_connections: u64,
     pub tls_handshakes_full: u64,
     pub tls_handshakes_resumed: u64,
+    /// Full TLS handshakes in which the client presented a certificate.
+    pub tls_client_certificates: u64,
     pub rejected_connections: u64,
     pub h2_connections: u64,
     pub h2_streams: u64,

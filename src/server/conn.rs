@@ -52,15 +52,28 @@ async fn handle_early(
     let Ok(Ok(s)) = timeout(shared.cfg.header_timeout, accept).await else {
         return;
     };
-    let counter = match s.session().handshake_kind() {
-        Some(rustls::HandshakeKind::Resumed) => &shared.stats.tls_handshakes_resumed,
-        _ => &shared.stats.tls_handshakes_full,
-    };
-    counter.fetch_add(1, Ordering::Relaxed);
+    handshake_done(&shared.stats, s.session());
     if s.session().alpn_protocol() == Some(b"h2".as_slice()) {
         return super::h2::serve(s, shared.clone(), true).await;
     }
     serve(s, shared, over_limit, true).await
+}
+
+/// A TLS handshake done, counted: full or resumed, and a full one in which the client
+/// presented a certificate.
+fn handshake_done(stats: &super::ServerStats, c: &rustls::ServerConnection) {
+    let resumed = c.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+    let counter = if resumed {
+        &stats.tls_handshakes_resumed
+    } else {
+        &stats.tls_handshakes_full
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    if !resumed && c.peer_certificates().is_some() {
+        stats
+            .tls_client_certificates
+            .fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 async fn handle_tls(
@@ -72,11 +85,7 @@ async fn handle_tls(
     let Ok(Ok(s)) = timeout(shared.cfg.header_timeout, acceptor.accept(sock)).await else {
         return;
     };
-    let counter = match s.get_ref().1.handshake_kind() {
-        Some(rustls::HandshakeKind::Resumed) => &shared.stats.tls_handshakes_resumed,
-        _ => &shared.stats.tls_handshakes_full,
-    };
-    counter.fetch_add(1, Ordering::Relaxed);
+    handshake_done(&shared.stats, s.get_ref().1);
     let _ = s.get_ref().0.set_nodelay(true);
     if s.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
         return super::h2::serve(s, shared.clone(), true).await;

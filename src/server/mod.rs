@@ -62,6 +62,8 @@ pub struct ServerConfig {
     pub h3: bool,
     /// Pad the certificate chain to about this many bytes (`--cert-chain-bytes`).
     pub cert_chain_bytes: Option<usize>,
+    /// Ask each TLS client for a certificate (mutual TLS).
+    pub client_certs: Option<tls::ClientCerts>,
 }
 
 impl Default for ServerConfig {
@@ -87,6 +89,7 @@ impl Default for ServerConfig {
             early_data: false,
             h3: true,
             cert_chain_bytes: None,
+            client_certs: None,
         }
     }
 }
@@ -99,6 +102,8 @@ pub struct ServerStats {
     pub open_connections: AtomicU64,
     pub tls_handshakes_full: AtomicU64,
     pub tls_handshakes_resumed: AtomicU64,
+    /// Full TLS handshakes in which the client presented a certificate (`--client-ca`).
+    pub tls_client_certificates: AtomicU64,
     pub rejected_connections: AtomicU64,
     /// Connections that spoke HTTP/2, and their streams (also counted in `requests`).
     pub h2_connections: AtomicU64,
@@ -142,6 +147,7 @@ impl ServerStats {
             open_connections: self.open_connections.load(Ordering::Relaxed),
             tls_handshakes_full: self.tls_handshakes_full.load(Ordering::Relaxed),
             tls_handshakes_resumed: self.tls_handshakes_resumed.load(Ordering::Relaxed),
+            tls_client_certificates: self.tls_client_certificates.load(Ordering::Relaxed),
             rejected_connections: self.rejected_connections.load(Ordering::Relaxed),
             h2_connections: self.h2_connections.load(Ordering::Relaxed),
             h2_streams: self.h2_streams.load(Ordering::Relaxed),
@@ -345,7 +351,7 @@ pub fn start(cfg: ServerConfig) -> anyhow::Result<RunningServer> {
         early_data: cfg.early_data,
         also: bound,
         chain_bytes: cfg.cert_chain_bytes,
-        client_certs: None,
+        client_certs: cfg.client_certs.clone(),
     })
     .context("generating the server certificate")?;
     let stats = Arc::new(ServerStats::default());

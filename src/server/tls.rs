@@ -19,8 +19,11 @@ pub(crate) struct Certs {
 /// Asking clients for a certificate (mutual TLS): the CAs that may sign one, read from a
 /// PEM file, and whether a client without one is served.
 #[derive(Debug, Clone)]
-pub(crate) struct ClientCerts {
-    pub roots: Arc<rustls::RootCertStore>,
+pub struct ClientCerts {
+    /// The CAs; none: any certificate is taken, its signature of the handshake checked
+    /// and its chain not (the embedded server, which knows no client CA, asking so that
+    /// a client's `--cert` costs what it costs).
+    pub roots: Option<Arc<rustls::RootCertStore>>,
     /// A client without a certificate is refused in the handshake (else served).
     pub required: bool,
 }
@@ -33,7 +36,7 @@ impl ClientCerts {
         path: &std::path::Path,
         required: bool,
     ) -> Result<ClientCerts, String> {
-        let certs = crate::net::tls::load_pem_certs(path).map_err(|e| format!("{flag}: {e:#}"))?;
+        let certs = crate::net::tls::load_pem_certs(flag, path).map_err(|e| format!("{e:#}"))?;
         let mut roots = rustls::RootCertStore::empty();
         let (added, _) = roots.add_parsable_certificates(certs);
         if added == 0 {
@@ -43,9 +46,62 @@ impl ClientCerts {
             ));
         }
         Ok(ClientCerts {
-            roots: Arc::new(roots),
+            roots: Some(Arc::new(roots)),
             required,
         })
+    }
+}
+
+/// Asks for a client certificate and takes any: the handshake's signature is checked
+/// against the certificate's key, its chain is not.
+#[derive(Debug)]
+struct AnyClientCert {
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+    required: bool,
+}
+
+impl rustls::server::danger::ClientCertVerifier for AnyClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.required
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algorithms.supported_schemes()
     }
 }
 
@@ -120,18 +176,28 @@ pub(crate) fn generate(offer: &Offer) -> anyhow::Result<Certs> {
         .with_safe_default_protocol_versions()?;
     let builder = match client_certs {
         None => builder.with_no_client_auth(),
-        Some(c) => {
+        Some(ClientCerts {
+            roots: Some(roots),
+            required,
+        }) => {
             let v = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                c.roots.clone(),
+                roots.clone(),
                 provider,
             );
-            let v = if c.required {
+            let v = if *required {
                 v
             } else {
                 v.allow_unauthenticated()
             };
             builder.with_client_cert_verifier(v.build()?)
         }
+        Some(ClientCerts {
+            roots: None,
+            required,
+        }) => builder.with_client_cert_verifier(Arc::new(AnyClientCert {
+            algorithms: provider.signature_verification_algorithms,
+            required: *required,
+        })),
     };
     let mut config = builder.with_single_cert(chain, key)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()];

@@ -69,6 +69,27 @@ fn bad_input_exits_2_and_names_it() {
     );
     usage_error(&["bench", "--no-such-flag"], "--no-such-flag");
     usage_error(&["serve", "--keepalive", "maybe"], "--keepalive");
+    // Asking clients for a certificate: over TLS, from a file that holds a CA.
+    usage_error(
+        &["serve", "--no-tls", "--client-ca", "/dev/null"],
+        "--client-ca asks TLS clients: it needs the HTTPS listener (not --no-tls)",
+    );
+    usage_error(
+        &["serve", "--client-ca", "/nonexistent/ca.pem"],
+        "--client-ca",
+    );
+    usage_error(&["serve", "--client-cert", "optional"], "--client-ca");
+    usage_error(
+        &[
+            "lab",
+            "--https",
+            "--client-ca",
+            "/nonexistent/ca.pem",
+            "--",
+            "true",
+        ],
+        "--client-ca",
+    );
 }
 
 #[test]

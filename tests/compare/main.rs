@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod client_certs;
 mod first_hour;
 mod knee;
 mod strategies;

@@ -15,7 +15,7 @@ use crate::common::*;
 use serde_json::Value;
 
 /// A lab test may run: root, and no other timing test at the same time (the guard).
-fn lab_serial(test: &str) -> Option<Alone> {
+pub(crate) fn lab_serial(test: &str) -> Option<Alone> {
     root(test).then(serial)
 }
 
@@ -471,7 +471,7 @@ fn tls_ms(s: &Value, stat: &str) -> f64 {
 }
 
 /// Run handshake; return (exit code, stdout, stderr).
-fn run_lab(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn run_lab(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(bin())
         .args(args)
         .output()
@@ -484,7 +484,7 @@ fn run_lab(args: &[&str]) -> (i32, String, String) {
 }
 
 /// The JSON summary `lab --json` prints last on stderr.
-fn lab_summary(stderr: &str) -> Value {
+pub(crate) fn lab_summary(stderr: &str) -> Value {
     let start = stderr
         .find("{\n")
         .unwrap_or_else(|| panic!("no JSON summary in {stderr}"));

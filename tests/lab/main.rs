@@ -3,5 +3,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod client_certs;
 mod first_hour;
 mod link;

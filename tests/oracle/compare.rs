@@ -23,14 +23,16 @@ fn strategy(name: &str) -> Option<&'static str> {
     .find(|s| *s == name)
 }
 
-/// The situation a row measured: the row's strategy; a proxied situation's "direct"
-/// row (the first strategy again without the proxy, to show what the proxy costs) takes
+/// The situation a row measured: the row's strategy (`close@no-cert`'s is close); a
+/// proxied situation's "direct" row (the first strategy again without the proxy, to show what the proxy costs) takes
 /// the direct path.
 fn row_situation(s: &Situation, row: &str) -> Option<Situation> {
     let (name, direct) = match row.strip_suffix(" direct") {
         Some(n) => (n, true),
         None => (row, false),
     };
+    // A row without the client certificate runs the strategy (a server that serves it).
+    let name = name.strip_suffix("@no-cert").unwrap_or(name);
     Some(Situation {
         strategy: strategy(name)?,
         path: if direct { Path::Direct } else { s.path },
@@ -228,6 +230,7 @@ pub(super) const COMPARE_PREDICATES: &[Predicate] = &[
                         "the version negotiated is the reason under TLS 1.2, and only then",
                     )
                 }
+                "close@no-cert" => super::mtls::no_cert_left_out(s, t),
                 _ => Err(format!("a row left out: {names}")),
             }
         },
@@ -243,6 +246,10 @@ pub(super) const COMPARE_PREDICATES: &[Predicate] = &[
     Predicate {
         code: "key_exchange",
         holds: never,
+    },
+    Predicate {
+        code: "client_certificate_cost",
+        holds: super::mtls::compare_sentence,
     },
 ];
 

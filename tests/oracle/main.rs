@@ -170,7 +170,7 @@ enum Tls {
     ClientCert,
     /// The same, without `--cert`: nginx answers 400 and ends each connection.
     ClientCertMissing,
-    /// nginx asking for one optionally (`ssl_verify_client optional`), none given.
+    /// nginx asking for one optionally (`ssl_verify_client optional`), given.
     ClientCertOptional,
 }
 

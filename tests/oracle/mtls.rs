@@ -1,6 +1,6 @@
 //! Mutual TLS in the oracle: nginx asking for a client certificate (`ssl_verify_client
-//! on`, given `--cert`, or not; `optional`, not given), and the predicates of what bench,
-//! trace and doctor say of it. nginx answers a request without a required certificate
+//! on`, given `--cert`, or not; `optional`, given), and the predicates of what bench,
+//! trace, doctor and compare say of it. nginx answers a request without a required certificate
 //! 400 ("No required SSL certificate was sent") and ends the connection.
 
 use super::{need, Situation, Tls};
@@ -31,7 +31,7 @@ pub fn nginx_lines(tls: Tls, d: &std::path::Path) -> String {
 /// `--cert` and `--key` where the situation gives them.
 pub fn client_args(tls: Tls, d: &std::path::Path) -> Vec<String> {
     match tls {
-        Tls::ClientCert => vec![
+        Tls::ClientCert | Tls::ClientCertOptional => vec![
             "--cert".into(),
             d.join("client.pem").display().to_string(),
             "--key".into(),
@@ -83,7 +83,9 @@ pub fn finding(s: &Situation, t: &str) -> Result<(), String> {
         "the CA nginx names",
     )?;
     let presented = match s.tls {
-        Tls::ClientCert => "--cert was presented in each (CN=oracle client, ECDSA P-256)",
+        Tls::ClientCert | Tls::ClientCertOptional => {
+            "--cert was presented in each (CN=oracle client, ECDSA P-256)"
+        }
         _ => "none was presented (no --cert)",
     };
     need(t.contains(presented), "what the probes presented")?;
@@ -94,6 +96,33 @@ pub fn finding(s: &Situation, t: &str) -> Result<(), String> {
         }
     };
     need(t.contains(without), "how the server answers without one")
+}
+
+/// compare's `close@no-cert` left out: only where the server requires a certificate
+/// (nginx answers the probe without one 400).
+pub fn no_cert_left_out(s: &Situation, t: &str) -> Result<(), String> {
+    need(
+        s.tls == Tls::ClientCert,
+        "the server serves without a certificate, or none was given",
+    )?;
+    need(
+        t.contains("did not serve a request without the client certificate (it answered 400)"),
+        "nginx's answer without one",
+    )
+}
+
+/// compare's `client_certificate`: `close` against `close@no-cert`, where the server
+/// serves both (nginx `optional`, `--cert` given).
+pub fn compare_sentence(s: &Situation, t: &str) -> Result<(), String> {
+    need(
+        s.tls == Tls::ClientCertOptional,
+        "no row without the certificate could run",
+    )?;
+    need(
+        t.starts_with("Client certificate, close against close@no-cert: close presented it (CN=oracle client, ECDSA P-256) in ")
+            && t.contains("close@no-cert presented none (asked in "),
+        "the rows and what each presented",
+    )
 }
 
 /// What must be said where the server asks: doctor's finding, and without a certificate

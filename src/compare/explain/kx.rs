@@ -130,7 +130,7 @@ fn fell_back(r: &ComparisonRow, h: &crate::report::TlsHandshakes) -> Option<(Str
 }
 
 /// A paired change of one figure between two rows over the same rounds.
-struct Change {
+pub(super) struct Change {
     center: f64,
     interval: Option<(f64, f64)>,
     /// Beyond the noise: the interval of the difference clear of 0 and the ratio's beyond
@@ -141,7 +141,7 @@ struct Change {
 impl Change {
     /// "+16.0 µs [12.1, 20.3]", or "no measurable difference (+0.4 µs [-1.2, 2.0])", or
     /// with too few rounds, "+0.4 µs (too few rounds for an interval)".
-    fn said(&self, num: impl Fn(f64) -> String, unit: &str) -> String {
+    pub(super) fn said(&self, num: impl Fn(f64) -> String, unit: &str) -> String {
         let center = if self.center >= 0.0 {
             format!("+{}", num(self.center))
         } else {
@@ -162,7 +162,7 @@ impl Change {
 }
 
 /// `a` against `b`, round by round (they ran in the same rounds).
-fn paired_change(a: &[f64], b: &[f64], noise_threshold: f64) -> Option<Change> {
+pub(super) fn paired_change(a: &[f64], b: &[f64], noise_threshold: f64) -> Option<Change> {
     let pairs: Vec<(f64, f64)> = a.iter().copied().zip(b.iter().copied()).collect();
     let diffs: Vec<f64> = pairs.iter().map(|(x, y)| x - y).collect();
     let logs: Vec<f64> = pairs

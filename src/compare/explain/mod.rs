@@ -3,6 +3,7 @@
 //! ms, round trips on a real link, CPU), a failed row's cause, and the round trips each
 //! row takes.
 
+pub(super) mod cert;
 pub(super) mod kx;
 
 use super::{ComparisonRow, RoundTrips};
@@ -419,7 +420,7 @@ pub(super) fn explain(
         best.name
     );
     let cpu = cpu_sentence(r, best);
-    let note = paid.note;
+    let note = format!("{}{}", paid.note, cert::note(rs));
     let text = match paid.often {
         Some(often) => format!(
             "{} opens a new connection {often} ({}; {}){}: {costs}.{note}{cpu}",
