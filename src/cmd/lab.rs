@@ -67,7 +67,7 @@ fn server_side(
         let cfg = ServerConfig {
             body_size: a.body_size,
             cert_chain_bytes: a.link.chain_bytes(),
-            client_certs: crate::config::client_certs(&a.client_ca)?,
+            client_certs: crate::config::client_certs(&a.client_ca, true, "")?,
             ..ServerConfig::default()
         };
         let srv = lab_server(l, cfg)?;
@@ -118,19 +118,11 @@ fn report(
         say(&format!("the link: {}", link.describe_held()));
         if let Some(s) = server {
             say(&format!(
-                "embedded server: {} accepted, {}, TLS handshakes full {} resumed {}{}",
+                "embedded server: {} accepted, {}, TLS handshakes full {} resumed {}",
                 plural_s(s.connections_accepted, "connection"),
                 plural_s(s.requests, "request"),
                 s.tls_handshakes_full,
-                s.tls_handshakes_resumed,
-                if a.client_ca.client_ca.is_some() {
-                    format!(
-                        ", client certificates presented {}",
-                        s.tls_client_certificates
-                    )
-                } else {
-                    String::new()
-                }
+                s.tls_handshakes_resumed
             ));
         }
         say(&format!("the command exited with {code}"));

@@ -50,15 +50,11 @@ fn serve_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
         early_data: on_off("--early-data", &a.early_data)?,
         h3: on_off("--h3", &a.h3)?,
         cert_chain_bytes: a.cert_chain_bytes.map(|n| n as usize),
-        client_certs: match &a.client_ca.client_ca {
-            Some(_) if a.no_tls => {
-                return Err(UsageError(
-                    "--client-ca asks TLS clients: it needs the HTTPS listener (not --no-tls)"
-                        .into(),
-                ))
-            }
-            _ => crate::config::client_certs(&a.client_ca)?,
-        },
+        client_certs: crate::config::client_certs(
+            &a.client_ca,
+            !a.no_tls,
+            "the HTTPS listener (not --no-tls)",
+        )?,
     };
     if cfg.max_requests_per_connection == Some(0) {
         return Err(UsageError(
@@ -145,12 +141,6 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<i32> {
         s.tls_handshakes_full,
         s.tls_handshakes_resumed
     ));
-    if a.client_ca.client_ca.is_some() {
-        crate::progress::note(&format!(
-            "handshake serve: client certificates presented in {} full handshakes",
-            s.tls_client_certificates
-        ));
-    }
     srv.stop();
     Ok(super::exit_status(0))
 }

@@ -560,28 +560,13 @@ impl Judge<'_> {
                 let o = &self.arms[j].choice;
                 o.strategy == arm.choice.strategy && !o.same(&arm.choice)
             });
-            let Some(j) = other else { continue };
-            let (a, b) = (&self.arms[i].choice, &self.arms[j].choice);
-            // A row without the client certificate is set against the one with it.
-            let said_of = if a.no_cert || b.no_cert {
-                let (w, wo) = if a.no_cert { (j, i) } else { (i, j) };
-                explain::cert::client_certificate(
-                    &rows[w],
-                    &self.scenarios[w],
-                    &rows[wo],
-                    &self.scenarios[wo],
+            if let Some(j) = other {
+                said.explanations.push(explain::against_its_strategy(
+                    (&self.arms[i].choice, &rows[i], &self.scenarios[i]),
+                    (&self.arms[j].choice, &rows[j], &self.scenarios[j]),
                     self.noise_threshold,
-                )
-            } else {
-                explain::kx::key_exchange(
-                    &rows[i],
-                    &self.scenarios[i],
-                    &rows[j],
-                    &self.scenarios[j],
-                    self.noise_threshold,
-                )
-            };
-            said.explanations.push(said_of);
+                ));
+            }
         }
     }
 

@@ -269,8 +269,8 @@ fn serves_without_cert(req: &RequestConfig, load: &LoadConfig) -> Probed {
     let without = Choice {
         no_cert: true,
         ..Choice::of(Strategy::Close)
-    }
-    .request(req);
+    };
+    let without = row_request(&without, req);
     let r = match probe_run(Strategy::Close, 1, &without, load) {
         Ok(r) => r,
         Err(e) => return Probed::Failed(e),
@@ -337,6 +337,19 @@ fn offers_h2(req: &RequestConfig, sc: &Scenario) -> Probed {
             e.message.trim_end_matches(&format!(" ({})", e.key))
         )),
     }
+}
+
+/// A row's request: the run's, with the groups the row offers, or without the client
+/// certificate.
+fn row_request(choice: &Choice, req: &RequestConfig) -> RequestConfig {
+    let mut req = req.clone();
+    if let Some((_, groups)) = &choice.groups {
+        req.tls.groups = Some(groups.clone());
+    }
+    if choice.no_cert {
+        req.tls.client_auth.identity = None;
+    }
+    req
 }
 
 /// How the rows of a comparison are made from its targets.
@@ -499,7 +512,7 @@ impl Rows<'_> {
                 } else {
                     base
                 };
-                let req = choice.request(req);
+                let req = row_request(choice, req);
                 let mut sc =
                     build::scenario(&name, st, self.requests_per_connection, &req, self.load)?;
                 if st.multiplexed() {
@@ -541,7 +554,7 @@ impl Rows<'_> {
         {
             return Ok(None);
         }
-        let mut req = choice.request(req);
+        let mut req = row_request(choice, req);
         req.proxy = crate::net::proxy::ProxySettings::none();
         let name = format!("{}{} direct", self.prefix, choice.name());
         let mut sc = build::scenario(

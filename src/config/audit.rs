@@ -37,14 +37,7 @@ pub(crate) fn audit_plan(a: &AuditArgs) -> anyhow::Result<AuditPlan> {
     let config = AuditConfig {
         listen,
         tls: a.tls,
-        client_certs: match &a.client_ca.client_ca {
-            Some(_) if !a.tls => {
-                return Err(
-                    UsageError("--client-ca asks TLS clients: it needs --tls".into()).into(),
-                )
-            }
-            _ => super::client_certs(&a.client_ca)?,
-        },
+        client_certs: super::client_certs(&a.client_ca, a.tls, "--tls")?,
         upstream: upstream(a)?,
         proxy: a.proxy_mode.then(|| proxy_mode(a)).transpose()?,
         server: ServerConfig {

@@ -432,17 +432,24 @@ pub(crate) fn parse_strategies(
 }
 
 /// `--client-ca` and `--client-cert`: the CAs a server asks TLS clients for a certificate
-/// of, and whether one is required.
+/// of, and whether one is required; refused where the server has no TLS (`tls`), naming
+/// what it `needs`.
 pub(crate) fn client_certs(
     a: &crate::cli::ClientCaArgs,
+    tls: bool,
+    needs: &str,
 ) -> Result<Option<crate::server::tls::ClientCerts>, UsageError> {
-    a.client_ca
-        .as_deref()
-        .map(|f| {
-            let required = a.client_cert == crate::cli::ClientCertMode::Required;
-            crate::server::tls::ClientCerts::load("--client-ca", f, required)
-        })
-        .transpose()
+    let Some(f) = a.client_ca.as_deref() else {
+        return Ok(None);
+    };
+    if !tls {
+        return Err(UsageError(format!(
+            "--client-ca asks TLS clients: it needs {needs}"
+        )));
+    }
+    let required = a.client_cert == crate::cli::ClientCertMode::Required;
+    crate::server::tls::ClientCerts::load("--client-ca", f, required)
+        .map(Some)
         .map_err(UsageError)
 }
 

@@ -85,22 +85,6 @@ impl Choice {
     pub(crate) fn same(&self, other: &Choice) -> bool {
         self.name() == other.name()
     }
-
-    /// The row's request: the run's, with the groups it offers, or without the client
-    /// certificate.
-    pub(crate) fn request(
-        &self,
-        req: &crate::plan::build::RequestConfig,
-    ) -> crate::plan::build::RequestConfig {
-        let mut req = req.clone();
-        if let Some((_, groups)) = &self.groups {
-            req.tls.groups = Some(groups.clone());
-        }
-        if self.no_cert {
-            req.tls.client_auth.identity = None;
-        }
-        req
-    }
 }
 
 /// One URL of a scenario with its request bytes, built once.

@@ -401,6 +401,20 @@ fn early_note(rs: &ScenarioReport, rtt: Option<f64>) -> Option<String> {
 /// in connections and handshakes (ms each; round trips only on a real link), what that
 /// costs per request with its interval, and the extra CPU. A difference within the noise
 /// is said to be none and not explained.
+/// A row set against an earlier row of its strategy: one without the client certificate
+/// against the one with it (whichever came first), or another key exchange.
+pub(super) fn against_its_strategy(
+    (a, ar, as_): (&crate::plan::Choice, &ComparisonRow, &ScenarioReport),
+    (b, br, bs): (&crate::plan::Choice, &ComparisonRow, &ScenarioReport),
+    noise_threshold: f64,
+) -> Finding {
+    match (a.no_cert, b.no_cert) {
+        (true, false) => cert::client_certificate(br, bs, ar, as_, noise_threshold),
+        (false, true) => cert::client_certificate(ar, as_, br, bs, noise_threshold),
+        _ => kx::key_exchange(ar, as_, br, bs, noise_threshold),
+    }
+}
+
 pub(super) fn explain(
     r: &ComparisonRow,
     rs: &ScenarioReport,
