@@ -162,6 +162,10 @@ async fn serve(incoming: quinn::Incoming, shared: &Arc<Shared>) {
             }
             if full {
                 st.tls_handshakes_full.fetch_add(1, Ordering::Relaxed);
+                // A full handshake in which the client presented a certificate.
+                if conn.peer_identity().is_some() {
+                    st.tls_client_certificates.fetch_add(1, Ordering::Relaxed);
+                }
             } else {
                 st.tls_handshakes_resumed.fetch_add(1, Ordering::Relaxed);
             }

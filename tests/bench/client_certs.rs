@@ -348,3 +348,47 @@ fn go_crypto_tls_requiring_a_certificate_counts_what_bench_counts() {
         "{err}"
     );
 }
+
+/// Against the embedded server (no URL) with `--cert`: it asks for a certificate (any,
+/// optional), over TCP and QUIC; the certificates bench presented equal the full
+/// handshakes on both sides and the server's own count of certificates presented.
+#[test]
+fn the_embedded_server_asks_over_tcp_and_quic_and_counts_what_bench_presented() {
+    let _machine = shared();
+    let d = crate::common::Dir::new("mtls-embedded");
+    write_client_certs(&d.0, "embedded client");
+    let (cert, key) = (d.path("client.pem"), d.path("client.key"));
+    for strategy in ["close-resumed", "h2", "h3-close", "h3-resumed"] {
+        let v = bench_json(&[
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "--strategy",
+            strategy,
+            "-n",
+            "12",
+            "-c",
+            "2",
+        ]);
+        let s = scenario(&v);
+        let th = &s["connections"]["tls_handshakes"];
+        let cc = &th["client_certificate"];
+        let srv = &v["server"];
+        let says = format!("{strategy}: {th}; server {srv}");
+        assert_eq!(u(&s["requests"]["ok"]), 12, "{says}");
+        assert_eq!(u(&th["full"]), u(&srv["tls_handshakes_full"]), "{says}");
+        assert_eq!(
+            u(&th["resumed"]),
+            u(&srv["tls_handshakes_resumed"]),
+            "{says}"
+        );
+        assert_eq!(u(&cc["presented"]), u(&th["full"]), "{says}");
+        assert_eq!(
+            u(&cc["presented"]),
+            u(&srv["tls_client_certificates"]),
+            "{says}"
+        );
+        assert_eq!(cc["subject"], "CN=embedded client", "{says}");
+    }
+}
