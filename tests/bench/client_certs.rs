@@ -2,7 +2,8 @@
 //! HTTP/1.1 and HTTP/2, and its counts (requests, connections, full and resumed
 //! handshakes, certificates asked for and presented) equal nginx's log; without a
 //! certificate the report says the server asked for one and none was sent. The same
-//! counts against Go's crypto/tls requiring one (its own log), and OpenSSL's s_server.
+//! counts against Go's crypto/tls requiring one (its own log), OpenSSL's s_server, the
+//! embedded server over TCP and QUIC, and through squid's CONNECT tunnel.
 
 use crate::common::mtls::{logged, nginx_mtls, write_client_certs, SServer};
 use crate::common::*;
@@ -391,4 +392,54 @@ fn the_embedded_server_asks_over_tcp_and_quic_and_counts_what_bench_presented() 
         );
         assert_eq!(cc["subject"], "CN=embedded client", "{says}");
     }
+}
+
+/// Through squid's `CONNECT` tunnel: the certificate goes to the origin inside the
+/// tunnel, and bench's counts are nginx's (requests verified, connections, resumed) and
+/// squid's (a tunnel per connection).
+#[test]
+fn through_a_proxy_s_tunnel_the_certificate_reaches_the_origin() {
+    let _machine = shared();
+    let Some((n, log)) = nginx_mtls("on") else {
+        return;
+    };
+    let sq = crate::common::squid();
+    let d = n.dir.clone();
+    let url = format!("https://localhost:{}/", n.port);
+    let proxy = format!("http://127.0.0.1:{}", sq.port);
+    let v = bench_json(&[
+        &url,
+        "-x",
+        &proxy,
+        "--cacert",
+        &d.join("ca.pem").display().to_string(),
+        "--cert",
+        &d.join("client.pem").display().to_string(),
+        "--key",
+        &d.join("client.key").display().to_string(),
+        "--strategy",
+        "close-resumed",
+        "-n",
+        "6",
+        "-c",
+        "1",
+    ]);
+    let got = logged(&log);
+    let s = scenario(&v);
+    let th = &s["connections"]["tls_handshakes"];
+    let cc = &th["client_certificate"];
+    assert_eq!(u(&s["requests"]["ok"]), 6, "{th}");
+    assert_eq!(got.requests, 6);
+    assert_eq!(got.verified, 6, "every request verified by nginx");
+    assert_eq!(u(&s["connections"]["opened"]), got.connections.len() as u64);
+    let resumed = got.connections.values().filter(|r| **r).count() as u64;
+    assert_eq!(u(&th["resumed"]), resumed, "{th}");
+    assert_eq!(u(&cc["presented"]), u(&th["full"]), "{cc}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let tunnels = std::fs::read_to_string(&sq.log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(" CONNECT "))
+        .count() as u64;
+    assert_eq!(tunnels, got.connections.len() as u64, "squid's tunnels");
 }
