@@ -172,3 +172,35 @@ pub fn write_client_cert_set(d: &Path) {
         .unwrap();
     assert!(ok.success());
 }
+
+/// An nginx of [`nginx_mtls`]'s URL (by name) and the flags that reach and trust it:
+/// `--resolve`, `--cacert`, and with `cert` the client certificate (`--cert`, `--key`).
+pub fn target_args(n: &Nginx, cert: bool) -> Vec<String> {
+    let d = &n.dir;
+    let path = |f: &str| d.join(f).display().to_string();
+    let mut a = vec![
+        format!("https://localhost:{}/", n.port),
+        "--resolve".into(),
+        format!("localhost:{}:127.0.0.1", n.port),
+        "--cacert".into(),
+        path("ca.pem"),
+    ];
+    if cert {
+        a.extend([
+            "--cert".into(),
+            path("client.pem"),
+            "--key".into(),
+            path("client.key"),
+        ]);
+    }
+    a
+}
+
+/// `target_args` and then `more`, as the argument list a run takes.
+pub fn with_target<'a>(target: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
+    target
+        .iter()
+        .map(String::as_str)
+        .chain(more.iter().copied())
+        .collect()
+}

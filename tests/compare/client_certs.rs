@@ -4,7 +4,7 @@
 //! none. Checked against nginx's log (`$ssl_client_verify` per request: SUCCESS with a
 //! certificate or a session that carries one, NONE without) and the embedded server.
 
-use crate::common::mtls::{logged, nginx_mtls};
+use crate::common::mtls::{logged, nginx_mtls, target_args, with_target};
 use crate::common::*;
 use serde_json::Value;
 
@@ -35,30 +35,9 @@ fn against_nginx_asking_optionally_no_cert_is_a_row_and_the_counts_are_nginx_s()
     let Some((n, log)) = nginx_mtls("optional") else {
         return;
     };
-    let url = format!("https://localhost:{}/", n.port);
-    let resolve = format!("localhost:{}:127.0.0.1", n.port);
-    let d = &n.dir;
-    let (ca, cert, key) = (
-        d.join("ca.pem").display().to_string(),
-        d.join("client.pem").display().to_string(),
-        d.join("client.key").display().to_string(),
-    );
+    let target = target_args(&n, true);
     let _ = logged(&log);
-    let v = compare_json(&[
-        &url,
-        "--resolve",
-        &resolve,
-        "--cacert",
-        &ca,
-        "--cert",
-        &cert,
-        "--key",
-        &key,
-        "-n",
-        "10",
-        "--rounds",
-        "2",
-    ]);
+    let v = compare_json(&with_target(&target, &["-n", "10", "--rounds", "2"]));
     let got = logged(&log);
     // The default rows: close@no-cert beside close, since nginx served the probe without.
     let close = row(&v, "close");
@@ -111,49 +90,22 @@ fn against_nginx_requiring_one_the_no_cert_row_is_left_out_and_said_why() {
     let Some((n, log)) = nginx_mtls("on") else {
         return;
     };
-    let url = format!("https://localhost:{}/", n.port);
-    let resolve = format!("localhost:{}:127.0.0.1", n.port);
-    let d = &n.dir;
-    let (ca, cert, key) = (
-        d.join("ca.pem").display().to_string(),
-        d.join("client.pem").display().to_string(),
-        d.join("client.key").display().to_string(),
-    );
-    let v = compare_json(&[
-        &url,
-        "--resolve",
-        &resolve,
-        "--cacert",
-        &ca,
-        "--cert",
-        &cert,
-        "--key",
-        &key,
-        "-n",
-        "5",
-        "--rounds",
-        "2",
-        "--strategies",
-        "close,close-resumed",
-    ]);
+    let target = target_args(&n, true);
+    let v = compare_json(&with_target(
+        &target,
+        &[
+            "-n",
+            "5",
+            "--rounds",
+            "2",
+            "--strategies",
+            "close,close-resumed",
+        ],
+    ));
     assert!(v["scenarios"].as_array().unwrap().len() == 2);
     // Chosen rows only: no probe, no left-out sentence.
     let _ = logged(&log);
-    let v = compare_json(&[
-        &url,
-        "--resolve",
-        &resolve,
-        "--cacert",
-        &ca,
-        "--cert",
-        &cert,
-        "--key",
-        &key,
-        "-n",
-        "5",
-        "--rounds",
-        "2",
-    ]);
+    let v = compare_json(&with_target(&target, &["-n", "5", "--rounds", "2"]));
     let got = logged(&log);
     assert!(v["scenarios"]
         .as_array()

@@ -4,7 +4,7 @@
 //! (`$ssl_client_verify`, the status) and OpenSSL's s_server; without `--cert`, the
 //! problem names the flags.
 
-use crate::common::mtls::{logged, nginx_mtls, SServer};
+use crate::common::mtls::{logged, nginx_mtls, target_args, with_target, SServer};
 use crate::common::*;
 use serde_json::Value;
 
@@ -45,25 +45,8 @@ fn doctor_says_nginx_requires_a_client_certificate_and_answers_400_without_one()
     let Some((n, log)) = nginx_mtls("on") else {
         return;
     };
-    let url = format!("https://localhost:{}/", n.port);
-    let resolve = format!("localhost:{}:127.0.0.1", n.port);
-    let d = &n.dir;
-    let ca = d.join("ca.pem").display().to_string();
-    let (cert, key) = (
-        d.join("client.pem").display().to_string(),
-        d.join("client.key").display().to_string(),
-    );
-    let (code, v, err) = doctor(&[
-        &url,
-        "--resolve",
-        &resolve,
-        "--cacert",
-        &ca,
-        "--cert",
-        &cert,
-        "--key",
-        &key,
-    ]);
+    let (with, without) = (target_args(&n, true), target_args(&n, false));
+    let (code, v, err) = doctor(&with_target(&with, &[]));
     let got = logged(&log);
     let cc = &v["client_certificate"];
     assert!(code.is_some(), "{err}");
@@ -89,7 +72,7 @@ fn doctor_says_nginx_requires_a_client_certificate_and_answers_400_without_one()
     );
 
     // Without --cert: every probe is answered 400, and the problem names the flags.
-    let (code, v, err) = doctor(&[&url, "--resolve", &resolve, "--cacert", &ca]);
+    let (code, v, err) = doctor(&with_target(&without, &[]));
     let got = logged(&log);
     assert_eq!(code, Some(1), "{err}");
     assert_eq!(v["http11"]["status"], 400, "{}", v["http11"]);
@@ -113,10 +96,8 @@ fn doctor_says_a_client_certificate_nginx_asks_for_optionally_is_optional() {
     let Some((n, log)) = nginx_mtls("optional") else {
         return;
     };
-    let url = format!("https://localhost:{}/", n.port);
-    let resolve = format!("localhost:{}:127.0.0.1", n.port);
-    let ca = n.dir.join("ca.pem").display().to_string();
-    let (code, v, err) = doctor(&[&url, "--resolve", &resolve, "--cacert", &ca]);
+    let without = target_args(&n, false);
+    let (code, v, err) = doctor(&with_target(&without, &[]));
     let got = logged(&log);
     assert!(code.is_some(), "{err}");
     let cc = &v["client_certificate"];
