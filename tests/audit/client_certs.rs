@@ -259,43 +259,11 @@ fn go_and_node_present_their_certificates_and_resume_as_they_say() {
     assert!(have("node"), "node is needed for this test");
     let tmp = Dir::new("audit-mtls-go-node");
     certs(&tmp.0);
-    let go = r#"package main
-
-import (
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"io"
-	"net/http"
-	"os"
-)
-
-func main() {
-	cert, err := tls.LoadX509KeyPair(os.Getenv("CERT"), os.Getenv("KEY"))
-	if err != nil {
-		panic(err)
-	}
-	pool := x509.NewCertPool()
-	pem, _ := os.ReadFile(os.Getenv("CA"))
-	pool.AppendCertsFromPEM(pem)
-	config := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientSessionCache: tls.NewLRUClientSessionCache(8)}
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: config}}
-	for i := 0; i < 4; i++ {
-		resp, err := c.Get(os.Args[1])
-		if err != nil {
-			panic(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		fmt.Println("go resumed", resp.TLS.DidResume)
-	}
-}
-"#;
-    let bin = go_build(&tmp.0, "mtls", go);
+    let bin = go_build(&tmp.0, "mtls", crate::common::mtls::GO_MTLS_CLIENT);
     let (code, v, out) = audit_mtls(
         &tmp.0,
         &[],
-        &format!("'{bin}' \"$HANDSHAKE_URL\""),
+        &format!("'{bin}' \"$HANDSHAKE_URL\" 4"),
         "client",
     );
     assert_eq!(code, Some(0), "{out}");

@@ -204,3 +204,42 @@ pub fn with_target<'a>(target: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
         .chain(more.iter().copied())
         .collect()
 }
+
+/// A Go client (`crypto/tls`) with its certificate from `$CERT`/`$KEY`, the server's CA
+/// from `$CA`, a TLS session cache and no keep-alive: `N` requests to `URL` (its
+/// arguments), a new connection each, printing per request whether its handshake
+/// resumed ("go resumed true").
+pub const GO_MTLS_CLIENT: &str = r#"package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+)
+
+func main() {
+	cert, err := tls.LoadX509KeyPair(os.Getenv("CERT"), os.Getenv("KEY"))
+	if err != nil {
+		panic(err)
+	}
+	pool := x509.NewCertPool()
+	pem, _ := os.ReadFile(os.Getenv("CA"))
+	pool.AppendCertsFromPEM(pem)
+	config := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientSessionCache: tls.NewLRUClientSessionCache(8)}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: config}}
+	n, _ := strconv.Atoi(os.Args[2])
+	for i := 0; i < n; i++ {
+		resp, err := c.Get(os.Args[1])
+		if err != nil {
+			panic(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		fmt.Println("go resumed", resp.TLS.DidResume)
+	}
+}
+"#;

@@ -189,7 +189,7 @@ impl ClientSituation {
             Client::RubyStart => "ruby -e 'require \"net/http\"; u = URI(ARGV[0]); Net::HTTP.start(u.host, u.port) { |h| 3.times { h.get(u.path) } }' {url}{path}".into(),
             Client::CurlCertEach => format!("for i in 1 2 3; do {curl} --cacert \"$CA\" --cert \"$CERT\" --key \"$KEY\" {{url}}{{path}}; done"),
             Client::PythonSessionCert => "python3 -c 'import requests, sys, os\ns = requests.Session()\nfor i in range(3): s.get(sys.argv[1], cert=(os.environ[\"CERT\"], os.environ[\"KEY\"]), verify=os.environ[\"CA\"])' {url}{path}".into(),
-            Client::GoCertResumed => "{go}/mtls {url}{path}".into(),
+            Client::GoCertResumed => "{go}/mtls {url}{path} 3".into(),
             Client::CurlOptionalNone => format!("{curl} --cacert \"$CA\" {{url}}{{path}} {{url}}{{path}} {{url}}{{path}}"),
             Client::CurlNoCert => format!("{curl} --cacert \"$CA\" {{url}}{{path}}; {curl} --cacert \"$CA\" {{url}}{{path}}; true"),
             Client::CurlStranger => format!("{curl} --cacert \"$CA\" --cert \"$D/other/client.pem\" --key \"$D/other/client.key\" {{url}}{{path}}; true"),
@@ -235,39 +235,6 @@ pub fn situations() -> Vec<ClientSituation> {
     out
 }
 
-/// The Go client of [`Client::GoCertResumed`]: its certificate from `$CERT`/`$KEY`, the
-/// audit's CA from `$CA`, a session cache, no keep-alive; three requests.
-const GO_MTLS: &str = r#"package main
-
-import (
-	"crypto/tls"
-	"crypto/x509"
-	"io"
-	"net/http"
-	"os"
-)
-
-func main() {
-	cert, err := tls.LoadX509KeyPair(os.Getenv("CERT"), os.Getenv("KEY"))
-	if err != nil {
-		os.Exit(1)
-	}
-	pool := x509.NewCertPool()
-	pem, _ := os.ReadFile(os.Getenv("CA"))
-	pool.AppendCertsFromPEM(pem)
-	config := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientSessionCache: tls.NewLRUClientSessionCache(8)}
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: config}}
-	for i := 0; i < 3; i++ {
-		resp, err := c.Get(os.Args[1])
-		if err != nil {
-			os.Exit(1)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-}
-"#;
-
 /// The Go clients of [`Client::GoRead`], [`Client::GoUnread`] and
 /// [`Client::GoCertResumed`], built into `dir` (as `read`, `unread` and `mtls`) before any
 /// is run, so that a run measures the client and not the compiler; and the client
@@ -285,7 +252,7 @@ pub fn go_clients(dir: &std::path::Path) {
             ),
         );
     }
-    go_build(dir, "mtls", GO_MTLS);
+    go_build(dir, "mtls", crate::common::mtls::GO_MTLS_CLIENT);
     crate::common::mtls::write_client_cert_set(dir);
 }
 

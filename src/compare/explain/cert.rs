@@ -2,10 +2,9 @@
 //! for (mutual TLS), and what the certificate costs per request, set against the same
 //! strategy without it (`close` against `close@no-cert`), paired by round.
 
-use super::kx::paired_change;
+use super::kx::per_request;
 use super::{cpu_of, row_figure};
 use crate::compare::ComparisonRow;
-use crate::fmt::ms as fmt_ms;
 use crate::report::finding::{Cause, Evidence, Finding};
 use crate::report::ScenarioReport;
 
@@ -74,14 +73,7 @@ pub(in crate::compare) fn client_certificate(
         (Some(s), Some(k)) => format!(" ({s}, {k})"),
         _ => String::new(),
     };
-    let time = paired_change(&r.rounds_ms, &other.rounds_ms, noise_threshold)
-        .map_or_else(String::new, |c| c.said(fmt_ms, "ms"));
-    let cpu = paired_change(
-        &r.rounds_client_cpu_us,
-        &other.rounds_client_cpu_us,
-        noise_threshold,
-    )
-    .map_or_else(String::new, |c| c.said(|v| format!("{v:.1}"), "µs"));
+    let (time, cpu) = per_request(r, other, noise_threshold);
     let text = format!(
         "Client certificate, {} against {}: {} presented it{what} in {} of {} full handshakes and signed a CertificateVerify in each; {} presented none (asked in {}). What the certificate costs per request, time: {time}; client CPU: {cpu}.",
         r.name,

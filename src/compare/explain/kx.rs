@@ -71,14 +71,7 @@ pub(in crate::compare) fn key_exchange(
             ));
         }
     }
-    let time = paired_change(&r.rounds_ms, &other.rounds_ms, noise_threshold)
-        .map_or_else(String::new, |c| c.said(fmt_ms, "ms"));
-    let cpu = paired_change(
-        &r.rounds_client_cpu_us,
-        &other.rounds_client_cpu_us,
-        noise_threshold,
-    )
-    .map_or_else(String::new, |c| c.said(|v| format!("{v:.1}"), "µs"));
+    let (time, cpu) = per_request(r, other, noise_threshold);
     let mut f = Finding::new(
         "key_exchange",
         Cause::Measured,
@@ -127,6 +120,24 @@ fn fell_back(r: &ComparisonRow, h: &crate::report::TlsHandshakes) -> Option<(Str
     let first = r.tls_groups.as_ref()?.first()?.clone();
     let (chosen, _) = h.key_exchange.iter().max_by_key(|(_, n)| **n)?;
     (*chosen != first).then(|| (first, chosen.clone()))
+}
+
+/// `r` against `other` per request, in time and in client CPU, each a paired change
+/// over the rounds said with its interval ("+16.0 µs [12.1, 20.3]").
+pub(super) fn per_request(
+    r: &ComparisonRow,
+    other: &ComparisonRow,
+    noise_threshold: f64,
+) -> (String, String) {
+    let time = paired_change(&r.rounds_ms, &other.rounds_ms, noise_threshold)
+        .map_or_else(String::new, |c| c.said(fmt_ms, "ms"));
+    let cpu = paired_change(
+        &r.rounds_client_cpu_us,
+        &other.rounds_client_cpu_us,
+        noise_threshold,
+    )
+    .map_or_else(String::new, |c| c.said(|v| format!("{v:.1}"), "µs"));
+    (time, cpu)
 }
 
 /// A paired change of one figure between two rows over the same rounds.
