@@ -1,6 +1,7 @@
 //! `lab --https --client-ca`: the lab's embedded server asks each client for a
 //! certificate; curl across the link with `--cert` is served, and the server counts the
-//! certificates presented; curl without one is refused (required).
+//! certificates presented; curl without one is refused (required). bench across the
+//! link (`--rtt`) with `--cert` presents it to the embedded server, which counts it.
 
 use crate::common::mtls::write_client_certs;
 use crate::common::*;
@@ -53,4 +54,48 @@ fn the_labs_server_asks_for_a_client_certificate_and_counts_those_presented() {
         "the refused handshake is not counted: {s}"
     );
     assert_eq!(u(&s["requests"]), 3, "{s}");
+}
+
+/// `bench --rtt` with `--cert`: the embedded server across the lab's link asks for a
+/// certificate, and bench's counts of certificates presented, full and resumed
+/// handshakes equal the server's own.
+#[test]
+fn bench_across_the_link_presents_its_certificate_to_the_embedded_server() {
+    let Some(_g) = lab_serial("bench --rtt --cert") else {
+        return;
+    };
+    let d = Dir::new("lab-mtls-bench");
+    write_client_certs(&d.0, "linked client");
+    let v = bench_json(&[
+        "--rtt",
+        "10ms",
+        "--cert",
+        &d.path("client.pem"),
+        "--key",
+        &d.path("client.key"),
+        "--strategy",
+        "close-resumed",
+        "-n",
+        "6",
+        "-c",
+        "1",
+    ]);
+    let s = scenario(&v);
+    let th = &s["connections"]["tls_handshakes"];
+    let srv = &v["server"];
+    assert_eq!(u(&s["requests"]["ok"]), 6, "{th}");
+    assert_eq!(u(&th["full"]), u(&srv["tls_handshakes_full"]), "{th} {srv}");
+    assert_eq!(
+        u(&th["resumed"]),
+        u(&srv["tls_handshakes_resumed"]),
+        "{th} {srv}"
+    );
+    assert!(u(&th["resumed"]) >= 4, "{th}");
+    let cc = &th["client_certificate"];
+    assert_eq!(u(&cc["presented"]), u(&th["full"]), "{cc}");
+    assert_eq!(
+        u(&cc["presented"]),
+        u(&srv["tls_client_certificates"]),
+        "{cc} {srv}"
+    );
 }
