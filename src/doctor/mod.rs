@@ -51,9 +51,7 @@ impl Unreachable {
         }
         Unreachable(line)
     }
-}
 
-impl Unreachable {
     /// `sc`'s first request failed with `why` (`key`). A server that requires a client
     /// certificate may end the connection without an alert: where it asked for one and
     /// none was sent, that is the hint, not how the connection ended.
