@@ -1,5 +1,7 @@
 //! The embedded server's certificates: a CA generated at start and a leaf for
-//! localhost, 127.0.0.1, ::1 and the lab's server address signed by it; session resumption with tickets and ids.
+//! localhost, 127.0.0.1, ::1 and the lab's server address signed by it; session
+//! resumption with tickets and ids; and, where asked, client certificates (mutual TLS:
+//! verified against a client CA, or any, its signature checked).
 
 use std::sync::Arc;
 
