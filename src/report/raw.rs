@@ -81,6 +81,15 @@ pub(crate) struct ClientCertificate {
 }
 
 impl ClientCertificate {
+    /// " (CN=client, ECDSA P-256)": the certificate `--cert` gave, as a sentence names it
+    /// after "presented"; empty without one.
+    pub(crate) fn named(&self) -> String {
+        match (&self.subject, &self.key_type) {
+            (Some(s), Some(k)) => format!(" ({s}, {k})"),
+            _ => String::new(),
+        }
+    }
+
     /// A 400 from a server that asked for a client certificate: none was sent (give
     /// one), or the one sent was refused (nginx answers both after the handshake, with
     /// 400). None when the server asked nothing.

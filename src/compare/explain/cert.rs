@@ -16,10 +16,7 @@ pub(super) fn note(rs: &ScenarioReport) -> String {
     let Some(c) = h.client_certificate.as_ref().filter(|c| c.requested > 0) else {
         return String::new();
     };
-    let what = match (&c.subject, &c.key_type) {
-        (Some(s), Some(k)) => format!(" ({s}, {k})"),
-        _ => String::new(),
-    };
+    let what = c.named();
     let presented = if c.presented == 0 {
         format!(
             " The server asked for a client certificate in {} full handshakes; none was presented.",
@@ -69,10 +66,7 @@ pub(in crate::compare) fn client_certificate(
             .unwrap_or_default()
     };
     let (c, oc) = (presented(rs), presented(os));
-    let what = match (&c.subject, &c.key_type) {
-        (Some(s), Some(k)) => format!(" ({s}, {k})"),
-        _ => String::new(),
-    };
+    let what = c.named();
     let (time, cpu) = per_request(r, other, noise_threshold);
     let text = format!(
         "Client certificate, {} against {}: {} presented it{what} in {} of {} full handshakes and signed a CertificateVerify in each; {} presented none (asked in {}). What the certificate costs per request, time: {time}; client CPU: {cpu}.",

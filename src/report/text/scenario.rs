@@ -495,10 +495,7 @@ fn tls_lines(out: &mut String, th: &crate::report::TlsHandshakes) {
 /// Mutual TLS in a line: how many handshakes the server asked for a certificate in, how
 /// many the client answered with one (its subject and key), and the CAs it named.
 fn client_certificate_line(cc: &crate::report::raw::ClientCertificate) -> String {
-    let given = match (&cc.subject, &cc.key_type) {
-        (Some(s), Some(k)) => format!(" ({s}, {k})"),
-        _ => String::new(),
-    };
+    let given = cc.named();
     let asked = match (cc.requested, cc.presented) {
         (0, _) => "no server asked for one; --cert was not sent".to_string(),
         (r, 0) => format!(
