@@ -243,3 +243,28 @@ func main() {
 	}
 }
 "#;
+
+/// A bench report against the embedded server with `--cert`: `n` requests ok, and its
+/// full and resumed handshakes and certificates presented equal the server's own counts
+/// (each full handshake presented one). `what` opens each failure's message.
+pub fn agrees_with_the_embedded_server(v: &serde_json::Value, n: u64, what: &str) {
+    use super::u;
+    let s = &v["scenarios"][0];
+    let th = &s["connections"]["tls_handshakes"];
+    let cc = &th["client_certificate"];
+    let srv = &v["server"];
+    let says = format!("{what}: {th}; server {srv}");
+    assert_eq!(u(&s["requests"]["ok"]), n, "{says}");
+    assert_eq!(u(&th["full"]), u(&srv["tls_handshakes_full"]), "{says}");
+    assert_eq!(
+        u(&th["resumed"]),
+        u(&srv["tls_handshakes_resumed"]),
+        "{says}"
+    );
+    assert_eq!(u(&cc["presented"]), u(&th["full"]), "{says}");
+    assert_eq!(
+        u(&cc["presented"]),
+        u(&srv["tls_client_certificates"]),
+        "{says}"
+    );
+}
