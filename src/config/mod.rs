@@ -547,6 +547,7 @@ pub(crate) fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, Usag
             )))
         }
     };
+    let test_skew = test_link_skew()?;
     Ok(rtts
         .into_iter()
         .map(|rtt| LinkSpec {
@@ -555,8 +556,24 @@ pub(crate) fn parse_link(f: &LinkArgs, many: bool) -> Result<Vec<LinkSpec>, Usag
             loss,
             bandwidth_bps,
             emulator,
+            test_skew,
         })
         .collect())
+}
+
+/// `HANDSHAKE_TEST_LINK_SKEW_MS`: a delay the delay line adds, one way, to every packet
+/// but the lab's own probes', so that the lab claims a link its run did not cross. Only
+/// the tests set it, to show that their check of the lab's claims fails on such a lab.
+fn test_link_skew() -> Result<Duration, UsageError> {
+    let Ok(v) = std::env::var("HANDSHAKE_TEST_LINK_SKEW_MS") else {
+        return Ok(Duration::ZERO);
+    };
+    match v.trim().parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms >= 0.0 => Ok(Duration::from_secs_f64(ms / 1000.0)),
+        _ => Err(UsageError(format!(
+            "HANDSHAKE_TEST_LINK_SKEW_MS: expected milliseconds (0 or more), not {v:?}"
+        ))),
+    }
 }
 
 /// `--urls-from-file` without `-n` or `-d`: each URL once (520 URLs are 520 requests);

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::num::NonZeroU64;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,9 @@ pub(crate) struct Shape {
     pub loss: f64,
     /// Bits per second; `None` for no limit.
     pub bandwidth_bps: Option<u64>,
+    /// Test-only: added one way to every packet but those of the port
+    /// [`DelayLine::exempt_port`] names (the lab's probes).
+    pub skew: Duration,
 }
 
 /// What the delay line did in one direction.
@@ -69,6 +72,8 @@ struct Shared {
     cpu_ns: AtomicU64,
     /// The departures' lateness, handed over when the thread ends.
     lateness: std::sync::Mutex<Option<Lateness>>,
+    /// A TCP or UDP port whose packets take no test skew (the probes'); 0 for none.
+    exempt_port: AtomicU16,
 }
 
 /// How late each packet left the line against its due time: the delay line's own error
@@ -170,6 +175,7 @@ impl DelayLine {
             dirs: Default::default(),
             cpu_ns: AtomicU64::new(0),
             lateness: std::sync::Mutex::new(None),
+            exempt_port: AtomicU16::new(0),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -184,6 +190,11 @@ impl DelayLine {
             thread: Some(thread),
             shared,
         })
+    }
+
+    /// Packets to or from `port` take no test skew ([`Shape::skew`]).
+    pub(crate) fn exempt_port(&self, port: u16) {
+        self.shared.exempt_port.store(port, Ordering::Relaxed);
     }
 
     pub(crate) fn stats(&self) -> LineStats {
@@ -323,7 +334,7 @@ fn run([client, server]: [BorrowedFd<'_>; 2], stop: BorrowedFd<'_>, shape: Shape
             if revents[k].intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL) {
                 closed = true;
             } else if revents[k].contains(PollFlags::IN) {
-                take_in(d, &mut buf, &mut spare, &mut rng, &now_ns, &shared.dirs[k]);
+                take_in(d, &mut buf, &mut spare, &mut rng, &now_ns, shared);
             }
         }
         if closed {
@@ -357,8 +368,10 @@ fn take_in(
     spare: &mut Vec<Vec<u8>>,
     rng: &mut Rng,
     now_ns: &impl Fn() -> u64,
-    counters: &DirCounters,
+    shared: &Shared,
 ) {
+    let counters = &shared.dirs[d.index];
+    let exempt_port = shared.exempt_port.load(Ordering::Relaxed);
     for _ in 0..64 {
         let len = match rustix::io::read(d.from, &mut *buf) {
             Ok(n) if n > 0 => n,
@@ -386,6 +399,9 @@ fn take_in(
         if !s.jitter.is_zero() {
             let j = s.jitter.as_nanos() as f64;
             delay += ((rng.unit() * 2.0 - 1.0) * j) as i128;
+        }
+        if !s.skew.is_zero() && !has_port(&buf[..len], exempt_port) {
+            delay += s.skew.as_nanos() as i128;
         }
         let due = (leave as i128 + delay.max(0)) as u64;
         let due = due.max(d.last_due_ns);
@@ -423,5 +439,21 @@ fn release(
         }
         // A write runs the other side's receive path (its TCP, its replies): time passes.
         now = now_ns();
+    }
+}
+
+/// Whether an IPv4 TCP or UDP packet comes from or goes to `port`.
+fn has_port(packet: &[u8], port: u16) -> bool {
+    let Some(&first) = packet.first() else {
+        return false;
+    };
+    let header = usize::from(first & 0x0f) * 4;
+    let transport = packet.get(9).is_some_and(|p| *p == 6 || *p == 17);
+    let ports = packet.get(header..header + 4);
+    match (first >> 4, transport, ports) {
+        (4, true, Some(p)) => {
+            u16::from_be_bytes([p[0], p[1]]) == port || u16::from_be_bytes([p[2], p[3]]) == port
+        }
+        _ => false,
     }
 }

@@ -48,6 +48,9 @@ pub(crate) struct LinkSpec {
     pub loss: f64,
     pub bandwidth_bps: Option<u64>,
     pub emulator: Emulator,
+    /// Test-only (`HANDSHAKE_TEST_LINK_SKEW_MS`): one way, added by the delay line to
+    /// every packet but the probes'; zero otherwise.
+    pub test_skew: Duration,
 }
 
 /// Which emulator makes the link.
@@ -66,6 +69,7 @@ impl LinkSpec {
             jitter: self.jitter,
             loss: self.loss,
             bandwidth_bps: self.bandwidth_bps,
+            skew: self.test_skew,
         }
     }
 }
@@ -100,6 +104,7 @@ pub(crate) struct Lab {
     awake: Option<std::fs::File>,
     /// The machine's steal time when the lab started (ms, all CPUs).
     steal_at_start_ms: Option<f64>,
+    started: Instant,
 }
 
 /// The time the hypervisor ran something else while this (virtual) machine's CPUs had
@@ -202,6 +207,7 @@ impl Lab {
             congestion_control,
             awake,
             steal_at_start_ms: steal_ms(),
+            started: Instant::now(),
         })
     }
 
@@ -223,6 +229,9 @@ impl Lab {
         let listener = self.in_server(|| TcpListener::bind((SERVER_ADDR, 0)))??;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        if let Some(line) = &self.line {
+            line.exempt_port(addr.port());
+        }
         let rtt = crate::fmt::num(self.spec.rtt.as_secs_f64() * 1000.0);
         let reference = std::sync::Arc::new(reference::Reference::new()?);
         let times = self.in_client(|| {
@@ -294,6 +303,12 @@ impl Lab {
             handshake_wait_ms: handshakes(&all, reference::Timed::waited_ms),
         };
         let line = self.line.as_ref().map(delay::DelayLine::stats);
+        let steal = self
+            .steal_at_start_ms
+            .zip(steal_ms())
+            .map(|(a, b)| (b - a).max(0.0));
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let cpu_ms = self.started.elapsed().as_secs_f64() * 1000.0 * cpus;
         let mut r = LinkReport {
             emulator: if self.line.is_some() {
                 "delay-line"
@@ -305,15 +320,15 @@ impl Lab {
             jitter_ms: self.spec.jitter.as_secs_f64() * 1000.0,
             loss: self.spec.loss,
             bandwidth_bps: self.spec.bandwidth_bps,
+            test_skew_ms: (!self.spec.test_skew.is_zero() && self.line.is_some())
+                .then_some(self.spec.test_skew.as_secs_f64() * 1000.0),
             rtt_measured_ms: median(connects(&self.before)),
             probe_connects_ms: connects(&self.before),
             probes,
             tcp_congestion_control: self.congestion_control.clone(),
             cpus_held_awake: self.awake.is_some(),
-            steal_ms: self
-                .steal_at_start_ms
-                .zip(steal_ms())
-                .map(|(a, b)| (b - a).max(0.0)),
+            steal_ms: steal,
+            steal_share: steal.map(|s| (s / cpu_ms).min(1.0)),
             check: None,
             client_addr: CLIENT_ADDR.to_string(),
             server_addr: SERVER_ADDR.to_string(),

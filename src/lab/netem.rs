@@ -110,6 +110,7 @@ mod tests {
             jitter: Duration::from_micros(1500),
             loss: 0.01,
             bandwidth_bps: Some(10_000_000),
+            skew: Duration::ZERO,
         };
         assert_eq!(
             netem_args(&s).join(" "),
