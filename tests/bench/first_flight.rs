@@ -6,6 +6,7 @@
 //!
 //! Needs root (network namespaces and TUN devices); skipped with a message otherwise.
 
+use crate::common::accuracy::{check, ensure, link_claims, within, Try};
 use crate::common::*;
 use serde_json::Value;
 
@@ -64,64 +65,57 @@ fn a_chain_above_the_initial_window_costs_a_tcp_handshake_one_round_trip() {
         );
         v
     };
-    let (long, short) = (run(Some("16000")), run(None));
-    let (l, s) = (scenario(&long), scenario(&short));
-    // 16,000 bytes do not fit 10 segments of 1,448: one round trip more on each of the
-    // six full handshakes; the default chain (about 2 KB) fits.
-    assert!(
-        tls(l)["server_flight_bytes"].as_f64().unwrap() > 16000.0,
-        "{}",
-        tls(l)
-    );
-    assert!(
-        tls(s)["server_flight_bytes"].as_f64().unwrap() < 14480.0,
-        "{}",
-        tls(s)
-    );
-    assert_eq!(u(&tls(l)["full"]), 6);
-    assert_eq!(
-        u(&tls(l)["first_flight_extra_round_trips"]),
-        6,
-        "{}",
-        tls(l)
-    );
-    assert_eq!(
-        u(&tls(s)["first_flight_extra_round_trips"]),
-        0,
-        "{}",
-        tls(s)
-    );
-    // Set against what the same runs measured: the link's round trip (its probes'
-    // median) and the same handshake's CPU on loopback, with the same chain; never
-    // below the set round trips (CI read 84.8 ms against 80 ± 4.5 from the set RTT alone,
-    // when the machine's BBR paced the first flight: the lab now runs cubic).
-    let p50 = |v: &Value| v["phases_ms"]["new"]["tls"]["p50"].as_f64().unwrap();
-    let link = |v: &Value| v["link"]["rtt_measured_ms"].as_f64().unwrap();
     let (cpu_long, cpu_short) = (loopback_tls(Some("16000")), loopback_tls(None));
-    eprintln!(
-        "TLS long {:.2} ms, short {:.2}; links {:.2} and {:.2} ms; CPU on loopback {cpu_long:.2} and {cpu_short:.2}",
-        p50(l),
-        p50(s),
-        link(&long),
-        link(&short)
-    );
-    assert_eq!(long["link"]["tcp_congestion_control"], "cubic");
-    median_within(
-        "TLS handshake with the long chain",
-        p50(l),
-        80.0,
-        2.0 * link(&long) + cpu_long,
-        5.0,
-    );
-    median_within(
-        "TLS handshake with the default chain",
-        p50(s),
-        40.0,
-        link(&short) + cpu_short,
-        5.0,
-    );
+    let p50 = |v: &Value| v["phases_ms"]["new"]["tls"]["p50"].as_f64().unwrap();
     let min = |v: &Value| v["phases_ms"]["new"]["tls"]["min"].as_f64().unwrap();
-    assert!(min(l) >= 80.0 * 0.99 && min(s) >= 40.0 * 0.99, "{l} {s}");
+    let link = |v: &Value| v["link"]["rtt_measured_ms"].as_f64().unwrap();
+    let test = "a 16 KB first flight at 40 ms";
+    let Some(long) = check(test, || {
+        let long = run(Some("16000"));
+        let l = scenario(&long);
+        // 16,000 bytes do not fit 10 segments of 1,448: one round trip more on each of
+        // the six full handshakes.
+        first_flight_counted(l, |bytes| bytes > 16000.0, 6);
+        assert_eq!(long["link"]["tcp_congestion_control"], "cubic");
+        ensure(min(l) >= 80.0 * 0.99, || {
+            format!("faster than 2 round trips: {l}")
+        })?;
+        // Set against what the same run measured: the link's round trip (its probes'
+        // median) and the same handshake's CPU on loopback, with the same chain; never
+        // below the set round trips (CI read 84.8 ms against 80 ± 4.5 from the set RTT
+        // alone, when the machine's BBR paced the first flight: the lab now runs cubic).
+        link_claims(test, &long["link"]).judge(|| {
+            within(
+                "TLS handshake with the long chain",
+                p50(l),
+                80.0,
+                2.0 * link(&long) + cpu_long,
+                5.0,
+            )
+        })?;
+        Ok(long.clone())
+    }) else {
+        return;
+    };
+    let test = "the default first flight at 40 ms";
+    check(test, || {
+        let short = run(None);
+        let s = scenario(&short);
+        // The default chain (about 2 KB) fits.
+        first_flight_counted(s, |bytes| bytes < 14480.0, 0);
+        ensure(min(s) >= 40.0 * 0.99, || {
+            format!("faster than a round trip: {s}")
+        })?;
+        link_claims(test, &short["link"]).judge(|| {
+            within(
+                "TLS handshake with the default chain",
+                p50(s),
+                40.0,
+                link(&short) + cpu_short,
+                5.0,
+            )
+        })
+    });
     // The embedded server's own count of connections: the six.
     assert_eq!(
         u(&long["server"]["connections_accepted"]),
@@ -151,6 +145,19 @@ fn a_chain_above_the_initial_window_costs_a_tcp_handshake_one_round_trip() {
     );
 }
 
+/// Six full handshakes whose server's first flight `fits` its size, and how many of them
+/// took a round trip more for it.
+fn first_flight_counted(s: &Value, fits: impl Fn(f64) -> bool, extra_round_trips: u64) {
+    let t = tls(s);
+    assert!(fits(t["server_flight_bytes"].as_f64().unwrap()), "{t}");
+    assert_eq!(u(&t["full"]), 6, "{t}");
+    assert_eq!(
+        u(&t["first_flight_extra_round_trips"]),
+        extra_round_trips,
+        "{t}"
+    );
+}
+
 fn run_text(args: &[&str]) -> String {
     String::from_utf8_lossy(&run_at_width(400, args).stdout).into_owned()
 }
@@ -167,7 +174,7 @@ fn link_rtt(v: &Value) -> f64 {
 /// round trips at the link's own round trip plus the request's work on both sides, its
 /// client's and the server's CPU per request as the same run measured them (5.5 ms with
 /// the long chain over QUIC here), within 5 % + 1 ms; never below the set round trips.
-fn assert_round_trips(row: &Value, counted: f64, link: f64) {
+fn round_trips(row: &Value, counted: f64, link: f64) -> Try {
     let name = &row["name"];
     assert_eq!(
         row["round_trips"]["counted"].as_f64(),
@@ -179,10 +186,12 @@ fn assert_round_trips(row: &Value, counted: f64, link: f64) {
         + row["server_cpu_us_per_request"]["median"].as_f64().unwrap())
         / 1000.0;
     let expected = counted * link + cpu;
-    assert!(
+    ensure(
         (ms - expected).abs() <= expected * 0.05 + 1.0 && ms >= counted * 40.0 * 0.99,
-        "{name}: {ms:.2} ms per request, expected {counted} round trips of {link:.2} ms and {cpu:.2} ms of CPU: {row}"
-    );
+        || {
+            format!("{name}: {ms:.2} ms per request, expected {counted} round trips of {link:.2} ms and {cpu:.2} ms of CPU: {row}")
+        },
+    )
 }
 
 #[test]
@@ -214,27 +223,7 @@ fn a_chain_above_the_anti_amplification_limit_makes_h3_close_take_two_round_trip
             .unwrap_or_else(|| panic!("{name}: {v}"));
         (rows[i].clone(), v["scenarios"][i].clone())
     };
-    // 9,000 bytes: above 3 times the client's two 1,200-byte Initials (its post-quantum
-    // ClientHello needs two), within TCP's initial window.
-    let long = compare(Some("9000"));
-    let (h3, h3s) = row(&long, "https h3-close");
-    let (tcp, tcps) = row(&long, "https close");
-    let q = &h3s["connections"]["quic"];
-    assert_eq!(
-        u(&q["handshake_extra_round_trips"]),
-        u(&h3s["connections"]["opened"]),
-        "{q}"
-    );
-    assert_eq!(
-        u(&tls(&tcps)["first_flight_extra_round_trips"]),
-        0,
-        "{}",
-        tls(&tcps)
-    );
-    // Two of the link's own round trips (the delay line adds its time to the set one)
-    // and the handshake's CPU, measured on loopback with the same chain; never below two
-    // set round trips. (A CI run read 84.73 ms against 80 ± 4.5 from the set RTT alone.)
-    let link = link_rtt(&long);
+    // The handshake's CPU, measured on loopback with the same chain.
     let on_loopback = bench_json(&[
         "--embedded-tls",
         "-s",
@@ -249,32 +238,60 @@ fn a_chain_above_the_anti_amplification_limit_makes_h3_close_take_two_round_trip
     let cpu = scenario(&on_loopback)["connections"]["quic"]["handshake_ms"]["mean"]
         .as_f64()
         .unwrap();
-    let mean = q["handshake_ms"]["mean"].as_f64().unwrap();
-    eprintln!("QUIC handshake {mean:.2} ms; link {link:.2} ms, CPU on loopback {cpu:.2} ms");
-    median_within(
-        "QUIC handshake with the long chain",
-        mean,
-        80.0,
-        2.0 * link + cpu,
-        5.0,
-    );
-    assert!(
-        mean >= 80.0,
-        "QUIC handshake with the long chain: {mean:.2} ms"
-    );
-    // Counted: the request 1, the QUIC handshake 1 and its wait 1; TCP: 1 + 1 + 1.
-    assert_eq!(h3["round_trips"]["counted"].as_f64(), Some(3.0), "{h3}");
-    assert_eq!(tcp["round_trips"]["counted"].as_f64(), Some(3.0), "{tcp}");
-    assert_round_trips(&h3, 3.0, link);
+    // 9,000 bytes: above 3 times the client's two 1,200-byte Initials (its post-quantum
+    // ClientHello needs two), within TCP's initial window.
+    let test = "h3-close with a 9 KB first flight at 40 ms";
+    check(test, || {
+        let long = compare(Some("9000"));
+        let (h3, h3s) = row(&long, "https h3-close");
+        let (tcp, tcps) = row(&long, "https close");
+        let q = &h3s["connections"]["quic"];
+        assert_eq!(
+            u(&q["handshake_extra_round_trips"]),
+            u(&h3s["connections"]["opened"]),
+            "{q}"
+        );
+        assert_eq!(
+            u(&tls(&tcps)["first_flight_extra_round_trips"]),
+            0,
+            "{}",
+            tls(&tcps)
+        );
+        // Counted: the request 1, the QUIC handshake 1 and its wait 1; TCP: 1 + 1 + 1.
+        assert_eq!(h3["round_trips"]["counted"].as_f64(), Some(3.0), "{h3}");
+        assert_eq!(tcp["round_trips"]["counted"].as_f64(), Some(3.0), "{tcp}");
+        let mean = q["handshake_ms"]["mean"].as_f64().unwrap();
+        ensure(mean >= 80.0, || {
+            format!("QUIC handshake with the long chain: {mean:.2} ms")
+        })?;
+        // Two of the link's own round trips (the delay line adds its time to the set
+        // one) and the handshake's CPU; never below two set round trips. (A CI run read
+        // 84.73 ms against 80 ± 4.5 from the set RTT alone.)
+        let link = link_rtt(&long);
+        eprintln!("QUIC handshake {mean:.2} ms; link {link:.2} ms, CPU on loopback {cpu:.2} ms");
+        link_claims(test, &long["link"]).judge(|| {
+            within(
+                "QUIC handshake with the long chain",
+                mean,
+                80.0,
+                2.0 * link + cpu,
+                5.0,
+            )?;
+            round_trips(&h3, 3.0, link)
+        })
+    });
     // The default chain: h3-close's handshake takes its one round trip.
-    let short = compare(None);
-    let (h3, h3s) = row(&short, "https h3-close");
-    assert_eq!(
-        u(&h3s["connections"]["quic"]["handshake_extra_round_trips"]),
-        0
-    );
-    assert_eq!(h3["round_trips"]["counted"].as_f64(), Some(2.0), "{h3}");
-    assert_round_trips(&h3, 2.0, link_rtt(&short));
+    let test = "h3-close with the default first flight at 40 ms";
+    check(test, || {
+        let short = compare(None);
+        let (h3, h3s) = row(&short, "https h3-close");
+        assert_eq!(
+            u(&h3s["connections"]["quic"]["handshake_extra_round_trips"]),
+            0
+        );
+        assert_eq!(h3["round_trips"]["counted"].as_f64(), Some(2.0), "{h3}");
+        link_claims(test, &short["link"]).judge(|| round_trips(&h3, 2.0, link_rtt(&short)))
+    });
 }
 
 #[test]

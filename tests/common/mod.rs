@@ -14,6 +14,7 @@ use serde_json::Value;
 
 pub use handshake::api::server::{self, RunningServer, ServerConfig};
 
+pub mod accuracy;
 pub mod apache;
 pub mod first_hour;
 pub mod mtls;

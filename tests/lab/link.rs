@@ -11,6 +11,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::accuracy::{check, ensure, link_claims, near, near_by, within, Said, Try};
 use crate::common::*;
 use serde_json::Value;
 
@@ -28,21 +29,6 @@ fn root(test: &str) -> bool {
     true
 }
 
-/// Within 10 % (+0.5 ms) of `expected` ms: a round trip more or less would be 50 % or
-/// more of any time checked here, so this still counts round trips. The tests read
-/// medians (of the phases, of the rounds, of repeated clients): on a loaded 2-vCPU
-/// machine one sample in many can lose a few ms to scheduling, which says nothing about
-/// the link (with 5 %, fresh CI machines read TLS handshakes 2 to 2.5 ms over 2 round
-/// trips and their loopback CPU, in 3 runs of 4). No sample can beat physics, though:
-/// [`assert_not_below`] checks every minimum.
-fn assert_near(what: &str, got: f64, expected: f64) {
-    let tol = expected * 0.10 + 0.5;
-    assert!(
-        (got - expected).abs() <= tol,
-        "{what}: {got:.3} ms, expected {expected:.1} ms ± {tol:.2}"
-    );
-}
-
 /// The link's round trip as the run itself measured it before it started (the median of
 /// its probes' TCP connects, timed as a client times them): what the times of the run are
 /// set against, so that this machine's own wake-ups, in both, do not fail a test.
@@ -50,7 +36,7 @@ fn link_rtt(rep: &Value) -> f64 {
     f(&rep["link"]["rtt_measured_ms"])
 }
 
-/// The same from a lab's text on stderr ("measured 20.1 ms").
+/// The link's round trip from a lab's text on stderr ("measured 20.1 ms").
 fn link_rtt_in(stderr: &str) -> f64 {
     stderr
         .split("measured ")
@@ -60,67 +46,33 @@ fn link_rtt_in(stderr: &str) -> f64 {
         .unwrap_or_else(|| panic!("no measured RTT in {stderr}"))
 }
 
-/// The link held its round trip: the kernel's timing of the probes' SYNs within 2 % +
-/// 0.3 ms of the set RTT, the delay line's departures within their tolerance at the 99th
-/// percentile, and the report's check agreeing with its own figures.
-fn assert_link_holds(link: &Value, rtt: f64) {
-    let tol = rtt * 0.02 + 0.3;
-    let k = f(&link["probes"]["rtt_kernel_ms"]);
-    assert!(
-        (k - rtt).abs() <= tol,
-        "the link (kernel-timed) {k:.3} ms for {rtt} ms set, tolerance {tol:.2}: {link}"
-    );
-    let check = &link["check"];
-    assert_eq!(f(&check["tolerance_ms"]), tol, "{check}");
+/// What the lab claims of `link` (see `common::accuracy`), and the delay line's own
+/// error where it made the link: where it says the link held, its median departure
+/// within a quarter of its tolerance.
+fn claims(test: &str, link: &Value) -> Said {
+    let said = link_claims(test, link);
     if let Some(late) = link["delay_line"]["lateness"].as_object() {
-        let p99 = f(&late["p99_us"]);
-        let t = f(&late["tolerance_us"]);
-        assert_eq!(t, (rtt / 2.0 * 0.02 + 0.3) * 1000.0, "{link}");
-        let packets = u(&late["packets"]);
-        assert!(packets > 0, "{link}");
-        // Within the tolerance but for the few the hypervisor held up (this machine is a
-        // virtual one: a vCPU descheduled for up to 10 ms is seen under load, whatever the
-        // thread's priority), which the check must then name.
-        // One such stall holds up every packet due while it lasts (several in a burst).
-        let beyond = u(&late["beyond_tolerance"]);
-        // One line per link for the logs (the delay line's own error in each run).
-        eprintln!(
-            "LINK {rtt} ms set: kernel {k:.3} ms; lateness p50 {} µs, p99 {p99} µs, max {} µs, {beyond} of {packets} beyond {t} µs; steal {} ms",
-            late["p50_us"], late["max_us"], link["steal_ms"]
-        );
-        assert!(
-            beyond <= 5.max(packets / 20),
-            "{beyond} of {packets} packets over {t} µs late (p99 {p99}): {link}"
-        );
-        assert!(f(&late["p50_us"]) <= t / 4.0, "{link}");
-        if beyond > 0 {
-            let sentence = link["check"]["sentence"].as_str().unwrap();
-            assert!(
-                sentence.contains(&format!(
-                    "{beyond} of {packets} packets left the delay line"
-                )),
-                "{sentence}"
-            );
-        }
-        // held exactly when no packet was beyond its tolerance (the kernel's RTT held).
+        let (p50, t) = (f(&late["p50_us"]), f(&late["tolerance_us"]));
         assert_eq!(
-            check["link_held"],
-            u(&late["beyond_tolerance"]) == 0,
+            t,
+            (f(&link["rtt_set_ms"]) / 2.0 * 0.02 + 0.3) * 1000.0,
             "{link}"
         );
+        assert!(u(&late["packets"]) > 0, "{link}");
+        assert!(
+            !said.quiet() || p50 <= t / 4.0,
+            "the delay line's median departure {p50} µs late, tolerance {t} µs: {link}"
+        );
     }
-    let sentence = check["sentence"].as_str().unwrap();
-    if check["link_held"] == true && check["machine_busy"] == false {
-        assert!(sentence.starts_with("held within "), "{sentence}");
-    }
+    said
 }
 
-/// A time that must take at least `rtt_ms` (a round trip) and not much less.
-fn assert_not_below(what: &str, got: f64, rtt_ms: f64) {
-    assert!(
-        got >= rtt_ms * 0.99,
-        "{what}: {got:.3} ms, faster than the {rtt_ms} ms round trip"
-    );
+/// A time that must take at least `rtt_ms` (a round trip): no machine, however busy,
+/// makes a round trip shorter, so this fails on any try.
+fn not_below(what: &str, got: f64, rtt_ms: f64) -> Try {
+    ensure(got >= rtt_ms * 0.99, || {
+        format!("{what}: {got:.3} ms, faster than the {rtt_ms} ms round trip")
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -168,6 +120,96 @@ fn assert_ground_truth(rep: &Value) {
     );
 }
 
+/// Keep-alive across the link (`bench --rtt RTT -n 8 -c 1`): the first request connects
+/// (1 RTT) then waits (1 RTT); the others only wait. Counts against the server's.
+fn keepalive_round_trips(test: &str, rep: &Value, rtt: f64) -> Try {
+    assert_ground_truth(rep);
+    assert_schema(rep);
+    let link = &rep["link"];
+    // netem where the kernel has it, else the delay line: the same physics.
+    assert!(
+        link["emulator"] == "delay-line" || link["emulator"] == "netem",
+        "{link}"
+    );
+    assert_eq!(f(&link["rtt_set_ms"]), rtt);
+    assert_eq!(link["tcp_congestion_control"], "cubic", "{link}");
+    let p = &scenario(rep)["phases_ms"];
+    assert_eq!(u(&p["new"]["connect"]["count"]), 1);
+    assert_eq!(u(&p["reused"]["wait"]["count"]), 7);
+    not_below("connect", f(&p["new"]["connect"]["min"]), rtt)?;
+    // A request's send and wait together take a round trip at least. Each alone: a
+    // client preempted between its write's return and reading the clock (by the delay
+    // line waking on its CPU, then another task picked before it) counts that slice to
+    // send, not wait; so the shortest wait is bounded by the round trip less the
+    // longest send.
+    not_below(
+        "wait (reused) and the longest send",
+        f(&p["reused"]["wait"]["min"]) + f(&p["reused"]["send"]["max"]),
+        rtt,
+    )?;
+    claims(test, link).judge(|| {
+        near("probe connects (median)", link_rtt(rep), rtt)?;
+        near(
+            "wait (reused, median)",
+            f(&p["reused"]["wait"]["p50"]),
+            link_rtt(rep),
+        )
+    })
+}
+
+/// A new connection per request (`bench --rtt RTT -n N -c 1 EXTRA`), one at a time, its
+/// TLS handshakes counted, full and resumed, against the server's; `tls_rtts` round
+/// trips each for the median handshake (its own CPU on loopback, `cpu`, added) and
+/// `slowest_rtts` for the slowest.
+struct NewConnections<'a> {
+    test: String,
+    rtt: f64,
+    n: u32,
+    extra: &'a [&'a str],
+    full: u64,
+    tls_rtts: f64,
+    slowest_rtts: f64,
+    cpu: f64,
+}
+
+impl NewConnections<'_> {
+    fn check(&self) {
+        check(&self.test, || {
+            let r = format!("{}ms", self.rtt);
+            let rep = one_at_a_time(&r, self.n, self.extra);
+            let s = scenario(&rep);
+            let tls = &s["connections"]["tls_handshakes"];
+            assert_eq!(u(&tls["full"]), self.full, "{tls}");
+            assert_eq!(u(&tls["full"]), u(&rep["server"]["tls_handshakes_full"]));
+            let resumed = u64::from(self.n) - self.full;
+            assert_eq!(u(&tls["resumed"]), resumed, "{tls}");
+            assert_eq!(resumed, u(&rep["server"]["tls_handshakes_resumed"]));
+            let connect = &s["phases_ms"]["new"]["connect"];
+            not_below("connect", f(&connect["min"]), self.rtt)?;
+            let least = self.tls_rtts * self.rtt;
+            not_below("TLS handshake", tls_ms(s, "min"), least)?;
+            not_below(
+                "the slowest TLS handshake",
+                tls_ms(s, "max"),
+                self.slowest_rtts * self.rtt,
+            )?;
+            claims(&self.test, &rep["link"]).judge(|| {
+                // The medians are set against the link's own round trip (its probe connects'
+                // median: the delay line adds its time to the set one, 0.6 ms at 40 ms here).
+                let link = link_rtt(&rep);
+                near("connect (median)", f(&connect["p50"]), link)?;
+                within(
+                    "TLS handshake (median)",
+                    tls_ms(s, "p50"),
+                    least,
+                    self.tls_rtts * link + self.cpu,
+                    10.0,
+                )
+            })
+        });
+    }
+}
+
 #[test]
 fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
     let Some(_g) = lab_serial("round trips") else {
@@ -183,97 +225,88 @@ fn connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms() {
     // at 10 ms against 10.3 ± 1.02 from the link alone): the median of 5 on loopback, 4
     // of them resumed.
     let cpu12r = loopback_tls_p50(&[&tls12[..], &["close-resumed"]].concat());
+    let close12 = [&tls12[..], &["close"]].concat();
+    let resumed12 = [&tls12[..], &["close-resumed"]].concat();
     for rtt in [10.0, 40.0, 100.0] {
         let r = format!("{rtt}ms");
-        // Keep-alive: the first request connects (1 RTT) then waits (1 RTT); the others
-        // only wait.
-        let rep = bench_json(&["--rtt", &r, "-n", "8", "-c", "1"]);
-        assert_ground_truth(&rep);
-        assert_schema(&rep);
-        let link = &rep["link"];
-        // netem where the kernel has it, else the delay line: the same physics.
-        assert!(
-            link["emulator"] == "delay-line" || link["emulator"] == "netem",
-            "{link}"
-        );
-        assert_eq!(f(&link["rtt_set_ms"]), rtt);
-        assert_near("probe connects (median)", f(&link["rtt_measured_ms"]), rtt);
-        assert_eq!(link["tcp_congestion_control"], "cubic", "{link}");
-        if link["emulator"] == "delay-line" {
-            // After the run: the delay line's lateness is in.
-            assert_link_holds(link, rtt);
-        }
-        let p = &scenario(&rep)["phases_ms"];
-        assert_eq!(u(&p["new"]["connect"]["count"]), 1);
-        assert_not_below("connect", f(&p["new"]["connect"]["min"]), rtt);
-        assert_eq!(u(&p["reused"]["wait"]["count"]), 7);
-        assert_near(
-            "wait (reused, median)",
-            f(&p["reused"]["wait"]["p50"]),
-            link_rtt(&rep),
-        );
-        // A request's send and wait together take a round trip at least. Each alone: a
-        // client preempted between its write's return and reading the clock (by the delay
-        // line waking on its CPU, then another task picked before it) counts that slice to
-        // send, not wait; so the shortest wait is bounded by the round trip less the
-        // longest send.
-        assert_not_below(
-            "wait (reused) and the longest send",
-            f(&p["reused"]["wait"]["min"]) + f(&p["reused"]["send"]["max"]),
-            rtt,
-        );
+        let test = format!("keep-alive at {r}");
+        check(&test, || {
+            keepalive_round_trips(
+                &test,
+                &bench_json(&["--rtt", &r, "-n", "8", "-c", "1"]),
+                rtt,
+            )
+        });
         // A new TLS 1.3 connection per request: TCP 1 RTT, TLS 1 RTT.
-        // The medians are set against the link's own round trip (its probe connects'
-        // median: the delay line adds its time to the set one, 0.6 ms at 40 ms here);
-        // no sample may beat the set one.
-        let rep = one_at_a_time(&r, 5, &["--strategy", "close", "--embedded-tls"]);
-        let link_rtt = f(&rep["link"]["rtt_measured_ms"]);
-        let s = scenario(&rep);
-        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 5);
-        assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 5);
-        median_within(
-            "TLS 1.3 full (median)",
-            tls_ms(s, "p50"),
+        NewConnections {
+            test: format!("TLS 1.3 full at {r}"),
             rtt,
-            link_rtt + cpu13,
-            10.0,
-        );
-        assert_not_below("TLS 1.3 full", tls_ms(s, "min"), rtt);
-        let connect = &s["phases_ms"]["new"]["connect"];
-        assert_near("connect (median)", f(&connect["p50"]), link_rtt);
-        assert_not_below("connect", f(&connect["min"]), rtt);
+            n: 5,
+            extra: &["--strategy", "close", "--embedded-tls"],
+            full: 5,
+            tls_rtts: 1.0,
+            slowest_rtts: 1.0,
+            cpu: cpu13,
+        }
+        .check();
         // TLS 1.2: a full handshake takes 2 round trips. Five of them, so that one or two
         // delayed by the loaded machine do not make the median.
-        // (CI once read 22.23 ms at 10 ms, against 20.6 ± 1.53 from the set RTT.)
-        let rep = one_at_a_time(&r, 5, &[&tls12[..], &["close"]].concat());
-        let link_rtt = f(&rep["link"]["rtt_measured_ms"]);
-        let s = scenario(&rep);
-        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 5);
-        median_within(
-            "TLS 1.2 full (median)",
-            tls_ms(s, "p50"),
-            2.0 * rtt,
-            2.0 * link_rtt + cpu12,
-            10.0,
-        );
-        assert_not_below("TLS 1.2 full", tls_ms(s, "min"), 2.0 * rtt);
-        // A resumed TLS 1.2 handshake (abbreviated) takes 1 round trip.
-        let rep = one_at_a_time(&r, 6, &[&tls12[..], &["close-resumed"]].concat());
-        let link_rtt = f(&rep["link"]["rtt_measured_ms"]);
-        let s = scenario(&rep);
-        assert_eq!(u(&s["connections"]["tls_handshakes"]["full"]), 1);
-        assert_eq!(u(&s["connections"]["tls_handshakes"]["resumed"]), 5);
-        assert_eq!(u(&rep["server"]["tls_handshakes_resumed"]), 5);
-        // 1 full (2 RTT) and 5 resumed (1 RTT): the median is of two resumed ones.
-        median_within(
-            "TLS 1.2 resumed (median)",
-            tls_ms(s, "p50"),
+        NewConnections {
+            test: format!("TLS 1.2 full at {r}"),
             rtt,
-            link_rtt + cpu12r,
-            10.0,
+            n: 5,
+            extra: &close12,
+            full: 5,
+            tls_rtts: 2.0,
+            slowest_rtts: 2.0,
+            cpu: cpu12,
+        }
+        .check();
+        // A resumed TLS 1.2 handshake (abbreviated) takes 1 round trip: 1 full (2 RTT)
+        // and 5 resumed, so the median is of two resumed ones.
+        NewConnections {
+            test: format!("TLS 1.2 resumed at {r}"),
+            rtt,
+            n: 6,
+            extra: &resumed12,
+            full: 1,
+            tls_rtts: 1.0,
+            slowest_rtts: 2.0,
+            cpu: cpu12r,
+        }
+        .check();
+    }
+}
+
+/// A lab that claims a held link it did not make fails the check: the delay line, behind
+/// a test-only setting, adds 5 ms each way to every packet but its own probes', so the
+/// lab's probes (and so its check) see the 40 ms set while every request waits 50.
+#[test]
+fn a_lab_claiming_a_link_it_did_not_make_fails_the_check() {
+    let Some(_g) = lab_serial("skewed link") else {
+        return;
+    };
+    let test = "a skewed link (5 ms each way, unseen by the probes)";
+    let wrong = crate::common::accuracy::check_fails(test, || {
+        let out = Command::new(bin())
+            .env("HANDSHAKE_TEST_LINK_SKEW_MS", "5")
+            .args(["bench", "--rtt", "40ms", "--emulator", "delay-line"])
+            .args(["-n", "8", "-c", "1", "--json", "--no-progress"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
         );
-        assert_not_below("TLS 1.2 resumed", tls_ms(s, "min"), rtt);
-        assert_not_below("TLS 1.2 full (the slowest)", tls_ms(s, "max"), 2.0 * rtt);
+        let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+        // The report says what was set, and its check does not see it.
+        assert_eq!(f(&rep["link"]["test_skew_ms"]), 5.0, "{}", rep["link"]);
+        keepalive_round_trips(test, &rep, 40.0)
+    });
+    if let Some(why) = wrong {
+        assert!(why.starts_with("wait (reused, median): 5"), "{why}");
     }
 }
 
@@ -288,28 +321,41 @@ fn early_data_takes_two_round_trips_where_resumption_takes_three() {
     };
     let rtt = 40.0;
     let r = format!("{rtt}ms");
-    let rep = one_at_a_time(&r, 6, &["--strategy", "close-resumed"]);
-    let total = &scenario(&rep)["phases_ms"]["new"]["total"];
-    assert_near(
-        "close-resumed (median)",
-        f(&total["p50"]),
-        3.0 * link_rtt(&rep),
-    );
-    assert_not_below("close-resumed", f(&total["min"]), 3.0 * rtt);
-    let rep = one_at_a_time(&r, 6, &["--strategy", "close-0rtt"]);
-    let s = scenario(&rep);
-    let ed = &s["connections"]["early_data"];
-    // The first connection has no ticket; the other five go in early data.
-    assert_eq!(u(&ed["accepted"]), 5, "{ed}");
-    assert_eq!(u(&rep["server"]["early_data_requests"]), 5);
-    assert_schema(&rep);
-    // The median is one of the five: TCP, then the handshake with the request in it.
-    let total = &s["phases_ms"]["new"]["total"];
-    let link = link_rtt(&rep);
-    assert_near("close-0rtt (median)", f(&total["p50"]), 2.0 * link);
-    assert_not_below("close-0rtt", f(&total["min"]), 2.0 * rtt);
-    assert_near("its tls phase (median)", tls_ms(s, "p50"), link);
-    assert!(f(&s["phases_ms"]["new"]["wait"]["p50"]) < rtt / 2.0, "{s}");
+    let test = "close-resumed at 40 ms";
+    check(test, || {
+        let rep = one_at_a_time(&r, 6, &["--strategy", "close-resumed"]);
+        let total = &scenario(&rep)["phases_ms"]["new"]["total"];
+        not_below("close-resumed", f(&total["min"]), 3.0 * rtt)?;
+        claims(test, &rep["link"]).judge(|| {
+            near(
+                "close-resumed (median)",
+                f(&total["p50"]),
+                3.0 * link_rtt(&rep),
+            )
+        })
+    });
+    let test = "close-0rtt at 40 ms";
+    check(test, || {
+        let rep = one_at_a_time(&r, 6, &["--strategy", "close-0rtt"]);
+        let s = scenario(&rep);
+        let ed = &s["connections"]["early_data"];
+        // The first connection has no ticket; the other five go in early data.
+        assert_eq!(u(&ed["accepted"]), 5, "{ed}");
+        assert_eq!(u(&rep["server"]["early_data_requests"]), 5);
+        assert_schema(&rep);
+        // The median is one of the five: TCP, then the handshake with the request in it.
+        let total = &s["phases_ms"]["new"]["total"];
+        not_below("close-0rtt", f(&total["min"]), 2.0 * rtt)?;
+        claims(test, &rep["link"]).judge(|| {
+            let link = link_rtt(&rep);
+            near("close-0rtt (median)", f(&total["p50"]), 2.0 * link)?;
+            near("its tls phase (median)", tls_ms(s, "p50"), link)?;
+            let wait = f(&s["phases_ms"]["new"]["wait"]["p50"]);
+            ensure(wait < rtt / 2.0, || {
+                format!("the wait after an early-data request: {wait} ms, the answer came with the handshake")
+            })
+        })
+    });
 }
 
 /// QUIC sets up transport and TLS in one round trip: at 40 ms a new QUIC connection per
@@ -322,55 +368,56 @@ fn quic_takes_two_round_trips_and_0rtt_one() {
     let Some(_g) = lab_serial("quic") else {
         return;
     };
-    let near = |what: &str, got: f64, expected: f64| {
-        // 15 %: a round trip more is 50 % or more here. In the suite, beside the other
-        // lab tests' leftovers, 0-RTT read 46.7 and 47.4 ms at 40 ms (41.9 run alone).
-        let tol = expected * 0.15 + 1.0;
-        assert!(
-            (got - expected).abs() <= tol,
-            "{what}: {got:.3} ms, expected {expected:.1} ms ± {tol:.2}"
-        );
-    };
+    // 15 %: a round trip more is 50 % or more here.
+    let near = |what: &str, got: f64, expected: f64| near_by(what, got, expected, 15.0, 1.0);
     let rtt = 40.0;
     let r = format!("{rtt}ms");
-    let rep = one_at_a_time(&r, 6, &["--strategy", "h3-close"]);
-    assert_schema(&rep);
-    let s = scenario(&rep);
-    assert_eq!(u(&rep["server"]["h3_connections"]), 6);
-    assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 6);
-    let new = &s["phases_ms"]["new"];
-    near(
-        "h3-close (median)",
-        f(&new["total"]["p50"]),
-        2.0 * link_rtt(&rep),
-    );
-    assert_not_below("h3-close", f(&new["total"]["min"]) / 2.0, rtt);
-    near(
-        "quic_handshake (median)",
-        f(&new["quic_handshake"]["p50"]),
-        link_rtt(&rep),
-    );
-    assert_not_below("quic_handshake", f(&new["quic_handshake"]["min"]), rtt);
-
-    let rep = one_at_a_time(&r, 8, &["--strategy", "h3-0rtt"]);
-    let s = scenario(&rep);
-    let c = &s["connections"];
-    let ed = &c["early_data"];
-    // The first connection has no ticket; the others go in 0-RTT.
-    assert!(u(&ed["accepted"]) >= 6, "{ed}");
-    assert_eq!(u(&ed["rejected"]), 0, "{ed}");
-    assert_eq!(
-        u(&c["tls_handshakes"]["resumed"]),
-        u(&rep["server"]["tls_handshakes_resumed"])
-    );
-    let new = &s["phases_ms"]["new"];
-    near("h3-0rtt (median)", f(&new["total"]["p50"]), link_rtt(&rep));
-    assert_not_below("h3-0rtt", f(&new["total"]["min"]), rtt);
-    near(
-        "its handshake (mean)",
-        f(&c["quic"]["handshake_ms"]["mean"]),
-        link_rtt(&rep),
-    );
+    let test = "h3-close at 40 ms";
+    check(test, || {
+        let rep = one_at_a_time(&r, 6, &["--strategy", "h3-close"]);
+        assert_schema(&rep);
+        assert_eq!(u(&rep["server"]["h3_connections"]), 6);
+        assert_eq!(u(&rep["server"]["tls_handshakes_full"]), 6);
+        let new = &scenario(&rep)["phases_ms"]["new"];
+        not_below("h3-close", f(&new["total"]["min"]) / 2.0, rtt)?;
+        not_below("quic_handshake", f(&new["quic_handshake"]["min"]), rtt)?;
+        claims(test, &rep["link"]).judge(|| {
+            near(
+                "h3-close (median)",
+                f(&new["total"]["p50"]),
+                2.0 * link_rtt(&rep),
+            )?;
+            near(
+                "quic_handshake (median)",
+                f(&new["quic_handshake"]["p50"]),
+                link_rtt(&rep),
+            )
+        })
+    });
+    let test = "h3-0rtt at 40 ms";
+    check(test, || {
+        let rep = one_at_a_time(&r, 8, &["--strategy", "h3-0rtt"]);
+        let s = scenario(&rep);
+        let c = &s["connections"];
+        let ed = &c["early_data"];
+        // The first connection has no ticket; the others go in 0-RTT.
+        assert!(u(&ed["accepted"]) >= 6, "{ed}");
+        assert_eq!(u(&ed["rejected"]), 0, "{ed}");
+        assert_eq!(
+            u(&c["tls_handshakes"]["resumed"]),
+            u(&rep["server"]["tls_handshakes_resumed"])
+        );
+        let new = &s["phases_ms"]["new"];
+        not_below("h3-0rtt", f(&new["total"]["min"]), rtt)?;
+        claims(test, &rep["link"]).judge(|| {
+            near("h3-0rtt (median)", f(&new["total"]["p50"]), link_rtt(&rep))?;
+            near(
+                "its handshake (mean)",
+                f(&c["quic"]["handshake_ms"]["mean"]),
+                link_rtt(&rep),
+            )
+        })
+    });
 }
 
 /// Real nginx with `ssl_early_data on` across the link (`--server-cmd`): 20 ms between
@@ -443,7 +490,7 @@ fn nginx_takes_early_data_across_the_link() {
         lines.iter().filter(|l| l.ends_with(" r")).count() as u64
     );
     let total = &s["phases_ms"]["new"]["total"];
-    assert_not_below("close-0rtt to nginx", f(&total["min"]), 40.0);
+    not_below("close-0rtt to nginx", f(&total["min"]), 40.0).unwrap();
 }
 
 /// `bench --rtt RTT -n N -c 1 EXTRA...`, its counts checked against the server's.
@@ -517,59 +564,70 @@ fn curl_across_the_link_sees_the_round_trip_and_the_server_counts_its_connection
             .collect()
     };
     let script = five("%{time_connect} %{time_starttransfer}", "");
-    let (code, out, err) = run_lab(&[
-        "lab",
-        "--rtt",
-        "40ms",
-        "--emulator",
-        "delay-line",
-        "--json",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let c = columns(&out);
-    let v = lab_summary(&err);
-    let link = link_rtt(&v);
-    assert_link_holds(&v["link"], 40.0);
-    assert_near("curl time_connect (median)", median(c[0].clone()), link);
-    assert_near(
-        "curl time_starttransfer (median)",
-        median(c[1].clone()),
-        2.0 * link,
-    );
-    for (connect, first_byte) in c[0].iter().zip(&c[1]) {
-        assert_not_below("curl time_connect", *connect, 40.0);
-        assert_not_below("curl time_starttransfer", *first_byte, 80.0);
-    }
-    let v = lab_summary(&err);
-    assert_eq!(u(&v["server"]["connections_accepted"]), 5);
-    assert_eq!(u(&v["server"]["requests"]), 5);
-    assert_eq!(v["exit_status"], 0);
-    assert!(u(&v["link"]["delay_line"]["client_to_server"]["packets"]) >= 20);
+    let test = "curl across 40 ms";
+    check(test, || {
+        let (code, out, err) = run_lab(&[
+            "lab",
+            "--rtt",
+            "40ms",
+            "--emulator",
+            "delay-line",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let c = columns(&out);
+        let v = lab_summary(&err);
+        assert_eq!(u(&v["server"]["connections_accepted"]), 5);
+        assert_eq!(u(&v["server"]["requests"]), 5);
+        assert_eq!(v["exit_status"], 0);
+        assert!(u(&v["link"]["delay_line"]["client_to_server"]["packets"]) >= 20);
+        for (connect, first_byte) in c[0].iter().zip(&c[1]) {
+            not_below("curl time_connect", *connect, 40.0)?;
+            not_below("curl time_starttransfer", *first_byte, 80.0)?;
+        }
+        claims(test, &v["link"]).judge(|| {
+            let link = link_rtt(&v);
+            near("curl time_connect (median)", median(c[0].clone()), link)?;
+            near(
+                "curl time_starttransfer (median)",
+                median(c[1].clone()),
+                2.0 * link,
+            )
+        })
+    });
     // HTTPS: curl's TLS 1.3 handshake is one more round trip; it trusts {cacert}.
     let script = five("%{time_connect} %{time_appconnect}", "--cacert {cacert}");
-    let (code, out, err) = run_lab(&[
-        "lab", "--rtt", "40ms", "--https", "--json", "--", "sh", "-c", &script,
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let c = columns(&out);
-    assert_near(
-        "curl https time_connect (median)",
-        median(c[0].clone()),
-        link_rtt(&lab_summary(&err)),
-    );
-    // TLS adds one round trip (and curl's own setup: its CA file is read then).
-    let tls: Vec<f64> = c[0].iter().zip(&c[1]).map(|(a, b)| b - a).collect();
-    for t in &tls {
-        assert_not_below("curl's TLS handshake", *t, 40.0);
-    }
-    let t = median(tls);
-    assert!(t < 50.0, "curl's TLS handshake took {t:.1} ms (median)");
-    let v = lab_summary(&err);
-    assert_eq!(u(&v["server"]["tls_handshakes_full"]), 5);
+    let test = "curl over HTTPS across 40 ms";
+    check(test, || {
+        let (code, out, err) = run_lab(&[
+            "lab", "--rtt", "40ms", "--https", "--json", "--", "sh", "-c", &script,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let c = columns(&out);
+        let v = lab_summary(&err);
+        assert_eq!(u(&v["server"]["tls_handshakes_full"]), 5);
+        // TLS adds one round trip (and curl's own setup: its CA file is read then).
+        let tls: Vec<f64> = c[0].iter().zip(&c[1]).map(|(a, b)| b - a).collect();
+        for t in &tls {
+            not_below("curl's TLS handshake", *t, 40.0)?;
+        }
+        claims(test, &v["link"]).judge(|| {
+            let link = link_rtt(&v);
+            near(
+                "curl https time_connect (median)",
+                median(c[0].clone()),
+                link,
+            )?;
+            let t = median(tls);
+            ensure(t < link + 10.0, || {
+                format!("curl's TLS handshake took {t:.1} ms (median) across a {link:.2} ms link")
+            })
+        })
+    });
     // The command's status is the lab's; $HANDSHAKE_URL is set.
     let (code, out, _) = run_lab(&[
         "lab",
@@ -595,33 +653,39 @@ fn an_independent_server_with_server_cmd() {
     };
     // Python's http.server (HTTP/1.0: a connection per request) on the server side; its
     // log lines (on the lab's stderr) are the server's own count.
-    let (code, out, err) = run_lab(&[
-        "lab",
-        "--rtt",
-        "20ms",
-        "--server-cmd",
-        "exec python3 -m http.server {port} --bind {addr}",
-        "--",
-        "sh",
-        "-c",
-        "for i in 1 2 3 4 5; do curl -s -o /dev/null -w '%{time_connect}\\n' {url} || exit 1; done",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let t: Vec<f64> = out
-        .lines()
-        .map(|x| x.parse::<f64>().unwrap() * 1000.0)
-        .collect();
-    assert_eq!(t.len(), 5, "{out}");
-    assert_near(
-        "curl to python time_connect (median)",
-        median(t.clone()),
-        link_rtt_in(&err),
-    );
-    for x in t {
-        assert_not_below("curl to python time_connect", x, 20.0);
-    }
-    assert_eq!(err.matches("\"GET / HTTP/1.1\" 200").count(), 5, "{err}");
-    assert!(err.contains("measured"), "{err}");
+    let test = "curl to python across 20 ms";
+    check(test, || {
+        let (code, out, err) = run_lab(&[
+            "lab",
+            "--rtt",
+            "20ms",
+            "--json",
+            "--server-cmd",
+            "exec python3 -m http.server {port} --bind {addr}",
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5; do curl -s -o /dev/null -w '%{time_connect}\\n' {url} || exit 1; done",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let t: Vec<f64> = out
+            .lines()
+            .map(|x| x.parse::<f64>().unwrap() * 1000.0)
+            .collect();
+        assert_eq!(t.len(), 5, "{out}");
+        assert_eq!(err.matches("\"GET / HTTP/1.1\" 200").count(), 5, "{err}");
+        for x in &t {
+            not_below("curl to python time_connect", *x, 20.0)?;
+        }
+        let v = lab_summary(&err);
+        claims(test, &v["link"]).judge(|| {
+            near(
+                "curl to python time_connect (median)",
+                median(t),
+                link_rtt(&v),
+            )
+        })
+    });
 }
 
 #[test]
@@ -629,48 +693,59 @@ fn compare_at_40ms_keepalive_one_round_trip_close_two_https_close_three() {
     let Some(_g) = lab_serial("compare --rtt") else {
         return;
     };
-    let rep = compare_json(&[
-        "--rtt",
-        "40ms",
-        "--strategies",
-        "close,keepalive",
-        "--rounds",
-        "6",
-        "-n",
-        "90",
-        "-c",
-        "6",
-    ]);
-    assert_schema(&rep);
-    let rows = rep["comparison"]["rows"].as_array().unwrap();
-    // Round trips of the link as this run measured it.
-    let link = link_rtt(&rep);
-    let rt = |name: &str| {
-        let r = rows.iter().find(|r| r["name"] == name).unwrap();
-        f(&r["time_per_request_ms"]["median"]) / link
-    };
-    // 15 requests per worker: keep-alive pays one connect (and TLS) per 15 requests.
-    let ka = rt("http keepalive");
-    assert!((0.97..1.12).contains(&ka), "http keepalive {ka:.3} RTT");
-    let ka = rt("https keepalive");
-    assert!((0.97..1.2).contains(&ka), "https keepalive {ka:.3} RTT");
-    let close = rt("http close");
-    assert!((1.95..2.1).contains(&close), "http close {close:.3} RTT");
-    let close = rt("https close");
-    assert!((2.9..3.15).contains(&close), "https close {close:.3} RTT");
-    // The explanations count exact round trips.
-    let why = rep["comparison"]["explanations"].to_string();
-    assert!(
-        why.contains("TCP connect") && why.contains("1 round trip"),
-        "{why}"
-    );
-    assert!(why.contains("full TLS 1.3 handshake"), "{why}");
-    let group = &rep["comparison"]["rtt_ms"][0];
-    assert_eq!(f(&group["rtt_set_ms"]), 40.0);
-    assert_eq!(group["round_trips"], true);
-    // Ground truth: the server accepted every connection the rows opened.
-    let opened = opened_in_all(&rep);
-    assert_eq!(opened, u(&rep["server"]["connections_accepted"]));
+    let test = "compare close,keepalive at 40 ms";
+    check(test, || {
+        let rep = compare_json(&[
+            "--rtt",
+            "40ms",
+            "--strategies",
+            "close,keepalive",
+            "--rounds",
+            "6",
+            "-n",
+            "90",
+            "-c",
+            "6",
+        ]);
+        assert_schema(&rep);
+        // Ground truth: the server accepted every connection the rows opened.
+        assert_eq!(
+            opened_in_all(&rep),
+            u(&rep["server"]["connections_accepted"])
+        );
+        // The explanations count exact round trips.
+        let why = rep["comparison"]["explanations"].to_string();
+        assert!(
+            why.contains("TCP connect") && why.contains("1 round trip"),
+            "{why}"
+        );
+        assert!(why.contains("full TLS 1.3 handshake"), "{why}");
+        let group = &rep["comparison"]["rtt_ms"][0];
+        assert_eq!(f(&group["rtt_set_ms"]), 40.0);
+        assert_eq!(group["round_trips"], true);
+        claims(test, &rep["link"]).judge(|| {
+            let rows = rep["comparison"]["rows"].as_array().unwrap();
+            // Round trips of the link as this run measured it.
+            let link = link_rtt(&rep);
+            let rt = |name: &str| {
+                let r = rows.iter().find(|r| r["name"] == name).unwrap();
+                f(&r["time_per_request_ms"]["median"]) / link
+            };
+            // 15 requests per worker: keep-alive pays one connect (and TLS) per 15 requests.
+            for (name, lo, hi) in [
+                ("http keepalive", 0.97, 1.12),
+                ("https keepalive", 0.97, 1.2),
+                ("http close", 1.95, 2.1),
+                ("https close", 2.9, 3.15),
+            ] {
+                let got = rt(name);
+                ensure((lo..hi).contains(&got), || {
+                    format!("{name}: {got:.3} round trips of {link:.2} ms, expected {lo} to {hi}")
+                })?;
+            }
+            Ok(())
+        })
+    });
 }
 
 /// compare at 40 ms with the 0-RTT and HTTP/3 rows: per request, https close takes 3
@@ -696,73 +771,86 @@ fn compare_at_40ms_counts_the_round_trips_quic_and_0rtt_save() {
     let Some(_g) = lab_serial("compare --rtt with h3") else {
         return;
     };
-    let rep = compare_json(&[
-        "--rtt",
-        "40ms",
-        "--strategies",
-        "close,close-0rtt,h3-close,h3-0rtt,h3",
-        "--rounds",
-        "6",
-        "-n",
-        "60",
-        "-c",
-        "6",
-    ]);
-    assert_schema(&rep);
-    let rows = rep["comparison"]["rows"].as_array().unwrap();
-    let rtt = 40.0;
-    let link_rtt = link_rtt(&rep);
-    assert_link_holds(&rep["link"], rtt);
-    // One uncounted round trip per worker at most: c / n per request.
-    let per_worker = 6.0 / 60.0;
-    for (name, lo, hi) in [
-        ("https close", 3.0, 3.0),
-        ("https close-0rtt", 2.0, 2.1),
-        ("https h3-close", 2.0, 2.0),
-        ("https h3-0rtt", 1.0, 1.15),
-        ("https h3", 1.0, 1.05),
-        ("http close", 2.0, 2.0),
-    ] {
-        let r = rows.iter().find(|r| r["name"] == name).unwrap();
-        let rt = &r["round_trips"];
-        let counted = f(&rt["counted"]);
-        assert!(
-            counted >= lo - 1e-9 && counted <= hi + 1e-9,
-            "{name}: counted {counted:.3}, expected {lo}..{hi}"
-        );
-        let measured_ms = f(&r["time_per_request_ms"]["median"]);
-        assert!((f(&rt["measured"]) - measured_ms / rtt).abs() < 1e-6);
-        let least = counted * rtt;
-        // The request's own work on both sides, as this run measured it (its client's and
-        // the server's CPU per request), is in its time and not in the link's.
-        let cpu_ms = (f(&r["client_cpu_us_per_request"]["median"])
-            + f(&r["server_cpu_us_per_request"]["median"]))
-            / 1000.0;
-        let most = (counted + per_worker) * link_rtt * 1.05 + 1.0 + cpu_ms;
-        assert!(
-            measured_ms >= least - 0.5 && measured_ms <= most,
-            "{name}: {measured_ms:.2} ms per request, counted {counted:.2} round trips ({least:.1} to {most:.1} ms)"
-        );
-    }
-    let why: Vec<&str> = rep["comparison"]["explanations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["text"].as_str().unwrap())
-        .collect();
-    let line = why
-        .iter()
-        .find(|e| e.starts_with("Round trips per request over https at 40.0 ms"))
-        .unwrap_or_else(|| panic!("{why:?}"));
-    for says in [
-        "https close 3.00 [",
-        "Against https close: https close-0rtt saves 0.9",
-        "https h3-close saves 1.00 [",
-        "https h3-0rtt saves 1.",
-    ] {
-        assert!(line.contains(says), "{says:?} in {line}");
-    }
-    // Ground truth from the server: QUIC connections, and 0-RTT requests by transport.
+    let test = "compare with 0-RTT and HTTP/3 at 40 ms";
+    check(test, || {
+        let rep = compare_json(&[
+            "--rtt",
+            "40ms",
+            "--strategies",
+            "close,close-0rtt,h3-close,h3-0rtt,h3",
+            "--rounds",
+            "6",
+            "-n",
+            "60",
+            "-c",
+            "6",
+        ]);
+        assert_schema(&rep);
+        server_counts_quic_and_0rtt(&rep);
+        let rows = rep["comparison"]["rows"].as_array().unwrap();
+        let rtt = 40.0;
+        // One uncounted round trip per worker at most: c / n per request.
+        let per_worker = 6.0 / 60.0;
+        let mut times = Vec::new();
+        for (name, lo, hi) in [
+            ("https close", 3.0, 3.0),
+            ("https close-0rtt", 2.0, 2.1),
+            ("https h3-close", 2.0, 2.0),
+            ("https h3-0rtt", 1.0, 1.15),
+            ("https h3", 1.0, 1.05),
+            ("http close", 2.0, 2.0),
+        ] {
+            let r = rows.iter().find(|r| r["name"] == name).unwrap();
+            let rt = &r["round_trips"];
+            let counted = f(&rt["counted"]);
+            assert!(
+                counted >= lo - 1e-9 && counted <= hi + 1e-9,
+                "{name}: counted {counted:.3}, expected {lo}..{hi}"
+            );
+            let measured_ms = f(&r["time_per_request_ms"]["median"]);
+            assert!((f(&rt["measured"]) - measured_ms / rtt).abs() < 1e-6);
+            let least = counted * rtt;
+            not_below(name, measured_ms + 0.5, least)?;
+            // The request's own work on both sides, as this run measured it (its client's
+            // and the server's CPU per request), is in its time and not in the link's.
+            let cpu_ms = (f(&r["client_cpu_us_per_request"]["median"])
+                + f(&r["server_cpu_us_per_request"]["median"]))
+                / 1000.0;
+            times.push((name, measured_ms, counted, cpu_ms));
+        }
+        claims(test, &rep["link"]).judge(|| {
+            let link_rtt = link_rtt(&rep);
+            for (name, measured_ms, counted, cpu_ms) in times {
+                let most = (counted + per_worker) * link_rtt * 1.05 + 1.0 + cpu_ms;
+                ensure(measured_ms <= most, || {
+                    format!("{name}: {measured_ms:.2} ms per request, counted {counted:.2} round trips (at most {most:.1} ms)")
+                })?;
+            }
+            let why: Vec<&str> = rep["comparison"]["explanations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["text"].as_str().unwrap())
+                .collect();
+            let line = why
+                .iter()
+                .find(|e| e.starts_with("Round trips per request over https at 40.0 ms"))
+                .unwrap_or_else(|| panic!("{why:?}"));
+            for says in [
+                "https close 3.00 [",
+                "Against https close: https close-0rtt saves 0.9",
+                "https h3-close saves 1.00 [",
+                "https h3-0rtt saves 1.",
+            ] {
+                ensure(line.contains(says), || format!("{says:?} in {line}"))?;
+            }
+            Ok(())
+        })
+    });
+}
+
+/// Ground truth from the server: QUIC connections, and 0-RTT requests by transport.
+fn server_counts_quic_and_0rtt(rep: &Value) {
     let scen = |name: &str| {
         rep["scenarios"]
             .as_array()
@@ -875,24 +963,33 @@ fn compare_sweep_over_round_trip_times_with_a_table_chart_and_html() {
     assert!(text.contains("a = http close"), "{text}");
     assert!(text.contains("=== RTT 20 ms"), "{text}");
     // JSON, and the HTML drawn in Chromium against it.
-    let out = run(&sweep(&["-n", "40", "--json", "--no-progress"]));
-    assert!(out.status.success());
-    let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_schema(&rep);
+    let test = "compare sweep at 0 and 20 ms";
+    let rep = check(test, || {
+        let out = run(&sweep(&["-n", "40", "--json", "--no-progress"]));
+        assert!(out.status.success());
+        let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_schema(&rep);
+        let sw = &rep["rtt_sweep"];
+        assert_eq!(sw["points"].as_array().unwrap().len(), 2);
+        let series = sw["series"].as_array().unwrap();
+        assert_eq!(series.len(), 4);
+        let close = series.iter().find(|s| s["name"] == "http close").unwrap();
+        assert!(close["round_trips"][0].is_null());
+        claims(test, &sw["points"][1]["link"]).judge(|| {
+            // Counted against the set 20 ms by the tool; here against the link as that
+            // point's run measured it.
+            let link = link_rtt(&sw["points"][1]);
+            let rt = f(&close["round_trips"][1]) * 20.0 / link;
+            ensure((1.9..2.2).contains(&rt), || {
+                format!("http close at 20 ms: {rt} RTT of {link} ms")
+            })
+        })?;
+        Ok(rep.clone())
+    });
+    let Some(rep) = rep else {
+        return;
+    };
     let sw = &rep["rtt_sweep"];
-    assert_eq!(sw["points"].as_array().unwrap().len(), 2);
-    let series = sw["series"].as_array().unwrap();
-    assert_eq!(series.len(), 4);
-    let close = series.iter().find(|s| s["name"] == "http close").unwrap();
-    assert!(close["round_trips"][0].is_null());
-    // Counted against the set 20 ms by the tool; here against the link as that point's
-    // run measured it.
-    let link = link_rtt(&sw["points"][1]);
-    let rt = f(&close["round_trips"][1]) * 20.0 / link;
-    assert!(
-        (1.9..2.2).contains(&rt),
-        "http close at 20 ms: {rt} RTT of {link} ms"
-    );
     for p in sw["points"].as_array().unwrap() {
         let opened: u64 = rep["scenarios"]
             .as_array()
@@ -921,36 +1018,44 @@ fn trace_across_the_link() {
     let Some(_g) = lab_serial("trace --rtt") else {
         return;
     };
-    let out = run(&["trace", "--rtt", "30ms", "--count", "5", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(f(&t["link"]["rtt_set_ms"]), 30.0);
-    let steps = t["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 5);
-    assert_not_below("trace connect", f(&steps[0]["connect_ms"]), 30.0);
-    assert!(f(&steps[0]["connect_ms"]) < 40.0, "{}", steps[0]);
-    for s in &steps[1..] {
-        assert_eq!(s["reused"], true);
+    let test = "trace across 30 ms";
+    check(test, || {
+        let out = run(&["trace", "--rtt", "30ms", "--count", "5", "--json"]);
         assert!(
-            s["connect_ms"].is_null(),
-            "a reused connection has no connect: {s}"
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
         );
-    }
-    let waits: Vec<f64> = steps.iter().map(|s| f(&s["wait_ms"])).collect();
-    assert_near("trace wait (median)", median(waits), link_rtt(&t));
-    // Each request's send and wait together (a preemption just after the write counts to
-    // send: see connect_tls_and_reused_wait_are_one_round_trip_at_10_40_and_100_ms).
-    for s in steps {
-        assert_not_below(
-            "trace send and wait",
-            f(&s["send_ms"]) + f(&s["wait_ms"]),
-            30.0,
-        );
-    }
+        let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(f(&t["link"]["rtt_set_ms"]), 30.0);
+        let steps = t["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 5);
+        for s in &steps[1..] {
+            assert_eq!(s["reused"], true);
+            assert!(
+                s["connect_ms"].is_null(),
+                "a reused connection has no connect: {s}"
+            );
+        }
+        not_below("trace connect", f(&steps[0]["connect_ms"]), 30.0)?;
+        // Each request's send and wait together (a preemption just after the write counts
+        // to send: see keepalive_round_trips).
+        for s in steps {
+            not_below(
+                "trace send and wait",
+                f(&s["send_ms"]) + f(&s["wait_ms"]),
+                30.0,
+            )?;
+        }
+        claims(test, &t["link"]).judge(|| {
+            let connect = f(&steps[0]["connect_ms"]);
+            ensure(connect < 40.0, || {
+                format!("trace connect {connect} ms: {}", steps[0])
+            })?;
+            let waits: Vec<f64> = steps.iter().map(|s| f(&s["wait_ms"])).collect();
+            near("trace wait (median)", median(waits), link_rtt(&t))
+        })
+    });
 }
 
 #[test]
@@ -958,109 +1063,106 @@ fn doctor_across_the_link() {
     let Some(_g) = lab_serial("doctor --rtt") else {
         return;
     };
-    let out = run(&[
-        "doctor",
-        "--rtt",
-        "20ms",
-        "--max-idle",
-        "1s",
-        "--max-requests",
-        "20",
-        "--json",
-    ]);
-    let d: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(f(&d["link"]["rtt_set_ms"]), 20.0);
-    assert_near("doctor's link", f(&d["link"]["rtt_measured_ms"]), 20.0);
-    assert_eq!(d["http11"]["reused"], true, "{d}");
-    // Over HTTPS: full and resumed TLS 1.3 handshakes each take one round trip.
-    let out = run(&[
-        "doctor",
-        "--rtt",
-        "20ms",
-        "--embedded-tls",
-        "--max-idle",
-        "1s",
-        "--max-requests",
-        "5",
-        "--json",
-    ]);
-    let d: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    let tls = &d["tls"];
-    assert_eq!(tls["resumption"], true, "{d}");
-    // A full handshake is its round trip plus its own CPU (the post-quantum key share,
-    // the certificate's signature and its check), measured on loopback: 21.5 ms for
-    // 20 ± 1.5 in two full local runs here, where the other lab tests share the cores
-    // (and 21.7 for a resumed one, run alone).
+    let doctor = |extra: &[&str]| -> Value {
+        let out = run(&[
+            &["doctor", "--rtt", "20ms", "--max-idle", "1s", "--json"],
+            extra,
+        ]
+        .concat());
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let test = "doctor across 20 ms";
+    check(test, || {
+        let d = doctor(&["--max-requests", "20"]);
+        assert_eq!(f(&d["link"]["rtt_set_ms"]), 20.0);
+        assert_eq!(d["http11"]["reused"], true, "{d}");
+        claims(test, &d["link"])
+            .judge(|| near("doctor's link", f(&d["link"]["rtt_measured_ms"]), 20.0))
+    });
+    // Over HTTPS: full and resumed TLS 1.3 handshakes each take one round trip. A full
+    // one is its round trip plus its own CPU (the post-quantum key share, the
+    // certificate's signature and its check), measured on loopback. Resumed, it still
+    // makes a key share (PSK with (EC)DHE): its CPU measured likewise, the median of 5
+    // connections of which 4 resume.
     let cpu13 = loopback_tls_p50(&["--strategy", "close", "--embedded-tls"]);
-    let full = f(&tls["full_handshake_ms"]);
-    // The link's own round trip: its probe connects' median (the delay line's time
-    // added to the set one).
-    let link_rtt = f(&d["link"]["rtt_measured_ms"]);
-    median_within("doctor full handshake", full, 20.0, link_rtt + cpu13, 10.0);
-    assert!(
-        full >= 20.0,
-        "doctor full handshake: {full} ms, below the round trip"
-    );
-    // Resumed, it still makes a key share (PSK with (EC)DHE): its CPU measured likewise,
-    // the median of 5 connections of which 4 resume.
     let resumed_cpu = loopback_tls_p50(&["--strategy", "close-resumed", "--embedded-tls"]);
-    let resumed = f(&tls["resumed_handshake_ms"]);
-    median_within(
-        "doctor resumed handshake",
-        resumed,
-        20.0,
-        link_rtt + resumed_cpu,
-        10.0,
-    );
-    assert!(
-        resumed >= 20.0,
-        "doctor resumed handshake: {resumed} ms, below the round trip"
-    );
+    let test = "doctor over HTTPS across 20 ms";
+    check(test, || {
+        let d = doctor(&["--embedded-tls", "--max-requests", "5"]);
+        let tls = &d["tls"];
+        assert_eq!(tls["resumption"], true, "{d}");
+        let full = f(&tls["full_handshake_ms"]);
+        let resumed = f(&tls["resumed_handshake_ms"]);
+        not_below("doctor full handshake", full, 20.0)?;
+        not_below("doctor resumed handshake", resumed, 20.0)?;
+        claims(test, &d["link"]).judge(|| {
+            // The link's own round trip: its probe connects' median (the delay line's time
+            // added to the set one).
+            let link_rtt = f(&d["link"]["rtt_measured_ms"]);
+            within("doctor full handshake", full, 20.0, link_rtt + cpu13, 10.0)?;
+            within(
+                "doctor resumed handshake",
+                resumed,
+                20.0,
+                link_rtt + resumed_cpu,
+                10.0,
+            )
+        })
+    });
 }
 
 #[test]
 fn loss_shows_retransmission_timeouts_in_connect_and_loses_no_request() {
     let Some(_g) = lab_serial("loss") else { return };
-    let rep = bench_json(&[
-        "--rtt",
-        "10ms",
-        "--emulator",
-        "delay-line",
-        "--loss",
-        "5%",
-        "--strategy",
-        "close",
-        "-n",
-        "200",
-        "-c",
-        "10",
-    ]);
-    let s = scenario(&rep);
-    check_accounting(s);
-    assert_eq!(u(&s["requests"]["attempted"]), 200);
-    assert_eq!(u(&s["requests"]["ok"]), 200, "{s}");
-    assert_eq!(
-        u(&s["connections"]["opened"]),
-        u(&rep["server"]["connections_accepted"])
-    );
-    // A lost SYN or SYN-ACK costs the initial retransmission timeout (1 s).
-    let connect = &s["phases_ms"]["new"]["connect"];
-    assert!(
-        f(&connect["max"]) >= 900.0,
-        "no connect waited for a retransmission: {connect}"
-    );
-    assert!(f(&connect["p50"]) < 15.0, "{connect}");
-    let line = &rep["link"]["delay_line"];
-    let lost = u(&line["client_to_server"]["lost"]) + u(&line["server_to_client"]["lost"]);
-    let moved = u(&line["client_to_server"]["packets"]) + u(&line["server_to_client"]["packets"]);
-    let share = lost as f64 / (lost + moved) as f64;
-    assert!(
-        (0.02..0.09).contains(&share),
-        "lost {lost} of {} packets",
-        lost + moved
-    );
+    let test = "connects with 5 % loss at 10 ms";
+    check(test, || {
+        let rep = bench_json(&[
+            "--rtt",
+            "10ms",
+            "--emulator",
+            "delay-line",
+            "--loss",
+            "5%",
+            "--strategy",
+            "close",
+            "-n",
+            "200",
+            "-c",
+            "10",
+        ]);
+        let s = scenario(&rep);
+        check_accounting(s);
+        assert_eq!(u(&s["requests"]["attempted"]), 200);
+        assert_eq!(u(&s["requests"]["ok"]), 200, "{s}");
+        assert_eq!(
+            u(&s["connections"]["opened"]),
+            u(&rep["server"]["connections_accepted"])
+        );
+        // A lost SYN or SYN-ACK costs the initial retransmission timeout (1 s).
+        let connect = &s["phases_ms"]["new"]["connect"];
+        assert!(
+            f(&connect["max"]) >= 900.0,
+            "no connect waited for a retransmission: {connect}"
+        );
+        let line = &rep["link"]["delay_line"];
+        let lost = u(&line["client_to_server"]["lost"]) + u(&line["server_to_client"]["lost"]);
+        let moved =
+            u(&line["client_to_server"]["packets"]) + u(&line["server_to_client"]["packets"]);
+        let share = lost as f64 / (lost + moved) as f64;
+        assert!(
+            (0.02..0.09).contains(&share),
+            "lost {lost} of {} packets",
+            lost + moved
+        );
+        // The median connect is one round trip, where the machine kept out of the way.
+        claims(test, &rep["link"]).judge(|| {
+            let p50 = f(&connect["p50"]);
+            ensure(p50 < 15.0, || {
+                format!("the median connect {p50} ms: {connect}")
+            })
+        })
+    });
 }
 
 #[test]
@@ -1068,27 +1170,29 @@ fn a_megabyte_over_8_mbit_takes_a_second_to_receive() {
     let Some(_g) = lab_serial("bandwidth") else {
         return;
     };
-    let rep = bench_json(&[
-        "/bytes/1000000",
-        "--rtt",
-        "10ms",
-        "--bandwidth",
-        "8mbit",
-        "-n",
-        "1",
-        "-c",
-        "1",
-    ]);
-    let s = scenario(&rep);
-    assert_eq!(u(&s["requests"]["ok"]), 1);
-    let receive = f(&s["phases_ms"]["new"]["receive"]["mean"]);
-    // 1 MB of body at 1 MB/s, plus 2.8 % of TCP/IP headers (40 B per 1448), minus what
-    // arrived with the first byte.
-    assert!(
-        (980.0..1120.0).contains(&receive),
-        "receive {receive:.1} ms"
-    );
-    assert_eq!(u(&rep["link"]["bandwidth_bps"]), 8_000_000);
+    let test = "a megabyte over 8 Mbit/s";
+    check(test, || {
+        let rep = bench_json(&[
+            "/bytes/1000000",
+            "--rtt",
+            "10ms",
+            "--bandwidth",
+            "8mbit",
+            "-n",
+            "1",
+            "-c",
+            "1",
+        ]);
+        let s = scenario(&rep);
+        assert_eq!(u(&s["requests"]["ok"]), 1);
+        assert_eq!(u(&rep["link"]["bandwidth_bps"]), 8_000_000);
+        let receive = f(&s["phases_ms"]["new"]["receive"]["mean"]);
+        // 1 MB of body at 1 MB/s, plus 2.8 % of TCP/IP headers (40 B per 1448), minus
+        // what arrived with the first byte: the link cannot do it faster.
+        ensure(receive >= 980.0, || format!("receive {receive:.1} ms"))?;
+        claims(test, &rep["link"])
+            .judge(|| ensure(receive < 1120.0, || format!("receive {receive:.1} ms")))
+    });
 }
 
 /// Every process whose network namespace is one of `inodes`.
@@ -1277,11 +1381,15 @@ fn netem_is_used_where_the_kernel_has_it_and_refused_clearly_where_not() {
             assert_eq!(rep["link"]["emulator"], "netem");
             assert!(rep["link"]["delay_line"].is_null());
             assert_ground_truth(&rep);
-            assert_near(
-                "connect over netem",
-                f(&scenario(&rep)["phases_ms"]["new"]["connect"]["mean"]),
-                link_rtt(&rep),
-            );
+            check("connect over netem", || {
+                claims("connect over netem", &rep["link"]).judge(|| {
+                    near(
+                        "connect over netem",
+                        f(&scenario(&rep)["phases_ms"]["new"]["connect"]["mean"]),
+                        link_rtt(&rep),
+                    )
+                })
+            });
         }
         Some(2) => {
             assert!(
@@ -1433,7 +1541,7 @@ fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
         .collect();
     assert_eq!(times.len(), 5, "{times:?}");
     for t in &times {
-        assert_not_below("curl as nobody, time_connect", *t, 10.0);
+        not_below("curl as nobody, time_connect", *t, 10.0).unwrap();
     }
     // Set against the link as the lab measured it in the same run (its probes' connects
     // take the same wake-ups on this machine as curl's), where the lab said its link held
@@ -1448,11 +1556,12 @@ fn without_root_the_lab_runs_in_a_user_namespace_or_says_what_it_needs() {
         .nth(1)
         .unwrap_or_else(|| panic!("no closing line on the link: {err}"));
     if closing.contains("; held within 0.50 ms of the set 10 ms") {
-        assert_near(
+        near(
             "curl as nobody, time_connect (median of 5)",
             median(times),
             link_rtt_in(&err),
-        );
+        )
+        .unwrap();
     } else {
         assert!(
             closing.contains("packets left the delay line more than 400 µs late")
@@ -1521,19 +1630,12 @@ fn the_link_holds_beside_busy_loops_and_says_when_the_machine_held_up_the_run() 
     let rtt = 40.0;
     {
         let _load = Load::start(2, &[], SPIN, 60);
-        let rep = bench_json(&["--rtt", "40ms", "-n", "8", "-c", "1"]);
-        assert_ground_truth(&rep);
-        assert_schema(&rep);
-        let link = &rep["link"];
-        assert_link_holds(link, rtt);
-        assert_eq!(link["check"]["machine_busy"], false, "{link}");
-        assert_eq!(link["cpus_held_awake"], true, "{link}");
-        let p = &scenario(&rep)["phases_ms"];
-        assert_near(
-            "wait (reused, median) beside two busy loops",
-            f(&p["reused"]["wait"]["p50"]),
-            link_rtt(&rep),
-        );
+        let test = "keep-alive at 40 ms beside two busy loops";
+        check(test, || {
+            let rep = bench_json(&["--rtt", "40ms", "-n", "8", "-c", "1"]);
+            assert_eq!(rep["link"]["cpus_held_awake"], true, "{}", rep["link"]);
+            keepalive_round_trips(test, &rep, rtt)
+        });
     }
     let _hog = Load::start(1, &["chrt", "-f", "5", "taskset", "-c", "0"], HOG, 60);
     let on_core_0 = |extra: &[&str]| bench_on_core_0(extra).wait_with_output().unwrap();
@@ -1543,9 +1645,9 @@ fn the_link_holds_beside_busy_loops_and_says_when_the_machine_held_up_the_run() 
     let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_ground_truth(&rep);
     let link = &rep["link"];
-    // The delay line preempts the hog: the link itself held.
+    // The delay line preempts the hog: the link itself held, or the check says why not.
     let k = f(&link["probes"]["rtt_kernel_ms"]);
-    assert!((k - rtt).abs() <= rtt * 0.02 + 0.3, "{link}");
+    let _ = link_claims("keep-alive at 40 ms beside a real-time hog", link);
     let check = &link["check"];
     assert_eq!(check["machine_busy"], true, "{link}");
     let wait = f(&link["probes"]["local_wait_ms"]);
