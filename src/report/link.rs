@@ -298,7 +298,7 @@ impl LinkReport {
 
 /// The hypervisor's steal, as a share of the run's CPU time, from which the machine is
 /// said to have been busy.
-pub(crate) const STEAL_SHARE_BUSY: f64 = 0.01;
+const STEAL_SHARE_BUSY: f64 = 0.01;
 
 /// What a delay set on the link (a round trip, or one way) may be off by and still be
 /// the link's: 2 % of it and 0.3 ms.
