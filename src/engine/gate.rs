@@ -11,7 +11,7 @@
 //! Connections already open go on meanwhile: what fails on them is counted in the window
 //! (or just before it, the first sign of a server gone).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,10 @@ const FIRST_SIGN: Duration = Duration::from_millis(100);
 /// Connections a server ends within this of each other are one burst (a restart's: a
 /// loaded machine spreads them).
 const BURST_GAP: Duration = Duration::from_millis(250);
+
+/// The grain of the last success on a reused connection, ms: the shared time is written
+/// at most this often, not once a request.
+const STEADY_GRAIN_MS: u64 = 10;
 
 /// What an origin's connects reach, as a window names it: the proxy, the Unix socket,
 /// the address its name was sent to, or its URL's scheme, host and port.
@@ -141,6 +145,15 @@ impl Gates {
                 let followed = s.closed.iter().chain(&s.open).find(|w| {
                     w.start + FIRST_SIGN >= e.first && w.start <= e.last + Duration::from_secs(1)
                 });
+                // An event needs a contrast: the run's steady state (requests answered on
+                // reused connections, and no end) for a stretch before it, and again after
+                // it or the server gone. A server that ends connections from the first
+                // (no keep-alive, HTTP/2 only, a GOAWAY every few streams) does so by its
+                // policy, which the diagnosis says, not a restart.
+                let (before, after) = g.steady_around(e);
+                if !before || !(after || followed.is_some()) {
+                    continue;
+                }
                 all.push(Restart {
                     hop: g.hop.clone(),
                     verdict: if e.failed > 0 { "hard" } else { "graceful" }.to_string(),
@@ -183,6 +196,11 @@ pub(crate) struct Gate {
     /// The fewest ended connections a burst needs to be a restart: two, or one with a
     /// single worker.
     burst_least: u64,
+    /// When a request on a reused connection was first and last answered, ms after
+    /// `epoch` plus one (0: never): the run's steady state, which a restart interrupts.
+    epoch: Instant,
+    first_steady_ms: AtomicU64,
+    last_steady_ms: AtomicU64,
 }
 
 #[derive(Default)]
@@ -293,7 +311,42 @@ impl Gate {
             backoff,
             spacing,
             burst_least: workers.clamp(1, 2) as u64,
+            epoch: Instant::now(),
+            first_steady_ms: AtomicU64::new(0),
+            last_steady_ms: AtomicU64::new(0),
         }
+    }
+
+    fn steady_ms(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64 + 1
+    }
+
+    /// A request on a reused connection was answered at `at`: the steady state. Read
+    /// first, written rarely (the first time, then every [`STEADY_GRAIN_MS`]), so that
+    /// the workers' threads do not pass its cache line between them on every request.
+    pub(crate) fn steady(&self, at: Instant) {
+        let ms = self.steady_ms(at);
+        if self.first_steady_ms.load(Ordering::Relaxed) == 0 {
+            let _ =
+                self.first_steady_ms
+                    .compare_exchange(0, ms, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        if ms >= self.last_steady_ms.load(Ordering::Relaxed) + STEADY_GRAIN_MS {
+            self.last_steady_ms.fetch_max(ms, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the steady state held for a stretch before burst `e` (as long as the gap
+    /// that parts bursts: ends closer than it would have joined `e`) and for as long
+    /// after it.
+    fn steady_around(&self, e: &Ends) -> (bool, bool) {
+        let first = self.first_steady_ms.load(Ordering::Relaxed);
+        let last = self.last_steady_ms.load(Ordering::Relaxed);
+        let stretch = BURST_GAP.as_millis() as u64;
+        (
+            first != 0 && first + stretch <= self.steady_ms(e.first),
+            last >= self.steady_ms(e.last) + stretch,
+        )
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -540,10 +593,13 @@ mod tests {
             gate.retried(ms(k * 330));
         }
         assert!(gate.lock().ends.len() <= 1);
-        // Three within 20 ms: a restart, graceful.
+        // The steady state, then three ends within 20 ms, then the steady state: a
+        // restart, graceful.
+        gate.steady(ms(60_000));
         for k in 0..3 {
             gate.retried(ms(70_000 + k * 10));
         }
+        gate.steady(ms(75_000));
         gate.failed_in_flight(ms(80_000));
         let wall = std::time::SystemTime::now();
         let r = g.restarts((t0, wall), ms(90_000));
@@ -551,6 +607,31 @@ mod tests {
         assert_eq!((r[0].retried, r[0].failed_in_flight), (3, 0));
         assert_eq!(r[0].verdict, "graceful");
         assert!((r[0].at_s - 70.0).abs() < 1e-9);
+    }
+
+    /// Ends from the run's start, with no steady state before them (every connection
+    /// ended after its first answer), are the server's policy, not a restart; so are ends
+    /// after which the steady state never came back and the server stayed reachable.
+    #[test]
+    fn a_burst_without_a_steady_state_around_it_is_no_restart() {
+        let g = gates(10);
+        let gate = g.of(0).unwrap();
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        for k in 0..20 {
+            gate.retried(ms(k * 10));
+        }
+        let wall = std::time::SystemTime::now();
+        assert_eq!(g.restarts((t0, wall), ms(1_000)), Vec::new());
+        // Steady for a second, then a burst, then nothing reused again.
+        let g = gates(10);
+        let gate = g.of(0).unwrap();
+        gate.steady(ms(0));
+        gate.steady(ms(1_000));
+        for k in 0..3 {
+            gate.retried(ms(1_500 + k * 10));
+        }
+        assert_eq!(g.restarts((t0, wall), ms(3_000)), Vec::new());
     }
 
     #[test]

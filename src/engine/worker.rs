@@ -96,6 +96,9 @@ pub(super) async fn request<D: Driver>(
         let (outcome, (bytes_received, body_bytes), end) = match t.result {
             Ok(a) => {
                 phases[Phase::Total] = Some(ns(t0, a.end));
+                if let (true, Some(g)) = (t.reused, gate) {
+                    g.steady(a.end);
+                }
                 let ok = Outcome::Ok {
                     status: a.status,
                     retry_after_s: a.retry_after_s,

@@ -534,6 +534,39 @@ fn nginx_reloaded_is_a_graceful_restart_that_loses_nothing() {
     logged_within(&log, ok, ok + given_up);
 }
 
+/// A server that closes every connection after its answer (`Content-Length`, no
+/// `Connection` header) ends all of them in a burst under a short run, but nothing
+/// restarted: that is its policy from the first connection to the last, with no steady
+/// state of reused connections for a restart to interrupt. No restart is reported, by
+/// either HTTP/1 loop, and the connections are the server's own count.
+#[test]
+fn a_server_that_closes_every_connection_is_a_policy_not_a_restart() {
+    let _machine = shared();
+    let (addr, accepted) = script_server(|mut s, _| {
+        if read_head(&mut s).is_some() {
+            write(&mut s, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+    });
+    let url = format!("http://{addr}/");
+    let accepted = || accepted.load(std::sync::atomic::Ordering::SeqCst);
+    for tasks in [false, true] {
+        let before = accepted();
+        let v = bench_json_way(tasks, &[&url, "-n", "200", "-c", "2"]);
+        let s = scenario(&v);
+        check_accounting(s);
+        assert_eq!(u(&s["requests"]["ok"]), 200, "{}", s["requests"]);
+        assert_eq!(u(&s["connections"]["opened"]), accepted() - before);
+        let o = &s["outages"];
+        assert_eq!(o["restarts"], serde_json::json!([]), "tasks {tasks}: {o}");
+    }
+    let out = run(&["bench", &url, "-n", "200", "-c", "2", "--no-progress"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("restart") && !text.contains("hard stop"),
+        "{text}"
+    );
+}
+
 /// nginx with answers that take half a second to send (a 256 KB body at 512 KB/s),
 /// killed mid-answer and started again a second later: a hard stop (requests in flight
 /// failed, cut in their bodies), the window that followed about a second long, and every

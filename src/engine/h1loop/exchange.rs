@@ -215,6 +215,9 @@ impl Loop<'_> {
             .into_head()
             .expect("a complete response has its head");
         self.taken.took(head.status, said.as_deref());
+        if let (true, Some(g)) = (w.reused, self.gate) {
+            g.steady(end);
+        }
         let record = RequestRecord {
             reused: w.reused,
             phases: w.phases,
