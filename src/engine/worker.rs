@@ -53,6 +53,28 @@ pub(super) enum Retry {
     RefusedIdempotent,
 }
 
+/// The most times a stream the server refused (RST_STREAM REFUSED_STREAM) is sent again:
+/// each is safe (RFC 9113 8.7), and a server that refuses every stream still ends it.
+const REFUSED_RETRIES: u32 = 3;
+/// The most times a stream above a GOAWAY's last stream id is sent again. Each GOAWAY
+/// comes from a server that processed the streams below it (nginx's
+/// `keepalive_requests`), and a stream sent again may meet the next connection's GOAWAY
+/// too: the client cannot know the server's limit, so its streams go to the least busy
+/// connection, which may be near its end. Against nginx with `keepalive_requests 5`,
+/// eight workers on two connections had 127 streams of 200 above a GOAWAY, and 10 tries
+/// were not enough for 2 of them; 50 bound a server that never processes anything.
+const GOAWAY_RETRIES: u32 = 50;
+
+/// How often a failed try `f` may go again: a stale connection is met once; a stream the
+/// server did not process, as above.
+fn most_retries<D: Driver>(f: &Fail) -> u32 {
+    match (D::RETRY, f.failure.detail) {
+        (Retry::Stale, _) => 1,
+        (_, Some(ErrorDetail::GoawayUnprocessed)) => GOAWAY_RETRIES,
+        _ => REFUSED_RETRIES,
+    }
+}
+
 /// How a protocol carries one try of a request for a worker; `request` retries and
 /// makes the record.
 pub(super) trait Driver {
@@ -87,8 +109,9 @@ pub(super) async fn request<D: Driver>(
 ) -> Option<(RequestRecord, Option<Box<str>>)> {
     driver.begin(attempt_deadline(sc, t0, blocked, run_deadline));
     let may_retry = D::RETRY == Retry::Refused || target.template.is_idempotent();
-    let mut retried = false;
+    let mut retries = 0;
     loop {
+        let retried = retries > 0;
         let mut phases = Phases::default();
         phases[Phase::Blocked] = blocked.map(|b| b.as_nanos() as u64);
         let t = driver.try_once(sc, target, &mut phases).await;
@@ -108,11 +131,11 @@ pub(super) async fn request<D: Driver>(
                 (ok, (a.bytes, a.body_bytes), a.end)
             }
             Err(f) if f.at_deadline => return None,
-            Err(f) if f.retry && may_retry && !retried => {
+            Err(f) if f.retry && may_retry && retries < most_retries::<D>(&f) => {
                 if let Some(g) = gate {
                     g.retried(Instant::now());
                 }
-                retried = true;
+                retries += 1;
                 continue;
             }
             // A failure after the connection opened (a timeout waiting for the

@@ -148,14 +148,16 @@ pub enum ErrorDetail {
     NoServerSettings,
     /// HTTP/2: a GOAWAY with an error code ended the connection under the stream.
     GoawayError,
+    /// HTTP/2: the stream was above the last stream id of the server's GOAWAY, on every
+    /// connection it was sent on: the server never processed it (RFC 9113 6.8).
+    GoawayUnprocessed,
     // reset
     ResetInSend,
     ResetInHead,
     ResetInBody,
     /// HTTP/2: the server reset the stream (RST_STREAM, other than REFUSED_STREAM).
     StreamReset,
-    /// HTTP/2: refused again after the one retry (RST_STREAM REFUSED_STREAM or above a
-    /// GOAWAY's last stream id).
+    /// HTTP/2: refused again after its retries (RST_STREAM REFUSED_STREAM).
     RefusedStream,
     // body_incomplete
     ShortBody,
@@ -224,7 +226,7 @@ pub enum ErrorDetail {
 }
 
 impl ErrorDetail {
-    pub(crate) const ALL: [ErrorDetail; 62] = [
+    pub(crate) const ALL: [ErrorDetail; 63] = [
         ErrorDetail::BadVersion,
         ErrorDetail::BadStatusCode,
         ErrorDetail::BadHeader,
@@ -244,6 +246,7 @@ impl ErrorDetail {
         ErrorDetail::EofInHead,
         ErrorDetail::NoServerSettings,
         ErrorDetail::GoawayError,
+        ErrorDetail::GoawayUnprocessed,
         ErrorDetail::ResetInSend,
         ErrorDetail::ResetInHead,
         ErrorDetail::ResetInBody,
@@ -313,6 +316,7 @@ impl ErrorDetail {
             ErrorDetail::EofInHead => "eof_in_head",
             ErrorDetail::NoServerSettings => "no_server_settings",
             ErrorDetail::GoawayError => "goaway_error",
+            ErrorDetail::GoawayUnprocessed => "goaway_unprocessed",
             ErrorDetail::ResetInSend => "reset_in_send",
             ErrorDetail::ResetInHead => "reset_in_head",
             ErrorDetail::ResetInBody => "reset_in_body",
@@ -471,6 +475,9 @@ fn describe(f: &Failure) -> &'static str {
         }
         Some(ErrorDetail::EmptyReply) => {
             return "the server closed the connection without sending a byte"
+        }
+        Some(ErrorDetail::GoawayUnprocessed) => {
+            return "the server's GOAWAY left the stream unprocessed (above its last stream id) on each connection it was sent on"
         }
         _ => {}
     }

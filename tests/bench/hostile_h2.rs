@@ -231,7 +231,7 @@ fn hostile_h2_servers_are_counted_never_hang() {
         (
             Behaviour::RefuseEveryStream,
             Case {
-                name: "REFUSED_STREAM on every stream (each retried once)",
+                name: "REFUSED_STREAM on every stream (each tried 4 times)",
                 args: vec!["-n", "4", "-c", "1"],
                 ok: 0,
                 error: Some(("reset", "refused_stream")),

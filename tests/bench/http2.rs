@@ -231,6 +231,79 @@ fn against_nginx_over_h2c_and_tls_counts_equal_stub_status() {
     }
 }
 
+/// nginx over h2c with `keepalive_requests 5`: a GOAWAY (NO_ERROR) after every five
+/// streams, while eight workers keep four streams in flight on each of two connections.
+/// The streams above each GOAWAY's last stream id were never processed (RFC 9113 6.8):
+/// they go again on a new connection, are counted as retried, and none fails; nothing is
+/// called a reset (no RST was sent). nginx's own counts (stub_status) are the connections
+/// and the requests.
+#[test]
+fn streams_above_a_goaway_are_sent_again_and_none_fails() {
+    let _g = serial();
+    let Some(ng) = Nginx::start_servers("keepalive_requests 5;", 2, |p, _| {
+        format!(
+            "server {{ listen 127.0.0.1:{} http2; location / {{ return 200 \"hello\\n\"; }} }}\n\
+             server {{ listen 127.0.0.1:{}; location / {{ stub_status; }} }}",
+            p[0], p[1]
+        )
+    }) else {
+        return;
+    };
+    let before = stub_status(ng.ports[1]);
+    let url = format!("http://127.0.0.1:{}/", ng.ports[0]);
+    let v = bench_json(&[
+        &url,
+        "-s",
+        "h2",
+        "-c",
+        "8",
+        "--connections",
+        "2",
+        "-n",
+        "200",
+    ]);
+    let s = scenario(&v);
+    check_accounting(s);
+    let after = stub_status(ng.ports[1]);
+    let r = &s["requests"];
+    assert_eq!(u(&r["ok"]), 200, "{r}");
+    assert_eq!(u(&r["attempted"]), 200, "{r}");
+    // Less the second status request: one connection, one request.
+    assert_eq!(u(&s["connections"]["opened"]), after.0 - before.0 - 1);
+    assert_eq!(
+        u(&r["ok"]),
+        after.1 - before.1 - 1,
+        "nginx processed each once"
+    );
+    assert!(u(&r["retries"]["refused_stream"]) > 0, "{r}");
+    // Each connection carried at most nginx's five, and ended by its GOAWAY but those
+    // the run's end found open.
+    let c = &s["connections"];
+    assert!(u(&c["requests_per_connection"]["max"]) <= 5, "{c}");
+    let goaway = close_reason(s, "server_goaway");
+    assert_eq!(
+        goaway + close_reason(s, "end_of_run"),
+        u(&c["opened"]),
+        "{c}"
+    );
+    assert_eq!(u(&h2(s)["goaway_codes"]["no_error"]), goaway);
+    let out = run(&[
+        "bench",
+        &url,
+        "-s",
+        "h2",
+        "-c",
+        "8",
+        "--connections",
+        "2",
+        "-n",
+        "200",
+        "--no-progress",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("reset"), "{text}");
+}
+
 #[test]
 fn a_server_without_h2_is_an_alpn_error_not_a_hang() {
     let _g = serial();

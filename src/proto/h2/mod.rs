@@ -77,7 +77,12 @@ pub(crate) fn classify(
     } else {
         ErrorKind::ClosedBeforeResponse
     };
-    let failure = if refused {
+    let failure = if above_goaway {
+        Failure::new(
+            ErrorKind::ClosedBeforeResponse,
+            ErrorDetail::GoawayUnprocessed,
+        )
+    } else if refused {
         Failure::new(ErrorKind::Reset, ErrorDetail::RefusedStream)
     } else if goaway.is_some_and(|g| g.error_code != 0) {
         // The server ended the connection with an error under a stream it had taken.
