@@ -4,7 +4,7 @@
 
 use super::log::{CertSeen, ConnLog};
 use crate::fmt::plural_s as plural;
-use crate::report::audit::{ClientCertCounts, ClientSummary};
+use crate::report::audit::{ClientCertCounts, ClientSummary, Ending};
 use crate::report::finding::{Cause, Evidence, Finding};
 
 /// What a completed handshake showed of the client's certificate.
@@ -60,6 +60,25 @@ pub(super) fn refused(e: &std::io::Error) -> Option<CertSeen> {
         why,
         none_sent: false,
     })
+}
+
+/// How a handshake that did not fail on the client's certificate ended: the client's
+/// alert about the audit's certificate (it does not trust it), another TLS failure, or
+/// bytes that were no TLS at all.
+pub(super) fn handshake_failed(e: &std::io::Error) -> Ending {
+    use rustls::AlertDescription as A;
+    match e.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) {
+        Some(rustls::Error::AlertReceived(
+            A::UnknownCA
+            | A::BadCertificate
+            | A::CertificateUnknown
+            | A::UnsupportedCertificate
+            | A::CertificateExpired
+            | A::CertificateRevoked,
+        )) => Ending::CertificateDistrusted,
+        Some(rustls::Error::InvalidMessage(_)) | None => Ending::Garbage,
+        Some(_) => Ending::TlsFailed,
+    }
 }
 
 /// The client's certificates over `conns`: none where no connection was asked (no

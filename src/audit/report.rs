@@ -11,6 +11,21 @@ pub(crate) use crate::report::audit::{
 };
 use crate::report::finding::Finding;
 
+/// Connections that carried no request and were left so: a handshake that failed (on a
+/// certificate, either side's, or otherwise) is said as such, not as a connection unused.
+fn unused(conns: &[&ConnLog]) -> u64 {
+    let failed = |e: Option<Ending>| {
+        matches!(
+            e,
+            Some(Ending::CertificateRefused | Ending::CertificateDistrusted | Ending::TlsFailed)
+        )
+    };
+    conns
+        .iter()
+        .filter(|c| c.requests == 0 && !failed(c.end))
+        .count() as u64
+}
+
 pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> ClientSummary {
     let mut s = ClientSummary {
         client: name,
@@ -32,12 +47,7 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> C
         tls_handshakes: TlsCounts::default(),
         client_certificates: super::mtls::counts(conns),
         cut_responses: CutResponses::default(),
-        // A handshake refused on the client's certificate is said as such, not as a
-        // connection left unused.
-        unused_connections: conns
-            .iter()
-            .filter(|c| c.requests == 0 && c.end != Some(Ending::CertificateRefused))
-            .count() as u64,
+        unused_connections: unused(conns),
         one_request_connections: conns.iter().filter(|c| c.requests == 1).count() as u64,
         h2: None,
         proxy: proxy_mode.then(|| proxied(conns)),

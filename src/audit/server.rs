@@ -176,7 +176,7 @@ pub(super) async fn accept_loop(
                                 with_log(&shared.1, |g| g.conns[idx].client_cert = Some(seen));
                                 Ending::CertificateRefused
                             }
-                            None => Ending::Garbage,
+                            None => super::mtls::handshake_failed(&e),
                         },
                         Err(_) => Ending::Stalled,
                     }

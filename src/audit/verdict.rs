@@ -169,8 +169,11 @@ fn answered_by_audit(t: &ClientSummary) -> Option<Finding> {
 /// the client's certificate.
 fn no_request(t: &ClientSummary) -> String {
     let refused = count(&t.endings, &Ending::CertificateRefused);
+    let distrusted = count(&t.endings, &Ending::CertificateDistrusted);
     let why = if refused > 0 && refused == t.connections {
         ": the audit refused each handshake on the client's certificate (below)"
+    } else if distrusted > 0 && distrusted == t.connections {
+        ": the client refused the audit's certificate in each handshake (below)"
     } else {
         ""
     };
@@ -504,6 +507,16 @@ fn endings(t: &ClientSummary) -> Vec<Finding> {
             Ending::Stalled,
             "stalled",
             "stalled inside a request past the header timeout",
+        ),
+        (
+            Ending::CertificateDistrusted,
+            "certificate_distrusted",
+            "refused the audit's certificate in the TLS handshake (an alert naming it: the client does not trust the audit's CA; give it the CA file that --cacert-out writes)",
+        ),
+        (
+            Ending::TlsFailed,
+            "tls_failed",
+            "failed the TLS handshake (no TLS version, cipher suite or key exchange in common with the audit)",
         ),
         (
             Ending::ClientClosedMidRequest,

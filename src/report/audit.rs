@@ -26,6 +26,12 @@ pub(crate) enum Ending {
     ServerClosed,
     /// The client sent something that is not HTTP.
     Garbage,
+    /// The client ended the TLS handshake with an alert about the audit's certificate
+    /// (unknown CA, bad or unknown certificate): it does not trust it.
+    CertificateDistrusted,
+    /// The TLS handshake failed for another reason (no version, cipher suite or key
+    /// exchange in common; a ClientHello that cannot be read).
+    TlsFailed,
     /// The client started a request and stalled past the header timeout.
     Stalled,
     /// Idle past the idle timeout; closed by this side.

@@ -458,6 +458,45 @@ fn tls_audit_shows_whether_the_client_resumes_sessions() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Clients that do not trust the audit's certificate (curl and Python without its CA)
+/// end each handshake with an alert about it: the audit says so, and how to give them
+/// the CA, not that they sent something other than HTTP; the command's status is curl's
+/// own (60: the peer's certificate could not be verified).
+#[test]
+fn a_client_that_does_not_trust_the_audits_certificate_is_told_so() {
+    let _machine = shared();
+    let py = "import sys, urllib.request\nfor u in sys.argv[1:]:\n    try: urllib.request.urlopen(u)\n    except Exception as e: print(e)";
+    for (client, command, status) in [
+        (
+            "curl",
+            vec!["curl", "-s", "-o", "/dev/null", "{url}", "{url}"],
+            60,
+        ),
+        ("python", vec!["python3", "-c", py, "{url}", "{url}"], 0),
+    ] {
+        let (code, v) = audit(&["--tls"], &command);
+        assert_eq!(code, Some(status), "{client}: {v}");
+        check(&v);
+        let t = total(&v);
+        assert_eq!(u(&t["connections"]), 2, "{client}: {t}");
+        assert_eq!(u(&t["requests"]), 0, "{client}: {t}");
+        assert_eq!(
+            u(&t["endings"]["certificate_distrusted"]),
+            2,
+            "{client}: {t}"
+        );
+        let said = verdict(&v);
+        assert!(
+            said.contains(
+                "On 2 connections the client refused the audit's certificate in the TLS handshake"
+            ) && said.contains("give it the CA file that --cacert-out writes")
+                && said.contains("the client refused the audit's certificate in each handshake")
+                && !said.contains("not HTTP"),
+            "{client}: {said}"
+        );
+    }
+}
+
 /// Node's https client without keep-alive (an agent with `keepAlive: false`, asking for a
 /// kept-alive connection) closes each connection itself after its answer, over TLS with a
 /// FIN and no `close_notify`: that is `client_closed`, as the same client is over plain
