@@ -92,6 +92,12 @@ where
                     c.peak_streams = c.peak_streams.max(now_in_flight);
                     *c.versions.entry("HTTP/2".into()).or_default() += 1;
                     c.forwarded += u64::from(forwarded(req.headers()));
+                    if c.user_agent.is_none() {
+                        c.user_agent = req
+                            .headers()
+                            .get(http::header::USER_AGENT)
+                            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+                    }
                     if let Some(gap) = gap {
                         c.gaps.add(gap.as_secs_f64() * 1000.0);
                     }

@@ -11,6 +11,8 @@ pub(super) struct ConnLog {
     pub(super) client: Option<IpAddr>,
     /// The program on this machine that opened it (`/proc/PID/comm`), when found.
     pub(super) program: Option<std::sync::Arc<str>>,
+    /// The `User-Agent` of its first request that had one.
+    pub(super) user_agent: Option<String>,
     pub(super) requests: u64,
     pub(super) responses: u64,
     /// The responses' status codes (answered here or by the upstream).

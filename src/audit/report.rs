@@ -41,6 +41,7 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> C
         reuse_ratio: 0.0,
         http_versions: BTreeMap::new(),
         connection_headers: BTreeMap::new(),
+        user_agents: BTreeMap::new(),
         forwarded_requests: 0,
         idle_gaps: GapStats::default(),
         endings: BTreeMap::new(),
@@ -55,6 +56,9 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> C
     };
     let mut with_requests = 0u64;
     for c in conns {
+        if let Some(ua) = &c.user_agent {
+            *s.user_agents.entry(ua.clone()).or_default() += 1;
+        }
         s.requests += c.requests;
         s.responses += c.responses;
         for (code, n) in &c.statuses {
@@ -104,27 +108,32 @@ pub(super) fn summarize(name: String, conns: &[&ConnLog], proxy_mode: bool) -> C
         },
         max: rpc.iter().copied().max().unwrap_or(0),
     };
-    // HTTP/2 figures over the connections that carried streams.
-    let h2: Vec<&&ConnLog> = conns.iter().filter(|c| c.h2 && c.requests > 0).collect();
-    if !h2.is_empty() {
-        let streams: u64 = h2.iter().map(|c| c.requests).sum();
-        s.h2 = Some(H2Summary {
-            connections: h2.len() as u64,
-            streams,
-            streams_per_connection: RpcStats {
-                min: h2.iter().map(|c| c.requests).min().unwrap_or(0),
-                mean: streams as f64 / h2.len() as f64,
-                max: h2.iter().map(|c| c.requests).max().unwrap_or(0),
-            },
-            peak_concurrent_streams: h2.iter().map(|c| c.peak_streams).max().unwrap_or(0),
-        });
-    }
+    s.h2 = h2_summary(conns);
     s.reuse_ratio = if s.requests > 0 {
         (s.requests - with_requests) as f64 / s.requests as f64
     } else {
         0.0
     };
     s
+}
+
+/// HTTP/2 figures over the connections that carried streams; none without any.
+fn h2_summary(conns: &[&ConnLog]) -> Option<H2Summary> {
+    let h2: Vec<&&ConnLog> = conns.iter().filter(|c| c.h2 && c.requests > 0).collect();
+    if h2.is_empty() {
+        return None;
+    }
+    let streams: u64 = h2.iter().map(|c| c.requests).sum();
+    Some(H2Summary {
+        connections: h2.len() as u64,
+        streams,
+        streams_per_connection: RpcStats {
+            min: h2.iter().map(|c| c.requests).min().unwrap_or(0),
+            mean: streams as f64 / h2.len() as f64,
+            max: h2.iter().map(|c| c.requests).max().unwrap_or(0),
+        },
+        peak_concurrent_streams: h2.iter().map(|c| c.peak_streams).max().unwrap_or(0),
+    })
 }
 
 /// What went through the audit as a forward proxy.

@@ -411,6 +411,13 @@ fn log_request(log: &SharedLog, idx: usize, info: &RequestLine, gap: Option<Dura
             .entry(info.connection.clone())
             .or_default() += 1;
         c.forwarded += u64::from(info.forwarded);
+        if c.user_agent.is_none() {
+            c.user_agent = info
+                .headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+        }
         if let Some(gap) = gap {
             c.gaps.add(gap.as_secs_f64() * 1000.0);
         }

@@ -253,7 +253,7 @@ fn no_reuse_seen(t: &ClientSummary) -> Seen {
     let origin_closed = count(&t.endings, &Ending::OriginClosed);
     let in_tls_tunnels = t.proxy.as_ref().is_some_and(|p| p.requests_estimated);
     let facts = Facts {
-        program: Some(t.client.clone()),
+        program: Some(software(t)),
         ..Facts::default()
     };
     let mut seen = Seen::new(t.connections, "connections", facts);
@@ -492,8 +492,14 @@ fn endings(t: &ClientSummary) -> Vec<Finding> {
     let mut v = Vec::new();
     let unread = count(&t.endings, &Ending::ClientClosedUnread);
     if unread > 0 {
+        // Go's own way where the client is Go (by its User-Agent or its name).
+        let go = if software(t) == "go" {
+            " (in Go: read the body to EOF and close it)"
+        } else {
+            ""
+        };
         v.push(Finding::new("client_reset_unread", Kind::Reuse, format!(
-            "The client reset {} with unread response bytes left: it does not read response bodies to the end, which prevents reuse (in Go: read the body to EOF and close it).",
+            "The client reset {} with unread response bytes left: it does not read response bodies to the end, which prevents reuse{go}.",
             plural(unread, "connection")
         )).with(of_connections("total.endings.client_closed_unread", unread, t)));
     }
@@ -502,6 +508,16 @@ fn endings(t: &ClientSummary) -> Vec<Finding> {
             Ending::Garbage,
             "garbage",
             "sent something that is not HTTP",
+        ),
+        (
+            Ending::CertificateDistrusted,
+            "certificate_distrusted",
+            "refused the audit's certificate in the TLS handshake (an alert naming it: the client does not trust the audit's CA; give it the CA file that --cacert-out writes)",
+        ),
+        (
+            Ending::TlsFailed,
+            "tls_failed",
+            "failed the TLS handshake (no TLS version, cipher suite or key exchange in common with the audit)",
         ),
         (
             Ending::Stalled,
@@ -569,6 +585,18 @@ fn endings(t: &ClientSummary) -> Vec<Finding> {
         }
     }
     v
+}
+
+/// The client software of `t`: what its requests' most common `User-Agent` names, else
+/// its program's name.
+fn software(t: &ClientSummary) -> String {
+    crate::report::cause::client_software(
+        &t.client,
+        t.user_agents
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(ua, _)| ua.as_str()),
+    )
 }
 
 /// A map's count for `k`, 0 when absent.

@@ -116,6 +116,8 @@ pub(crate) struct ClientSummary {
     pub reuse_ratio: f64,
     pub http_versions: BTreeMap<String, u64>,
     pub connection_headers: BTreeMap<String, u64>,
+    /// Connections by the `User-Agent` of their first request (none: no header).
+    pub user_agents: BTreeMap<String, u64>,
     /// Requests carrying a header a proxy adds (Via, Forwarded, X-Forwarded-For,
     /// X-Real-IP): the client is likely a proxy.
     pub forwarded_requests: u64,

@@ -323,28 +323,74 @@ pub(crate) enum ClientEnds {
 }
 
 impl ClientEnds {
-    /// What to change on the client's side.
+    /// What to change on the client's side, as a concept: no product's setting, for the
+    /// client is not known.
     pub(crate) fn fix(self) -> &'static str {
         match self {
-            ClientEnds::Http10 => "Let the client speak HTTP/1.1, or send `Connection: keep-alive` (nginx as a proxy: `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";`, with `keepalive` in its upstream block)",
-            ClientEnds::CloseHeader => "Let the client keep its connections: no `Connection: close` on its requests (Node: an `http.Agent({ keepAlive: true })`, not `agent: false`; HAProxy in front: no `option httpclose`)",
-            ClientEnds::ClosedItself => "Reuse one client with keep-alive (a pool or a keep-alive agent: Python's `requests.Session`, Node's default agent, one Go `http.Client` whose bodies are read to the end)",
+            ClientEnds::Http10 => "Let the client speak HTTP/1.1, or send `Connection: keep-alive` with its HTTP/1.0 requests",
+            ClientEnds::CloseHeader => "Let the client keep its connections: no `Connection: close` on its requests (its HTTP library's keep-alive setting)",
+            ClientEnds::ClosedItself => "Reuse one client with keep-alive (one pooled client or keep-alive agent for all the requests, each response body read to the end)",
         }
     }
 
     /// [`ClientEnds::fix`], then what it means for `program` (a process's name, as
-    /// `/proc/PID/comm` gives it) where the program is one we know.
+    /// `/proc/PID/comm` gives it, or the software [`client_software`] found) where the
+    /// program is one we know.
     pub(crate) fn fix_for(self, program: &str) -> String {
-        match client_fix(program) {
+        match client_fix(self, program) {
             Some(own) => format!("{}. {own}", self.fix()),
             None => self.fix().to_string(),
         }
     }
 }
 
-/// How a known client program keeps its connections, by its process name.
-fn client_fix(program: &str) -> Option<&'static str> {
+/// The client software a member's connections came from: what the `User-Agent` its
+/// requests sent names (a Go program keeps the name it was built with and sends
+/// `Go-http-client/1.1`; a `java` process is HttpURLConnection by `Java/17` and
+/// HttpClient by `Java-http-client/17`), else its process name.
+pub(crate) fn client_software(program: &str, user_agent: Option<&str>) -> String {
+    let ua = user_agent.unwrap_or_default().to_ascii_lowercase();
+    let by_agent = [
+        ("go-http-client/", "go"),
+        ("java-http-client/", "java"),
+        ("java/", "java-urlconnection"),
+        ("python-requests/", "python"),
+        ("python-urllib/", "python"),
+        ("python-httpx/", "httpx"),
+        ("python/", "aiohttp"),
+        ("curl/", "curl"),
+        ("wget/", "wget"),
+        ("node", "node"),
+        ("undici", "node"),
+        ("ruby", "ruby"),
+        ("apachebench/", "ab"),
+        ("hey/", "hey"),
+    ];
+    by_agent
+        .iter()
+        .find(|(prefix, _)| ua.starts_with(prefix))
+        .map_or_else(|| program.to_string(), |(_, p)| p.to_string())
+}
+
+/// How a known client program keeps its connections, by its process name (or the
+/// software its `User-Agent` names), for cause `e`.
+fn client_fix(e: ClientEnds, program: &str) -> Option<&'static str> {
     let p = program.to_ascii_lowercase();
+    // The cause's own setting, where the program has one.
+    let own = match (p.as_str(), e) {
+        ("go", ClientEnds::CloseHeader) => Some("For Go: an `http.Transport` without `DisableKeepAlives: true` (with it, Go sends `Connection: close` on every request), shared by one `http.Client`"),
+        ("go", _) => Some("For Go: one `http.Client` for all the requests, whose bodies are read to the end and closed"),
+        ("java-urlconnection", _) => Some("For Java's HttpURLConnection: no `-Dhttp.keepAlive=false`, and each response's stream read to the end and closed"),
+        ("java", ClientEnds::CloseHeader) => Some("For Java: no `Connection: close` header set on the requests, and no `-Dhttp.keepAlive=false` for HttpURLConnection; one `java.net.http.HttpClient` for all the requests"),
+        ("node" | "nodejs", ClientEnds::CloseHeader) => Some("For Node: an `http.Agent({ keepAlive: true })` (the default agent since Node 19), not `agent: false`"),
+        ("httpx", _) => Some("For httpx: one `httpx.Client()` for all the requests, not `httpx.get` per call"),
+        ("aiohttp", _) => Some("For aiohttp: one `aiohttp.ClientSession()` for all the requests"),
+        ("hey", _) => Some("For hey: without `-disable-keepalive`"),
+        _ => None,
+    };
+    if own.is_some() {
+        return own;
+    }
     Some(match p.as_str() {
         p if p.starts_with("python") => "For Python: one `requests.Session()` (or one `urllib3.PoolManager()`) for all the requests, not `requests.get` or `urllib.request.urlopen` per call",
         "node" | "nodejs" => "For Node: an `http.Agent({ keepAlive: true })` (the default agent since Node 19), not `agent: false`",

@@ -250,7 +250,10 @@ impl Ended {
                 "Raise the server's requests per connection {}",
                 fix(Setting::MaxRequests, None)
             ),
-            Ended::ClientResetUnread => "Read each response body to the end before the next request (in Go: read the body to EOF and close it)".into(),
+            Ended::ClientResetUnread => match f.program.as_deref() {
+                Some("go") => "Read each response body to the end before the next request (in Go: read the body to EOF and close it)".into(),
+                _ => "Read each response body to the end before the next request".into(),
+            },
             Ended::ClientClosedTunnels | Ended::ClientClosedItself => {
                 client(ClientEnds::ClosedItself)
             }
@@ -531,6 +534,47 @@ mod tests {
         // The server's kind is not known from the client's side: every server's setting.
         let fix = Ended::ServerCloseHeader.fix(&f).unwrap();
         assert!(fix.contains("nginx:") && fix.contains("Apache:"), "{fix}");
+    }
+
+    /// A Go program keeps the name it was built with: its `User-Agent` names it, and the
+    /// fix is Go's own setting; a client nothing identifies is given the concept, and no
+    /// product's directive.
+    #[test]
+    fn a_client_is_named_by_its_user_agent_and_an_unknown_one_by_no_product() {
+        let go = crate::report::cause::client_software("client", Some("Go-http-client/1.1"));
+        let fix = Ended::ClientCloseHeader
+            .fix(&Facts {
+                program: Some(go),
+                ..Facts::default()
+            })
+            .unwrap();
+        assert!(
+            fix.contains("DisableKeepAlives") && !fix.contains("Node") && !fix.contains("HAProxy"),
+            "{fix}"
+        );
+        let java = crate::report::cause::client_software("java", Some("Java/17.0.15"));
+        let fix = Ended::ClientCloseHeader
+            .fix(&Facts {
+                program: Some(java),
+                ..Facts::default()
+            })
+            .unwrap();
+        assert!(fix.contains("-Dhttp.keepAlive=false"), "{fix}");
+        for cause in [
+            Ended::ClientCloseHeader,
+            Ended::ClientHttp10,
+            Ended::ClientClosedItself,
+        ] {
+            let fix = cause
+                .fix(&Facts {
+                    program: Some("client".into()),
+                    ..Facts::default()
+                })
+                .unwrap();
+            for product in ["Node", "HAProxy", "Go ", "Python", "nginx", "`http."] {
+                assert!(!fix.contains(product), "{product} in {fix}");
+            }
+        }
     }
 }
 

@@ -64,6 +64,9 @@ pub(crate) struct EndpointSummary {
     /// Connections whose client's last request asked to close them, read from cleartext
     /// HTTP/1 heads: `http10_without_keep_alive`, `connection_close`.
     pub client_asked_close: BTreeMap<String, u64>,
+    /// Connections by the `User-Agent` of their first cleartext HTTP/1 request head that
+    /// had one (the first 80 bytes; 64 agents at most): what names a Go or Java client.
+    pub user_agents: BTreeMap<String, u64>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
 }

@@ -4,6 +4,7 @@
 
 use super::conn::asks_close;
 use super::conn::request_seen;
+use super::conn::user_agent;
 use super::conn::Conn;
 use super::conn::Side;
 use crate::proto::h1::chunked::ChunkedDecoder;
@@ -147,6 +148,9 @@ fn request_head(c: &mut Conn, data: &[u8]) -> Head {
     let head = match r.parse(data) {
         Ok(httparse::Status::Complete(n)) => {
             c.client_close = asks_close(&r);
+            if c.user_agent.is_none() {
+                c.user_agent = user_agent(&r);
+            }
             Head::Started(Some(n), Some(request_framing(r.headers)))
         }
         Ok(httparse::Status::Partial) if r.method.is_some() && r.path.is_some() => {

@@ -157,6 +157,9 @@ pub(crate) struct Conn {
     /// Cleartext HTTP/1: what the client's last request head asked of the connection's
     /// end, if it asked to close it.
     pub client_close: Option<ClientClose>,
+    /// Cleartext HTTP/1: the `User-Agent` of the first request head that had one (at
+    /// most [`USER_AGENT_KEPT`] bytes).
+    pub user_agent: Option<Box<str>>,
     /// The handshakes' durations, as seen where the capture is.
     pub setup: Setup,
     /// What the live metrics have counted of it so far.
@@ -216,6 +219,19 @@ impl ClientClose {
 
 /// What a request head asks of its connection's end: `Connection: close`, or HTTP/1.0
 /// without `Connection: keep-alive`; `None` when it lets the connection persist.
+/// The most bytes of a `User-Agent` kept: enough to name the software and its version.
+pub(super) const USER_AGENT_KEPT: usize = 80;
+
+/// The `User-Agent` a request head sent, cut to [`USER_AGENT_KEPT`] bytes.
+pub(super) fn user_agent(r: &httparse::Request<'_, '_>) -> Option<Box<str>> {
+    let h = r
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("user-agent"))?;
+    let v = &h.value[..h.value.len().min(USER_AGENT_KEPT)];
+    Some(String::from_utf8_lossy(v).into())
+}
+
 pub(super) fn asks_close(r: &httparse::Request<'_, '_>) -> Option<ClientClose> {
     let connection = |token: &str| {
         r.headers.iter().any(|h| {
@@ -270,6 +286,7 @@ impl Conn {
             h2_last_stream: 0,
             h2_awaiting: std::collections::BTreeSet::new(),
             client_close: None,
+            user_agent: None,
             setup: Setup::default(),
             metered: Metered::default(),
         }

@@ -57,6 +57,7 @@ pub(super) struct Acc {
     alpn_offered: BTreeMap<String, u64>,
     endings: BTreeMap<String, u64>,
     client_close: BTreeMap<String, u64>,
+    user_agents: BTreeMap<String, u64>,
     lifetimes: GapStats,
     gaps: GapStats,
     unused: u64,
@@ -109,6 +110,12 @@ impl Acc {
         if let Some(how) = c.client_close {
             *self.client_close.entry(how.name().into()).or_default() += 1;
         }
+        // Bounded: a client that sends a new agent on every connection keeps 64.
+        if let Some(ua) = &c.user_agent {
+            if self.user_agents.len() < 64 || self.user_agents.contains_key(&**ua) {
+                *self.user_agents.entry(ua.to_string()).or_default() += 1;
+            }
+        }
         let ending = c.ending.unwrap_or(Ending::OpenAtEnd);
         *self.endings.entry(ending_name(ending).into()).or_default() += 1;
         if let Some(end) = c.ended {
@@ -155,6 +162,7 @@ impl Acc {
             tls_alpn_offered: self.alpn_offered.clone(),
             endings: self.endings.clone(),
             client_asked_close: self.client_close.clone(),
+            user_agents: self.user_agents.clone(),
             time_wait,
             lifetimes_ms: Spread {
                 count: self.lifetimes.count,
@@ -216,9 +224,23 @@ fn seen(t: &EndpointSummary, at: &str, who: Option<&str>) -> Seen {
             .map(|n| t.endings.get(*n).copied().unwrap_or(0))
             .sum()
     };
+    // The software its requests' most common User-Agent names (a Go program keeps the
+    // name it was built with), else the program's name.
+    let agent = t
+        .user_agents
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(ua, _)| ua.as_str());
+    let software = match (who, agent) {
+        (Some(p), a) => Some(crate::report::cause::client_software(p, a)),
+        (None, Some(a)) => {
+            Some(crate::report::cause::client_software("", Some(a))).filter(|s| !s.is_empty())
+        }
+        (None, None) => None,
+    };
     let facts = Facts {
         idle_on_the_wire: true,
-        program: who.map(str::to_string),
+        program: software,
         ..Facts::default()
     };
     let mut seen = Seen::new(t.connections, "connections", facts);

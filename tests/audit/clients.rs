@@ -204,6 +204,60 @@ fn go_client(read_body: bool) -> String {
     )
 }
 
+/// A Go client with `DisableKeepAlives: true` (it sends `Connection: close`), built under
+/// a name that says nothing: its `User-Agent` names Go, and the fix is Go's own setting,
+/// with no other product's; Java's HttpURLConnection with `-Dhttp.keepAlive=false` (the
+/// process is `java`, its agent `Java/17`) is told of that flag. Each client's own count
+/// of requests is the audit's.
+#[test]
+fn a_client_is_told_its_own_setting_by_its_user_agent() {
+    let _machine = shared();
+    let tmp = Dir::new("go-dka");
+    let go = go_build(
+        &tmp.0,
+        "client",
+        "package main\n\nimport (\n\t\"io\"\n\t\"net/http\"\n\t\"os\"\n)\n\nfunc main() {\n\tc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}\n\tfor i := 0; i < 4; i++ {\n\t\tresp, err := c.Get(os.Args[1])\n\t\tif err != nil {\n\t\t\tpanic(err)\n\t\t}\n\t\tio.Copy(io.Discard, resp.Body)\n\t\tresp.Body.Close()\n\t}\n}\n",
+    );
+    let (code, v) = audit(&[], &[&go, "{url}"]);
+    assert_eq!(code, Some(0), "{v}");
+    check(&v);
+    let t = total(&v);
+    assert_eq!((u(&t["requests"]), u(&t["connections"])), (4, 4), "{t}");
+    assert_eq!(u(&t["user_agents"]["Go-http-client/1.1"]), 4, "{t}");
+    let said = verdict(&v);
+    assert!(
+        said.contains("`DisableKeepAlives: true`")
+            && !said.contains("Node")
+            && !said.contains("HAProxy"),
+        "{said}"
+    );
+    if !have("java") {
+        eprintln!("SKIPPED the Java half: no java here");
+        return;
+    }
+    let java = tmp.0.join("Get.java");
+    std::fs::write(
+        &java,
+        "public class Get { public static void main(String[] a) throws Exception {\n  for (int i = 0; i < 3; i++) {\n    var c = (java.net.HttpURLConnection) new java.net.URL(a[0]).openConnection();\n    c.getInputStream().readAllBytes();\n  }\n} }\n",
+    )
+    .unwrap();
+    let (code, v) = audit(
+        &[],
+        &[
+            "java",
+            "-Dhttp.keepAlive=false",
+            java.to_str().unwrap(),
+            "{url}",
+        ],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    check(&v);
+    let t = total(&v);
+    assert_eq!((u(&t["requests"]), u(&t["connections"])), (3, 3), "{t}");
+    let said = verdict(&v);
+    assert!(said.contains("`-Dhttp.keepAlive=false`"), "{said}");
+}
+
 #[test]
 fn go_reading_bodies_to_eof_reuses_and_closing_them_unread_does_not() {
     let _machine = shared();
