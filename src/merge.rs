@@ -88,6 +88,16 @@ fn input(origin: String, v: Value) -> Result<Input, UsageError> {
             "not a handshake report (no \"tool\": \"handshake\")".into()
         ));
     }
+    // Its lossless figures are read as this version writes them: another schema's may
+    // not mean the same.
+    let version = v.get("schema_version").and_then(Value::as_u64);
+    if version != Some(u64::from(crate::report::SCHEMA_VERSION)) {
+        return Err(bad(format!(
+            "a report of schema version {}, and this handshake reads version {}: merge the reports with the handshake that wrote them, or run the agents with this one",
+            version.map_or("(none)".to_string(), |v| v.to_string()),
+            crate::report::SCHEMA_VERSION
+        )));
+    }
     if v.get("comparison").is_some_and(|c| !c.is_null()) || v.get("rtt_sweep").is_some() {
         return Err(bad(
             "a compare report: merge takes bench reports (a comparison's paired rounds and intervals do not add up across agents)".into(),
@@ -414,10 +424,93 @@ pub(crate) fn merge(
     for (a, f) in agents.iter_mut().zip(flags) {
         a.flags = f;
     }
+    let coverage = missing_segments(&agents).into_iter().collect();
     Ok(Report::new(
-        crate::report::Kind::Merged { agents },
+        crate::report::Kind::Merged { agents, coverage },
         scenarios,
     ))
+}
+
+/// "a", "a and b", "a, b and c".
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The most equal shares the workload is cut into to find what no agent ran.
+const COVERAGE_GRAIN_MAX: u64 = 100_000;
+
+/// Which shares of the workload no agent ran, where the agents ran segments: a finding
+/// naming them (`I/N` where every agent cut the workload in `N`, else the share by
+/// percent), or none where they cover it whole.
+fn missing_segments(agents: &[AgentReport]) -> Option<Finding> {
+    let segs: Vec<crate::report::Segment> = agents.iter().filter_map(|a| a.segment).collect();
+    if segs.is_empty() || segs.len() < agents.len() {
+        // An agent ran the whole workload: nothing is missing.
+        return None;
+    }
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let grain = segs.iter().try_fold(1u64, |l, s| {
+        let l = l / gcd(l, s.count) * s.count;
+        (l <= COVERAGE_GRAIN_MAX).then_some(l)
+    })?;
+    let mut covered = vec![false; grain as usize];
+    for s in &segs {
+        let per = grain / s.count;
+        for c in &mut covered[((s.index - 1) * per) as usize..(s.index * per) as usize] {
+            *c = true;
+        }
+    }
+    let ran = covered.iter().filter(|c| **c).count() as u64;
+    if ran == grain {
+        return None;
+    }
+    let one_cut = segs.iter().all(|s| s.count == segs[0].count);
+    let named: Vec<String> = if one_cut {
+        let n = segs[0].count;
+        (1..=n)
+            .filter(|i| !segs.iter().any(|s| s.index == *i))
+            .map(|i| format!("{i}/{n}"))
+            .collect()
+    } else {
+        // Each run of uncovered grains, by percent of the workload.
+        let mut runs = Vec::new();
+        let mut k = 0;
+        while k < covered.len() {
+            if covered[k] {
+                k += 1;
+                continue;
+            }
+            let start = k;
+            while k < covered.len() && !covered[k] {
+                k += 1;
+            }
+            let pct = |g: usize| crate::fmt::num(g as f64 * 100.0 / grain as f64);
+            runs.push(format!("from {} % to {} %", pct(start), pct(k)));
+        }
+        runs
+    };
+    let share = crate::fmt::num(ran as f64 * 100.0 / grain as f64);
+    let text = format!(
+        "No agent ran {} of the workload: the report above is of {share} % of it, not the whole run (an agent that failed or was not merged; merge its report too, or run that segment again).",
+        and_list(&named)
+    );
+    Some(
+        Finding::new("segments_missing", Cause::Measured, text).with(Evidence::count(
+            "agents.segment",
+            ran,
+            grain,
+            "equal shares of the workload run by an agent",
+        )),
+    )
 }
 
 /// Refuse runs of different workloads, and segments run twice.

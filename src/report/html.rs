@@ -199,7 +199,7 @@ fn data(report: &Report) -> Data<'_> {
     let (rtt_sweep, knee, agents) = match &report.kind {
         Kind::RttSweep { rtt_sweep } => (Some(rtt_sweep), None, None),
         Kind::ConcurrencySweep { concurrency_sweep } => (None, Some(concurrency_sweep), None),
-        Kind::Merged { agents } => (None, None, Some(agents)),
+        Kind::Merged { agents, .. } => (None, None, Some(agents)),
         Kind::Bench {} | Kind::Comparison { .. } => (None, None, None),
     };
     let links = report

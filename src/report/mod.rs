@@ -77,7 +77,12 @@ pub(crate) enum Kind {
     /// `bench`: its scenarios.
     Bench {},
     /// `merge`: the agents' runs merged, one row per agent.
-    Merged { agents: Vec<AgentReport> },
+    Merged {
+        agents: Vec<AgentReport>,
+        /// The shares of the workload no agent ran (`segments_missing`): empty where the
+        /// agents cover it whole.
+        coverage: Vec<finding::Finding>,
+    },
     /// `compare`: the strategies side by side.
     Comparison { comparison: comparison::Comparison },
     /// `compare --rtt A,B,...`: the comparison at each round-trip time.

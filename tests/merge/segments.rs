@@ -310,6 +310,78 @@ fn indexed_job_agents_piped_to_merge_match_the_server() {
 /// Runs of different workloads, a segment run twice, text that is not a report, a
 /// compare report: each refused with exit 2 and a message naming it; --allow-mismatch
 /// merges anyway. Bad segment options are usage errors.
+/// Agents that ran segments 1/3 and 3/3 of a workload: the merge says that no agent ran
+/// 2/3, and of how much of the workload its figures are (the embedded server's own count
+/// of requests is theirs); with 2/3 merged too, nothing is missing. A report of another
+/// schema version is refused, naming both versions.
+#[test]
+fn a_missing_segment_is_said_and_another_schema_version_is_refused() {
+    let _machine = shared();
+    let _cleanup = Cleanup("missing");
+    let srv = start(handshake::api::server::ServerConfig::default());
+    let url = srv.http_url().unwrap();
+    let bench = |i: u32| {
+        let seg = format!("{i}/3");
+        let out = run(&[
+            "bench",
+            &url,
+            "-n",
+            "30",
+            "-c",
+            "3",
+            "--segment",
+            &seg,
+            "--json",
+            "--no-progress",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let p = tmp("missing", &format!("{i}.json"));
+        std::fs::write(&p, &out.stdout).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let (one, two, three) = (bench(1), bench(2), bench(3));
+    let merged = merge_json(&[&one, &three]);
+    assert_eq!(u(&scenario(&merged)["requests"]["ok"]), 20);
+    let cov = merged["coverage"].as_array().unwrap();
+    assert_eq!(cov.len(), 1, "{cov:?}");
+    assert_eq!(cov[0]["code"], "segments_missing");
+    let text = cov[0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("No agent ran 2/3 of the workload: the report above is of 66.7 % of it, not the whole run"),
+        "{text}"
+    );
+    let e = &cov[0]["evidence"][0];
+    assert_eq!(
+        (e["value"].as_f64(), e["of"].as_f64()),
+        (Some(2.0), Some(3.0)),
+        "{e}"
+    );
+    let out = run(&["merge", &three, &one]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No agent ran 2/3 of the workload"));
+    let whole = merge_json(&[&one, &two, &three]);
+    assert_eq!(whole["coverage"], serde_json::json!([]));
+    assert_eq!(
+        u(&scenario(&whole)["requests"]["ok"]),
+        srv.snapshot().requests
+    );
+    // Another schema version's figures may not mean the same.
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&two).unwrap()).unwrap();
+    v["schema_version"] = 2.into();
+    let other = tmp("missing", "v2.json");
+    std::fs::write(&other, v.to_string()).unwrap();
+    let out = run(&["merge", &one, other.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("a report of schema version 2, and this handshake reads version 1"),
+        "{err}"
+    );
+}
+
 #[test]
 fn mismatches_and_bad_input_are_refused() {
     let _machine = shared();

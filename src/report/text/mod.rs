@@ -60,8 +60,11 @@ fn render_unfitted(report: &Report, layout: &Layout) -> String {
             }
         }
     }
-    if let Kind::Merged { agents } = &report.kind {
+    if let Kind::Merged { agents, coverage } = &report.kind {
         render_agents(&mut out, agents);
+        for f in coverage {
+            out.push_str(&format!("\n{}\n", f.text));
+        }
     }
     server_line(&mut out, report.server.as_ref());
     link_line(&mut out, report.link.as_ref());
