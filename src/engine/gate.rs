@@ -62,13 +62,22 @@ impl Gates {
         }
     }
 
-    /// The gates of `sc`'s origins, with its `--retry-backoff` over its workers.
+    /// The gates of `sc`'s origins, with its `--retry-backoff` over its workers. A run
+    /// bounded by time alone waits between tries also for a hop it never reached: with
+    /// no count of requests to spend, failing fast would send connects for the whole
+    /// duration (tens of thousands a second at a wrong port).
     pub(crate) fn of_scenario(sc: &crate::plan::Scenario) -> Gates {
-        Gates::new(
+        let mut g = Gates::new(
             sc.origins.iter().map(hop_of).collect(),
             sc.limits.retry_backoff,
             sc.concurrency,
-        )
+        );
+        if sc.stop.requests.is_none() && sc.stop.duration.is_some() {
+            for gate in &mut g.gates {
+                gate.wait_unreached = true;
+            }
+        }
+        g
     }
 
     /// The gate of origin `index` (none for an origin a redirect found).
@@ -186,9 +195,12 @@ pub(crate) struct Gate {
     hop: String,
     /// Read without the lock on every new connection: false while the hop is reached.
     closed: AtomicBool,
-    /// A connect reached the hop in this run: only then do tries wait (a hop never
-    /// reached, a wrong port, fails fast and is said at once).
+    /// A connect reached the hop in this run: only then do tries wait, in a run with a
+    /// count of requests (a hop never reached, a wrong port, fails fast and is said at
+    /// once).
     reached_once: AtomicBool,
+    /// Tries wait for a hop never reached too (a run bounded by time alone).
+    wait_unreached: bool,
     state: Mutex<State>,
     backoff: Option<Backoff>,
     /// The longest wait between two tries of the run's workers together.
@@ -307,6 +319,7 @@ impl Gate {
             hop,
             closed: AtomicBool::new(false),
             reached_once: AtomicBool::new(false),
+            wait_unreached: false,
             state: Mutex::new(State::default()),
             backoff,
             spacing,
@@ -361,7 +374,7 @@ impl Gate {
     pub(crate) fn turn(&self, now: Instant) -> Result<(), Instant> {
         if !self.closed.load(Ordering::Relaxed)
             || self.backoff.is_none()
-            || !self.reached_once.load(Ordering::Relaxed)
+            || !(self.wait_unreached || self.reached_once.load(Ordering::Relaxed))
         {
             return Ok(());
         }

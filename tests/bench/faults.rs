@@ -1000,6 +1000,45 @@ fn the_resolver_stopped_and_started_again_is_one_window() {
     );
 }
 
+/// The same wrong port under `-d 2s -c 4`: with no count of requests to spend, failing
+/// fast would send connects for the whole run, so the tries wait as for a hop that went
+/// away (together at most one every 125 ms, 500 ms over the four workers): tens of
+/// refused connects, not tens of thousands, each counted once in one window.
+#[test]
+fn a_timed_run_at_a_port_never_reached_backs_off() {
+    let _machine = shared();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = run(&[
+        "bench",
+        &url,
+        "-d",
+        "2s",
+        "-c",
+        "4",
+        "--json",
+        "--no-progress",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = scenario(&v);
+    check_accounting(s);
+    let refused = u(&s["requests"]["errors"]["connect"]);
+    assert!(
+        (4..=60).contains(&refused),
+        "{refused} connects: {}",
+        s["requests"]
+    );
+    let o = &s["outages"];
+    assert_eq!(u(&o["count"]), 1, "{o}");
+    assert_eq!(u(&o["windows"][0]["connects_refused"]), refused, "{o}");
+}
+
 /// A port where nothing listens (a newcomer's wrong port): no backoff (the hop was never
 /// reached, so every try fails at once), one window to the run's end with every connect
 /// refused, and a sentence that claims no earlier answer.
