@@ -53,21 +53,44 @@ pub(super) fn idle_finding(
         );
         return None;
     };
-    findings.push(
-        Finding::new(
-            "idle_timeout",
-            Cause::Measured,
-            format!(
-                "{label}: the server {ends} after {at_least}-{} s ({} probes).",
-                fmt_ms(hi),
-                i.probes
-            ),
+    let said = if i.varies {
+        // A coarse timer: the close moved with when each connection went idle.
+        format!(
+            "{label}: the server {ends} after different idle times: one after {} s, while another was still open after {at_least} s ({} probes going idle at moments spread over a second: a timer that ticks coarsely closes a connection anywhere within a tick past its timeout).",
+            fmt_ms(hi),
+            i.probes
         )
-        .with(idle_evidence(i, figure)),
-    );
-    // Measured between two probes, so said as its bounds: the range, and the lower bound
-    // a client must stay under.
-    (hi < SHORT_IDLE_S).then(|| (format!("{at_least}-{}", fmt_ms(hi)), at_least))
+    } else {
+        format!(
+            "{label}: the server {ends} after {at_least}-{} s ({} probes).",
+            fmt_ms(hi),
+            i.probes
+        )
+    };
+    findings
+        .push(Finding::new("idle_timeout", Cause::Measured, said).with(idle_evidence(i, figure)));
+    // Measured between probes, so said as its bounds: the range, and the bound every
+    // probe supports, which a client must stay under.
+    let [lo, top] = i.bounds().unwrap_or([i.at_least_s, hi]);
+    // Short when surely under the limit: its upper bound, or where the close moves, the
+    // earliest close seen.
+    let short = if i.varies { lo } else { top } < SHORT_IDLE_S;
+    short.then(|| {
+        (
+            format!("{}-{}", fmt_ms(lo), fmt_ms(top)),
+            fmt_ms(i.safe_s()),
+        )
+    })
+}
+
+/// How an idle timeout's range was found: between two probes, or spread by when each
+/// connection went idle (a coarse timer).
+fn how_bounded(i: &IdleTimeout) -> &'static str {
+    if i.varies {
+        "by when a connection went idle"
+    } else {
+        "between two probes"
+    }
 }
 
 /// An idle timeout as the probes bound it: between the longest idle time a connection
@@ -75,8 +98,8 @@ pub(super) fn idle_finding(
 pub(super) fn idle_evidence(i: &IdleTimeout, figure: &str) -> Evidence {
     Evidence {
         // Open at the probe's limit: a lower bound only, the value.
-        bounds: i.at_most_s.map(|hi| [i.at_least_s, hi]),
-        ..Evidence::mean(figure, i.at_least_s, Some("s"), i.probes, "idle probes")
+        bounds: i.bounds(),
+        ..Evidence::mean(figure, i.safe_s(), Some("s"), i.probes, "idle probes")
     }
 }
 
@@ -199,7 +222,8 @@ pub(super) fn judge_h2(
         let ends = ("ends idle connections (GOAWAY or close)", "h2.idle_timeout");
         if let Some((range, lo)) = idle_finding(i, "HTTP/2 idle timeout", ends, findings) {
             problems.push(Finding::new("h2_idle_timeout_short", Cause::Reuse, format!(
-                "The server ends idle HTTP/2 connections after {range} s (between two probes): a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {lo} s, or raise the server's {}.",
+                "The server ends idle HTTP/2 connections after {range} s ({}): a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {lo} s, or raise the server's {}.",
+                how_bounded(i),
                 fix(Setting::H2IdleTimeout, server)
             )).with(idle_evidence(i, "h2.idle_timeout")));
         }
@@ -478,7 +502,8 @@ pub(super) fn judge_idle(
     let ends = ("closes idle connections", "idle_timeout");
     if let Some((range, lo)) = idle_finding(i, "Idle timeout", ends, findings) {
         problems.push(Finding::new("idle_timeout_short", Cause::Reuse, format!(
-            "The server closes idle connections after {range} s (between two probes): a client pool whose idle timeout is {lo} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {lo} s, or raise the server's idle timeout above the pool's {}.",
+            "The server closes idle connections after {range} s ({}): a client pool whose idle timeout is {lo} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {lo} s, or raise the server's idle timeout above the pool's {}.",
+            how_bounded(i),
             fix(Setting::IdleTimeout, server)
         )).with(idle_evidence(i, "idle_timeout")));
     }
@@ -495,11 +520,12 @@ pub(super) fn judge_idle(
                 .with(claimed.clone())
                 .with(idle_evidence(i, "idle_timeout"))
         };
-        if c + 1.0 < i.at_least_s || c > hi + 1.0 {
+        let [lo, hi] = i.bounds().unwrap_or([i.at_least_s, hi]);
+        if c + 1.0 < lo || c > hi + 1.0 {
             problems.push(f("keep_alive_header_mismatch", Cause::Reuse, format!(
                 "The server's `Keep-Alive: timeout={c}` header does not match what it does (idle connections closed after {}-{} s): clients that trust the header will misjudge reuse.",
-                fmt_ms(i.at_least_s),
-                i.at_most_s.map(fmt_ms).unwrap_or("∞".into())
+                fmt_ms(lo),
+                i.at_most_s.map_or("∞".into(), |_| fmt_ms(hi))
             )));
         } else if i.at_most_s.is_none() {
             // Open at the probe's limit: the claim is not contradicted, not confirmed.

@@ -39,9 +39,9 @@ pub(crate) fn policy(r: &DoctorReport) -> Finding {
         parts.push(idle_policy(i));
         // Bounded, not measured exactly: between the longest wait the connection
         // outlived and the shortest it did not (no upper bound when none ended it).
-        evidence.push(match i.at_most_s {
-            Some(hi) => Evidence {
-                bounds: Some([i.at_least_s, hi]),
+        evidence.push(match i.bounds() {
+            Some(bounds) => Evidence {
+                bounds: Some(bounds),
                 ..Evidence::figure(
                     "idle_timeout (at_least_s, at_most_s)",
                     i.at_least_s,
@@ -159,11 +159,15 @@ pub(super) fn http1_policy(
     }
 }
 
-/// "idle timeout 3.0-3.1 s", or "idle connections kept at least 2.0 s".
+/// "idle timeout 3.0-3.1 s", "idle timeout 2.4-3.3 s, by when a connection went idle",
+/// or "idle connections kept at least 2.0 s".
 pub(super) fn idle_policy(i: &IdleTimeout) -> String {
-    match i.at_most_s {
-        Some(hi) => format!("idle timeout {:.1}-{hi:.1} s", i.at_least_s),
-        None => format!("idle connections kept at least {:.1} s", i.at_least_s),
+    match (i.bounds(), i.varies) {
+        (Some([lo, hi]), false) => format!("idle timeout {lo:.1}-{hi:.1} s"),
+        (Some([lo, hi]), true) => {
+            format!("idle timeout {lo:.1}-{hi:.1} s, by when a connection went idle")
+        }
+        (None, _) => format!("idle connections kept at least {:.1} s", i.at_least_s),
     }
 }
 

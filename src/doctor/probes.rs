@@ -148,9 +148,10 @@ pub(super) enum IdleSeen {
     Failed,
 }
 
-/// One connection: a request, then idle for `wait` (watching for the server's close,
-/// or over HTTP/2 its GOAWAY), then another request.
-pub(super) async fn idle_probe(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
+/// One connection, opened after `after`: a request, then idle for `wait` (watching for
+/// the server's close, or over HTTP/2 its GOAWAY), then another request.
+pub(super) async fn idle_probe(sc: Arc<Scenario>, after: Duration, wait: Duration) -> IdleSeen {
+    tokio::time::sleep(after).await;
     let t = &sc.targets[0];
     let Ok(mut c) = Probe::open(&sc, &Endpoints::new()).await else {
         return IdleSeen::Failed;
@@ -170,8 +171,14 @@ pub(super) async fn idle_probe(sc: Arc<Scenario>, wait: Duration) -> IdleSeen {
     }
 }
 
-/// Run idle probes with these waits in parallel; fold into (at least, at most). Once a
-/// close is seen, probes that would wait longer are cancelled: they cannot narrow it.
+/// The probes of a round go idle at moments spread over this: a server whose timer
+/// ticks once a second (lighttpd's) closes a connection anywhere within the tick after
+/// its timeout, and probes that all went idle together would all see the same moment.
+const IDLE_STAGGER: Duration = Duration::from_secs(1);
+
+/// Run idle probes with these waits in parallel, each opened a share of
+/// [`IDLE_STAGGER`] after the one before; fold into (at least, at most). Once a close is
+/// seen, probes that would wait longer are cancelled: they cannot narrow it.
 pub(super) async fn idle_round(
     sc: &Arc<Scenario>,
     waits: &[f64],
@@ -179,13 +186,14 @@ pub(super) async fn idle_round(
     hi: &mut Option<f64>,
 ) -> u64 {
     let mut set = tokio::task::JoinSet::new();
+    let n = waits.len().max(1) as u32;
     let handles: Vec<(f64, tokio::task::AbortHandle)> = waits
         .iter()
-        .map(|w| {
-            (
-                *w,
-                set.spawn_local(idle_probe(sc.clone(), Duration::from_secs_f64(*w))),
-            )
+        .enumerate()
+        .map(|(k, w)| {
+            let after = IDLE_STAGGER * k as u32 / n;
+            let probe = idle_probe(sc.clone(), after, Duration::from_secs_f64(*w));
+            (*w, set.spawn_local(probe))
         })
         .collect();
     let mut n = 0;
@@ -223,6 +231,7 @@ pub(super) async fn idle_timeout(
     let mut probes = idle_round(sc, &waits, &mut lo, &mut hi).await;
     for round in 0..4 {
         let Some(h) = hi else { break };
+        // Narrow enough, or no single time to narrow: a probe outlived another's close.
         if h - lo <= IDLE_RESOLUTION_S.max(0.1 * h) {
             break;
         }
@@ -244,6 +253,7 @@ pub(super) async fn idle_timeout(
         at_most_s: hi,
         claimed_s: claimed,
         probes,
+        varies: hi.is_some_and(|h| lo > h),
     }
 }
 

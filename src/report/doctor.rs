@@ -14,6 +14,7 @@ pub(crate) enum ServerKind {
     Apache,
     Caddy,
     Haproxy,
+    Lighttpd,
 }
 
 /// What one request on a fresh connection showed.
@@ -63,6 +64,27 @@ pub(crate) struct IdleTimeout {
     /// What the server's `Keep-Alive: timeout=` header claims.
     pub claimed_s: Option<f64>,
     pub probes: u64,
+    /// The close moved with when a connection went idle: one probe was still open after
+    /// `at_least_s` though another was closed after `at_most_s`, the shorter. The probes
+    /// go idle at moments spread over a second, so a server whose timer ticks coarsely
+    /// (lighttpd's, once a second) shows it; a client must then stay under `at_most_s`.
+    pub varies: bool,
+}
+
+impl IdleTimeout {
+    /// The idle times the probes bound it by, shorter first; none where no probe was
+    /// closed.
+    pub(crate) fn bounds(&self) -> Option<[f64; 2]> {
+        self.at_most_s
+            .map(|hi| [self.at_least_s.min(hi), self.at_least_s.max(hi)])
+    }
+
+    /// The longest idle time every probe supports: below it no probe was found closed,
+    /// and each one that waited less still worked.
+    pub(crate) fn safe_s(&self) -> f64 {
+        self.at_most_s
+            .map_or(self.at_least_s, |hi| self.at_least_s.min(hi))
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,6 +1,6 @@
 //! Where each fix the tool names is set, in the server's own words: the directive of the
-//! server recognised from its `Server` header (nginx, Apache, Caddy, HAProxy), or those
-//! of all of them when it is not known. One table for every command (doctor, bench's
+//! server recognised from its `Server` header (nginx, Apache, Caddy, HAProxy, lighttpd),
+//! or those of all of them when it is not known. One table for every command (doctor, bench's
 //! diagnosis, trace, compare).
 
 pub(crate) use crate::report::doctor::ServerKind;
@@ -19,6 +19,8 @@ impl ServerKind {
             Some(ServerKind::Caddy)
         } else if starts("haproxy") {
             Some(ServerKind::Haproxy)
+        } else if starts("lighttpd") {
+            Some(ServerKind::Lighttpd)
         } else {
             None
         }
@@ -30,6 +32,7 @@ impl ServerKind {
             ServerKind::Apache => "Apache",
             ServerKind::Caddy => "Caddy",
             ServerKind::Haproxy => "HAProxy",
+            ServerKind::Lighttpd => "lighttpd",
         }
     }
 }
@@ -62,13 +65,14 @@ pub(crate) enum Setting {
 /// Each server's directive for `setting`; a server missing from the list has none doctor
 /// can name with confidence.
 fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
-    use ServerKind::{Apache, Caddy, Haproxy, Nginx};
+    use ServerKind::{Apache, Caddy, Haproxy, Lighttpd, Nginx};
     match setting {
         Setting::KeepAlive => &[
             (Nginx, "keepalive_timeout above 0"),
             (Apache, "KeepAlive On"),
             (Haproxy, "option http-keep-alive, not option httpclose"),
             (Caddy, "on by default; look for a proxy in front of it"),
+            (Lighttpd, "server.max-keep-alive-requests above 0"),
         ],
         Setting::MaxRequests => &[
             (Nginx, "keepalive_requests, default 1000"),
@@ -77,6 +81,7 @@ fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
                 Caddy,
                 "no such limit of its own; look for a proxy in front of it",
             ),
+            (Lighttpd, "server.max-keep-alive-requests, default 1000"),
         ],
         Setting::IdleTimeout => &[
             (Nginx, "keepalive_timeout, default 75s"),
@@ -86,6 +91,10 @@ fn directives(setting: Setting) -> &'static [(ServerKind, &'static str)] {
                 "idle_timeout in the global servers options, default 5m",
             ),
             (Haproxy, "timeout http-keep-alive"),
+            (
+                Lighttpd,
+                "server.max-keep-alive-idle, default 5; its timer ticks once a second, so a connection closes up to a second after it",
+            ),
         ],
         Setting::H2Streams => &[
             (Nginx, "http2_max_concurrent_streams, default 128"),
@@ -172,6 +181,7 @@ mod tests {
             ("Apache/2.4.62 (Debian)", Some(ServerKind::Apache)),
             ("Caddy", Some(ServerKind::Caddy)),
             ("HAProxy", Some(ServerKind::Haproxy)),
+            ("lighttpd/1.4.69", Some(ServerKind::Lighttpd)),
             ("handshake", None),
         ] {
             assert_eq!(ServerKind::recognise(Some(header)), kind, "{header}");

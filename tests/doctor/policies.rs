@@ -227,6 +227,117 @@ fn doctor_on_nginx_with_a_3s_timeout_and_100_requests() {
     );
 }
 
+/// lighttpd with `server.max-keep-alive-idle = 2`: its timer ticks once a second, so an
+/// idle connection closes anywhere from 2 to 3-odd seconds after it went idle, by when
+/// in the tick it did. The test's own connections, going idle at moments spread over a
+/// second, time each close (the server's FIN); doctor's bound (the idle time every one
+/// of its probes supports) is no longer than the earliest of them, and no shorter than
+/// the setting, so a pool that keeps under it meets no closed connection.
+#[test]
+fn doctor_on_lighttpd_keeps_under_the_earliest_close_of_its_coarse_timer() {
+    let _machine = serial();
+    let Some(bin) = ["/usr/sbin/lighttpd", "/usr/bin/lighttpd"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        assert!(
+            std::env::var_os("HANDSHAKE_SKIP_LIGHTTPD").is_some(),
+            "lighttpd is needed (Debian package lighttpd; scripts/test installs it), or HANDSHAKE_SKIP_LIGHTTPD=1"
+        );
+        return;
+    };
+    let dir = Dir::new("lighttpd");
+    let port = free_port();
+    std::fs::write(dir.0.join("index.html"), "hello\n").unwrap();
+    let d = dir.0.display();
+    std::fs::write(
+        dir.0.join("lighttpd.conf"),
+        format!(
+            "server.document-root = \"{d}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {port}\n\
+             server.max-keep-alive-idle = 2\nserver.pid-file = \"{d}/pid\"\n\
+             server.errorlog = \"{d}/error.log\"\nindex-file.names = ( \"index.html\" )\n"
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(bin)
+        .args(["-D", "-f", &dir.path("lighttpd.conf")])
+        .spawn()
+        .unwrap();
+    struct Stop<'a>(&'a mut std::process::Child);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _stop = Stop(&mut child);
+    wait_listening(port, "lighttpd", &dir.0.join("error.log"));
+    // The server's own closes: eight connections going idle 125 ms apart.
+    let closes: Vec<f64> = (0..8)
+        .map(|k| {
+            std::thread::sleep(Duration::from_millis(if k == 0 { 0 } else { 125 }));
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                let mut buf = [0u8; 4096];
+                let mut got = Vec::new();
+                while !got.ends_with(b"hello\n") {
+                    let n = s.read(&mut buf).unwrap();
+                    assert!(n > 0, "closed before the answer");
+                    got.extend_from_slice(&buf[..n]);
+                }
+                let idle = std::time::Instant::now();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "an idle close");
+                idle.elapsed().as_secs_f64()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let earliest = closes.iter().copied().fold(f64::INFINITY, f64::min);
+    let latest = closes.iter().copied().fold(0.0, f64::max);
+    eprintln!("lighttpd's closes: {closes:.2?}");
+    assert!(earliest >= 1.9 && latest <= 4.5, "{closes:?}");
+    let (code, v) = doctor(&[&format!("http://127.0.0.1:{port}/"), "--max-idle", "5s"]);
+    assert_eq!(code, Some(1), "{v}");
+    let i = &v["idle_timeout"];
+    let lo = i["at_least_s"].as_f64().unwrap();
+    let hi = i["at_most_s"].as_f64().expect("a close was seen");
+    let bound = lo.min(hi);
+    assert!(
+        bound <= earliest + 0.05 && bound >= 1.9,
+        "doctor's bound {bound} s against lighttpd's closes {closes:?}: {i}"
+    );
+    let problem = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["code"] == "idle_timeout_short")
+        .unwrap_or_else(|| panic!("{}", v["problems"]));
+    let text = problem["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "keep it under {} s",
+            handshake::api::fmt::ms(bound)
+        )),
+        "{text}"
+    );
+    // Identified by its Server header, it is given its own setting, and no other's.
+    assert!(
+        text.contains("(lighttpd: server.max-keep-alive-idle, default 5;")
+            && !text.contains("nginx:"),
+        "{text}"
+    );
+    // Where its probes saw the close move, it says so, not one timeout between two.
+    if i["varies"] == true {
+        assert!(text.contains("by when a connection went idle"), "{text}");
+        assert!(lo > hi, "{i}");
+    }
+}
+
 #[test]
 fn doctor_on_nginx_with_keepalive_off() {
     let _machine = shared();
