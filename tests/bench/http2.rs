@@ -251,17 +251,8 @@ fn streams_above_a_goaway_are_sent_again_and_none_fails() {
     };
     let before = stub_status(ng.ports[1]);
     let url = format!("http://127.0.0.1:{}/", ng.ports[0]);
-    let v = bench_json(&[
-        &url,
-        "-s",
-        "h2",
-        "-c",
-        "8",
-        "--connections",
-        "2",
-        "-n",
-        "200",
-    ]);
+    let load = ["-s", "h2", "-c", "8", "--connections", "2", "-n", "200"];
+    let v = bench_json(&[&[url.as_str()][..], &load].concat());
     let s = scenario(&v);
     check_accounting(s);
     let after = stub_status(ng.ports[1]);
@@ -287,20 +278,9 @@ fn streams_above_a_goaway_are_sent_again_and_none_fails() {
         "{c}"
     );
     assert_eq!(u(&h2(s)["goaway_codes"]["no_error"]), goaway);
-    let out = run(&[
-        "bench",
-        &url,
-        "-s",
-        "h2",
-        "-c",
-        "8",
-        "--connections",
-        "2",
-        "-n",
-        "200",
-        "--no-progress",
-    ]);
+    let out = run(&[&["bench", url.as_str()][..], &load, &["--no-progress"]].concat());
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("200"), "{text}");
     assert!(!text.contains("reset"), "{text}");
 }
 
