@@ -561,6 +561,7 @@ fn a_server_that_closes_every_connection_is_a_policy_not_a_restart() {
     }
     let out = run(&["bench", &url, "-n", "200", "-c", "2", "--no-progress"]);
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("200"), "{text}");
     assert!(
         !text.contains("restart") && !text.contains("hard stop"),
         "{text}"
