@@ -31,14 +31,15 @@ const LOW_CONCURRENT_STREAMS: u32 = 100;
 
 /// The finding of an idle-timeout probe: "{label}: the server {ends} after A-B s (N
 /// probes)." or "{label}: idle connections stay open for at least A s (--max-idle)."
-/// Returns the probe's lower bound, as written, when the server ends idle connections
-/// sooner than pools and load balancers commonly keep them (a problem to name).
+/// Returns the range, as written, and the bound every probe supports (s), when the
+/// server ends idle connections sooner than pools and load balancers commonly keep them
+/// (a problem to name).
 pub(super) fn idle_finding(
     i: &IdleTimeout,
     label: &str,
     (ends, figure): (&str, &str),
     findings: &mut Vec<Finding>,
-) -> Option<(String, String)> {
+) -> Option<(String, f64)> {
     let at_least = fmt_ms(i.at_least_s);
     let Some(hi) = i.at_most_s else {
         findings.push(
@@ -75,19 +76,38 @@ pub(super) fn idle_finding(
     // Short when surely under the limit: its upper bound, or where the close moves, the
     // earliest close seen.
     let short = if i.varies { lo } else { top } < SHORT_IDLE_S;
-    short.then(|| {
-        (
-            format!("{}-{}", fmt_ms(lo), fmt_ms(top)),
-            fmt_ms(i.safe_s()),
-        )
-    })
+    short.then(|| (format!("{}-{}", fmt_ms(lo), fmt_ms(top)), i.safe_s()))
+}
+
+/// How long a client may keep a connection idle, by what the probes found: under the
+/// bound every probe supports; for a server whose timer ticks coarsely, a tick under it,
+/// for a connection may close up to a tick before any probe saw: by the identified
+/// server's own tick (lighttpd's second), whether or not the probes saw the close move;
+/// where they saw it move and the tick is not known, without a number doctor cannot
+/// measure.
+fn stay_under(i: &IdleTimeout, server: Option<ServerKind>, safe: f64) -> String {
+    match (i.varies, server.and_then(ServerKind::idle_tick_s)) {
+        (false, None) => format!(
+            "a client pool whose idle timeout is {0} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {0} s",
+            fmt_ms(safe)
+        ),
+        (_, Some(tick)) => format!(
+            "its timer ticks every {} s, so a connection may close up to a tick before any probe saw one: a client pool whose idle timeout is {1} s or longer may meet stale connections (and a load balancer in front, 502s); keep it under {1} s",
+            fmt_ms(tick),
+            fmt_ms((safe - tick).max(0.0))
+        ),
+        (true, None) => format!(
+            "a timer that ticks coarsely may close a connection up to a tick before any probe saw one, and its tick is not seen from here: keep a client pool's idle timeout well under {} s (by a second, for a timer that ticks once a second)",
+            fmt_ms(safe)
+        ),
+    }
 }
 
 /// How an idle timeout's range was found: between two probes, or spread by when each
 /// connection went idle (a coarse timer).
 fn how_bounded(i: &IdleTimeout) -> &'static str {
     if i.varies {
-        "by when a connection went idle"
+        "as the probes saw it, by when each connection went idle"
     } else {
         "between two probes"
     }
@@ -220,9 +240,15 @@ pub(super) fn judge_h2(
     }
     if let Some(i) = &h.idle_timeout {
         let ends = ("ends idle connections (GOAWAY or close)", "h2.idle_timeout");
-        if let Some((range, lo)) = idle_finding(i, "HTTP/2 idle timeout", ends, findings) {
+        if let Some((range, safe)) = idle_finding(i, "HTTP/2 idle timeout", ends, findings) {
+            let lo = fmt_ms(safe);
+            let under = if i.varies {
+                format!("well under {lo} s (a timer that ticks coarsely may end one before any probe saw)")
+            } else {
+                format!("under {lo} s")
+            };
             problems.push(Finding::new("h2_idle_timeout_short", Cause::Reuse, format!(
-                "The server ends idle HTTP/2 connections after {range} s ({}): a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time under {lo} s, or raise the server's {}.",
+                "The server ends idle HTTP/2 connections after {range} s ({}): a client that keeps its connection longer meets a GOAWAY and reconnects; keep the client's idle time {under}, or raise the server's {}.",
                 how_bounded(i),
                 fix(Setting::H2IdleTimeout, server)
             )).with(idle_evidence(i, "h2.idle_timeout")));
@@ -500,10 +526,11 @@ pub(super) fn judge_idle(
     problems: &mut Vec<Finding>,
 ) {
     let ends = ("closes idle connections", "idle_timeout");
-    if let Some((range, lo)) = idle_finding(i, "Idle timeout", ends, findings) {
+    if let Some((range, safe)) = idle_finding(i, "Idle timeout", ends, findings) {
         problems.push(Finding::new("idle_timeout_short", Cause::Reuse, format!(
-            "The server closes idle connections after {range} s ({}): a client pool whose idle timeout is {lo} s or longer will meet stale connections (and a load balancer in front, 502s); keep it under {lo} s, or raise the server's idle timeout above the pool's {}.",
+            "The server closes idle connections after {range} s ({}): {}, or raise the server's idle timeout above the pool's {}.",
             how_bounded(i),
+            stay_under(i, server, safe),
             fix(Setting::IdleTimeout, server)
         )).with(idle_evidence(i, "idle_timeout")));
     }

@@ -26,6 +26,13 @@ impl ServerKind {
         }
     }
 
+    /// How often its timer looks for idle connections, where that is coarse and known:
+    /// lighttpd's once a second (an idle connection closes up to a second after its
+    /// timeout).
+    pub(crate) fn idle_tick_s(self) -> Option<f64> {
+        (self == ServerKind::Lighttpd).then_some(1.0)
+    }
+
     fn name(self) -> &'static str {
         match self {
             ServerKind::Nginx => "nginx",

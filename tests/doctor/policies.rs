@@ -306,9 +306,12 @@ fn doctor_on_lighttpd_keeps_under_the_earliest_close_of_its_coarse_timer() {
     let i = &v["idle_timeout"];
     let lo = i["at_least_s"].as_f64().unwrap();
     let hi = i["at_most_s"].as_f64().expect("a close was seen");
-    let bound = lo.min(hi);
+    // The bound every probe supports, and a tick (lighttpd's second) under it: a
+    // connection may close a tick before any probe saw.
+    let seen = lo.min(hi);
+    let bound = (seen - 1.0).max(0.0);
     assert!(
-        bound <= earliest + 0.05 && bound >= 1.9,
+        bound <= earliest + 0.05 && seen >= 1.9,
         "doctor's bound {bound} s against lighttpd's closes {closes:?}: {i}"
     );
     let problem = v["problems"]
@@ -328,12 +331,13 @@ fn doctor_on_lighttpd_keeps_under_the_earliest_close_of_its_coarse_timer() {
     // Identified by its Server header, it is given its own setting, and no other's.
     assert!(
         text.contains("(lighttpd: server.max-keep-alive-idle, default 5;")
+            && text.contains("its timer ticks every 1.00 s")
             && !text.contains("nginx:"),
         "{text}"
     );
     // Where its probes saw the close move, it says so, not one timeout between two.
     if i["varies"] == true {
-        assert!(text.contains("by when a connection went idle"), "{text}");
+        assert!(text.contains("by when each connection went idle"), "{text}");
         assert!(lo > hi, "{i}");
     }
 }
