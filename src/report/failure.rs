@@ -195,6 +195,10 @@ pub(crate) fn hint(url: &str, route: Route<'_>, key: &str, example: &str) -> Opt
         "bad_version" if example.contains("TLS record") => format!(
             "the server at {at} speaks TLS: try https:// instead of http://"
         ),
+        "bad_version" if example.contains("an HTTP/2 frame") => format!(
+            "the server at {at} speaks only HTTP/2 here ({}): run with --strategy h2",
+            if https { "its ALPN did not agree on http/1.1" } else { "h2c, by prior knowledge" }
+        ),
         "empty_reply" | "eof_in_head" if !https => format!(
             "the server at {at} closed without answering: if it speaks TLS, try https://"
         ),

@@ -284,6 +284,69 @@ fn streams_above_a_goaway_are_sent_again_and_none_fails() {
     assert!(!text.contains("reset"), "{text}");
 }
 
+/// A server that speaks only HTTP/2 (Node's http2 server, h2c by prior knowledge, which
+/// counts its sessions and streams) answers an HTTP/1.1 request with its SETTINGS frame:
+/// bench says the server speaks only HTTP/2 and names `--strategy h2`, with no word of a
+/// restart; with `-s h2` every request is one of Node's streams.
+#[test]
+fn a_server_that_speaks_only_http2_is_said_to_with_the_strategy_that_works() {
+    use std::io::BufRead;
+    let _g = shared();
+    assert!(have("node"), "node is needed for this test");
+    let dir = Dir::new("h2-only");
+    let stats = dir.path("stats.json");
+    let mut srv = std::process::Command::new("node")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h2c_server.js"))
+        .arg(&stats)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(srv.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            stop_child(&mut self.0, "-TERM");
+        }
+    }
+    let _stop = Stop(srv);
+    let port: u16 = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = run(&["bench", &url, "-n", "20", "-c", "2", "--no-progress"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        err.contains("an HTTP/2 frame")
+            && err.contains(&format!(
+                "the server at 127.0.0.1:{port} speaks only HTTP/2 here (h2c, by prior knowledge): run with --strategy h2"
+            )),
+        "{err}"
+    );
+    assert!(
+        !text.contains("restart") && !text.contains("hard stop"),
+        "{text}"
+    );
+    let counts = || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        (u(&v["sessions"]), u(&v["streams"]))
+    };
+    let before = counts();
+    let v = bench_json(&[&url, "-s", "h2", "-n", "20", "-c", "2"]);
+    let s = scenario(&v);
+    check_accounting(s);
+    let after = counts();
+    assert_eq!(u(&s["requests"]["ok"]), 20);
+    assert_eq!(after.1 - before.1, 20, "Node's streams");
+    assert_eq!(
+        u(&s["connections"]["opened"]),
+        after.0 - before.0,
+        "Node's sessions"
+    );
+}
+
 #[test]
 fn a_server_without_h2_is_an_alpn_error_not_a_hang() {
     let _g = serial();

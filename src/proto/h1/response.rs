@@ -77,6 +77,23 @@ fn looks_like_tls(buf: &[u8]) -> bool {
     matches!(buf, [20..=23, 3, 0..=4, ..])
 }
 
+/// Whether a response begins with an HTTP/2 server's first frame: SETTINGS (type 4) on
+/// stream 0, its length a multiple of 6 (RFC 9113 6.5), not an ACK; or a GOAWAY (type
+/// 7) on stream 0, which a server that speaks only HTTP/2 sends to a request it cannot
+/// read as its client preface.
+fn looks_like_h2(buf: &[u8]) -> bool {
+    let [l0, l1, l2, kind, flags, s0, s1, s2, s3, ..] = *buf else {
+        return false;
+    };
+    let len = u32::from_be_bytes([0, l0, l1, l2]);
+    let stream0 = [s0, s1, s2, s3] == [0; 4];
+    match kind {
+        4 => stream0 && flags & 1 == 0 && len % 6 == 0 && len <= 16_384,
+        7 => stream0 && (8..=16_384).contains(&len),
+        _ => false,
+    }
+}
+
 /// Whether a comma-separated header value (e.g. `Connection`) contains `token`.
 pub(crate) fn has_token(value: &[u8], token: &str) -> bool {
     value
@@ -141,6 +158,8 @@ pub(crate) fn parse_head(
                 .join(" ");
             let message = if looks_like_tls(buf) {
                 format!("the server answered with a TLS record (bytes {shown}), not HTTP: this port speaks TLS")
+            } else if looks_like_h2(buf) {
+                format!("the server answered with an HTTP/2 frame (bytes {shown}), not HTTP/1: it speaks HTTP/2 only here")
             } else {
                 format!("invalid response head: {e} (first bytes {shown})")
             };
