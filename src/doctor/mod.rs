@@ -12,6 +12,7 @@ use std::time::Duration;
 mod findings;
 pub(crate) mod flight;
 pub(crate) mod h3;
+mod idle;
 pub(crate) mod kx;
 mod policy;
 mod probes;
