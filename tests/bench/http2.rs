@@ -290,8 +290,8 @@ fn streams_above_a_goaway_are_sent_again_and_none_fails() {
 /// restart; with `-s h2` every request is one of Node's streams.
 #[test]
 fn a_server_that_speaks_only_http2_is_said_to_with_the_strategy_that_works() {
-    use std::io::BufRead;
     let _g = shared();
+    use std::io::BufRead;
     assert!(have("node"), "node is needed for this test");
     let dir = Dir::new("h2-only");
     let stats = dir.path("stats.json");
